@@ -1,0 +1,14 @@
+"""trt-scatter: scatter operations for TensorRT.
+
+- :mod:`trt_scatter.oracle`: NumPy reference implementations (the ops' semantics).
+- :mod:`trt_scatter.backend`: which TensorRT module is used (``tensorrt`` or ``tensorrt_rtx``).
+- :mod:`trt_scatter.networks`: network builders and native lowerings (folder ``networks/``).
+- :mod:`trt_scatter.plugins`: the SliceScatter and ScatterUpdate plugins (folder ``plugins/``).
+
+Importing this package imports neither TensorRT nor CUDA.
+"""
+
+from trt_scatter.oracle import ScatterInputError
+
+__version__ = "0.1.0"
+__all__ = ["ScatterInputError", "__version__"]

@@ -1,0 +1,79 @@
+"""Which TensorRT this process builds with: ``tensorrt`` or ``tensorrt_rtx``.
+
+Users run full TensorRT (``tensorrt``) on their GPU machines; TensorRT-RTX (``tensorrt_rtx``)
+has the same Python API shape and builds real engines on a CPU, which is what CI and
+GPU-less development machines have. Everything in trt-scatter that touches TensorRT gets the
+module from :func:`tensorrt` so that one process never mixes the two.
+
+Resolution, once per process:
+
+1. ``TRT_SCATTER_BACKEND=tensorrt|tensorrt_rtx`` forces one.
+2. Else ``POLYGRAPHY_USE_TENSORRT_RTX`` set to anything but ``0`` means ``tensorrt_rtx``,
+   because polygraphy has already been told to use it.
+3. Else ``tensorrt`` if it imports, then ``tensorrt_rtx``.
+
+polygraphy reads ``POLYGRAPHY_USE_TENSORRT_RTX`` when ``polygraphy.config`` is imported, so
+:func:`tensorrt` sets both the variable and, if polygraphy is already loaded, its config flag.
+"""
+
+import functools
+import importlib
+import os
+import sys
+
+from trt_scatter.log import logger
+
+ENV_VAR = "TRT_SCATTER_BACKEND"
+BACKENDS = ("tensorrt", "tensorrt_rtx")
+_POLYGRAPHY_ENV_VAR = "POLYGRAPHY_USE_TENSORRT_RTX"
+
+
+class BackendError(ImportError):
+    """No usable TensorRT module, or ``TRT_SCATTER_BACKEND`` names an unknown one."""
+
+
+def _candidates():
+    forced = os.environ.get(ENV_VAR, "").strip()
+    if forced:
+        if forced not in BACKENDS:
+            raise BackendError(f"{ENV_VAR}={forced!r} is not one of {', '.join(BACKENDS)}")
+        return [forced]
+    if os.environ.get(_POLYGRAPHY_ENV_VAR, "0") != "0":
+        return ["tensorrt_rtx"]
+    return list(BACKENDS)
+
+
+@functools.lru_cache(maxsize=None)
+def tensorrt():
+    """Imports and returns the TensorRT module this process uses (``tensorrt`` or ``tensorrt_rtx``)."""
+    failures = []
+    for name in _candidates():
+        try:
+            module = importlib.import_module(name)
+        except (ImportError, OSError) as err:  # the bindings wheel without libnvinfer raises ImportError
+            failures.append(f"{name}: {err}")
+            continue
+        _tell_polygraphy(name)
+        logger.debug("using %s %s", name, getattr(module, "__version__", "?"))
+        return module
+    raise BackendError(
+        "trt-scatter needs TensorRT. Install 'trt-scatter[trt]' (tensorrt, for GPU machines) or "
+        "'trt-scatter[rtx]' (tensorrt-rtx==1.7.1.116, builds engines on a CPU). Tried: " + "; ".join(failures)
+    )
+
+
+def name():
+    """The name of the TensorRT module in use: ``"tensorrt"`` or ``"tensorrt_rtx"``."""
+    return tensorrt().__name__
+
+
+def is_rtx():
+    return name() == "tensorrt_rtx"
+
+
+def _tell_polygraphy(backend_name):
+    use_rtx = backend_name == "tensorrt_rtx"
+    os.environ[_POLYGRAPHY_ENV_VAR] = "1" if use_rtx else "0"
+    config = sys.modules.get("polygraphy.config")
+    if config is not None:
+        config.USE_TENSORRT_RTX = use_rtx

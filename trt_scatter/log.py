@@ -1,0 +1,34 @@
+"""The one logger of trt-scatter, and a TensorRT ``ILogger`` that forwards to it.
+
+Quiet by default (warnings and errors); ``TRT_SCATTER_VERBOSE=1`` or
+``logging.getLogger("trt_scatter").setLevel(logging.DEBUG)`` shows more.
+"""
+
+import functools
+import logging
+import os
+
+logger = logging.getLogger("trt_scatter")
+if os.environ.get("TRT_SCATTER_VERBOSE", "0") != "0":
+    logger.setLevel(logging.DEBUG)
+
+
+@functools.lru_cache(maxsize=None)
+def trt_logger():
+    """The process's one TensorRT ``ILogger`` (of the backend in use), forwarding to ``logger``."""
+    from trt_scatter.backend import tensorrt
+
+    trt = tensorrt()
+    levels = {
+        trt.ILogger.Severity.INTERNAL_ERROR: logging.CRITICAL,
+        trt.ILogger.Severity.ERROR: logging.ERROR,
+        trt.ILogger.Severity.WARNING: logging.WARNING,
+        trt.ILogger.Severity.INFO: logging.INFO,
+        trt.ILogger.Severity.VERBOSE: logging.DEBUG,
+    }
+
+    class _Forward(trt.ILogger):
+        def log(self, severity, msg):
+            logger.log(levels.get(severity, logging.INFO), "[TRT] %s", msg)
+
+    return _Forward()
