@@ -1,0 +1,90 @@
+"""``trt-scatter build``: engines from ONNX files and example networks, profiles, and one-line errors."""
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from trt_scatter import backend
+from trt_scatter.cli import main
+from trt_scatter.cli.build import parse_profile
+
+
+def _scatter_elements_onnx(path, batch="n"):
+    shape = [batch, 3, 4, 5]
+    inputs = [
+        helper.make_tensor_value_info("data", TensorProto.FLOAT, shape),
+        helper.make_tensor_value_info("indices", TensorProto.INT32, shape),
+        helper.make_tensor_value_info("updates", TensorProto.FLOAT, shape),
+    ]
+    node = helper.make_node("ScatterElements", ["data", "indices", "updates"], ["output"], axis=2)
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("output", TensorProto.FLOAT, shape)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
+    return str(path)
+
+
+def _profile_args(low, opt, high):
+    args = []
+    for flag, batch in (("--min", low), ("--opt", opt), ("--max", high)):
+        args += [flag] + [f"{name}:[{batch},3,4,5]" for name in ("data", "indices", "updates")]
+    return args
+
+
+def test_builds_dynamic_onnx_with_profile_and_prints_summary(tmp_path, capsys):
+    model = _scatter_elements_onnx(tmp_path / "se.onnx")
+    engine = tmp_path / "out" / "se.engine"
+    assert main(["build", model, "-o", str(engine), "--progress"] + _profile_args(1, 2, 4)) == 0
+    out = capsys.readouterr().out
+    assert engine.stat().st_size > 0
+    assert "network  se: 1 layers" in out
+    assert "input    indices: int32 [?, 3, 4, 5]" in out
+    assert "output   output: float32 [?, 3, 4, 5]" in out
+    assert "Building engine" in out  # the progress monitor printed TensorRT's phases
+
+
+def test_builds_static_onnx_into_out_dir_with_timing_cache(tmp_path, capsys):
+    model = _scatter_elements_onnx(tmp_path / "static.onnx", batch=2)
+    cache = tmp_path / "timing.cache"
+    assert main(["build", model, "--out-dir", str(tmp_path / "e"), "--timing-cache", str(cache), "--fp16"]) == 0
+    assert (tmp_path / "e" / "static.engine").stat().st_size > 0
+    # TensorRT-RTX treats timing caches as no-ops; full TensorRT writes one.
+    assert cache.exists() != backend.is_rtx()
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["build"], "give an example network name or an .onnx file, or --all"),
+        (["build", "no_such_network"], "unknown example network 'no_such_network'"),
+        (["build", "missing.onnx"], "no such ONNX file: missing.onnx"),
+        (["build", "--all", "scatter_nd"], "--all builds every example network"),
+        (["build", "x.onnx", "--min", "data:1x3"], "--min 'data:1x3' is not NAME:[D,...]"),
+        (["build", "x.onnx", "--min", "data:[1,3]"], "input 'data' has no --opt/--max shape"),
+        (["build", "scatter_nd", "--dtype", "float17"], "--dtype 'float17' is not a NumPy element type name"),
+    ],
+)
+def test_bad_arguments_fail_with_one_line(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert err.startswith("trt-scatter build: error: ")
+    assert message in err
+
+
+def test_dynamic_onnx_without_profile_names_the_inputs(tmp_path, capsys):
+    model = _scatter_elements_onnx(tmp_path / "se.onnx")
+    assert main(["build", model]) == 2
+    assert "dynamic input(s) data, indices, updates need --min/--opt/--max shapes" in capsys.readouterr().err
+
+
+def test_profile_for_unknown_input_is_rejected(tmp_path, capsys):
+    model = _scatter_elements_onnx(tmp_path / "se.onnx", batch=2)
+    assert main(["build", model, "--min", "x:[1]", "--opt", "x:[1]", "--max", "x:[1]"]) == 2
+    assert "shape profile names no input of the network: x" in capsys.readouterr().err
+
+
+def test_parse_profile_orders_bounds():
+    assert parse_profile(["a:[1,2]"], ["a:[2,2]"], ["a:[4, 2]"]) == {"a": ((1, 2), (2, 2), (4, 2))}
+    with pytest.raises(ValueError, match="min <= opt <= max"):
+        parse_profile(["a:[4,2]"], ["a:[2,2]"], ["a:[4,2]"])
+    with pytest.raises(ValueError, match="min <= opt <= max"):
+        parse_profile(["a:[1,2]"], ["a:[2,2]"], ["a:[4]"])

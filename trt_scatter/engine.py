@@ -1,0 +1,156 @@
+"""Builds TensorRT engines from trt-scatter's example networks or from ONNX files.
+
+Thin compositions of polygraphy's loaders (``CreateNetwork``, ``NetworkFromOnnxPath``,
+``CreateConfig``, ``EngineBytesFromNetwork``), so an engine built here is built exactly as
+``polygraphy convert`` would build it. The TensorRT backend is resolved first
+(:func:`trt_scatter.backend.tensorrt`) so that polygraphy uses the same one.
+"""
+
+import dataclasses
+import time
+
+from trt_scatter.backend import tensorrt
+from trt_scatter.log import logger
+
+
+@dataclasses.dataclass
+class TensorInfo:
+    name: str
+    dtype: str
+    shape: tuple
+
+
+@dataclasses.dataclass
+class BuildSummary:
+    """What a build produced: the network's I/O and size, the build time, the engine size."""
+
+    name: str
+    inputs: list
+    outputs: list
+    num_layers: int
+    build_seconds: float
+    engine_bytes: int
+
+    def lines(self):
+        yield f"network  {self.name}: {self.num_layers} layers"
+        for kind, tensors in (("input ", self.inputs), ("output", self.outputs)):
+            for t in tensors:
+                yield f"{kind}   {t.name}: {t.dtype} {_shape(t.shape)}"
+        yield f"engine   {self.engine_bytes / 1024:.1f} KiB, built in {self.build_seconds:.2f} s"
+
+
+def _shape(shape):
+    return "[" + ", ".join("?" if d < 0 else str(d) for d in shape) + "]"
+
+
+def network_from_example(name, profile_shapes, **params):
+    """A loader ``() -> (builder, network)`` of an example network.
+
+    Loading adds the example's optimization-profile shapes to ``profile_shapes`` for inputs it
+    has none for (so shapes the caller put there win). ``params`` go to the example
+    (``dtype``, ``index_dtype``, ``dynamic``, op parameters).
+    """
+    tensorrt()
+    from polygraphy.backend.trt import CreateNetwork
+
+    from trt_scatter.networks.examples import EXAMPLES
+
+    if name not in EXAMPLES:
+        raise ValueError(f"unknown example network {name!r}; known: {', '.join(sorted(EXAMPLES))}")
+
+    def load():
+        builder, network = CreateNetwork()()
+        for input_name, shapes in EXAMPLES[name](network, **params).items():
+            profile_shapes.setdefault(input_name, shapes)
+        return builder, network
+
+    return load
+
+
+def network_from_onnx(path, plugins=False):
+    """A loader ``() -> (builder, network, parser)`` of an ONNX file; ``plugins`` registers trt-scatter's plugins first."""
+    tensorrt()
+    from polygraphy.backend.trt import NetworkFromOnnxPath
+
+    if plugins:
+        from trt_scatter.plugins import register
+
+        register()
+    return NetworkFromOnnxPath(str(path))
+
+
+def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, timing_cache=None, progress=False, name="network", preview_features=None):
+    """Builds a serialized engine; returns ``(engine_bytes, BuildSummary)``.
+
+    ``profile_shapes`` maps input names to ``(min, opt, max)`` and is read after the network
+    loads; dynamic inputs not in it fail with a message naming them, before TensorRT is asked.
+    """
+    trt = tensorrt()
+    from polygraphy.backend.trt import CreateConfig, EngineBytesFromNetwork, Profile
+
+    loaded = load_network()
+    network = loaded[1]
+    inputs = [_info(network.get_input(i)) for i in range(network.num_inputs)]
+    outputs = [_info(network.get_output(i)) for i in range(network.num_outputs)]
+    profile_shapes = dict(profile_shapes or {})
+    unknown = sorted(set(profile_shapes) - {t.name for t in inputs})
+    if unknown:
+        raise ValueError(f"shape profile names no input of the network: {', '.join(unknown)}")
+    missing = [t.name for t in inputs if any(d < 0 for d in t.shape) and t.name not in profile_shapes]
+    if missing:
+        raise ValueError(f"dynamic input(s) {', '.join(missing)} need --min/--opt/--max shapes")
+    profiles = None
+    if profile_shapes:
+        profile = Profile()
+        for input_name, (low, opt, high) in profile_shapes.items():
+            profile.add(input_name, min=low, opt=opt, max=high)
+        profiles = [profile]
+    config = CreateConfig(
+        fp16=fp16,
+        bf16=bf16,
+        profiles=profiles,
+        load_timing_cache=timing_cache,
+        progress_monitor=_progress_monitor(trt) if progress else None,
+        preview_features=preview_features,
+    )
+    start = time.perf_counter()
+    engine = EngineBytesFromNetwork(loaded, config=config, save_timing_cache=timing_cache)()
+    seconds = time.perf_counter() - start
+    if engine is None:
+        raise RuntimeError(f"TensorRT could not build {name}; run with --verbose for its log")
+    engine = bytes(engine)
+    summary = BuildSummary(name, inputs, outputs, network.num_layers, seconds, len(engine))
+    logger.info("built %s in %.2f s (%d bytes)", name, seconds, len(engine))
+    return engine, summary
+
+
+def _info(tensor):
+    return TensorInfo(tensor.name, dtype_name(tensor.dtype), tuple(tensor.shape))
+
+
+def dtype_name(trt_dtype):
+    """NumPy's name for a TensorRT ``DataType`` (``float32``, ``int64``, ``bfloat16``, ...)."""
+    names = {"FLOAT": "float32", "HALF": "float16", "BF16": "bfloat16", "INT8": "int8", "UINT8": "uint8", "INT32": "int32", "INT64": "int64", "BOOL": "bool"}
+    short = str(trt_dtype).rsplit(".", 1)[-1]
+    return names.get(short, short.lower())
+
+
+def _progress_monitor(trt):
+    """A TensorRT progress monitor that prints each build phase as it starts, indented by depth."""
+
+    class ProgressMonitor(trt.IProgressMonitor):
+        def __init__(self):
+            trt.IProgressMonitor.__init__(self)
+            self._depth = 0
+
+        def phase_start(self, phase_name, parent_phase, num_steps):
+            print(f"{'  ' * self._depth}{phase_name} ({num_steps} steps)", flush=True)
+            self._depth += 1
+
+        def phase_finish(self, phase_name):
+            self._depth = max(0, self._depth - 1)
+
+        def step_complete(self, phase_name, step):
+            return True
+
+    return ProgressMonitor()
