@@ -9,8 +9,10 @@ from oracle_helpers import (
     assert_unchanged,
     element_types,
     index_types,
+    maybe_empty,
     random_values,
     seeds,
+    shapes,
     snapshot,
 )
 
@@ -72,13 +74,13 @@ def test_examples_of_indices_rank_for_axis_0_from_the_spec(axis):
 
 @st.composite
 def scatter_update_cases(draw):
-    rank = draw(st.integers(1, 6))
-    shape = tuple(draw(st.lists(st.integers(0, 4), min_size=rank, max_size=rank)))
+    shape = draw(shapes())
+    rank = len(shape)
     axis = draw(st.integers(-rank, rank - 1))
     size = shape[axis]
     # Distinct indices (duplicates are undefined), shaped 0-D to 3-D.
     indices_rank = draw(st.integers(0, 3))
-    indices_shape = tuple(draw(st.lists(st.integers(0, 3), min_size=indices_rank, max_size=indices_rank)))
+    indices_shape = maybe_empty(draw, draw(st.lists(st.integers(1, 3), min_size=indices_rank, max_size=indices_rank)))
     count = int(np.prod(indices_shape))
     if count > size:
         indices_shape = (size,) if indices_rank else ()

@@ -4,7 +4,7 @@ from typing import List, Optional
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import given
 from hypothesis import strategies as st
 from oracle_helpers import (
     assert_bitwise_equal,
@@ -13,6 +13,7 @@ from oracle_helpers import (
     index_types,
     random_values,
     seeds,
+    shapes,
     snapshot,
 )
 
@@ -121,28 +122,45 @@ def test_slice_geometry_matches_python_slicing(start, stop, step, dim):
 # The oracle against the spec's snippet on random inputs.
 
 
+def rarely(uncommon, common):
+    """``uncommon`` about one time in eight, else ``common``."""
+    return st.integers(0, 7).flatmap(lambda roll: uncommon if roll == 0 else common)
+
+
+def slice_bounds(dim, info):
+    """A start or stop for a dimension of size ``dim``: mostly near it, sometimes far off, rarely an extreme."""
+    extremes = st.sampled_from([int(info.min), int(info.max), int(info.min) + 1, int(info.max) - 1])
+    near = st.integers(-dim - 2, dim + 2)  # in range, negative, and just out of range
+    return rarely(extremes, rarely(st.integers(-3 * dim - 9, 3 * dim + 9), near))
+
+
+def from_start(value, dim):
+    return value + dim if value < 0 else value
+
+
 @st.composite
 def slice_scatter_cases(draw):
     """data (rank 1-6, empty dims included), a slice over a random subset of axes, matching updates."""
-    rank = draw(st.integers(1, 6))
-    shape = tuple(draw(st.lists(st.integers(0, 4), min_size=rank, max_size=rank)))
+    shape = draw(shapes())
+    rank = len(shape)
     dtype = draw(element_types)
     param_type = draw(index_types)
     info = np.iinfo(param_type)
-    param_bounds = st.one_of(
-        st.integers(-2 * max(shape) - 2, 2 * max(shape) + 2), st.sampled_from([int(info.min), int(info.max), int(info.min) + 1])
-    )
-    param_steps = st.one_of(st.integers(-3, 3).filter(bool), st.sampled_from([int(info.min), int(info.max)]))
     use_default_axes = draw(st.booleans())
     if use_default_axes:
         axes = list(range(draw(st.integers(0, rank))))
     else:
         axes = draw(st.permutations(range(rank)))[: draw(st.integers(0, rank))]
         axes = [axis - rank if draw(st.booleans()) else axis for axis in axes]  # negative axes too
-    n = len(axes)
-    start = draw(st.lists(param_bounds, min_size=n, max_size=n))
-    stop = draw(st.lists(param_bounds, min_size=n, max_size=n))
-    step = draw(st.lists(param_steps, min_size=n, max_size=n))
+    start, stop, step = [], [], []
+    for axis in axes:
+        dim = shape[axis]
+        begin, end = (draw(slice_bounds(dim, info)) for _ in range(2))
+        stride = draw(rarely(st.sampled_from([int(info.min), int(info.max)]), st.integers(-3, 3).filter(bool)))
+        # Mostly point the slice the way the step goes, so that most slices are not empty.
+        if (from_start(end, dim) - from_start(begin, dim)) * stride < 0 and draw(st.integers(0, 3)):
+            begin, end = end, begin
+        start.append(begin), stop.append(end), step.append(stride)
     rng = np.random.default_rng(draw(seeds))
     data = random_values(rng, shape, dtype)
     # The updates' shape is what the spec's own slicing takes from data.
@@ -150,8 +168,8 @@ def slice_scatter_cases(draw):
     for begin, end, stride, axis in zip(start, stop, step, axes):
         index[axis] = slice(begin, end, stride)
     updates = random_values(rng, data[tuple(index)].shape, dtype)
-    as_param = lambda values: np.array(values, dtype=param_type)  # noqa: E731
-    return data, updates, as_param(start), as_param(stop), as_param(step), (None if use_default_axes else np.array(axes, draw(index_types)))
+    start, stop, step = (np.array(values, dtype=param_type) for values in (start, stop, step))
+    return data, updates, start, stop, step, (None if use_default_axes else np.array(axes, draw(index_types)))
 
 
 @given(slice_scatter_cases())
@@ -166,6 +184,26 @@ def test_matches_spec_snippet(case):
     assert out.dtype == data.dtype and out.shape == data.shape
     assert not np.shares_memory(out, data)
     assert_unchanged([data, updates, start, stop, step], copies)
+
+
+@given(seed=seeds, dtype=element_types, param_type=index_types)
+def test_matches_spec_snippet_on_plain_random_slices(seed, dtype, param_type):
+    # Hypothesis favours boundary values; these slices are drawn uniformly near each dimension.
+    rng = np.random.default_rng(seed)
+    for _ in range(10):
+        rank = int(rng.integers(1, 7))
+        shape = tuple(int(d) for d in rng.integers(1, 6, size=rank))
+        axes = [int(a) for a in rng.permutation(rank)[: rng.integers(1, rank + 1)]]
+        sizes = np.array([shape[a] for a in axes])
+        start, stop = (rng.integers(-sizes - 2, sizes + 3).astype(param_type) for _ in range(2))
+        step = rng.choice([-3, -2, -1, 1, 2, 3], size=len(axes)).astype(param_type)
+        data = random_values(rng, shape, dtype)
+        index = [slice(None)] * rank
+        for begin, end, stride, axis in zip(start.tolist(), stop.tolist(), step.tolist(), axes):
+            index[axis] = slice(begin, end, stride)
+        updates = random_values(rng, data[tuple(index)].shape, dtype)
+        out = slice_scatter(data, updates, start, stop, step, np.array(axes, param_type))
+        assert_bitwise_equal(out, slice_scatter_15(data, updates, start.tolist(), stop.tolist(), step.tolist(), axes))
 
 
 @given(slice_scatter_cases())
