@@ -33,11 +33,13 @@ def random_values(rng, shape, dtype):
     """Random values of ``dtype`` covering its range (ints up to their extremes, floats with sign and scale)."""
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
-        return rng.integers(0, 2, size=shape).astype(np.bool_)
-    if dtype.kind in "iu":
+        values = rng.integers(0, 2, size=shape).astype(np.bool_)
+    elif dtype.kind in "iu":
         info = np.iinfo(dtype)
-        return rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
-    return (rng.standard_normal(size=shape) * 1000).astype(dtype)
+        values = rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+    else:
+        values = (rng.standard_normal(size=shape) * 1000).astype(dtype)
+    return np.asarray(values)  # an array even for shape (), where NumPy's generators return scalars
 
 
 def assert_bitwise_equal(actual, expected):
