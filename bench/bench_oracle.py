@@ -11,7 +11,10 @@ on top of one NumPy assignment; this measures what that costs. Baselines, same i
 Timing is best of ``--repeat`` runs with ``time.perf_counter``, oracle and baseline interleaved so
 that both see the same machine load. The goal is every ratio (oracle / baseline) <= 1.3.
 
-Usage: ``python bench/bench_oracle.py [--data-mb 64] [--repeat 7] [--ops slice_scatter,scatter_nd]``
+The machine's load average is printed before and after: on a shared machine, rerun when it is
+high (ratios near 1 swing by +-0.3 under a load of twice the core count).
+
+Usage: ``python bench/bench_oracle.py [--data-mb 64] [--repeat 11] [--ops slice_scatter,scatter_nd]``
 """
 
 import argparse
@@ -125,25 +128,27 @@ OPS = {
 }
 
 
-def best_of(function, repeat):
-    times = []
-    for _ in range(repeat):
-        gc.collect()
-        begin = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - begin)
-    return min(times)
+def _load():
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+
+
+def timed(function):
+    gc.collect()
+    begin = time.perf_counter()
+    function()
+    return time.perf_counter() - begin
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-mb", type=float, default=64, help="size of 'data' in MB (default 64)")
-    parser.add_argument("--repeat", type=int, default=7, help="runs per measurement; the best counts (default 7)")
+    parser.add_argument("--repeat", type=int, default=11, help="runs per measurement; the best counts (default 11)")
     parser.add_argument("--ops", default=",".join(OPS), help="comma-separated ops (default: all)")
     args = parser.parse_args()
 
     print(f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores")
-    print(f"python {platform.python_version()}, numpy {np.__version__}; best of {args.repeat}, interleaved\n")
+    print(f"python {platform.python_version()}, numpy {np.__version__}; best of {args.repeat}, interleaved")
+    print(f"load average before: {_load()}\n")
     header = f"{'op':<17} {'case':<34} {'data MB':>8} {'baseline ms':>12} {'oracle ms':>10} {'ratio':>6}  goal<={GOAL}"
     print(header)
     print("-" * len(header))
@@ -154,16 +159,13 @@ def main():
             expected, actual = baseline(), run()  # warm up, and the two must agree
             assert actual.dtype == expected.dtype and np.array_equal(actual, expected), f"{op} {case}: oracle != baseline"
             del expected, actual
-            baseline_times, oracle_times = [], []
-            for _ in range(args.repeat):  # interleaved: both see the same load
-                baseline_times.append(best_of(baseline, 1))
-                oracle_times.append(best_of(run, 1))
-            base, mine = min(baseline_times), min(oracle_times)
+            times = [(timed(baseline), timed(run)) for _ in range(args.repeat)]  # interleaved: same load for both
+            base, mine = (min(column) for column in zip(*times))
             ratio = mine / base
             worst = max(worst, ratio)
             verdict = "ok" if ratio <= GOAL else "MISSED"
             print(f"{op:<17} {case:<34} {data.nbytes / 2**20:>8.0f} {base * 1e3:>12.1f} {mine * 1e3:>10.1f} {ratio:>6.2f}  {verdict}")
-    print(f"\nworst ratio {worst:.2f} (goal <= {GOAL})")
+    print(f"\nworst ratio {worst:.2f} (goal <= {GOAL}); load average after: {_load()}")
 
 
 if __name__ == "__main__":
