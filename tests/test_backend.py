@@ -5,6 +5,7 @@ the environment with monkeypatch; what depends on the order of imports in a fres
 (polygraphy reading its variable when imported) runs in a subprocess.
 """
 
+import functools
 import json
 import logging
 import os
@@ -32,19 +33,31 @@ needs_tensorrt_rtx = pytest.mark.skipif(not _has_tensorrt_rtx(), reason="needs T
 without_full_tensorrt = pytest.mark.skipif(HAS_FULL_TENSORRT, reason="full TensorRT is installed here, so 'tensorrt' resolves")
 
 
+# The session's own resolution, untouched by these tests (other tests may hold its module and logger).
+SESSION_TENSORRT = backend.tensorrt
+SESSION_TRT_LOGGER = log.trt_logger
+
+
 @pytest.fixture
 def fresh(monkeypatch):
-    """A backend resolution as in a new process, with the environment and polygraphy's flag restored after."""
+    """A backend resolution as in a new process, with the environment and polygraphy's flag restored after.
+
+    ``backend.tensorrt`` and ``log.trt_logger`` are replaced by freshly cached copies of the same
+    functions, so that clearing their caches here leaves the session's resolution as it was.
+    """
     monkeypatch.delenv(backend.ENV_VAR, raising=False)
     monkeypatch.delenv(POLYGRAPHY_VAR, raising=False)  # restored (or removed) after the test
     config = sys.modules.get("polygraphy.config")
     if config is not None:
         monkeypatch.setattr(config, "USE_TENSORRT_RTX", config.USE_TENSORRT_RTX)
+    monkeypatch.setattr(backend, "tensorrt", functools.lru_cache(maxsize=None)(SESSION_TENSORRT.__wrapped__))
+    monkeypatch.setattr(log, "trt_logger", functools.lru_cache(maxsize=None)(SESSION_TRT_LOGGER.__wrapped__))
     backend.tensorrt.cache_clear()
-    log.trt_logger.cache_clear()
-    yield monkeypatch
-    backend.tensorrt.cache_clear()
-    log.trt_logger.cache_clear()
+    return monkeypatch
+
+
+def test_resolution_and_logger_are_cached_per_process():
+    assert SESSION_TENSORRT.cache_info().maxsize is None and SESSION_TRT_LOGGER.cache_info().maxsize is None
 
 
 @needs_tensorrt_rtx
