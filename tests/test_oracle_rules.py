@@ -124,6 +124,10 @@ CASES = [
     case("nd-indices-below-minus-s", lambda: nd(indices=np.array([[0, 1], [-4, 0]]), updates=np.ones(2, F32)), "scatter_nd", "indices", "values in column 0 must be in [-3, 2] for a dimension of size 3", "-4"),
     case("nd-indices-s-column-1", lambda: nd(indices=np.array([[0, 1], [2, 4]]), updates=np.ones(2, F32)), "scatter_nd", "indices", "values in column 1 must be in [-4, 3] for a dimension of size 4", "4"),
     case("nd-indices-s-k-1", lambda: nd(indices=np.array([[3], [0]])), "scatter_nd", "indices", "values must be in [-3, 2] for a dimension of size 3", "3"),
+    # unsigned indices too large for int64, which NumPy's own indexing would wrap around to negatives
+    case("se-indices-uint64-huge", lambda: se(indices=np.array([[0, 1, 2**64 - 1, 2]], np.uint64), updates=np.ones((1, 4), F32)), "scatter_elements", "indices", "values must be in [-3, 2] for a dimension of size 3", str(2**64 - 1)),
+    case("nd-indices-uint64-huge", lambda: nd(indices=np.array([[0, 2**64 - 4]], np.uint64), updates=np.ones(1, F32)), "scatter_nd", "indices", "values in column 1 must be in [-4, 3]", str(2**64 - 4)),
+    case("su-indices-uint64-huge", lambda: su(indices=np.array([2**63, 0], np.uint64)), "scatter_update", "indices", "values must be in [0, 3]", str(2**63)),
     # updates of another element type than data
     case("se-updates-type", lambda: se(updates=np.ones((2, 4))), "scatter_elements", "updates", "must have the element type of 'data' (float32)", "float64"),
     case("nd-updates-type", lambda: nd(updates=np.ones((2, 4), np.int32)), "scatter_nd", "updates", "must have the element type of 'data' (float32)", "int32"),
