@@ -162,11 +162,19 @@ def test_message_format():
     assert caught.value.rule == "must be in [-2, 1] for 'data' of rank 2" and caught.value.value == 5
 
 
-def test_every_rule_is_checked_before_anything_is_written():
-    # A bad input never produces output: the oracle raises before copying, so nothing partial escapes.
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda data: scatter_nd(data, np.array([[0], [3]]), np.ones((2, 4), F32)),
+        lambda data: scatter_elements(data, np.array([[0, 1, 5, 2]]), np.ones((1, 4), F32), 0),
+        lambda data: scatter_update(data, np.array([0, 9]), np.ones((3, 2), F32), 1),
+    ],
+)
+def test_a_bad_index_leaves_data_unchanged(call):
+    # The oracle writes only into its own copy, so nothing partial escapes an error.
     data = DATA.copy()
     with pytest.raises(ScatterInputError):
-        scatter_nd(data, np.array([[0], [3]]), np.ones((2, 4), F32))
+        call(data)
     np.testing.assert_array_equal(data, DATA)
 
 
@@ -205,3 +213,9 @@ def test_bfloat16_is_numeric_only_with_ml_dtypes(monkeypatch):
     assert rules._bfloat16() is None
     monkeypatch.undo()
     assert rules._bfloat16() == rules.BFLOAT16 and rules.BFLOAT16.name == "bfloat16"
+
+
+def test_index_error_the_range_rule_does_not_explain_is_not_swallowed():
+    with pytest.raises(IndexError, match="not about the range"):
+        with rules.indices_checked_by_numpy("op", "indices", np.array([7]), (None,)):
+            raise IndexError("not about the range")
