@@ -40,11 +40,11 @@ def scatter_elements(data, indices, updates, axis=0):
     rules.check_same_type(OP, "updates", updates.dtype, data.dtype)
     rules.check_index_type(OP, "indices", indices.dtype)
     axis = check_scatter_elements(data.shape, indices.shape, updates.shape, axis)
-    rules.check_indices_in_range(OP, "indices", indices, (data.shape[axis],), allow_negative=True)
 
     out = data.copy()
     # Open grid over indices' own extent (it may be smaller than data's), indices on the axis.
     target = list(np.ogrid[tuple(slice(n) for n in indices.shape)])
     target[axis] = indices
-    out[tuple(target)] = updates
+    with rules.indices_checked_by_numpy(OP, "indices", indices, (data.shape[axis],)):
+        out[tuple(target)] = updates
     return out

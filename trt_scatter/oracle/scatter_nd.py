@@ -11,6 +11,8 @@ ONNX runtimes accept; OpenVINO-3 asks for [0, s_j-1], a subset). Duplicate rows 
 every spec; this oracle keeps whichever write NumPy performs last, and no test may rely on it.
 """
 
+import math
+
 import numpy as np
 
 from trt_scatter.oracle import rules
@@ -41,15 +43,15 @@ def scatter_nd(data, indices, updates):
     rules.check_index_type(OP, "indices", indices.dtype)
     check_scatter_nd(data.shape, indices.shape, updates.shape)
     k = indices.shape[-1]
-    rules.check_indices_in_range(OP, "indices", indices, data.shape[:k], allow_negative=True)
 
     out = data.copy()
-    rows = indices.reshape(-1, k)
+    rows = indices.reshape(math.prod(indices.shape[:-1]), k)  # not (-1, k): NumPy cannot infer -1 when k == 0
     if k == 0:  # every row addresses all of data
         if rows.shape[0]:
             out[...] = updates.reshape((rows.shape[0],) + data.shape)[-1]
         return out
-    out[tuple(rows.T)] = updates.reshape((rows.shape[0],) + data.shape[k:])
+    with rules.indices_checked_by_numpy(OP, "indices", indices, data.shape[:k]):
+        out[tuple(rows.T)] = updates.reshape((rows.shape[0],) + data.shape[k:])
     return out
 
 

@@ -1,0 +1,123 @@
+"""The ScatterUpdate-3 oracle: the spec's examples, an independent loop formulation, properties."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from oracle_helpers import (
+    assert_bitwise_equal,
+    assert_unchanged,
+    element_types,
+    index_types,
+    maybe_empty,
+    random_values,
+    seeds,
+    shapes,
+    snapshot,
+)
+
+from trt_scatter.oracle import check_scatter_update, scatter_update
+
+
+def scatter_update_by_loop(data, indices, updates, axis):
+    """The spec's formula, one index at a time: ``data[..., indices[m..p], ...] = updates[..., m..p, ...]``.
+
+    With ``axis`` moved to the front of data and the indices' axes moved to the front of updates,
+    position ``m..p`` of indices selects one slice of each.
+    """
+    out = np.copy(data)
+    axis = axis % data.ndim
+    target = np.moveaxis(out, axis, 0)  # a view: writing it writes out
+    sources = np.moveaxis(updates, list(range(axis, axis + indices.ndim)), list(range(indices.ndim)))
+    for position in np.ndindex(*indices.shape):
+        target[int(indices[position])] = sources[position]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The spec's examples, values typed from the spec text.
+
+
+def test_example_2():
+    data = np.array(
+        [[-1.0, 1.0, -1.0, 3.0, 4.0], [-1.0, 6.0, -1.0, 8.0, 9.0], [-1.0, 11.0, 1.0, 13.0, 14.0]], np.float32
+    )
+    indices = np.array([0, 2], np.int64)
+    updates = np.array([[1.0, 1.0], [1.0, 1.0], [1.0, 2.0]], np.float32)
+    out = scatter_update(data, indices, updates, np.array([1], np.int64))
+    expected = np.array([[1.0, 1.0, 1.0, 3.0, 4.0], [1.0, 6.0, 1.0, 8.0, 9.0], [1.0, 11.0, 2.0, 13.0, 14.0]], np.float32)
+    np.testing.assert_array_equal(out, expected)
+    assert out.dtype == np.float32
+
+
+def test_example_1_shapes():
+    # data [1000, 256, 10, 15], indices [125, 20], updates [1000, 125, 20, 10, 15], axis [1]: only the
+    # shapes are given, so check the shape rules (the tensors would be 150 MB).
+    assert check_scatter_update((1000, 256, 10, 15), (125, 20), (1000, 125, 20, 10, 15), 1) == 1
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, -2])
+def test_examples_of_indices_rank_for_axis_0_from_the_spec(axis):
+    # "indices is a 0 D tensor: data[indices, ...] = updates[...]" (here for any axis).
+    data = np.arange(12, dtype=np.int32).reshape(3, 4)
+    moved = np.moveaxis(data, axis, 0)
+    updates = -np.ones(moved.shape[1:], np.int32)
+    out = scatter_update(data, np.array(2, np.int32), updates, axis)
+    expected = data.copy()
+    np.moveaxis(expected, axis, 0)[2] = -1
+    np.testing.assert_array_equal(out, expected)
+
+
+# ---------------------------------------------------------------------------------------------
+# The oracle against the loop, on random inputs without duplicate indices.
+
+
+@st.composite
+def scatter_update_cases(draw):
+    shape = draw(shapes())
+    rank = len(shape)
+    axis = draw(st.integers(-rank, rank - 1))
+    size = shape[axis]
+    # Distinct indices (duplicates are undefined), shaped 0-D to 3-D.
+    indices_rank = draw(st.integers(0, 3))
+    indices_shape = maybe_empty(draw, draw(st.lists(st.integers(1, 3), min_size=indices_rank, max_size=indices_rank)))
+    count = int(np.prod(indices_shape))
+    if count > size:
+        indices_shape = (size,) if indices_rank else ()
+        count = size if indices_rank else 1
+    if count > size:  # a 0-D index into an empty axis: no valid index exists
+        indices_shape, count = (0,), 0
+    rng = np.random.default_rng(draw(seeds))
+    indices = rng.permutation(size)[:count].reshape(indices_shape).astype(draw(index_types))
+    dtype = draw(element_types)
+    data = random_values(rng, shape, dtype)
+    normalized = axis % rank
+    updates = random_values(rng, shape[:normalized] + indices_shape + shape[normalized + 1 :], dtype)
+    axis_as = draw(st.sampled_from(["int", "0-d", "1-d"]))
+    axis_type = draw(index_types)
+    axis_input = {"int": axis, "0-d": np.array(axis, axis_type), "1-d": np.array([axis], axis_type)}[axis_as]
+    return data, indices, updates, axis_input
+
+
+@given(scatter_update_cases())
+def test_matches_loop_over_indices(case):
+    data, indices, updates, axis = case
+    copies = snapshot(data, indices, updates, axis)
+    out = scatter_update(data, indices, updates, axis)
+    assert_bitwise_equal(out, scatter_update_by_loop(data, indices, updates, int(np.asarray(axis).reshape(()))))
+    assert out.dtype == data.dtype and out.shape == data.shape
+    assert not np.shares_memory(out, data)
+    assert_unchanged([data, indices, updates, np.asarray(axis)], copies)
+
+
+@given(dtype=element_types, seed=seeds, index_type=index_types)
+def test_slices_not_indexed_keep_data(dtype, seed, index_type):
+    rng = np.random.default_rng(seed)
+    data = random_values(rng, (2, 6, 3), dtype)
+    indices = np.array([[4, 1]], index_type)
+    updates = random_values(rng, (2, 1, 2, 3), dtype)
+    out = scatter_update(data, indices, updates, -2)
+    untouched = [0, 2, 3, 5]
+    assert_bitwise_equal(out[:, untouched], data[:, untouched])
+    assert_bitwise_equal(out[:, 4], updates[:, 0, 0])
+    assert_bitwise_equal(out[:, 1], updates[:, 0, 1])
