@@ -1,0 +1,27 @@
+"""ScatterElements (ONNX) in a TensorRT network: ``IScatterLayer`` in ELEMENT mode.
+
+Negative indices: the oracle follows ONNX and accepts [-s, s-1]; TensorRT's documentation of
+``IScatterLayer`` does not say that it accepts negative indices (and no engine can run here to
+find out), so the builder adds ``where(indices < 0, indices + s, indices)`` in the indices' own
+type before the scatter (three elementwise layers that TensorRT fuses into one kernel), and the
+engine matches the oracle either way.
+"""
+
+from trt_scatter.networks.graph import TensorRTGraph
+from trt_scatter.oracle import rules
+from trt_scatter.oracle.scatter_elements import OP, check_scatter_elements
+
+
+def add_scatter_elements(network, data, indices, updates, axis=0):
+    """Adds ScatterElements(data, indices, updates, axis) to ``network``; returns the output ITensor."""
+    return lower_scatter_elements(TensorRTGraph(network), data, indices, updates, axis)
+
+
+def lower_scatter_elements(graph, data, indices, updates, axis=0):
+    """The builder on ``graph`` (a :class:`~trt_scatter.networks.graph.TensorRTGraph` or ``OnnxGraph``)."""
+    rules.check_data_type(OP, "data", graph.dtype_of(data))
+    rules.check_same_type(OP, "updates", graph.dtype_of(updates), graph.dtype_of(data))
+    rules.check_index_type(OP, "indices", graph.dtype_of(indices))
+    axis = check_scatter_elements(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates), axis)
+    indices = graph.wrap_negative(indices, [graph.dim(data, axis)])
+    return graph.scatter(data, indices, updates, "element", axis=axis)

@@ -1,0 +1,31 @@
+"""ScatterND (ONNX) = ScatterNDUpdate-3 (OpenVINO) in a TensorRT network: ``IScatterLayer`` in ND mode.
+
+Negative indices: as for ScatterElements, the builder maps [-s_j, -1] to [0, s_j-1] with
+``where(indices < 0, indices + dims, indices)`` (``dims`` = data.shape[:k] broadcast along the
+last axis of indices) so that the engine matches the oracle whatever TensorRT does with them.
+The last dimension of indices (k) must be known when the network is built.
+"""
+
+from trt_scatter.networks.graph import TensorRTGraph
+from trt_scatter.oracle import rules
+from trt_scatter.oracle.scatter_nd import OP, check_scatter_nd
+
+
+def add_scatter_nd(network, data, indices, updates):
+    """Adds ScatterND(data, indices, updates) to ``network``; returns the output ITensor."""
+    return lower_scatter_nd(TensorRTGraph(network), data, indices, updates)
+
+
+def lower_scatter_nd(graph, data, indices, updates):
+    """The builder on ``graph`` (a :class:`~trt_scatter.networks.graph.TensorRTGraph` or ``OnnxGraph``)."""
+    rules.check_data_type(OP, "data", graph.dtype_of(data))
+    rules.check_same_type(OP, "updates", graph.dtype_of(updates), graph.dtype_of(data))
+    rules.check_index_type(OP, "indices", graph.dtype_of(indices))
+    data_shape, indices_shape = graph.shape_of(data), graph.shape_of(indices)
+    check_scatter_nd(data_shape, indices_shape, graph.shape_of(updates))
+    k = indices_shape[-1]
+    if not rules.is_known(k):
+        raise rules.ScatterInputError(OP, "indices", "last dimension must be known when the network is built", f"shape {indices_shape}")
+    if k:
+        indices = graph.wrap_negative(indices, [graph.dim(data, j) for j in range(k)])
+    return graph.scatter(data, indices, updates, "nd")
