@@ -15,7 +15,7 @@ gather         IGatherLayer (DEFAULT mode)      Gather
 binary         IElementWiseLayer                Add/Sub/Mul/Div/Min/Max/Less
 where          ISelectLayer                     Where
 concat         IConcatenationLayer              Concat
-reshape        IShuffleLayer                    Reshape
+reshape        IShuffleLayer                    Reshape (allowzero=1)
 cast           ICastLayer                       Cast
 arange         IFillLayer (LINSPACE)            Range
 zeros          IFillLayer (LINSPACE 0, 0)       ConstantOfShape
@@ -80,8 +80,8 @@ class _Composites:
     def shape_from(self, dims, infer=True):
         """A shape from dimensions: a tuple if all are ints, or (``infer``, for a reshape) if at
         most one is not (it becomes -1); else a concat of 1-element tensors."""
-        unknown = [d for d in dims if not isinstance(d, (int, np.integer))]
-        if len(unknown) <= (1 if infer else 0):
+        known = [int(d) for d in dims if isinstance(d, (int, np.integer))]
+        if len(dims) - len(known) <= (1 if infer and 0 not in known else 0):  # -1 cannot be inferred next to a 0
             return tuple(-1 if not isinstance(d, (int, np.integer)) else int(d) for d in dims)
         return self.concat([self.as_tensor(d) for d in dims])
 
@@ -168,8 +168,9 @@ class TensorRTGraph(_Composites):
         return layer.get_output(0)
 
     def reshape(self, tensor, shape):
-        """``shape``: a tuple (-1 inferred, 0 copied from the input) or a 1-D int64 tensor."""
+        """``shape``: a tuple (-1 inferred) or a 1-D int64 tensor; a 0 is a dimension of size 0, never "copy"."""
         layer = self.network.add_shuffle(tensor)
+        layer.zero_is_placeholder = False
         if _is_tensor(shape):
             layer.set_input(1, shape)
         else:
@@ -202,6 +203,8 @@ class TensorRTGraph(_Composites):
         return layer.get_output(0)
 
     def scatter(self, data, indices, updates, mode, axis=0):
+        if data.dtype == self.trt.uint8:  # else the build fails later, far from here
+            raise TypeError("TensorRT's IScatterLayer has no uint8: cast 'data' and 'updates' to int32 (and the output back)")
         modes = {"element": self.trt.ScatterMode.ELEMENT, "nd": self.trt.ScatterMode.ND}
         layer = self.network.add_scatter(data, indices, updates, modes[mode])
         layer.axis = axis
@@ -319,13 +322,12 @@ class OnnxGraph(_Composites):
 
     def reshape(self, value, shape):
         if isinstance(shape, Value):
-            return self.node("Reshape", [value, shape], value.dtype, (-1,) * shape.shape[0])
-        shape = tuple(int(d) for d in shape)
-        out = tuple(value.shape[i] if d == 0 else d for i, d in enumerate(shape))
-        if out.count(-1) == 1 and all(d >= 0 for d in value.shape):
+            return self.node("Reshape", [value, shape], value.dtype, (-1,) * shape.shape[0], allowzero=1)
+        out = tuple(int(d) for d in shape)
+        if out.count(-1) == 1 and all(d >= 0 for d in value.shape) and 0 not in out:
             known = int(np.prod([d for d in out if d >= 0]))
             out = tuple(int(np.prod(value.shape)) // known if d == -1 else d for d in out)
-        return self.node("Reshape", [value, self.constant(_as_int64(shape))], value.dtype, out)
+        return self.node("Reshape", [value, self.constant(_as_int64(shape))], value.dtype, out, allowzero=1)
 
     def cast(self, value, dtype):
         return self.node("Cast", [value], dtype, value.shape, to=onnx_dtype(dtype))
