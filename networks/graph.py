@@ -126,6 +126,9 @@ class _Composites:
 class TensorRTGraph(_Composites):
     """Adds layers to a TensorRT ``INetworkDefinition`` (``tensorrt`` or ``tensorrt_rtx``)."""
 
+    #: index types ``scatter(mode="nd")`` takes
+    ND_INDEX_TYPES = (np.dtype(np.int32), INT64)
+
     def __init__(self, network):
         from trt_scatter.backend import tensorrt
 
@@ -228,6 +231,7 @@ class OnnxGraph(_Composites):
     """
 
     OPSET = 17
+    ND_INDEX_TYPES = (INT64,)  # ONNX's ScatterND takes int64 indices only
 
     def __init__(self):
         self.nodes, self.initializers, self.inputs = [], [], []

@@ -7,7 +7,9 @@ type before the scatter (three elementwise layers that TensorRT fuses into one k
 engine matches the oracle either way.
 """
 
-from trt_scatter.networks.graph import TensorRTGraph
+import numpy as np
+
+from trt_scatter.networks.graph import INT64, TensorRTGraph
 from trt_scatter.oracle import rules
 from trt_scatter.oracle.scatter_elements import OP, check_scatter_elements
 
@@ -23,5 +25,7 @@ def lower_scatter_elements(graph, data, indices, updates, axis=0):
     rules.check_same_type(OP, "updates", graph.dtype_of(updates), graph.dtype_of(data))
     rules.check_index_type(OP, "indices", graph.dtype_of(indices))
     axis = check_scatter_elements(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates), axis)
+    if graph.dtype_of(indices) not in (np.int32, np.int64):  # the index types of IScatterLayer and ONNX
+        indices = graph.cast(indices, INT64)
     indices = graph.wrap_negative(indices, [graph.dim(data, axis)])
     return graph.scatter(data, indices, updates, "element", axis=axis)

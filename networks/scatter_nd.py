@@ -3,10 +3,12 @@
 Negative indices: as for ScatterElements, the builder maps [-s_j, -1] to [0, s_j-1] with
 ``where(indices < 0, indices + dims, indices)`` (``dims`` = data.shape[:k] broadcast along the
 last axis of indices) so that the engine matches the oracle whatever TensorRT does with them.
-The last dimension of indices (k) must be known when the network is built.
+The last dimension of indices (k) must be known when the network is built. Indices of
+another integer type than the backend's ScatterND takes (TensorRT: int32/int64; ONNX: int64)
+are cast to int64 first.
 """
 
-from trt_scatter.networks.graph import TensorRTGraph
+from trt_scatter.networks.graph import INT64, TensorRTGraph
 from trt_scatter.oracle import rules
 from trt_scatter.oracle.scatter_nd import OP, check_scatter_nd
 
@@ -26,6 +28,8 @@ def lower_scatter_nd(graph, data, indices, updates):
     k = indices_shape[-1]
     if not rules.is_known(k):
         raise rules.ScatterInputError(OP, "indices", "last dimension must be known when the network is built", f"shape {indices_shape}")
+    if graph.dtype_of(indices) not in graph.ND_INDEX_TYPES:
+        indices = graph.cast(indices, INT64)
     if k:
         indices = graph.wrap_negative(indices, [graph.dim(data, j) for j in range(k)])
     return graph.scatter(data, indices, updates, "nd")

@@ -97,5 +97,5 @@ def values(rng, shape, dtype):
     """Distinct-looking values of ``dtype`` (for bool: random)."""
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
-        return rng.random(shape) < 0.5
-    return (rng.integers(-100, 100, size=shape)).astype(dtype)
+        return np.asarray(rng.random(shape) < 0.5)
+    return np.asarray(rng.integers(-100, 100, size=shape)).astype(dtype)
