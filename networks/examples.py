@@ -103,7 +103,7 @@ def example_inputs(name, *, dtype=np.float32, index_dtype=np.int32, **op_params)
         values = dict(_SEED_VALUES[name])
     else:
         values = _generated(name, params, shapes)
-    return {k: v.astype(index_dtype if k == "indices" else dtype) for k, v in values.items()}
+    return {k: values[k].astype(index_dtype if k == "indices" else dtype) for k in shapes}
 
 
 def _generated(name, params, shapes):
