@@ -3,8 +3,8 @@
 Every lowering in :mod:`trt_scatter.networks` is written once against this interface, so the
 code that adds TensorRT layers to an ``INetworkDefinition`` is the same code that writes the
 ONNX graph that onnxruntime executes in the tests (no machine here can run a TensorRT engine).
-One primitive is one TensorRT layer and one ONNX node (``arange``/``zeros`` on a run-time
-length add a reshape in ONNX, because ONNX's ``Range`` takes scalars):
+One primitive is one TensorRT layer and one ONNX node (``arange`` on a run-time length adds a
+reshape in ONNX, because ONNX's ``Range`` takes scalars):
 
 =============  ===============================  ============================
 primitive      TensorRT layer                   ONNX node
@@ -18,7 +18,6 @@ concat         IConcatenationLayer              Concat
 reshape        IShuffleLayer                    Reshape (allowzero=1)
 cast           ICastLayer                       Cast
 arange         IFillLayer (LINSPACE)            Range
-zeros          IFillLayer (LINSPACE 0, 0)       ConstantOfShape
 scatter        IScatterLayer (ELEMENT / ND)     ScatterElements / ScatterND
 =============  ===============================  ============================
 
@@ -68,10 +67,7 @@ class _Composites:
         size = self.shape_of(tensor)[axis]
         if size >= 0:
             return size
-        key = self._key(tensor)
-        if key not in self._shapes:
-            self._shapes[key] = self.shape(tensor)
-        return self.gather(self._shapes[key], [axis])
+        return self.gather(self.shape_tensor(tensor), [axis])
 
     def as_tensor(self, dim):
         """A dimension as a 1-element 1-D int64 tensor."""
@@ -101,26 +97,59 @@ class _Composites:
         zero = self.constant(np.zeros((1,) * len(shape), dtype=dtype))
         return self.where(self.binary("less", indices, zero), self.binary("add", indices, sizes), indices)
 
-    def index_grid(self, pieces):
-        """An ND-scatter index tensor from coordinate pieces laid side by side.
+    def shape_tensor(self, tensor):
+        """``tensor``'s run-time shape, one shape layer per tensor."""
+        key = self._key(tensor)
+        if key not in self._shapes:
+            self._shapes[key] = self.shape(tensor)
+        return self._shapes[key]
 
-        ``pieces`` is a list of ``(tensor, dims)``: int64 coordinate tensors of shape ``dims``
-        (a list of dimensions). Piece j covers the grid axes after those of pieces 0..j-1; the
-        result has shape ``[*dims_0, *dims_1, ..., len(pieces)]`` and holds piece j's value,
-        broadcast over the other axes, in column j.
+    def product(self, dims):
+        """The product of dimensions: an int if all are known, else a 1-element tensor."""
+        known = int(np.prod([d for d in dims if isinstance(d, (int, np.integer))], dtype=np.int64))
+        result = known
+        for d in dims:
+            if not isinstance(d, (int, np.integer)):
+                result = d if result == 1 else self.binary("mul", self.as_tensor(result), d)
+        return result
+
+    def scatter_rows(self, data, pieces, updates):
+        """ND scatter of ``updates`` into the rows of ``data`` flattened over its first ``len(pieces)`` axes.
+
+        ``pieces[j]`` is ``(coordinates, dims)``: int64 coordinates along data's axis j, of shape
+        ``dims`` (a list of dimensions). The pieces span the grid ``dims_0 + dims_1 + ...`` side by
+        side, so ``updates`` has shape ``grid + data.shape[k:]``. Instead of k coordinates per row
+        (ND mode on data as it is), each row gets its one flat row number ``sum_j coordinates_j *
+        stride_j`` (strides of data's first k axes): k times fewer index bytes, at the price of two
+        reshapes of data, which TensorRT does without copying.
         """
+        k, rank = len(pieces), len(self.shape_of(data))
+        lead = [self.dim(data, j) for j in range(k)] if k > 1 else []
         grid = [d for _, dims in pieces for d in dims]
-        if len(pieces) == 1:
-            tensor, dims = pieces[0]
-            return self.reshape(tensor, self.shape_from(list(dims) + [1]))
-        zeros = self.zeros(self.shape_from(grid + [1], infer=False))
-        columns, offset = [], 0
-        for tensor, dims in pieces:
-            before, after = offset, len(grid) - offset - len(dims)
-            placed = self.reshape(tensor, self.shape_from([1] * before + list(dims) + [1] * after + [1]))
-            columns.append(self.binary("add", placed, zeros))
+        rows, offset = None, 0
+        for j, (coordinates, dims) in enumerate(pieces):
+            stride = self.product(lead[j + 1 :])
+            if not (isinstance(stride, int) and stride == 1):
+                coordinates = self.binary("mul", coordinates, self._broadcastable(stride, len(dims)))
+            placed = self.reshape(coordinates, self.shape_from([1] * offset + list(dims) + [1] * (len(grid) - offset - len(dims)) + [1]))
+            rows = placed if rows is None else self.binary("add", rows, placed)
             offset += len(dims)
-        return self.concat(columns, axis=len(grid))
+        if k == 1:
+            return self.scatter(data, rows, updates, "nd")
+        tail = [self.dim(data, j) for j in range(k, rank)]
+        if all(isinstance(d, int) for d in tail):
+            flat_shape = (-1,) + tuple(tail)
+        else:
+            flat_shape = self.shape_from([self.product(lead)] + tail, infer=False)
+        written = self.scatter(self.reshape(data, flat_shape), rows, updates, "nd")
+        data_shape = self.shape_of(data)
+        return self.reshape(written, data_shape if all(d >= 0 for d in data_shape) else self.shape_tensor(data))
+
+    def _broadcastable(self, dim, rank):
+        """A dimension as an int64 tensor of shape (1,)*rank, to multiply a rank-``rank`` tensor by."""
+        if isinstance(dim, (int, np.integer)):
+            return self.constant(np.full((1,) * rank, dim, dtype=INT64))
+        return self.reshape(dim, (1,) * rank)
 
 
 class TensorRTGraph(_Composites):
@@ -187,22 +216,10 @@ class TensorRTGraph(_Composites):
         """int64 ``[0, 1, ..., count-1]``; ``count`` is an int or a 1-element 1-D int64 tensor."""
         if not _is_tensor(count):
             return self.constant(np.arange(count, dtype=INT64))
-        return self._fill(count, 1, start=0, delta=1)
-
-    def zeros(self, shape):
-        """int64 zeros of ``shape``: a tuple or a 1-D int64 tensor (of static length)."""
-        if _is_tensor(shape):
-            return self._fill(shape, self.shape_of(shape)[0], start=0, delta=0)
-        layer = self.network.add_fill(tuple(int(d) for d in shape), self.trt.FillOperation.LINSPACE, self.trt.int64)
+        layer = self.network.add_fill((0,), self.trt.FillOperation.LINSPACE, self.trt.int64)
+        layer.set_input(0, count)
         layer.set_input(1, self.constant(np.array(0, dtype=INT64)))
-        layer.set_input(2, self.constant(np.zeros(len(shape), dtype=INT64)))
-        return layer.get_output(0)
-
-    def _fill(self, shape_tensor, rank, start, delta):
-        layer = self.network.add_fill((0,) * rank, self.trt.FillOperation.LINSPACE, self.trt.int64)
-        layer.set_input(0, shape_tensor)
-        layer.set_input(1, self.constant(np.array(start, dtype=INT64)))
-        layer.set_input(2, self.constant(np.full(rank, delta, dtype=INT64)))
+        layer.set_input(2, self.constant(np.array([1], dtype=INT64)))
         return layer.get_output(0)
 
     def scatter(self, data, indices, updates, mode, axis=0):
@@ -256,6 +273,8 @@ class OnnxGraph(_Composites):
 
         graph_outputs = []
         for output_name, value in outputs.items():
+            if not any(value.name in node.output for node in self.nodes):  # an initializer or a graph input
+                value = self.node("Identity", [value], value.dtype, value.shape)
             self._rename(value.name, output_name)
             dims = [d if d >= 0 else None for d in value.shape]
             graph_outputs.append(helper.make_tensor_value_info(output_name, onnx_dtype(value.dtype), dims))
@@ -341,14 +360,6 @@ class OnnxGraph(_Composites):
             return self.constant(np.arange(count, dtype=INT64))
         limit = self.node("Reshape", [count, self.constant(np.zeros(0, dtype=INT64))], INT64, ())
         return self.node("Range", [self.constant(np.array(0, INT64)), limit, self.constant(np.array(1, INT64))], INT64, (-1,))
-
-    def zeros(self, shape):
-        from onnx import helper
-
-        if not isinstance(shape, Value):
-            shape = self.constant(_as_int64(shape))
-        zero = helper.make_tensor("value", onnx_dtype(INT64), [1], [0])
-        return self.node("ConstantOfShape", [shape], INT64, (-1,) * shape.shape[0], value=zero)
 
     def scatter(self, data, indices, updates, mode, axis=0):
         if mode == "element":

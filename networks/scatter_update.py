@@ -1,12 +1,13 @@
 """ScatterUpdate-3 in a TensorRT network: native lowering to stock layers, or the plugin.
 
-Native lowering (``impl="native"``, runs on any TensorRT, including TensorRT-RTX): one
-``IScatterLayer`` in ND mode with ``k = axis + 1`` coordinates per row: the leading ``axis``
-coordinates are ``arange`` over data's leading dimensions, the last is ``indices`` (cast to
-int64), all broadcast over the grid ``data.shape[:axis] + indices.shape``; each row writes one
-``data.shape[axis+1:]`` block, and ``updates`` (shape ``data.shape[:axis] + indices.shape +
-data.shape[axis+1:]``) is exactly ND mode's updates shape. Index bytes per updated element:
-``8 * (axis + 1) / prod(data.shape[axis+1:])``.
+Native lowering (``impl="native"``, runs on any TensorRT, including TensorRT-RTX): data is
+seen as rows of shape ``data.shape[axis+1:]`` (a reshape over its first ``axis + 1`` axes);
+the row of ``(i_0, ..., i_{axis-1}, indices[m])`` is ``sum_j i_j * stride_j + indices[m]``,
+computed with ``arange`` and elementwise layers broadcast over the grid ``data.shape[:axis] +
+indices.shape``, which with ``data.shape[axis+1:]`` is exactly ``updates``' shape; one
+``IScatterLayer`` in ND mode writes the rows and a reshape restores data's shape. Index bytes
+per updated element: ``8 / prod(data.shape[axis+1:])`` (int64 row numbers; int32 indices are
+cast to int64 first).
 
 Index values: the spec allows [0, s-1] only and the oracle raises on others; the native
 lowering cannot raise at run time, and TensorRT does not define what ``IScatterLayer`` does with
@@ -58,4 +59,4 @@ def lower_scatter_update(graph, data, indices, updates, axis):
         count = graph.dim(data, j)
         pieces.append((graph.arange(count), [count]))
     pieces.append((indices, [graph.dim(indices, i) for i in range(len(graph.shape_of(indices)))]))
-    return graph.scatter(data, graph.index_grid(pieces), updates, "nd")
+    return graph.scatter_rows(data, pieces, updates)

@@ -1,13 +1,12 @@
 """SliceScatter-15 in a TensorRT network: native lowering to stock layers, or the plugin.
 
 Native lowering (``impl="native"``, runs on any TensorRT, including TensorRT-RTX, which cannot
-add plugin layers from Python): the slice's element coordinates are computed with layers and
-written by one ``IScatterLayer``:
-
-- one sliced axis that is the last axis of data (rank > 1): ELEMENT mode on that axis, with an
-  index tensor of updates' shape (one int64 per updated element);
-- otherwise: ND mode with ``k = max(axes) + 1`` coordinates per row, one row per
-  ``data.shape[k:]`` block (``8 * k / prod(data.shape[k:])`` index bytes per updated element).
+add plugin layers from Python): with ``k = max(axes) + 1``, data is seen as rows of shape
+``data.shape[k:]`` (a reshape), each updated row gets its flat row number ``sum_j (first_j +
+i_j * step_j) * stride_j`` (``arange`` and elementwise layers, broadcast over the slice's grid),
+and one ``IScatterLayer`` in ND mode writes the rows; a reshape restores data's shape. Index
+bytes per updated element: ``8 / prod(data.shape[k:])`` (int64 row numbers), so 8 when the
+last axis is sliced and far less when only leading axes are.
 
 Slice geometry follows OpenVINO (:func:`trt_scatter.oracle.slice_geometry`): where a sliced
 dimension is known when the network is built it is computed on the host and the coordinates
@@ -73,15 +72,6 @@ def lower_slice_scatter(graph, data, updates, start, stop, step, axes=None):
     if not axes:  # no sliced axis: updates replace all of data, i.e. a full slice of axis 0
         start, stop, step, axes = [0], [LIMIT], [1], [0]
     slices = {axis: tuple(_clamp(v) for v in params) for axis, *params in zip(axes, start, stop, step)}
-    rank = len(graph.shape_of(data))
-
-    if list(slices) == [rank - 1] and rank > 1:
-        coordinates, count = _coordinates(graph, data, rank - 1, *slices[rank - 1])
-        dims = [graph.dim(data, j) for j in range(rank - 1)] + [count]
-        placed = graph.reshape(coordinates, (1,) * (rank - 1) + (-1,))
-        indices = graph.binary("add", placed, graph.zeros(graph.shape_from(dims, infer=False)))
-        return graph.scatter(data, indices, updates, "element", axis=rank - 1)
-
     pieces = []
     for axis in range(max(slices) + 1):
         if axis in slices:
@@ -90,7 +80,7 @@ def lower_slice_scatter(graph, data, updates, start, stop, step, axes=None):
             count = graph.dim(data, axis)
             coordinates = graph.arange(count)
         pieces.append((coordinates, [count]))
-    return graph.scatter(data, graph.index_grid(pieces), updates, "nd")
+    return graph.scatter_rows(data, pieces, updates)
 
 
 def _clamp(value):

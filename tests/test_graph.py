@@ -43,21 +43,23 @@ def test_shape_gather_concat_reshape_cast():
     assert got.dtype == np.int32 and np.array_equal(got, x.astype(np.int32))
 
 
-@given(st.integers(0, 6), st.lists(st.integers(0, 3), min_size=1, max_size=3))
-def test_arange_and_zeros_on_run_time_lengths(count, shape):
-    """arange/zeros from run-time shapes (Range/ConstantOfShape) equal NumPy's for any length, 0 included."""
-    x = np.zeros((count,) + tuple(shape), dtype=np.float32)
+@given(st.integers(0, 6))
+def test_arange_on_a_run_time_length(count):
+    """arange of a run-time length (Fill / Range) equals NumPy's for any length, 0 included."""
+    x = np.zeros((count, 2), dtype=np.float32)
+    got = _run(lambda g, x: g.arange(g.dim(x, 0)), {"x": x}, {"x": ("n", 2)})
+    assert got.dtype == np.int64 and np.array_equal(got, np.arange(count))
 
-    def arange_of_dim0(g, x):
-        return g.arange(g.dim(x, 0))
 
-    assert np.array_equal(_run(arange_of_dim0, {"x": x}, {"x": ("n",) + tuple(f"d{i}" for i in range(len(shape)))}), np.arange(count))
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=3), st.booleans())
+def test_product_of_dimensions(shape, dynamic):
+    x = np.zeros(shape, dtype=np.float32)
 
-    def zeros_like(g, x):
-        return g.zeros(g.shape(x))
+    def product(g, x):
+        return g.as_tensor(g.product([g.dim(x, j) for j in range(len(shape))] + [3]))
 
-    got = _run(zeros_like, {"x": x}, {"x": ("n",) + tuple(shape)})
-    assert got.dtype == np.int64 and got.shape == x.shape and not got.any()
+    got = _run(product, {"x": x}, {"x": tuple(f"d{i}" for i in range(len(shape)))} if dynamic else None)
+    assert got.tolist() == [3 * int(np.prod(shape))]
 
 
 def test_dim_is_static_where_known_and_shares_one_shape_node():
@@ -68,18 +70,22 @@ def test_dim_is_static_where_known_and_shares_one_shape_node():
     assert [node.op_type for node in graph.nodes].count("Shape") == 1
 
 
-@given(st.integers(1, 4), st.integers(1, 4), st.booleans())
-def test_index_grid_lays_pieces_side_by_side(rows, cols, dynamic):
-    """index_grid([(a, [n]), (b, [m])]) holds a[i] in column 0 and b[j] in column 1 at [i, j]."""
-    a = np.arange(rows, dtype=np.int64) * 10
-    b = np.arange(cols, dtype=np.int64) + 100
+@given(st.integers(1, 4), st.integers(1, 3), st.integers(1, 3), st.booleans())
+def test_scatter_rows_writes_rows_of_the_flattened_leading_axes(rows, cols, depth, dynamic):
+    """scatter_rows with pieces a (axis 0) and b (axis 1) writes updates[i, j] to data[a[i], b[j]]."""
+    rng = np.random.default_rng(rows * 100 + cols * 10 + depth)
+    data = rng.random((4, 3, depth)).astype(np.float32)
+    a = rng.permutation(4)[:rows].astype(np.int64)
+    b = rng.permutation(3)[:cols].astype(np.int64)
+    updates = -rng.random((rows, cols, depth)).astype(np.float32)
 
-    def grid(g, a, b):
-        return g.index_grid([(a, [g.dim(a, 0)]), (b, [g.dim(b, 0)])])
+    def scatter(g, data, a, b, updates):
+        return g.scatter_rows(data, [(a, [g.dim(a, 0)]), (b, [g.dim(b, 0)])], updates)
 
-    shapes = {"a": ("n",), "b": ("m",)} if dynamic else None
-    got = _run(grid, {"a": a, "b": b}, shapes)
-    want = np.stack(np.meshgrid(a, b, indexing="ij"), axis=-1)
+    shapes = {"data": ("x", "y", "z"), "a": ("n",), "b": ("m",), "updates": ("n", "m", "z")} if dynamic else None
+    got = _run(scatter, {"data": data, "a": a, "b": b, "updates": updates}, shapes)
+    want = data.copy()
+    want[np.ix_(a, b)] = updates
     assert np.array_equal(got, want)
 
 
@@ -121,8 +127,6 @@ def test_tensorrt_backend_adds_one_layer_per_primitive_and_builds():
     added(trt.LayerType.SHUFFLE, lambda: graph.reshape(data, both))
     added(trt.LayerType.CAST, lambda: graph.cast(rows, np.int32))
     count = added(trt.LayerType.FILL, lambda: graph.arange(rows))
-    added(trt.LayerType.FILL, lambda: graph.zeros(both))
-    added(trt.LayerType.FILL, lambda: graph.zeros((2, 3)))
     indices = graph.reshape(count, (-1, 1))
     output = added(trt.LayerType.SCATTER, lambda: graph.scatter(data, indices, data, "nd"))
     network.mark_output(output)

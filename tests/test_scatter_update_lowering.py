@@ -69,8 +69,9 @@ def test_tensorrt_network_builds(axis, indices_shape, dynamic):
 
     (scatter,) = scatter_layers(network)
     assert scatter.mode == trt.ScatterMode.ND
-    nd_indices = scatter.get_input(1)
-    assert nd_indices.dtype == trt.int64 and len(nd_indices.shape) == norm + len(indices_shape) + 1 and nd_indices.shape[-1] == norm + 1
+    rows = scatter.get_input(1)  # one int64 row number per data.shape[axis+1:] block
+    assert rows.dtype == trt.int64 and len(rows.shape) == norm + len(indices_shape) + 1 and rows.shape[-1] == 1
+    assert len(scatter.get_input(0).shape) == len(shape) - norm  # data flattened over its first axis+1 axes
     assert scatter.get_input(2) is not None and output.dtype == trt.float16 and tuple(output.shape) == data_dims
     assert trt.LayerType.CAST in {layer.type for layer in layers(network)}  # int32 indices become int64
     low = {"data": shape, "indices": indices_shape, "updates": updates_shape}

@@ -100,19 +100,20 @@ def _network(shape, updates_shape, start, stop, step, axes, dtype=np.float32):
     return builder, network
 
 
-# (shape, start, stop, step, axes, scatter mode): one sliced last axis -> ELEMENT, else ND with k = max(axes)+1
+# (shape, start, stop, step, axes)
 TRT_CASES = [
-    ((2, 5), [-25], [25], [2], [1], "ELEMENT"),
-    ((3, 5), [0, 1], [3, 5], [2, 2], None, "ND"),
-    ((4, 3, 2), [INT64_MAX], [INT64_MIN], [-2], [1], "ND"),
+    ((2, 5), [-25], [25], [2], [1]),
+    ((3, 5), [0, 1], [3, 5], [2, 2], None),
+    ((4, 3, 2), [INT64_MAX], [INT64_MIN], [-2], [1]),
+    ((4, 3, 2), [1], [4], [1], [0]),
 ]
 
 
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
-@pytest.mark.parametrize("case", TRT_CASES, ids=["element", "nd-2-axes", "nd-reverse"])
+@pytest.mark.parametrize("case", TRT_CASES, ids=["last-axis", "2-axes", "reverse", "first-axis"])
 def test_tensorrt_network_builds(case, dynamic):
     trt = tensorrt()
-    shape, start, stop, step, axes, mode = case
+    shape, start, stop, step, axes = case
     updates_shape = _updates_shape(shape, start, stop, step, axes)
     flags = [dynamic] * len(shape)
     _, data_dims = symbolic(shape, flags, "d")
@@ -120,12 +121,11 @@ def test_tensorrt_network_builds(case, dynamic):
     builder, network = _network(data_dims, updates_dims, start, stop, step, axes)
 
     (scatter,) = scatter_layers(network)
-    assert scatter.mode == getattr(trt.ScatterMode, mode)
-    if mode == "ELEMENT":
-        assert scatter.axis == len(shape) - 1
-    else:
-        k = max(range(len(start)) if axes is None else axes) + 1
-        assert scatter.get_input(1).shape[-1] == k and scatter.get_input(1).dtype == trt.int64
+    k = max(range(len(start)) if axes is None else axes) + 1
+    rows = scatter.get_input(1)  # one int64 row number per row of data.shape[k:]
+    assert scatter.mode == trt.ScatterMode.ND and rows.dtype == trt.int64 and len(rows.shape) == k + 1 and rows.shape[-1] == 1
+    assert len(scatter.get_input(0).shape) == len(shape) - k + 1  # data flattened over its first k axes (none if k = 1)
+    assert (scatter.get_input(0).name == "data") == (k == 1)
     output = network.get_output(0)
     assert output.name == "output" and output.dtype == trt.float32 and tuple(output.shape) == data_dims
     kinds = {layer.type for layer in layers(network)}
