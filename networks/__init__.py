@@ -11,6 +11,16 @@ oracle that the shapes and constants known at build time can break (raising
 Every builder is written once against :mod:`trt_scatter.networks.graph`, whose ONNX backend
 lets onnxruntime run the very same construction (the ``lower_*`` functions).
 :mod:`trt_scatter.networks.examples` holds one example network per op.
+
+Element types (TensorRT-RTX 1.7.1.116, built on the CPU): ``IScatterLayer`` builds with data of
+float32, float16, bfloat16, int8, int32, int64 and bool, in both modes, with int32 or int64
+indices. uint8 is refused (TensorRT allows uint8 only at network I/O and casts, so the builders
+raise a TypeError saying to cast around the op) and so is fp8.
+
+Negative indices: TensorRT does not document them for ``IScatterLayer`` and no engine can run
+here to find out, so ScatterElements/ScatterND wrap them (``where(i < 0, i + s, i)``) before
+the scatter and engines match the ONNX semantics of the oracle. ScatterUpdate forbids them (the
+spec), SliceScatter computes its own non-negative row numbers.
 """
 
 from trt_scatter.networks.scatter_elements import add_scatter_elements, lower_scatter_elements

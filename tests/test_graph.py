@@ -169,3 +169,20 @@ def test_dtype_mapping_refuses_types_tensorrt_lacks():
         trt_dtype(np.float64)
     with pytest.raises(TypeError):
         numpy_dtype(tensorrt().fp8)
+
+
+def test_onnx_binary_operands_need_equal_ranks_like_tensorrt():
+    graph = OnnxGraph()
+    with pytest.raises(ValueError, match="equal ranks"):
+        graph.binary("add", graph.add_input("a", np.int64, (2, 3)), graph.constant(np.array([1], dtype=np.int64)))
+
+
+def test_a_graph_output_that_other_nodes_read_is_renamed_everywhere():
+    """model() renames a value to its output name in the nodes that read it too."""
+    def twice(g, x):
+        y = g.binary("add", x, x)
+        g.binary("mul", y, y)  # a reader of y that is not an output
+        return y
+
+    x = np.arange(3, dtype=np.int64)
+    assert np.array_equal(_run(twice, {"x": x}), 2 * x)

@@ -104,3 +104,10 @@ def test_example_plugin_impl_goes_through_add_plugin_layer(plugin_calls):
     _, network = new_network()
     EXAMPLES["slice_scatter"](network, impl="plugin", index_dtype=np.int32)
     assert plugin_calls[0][0] == "SliceScatter" and plugin_calls[0][1][2].dtype == tensorrt().int32
+
+
+def test_example_parameters_are_checked_with_the_oracles_rules():
+    with pytest.raises(oracle.ScatterInputError, match="'step' must not contain 0"):
+        example_inputs("slice_scatter", step=[0])
+    with pytest.raises(oracle.ScatterInputError, match="'axes' must be in"):
+        EXAMPLES["slice_scatter"](new_network()[1], axes=[2])
