@@ -21,6 +21,10 @@ Negative indices: TensorRT does not document them for ``IScatterLayer`` and no e
 here to find out, so ScatterElements/ScatterND wrap them (``where(i < 0, i + s, i)``) before
 the scatter and engines match the ONNX semantics of the oracle. ScatterUpdate forbids them (the
 spec), SliceScatter computes its own non-negative row numbers.
+
+Out-of-range index values (which the oracle rejects, but which no layer can reject at run
+time): the builders and lowerings clamp user indices into the indexed dimension, so an engine
+never writes outside its output; what such an input produces is unspecified.
 """
 
 from trt_scatter.networks.scatter_elements import add_scatter_elements, lower_scatter_elements

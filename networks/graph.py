@@ -81,21 +81,30 @@ class _Composites:
             return tuple(-1 if not isinstance(d, (int, np.integer)) else int(d) for d in dims)
         return self.concat([self.as_tensor(d) for d in dims])
 
-    def wrap_negative(self, indices, dims):
-        """``indices`` with ``dims`` added where they are negative (ONNX's [-s, s-1] -> [0, s-1]).
+    def indices_in_range(self, indices, dims, negative):
+        """``indices`` mapped into [0, s-1] for each dimension s of ``dims``, in their own type.
 
-        ``dims`` has one dimension for every column of ``indices``' last axis, or a single one
-        for all of ``indices``; they are broadcast in ``indices``' own element type.
+        ``negative``: first add s to negative values (ONNX's [-s, s-1] -> [0, s-1]). Then clamp
+        to [0, s-1]: values the spec forbids (which the oracle and onnxruntime reject but no
+        TensorRT layer can raise on at run time) then write to a valid place, never outside the
+        output; their result is as unspecified as the spec leaves it. ``dims`` has one dimension
+        per column of ``indices``' last axis, or one for all of ``indices``.
         """
         dtype = self.dtype_of(indices)
-        shape = (1,) * (len(self.shape_of(indices)) - 1) + (len(dims),)
+        rank = len(self.shape_of(indices))
+        shape = (1,) * (rank - 1) + (len(dims),) if rank else ()
         sizes = self.shape_from(dims, infer=False)
         if isinstance(sizes, tuple):
-            sizes = self.constant(np.array(sizes, dtype=dtype).reshape(shape))
+            sizes = np.array(sizes, dtype=dtype).reshape(shape)
+            highest = self.constant(sizes - 1)
+            sizes = self.constant(sizes)
         else:
             sizes = self.reshape(sizes if dtype == INT64 else self.cast(sizes, dtype), shape)
+            highest = self.binary("sub", sizes, self.constant(np.ones((1,) * len(shape), dtype=dtype)))
         zero = self.constant(np.zeros((1,) * len(shape), dtype=dtype))
-        return self.where(self.binary("less", indices, zero), self.binary("add", indices, sizes), indices)
+        if negative:
+            indices = self.where(self.binary("less", indices, zero), self.binary("add", indices, sizes), indices)
+        return self.binary("min", self.binary("max", indices, zero), highest)
 
     def shape_tensor(self, tensor):
         """``tensor``'s run-time shape, one shape layer per tensor."""

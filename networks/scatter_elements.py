@@ -3,8 +3,10 @@
 Negative indices: the oracle follows ONNX and accepts [-s, s-1]; TensorRT's documentation of
 ``IScatterLayer`` does not say that it accepts negative indices (and no engine can run here to
 find out), so the builder adds ``where(indices < 0, indices + s, indices)`` in the indices' own
-type before the scatter (three elementwise layers that TensorRT fuses into one kernel), and the
-engine matches the oracle either way.
+type before the scatter, and the engine matches the oracle either way. It then clamps to
+[0, s-1] so that values outside [-s, s-1], which ONNX forbids but no layer can reject at run
+time, never write outside the output (their result is unspecified). These are elementwise
+layers on the indices that TensorRT fuses into one kernel.
 """
 
 import numpy as np
@@ -27,5 +29,5 @@ def lower_scatter_elements(graph, data, indices, updates, axis=0):
     axis = check_scatter_elements(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates), axis)
     if graph.dtype_of(indices) not in (np.int32, np.int64):  # the index types of IScatterLayer and ONNX
         indices = graph.cast(indices, INT64)
-    indices = graph.wrap_negative(indices, [graph.dim(data, axis)])
+    indices = graph.indices_in_range(indices, [graph.dim(data, axis)], negative=True)
     return graph.scatter(data, indices, updates, "element", axis=axis)

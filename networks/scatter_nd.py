@@ -2,7 +2,8 @@
 
 Negative indices: as for ScatterElements, the builder maps [-s_j, -1] to [0, s_j-1] with
 ``where(indices < 0, indices + dims, indices)`` (``dims`` = data.shape[:k] broadcast along the
-last axis of indices) so that the engine matches the oracle whatever TensorRT does with them.
+last axis of indices) so that the engine matches the oracle whatever TensorRT does with them,
+then clamps each column to [0, s_j-1] so that forbidden values never write outside the output.
 The last dimension of indices (k) must be known when the network is built. Indices of
 another integer type than the backend's ScatterND takes (TensorRT: int32/int64; ONNX: int64)
 are cast to int64 first.
@@ -31,5 +32,5 @@ def lower_scatter_nd(graph, data, indices, updates):
     if graph.dtype_of(indices) not in graph.ND_INDEX_TYPES:
         indices = graph.cast(indices, INT64)
     if k:
-        indices = graph.wrap_negative(indices, [graph.dim(data, j) for j in range(k)])
+        indices = graph.indices_in_range(indices, [graph.dim(data, j) for j in range(k)], negative=True)
     return graph.scatter(data, indices, updates, "nd")

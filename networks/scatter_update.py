@@ -9,9 +9,10 @@ indices.shape``, which with ``data.shape[axis+1:]`` is exactly ``updates``' shap
 per updated element: ``8 / prod(data.shape[axis+1:])`` (int64 row numbers; int32 indices are
 cast to int64 first).
 
-Index values: the spec allows [0, s-1] only and the oracle raises on others; the native
-lowering cannot raise at run time, and TensorRT does not define what ``IScatterLayer`` does with
-out-of-range indices, so they are the caller's responsibility (the plugin skips and counts them).
+Index values: the spec allows [0, s-1] only and the oracle raises on others; no TensorRT layer
+can raise at run time, so the lowering clamps indices to [0, s-1] (two fused elementwise
+layers): a forbidden index writes to a valid row, never outside the output, and its result is
+unspecified (the plugin instead skips such indices and counts them).
 """
 
 from trt_scatter.networks.graph import INT64, TensorRTGraph
@@ -52,8 +53,9 @@ def check(graph, data, indices, updates, axis):
 def lower_scatter_update(graph, data, indices, updates, axis):
     """The native lowering on ``graph`` (a :class:`~trt_scatter.networks.graph.TensorRTGraph` or ``OnnxGraph``)."""
     axis = check(graph, data, indices, updates, axis)
-    if graph.dtype_of(indices) != INT64:  # ONNX's ScatterND takes int64 only; one index type keeps one code path
+    if graph.dtype_of(indices) != INT64:  # row numbers are int64 (shape arithmetic); so are the indices in them
         indices = graph.cast(indices, INT64)
+    indices = graph.indices_in_range(indices, [graph.dim(data, axis)], negative=False)
     pieces = []
     for j in range(axis):
         count = graph.dim(data, j)

@@ -89,16 +89,31 @@ def test_scatter_rows_writes_rows_of_the_flattened_leading_axes(rows, cols, dept
     assert np.array_equal(got, want)
 
 
-@given(st.sampled_from([np.int32, np.int64]), st.booleans())
-def test_wrap_negative_adds_the_dimension_to_negative_indices_only(index_dtype, dynamic):
-    indices = np.array([[-3, -1, 0, 2]], dtype=index_dtype)
+@given(st.sampled_from([np.int32, np.int64]), st.booleans(), st.booleans())
+def test_indices_in_range_wraps_negative_indices_and_clamps_the_rest(index_dtype, dynamic, negative):
+    indices = np.array([[-9, -3, -1, 0, 2, 3, 40]], dtype=index_dtype)
     data = np.zeros((2, 3), dtype=np.float32)
 
-    def wrapped(g, indices, data):
-        return g.wrap_negative(indices, [g.dim(data, 1)])
+    def in_range(g, indices, data):
+        return g.indices_in_range(indices, [g.dim(data, 1)], negative=negative)
 
-    got = _run(wrapped, {"indices": indices, "data": data}, {"data": ("a", "b")} if dynamic else None)
-    assert got.dtype == index_dtype and np.array_equal(got, [[0, 2, 0, 2]])
+    got = _run(in_range, {"indices": indices, "data": data}, {"data": ("a", "b")} if dynamic else None)
+    want = [[0, 0, 2, 0, 2, 2, 2]] if negative else [[0, 0, 0, 0, 2, 2, 2]]
+    assert got.dtype == index_dtype and np.array_equal(got, want)
+
+
+def test_indices_in_range_of_a_0d_index_and_of_columns():
+    def scalar(g, i, data):
+        return g.indices_in_range(i, [g.dim(data, 0)], negative=True)
+
+    data = np.zeros((4, 2), np.float32)
+    assert _run(scalar, {"i": np.array(-1, np.int64), "data": data}, {"data": ("n", 2)}).tolist() == 3
+
+    def columns(g, i, data):
+        return g.indices_in_range(i, [g.dim(data, 0), g.dim(data, 1)], negative=True)
+
+    rows = np.array([[-1, -1], [5, 1], [-5, -3]], np.int32)
+    assert _run(columns, {"i": rows, "data": data}).tolist() == [[3, 1], [3, 1], [0, 0]]
 
 
 def test_tensorrt_backend_adds_one_layer_per_primitive_and_builds():

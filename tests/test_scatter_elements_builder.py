@@ -140,3 +140,15 @@ def test_other_integer_index_types_are_cast_to_int64():
     updates = -np.ones((1, 3), np.float32)
     got = _run_builder_in_onnxruntime(data, indices, updates, 0, [False, False])
     assert np.array_equal(got, oracle.scatter_elements(data, indices, updates, 0))
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_forbidden_indices_write_inside_the_output(dynamic):
+    """Values outside [-s, s-1] (the oracle rejects them) are clamped; onnxruntime's ScatterElements would raise."""
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    indices = np.array([[-9, 7, 0]], dtype=np.int64)
+    updates = -np.ones((1, 3), np.float32)
+    with pytest.raises(oracle.ScatterInputError):
+        oracle.scatter_elements(data, indices, updates, 0)
+    got = _run_builder_in_onnxruntime(data, indices, updates, 0, [dynamic, dynamic])
+    assert np.array_equal(got, oracle.scatter_elements(data, np.clip(indices, 0, 1), updates, 0))

@@ -112,3 +112,16 @@ def test_indices_last_dimension_must_be_known_when_building():
     _, network = new_network()
     with pytest.raises(oracle.ScatterInputError, match="last dimension must be known"):
         add_scatter_nd(network, add_input(network, "data", np.float32, (4, 3)), add_input(network, "indices", np.int32, (2, -1)), add_input(network, "updates", np.float32, (-1,)))
+
+
+def test_forbidden_indices_write_inside_the_output():
+    """Values outside [-s_j, s_j-1] (the oracle rejects them) are clamped per column; onnxruntime would raise."""
+    data = np.arange(12, dtype=np.float32).reshape(4, 3)
+    indices = np.array([[9, -1], [-8, 5]], dtype=np.int32)
+    updates = -np.ones(2, np.float32)
+    with pytest.raises(oracle.ScatterInputError):
+        oracle.scatter_nd(data, indices, updates)
+    graph = OnnxGraph()
+    inputs = [graph.add_input("data", np.float32, ("n", "m")), graph.add_input("indices", np.int32, ("b", 2)), graph.add_input("updates", np.float32, ("b",))]
+    got = run_onnx(graph.model({"output": lower_scatter_nd(graph, *inputs)}), {"data": data, "indices": indices, "updates": updates})
+    assert np.array_equal(got, oracle.scatter_nd(data, np.array([[3, 2], [0, 2]]), updates))

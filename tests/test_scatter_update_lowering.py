@@ -125,3 +125,16 @@ def test_bad_types_and_axis_fail_before_tensorrt():
         add_scatter_update(network, data, indices, updates, np.array([1, 1]))
     with pytest.raises(oracle.ScatterInputError, match="'axis' must have an integer element type"):
         add_scatter_update(network, data, indices, updates, 1.0)
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_forbidden_indices_write_inside_the_output(dynamic):
+    """The oracle rejects indices outside [0, s-1]; the lowering clamps them (onnxruntime's ScatterND would raise)."""
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    indices = np.array([-7, 9], dtype=np.int32)
+    updates = -np.ones((3, 2), np.float32)
+    with pytest.raises(oracle.ScatterInputError):
+        oracle.scatter_update(data, indices, updates, 1)
+    model = scatter_update_model(("a", "b") if dynamic else (3, 4), ("k",) if dynamic else (2,), 1, index_dtype=np.int32, impl="native")
+    got = run_onnx(model, {"data": data, "indices": indices, "updates": updates})
+    assert np.array_equal(got, oracle.scatter_update(data, np.clip(indices, 0, 3), updates, 1))
