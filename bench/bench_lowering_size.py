@@ -31,8 +31,8 @@ CASES = [
     ("scatter_update", "spec ex.1: axis 1, 2-D indices", (1000, 256, 10, 15), dict(indices=(125, 20), axis=1)),
     ("scatter_update", "rows: axis 0", (1000, 256), dict(indices=(100,), axis=0)),
     ("scatter_update", "last axis", (64, 256), dict(indices=(16,), axis=1)),
-    ("scatter_elements", "builder (negative-index wrap)", (1, 3, 4, 5), dict(indices=(1, 3, 4, 5), axis=2)),
-    ("scatter_nd", "builder (negative-index wrap)", (1000, 256), dict(indices=(100, 1))),
+    ("scatter_elements", "builder (wrap + clamp)", (1, 3, 4, 5), dict(indices=(1, 3, 4, 5), axis=2)),
+    ("scatter_nd", "builder (wrap + clamp)", (1000, 256), dict(indices=(100, 1))),
 ]
 
 

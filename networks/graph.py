@@ -48,9 +48,6 @@ BINARY_OPS = {
     "less": ("LESS", "Less"),
 }
 
-SCATTER_MODES = ("element", "nd")
-
-
 def _as_int64(values):
     return np.asarray(values, dtype=INT64)
 
@@ -63,11 +60,14 @@ class _Composites:
     """
 
     def dim(self, tensor, axis):
-        """Dimension ``axis`` of ``tensor``: its static size, or a gather from its (cached) shape."""
+        """Dimension ``axis`` of ``tensor``: its static size, or a gather from its shape (both cached)."""
         size = self.shape_of(tensor)[axis]
         if size >= 0:
             return size
-        return self.gather(self.shape_tensor(tensor), [axis])
+        key = (self._key(tensor), axis)
+        if key not in self._shapes:
+            self._shapes[key] = self.gather(self.shape_tensor(tensor), [axis])
+        return self._shapes[key]
 
     def as_tensor(self, dim):
         """A dimension as a 1-element 1-D int64 tensor."""
@@ -116,11 +116,13 @@ class _Composites:
     def product(self, dims):
         """The product of dimensions: an int if all are known, else a 1-element tensor."""
         known = int(np.prod([d for d in dims if isinstance(d, (int, np.integer))], dtype=np.int64))
-        result = known
-        for d in dims:
-            if not isinstance(d, (int, np.integer)):
-                result = d if result == 1 else self.binary("mul", self.as_tensor(result), d)
-        return result
+        unknown = [d for d in dims if not isinstance(d, (int, np.integer))]
+        if not unknown:
+            return known
+        result = unknown[0]
+        for d in unknown[1:]:
+            result = self.binary("mul", result, d)
+        return result if known == 1 else self.binary("mul", result, self.as_tensor(known))
 
     def scatter_rows(self, data, pieces, updates):
         """ND scatter of ``updates`` into the rows of ``data`` flattened over its first ``len(pieces)`` axes.
@@ -129,8 +131,8 @@ class _Composites:
         ``dims`` (a list of dimensions). The pieces span the grid ``dims_0 + dims_1 + ...`` side by
         side, so ``updates`` has shape ``grid + data.shape[k:]``. Instead of k coordinates per row
         (ND mode on data as it is), each row gets its one flat row number ``sum_j coordinates_j *
-        stride_j`` (strides of data's first k axes): k times fewer index bytes, at the price of two
-        reshapes of data, which TensorRT does without copying.
+        stride_j`` (strides of data's first k axes): k times fewer index bytes, at the price of a
+        reshape (IShuffleLayer) of data before the scatter and one of the output after it.
         """
         k, rank = len(pieces), len(self.shape_of(data))
         lead = [self.dim(data, j) for j in range(k)] if k > 1 else []
