@@ -19,6 +19,9 @@ Op parameters (all optional):
 - ``scatter_nd``: ``data_shape``, ``indices_shape``
 - ``slice_scatter``: ``data_shape``, ``start``, ``stop``, ``step``, ``axes``, ``impl`` ("native" or "plugin")
 - ``scatter_update``: ``data_shape``, ``indices_shape``, ``axis``, ``impl``
+
+``impl`` defaults to "native"; "plugin" needs full TensorRT (TensorRT-RTX has no
+``add_plugin_v3``: there the plugins come in through ONNX, :mod:`trt_scatter.onnx_models`).
 """
 
 import numpy as np

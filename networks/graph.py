@@ -179,6 +179,10 @@ class TensorRTGraph(_Composites):
     def _key(self, tensor):
         return tensor.name
 
+    def _strongly_typed(self):
+        flag = getattr(self.trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
+        return flag is not None and self.network.get_flag(flag)
+
     # -- introspection
     def shape_of(self, tensor):
         return tuple(int(d) for d in tensor.shape)
@@ -236,6 +240,10 @@ class TensorRTGraph(_Composites):
     def scatter(self, data, indices, updates, mode, axis=0):
         if data.dtype == self.trt.uint8:  # else the build fails later, far from here
             raise TypeError("TensorRT's IScatterLayer has no uint8: cast 'data' and 'updates' to int32 (and the output back)")
+        if indices.dtype == self.trt.int64 and not self._strongly_typed():
+            # As TensorRT's own ONNX parser does: weakly typed networks (full TensorRT's default)
+            # scatter with int32 indices; no index can exceed int32, TensorRT's volume limit.
+            indices = self.cast(indices, np.int32)
         modes = {"element": self.trt.ScatterMode.ELEMENT, "nd": self.trt.ScatterMode.ND}
         layer = self.network.add_scatter(data, indices, updates, modes[mode])
         layer.axis = axis

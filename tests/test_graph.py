@@ -201,3 +201,29 @@ def test_a_graph_output_that_other_nodes_read_is_renamed_everywhere():
 
     x = np.arange(3, dtype=np.int64)
     assert np.array_equal(_run(twice, {"x": x}), 2 * x)
+
+
+class _WeaklyTyped:
+    """A real network that says it is weakly typed, as full TensorRT's create_network(0) is (RTX's never are)."""
+
+    def __init__(self, network):
+        self._network = network
+
+    def get_flag(self, flag):
+        return False
+
+    def __getattr__(self, name):
+        return getattr(self._network, name)
+
+
+def test_weakly_typed_networks_scatter_with_int32_indices():
+    trt = tensorrt()
+    builder, network = new_network()
+    graph = TensorRTGraph(_WeaklyTyped(network))
+    data = add_input(network, "data", np.float32, (4, 2))
+    rows = graph.reshape(graph.arange(3), (3, 1))
+    network.mark_output(graph.scatter(data, rows, add_input(network, "updates", np.float32, (3, 2)), "nd"))
+    (scatter,) = scatter_layers(network)
+    assert scatter.get_input(1).dtype == trt.int32 and layers(network)[-2].type == trt.LayerType.CAST
+    build(builder, network)
+    assert TensorRTGraph(network)._strongly_typed()  # RTX: always strongly typed, int64 indices stay
