@@ -1,0 +1,44 @@
+"""Network builders: functions that add a scatter op to an existing ``INetworkDefinition``.
+
+Each returns the op's output ``ITensor`` and checks, before TensorRT is called, every rule of the
+oracle that the shapes and constants known at build time can break (raising
+:class:`trt_scatter.ScatterInputError` with the oracle's message).
+
+- :func:`add_scatter_elements`, :func:`add_scatter_nd`: ``IScatterLayer`` (ELEMENT / ND mode).
+- :func:`add_slice_scatter`, :func:`add_scatter_update`: ``impl="native"`` lowers them to stock
+  TensorRT layers (any TensorRT, including TensorRT-RTX); ``impl="plugin"`` adds the plugin.
+
+Every builder is written once against :mod:`trt_scatter.networks.graph`, whose ONNX backend
+lets onnxruntime run the very same construction (the ``lower_*`` functions).
+:mod:`trt_scatter.networks.examples` holds one example network per op.
+
+Element types (TensorRT-RTX 1.7.1.116, built on the CPU): ``IScatterLayer`` builds with data of
+float32, float16, bfloat16, int8, int32, int64 and bool, in both modes, with int32 or int64
+indices. uint8 is refused (TensorRT allows uint8 only at network I/O and casts, so the builders
+raise a TypeError saying to cast around the op) and so is fp8.
+
+Negative indices: TensorRT does not document them for ``IScatterLayer`` and no engine can run
+here to find out, so ScatterElements/ScatterND wrap them (``where(i < 0, i + s, i)``) before
+the scatter and engines match the ONNX semantics of the oracle. ScatterUpdate forbids them (the
+spec), SliceScatter computes its own non-negative row numbers.
+
+Out-of-range index values (which the oracle rejects, but which no layer can reject at run
+time): the builders and lowerings clamp user indices into the indexed dimension, so an engine
+never writes outside its output; what such an input produces is unspecified.
+"""
+
+from trt_scatter.networks.scatter_elements import add_scatter_elements, lower_scatter_elements
+from trt_scatter.networks.scatter_nd import add_scatter_nd, lower_scatter_nd
+from trt_scatter.networks.scatter_update import add_scatter_update, lower_scatter_update
+from trt_scatter.networks.slice_scatter import add_slice_scatter, lower_slice_scatter
+
+__all__ = [
+    "add_scatter_elements",
+    "add_scatter_nd",
+    "add_scatter_update",
+    "add_slice_scatter",
+    "lower_scatter_elements",
+    "lower_scatter_nd",
+    "lower_scatter_update",
+    "lower_slice_scatter",
+]

@@ -1,0 +1,440 @@
+"""A tiny graph-building interface with two backends: a TensorRT network and an ONNX graph.
+
+Every lowering in :mod:`trt_scatter.networks` is written once against this interface, so the
+code that adds TensorRT layers to an ``INetworkDefinition`` is the same code that writes the
+ONNX graph that onnxruntime executes in the tests (no machine here can run a TensorRT engine).
+One primitive is one TensorRT layer and one ONNX node (``arange`` on a run-time length adds a
+reshape in ONNX, because ONNX's ``Range`` takes scalars):
+
+=============  ===============================  ============================
+primitive      TensorRT layer                   ONNX node
+=============  ===============================  ============================
+constant       IConstantLayer                   initializer
+shape          IShapeLayer (int64)              Shape
+gather         IGatherLayer (DEFAULT mode)      Gather
+binary         IElementWiseLayer                Add/Sub/Mul/Div/Min/Max/Less
+where          ISelectLayer                     Where
+concat         IConcatenationLayer              Concat
+reshape        IShuffleLayer                    Reshape (allowzero=1)
+cast           ICastLayer                       Cast
+arange         IFillLayer (LINSPACE)            Range
+scatter        IScatterLayer (ELEMENT / ND)     ScatterElements / ScatterND
+=============  ===============================  ============================
+
+Tensors are what the backend hands out (``ITensor``, or :class:`Value` for ONNX); lowerings
+only pass them back and ask :meth:`shape_of` / :meth:`dtype_of`. Static shapes use -1 for a
+dimension not known when the graph is built. Shape arithmetic is int64 in both backends
+(TensorRT's ``IShapeLayer`` and ONNX's ``Shape`` both produce int64), and binary operations
+need operands of equal rank (TensorRT broadcasts only dimensions of size 1 at equal rank).
+"""
+
+import dataclasses
+import itertools
+
+import numpy as np
+
+from trt_scatter.oracle.rules import BFLOAT16
+
+INT64 = np.dtype(np.int64)
+
+#: binary operation name -> (TensorRT ``ElementWiseOperation`` name, ONNX op type)
+BINARY_OPS = {
+    "add": ("SUM", "Add"),
+    "sub": ("SUB", "Sub"),
+    "mul": ("PROD", "Mul"),
+    "div": ("DIV", "Div"),  # only on non-negative integers: the backends round negative quotients differently
+    "min": ("MIN", "Min"),
+    "max": ("MAX", "Max"),
+    "less": ("LESS", "Less"),
+}
+
+def _as_int64(values):
+    return np.asarray(values, dtype=INT64)
+
+
+class _Composites:
+    """What lowerings build from the primitives, the same way on both backends.
+
+    A *dimension* here is an int when it is known at build time, else a 1-element 1-D int64
+    tensor computed from a shape at run time.
+    """
+
+    def dim(self, tensor, axis):
+        """Dimension ``axis`` of ``tensor``: its static size, or a gather from its shape (both cached)."""
+        size = self.shape_of(tensor)[axis]
+        if size >= 0:
+            return size
+        key = (self._key(tensor), axis)
+        if key not in self._shapes:
+            self._shapes[key] = self.gather(self.shape_tensor(tensor), [axis])
+        return self._shapes[key]
+
+    def as_tensor(self, dim):
+        """A dimension as a 1-element 1-D int64 tensor."""
+        return self.constant(_as_int64([dim])) if isinstance(dim, (int, np.integer)) else dim
+
+    def shape_from(self, dims, infer=True):
+        """A shape from dimensions: a tuple if all are ints, or (``infer``, for a reshape) if at
+        most one is not (it becomes -1); else a concat of 1-element tensors."""
+        known = [int(d) for d in dims if isinstance(d, (int, np.integer))]
+        if len(dims) - len(known) <= (1 if infer and 0 not in known else 0):  # -1 cannot be inferred next to a 0
+            return tuple(-1 if not isinstance(d, (int, np.integer)) else int(d) for d in dims)
+        return self.concat([self.as_tensor(d) for d in dims])
+
+    def indices_in_range(self, indices, dims, negative):
+        """``indices`` mapped into [0, s-1] for each dimension s of ``dims``, in their own type.
+
+        ``negative``: first add s to negative values (ONNX's [-s, s-1] -> [0, s-1]). Then clamp
+        to [0, s-1]: values the spec forbids (which the oracle and onnxruntime reject but no
+        TensorRT layer can raise on at run time) then write to a valid place, never outside the
+        output; their result is as unspecified as the spec leaves it. ``dims`` has one dimension
+        per column of ``indices``' last axis, or one for all of ``indices``.
+        """
+        dtype = self.dtype_of(indices)
+        rank = len(self.shape_of(indices))
+        shape = (1,) * (rank - 1) + (len(dims),) if rank else ()
+        sizes = self.shape_from(dims, infer=False)
+        if isinstance(sizes, tuple):
+            sizes = np.array(sizes, dtype=dtype).reshape(shape)
+            highest = self.constant(sizes - 1)
+            sizes = self.constant(sizes)
+        else:
+            sizes = self.reshape(sizes if dtype == INT64 else self.cast(sizes, dtype), shape)
+            highest = self.binary("sub", sizes, self.constant(np.ones((1,) * len(shape), dtype=dtype)))
+        zero = self.constant(np.zeros((1,) * len(shape), dtype=dtype))
+        if negative:
+            indices = self.where(self.binary("less", indices, zero), self.binary("add", indices, sizes), indices)
+        return self.binary("min", self.binary("max", indices, zero), highest)
+
+    def shape_tensor(self, tensor):
+        """``tensor``'s run-time shape, one shape layer per tensor."""
+        key = self._key(tensor)
+        if key not in self._shapes:
+            self._shapes[key] = self.shape(tensor)
+        return self._shapes[key]
+
+    def product(self, dims):
+        """The product of dimensions: an int if all are known, else a 1-element tensor."""
+        known = int(np.prod([d for d in dims if isinstance(d, (int, np.integer))], dtype=np.int64))
+        unknown = [d for d in dims if not isinstance(d, (int, np.integer))]
+        if not unknown:
+            return known
+        result = unknown[0]
+        for d in unknown[1:]:
+            result = self.binary("mul", result, d)
+        return result if known == 1 else self.binary("mul", result, self.as_tensor(known))
+
+    def scatter_rows(self, data, pieces, updates):
+        """ND scatter of ``updates`` into the rows of ``data`` flattened over its first ``len(pieces)`` axes.
+
+        ``pieces[j]`` is ``(coordinates, dims)``: int64 coordinates along data's axis j, of shape
+        ``dims`` (a list of dimensions). The pieces span the grid ``dims_0 + dims_1 + ...`` side by
+        side, so ``updates`` has shape ``grid + data.shape[k:]``. Instead of k coordinates per row
+        (ND mode on data as it is), each row gets its one flat row number ``sum_j coordinates_j *
+        stride_j`` (strides of data's first k axes): k times fewer index bytes, at the price of a
+        reshape (IShuffleLayer) of data before the scatter and one of the output after it.
+        """
+        k, rank = len(pieces), len(self.shape_of(data))
+        lead = [self.dim(data, j) for j in range(k)] if k > 1 else []
+        grid = [d for _, dims in pieces for d in dims]
+        rows, offset = None, 0
+        for j, (coordinates, dims) in enumerate(pieces):
+            stride = self.product(lead[j + 1 :])
+            if not (isinstance(stride, int) and stride == 1):
+                coordinates = self.binary("mul", coordinates, self._broadcastable(stride, len(dims)))
+            placed = self.reshape(coordinates, self.shape_from([1] * offset + list(dims) + [1] * (len(grid) - offset - len(dims)) + [1]))
+            rows = placed if rows is None else self.binary("add", rows, placed)
+            offset += len(dims)
+        if k == 1:
+            return self.scatter(data, rows, updates, "nd")
+        tail = [self.dim(data, j) for j in range(k, rank)]
+        if all(isinstance(d, int) for d in tail):
+            flat_shape = (-1,) + tuple(tail)
+        else:
+            flat_shape = self.shape_from([self.product(lead)] + tail, infer=False)
+        written = self.scatter(self.reshape(data, flat_shape), rows, updates, "nd")
+        data_shape = self.shape_of(data)
+        return self.reshape(written, data_shape if all(d >= 0 for d in data_shape) else self.shape_tensor(data))
+
+    def _broadcastable(self, dim, rank):
+        """A dimension as an int64 tensor of shape (1,)*rank, to multiply a rank-``rank`` tensor by."""
+        if isinstance(dim, (int, np.integer)):
+            return self.constant(np.full((1,) * rank, dim, dtype=INT64))
+        return self.reshape(dim, (1,) * rank)
+
+
+class TensorRTGraph(_Composites):
+    """Adds layers to a TensorRT ``INetworkDefinition`` (``tensorrt`` or ``tensorrt_rtx``)."""
+
+    #: index types ``scatter(mode="nd")`` takes
+    ND_INDEX_TYPES = (np.dtype(np.int32), INT64)
+
+    def __init__(self, network):
+        from trt_scatter.backend import tensorrt
+
+        self.trt = tensorrt()
+        self.network = network
+        self._shapes = {}
+
+    def _key(self, tensor):
+        return tensor.name
+
+    def _strongly_typed(self):
+        flag = getattr(self.trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
+        return flag is not None and self.network.get_flag(flag)
+
+    # -- introspection
+    def shape_of(self, tensor):
+        return tuple(int(d) for d in tensor.shape)
+
+    def dtype_of(self, tensor):
+        return numpy_dtype(tensor.dtype)
+
+    # -- primitives
+    def constant(self, values, dtype=None):
+        array = np.array(values, dtype=dtype, order="C")  # a copy: TensorRT keeps a reference, the caller may not
+        return self.network.add_constant(array.shape, array).get_output(0)
+
+    def shape(self, tensor):
+        return self.network.add_shape(tensor).get_output(0)
+
+    def gather(self, tensor, indices, axis=0):
+        if not _is_tensor(indices):
+            indices = self.constant(_as_int64(indices))
+        return self.network.add_gather(tensor, indices, axis).get_output(0)
+
+    def binary(self, op, a, b):
+        return self.network.add_elementwise(a, b, getattr(self.trt.ElementWiseOperation, BINARY_OPS[op][0])).get_output(0)
+
+    def where(self, condition, a, b):
+        return self.network.add_select(condition, a, b).get_output(0)
+
+    def concat(self, tensors, axis=0):
+        layer = self.network.add_concatenation(list(tensors))
+        layer.axis = axis
+        return layer.get_output(0)
+
+    def reshape(self, tensor, shape):
+        """``shape``: a tuple (-1 inferred) or a 1-D int64 tensor; a 0 is a dimension of size 0, never "copy"."""
+        layer = self.network.add_shuffle(tensor)
+        layer.zero_is_placeholder = False
+        if _is_tensor(shape):
+            layer.set_input(1, shape)
+        else:
+            layer.reshape_dims = tuple(int(d) for d in shape)
+        return layer.get_output(0)
+
+    def cast(self, tensor, dtype):
+        return self.network.add_cast(tensor, trt_dtype(dtype)).get_output(0)
+
+    def arange(self, count):
+        """int64 ``[0, 1, ..., count-1]``; ``count`` is an int or a 1-element 1-D int64 tensor."""
+        if not _is_tensor(count):
+            return self.constant(np.arange(count, dtype=INT64))
+        layer = self.network.add_fill((0,), self.trt.FillOperation.LINSPACE, self.trt.int64)
+        layer.set_input(0, count)
+        layer.set_input(1, self.constant(np.array(0, dtype=INT64)))
+        layer.set_input(2, self.constant(np.array([1], dtype=INT64)))
+        return layer.get_output(0)
+
+    def scatter(self, data, indices, updates, mode, axis=0):
+        if data.dtype == self.trt.uint8:  # else the build fails later, far from here
+            raise TypeError("TensorRT's IScatterLayer has no uint8: cast 'data' and 'updates' to int32 (and the output back)")
+        if indices.dtype == self.trt.int64 and not self._strongly_typed():
+            # As TensorRT's own ONNX parser does: weakly typed networks (full TensorRT's default)
+            # scatter with int32 indices; no index can exceed int32, TensorRT's volume limit.
+            indices = self.cast(indices, np.int32)
+        modes = {"element": self.trt.ScatterMode.ELEMENT, "nd": self.trt.ScatterMode.ND}
+        layer = self.network.add_scatter(data, indices, updates, modes[mode])
+        layer.axis = axis
+        return layer.get_output(0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Value:
+    """A tensor of an :class:`OnnxGraph`: its name, element type and static shape (-1 = unknown)."""
+
+    name: str
+    dtype: np.dtype
+    shape: tuple
+
+
+class OnnxGraph(_Composites):
+    """Collects ONNX nodes, initializers and graph inputs; :meth:`model` makes the ``ModelProto``.
+
+    Graph inputs are added with :meth:`add_input` (dimensions may be ints, -1/None or symbolic
+    strings); :meth:`model` names the graph outputs.
+    """
+
+    OPSET = 17
+    ND_INDEX_TYPES = (INT64,)  # ONNX's ScatterND takes int64 indices only
+
+    def __init__(self):
+        self.nodes, self.initializers, self.inputs = [], [], []
+        self._names = itertools.count()
+        self.opset_imports = {"": self.OPSET}
+        self._shapes = {}
+
+    def _key(self, value):
+        return value.name
+
+    # -- graph I/O
+    def add_input(self, name, dtype, shape):
+        from onnx import helper
+
+        dims = [d if isinstance(d, str) else (None if d is None or d < 0 else int(d)) for d in shape]
+        self.inputs.append(helper.make_tensor_value_info(name, onnx_dtype(dtype), dims))
+        return Value(name, np.dtype(dtype), tuple(d if isinstance(d, int) else -1 for d in dims))
+
+    def model(self, outputs, name="trt_scatter"):
+        """A ``ModelProto`` whose outputs are ``outputs`` (a dict: name -> Value), renamed to those names."""
+        from onnx import helper
+
+        graph_outputs = []
+        for output_name, value in outputs.items():
+            if not any(value.name in node.output for node in self.nodes):  # an initializer or a graph input
+                value = self.node("Identity", [value], value.dtype, value.shape)
+            self._rename(value.name, output_name)
+            dims = [d if d >= 0 else None for d in value.shape]
+            graph_outputs.append(helper.make_tensor_value_info(output_name, onnx_dtype(value.dtype), dims))
+        graph = helper.make_graph(self.nodes, name, self.inputs, graph_outputs, initializer=self.initializers)
+        opsets = [helper.make_opsetid(domain, version) for domain, version in self.opset_imports.items()]
+        # IR 8 (opset 17's) rather than onnx's newest, so older parsers and runtimes load the model too.
+        return helper.make_model(graph, opset_imports=opsets, ir_version=8, producer_name="trt-scatter")
+
+    def _rename(self, old, new):
+        for node in self.nodes:
+            for i, name in enumerate(node.output):
+                if name == old:
+                    node.output[i] = new
+            for i, name in enumerate(node.input):
+                if name == old:
+                    node.input[i] = new
+
+    def node(self, op_type, inputs, dtype, shape, domain="", **attributes):
+        """Adds one node with one output; returns the output as a Value (``dtype``/``shape`` say what it is)."""
+        from onnx import helper
+
+        output = self._fresh(op_type)
+        names = [value.name if isinstance(value, Value) else value for value in inputs]
+        self.nodes.append(helper.make_node(op_type, names, [output], name=output, domain=domain, **attributes))
+        return Value(output, np.dtype(dtype), tuple(shape))
+
+    def _fresh(self, hint):
+        return f"{hint}_{next(self._names)}"
+
+    # -- introspection
+    def shape_of(self, value):
+        return value.shape
+
+    def dtype_of(self, value):
+        return value.dtype
+
+    # -- primitives
+    def constant(self, values, dtype=None):
+        from onnx import numpy_helper
+
+        array = np.asarray(values, dtype=dtype)
+        name = self._fresh("const")
+        self.initializers.append(numpy_helper.from_array(array, name))
+        return Value(name, array.dtype, array.shape)
+
+    def shape(self, value):
+        return self.node("Shape", [value], INT64, (len(value.shape),))
+
+    def gather(self, value, indices, axis=0):
+        if not isinstance(indices, Value):
+            indices = self.constant(_as_int64(indices))
+        shape = value.shape[:axis] + indices.shape + value.shape[axis + 1 :]
+        return self.node("Gather", [value, indices], value.dtype, shape, axis=axis)
+
+    def binary(self, op, a, b):
+        dtype = np.dtype(bool) if op == "less" else a.dtype
+        return self.node(BINARY_OPS[op][1], [a, b], dtype, _broadcast(a.shape, b.shape))
+
+    def where(self, condition, a, b):
+        return self.node("Where", [condition, a, b], a.dtype, _broadcast(condition.shape, _broadcast(a.shape, b.shape)))
+
+    def concat(self, values, axis=0):
+        values = list(values)
+        along = [v.shape[axis] for v in values]
+        shape = list(values[0].shape)
+        shape[axis] = sum(along) if all(d >= 0 for d in along) else -1
+        return self.node("Concat", values, values[0].dtype, shape, axis=axis)
+
+    def reshape(self, value, shape):
+        if isinstance(shape, Value):
+            return self.node("Reshape", [value, shape], value.dtype, (-1,) * shape.shape[0], allowzero=1)
+        out = tuple(int(d) for d in shape)
+        if out.count(-1) == 1 and all(d >= 0 for d in value.shape) and 0 not in out:
+            known = int(np.prod([d for d in out if d >= 0]))
+            out = tuple(int(np.prod(value.shape)) // known if d == -1 else d for d in out)
+        return self.node("Reshape", [value, self.constant(_as_int64(shape))], value.dtype, out, allowzero=1)
+
+    def cast(self, value, dtype):
+        return self.node("Cast", [value], dtype, value.shape, to=onnx_dtype(dtype))
+
+    def arange(self, count):
+        if not isinstance(count, Value):
+            return self.constant(np.arange(count, dtype=INT64))
+        limit = self.node("Reshape", [count, self.constant(np.zeros(0, dtype=INT64))], INT64, ())
+        return self.node("Range", [self.constant(np.array(0, INT64)), limit, self.constant(np.array(1, INT64))], INT64, (-1,))
+
+    def scatter(self, data, indices, updates, mode, axis=0):
+        if mode == "element":
+            return self.node("ScatterElements", [data, indices, updates], data.dtype, data.shape, axis=axis)
+        return self.node("ScatterND", [data, indices, updates], data.dtype, data.shape)
+
+
+def _is_tensor(x):
+    return not isinstance(x, (int, np.integer, tuple, list, np.ndarray))
+
+
+def _broadcast(a, b):
+    if len(a) != len(b):
+        raise ValueError(f"binary operands need equal ranks (got shapes {a} and {b})")
+    return tuple(y if x == 1 else x if y == 1 else (x if x == y else -1) for x, y in zip(a, b))
+
+
+def onnx_dtype(dtype):
+    from onnx import helper
+
+    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+
+
+_TRT_NAMES = {
+    "float32": "float32",
+    "float16": "float16",
+    "bfloat16": "bfloat16",
+    "int8": "int8",
+    "uint8": "uint8",
+    "int32": "int32",
+    "int64": "int64",
+    "bool": "bool",
+}
+
+
+def trt_dtype(dtype):
+    """The TensorRT ``DataType`` of a NumPy dtype; TensorRT has no other element types for scatter."""
+    from trt_scatter.backend import tensorrt
+
+    dtype = np.dtype(dtype)
+    name = "bfloat16" if dtype == BFLOAT16 else dtype.name
+    if name not in _TRT_NAMES:
+        raise TypeError(f"TensorRT has no element type for {dtype}")
+    return getattr(tensorrt(), _TRT_NAMES[name])
+
+
+def numpy_dtype(trt_dtype_value):
+    """The NumPy dtype of a TensorRT ``DataType`` (bfloat16 needs ml_dtypes)."""
+    from trt_scatter.backend import tensorrt
+
+    trt = tensorrt()
+    for name in _TRT_NAMES.values():
+        if getattr(trt, name) == trt_dtype_value:
+            if name == "bfloat16":
+                if BFLOAT16 is None:
+                    raise TypeError("bfloat16 tensors need the ml_dtypes package")
+                return BFLOAT16
+            return np.dtype(name)
+    raise TypeError(f"trt-scatter has no NumPy type for TensorRT's {trt_dtype_value}")

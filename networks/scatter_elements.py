@@ -1,0 +1,33 @@
+"""ScatterElements (ONNX) in a TensorRT network: ``IScatterLayer`` in ELEMENT mode.
+
+Negative indices: the oracle follows ONNX and accepts [-s, s-1]; TensorRT's documentation of
+``IScatterLayer`` does not say that it accepts negative indices (and no engine can run here to
+find out), so the builder adds ``where(indices < 0, indices + s, indices)`` in the indices' own
+type before the scatter, and the engine matches the oracle either way. It then clamps to
+[0, s-1] so that values outside [-s, s-1], which ONNX forbids but no layer can reject at run
+time, never write outside the output (their result is unspecified). These are elementwise
+layers on the indices that TensorRT fuses into one kernel.
+"""
+
+import numpy as np
+
+from trt_scatter.networks.graph import INT64, TensorRTGraph
+from trt_scatter.oracle import rules
+from trt_scatter.oracle.scatter_elements import OP, check_scatter_elements
+
+
+def add_scatter_elements(network, data, indices, updates, axis=0):
+    """Adds ScatterElements(data, indices, updates, axis) to ``network``; returns the output ITensor."""
+    return lower_scatter_elements(TensorRTGraph(network), data, indices, updates, axis)
+
+
+def lower_scatter_elements(graph, data, indices, updates, axis=0):
+    """The builder on ``graph`` (a :class:`~trt_scatter.networks.graph.TensorRTGraph` or ``OnnxGraph``)."""
+    rules.check_data_type(OP, "data", graph.dtype_of(data))
+    rules.check_same_type(OP, "updates", graph.dtype_of(updates), graph.dtype_of(data))
+    rules.check_index_type(OP, "indices", graph.dtype_of(indices))
+    axis = check_scatter_elements(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates), axis)
+    if graph.dtype_of(indices) not in (np.int32, np.int64):  # the index types of IScatterLayer and ONNX
+        indices = graph.cast(indices, INT64)
+    indices = graph.indices_in_range(indices, [graph.dim(data, axis)], negative=True)
+    return graph.scatter(data, indices, updates, "element", axis=axis)

@@ -1,0 +1,64 @@
+"""ScatterUpdate-3 in a TensorRT network: native lowering to stock layers, or the plugin.
+
+Native lowering (``impl="native"``, runs on any TensorRT, including TensorRT-RTX): data is
+seen as rows of shape ``data.shape[axis+1:]`` (a reshape over its first ``axis + 1`` axes);
+the row of ``(i_0, ..., i_{axis-1}, indices[m])`` is ``sum_j i_j * stride_j + indices[m]``,
+computed with ``arange`` and elementwise layers broadcast over the grid ``data.shape[:axis] +
+indices.shape``, which with ``data.shape[axis+1:]`` is exactly ``updates``' shape; one
+``IScatterLayer`` in ND mode writes the rows and a reshape restores data's shape. Index bytes
+per updated element: ``8 / prod(data.shape[axis+1:])`` (int64 row numbers; int32 indices are
+cast to int64 first).
+
+Index values: the spec allows [0, s-1] only and the oracle raises on others; no TensorRT layer
+can raise at run time, so the lowering clamps indices to [0, s-1] (two fused elementwise
+layers): a forbidden index writes to a valid row, never outside the output, and its result is
+unspecified (the plugin instead skips such indices and counts them).
+"""
+
+from trt_scatter.networks.graph import INT64, TensorRTGraph
+from trt_scatter.networks.slice_scatter import index_constant
+from trt_scatter.oracle import rules
+from trt_scatter.oracle.scatter_update import OP, axis_value, check_scatter_update
+
+IMPLS = ("native", "plugin")
+
+
+def add_scatter_update(network, data, indices, updates, axis, impl="native"):
+    """Adds ScatterUpdate(data, indices, updates, axis) to ``network``; returns the output ITensor.
+
+    ``axis`` is a constant: an int, or a 0-D/1-element integer array. ``impl="plugin"`` adds
+    the ScatterUpdate plugin (needs full TensorRT's ``add_plugin_v3``) with ``axis`` as a
+    1-element constant input (an array's int32/int64 type is kept; an int becomes int64).
+    """
+    graph = TensorRTGraph(network)
+    if impl == "native":
+        return lower_scatter_update(graph, data, indices, updates, axis)
+    if impl == "plugin":
+        check(graph, data, indices, updates, axis)
+        from trt_scatter.plugins import add_plugin_layer
+
+        axis_input = graph.constant(index_constant(axis).reshape(1))
+        return add_plugin_layer(network, "ScatterUpdate", [data, indices, updates, axis_input])
+    raise ValueError(f"{OP}: impl must be one of {', '.join(IMPLS)} (got {impl!r})")
+
+
+def check(graph, data, indices, updates, axis):
+    """The oracle's rules on what is known at build time; returns axis in [0, r-1]."""
+    rules.check_data_type(OP, "data", graph.dtype_of(data))
+    rules.check_same_type(OP, "updates", graph.dtype_of(updates), graph.dtype_of(data))
+    rules.check_index_type(OP, "indices", graph.dtype_of(indices))
+    return check_scatter_update(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates), axis_value(axis))
+
+
+def lower_scatter_update(graph, data, indices, updates, axis):
+    """The native lowering on ``graph`` (a :class:`~trt_scatter.networks.graph.TensorRTGraph` or ``OnnxGraph``)."""
+    axis = check(graph, data, indices, updates, axis)
+    if graph.dtype_of(indices) != INT64:  # row numbers are int64 (shape arithmetic); so are the indices in them
+        indices = graph.cast(indices, INT64)
+    indices = graph.indices_in_range(indices, [graph.dim(data, axis)], negative=False)
+    pieces = []
+    for j in range(axis):
+        count = graph.dim(data, j)
+        pieces.append((graph.arange(count), [count]))
+    pieces.append((indices, [graph.dim(indices, i) for i in range(len(graph.shape_of(indices)))]))
+    return graph.scatter_rows(data, pieces, updates)

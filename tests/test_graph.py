@@ -1,0 +1,229 @@
+"""The two-backend graph interface: each primitive is one TensorRT layer and computes in ONNX what NumPy computes."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from lowering_support import add_input, build, layers, new_network, run_onnx, scatter_layers
+
+from trt_scatter.backend import tensorrt
+from trt_scatter.networks.graph import OnnxGraph, TensorRTGraph, numpy_dtype, trt_dtype
+from trt_scatter.oracle.rules import BFLOAT16
+
+
+def _run(build_graph, feeds, input_shapes=None):
+    """Builds an OnnxGraph with inputs named like ``feeds`` (shapes: input_shapes or the arrays'), runs it."""
+    graph = OnnxGraph()
+    inputs = {name: graph.add_input(name, array.dtype, (input_shapes or {}).get(name, array.shape)) for name, array in feeds.items()}
+    return run_onnx(graph.model({"output": build_graph(graph, **inputs)}), feeds)
+
+
+def test_binary_ops_and_where_match_numpy():
+    a = np.array([[-3, 0, 7]], dtype=np.int64)
+    b = np.array([[2], [5]], dtype=np.int64)
+    expected = {"add": a + b, "sub": a - b, "mul": a * b, "min": np.minimum(a, b), "max": np.maximum(a, b), "less": a < b}
+    for op, want in expected.items():
+        got = _run(lambda g, a, b, op=op: g.binary(op, a, b), {"a": a, "b": b})
+        assert np.array_equal(got, want), op
+    nonnegative = np.array([[0, 7, 9]], dtype=np.int64)
+    assert np.array_equal(_run(lambda g, a, b: g.binary("div", a, b), {"a": nonnegative, "b": b}), nonnegative // b)
+    got = _run(lambda g, a, b: g.where(g.binary("less", a, b), a, b), {"a": a, "b": b})
+    assert np.array_equal(got, np.where(a < b, a, b))
+
+
+def test_shape_gather_concat_reshape_cast():
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    assert np.array_equal(_run(lambda g, x: g.shape(x), {"x": x}, {"x": ("a", "b", 4)}), [2, 3, 4])
+    assert np.array_equal(_run(lambda g, x: g.gather(x, [2, 0], axis=1), {"x": x}), x[:, [2, 0]])
+    assert np.array_equal(_run(lambda g, x: g.concat([x, x], axis=2), {"x": x}), np.concatenate([x, x], axis=2))
+    assert np.array_equal(_run(lambda g, x: g.reshape(x, (2, -1)), {"x": x}), x.reshape(2, 12))
+    assert _run(lambda g, x: g.reshape(g.gather(x, [], axis=1), (2, 0, 4)), {"x": x}).shape == (2, 0, 4)  # 0 is a size
+    assert np.array_equal(_run(lambda g, x: g.reshape(x, g.constant(np.array([4, 6]))), {"x": x}), x.reshape(4, 6))
+    got = _run(lambda g, x: g.cast(x, np.int32), {"x": x})
+    assert got.dtype == np.int32 and np.array_equal(got, x.astype(np.int32))
+
+
+@given(st.integers(0, 6))
+def test_arange_on_a_run_time_length(count):
+    """arange of a run-time length (Fill / Range) equals NumPy's for any length, 0 included."""
+    x = np.zeros((count, 2), dtype=np.float32)
+    got = _run(lambda g, x: g.arange(g.dim(x, 0)), {"x": x}, {"x": ("n", 2)})
+    assert got.dtype == np.int64 and np.array_equal(got, np.arange(count))
+
+
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=3), st.booleans())
+def test_product_of_dimensions(shape, dynamic):
+    x = np.zeros(shape, dtype=np.float32)
+
+    def product(g, x):
+        return g.as_tensor(g.product([g.dim(x, j) for j in range(len(shape))] + [3]))
+
+    got = _run(product, {"x": x}, {"x": tuple(f"d{i}" for i in range(len(shape)))} if dynamic else None)
+    assert got.tolist() == [3 * int(np.prod(shape))]
+
+
+def test_dim_is_static_where_known_and_shares_one_shape_node():
+    graph = OnnxGraph()
+    x = graph.add_input("x", np.float32, (2, "n", "m"))
+    assert graph.dim(x, 0) == 2
+    graph.dim(x, 1), graph.dim(x, 2)
+    assert [node.op_type for node in graph.nodes].count("Shape") == 1
+
+
+@given(st.integers(1, 4), st.integers(1, 3), st.integers(1, 3), st.booleans())
+def test_scatter_rows_writes_rows_of_the_flattened_leading_axes(rows, cols, depth, dynamic):
+    """scatter_rows with pieces a (axis 0) and b (axis 1) writes updates[i, j] to data[a[i], b[j]]."""
+    rng = np.random.default_rng(rows * 100 + cols * 10 + depth)
+    data = rng.random((4, 3, depth)).astype(np.float32)
+    a = rng.permutation(4)[:rows].astype(np.int64)
+    b = rng.permutation(3)[:cols].astype(np.int64)
+    updates = -rng.random((rows, cols, depth)).astype(np.float32)
+
+    def scatter(g, data, a, b, updates):
+        return g.scatter_rows(data, [(a, [g.dim(a, 0)]), (b, [g.dim(b, 0)])], updates)
+
+    shapes = {"data": ("x", "y", "z"), "a": ("n",), "b": ("m",), "updates": ("n", "m", "z")} if dynamic else None
+    got = _run(scatter, {"data": data, "a": a, "b": b, "updates": updates}, shapes)
+    want = data.copy()
+    want[np.ix_(a, b)] = updates
+    assert np.array_equal(got, want)
+
+
+@given(st.sampled_from([np.int32, np.int64]), st.booleans(), st.booleans())
+def test_indices_in_range_wraps_negative_indices_and_clamps_the_rest(index_dtype, dynamic, negative):
+    indices = np.array([[-9, -3, -1, 0, 2, 3, 40]], dtype=index_dtype)
+    data = np.zeros((2, 3), dtype=np.float32)
+
+    def in_range(g, indices, data):
+        return g.indices_in_range(indices, [g.dim(data, 1)], negative=negative)
+
+    got = _run(in_range, {"indices": indices, "data": data}, {"data": ("a", "b")} if dynamic else None)
+    want = [[0, 0, 2, 0, 2, 2, 2]] if negative else [[0, 0, 0, 0, 2, 2, 2]]
+    assert got.dtype == index_dtype and np.array_equal(got, want)
+
+
+def test_indices_in_range_of_a_0d_index_and_of_columns():
+    def scalar(g, i, data):
+        return g.indices_in_range(i, [g.dim(data, 0)], negative=True)
+
+    data = np.zeros((4, 2), np.float32)
+    assert _run(scalar, {"i": np.array(-1, np.int64), "data": data}, {"data": ("n", 2)}).tolist() == 3
+
+    def columns(g, i, data):
+        return g.indices_in_range(i, [g.dim(data, 0), g.dim(data, 1)], negative=True)
+
+    rows = np.array([[-1, -1], [5, 1], [-5, -3]], np.int32)
+    assert _run(columns, {"i": rows, "data": data}).tolist() == [[3, 1], [3, 1], [0, 0]]
+
+
+def test_tensorrt_backend_adds_one_layer_per_primitive_and_builds():
+    """Each primitive adds its one layer of the table in networks/graph.py (plus constants for its parameters)."""
+    trt = tensorrt()
+    builder, network = new_network()
+    graph = TensorRTGraph(network)
+    data = add_input(network, "data", np.float32, (-1, 4))
+    seen = []
+
+    def added(layer_type, make):
+        before = network.num_layers
+        tensor = make()
+        new = [network.get_layer(i).type for i in range(before, network.num_layers)]
+        seen.append(([t for t in new if t != trt.LayerType.CONSTANT], [layer_type]))
+        return tensor
+
+    one = added(trt.LayerType.CONSTANT, lambda: graph.constant(np.array([1], dtype=np.int64)))
+    seen[-1] = ([trt.LayerType.CONSTANT], [trt.LayerType.CONSTANT])  # a constant is a constant layer
+    shape = added(trt.LayerType.SHAPE, lambda: graph.shape(data))
+    rows = added(trt.LayerType.GATHER, lambda: graph.gather(shape, [0]))
+    more = added(trt.LayerType.ELEMENTWISE, lambda: graph.binary("add", rows, one))
+    less = added(trt.LayerType.ELEMENTWISE, lambda: graph.binary("less", rows, more))
+    added(trt.LayerType.SELECT, lambda: graph.where(less, rows, more))
+    both = added(trt.LayerType.CONCATENATION, lambda: graph.concat([rows, one]))
+    added(trt.LayerType.SHUFFLE, lambda: graph.reshape(data, both))
+    added(trt.LayerType.CAST, lambda: graph.cast(rows, np.int32))
+    count = added(trt.LayerType.FILL, lambda: graph.arange(rows))
+    indices = graph.reshape(count, (-1, 1))
+    output = added(trt.LayerType.SCATTER, lambda: graph.scatter(data, indices, data, "nd"))
+    network.mark_output(output)
+    for got, want in seen:
+        assert got == want
+    assert [layer.mode for layer in scatter_layers(network)] == [trt.ScatterMode.ND]
+    assert len(layers(network)) == network.num_layers
+    build(builder, network, {"data": ((1, 4), (2, 4), (3, 4))})
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int8", "int32", "int64", "bool"])
+def test_tensorrt_scatter_accepts_these_data_types(dtype):
+    """The element types TensorRT(-RTX)'s IScatterLayer builds with, in both modes (uint8: see the next test)."""
+    dtype = BFLOAT16 if dtype == "bfloat16" else np.dtype(dtype)
+    trt = tensorrt()
+    for mode, indices_shape, updates_shape in (("element", (2, 5), (2, 5)), ("nd", (2, 1), (2, 5))):
+        builder, network = new_network()
+        graph = TensorRTGraph(network)
+        data = add_input(network, "data", dtype, (4, 5))
+        indices = add_input(network, "indices", np.int32, indices_shape)
+        updates = add_input(network, "updates", dtype, updates_shape)
+        output = graph.scatter(data, indices, updates, mode)
+        network.mark_output(output)
+        assert output.dtype == trt_dtype(dtype) and numpy_dtype(output.dtype) == dtype
+        build(builder, network)
+    assert trt.ScatterMode.ELEMENT != trt.ScatterMode.ND
+
+
+def test_uint8_data_is_refused_before_tensorrt_builds():
+    _, network = new_network()
+    graph = TensorRTGraph(network)
+    data = add_input(network, "data", np.uint8, (4,))
+    indices = add_input(network, "indices", np.int32, (1, 1))
+    with pytest.raises(TypeError, match="no uint8"):
+        graph.scatter(data, indices, add_input(network, "updates", np.uint8, (1,)), "nd")
+
+
+def test_dtype_mapping_refuses_types_tensorrt_lacks():
+    with pytest.raises(TypeError, match="float64"):
+        trt_dtype(np.float64)
+    with pytest.raises(TypeError):
+        numpy_dtype(tensorrt().fp8)
+
+
+def test_onnx_binary_operands_need_equal_ranks_like_tensorrt():
+    graph = OnnxGraph()
+    with pytest.raises(ValueError, match="equal ranks"):
+        graph.binary("add", graph.add_input("a", np.int64, (2, 3)), graph.constant(np.array([1], dtype=np.int64)))
+
+
+def test_a_graph_output_that_other_nodes_read_is_renamed_everywhere():
+    """model() renames a value to its output name in the nodes that read it too."""
+    def twice(g, x):
+        y = g.binary("add", x, x)
+        g.binary("mul", y, y)  # a reader of y that is not an output
+        return y
+
+    x = np.arange(3, dtype=np.int64)
+    assert np.array_equal(_run(twice, {"x": x}), 2 * x)
+
+
+class _WeaklyTyped:
+    """A real network that says it is weakly typed, as full TensorRT's create_network(0) is (RTX's never are)."""
+
+    def __init__(self, network):
+        self._network = network
+
+    def get_flag(self, flag):
+        return False
+
+    def __getattr__(self, name):
+        return getattr(self._network, name)
+
+
+def test_weakly_typed_networks_scatter_with_int32_indices():
+    trt = tensorrt()
+    builder, network = new_network()
+    graph = TensorRTGraph(_WeaklyTyped(network))
+    data = add_input(network, "data", np.float32, (4, 2))
+    rows = graph.reshape(graph.arange(3), (3, 1))
+    network.mark_output(graph.scatter(data, rows, add_input(network, "updates", np.float32, (3, 2)), "nd"))
+    (scatter,) = scatter_layers(network)
+    assert scatter.get_input(1).dtype == trt.int32 and layers(network)[-2].type == trt.LayerType.CAST
+    build(builder, network)
+    assert TensorRTGraph(network)._strongly_typed()  # RTX: always strongly typed, int64 indices stay

@@ -1,0 +1,157 @@
+"""trt_scatter.onnx_models: valid models, the plugin-node contract, standard ops against the oracle, TensorRT's parser."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from lowering_support import build, parse_onnx, profile_for, run_onnx, scatter_layers
+
+import trt_scatter.plugins as plugins
+from trt_scatter import oracle
+from trt_scatter.backend import tensorrt
+from trt_scatter.onnx_models import scatter_elements_model, scatter_nd_model, scatter_update_model, slice_scatter_model
+
+STANDARD_OPS = {"Shape", "Gather", "Add", "Sub", "Mul", "Div", "Min", "Max", "Less", "Where", "Concat", "Reshape", "Cast", "Range", "ConstantOfShape", "ScatterElements", "ScatterND"}
+
+
+def _plugin_models(index_dtype=np.int64):
+    return {
+        "SliceScatter": slice_scatter_model(("n", 5), [-25], [25], [2], [1], index_dtype=index_dtype),
+        "SliceScatter-no-axes": slice_scatter_model((3, 5), [0, 1], [3, 5], [2, 2], index_dtype=index_dtype),
+        "ScatterUpdate": scatter_update_model((3, "m"), ("k",), 1, index_dtype=index_dtype),
+    }
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_plugin_nodes_follow_the_contract(index_dtype):
+    for name, model in _plugin_models(index_dtype).items():
+        onnx.checker.check_model(model, full_check=True)
+        (node,) = model.graph.node
+        assert node.op_type == name.split("-")[0] and node.domain == "trt_scatter" and not node.attribute
+        assert {(o.domain, o.version) for o in model.opset_import} == {("", 17), ("trt_scatter", 1)}
+        initializers = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
+        graph_inputs = [i.name for i in model.graph.input]
+        if node.op_type == "SliceScatter":
+            assert graph_inputs == ["data", "updates"] and list(node.input[:2]) == ["data", "updates"]
+            params = [initializers[n] for n in node.input[2:]]
+            assert len(params) == (4 if name == "SliceScatter" else 3)
+            if name == "SliceScatter":
+                assert [p.tolist() for p in params] == [[-25], [25], [2], [1]]
+        else:
+            assert graph_inputs == ["data", "indices", "updates"] and list(node.input[:3]) == graph_inputs
+            params = [initializers[node.input[3]]]
+            assert params[0].tolist() == [1]
+        assert all(p.dtype == index_dtype and p.ndim == 1 for p in params)
+        (output,) = model.graph.output
+        assert output.name == "output" and list(node.output) == ["output"]
+        assert output.type.tensor_type.elem_type == model.graph.input[0].type.tensor_type.elem_type
+
+
+def test_symbolic_sliced_dimension_gets_its_own_name():
+    model = slice_scatter_model(("n", "m"), [0], [5], [2], [1])
+    dims = [d.dim_param or d.dim_value for d in model.graph.input[1].type.tensor_type.shape.dim]
+    assert dims == ["n", "updates_1"]
+
+
+@pytest.mark.parametrize("impl", ["native"])
+def test_native_models_use_standard_onnx_ops_only(impl):
+    models = [slice_scatter_model(("n", "m", 4), [1, -1], [8, -8], [3, -2], [0, 1], impl=impl), scatter_update_model(("a", 3, "b"), ("k", 2), -1, index_dtype=np.int32, impl=impl)]
+    for model in models:
+        onnx.checker.check_model(model, full_check=True)
+        assert {node.op_type for node in model.graph.node} <= STANDARD_OPS
+        assert {node.domain for node in model.graph.node} == {""} and [o.domain for o in model.opset_import] == [""]
+
+
+@given(
+    st.lists(st.integers(1, 4), min_size=1, max_size=3),
+    st.integers(0, 2),
+    st.booleans(),
+    st.sampled_from([np.int32, np.int64]),
+    st.sampled_from([np.float32, np.int64, np.bool_]),
+    st.integers(0, 2**16),
+)
+def test_standard_scatter_elements_matches_oracle(shape, axis, dynamic, index_dtype, dtype, seed):
+    shape = tuple(shape)
+    axis = axis % len(shape)
+    rng = np.random.default_rng(seed)
+    data = rng.integers(-9, 9, size=shape).astype(dtype)
+    indices = np.argsort(rng.random(shape), axis=axis).astype(index_dtype)
+    indices = np.where(rng.random(shape) < 0.5, indices - shape[axis], indices).astype(index_dtype)
+    updates = rng.integers(-9, 9, size=shape).astype(dtype)
+    names = tuple(f"d{i}" for i in range(len(shape))) if dynamic else shape
+    model = scatter_elements_model(names, names, axis=axis, dtype=dtype, index_dtype=index_dtype)
+    got = run_onnx(model, {"data": data, "indices": indices, "updates": updates})
+    assert np.array_equal(got, oracle.scatter_elements(data, indices, updates, axis))
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_standard_scatter_nd_matches_oracle(index_dtype, dynamic):
+    data = np.arange(24, dtype=np.float32).reshape(4, 3, 2)
+    indices = np.array([[0, 1], [-1, -3], [2, 2]], dtype=index_dtype)
+    updates = -np.arange(6, dtype=np.float32).reshape(3, 2)
+    model = scatter_nd_model(("a", "b", 2) if dynamic else (4, 3, 2), ("r", 2) if dynamic else (3, 2), index_dtype=index_dtype)
+    assert ("Cast" in {n.op_type for n in model.graph.node}) == (index_dtype == np.int32)  # ONNX ScatterND: int64 only
+    got = run_onnx(model, {"data": data, "indices": indices, "updates": updates})
+    assert np.array_equal(got, oracle.scatter_nd(data, indices, updates))
+
+
+def test_standard_models_parse_and_build_in_tensorrt():
+    trt = tensorrt()
+    for model, mode, low, high in (
+        (scatter_elements_model(("n", 4), ("k", 4), axis=0, dtype=np.float16), trt.ScatterMode.ELEMENT, {"data": (3, 4), "indices": (2, 4), "updates": (2, 4)}, {"data": (6, 4), "indices": (4, 4), "updates": (4, 4)}),
+        (scatter_nd_model((8,), (4, 1), index_dtype=np.int32), trt.ScatterMode.ND, {}, {}),
+    ):
+        builder, network, _ = parse_onnx(model)
+        assert [layer.mode for layer in scatter_layers(network)] == [mode]
+        build(builder, network, profile_for(network, low, low, high))
+
+
+def test_plugin_models_parse_into_plugins_when_they_are_registered():
+    """Needs trt_scatter.plugins.register (the plugins' part); runs in a subprocess, since a missing
+    libtensorrt_rtx.so link aborts the process (see ENVIRONMENT.md)."""
+    if not hasattr(plugins, "register"):
+        pytest.skip("trt_scatter.plugins.register() is not available in this checkout")
+    script = textwrap.dedent(
+        """
+        from trt_scatter.backend import tensorrt
+        from trt_scatter.log import trt_logger
+        from trt_scatter.onnx_models import slice_scatter_model, scatter_update_model
+        from trt_scatter.plugins import register
+        register()
+        trt = tensorrt()
+        for model in (slice_scatter_model((2, 5), [-25], [25], [2], [1]), scatter_update_model((3, 5), (2,), 1)):
+            builder = trt.Builder(trt_logger())
+            network = builder.create_network(0)
+            parser = trt.OnnxParser(network, trt_logger())
+            assert parser.parse(model.SerializeToString()), [str(parser.get_error(i)) for i in range(parser.num_errors)]
+            kinds = [network.get_layer(i).type for i in range(network.num_layers)]
+            assert trt.LayerType.PLUGIN_V3 in kinds, kinds
+            assert builder.build_serialized_network(network, builder.create_builder_config())
+        print("ok")
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-2000:]
+
+
+def test_bad_parameters_are_refused_with_the_oracles_rules():
+    with pytest.raises(ValueError, match="impl must be one of plugin, native"):
+        slice_scatter_model((2, 5), [0], [5], [2], impl="lowered")
+    with pytest.raises(oracle.ScatterInputError, match="'indices' must be int32 or int64"):
+        scatter_update_model((3, 5), (2,), 1, index_dtype=np.float32)
+    with pytest.raises(oracle.ScatterInputError, match="'step' must not contain 0"):
+        slice_scatter_model((2, 5), [0], [5], [0], impl="native")
+    with pytest.raises(oracle.ScatterInputError, match="'updates' must have shape"):
+        slice_scatter_model((2, 5), [0], [5], [2], [1], updates_shape=(2, 2))
+    with pytest.raises(oracle.ScatterInputError, match="'axis' must be in"):
+        scatter_elements_model((3, 4), (2, 4), axis=2)
+    with pytest.raises(oracle.ScatterInputError, match="last dimension must be a known int"):
+        scatter_nd_model((3, 4), (2, "k"))
+    with pytest.raises(oracle.ScatterInputError, match="'axis' must be in"):
+        scatter_update_model((3, 5), (2,), -3, impl="native")

@@ -1,0 +1,77 @@
+"""add_scatter_update's two implementations and the scatter_update example network."""
+
+import numpy as np
+import pytest
+from lowering_support import add_input, build, layers, new_network, scatter_layers
+
+import trt_scatter.plugins as plugins
+from trt_scatter import oracle
+from trt_scatter.backend import tensorrt
+from trt_scatter.networks import add_scatter_update
+from trt_scatter.networks.examples import EXAMPLES, example_inputs
+
+
+@pytest.fixture
+def plugin_calls(monkeypatch):
+    """Replaces trt_scatter.plugins.add_plugin_layer (RTX cannot add plugin layers) by a recorder."""
+    calls = []
+
+    def add_plugin_layer(network, op_name, inputs, fields=None):
+        calls.append((op_name, list(inputs), fields))
+        return inputs[0]
+
+    monkeypatch.setattr(plugins, "add_plugin_layer", add_plugin_layer, raising=False)
+    return calls
+
+
+@pytest.mark.parametrize("axis,dtype", [(1, None), (np.array(1, np.int32), "INT32"), (np.array([-1], np.int64), "INT64")])
+def test_plugin_impl_passes_axis_as_a_one_element_constant(plugin_calls, axis, dtype):
+    trt = tensorrt()
+    _, network = new_network()
+    tensors = [add_input(network, n, t, s) for n, t, s in (("data", np.float32, (3, 5)), ("indices", np.int32, (2,)), ("updates", np.float32, (3, 2)))]
+    add_scatter_update(network, *tensors, axis, impl="plugin")
+    ((op_name, inputs, fields),) = plugin_calls
+    assert op_name == "ScatterUpdate" and fields is None and inputs[:3] == tensors
+    axis_input = inputs[3]
+    assert tuple(axis_input.shape) == (1,) and axis_input.dtype == getattr(trt, (dtype or "INT64").lower())
+    (constant,) = [layer for layer in layers(network) if layer.type == trt.LayerType.CONSTANT]
+    constant.__class__ = trt.IConstantLayer
+    assert np.array(constant.weights).tolist() == [int(np.asarray(axis).reshape(()))]
+    assert not scatter_layers(network)
+
+
+def test_plugin_impl_checks_inputs_first_and_unknown_impl_is_refused(plugin_calls):
+    _, network = new_network()
+    tensors = [add_input(network, n, t, s) for n, t, s in (("data", np.float32, (3, 5)), ("indices", np.int32, (2,)), ("updates", np.float32, (3, 3)))]
+    with pytest.raises(oracle.ScatterInputError, match="'updates' must have shape"):
+        add_scatter_update(network, *tensors, 1, impl="plugin")
+    assert not plugin_calls
+    with pytest.raises(ValueError, match="impl must be one of native, plugin"):
+        add_scatter_update(network, *tensors, 1, impl="kernel")
+
+
+def test_example_is_the_specs_example_2():
+    inputs = example_inputs("scatter_update", index_dtype=np.int64)
+    out = oracle.scatter_update(inputs["data"], inputs["indices"], inputs["updates"], 1)
+    assert out.tolist() == [[1, 1, 1, 3, 4], [1, 6, 1, 8, 9], [1, 11, 2, 13, 14]]  # ScatterUpdate-3, example 2
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_example_network_builds_natively(dynamic):
+    builder, network = new_network()
+    profile = EXAMPLES["scatter_update"](network, dynamic=dynamic, dtype=np.int32)
+    assert [network.get_input(i).name for i in range(3)] == ["data", "indices", "updates"]
+    assert scatter_layers(network)[0].mode == tensorrt().ScatterMode.ND
+    build(builder, network, profile)
+
+
+def test_example_with_other_parameters_has_matching_unique_indices():
+    inputs = example_inputs("scatter_update", data_shape=(4, 6, 2), indices_shape=(2, 2), axis=-2)
+    assert inputs["updates"].shape == (4, 2, 2, 2) and len(set(inputs["indices"].ravel().tolist())) == 4
+    oracle.scatter_update(inputs["data"], inputs["indices"], inputs["updates"], -2)
+    for name, params in (("scatter_nd", {"data_shape": (3, 4, 2), "indices_shape": (2, 3, 2)}), ("scatter_elements", {"data_shape": (3, 4), "indices_shape": (2, 4), "axis": -1})):
+        inputs = example_inputs(name, **params)
+        getattr(oracle, name)(inputs["data"], inputs["indices"], inputs["updates"], **({"axis": params["axis"]} if "axis" in params else {}))
+    builder, network = new_network()
+    EXAMPLES["scatter_update"](network, data_shape=(4, 6, 2), indices_shape=(2, 2), axis=-2)
+    build(builder, network)

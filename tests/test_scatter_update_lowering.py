@@ -1,0 +1,140 @@
+"""ScatterUpdate's native lowering: its ONNX form in onnxruntime against the oracle; its TensorRT form built on the CPU."""
+
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+from lowering_support import add_input, build, layers, new_network, parse_onnx, profile_for, run_onnx, scatter_layers, symbolic, values
+
+from trt_scatter import oracle
+from trt_scatter.backend import tensorrt
+from trt_scatter.networks import add_scatter_update
+from trt_scatter.onnx_models import scatter_update_model
+
+DTYPES = [np.float32, np.float16, np.int8, np.int32, np.int64, np.bool_]  # onnxruntime takes no bfloat16 from Python
+
+
+@st.composite
+def update_cases(draw):
+    rank = draw(st.integers(1, 3))
+    shape = tuple(draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank)))
+    axis = draw(st.integers(-rank, rank - 1))
+    size = shape[axis]
+    indices_shape = tuple(draw(st.lists(st.integers(1, 3), min_size=0, max_size=2)))
+    if int(np.prod(indices_shape)) > size:  # unique indices only: duplicates are undefined
+        indices_shape = (size,)
+    dynamic = draw(st.lists(st.booleans(), min_size=rank, max_size=rank))
+    dynamic_indices = draw(st.lists(st.booleans(), min_size=len(indices_shape), max_size=len(indices_shape)))
+    dtype = draw(st.sampled_from(DTYPES))
+    index_dtype = draw(st.sampled_from([np.int32, np.int64]))
+    seed = draw(st.integers(0, 2**16))
+    return shape, indices_shape, axis, dynamic, dynamic_indices, dtype, index_dtype, seed
+
+
+@given(update_cases())
+@example(((3, 5), (2,), 1, [False, False], [False], np.float32, np.int32, 0))  # the spec's example 2
+@example(((3, 5), (), 0, [True, True], [], np.float32, np.int64, 0))  # a 0-D index
+@example(((2, 3, 4), (2, 1), 2, [True, False, True], [True, True], np.int32, np.int32, 1))  # the last axis, 2-D indices
+def test_native_lowering_matches_oracle_in_onnxruntime(case):
+    shape, indices_shape, axis, dynamic, dynamic_indices, dtype, index_dtype, seed = case
+    rng = np.random.default_rng(seed)
+    data = values(rng, shape, dtype)
+    indices = rng.permutation(shape[axis])[: int(np.prod(indices_shape))].reshape(indices_shape).astype(index_dtype)
+    updates = values(rng, shape[:axis % len(shape)] + indices_shape + shape[axis % len(shape) + 1 :], dtype)
+    expected = oracle.scatter_update(data, indices, updates, axis)
+
+    data_shape, _ = symbolic(shape, dynamic, "d")
+    onnx_indices_shape, _ = symbolic(indices_shape, dynamic_indices, "i")
+    model = scatter_update_model(data_shape, onnx_indices_shape, axis, dtype=dtype, index_dtype=index_dtype, impl="native")
+    got = run_onnx(model, {"data": data, "indices": indices, "updates": updates})
+    assert got.dtype == expected.dtype and np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("axis,indices_shape", [(0, (2,)), (1, (2, 2)), (-1, ())], ids=["axis0", "axis1-2d", "last-0d"])
+def test_tensorrt_network_builds(axis, indices_shape, dynamic):
+    trt = tensorrt()
+    shape = (4, 3, 5)
+    norm = axis % len(shape)
+    updates_shape = shape[:norm] + indices_shape + shape[norm + 1 :]
+    builder, network = new_network()
+    _, data_dims = symbolic(shape, [dynamic] * 3, "d")
+    _, indices_dims = symbolic(indices_shape, [dynamic] * len(indices_shape), "i")
+    _, updates_dims = symbolic(updates_shape, [dynamic] * len(updates_shape), "u")
+    data = add_input(network, "data", np.float16, data_dims)
+    indices = add_input(network, "indices", np.int32, indices_dims)
+    updates = add_input(network, "updates", np.float16, updates_dims)
+    output = add_scatter_update(network, data, indices, updates, np.array([axis], dtype=np.int64))
+    network.mark_output(output)
+
+    (scatter,) = scatter_layers(network)
+    assert scatter.mode == trt.ScatterMode.ND
+    rows = scatter.get_input(1)  # one int64 row number per data.shape[axis+1:] block
+    assert rows.dtype == trt.int64 and len(rows.shape) == norm + len(indices_shape) + 1 and rows.shape[-1] == 1
+    assert len(scatter.get_input(0).shape) == len(shape) - norm  # data flattened over its first axis+1 axes
+    assert scatter.get_input(2) is not None and output.dtype == trt.float16 and tuple(output.shape) == data_dims
+    assert trt.LayerType.CAST in {layer.type for layer in layers(network)}  # int32 indices become int64
+    low = {"data": shape, "indices": indices_shape, "updates": updates_shape}
+    high = {"data": (8, 6, 10), "indices": tuple(2 * d for d in indices_shape)}
+    high["updates"] = high["data"][:norm] + high["indices"] + high["data"][norm + 1 :]
+    build(builder, network, profile_for(network, low, low, high))
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_onnx_form_parses_and_builds_in_tensorrt(dynamic):
+    data_shape, indices_shape = ((3, 5), (2,)) if not dynamic else (("n", "m"), ("k",))
+    model = scatter_update_model(data_shape, indices_shape, 1, dtype=np.int32, index_dtype=np.int64, impl="native")
+    builder, network, _ = parse_onnx(model)
+    assert [layer.mode for layer in scatter_layers(network)] == [tensorrt().ScatterMode.ND]
+    low = {"data": (3, 5), "indices": (2,), "updates": (3, 2)}
+    build(builder, network, profile_for(network, low, low, {"data": (6, 10), "indices": (4,), "updates": (6, 4)}))
+
+
+BAD = [
+    # (data shape, indices shape, updates shape, axis)
+    ((3, 5), (2,), (3, 3), 1),  # updates do not match indices
+    ((3, 5), (2,), (2, 5), 2),  # axis out of range
+    ((3, 5), (2,), (3, 2, 1), 1),  # updates of another rank
+    ((), (1,), (1,), 0),  # data of rank 0
+]
+
+
+@pytest.mark.parametrize("bad", BAD)
+def test_bad_inputs_fail_before_tensorrt_with_the_oracles_message(bad):
+    shape, indices_shape, updates_shape, axis = bad
+    data, updates = np.zeros(shape, np.float32), np.zeros(updates_shape, np.float32)
+    indices = np.zeros(indices_shape, np.int32)
+    with pytest.raises(oracle.ScatterInputError) as from_oracle:
+        oracle.scatter_update(data, indices, updates, axis)
+    _, network = new_network()
+    tensors = [add_input(network, n, a.dtype, a.shape) for n, a in (("data", data), ("indices", indices), ("updates", updates))]
+    with pytest.raises(oracle.ScatterInputError) as from_builder:
+        add_scatter_update(network, *tensors, axis)
+    assert str(from_builder.value) == str(from_oracle.value)
+    assert network.num_layers == 0
+
+
+def test_bad_types_and_axis_fail_before_tensorrt():
+    _, network = new_network()
+    data = add_input(network, "data", np.float32, (3, 5))
+    updates = add_input(network, "updates", np.float32, (3, 2))
+    with pytest.raises(oracle.ScatterInputError, match="'indices' must have an integer element type"):
+        add_scatter_update(network, data, add_input(network, "indices", np.float32, (2,)), updates, 1)
+    indices = add_input(network, "indices32", np.int32, (2,))
+    with pytest.raises(oracle.ScatterInputError, match="'axis' must be a scalar or a 1-D tensor with one element"):
+        add_scatter_update(network, data, indices, updates, np.array([1, 1]))
+    with pytest.raises(oracle.ScatterInputError, match="'axis' must have an integer element type"):
+        add_scatter_update(network, data, indices, updates, 1.0)
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_forbidden_indices_write_inside_the_output(dynamic):
+    """The oracle rejects indices outside [0, s-1]; the lowering clamps them (onnxruntime's ScatterND would raise)."""
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    indices = np.array([-7, 9], dtype=np.int32)
+    updates = -np.ones((3, 2), np.float32)
+    with pytest.raises(oracle.ScatterInputError):
+        oracle.scatter_update(data, indices, updates, 1)
+    model = scatter_update_model(("a", "b") if dynamic else (3, 4), ("k",) if dynamic else (2,), 1, index_dtype=np.int32, impl="native")
+    got = run_onnx(model, {"data": data, "indices": indices, "updates": updates})
+    assert np.array_equal(got, oracle.scatter_update(data, np.clip(indices, 0, 3), updates, 1))

@@ -1,0 +1,113 @@
+"""add_slice_scatter's two implementations and the slice_scatter example network."""
+
+import numpy as np
+import pytest
+from lowering_support import INT64_MAX, add_input, build, layers, new_network, scatter_layers
+
+import trt_scatter.plugins as plugins
+from trt_scatter import oracle
+from trt_scatter.backend import tensorrt
+from trt_scatter.networks import add_slice_scatter
+from trt_scatter.networks.examples import EXAMPLES, example_inputs
+
+
+@pytest.fixture
+def plugin_calls(monkeypatch):
+    """Replaces trt_scatter.plugins.add_plugin_layer (RTX cannot add plugin layers) by a recorder."""
+    calls = []
+
+    def add_plugin_layer(network, op_name, inputs, fields=None):
+        calls.append((op_name, list(inputs), fields))
+        return inputs[0]
+
+    monkeypatch.setattr(plugins, "add_plugin_layer", add_plugin_layer, raising=False)
+    return calls
+
+
+def _constant_values(network, tensor):
+    trt = tensorrt()
+    for layer in layers(network):
+        if layer.type == trt.LayerType.CONSTANT and layer.get_output(0).name == tensor.name:
+            layer.__class__ = trt.IConstantLayer
+            return np.array(layer.weights)
+    raise AssertionError(f"{tensor.name} is not a constant")
+
+
+@pytest.mark.parametrize("params_dtype", [np.int32, np.int64, None])
+def test_plugin_impl_passes_data_updates_and_the_constants(plugin_calls, params_dtype):
+    trt = tensorrt()
+    _, network = new_network()
+    data = add_input(network, "data", np.float32, (2, 5))
+    updates = add_input(network, "updates", np.float32, (2, 3))
+    as_given = (lambda v: np.array(v, dtype=params_dtype)) if params_dtype else list
+    stop = 2**31 - 1 if params_dtype == np.int32 else INT64_MAX
+    add_slice_scatter(network, data, updates, as_given([-25]), as_given([stop]), as_given([2]), as_given([1]), impl="plugin")
+    ((op_name, inputs, fields),) = plugin_calls
+    assert op_name == "SliceScatter" and fields is None and inputs[:2] == [data, updates]
+    expected_type = trt.int32 if params_dtype == np.int32 else trt.int64
+    assert [t.dtype for t in inputs[2:]] == [expected_type] * 4
+    assert [_constant_values(network, t).tolist() for t in inputs[2:]] == [[-25], [stop], [2], [1]]
+    assert not scatter_layers(network)
+
+
+def test_plugin_impl_without_axes_passes_five_inputs(plugin_calls):
+    _, network = new_network()
+    data = add_input(network, "data", np.float32, (3, 5))
+    add_slice_scatter(network, data, add_input(network, "updates", np.float32, (2, 2)), [0, 1], [3, 5], [2, 2], impl="plugin")
+    assert len(plugin_calls[0][1]) == 5
+
+
+def test_plugin_impl_checks_inputs_before_adding_the_plugin(plugin_calls):
+    _, network = new_network()
+    data = add_input(network, "data", np.float32, (2, 5))
+    with pytest.raises(oracle.ScatterInputError, match="'step' must not contain 0"):
+        add_slice_scatter(network, data, add_input(network, "updates", np.float32, (2, 3)), [0], [5], [0], [1], impl="plugin")
+    assert not plugin_calls
+
+
+def test_unknown_impl_is_refused():
+    _, network = new_network()
+    data = add_input(network, "data", np.float32, (2, 5))
+    with pytest.raises(ValueError, match="impl must be one of native, plugin"):
+        add_slice_scatter(network, data, add_input(network, "updates", np.float32, (2, 3)), [0], [5], [2], [1], impl="cuda")
+
+
+def test_example_is_the_specs_example_2():
+    inputs = example_inputs("slice_scatter")
+    out = oracle.slice_scatter(inputs["data"], inputs["updates"], [-25], [25], [2], [1])
+    assert out.tolist() == [[10, 1, 20, 3, 30], [40, 6, 50, 8, 60]]  # SliceScatter-15, example 2
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_example_network_builds_natively(dynamic):
+    builder, network = new_network()
+    profile = EXAMPLES["slice_scatter"](network, dynamic=dynamic, dtype=np.float16)
+    assert network.get_output(0).name == "output" and network.get_output(0).dtype == tensorrt().float16
+    assert bool(profile) == dynamic and (not dynamic or profile["updates"] == ((2, 3), (2, 3), (4, 5)))
+    build(builder, network, profile)
+
+
+def test_example_with_other_parameters_has_matching_inputs():
+    params = {"data_shape": (3, 4, 5), "start": [0, 10], "stop": [3, -10], "step": [2, -1], "axes": [0, -1]}
+    inputs = example_inputs("slice_scatter", dtype=np.int32, **params)
+    assert inputs["data"].dtype == np.int32 and inputs["updates"].shape == (2, 4, 5)
+    oracle.slice_scatter(inputs["data"], inputs["updates"], params["start"], params["stop"], params["step"], params["axes"])
+    builder, network = new_network()
+    EXAMPLES["slice_scatter"](network, dtype=np.int32, index_dtype=np.int64, **params)
+    assert tuple(network.get_input(1).shape) == (2, 4, 5)
+    build(builder, network)
+    with pytest.raises(TypeError, match="no parameter"):
+        EXAMPLES["slice_scatter"](new_network()[1], axis=1)
+
+
+def test_example_plugin_impl_goes_through_add_plugin_layer(plugin_calls):
+    _, network = new_network()
+    EXAMPLES["slice_scatter"](network, impl="plugin", index_dtype=np.int32)
+    assert plugin_calls[0][0] == "SliceScatter" and plugin_calls[0][1][2].dtype == tensorrt().int32
+
+
+def test_example_parameters_are_checked_with_the_oracles_rules():
+    with pytest.raises(oracle.ScatterInputError, match="'step' must not contain 0"):
+        example_inputs("slice_scatter", step=[0])
+    with pytest.raises(oracle.ScatterInputError, match="'axes' must be in"):
+        EXAMPLES["slice_scatter"](new_network()[1], axes=[2])

@@ -1,0 +1,207 @@
+"""SliceScatter's native lowering: its ONNX form in onnxruntime against the oracle; its TensorRT form built on the CPU."""
+
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+from lowering_support import (
+    INT32_MAX,
+    INT32_MIN,
+    INT64_MAX,
+    INT64_MIN,
+    add_input,
+    build,
+    layers,
+    new_network,
+    parse_onnx,
+    profile_for,
+    run_onnx,
+    scatter_layers,
+    symbolic,
+    values,
+)
+
+from trt_scatter import oracle
+from trt_scatter.backend import tensorrt
+from trt_scatter.networks import add_slice_scatter
+from trt_scatter.onnx_models import slice_scatter_model
+
+EXTREMES = [INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, 2**62 + 5, -(2**62) - 5]
+# onnxruntime takes no bfloat16 arrays from Python; TensorRT builds bfloat16 (tests/test_graph.py).
+DTYPES = [np.float32, np.float16, np.int8, np.int32, np.int64, np.bool_]
+
+
+@st.composite
+def slice_cases(draw):
+    rank = draw(st.integers(1, 3))
+    shape = tuple(draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank)))
+    count = draw(st.integers(1, rank))
+    axes = draw(st.permutations(range(rank)))[:count]
+    bound = st.one_of(st.integers(-7, 7), st.sampled_from(EXTREMES))
+    start = [draw(bound) for _ in axes]
+    stop = [draw(bound) for _ in axes]
+    step = [draw(st.one_of(st.sampled_from([-3, -2, -1, 1, 2, 3]), st.sampled_from([INT64_MAX, INT64_MIN, 2**40]))) for _ in axes]
+    spelled = draw(st.sampled_from(["given", "negative", "default"]))
+    if spelled == "negative":
+        axes = [a - rank for a in axes]
+    elif spelled == "default":
+        axes = list(range(count))  # and passed as None below
+    dynamic = draw(st.lists(st.booleans(), min_size=rank, max_size=rank))
+    dtype = draw(st.sampled_from(DTYPES))
+    index_dtype = draw(st.sampled_from([np.int32, np.int64]))
+    seed = draw(st.integers(0, 2**16))
+    return shape, start, stop, step, (None if spelled == "default" else axes), dynamic, dtype, index_dtype, seed
+
+
+def _updates_shape(shape, start, stop, step, axes):
+    axes = range(len(start)) if axes is None else axes
+    out = list(shape)
+    for axis, begin, end, stride in zip(axes, start, stop, step):
+        out[axis] = oracle.slice_geometry(begin, end, stride, shape[axis])[1]
+    return tuple(out)
+
+
+@given(slice_cases())
+@example(((2, 5), [-25], [25], [2], [1], [False, False], np.float32, np.int32, 0))  # the spec's example 2
+@example(((3, 5), [0, 1], [3, 5], [2, 2], None, [True, True], np.float32, np.int64, 0))  # example 3, dynamic
+@example(((4, 3), [INT64_MAX], [INT64_MIN], [-1], [0], [True, False], np.float32, np.int32, 1))  # reversed, from the ends
+@example(((4, 3), [INT32_MIN], [INT32_MAX], [INT64_MAX], [-1], [False, True], np.int64, np.int32, 2))  # one element
+def test_native_lowering_matches_oracle_in_onnxruntime(case):
+    shape, start, stop, step, axes, dynamic, dtype, index_dtype, seed = case
+    rng = np.random.default_rng(seed)
+    data = values(rng, shape, dtype)
+    updates = values(rng, _updates_shape(shape, start, stop, step, axes), dtype)
+    expected = oracle.slice_scatter(data, updates, start, stop, step, axes)
+
+    data_shape, _ = symbolic(shape, dynamic, "d")
+    model = slice_scatter_model(data_shape, start, stop, step, axes, dtype=dtype, index_dtype=index_dtype, impl="native")
+    got = run_onnx(model, {"data": data, "updates": updates})
+    assert got.dtype == expected.dtype and np.array_equal(got, expected)
+
+
+def test_empty_slice_and_no_axes():
+    """A slice with no element leaves data as it is; no axes at all means updates replace data."""
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    empty = np.zeros((2, 0), dtype=np.float32)
+    for shape in ((2, 3), ("a", "b")):
+        model = slice_scatter_model(shape, [3], [1], [1], [1], impl="native")
+        assert np.array_equal(run_onnx(model, {"data": data, "updates": empty}), oracle.slice_scatter(data, empty, [3], [1], [1], [1]))
+        model = slice_scatter_model(shape, [], [], [], impl="native")
+        assert np.array_equal(run_onnx(model, {"data": data, "updates": -data}), oracle.slice_scatter(data, -data, [], [], []))
+
+
+def _network(shape, updates_shape, start, stop, step, axes, dtype=np.float32):
+    builder, network = new_network()
+    data = add_input(network, "data", dtype, shape)
+    updates = add_input(network, "updates", dtype, updates_shape)
+    output = add_slice_scatter(network, data, updates, start, stop, step, axes)
+    output.name = "output"
+    network.mark_output(output)
+    return builder, network
+
+
+# (shape, start, stop, step, axes)
+TRT_CASES = [
+    ((2, 5), [-25], [25], [2], [1]),
+    ((3, 5), [0, 1], [3, 5], [2, 2], None),
+    ((4, 3, 2), [INT64_MAX], [INT64_MIN], [-2], [1]),
+    ((4, 3, 2), [1], [4], [1], [0]),
+]
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("case", TRT_CASES, ids=["last-axis", "2-axes", "reverse", "first-axis"])
+def test_tensorrt_network_builds(case, dynamic):
+    trt = tensorrt()
+    shape, start, stop, step, axes = case
+    updates_shape = _updates_shape(shape, start, stop, step, axes)
+    flags = [dynamic] * len(shape)
+    _, data_dims = symbolic(shape, flags, "d")
+    _, updates_dims = symbolic(updates_shape, flags, "u")
+    builder, network = _network(data_dims, updates_dims, start, stop, step, axes)
+
+    (scatter,) = scatter_layers(network)
+    k = max(range(len(start)) if axes is None else axes) + 1
+    rows = scatter.get_input(1)  # one int64 row number per row of data.shape[k:]
+    assert scatter.mode == trt.ScatterMode.ND and rows.dtype == trt.int64 and len(rows.shape) == k + 1 and rows.shape[-1] == 1
+    assert len(scatter.get_input(0).shape) == len(shape) - k + 1  # data flattened over its first k axes (none if k = 1)
+    assert (scatter.get_input(0).name == "data") == (k == 1)
+    output = network.get_output(0)
+    assert output.name == "output" and output.dtype == trt.float32 and tuple(output.shape) == data_dims
+    kinds = {layer.type for layer in layers(network)}
+    assert (trt.LayerType.SHAPE in kinds) == dynamic  # geometry from shape layers only when it must be
+    assert trt.LayerType.PLUGIN_V3 not in kinds
+    bigger = {"data": tuple(2 * d for d in shape)}
+    bigger["updates"] = _updates_shape(bigger["data"], start, stop, step, axes)
+    build(builder, network, profile_for(network, {"data": shape, "updates": updates_shape}, {"data": shape, "updates": updates_shape}, bigger))
+
+
+def test_tensorrt_refuses_updates_of_another_shape_than_the_slice_at_run_time():
+    """Dynamic dims: the index tensor is shaped from the computed slice, so TensorRT checks updates against it."""
+    builder, network = _network((-1, -1), (-1, -1), [-25], [25], [2], [1])
+    profile = {"data": ((2, 5), (2, 5), (2, 5)), "updates": ((2, 2), (2, 2), (2, 2))}  # the slice has 3 columns
+    config = builder.create_builder_config()
+    optimization_profile = builder.create_optimization_profile()
+    for name, shapes in profile.items():
+        optimization_profile.set_shape(name, *shapes)
+    config.add_optimization_profile(optimization_profile)
+    assert builder.build_serialized_network(network, config) is None
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_onnx_form_parses_and_builds_in_tensorrt(dynamic):
+    shape = (3, 5)
+    data_shape = ("n", "m") if dynamic else shape
+    model = slice_scatter_model(data_shape, [0, 1], [3, 5], [2, 2], dtype=np.float16, index_dtype=np.int32, impl="native")
+    builder, network, _ = parse_onnx(model)
+    assert [layer.mode for layer in scatter_layers(network)] == [tensorrt().ScatterMode.ND]
+    assert network.get_output(0).dtype == tensorrt().float16
+    updates = _updates_shape(shape, [0, 1], [3, 5], [2, 2], None)
+    build(builder, network, profile_for(network, {"data": shape, "updates": updates}, {"data": shape, "updates": updates}, {"data": (6, 10), "updates": (3, 5)}))
+
+
+BAD = [
+    # (data shape, updates shape, start, stop, step, axes)
+    ((2, 5), (2, 3), [0], [5], [0], [1]),  # step 0
+    ((2, 5), (2, 3), [0, 0], [5, 5], [2, 2], [1, 1]),  # repeated axis
+    ((2, 5), (2, 3), [0], [5], [2], [2]),  # axis out of range
+    ((2, 5), (2, 3), [0], [5, 1], [2], [1]),  # lengths differ
+    ((2, 5), (2, 2), [0], [5], [2], [1]),  # updates do not fit the slice
+    ((2, 5), (2, 3, 1), [0], [5], [2], [1]),  # updates of another rank
+]
+
+
+@pytest.mark.parametrize("bad", BAD)
+def test_bad_inputs_fail_before_tensorrt_with_the_oracles_message(bad):
+    shape, updates_shape, start, stop, step, axes = bad
+    data, updates = np.zeros(shape, np.float32), np.zeros(updates_shape, np.float32)
+    with pytest.raises(oracle.ScatterInputError) as from_oracle:
+        oracle.slice_scatter(data, updates, start, stop, step, axes)
+    _, network = new_network()
+    with pytest.raises(oracle.ScatterInputError) as from_builder:
+        add_slice_scatter(network, add_input(network, "data", np.float32, shape), add_input(network, "updates", np.float32, updates_shape), start, stop, step, axes)
+    assert str(from_builder.value) == str(from_oracle.value)
+    assert network.num_layers == 0
+
+
+def test_bad_types_fail_before_tensorrt():
+    _, network = new_network()
+    data = add_input(network, "data", np.float32, (2, 5))
+    with pytest.raises(oracle.ScatterInputError, match="'updates' must have the element type of 'data'"):
+        add_slice_scatter(network, data, add_input(network, "updates", np.float16, (2, 3)), [0], [5], [2], [1])
+    updates = add_input(network, "updates32", np.float32, (2, 3))
+    with pytest.raises(oracle.ScatterInputError, match="'start' must be a 1-D tensor"):
+        add_slice_scatter(network, data, updates, 0, [5], [2], [1])
+    with pytest.raises(oracle.ScatterInputError, match="'step' must have an integer element type"):
+        add_slice_scatter(network, data, updates, [0], [5], np.array([2.0]), [1])
+
+
+def test_oracle_writes_nothing_for_an_empty_backward_slice_that_starts_before_the_first_element():
+    """Found by the lowering's differential test: start clamps to -1 (step < 0), so the slice is empty.
+
+    NumPy's own data[-1:None:-1] would take the last element; the spec's geometry takes none.
+    """
+    data = np.arange(3, dtype=np.float32)
+    assert oracle.slice_geometry(-10, 0, -1, 3) == (-1, 0)
+    got = oracle.slice_scatter(data, np.zeros(0, np.float32), [-10], [0], [-1])
+    assert np.array_equal(got, data)
