@@ -45,11 +45,15 @@ def fresh(monkeypatch):
     ``backend.tensorrt`` and ``log.trt_logger`` are replaced by freshly cached copies of the same
     functions, so that clearing their caches here leaves the session's resolution as it was.
     """
+    SESSION_TENSORRT()  # polygraphy's TensorRT-using modules load bound to the session's backend ...
+    import polygraphy.backend.trt  # noqa: F401
+
     monkeypatch.delenv(backend.ENV_VAR, raising=False)
     monkeypatch.delenv(POLYGRAPHY_VAR, raising=False)  # restored (or removed) after the test
-    config = sys.modules.get("polygraphy.config")
-    if config is not None:
-        monkeypatch.setattr(config, "USE_TENSORRT_RTX", config.USE_TENSORRT_RTX)
+    monkeypatch.setattr(sys.modules["polygraphy.config"], "USE_TENSORRT_RTX", sys.modules["polygraphy.config"].USE_TENSORRT_RTX)
+    for name, module in list(sys.modules.items()):  # ... and are bound to it again after the test
+        if name.startswith("polygraphy.") and hasattr(module, "trt"):
+            monkeypatch.setattr(module, "trt", module.trt)
     monkeypatch.setattr(backend, "tensorrt", functools.lru_cache(maxsize=None)(SESSION_TENSORRT.__wrapped__))
     monkeypatch.setattr(log, "trt_logger", functools.lru_cache(maxsize=None)(SESSION_TRT_LOGGER.__wrapped__))
     backend.tensorrt.cache_clear()
@@ -195,6 +199,22 @@ def test_polygraphy_imported_earlier_is_switched():
         TRT_SCATTER_BACKEND="tensorrt_rtx",
     )
     assert out == [False, True, "1", True]
+
+
+@needs_tensorrt_rtx
+def test_polygraphy_loaders_imported_earlier_are_rebound():
+    out = _run_fresh(
+        """
+        import json
+        import polygraphy.backend.trt  # binds its TensorRT module now, before trt-scatter chose one
+        from trt_scatter import backend
+        trt = backend.tensorrt()
+        builder, network = polygraphy.backend.trt.CreateNetwork()()
+        print(json.dumps([type(builder).__module__.split(".")[0], type(builder) is trt.Builder]))
+        """,
+        TRT_SCATTER_BACKEND="tensorrt_rtx",
+    )
+    assert out == ["tensorrt_rtx_bindings", True]
 
 
 def test_importing_trt_scatter_imports_no_tensorrt():

@@ -12,8 +12,10 @@ Resolution, once per process:
    because polygraphy has already been told to use it.
 3. Else ``tensorrt`` if it imports, then ``tensorrt_rtx``.
 
-polygraphy reads ``POLYGRAPHY_USE_TENSORRT_RTX`` when ``polygraphy.config`` is imported, so
-:func:`tensorrt` sets both the variable and, if polygraphy is already loaded, its config flag.
+polygraphy reads ``POLYGRAPHY_USE_TENSORRT_RTX`` when ``polygraphy.config`` is imported, and each
+of its TensorRT-using modules binds ``trt`` to one of the two when it is imported. So
+:func:`tensorrt` sets the variable and, for a polygraphy that is already loaded, its config flag
+and those bindings: polygraphy may be imported before or after trt-scatter.
 """
 
 import functools
@@ -75,5 +77,12 @@ def _tell_polygraphy(backend_name):
     use_rtx = backend_name == "tensorrt_rtx"
     os.environ[_POLYGRAPHY_ENV_VAR] = "1" if use_rtx else "0"
     config = sys.modules.get("polygraphy.config")
-    if config is not None:
-        config.USE_TENSORRT_RTX = use_rtx
+    if config is None or config.USE_TENSORRT_RTX == use_rtx:
+        return
+    config.USE_TENSORRT_RTX = use_rtx
+    from polygraphy.mod.trt_importer import lazy_import_trt
+
+    for module_name, module in list(sys.modules.items()):
+        bound = getattr(module, "trt", None)
+        if module_name.startswith("polygraphy.") and type(bound).__name__ == "LazyModule":
+            module.trt = lazy_import_trt()

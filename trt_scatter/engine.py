@@ -88,6 +88,11 @@ def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, t
     trt = tensorrt()
     from polygraphy.backend.trt import CreateConfig, EngineBytesFromNetwork, Profile
 
+    from trt_scatter import backend
+
+    if (fp16 or bf16) and backend.is_rtx():
+        raise ValueError("TensorRT-RTX networks are strongly typed and take no --fp16/--bf16: give the inputs that type instead (e.g. --dtype float16)")
+
     loaded = load_network()
     network = loaded[1]
     inputs = [_info(network.get_input(i)) for i in range(network.num_inputs)]
