@@ -95,3 +95,25 @@ def test_parse_profile_orders_bounds():
         parse_profile(["a:[4,2]"], ["a:[2,2]"], ["a:[4,2]"])
     with pytest.raises(ValueError, match="min <= opt <= max"):
         parse_profile(["a:[1,2]"], ["a:[2,2]"], ["a:[4]"])
+
+
+def test_build_all_builds_every_example_static_and_dynamic(tmp_path, capsys):
+    from trt_scatter.networks.examples import EXAMPLES
+
+    assert main(["build", "--all", "--out-dir", str(tmp_path)]) == 0
+    table = capsys.readouterr().out.strip().splitlines()
+    assert table[0].split() == ["network", "layers", "build", "s", "engine", "KiB", "file"]
+    built = {row.split()[0] for row in table[1:]}
+    assert built == {f"{name}{suffix}" for name in EXAMPLES for suffix in ("", "_dynamic")}
+    assert sorted(p.stem for p in tmp_path.glob("*.engine")) == sorted(built)
+    assert all(p.stat().st_size > 0 for p in tmp_path.glob("*.engine"))
+
+
+@pytest.mark.parametrize("dtype, index_dtype", [("float16", "int64"), ("bfloat16", "int32"), ("int8", "int32")])
+def test_example_with_dtypes_and_dynamic_profile(tmp_path, capsys, dtype, index_dtype):
+    argv = ["build", "scatter_update", "--dynamic", "--dtype", dtype, "--index-dtype", index_dtype, "-o", str(tmp_path / "e.engine")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"input    data: {dtype} [?, ?]" in out
+    assert f"input    indices: {index_dtype} " in out
+    assert (tmp_path / "e.engine").stat().st_size > 0
