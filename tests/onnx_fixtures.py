@@ -6,9 +6,14 @@ The native lowerings here compute their constant ScatterND indices with NumPy's 
 np.indices, never with the oracle, so comparing them with the oracle is a real differential test.
 """
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 PLUGIN_DOMAIN = "trt_scatter"
 OPSET = 17
@@ -101,8 +106,31 @@ def save(model, path):
     return str(path)
 
 
+# Command lines of this environment's tools, for tests that run them as a user does.
+
+
+def _console_script(name, module_main):
+    script = Path(sys.executable).parent / name
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", f"import sys; from {module_main} import main; sys.argv[0] = {name!r}; sys.exit(main())"]
+
+
+def run_tool(name, args, env=None, cwd=None):
+    """Runs ``polygraphy`` or ``trt-scatter`` with ``args``; returns the CompletedProcess (text, both streams)."""
+    command = _console_script(name, {"polygraphy": "polygraphy.tools", "trt-scatter": "trt_scatter.cli"}[name])
+    return subprocess.run(
+        command + [str(a) for a in args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        timeout=300,
+    )
+
+
 __all__ = [
-    "TensorProto",
+    "run_tool",
     "save",
     "scatter_elements_model",
     "scatter_nd_model",

@@ -11,7 +11,7 @@ the scatter ops with ``--pluginref`` (see :mod:`.references`) and adds two optio
 """
 
 from polygraphy.logger import G_LOGGER
-from polygraphy.tools.args import DataLoaderArgs, ModelArgs, TrtLoadPluginsArgs
+from polygraphy.tools.args import DataLoaderArgs, ModelArgs, PluginRefRunnerArgs, TrtLoadPluginsArgs
 from polygraphy.tools.args import util as args_util
 from polygraphy.tools.args.base import BaseArgs
 from polygraphy.tools.script import make_invocable
@@ -53,8 +53,11 @@ class TrtScatterArgs(BaseArgs):
         """
         self.register_plugins = bool(args_util.get(args, "trt_scatter_plugins"))
         self.generate_inputs = bool(args_util.get(args, "trt_scatter_inputs"))
+        # The generated script (run in this process, or saved by --gen-script) must do what this process did.
+        if PluginRefRunnerArgs in self.arg_groups:
+            _after_add_to_script(self.arg_groups[PluginRefRunnerArgs], _import_references)
         if self.register_plugins and TrtLoadPluginsArgs in self.arg_groups:
-            _wrap_plugin_loading(self.arg_groups[TrtLoadPluginsArgs])
+            _after_add_to_script(self.arg_groups[TrtLoadPluginsArgs], _register_plugins_first)
         if self.generate_inputs:
             self._use_data_loader(args)
 
@@ -74,16 +77,25 @@ class TrtScatterArgs(BaseArgs):
         loader_args.data_loader_func_name = "load_data"
 
 
-def _wrap_plugin_loading(plugins_args):
-    """Makes every loader that polygraphy wraps with ``LoadPlugins`` also register trt-scatter's plugins."""
-    add_original = plugins_args.add_to_script_impl
+def _after_add_to_script(arg_group, extend):
+    """Makes ``arg_group`` call ``extend(script, name)`` on what it adds to a script."""
+    add_original = arg_group.add_to_script_impl
 
-    def add_to_script_impl(script, loader_name):
-        loader_name = add_original(script, loader_name)
-        script.add_import(imports=["RegisterTrtScatterPlugins"], frm="trt_scatter.polygraphy_ext")
-        return script.add_loader(make_invocable("RegisterTrtScatterPlugins", loader_name), "register_trt_scatter_plugins")
+    def add_to_script_impl(script, *args, **kwargs):
+        return extend(script, add_original(script, *args, **kwargs))
 
-    plugins_args.add_to_script_impl = add_to_script_impl
+    arg_group.add_to_script_impl = add_to_script_impl
+
+
+def _import_references(script, name):
+    script.add_import(imports=["references"], frm="trt_scatter.polygraphy_ext")
+    return name
+
+
+def _register_plugins_first(script, loader_name):
+    """Wraps the loader that polygraphy wraps with ``LoadPlugins`` (model path or engine) in ours."""
+    script.add_import(imports=["RegisterTrtScatterPlugins"], frm="trt_scatter.polygraphy_ext")
+    return script.add_loader(make_invocable("RegisterTrtScatterPlugins", loader_name), "register_trt_scatter_plugins")
 
 
 def get_arg_groups():
