@@ -132,9 +132,10 @@ class _Plan:
         self.generators = {}  # graph input name -> callable(rng) -> array
         nodes = [n for n in graph.node if n.op_type in _OPS]
         driven = {name for n in nodes for name in list(n.input)[1:] if name in self.inputs}
+        self.data_hints = {node.input[0]: _data_hints(self, node) for node in reversed(nodes) if node.input[0] in self.inputs}
         for name in self.inputs:
             if name not in driven:
-                self.shapes[name] = self._resolve(name, self.inputs[name][1])
+                self.shapes[name] = self._resolve(name, self.inputs[name][1], hints=self.data_hints.get(name))
         known = self._infer_shapes(model)
         for node in nodes:
             data_shape = self.shapes.get(node.input[0]) or known.get(node.input[0])
@@ -158,19 +159,24 @@ class _Plan:
 
     # Shapes
 
-    def _resolve(self, name, dims, bounds=None):
-        """A concrete shape for input ``name``: given > static > named dim > min(DEFAULT_DIM, bound)."""
+    def _resolve(self, name, dims, bounds=None, hints=None):
+        """A concrete shape for input ``name``: given > static > named dim > hint > min(DEFAULT_DIM, bound).
+
+        ``hints`` (for a scatter node's data) holds per dim ``(exact, at_least)`` read off the static
+        dims of the node's indices and updates, so that a free dim fits them.
+        """
         if name in self.given:
             return self._given(name, dims)
         shape = []
         for index, dim in enumerate(dims):
             bound = bounds[index] if bounds is not None else None
+            exact, at_least = hints[index] if hints is not None else (None, 0)
             if isinstance(dim, int):
                 shape.append(dim)
             elif isinstance(dim, str) and dim in self.named_dims:
                 shape.append(self.named_dims[dim])
             else:
-                value = DEFAULT_DIM if bound is None else min(DEFAULT_DIM, bound)
+                value = exact if exact is not None else max(DEFAULT_DIM if bound is None else min(DEFAULT_DIM, bound), at_least)
                 if isinstance(dim, str):
                     self.named_dims[dim] = value
                 shape.append(value)
@@ -240,7 +246,7 @@ class _Plan:
             if isinstance(dim, str):
                 self.named_dims.setdefault(dim, size)
 
-    def _indices(self, node, position, bound, rank=None):
+    def _indices(self, node, position, bound, rank=None, exact=None):
         """Resolves the shape of the indices input at ``position`` (dynamic dims at most ``bound``,
         an int or one per dim);
         returns (its name if the loader generates it else None, its shape)."""
@@ -250,15 +256,73 @@ class _Plan:
         dims = self.inputs[name][1]
         if rank is not None and len(dims) != rank:
             dims = [None] * rank
-        shape = self._resolve(name, dims, bound if isinstance(bound, tuple) else [bound] * len(dims))
+        hints = [(e, 0) for e in exact] if exact is not None and len(exact) == len(dims) else None
+        shape = self._resolve(name, dims, bound if isinstance(bound, tuple) else [bound] * len(dims), hints)
         self._name_dims(dims, shape)
         self.shapes[name] = shape
         return name, shape
+
+    def _static_dims(self, node, position):
+        """The dims of ``node``'s input at ``position`` that are known before planning (None where not)."""
+        if position >= len(node.input) or not node.input[position]:
+            return None
+        name = node.input[position]
+        if name in self.constants:
+            return self.constants[name].shape
+        if name in self.given:
+            return tuple(self.given[name])
+        return tuple(d if isinstance(d, int) else None for d in self.inputs[name][1]) if name in self.inputs else None
 
     def _constant(self, node, position):
         if position >= len(node.input) or not node.input[position]:
             return None
         return self.constants.get(node.input[position])
+
+
+def _data_hints(plan, node):
+    """Per dim of ``node``'s data: (the value the static dims of its indices/updates fix, a lower bound)."""
+    data_dims = plan.inputs[node.input[0]][1]
+    rank = len(data_dims)
+    hints = [(None, 0)] * rank
+
+    indices, updates = plan._static_dims(node, 1), plan._static_dims(node, 2 if node.op_type != "SliceScatter" else 1)
+    if node.op_type == "ScatterElements":
+        for shape in (indices, updates):
+            if shape is not None and len(shape) == rank:
+                hints = [(None, max(low, d or 0)) for (_, low), d in zip(hints, shape)]
+    elif node.op_type == "ScatterUpdate":
+        axis = plan._constant(node, 3)
+        if axis is None or indices is None or updates is None or not -rank <= int(np.asarray(axis).reshape(-1)[0]) < rank:
+            return hints
+        axis = int(np.asarray(axis).reshape(-1)[0]) % rank
+        count = math.prod(d or 1 for d in indices)
+        if len(updates) == rank - 1 + len(indices):
+            hints = [(u, 0) for u in updates[:axis]] + [(None, count)] + [(u, 0) for u in updates[axis + len(indices) :]]
+    elif node.op_type == "ScatterND":
+        if indices is not None and indices and updates is not None:
+            k = indices[-1] if indices[-1] is not None else rank  # as _plan_scatter_nd picks it
+            trailing = list(updates[len(indices) - 1 :])
+            if k <= rank and len(trailing) == rank - k:
+                # room for distinct rows: the free leading dims share what the static ones lack
+                lead = [i if i is not None else u for i, u in zip(indices[:-1], updates)]
+                rows = math.prod(d or 1 for d in lead)
+                free = [i for i in range(k) if not isinstance(data_dims[i], int)]
+                lacking = rows / math.prod(d for d in data_dims[:k] if isinstance(d, int))
+                at_least = math.ceil(lacking ** (1 / len(free)) - 1e-9) if free else 0
+                hints = [(None, at_least)] * k + [(u, 0) for u in trailing]
+    elif node.op_type == "SliceScatter":
+        axes = plan._constant(node, 5)
+        start = plan._constant(node, 2)
+        if updates is not None and len(updates) == rank:
+            sliced = set()
+            if axes is not None:
+                sliced = {int(a) % rank for a in np.atleast_1d(axes) if -rank <= int(a) < rank}
+            elif start is not None:
+                sliced = set(range(len(np.atleast_1d(start))))
+            else:
+                sliced = set(range(rank))  # unknown: every dim may be sliced, so updates give lower bounds only
+            hints = [(None, u or 0) if i in sliced else (u, 0) for i, u in enumerate(updates)]
+    return hints
 
 
 # Per-op planning: each resolves the shapes of the inputs it drives and installs their generators.
@@ -268,7 +332,7 @@ def _plan_scatter_elements(plan, node, data_shape, rng):
     op = "scatter_elements"
     axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
     axis = rules.normalize_axis(op, "axis", axis, len(data_shape))
-    name, indices_shape = plan._indices(node, 1, bound=data_shape, rank=len(data_shape))
+    name, indices_shape = plan._indices(node, 1, bound=data_shape, rank=len(data_shape), exact=plan._static_dims(node, 2))
     plan._updates(node, 2, indices_shape)
     oracle.check_scatter_elements(data_shape, indices_shape, plan._shape_of(node.input[2]), axis)
     if name is None:
@@ -297,7 +361,10 @@ def _plan_scatter_nd(plan, node, data_shape, rng):
         # k (rows' length) from the model or the given shape; unknown k addresses elements
         k = given[-1] if given else declared[-1] if declared and isinstance(declared[-1], int) else len(data_shape)
         capacity = math.prod(data_shape[: min(k, len(data_shape))])
-        name, indices_shape = plan._indices(node, 1, bound=max(capacity, 1))
+        updates = plan._static_dims(node, 2)
+        leading = len(declared) - 1
+        exact = list(updates[:leading]) + [k] if updates is not None and len(updates) >= leading >= 0 else None
+        name, indices_shape = plan._indices(node, 1, bound=max(capacity, 1), exact=exact)
         indices_shape = tuple(indices_shape[:-1]) + (k,) if indices_shape else (k,)
         plan.shapes[name] = indices_shape
         rows = math.prod(indices_shape[:-1])
@@ -322,7 +389,10 @@ def _plan_scatter_update(plan, node, data_shape, rng):
         raise ScatterInputError(op, "axis", "must be a constant (initializer or Constant node) for generated inputs", node.input[3])
     axis = rules.normalize_axis(op, "axis", axis_value(axis), len(data_shape))
     size = data_shape[axis]
-    name, indices_shape = plan._indices(node, 1, bound=size)
+    updates = plan._static_dims(node, 2)
+    declared = plan.inputs[node.input[1]][1] if node.input[1] in plan.inputs else ()
+    exact = updates[axis : axis + len(declared)] if updates is not None and len(updates) == len(data_shape) - 1 + len(declared) else None
+    name, indices_shape = plan._indices(node, 1, bound=size, exact=exact)
     if name is not None:
         count = math.prod(indices_shape)
         if count > size:
@@ -424,6 +494,8 @@ def _random_slice(rng, dim, count, fixed):
         steps = [s for s in (1, 2, 3, -1, -2, -3) if (count - 1) * abs(s) + 1 <= dim]
         step = int(rng.choice(steps))
     span = (count - 1) * abs(step)
+    if span >= dim:
+        raise ScatterInputError(op, "step", f"cannot take {count} elements of a dimension of size {dim}", step)
     if "start" in fixed:
         first = oracle.slice_geometry(fixed["start"], fixed["start"] + (1 if step > 0 else -1), step, dim)[0]
         start = fixed["start"]
