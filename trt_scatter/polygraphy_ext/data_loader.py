@@ -23,6 +23,7 @@ Use it from Python as an iterable of feed dicts (like polygraphy's ``DataLoader`
 import math
 import os
 from collections import OrderedDict
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -130,7 +131,7 @@ class _Plan:
         self.named_dims = {}
         self.shapes = {}  # graph input name -> resolved shape
         self.generators = {}  # graph input name -> callable(rng) -> array
-        nodes = [n for n in graph.node if n.op_type in _OPS]
+        nodes = [_follow_casts(graph, n) for n in graph.node if n.op_type in _OPS]
         driven = {name for n in nodes for name in list(n.input)[1:] if name in self.inputs}
         self.data_hints = {node.input[0]: _data_hints(self, node) for node in reversed(nodes) if node.input[0] in self.inputs}
         for name in self.inputs:
@@ -148,6 +149,7 @@ class _Plan:
             known[node.output[0]] = tuple(data_shape)
         for name in self.inputs:  # inputs fed only to non-scatter inputs of scatter nodes
             self.shapes.setdefault(name, self._resolve(name, self.inputs[name][1]))
+        _refuse_unfollowed_indices(self, graph)
 
     def feed(self, rng):
         feed = OrderedDict()
@@ -277,6 +279,54 @@ class _Plan:
         if position >= len(node.input) or not node.input[position]:
             return None
         return self.constants.get(node.input[position])
+
+
+# Where each op reads index-like values (indices, axis, start/stop/step/axes).
+_INDEX_POSITIONS = {"ScatterElements": (1,), "ScatterND": (1,), "ScatterUpdate": (1, 3), "SliceScatter": (2, 3, 4, 5)}
+
+
+def _follow_casts(graph, node):
+    """``node`` with each input traced back through Cast/Identity (which keep shape and values), so an
+    input that reaches the op through a Cast (ONNX ScatterND takes int64 indices only) is still generated."""
+    producers = {out: n for n in graph.node for out in n.output}
+
+    def origin(name):
+        while name in producers and producers[name].op_type in ("Cast", "Identity"):
+            name = producers[name].input[0]
+        return name
+
+    return SimpleNamespace(
+        op_type=node.op_type, name=node.name, output=list(node.output), attribute=node.attribute,
+        input=[origin(name) if name else name for name in node.input],
+    )  # fmt: skip
+
+
+def _refuse_unfollowed_indices(plan, graph):
+    """An integer graph input that reaches a scatter op's indices through other ops (a lowered graph)
+    would get random values: refuse, naming the input, instead of feeding out-of-range indices."""
+    consumers = {}
+    for node in graph.node:
+        for position, name in enumerate(node.input):
+            consumers.setdefault(name, []).append((node, position))
+    for name, (dtype, _) in plan.inputs.items():
+        if name in plan.generators or np.dtype(dtype).kind not in "iu":
+            continue
+        frontier, seen, path = [name], {name}, []
+        while frontier:
+            tensor = frontier.pop()
+            for node, position in consumers.get(tensor, []):
+                if position in _INDEX_POSITIONS.get(node.op_type, ()):
+                    raise ValueError(
+                        f"input {name!r} reaches the index input {position} of {_describe(node)} through ops "
+                        f"the loader does not follow ({', '.join(sorted(set(path)))}: a lowered graph?); "
+                        "give valid inputs instead (polygraphy --load-inputs / trt-scatter check --load-inputs, "
+                        "e.g. saved by `trt-scatter check --save-inputs` on the plugin or ONNX-op model)"
+                    )
+                path.append(node.op_type)
+                for out in node.output:
+                    if out not in seen:
+                        seen.add(out)
+                        frontier.append(out)
 
 
 def _data_hints(plan, node):
