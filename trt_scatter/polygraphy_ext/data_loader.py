@@ -130,6 +130,7 @@ class _Plan:
         self.given = dict(input_shapes)
         self.named_dims = {}
         self.shapes = {}  # graph input name -> resolved shape
+        self.known = {}  # tensor name -> shape from ONNX shape inference
         self.generators = {}  # graph input name -> callable(rng) -> array
         nodes = [_follow_casts(graph, n) for n in graph.node if n.op_type in _OPS]
         driven = {name for n in nodes for name in list(n.input)[1:] if name in self.inputs}
@@ -137,7 +138,7 @@ class _Plan:
         for name in self.inputs:
             if name not in driven:
                 self.shapes[name] = self._resolve(name, self.inputs[name][1], hints=self.data_hints.get(name))
-        known = self._infer_shapes(model)
+        known = self.known = self._infer_shapes(model)
         for node in nodes:
             data_shape = self.shapes.get(node.input[0]) or known.get(node.input[0])
             if data_shape is None:
@@ -224,9 +225,10 @@ class _Plan:
         return name
 
     def _shape_of(self, name):
+        """The shape of a constant, a planned graph input or an inferred tensor; None if unknown."""
         if name in self.constants:
             return self.constants[name].shape
-        return self.shapes.get(name)
+        return self.shapes.get(name) or self.known.get(name)
 
     def _updates(self, node, position, expected):
         """Fixes the shape of the updates input at ``position`` to ``expected`` if the loader generates it."""
@@ -383,8 +385,10 @@ def _plan_scatter_elements(plan, node, data_shape, rng):
     axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
     axis = rules.normalize_axis(op, "axis", axis, len(data_shape))
     name, indices_shape = plan._indices(node, 1, bound=data_shape, rank=len(data_shape), exact=plan._static_dims(node, 2))
+    if indices_shape is None:  # computed inside the graph: nothing to plan
+        return
     plan._updates(node, 2, indices_shape)
-    oracle.check_scatter_elements(data_shape, indices_shape, plan._shape_of(node.input[2]), axis)
+    _check_if_known(oracle.check_scatter_elements, data_shape, indices_shape, plan._shape_of(node.input[2]), axis)
     if name is None:
         return
     size = data_shape[axis]
@@ -427,9 +431,11 @@ def _plan_scatter_nd(plan, node, data_shape, rng):
             return coordinates.reshape(shape)
 
         plan.generators[name] = generate
+    if not indices_shape:  # computed indices of unknown shape (a lowered graph): nothing to plan
+        return
     k = indices_shape[-1]
     plan._updates(node, 2, tuple(indices_shape[:-1]) + tuple(data_shape[k:]))
-    oracle.check_scatter_nd(data_shape, indices_shape, plan._shape_of(node.input[2]))
+    _check_if_known(oracle.check_scatter_nd, data_shape, indices_shape, plan._shape_of(node.input[2]))
 
 
 def _plan_scatter_update(plan, node, data_shape, rng):
@@ -448,9 +454,11 @@ def _plan_scatter_update(plan, node, data_shape, rng):
         if count > size:
             raise ScatterInputError(op, "indices", f"must have at most {size} elements for distinct indices", f"shape {indices_shape}")
         plan.generators[name] = lambda rng, shape=indices_shape: rng.choice(size, size=count, replace=False).reshape(shape)
+    if indices_shape is None:  # computed inside the graph: nothing to plan
+        return
     expected = tuple(data_shape[:axis]) + tuple(indices_shape) + tuple(data_shape[axis + 1 :])
     plan._updates(node, 2, expected)
-    oracle.check_scatter_update(data_shape, indices_shape, plan._shape_of(node.input[2]), axis)
+    _check_if_known(oracle.check_scatter_update, data_shape, indices_shape, plan._shape_of(node.input[2]), axis)
 
 
 def _plan_slice_scatter(plan, node, data_shape, rng):
@@ -526,6 +534,12 @@ def _plan_slice_scatter(plan, node, data_shape, rng):
             *(rules.as_int_vector(op, k, params[k]) for k in ("start", "stop", "step")),
             None if params["axes"] is None else rules.as_int_vector(op, "axes", params["axes"]),
         )  # fmt: skip
+
+
+def _check_if_known(check, *shapes_and_more):
+    """Runs an op's shape check unless a shape is unknown (computed inside the graph)."""
+    if all(shape is not None for shape in shapes_and_more[:3]):
+        check(*shapes_and_more)
 
 
 def _random_slice(rng, dim, count, fixed):
