@@ -116,7 +116,7 @@ def _check(args):
     elif engine is not None:
         runners.append(_tensorrt_runner(engine))
 
-    results = _run(runners, feeds)
+    results = _run(runners, feeds, model)
     pairs = [(ORACLE, name) for name in list(results.keys())[1:]]
     if args.load_outputs:
         golden = _load_golden(args.load_outputs)
@@ -219,14 +219,15 @@ def _onnxruntime_runner(path):
     return OnnxrtRunner(SessionFromOnnx(path), name="onnxruntime")
 
 
-def _run(runners, feeds):
+def _run(runners, feeds, model):
     from polygraphy.comparator import Comparator
-    from polygraphy.exception import PolygraphyException
 
     try:
         return Comparator.run(runners, data_loader=feeds)
-    except PolygraphyException as err:
-        raise CheckError(f"a runner failed: {err}") from None
+    except Exception as err:  # PolygraphyException, or the oracle's ScatterInputError from pluginref
+        dynamic = any(not d.HasField("dim_value") for value in model.graph.input for d in value.type.tensor_type.shape.dim)
+        hint = " (the model has dynamic input dims: give them with --input-shapes)" if dynamic else ""
+        raise CheckError(f"a run failed: {str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__}{hint}") from None
 
 
 def _load_golden(path):
