@@ -28,7 +28,7 @@ def add_parser(subparsers):
     parser = subparsers.add_parser(
         "check",
         help="build a model's engine and compare TensorRT (or onnxruntime) with the oracle on valid inputs",
-        description=__doc__.split("\n")[0].strip("`") + ".",
+        description="Regression-check a model with scatter ops: build its engine, run it (or onnxruntime without a GPU) and the oracle on valid inputs, compare, and save or check golden data.",
     )
     parser.add_argument("model", help="ONNX model (scatter ops as ONNX ops or trt_scatter plugin nodes)")
     parser.add_argument(

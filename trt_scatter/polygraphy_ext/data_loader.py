@@ -110,7 +110,6 @@ class _Plan:
     """Shapes and value generators for every graph input of one model, fixed once per loader."""
 
     def __init__(self, model, input_shapes, rng):
-        import onnx
         from onnx import helper, numpy_helper
 
         graph = model.graph
@@ -138,16 +137,16 @@ class _Plan:
         for name in self.inputs:
             if name not in driven:
                 self.shapes[name] = self._resolve(name, self.inputs[name][1], hints=self.data_hints.get(name))
-        known = self.known = self._infer_shapes(model)
+        self.known = self._infer_shapes(model)
         for node in nodes:
-            data_shape = self.shapes.get(node.input[0]) or known.get(node.input[0])
+            data_shape = self._shape_of(node.input[0])
             if data_shape is None:
                 raise ValueError(
                     f"{_describe(node)}: cannot tell the shape of its 'data' ({node.input[0]!r}); "
                     "give the shapes of the graph inputs it is computed from"
                 )
             _OPS[node.op_type](self, node, tuple(data_shape), rng)
-            known[node.output[0]] = tuple(data_shape)
+            self.known[node.output[0]] = tuple(data_shape)
         for name in self.inputs:  # inputs fed only to non-scatter inputs of scatter nodes
             self.shapes.setdefault(name, self._resolve(name, self.inputs[name][1]))
         _refuse_unfollowed_indices(self, graph)
@@ -228,7 +227,9 @@ class _Plan:
         """The shape of a constant, a planned graph input or an inferred tensor; None if unknown."""
         if name in self.constants:
             return self.constants[name].shape
-        return self.shapes.get(name) or self.known.get(name)
+        if name in self.shapes:
+            return self.shapes[name]
+        return self.known.get(name)
 
     def _updates(self, node, position, expected):
         """Fixes the shape of the updates input at ``position`` to ``expected`` if the loader generates it."""
@@ -251,9 +252,9 @@ class _Plan:
                 self.named_dims.setdefault(dim, size)
 
     def _indices(self, node, position, bound, rank=None, exact=None):
-        """Resolves the shape of the indices input at ``position`` (dynamic dims at most ``bound``,
-        an int or one per dim);
-        returns (its name if the loader generates it else None, its shape)."""
+        """Resolves the shape of the indices input at ``position``; returns (its name if the loader
+        generates it else None, its shape). Free dims are at most ``bound`` (an int or one per dim)
+        and take the ``exact`` values the static dims of the updates fix."""
         name = self._input_to_generate(node, position)
         if name is None:
             return None, self._shape_of(node.input[position])
@@ -431,7 +432,7 @@ def _plan_scatter_nd(plan, node, data_shape, rng):
             return coordinates.reshape(shape)
 
         plan.generators[name] = generate
-    if not indices_shape:  # computed indices of unknown shape (a lowered graph): nothing to plan
+    if indices_shape is None:  # computed inside the graph (a lowered graph): nothing to plan
         return
     k = indices_shape[-1]
     plan._updates(node, 2, tuple(indices_shape[:-1]) + tuple(data_shape[k:]))
