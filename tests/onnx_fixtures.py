@@ -46,14 +46,15 @@ def scatter_nd_model(data_shape, indices_shape, updates_shape, dtype=np.float32,
 
 def slice_scatter_model(data_shape, updates_shape, start, stop, step, axes=None, dtype=np.float32, param_dtype=np.int64,
                         constant_params=True):
-    """A SliceScatter plugin node; start/stop/step/axes are initializers or (constant_params=False) graph inputs."""
+    """A SliceScatter plugin node; start/stop/step/axes are initializers (constant_params=True), graph inputs
+    (False), or initializers for the names in constant_params and graph inputs for the others."""
     names = ["start", "stop", "step"] + (["axes"] if axes is not None else [])
     values = [start, stop, step] + ([axes] if axes is not None else [])
     node = helper.make_node("SliceScatter", ["data", "updates"] + names, ["output"], domain=PLUGIN_DOMAIN)
     inputs = [_info("data", dtype, data_shape), _info("updates", dtype, updates_shape)]
     initializers = []
     for name, value in zip(names, values):
-        if constant_params:
+        if constant_params is True or (constant_params is not False and name in constant_params):
             initializers.append(numpy_helper.from_array(np.asarray(value, dtype=param_dtype), name))
         else:
             inputs.append(_info(name, param_dtype, [len(value)]))

@@ -75,10 +75,18 @@ def scatter_models(draw):
             model = fx.slice_scatter_model(shape, [len(p) for p in per_axis], start, stop, step, None, dtype, index_dtype)
         return op, model, {}
     data_decl = _declared(draw, shape, names)
-    updates_decl = [draw(st.sampled_from([None, d])) if isinstance(d, int) else None for d in data_decl]
-    zeros = [0] * sliced
-    model = fx.slice_scatter_model(data_decl, updates_decl, zeros, zeros, zeros, axes if with_axes else None, dtype, index_dtype,
-                                   constant_params=False)
+    constant = draw(st.sampled_from([(), ("step",), ("start",), ("stop",), ("start", "step"), ("stop", "step"), ("start", "stop")]))
+    if constant:  # mixed: the loader searches the fed values that fit the constants
+        data_decl = shape
+        updates_decl = [None] * rank
+        values = {"start": [draw(st.integers(-d - 2, d + 2)) for d in shape[:sliced]], "stop": [draw(st.integers(-d - 2, d + 2)) for d in shape[:sliced]],
+                  "step": [draw(st.sampled_from([1, 2, 3, -1, -2, -3])) for _ in range(sliced)]}
+        with_axes = False
+    else:
+        updates_decl = [draw(st.sampled_from([None, d])) if isinstance(d, int) else None for d in data_decl]
+        values = {key: [0] * sliced for key in ("start", "stop", "step")}
+    model = fx.slice_scatter_model(data_decl, updates_decl, values["start"], values["stop"], values["step"], axes if with_axes else None,
+                                   dtype, index_dtype, constant_params=constant)  # fmt: skip
     return op, model, {}
 
 
@@ -151,6 +159,18 @@ def test_fed_slice_parameters_cover_negative_forms():
     assert len({f["updates"].shape for f in feeds}) == 1, "the updates' shape is fixed per loader (engine profiles)"
     for feed in feeds:
         oracle.slice_scatter(feed["data"], feed["updates"], feed["start"], feed["stop"], feed["step"])
+
+
+def test_mixed_constant_and_fed_slice_parameters_keep_the_constants():
+    model = fx.slice_scatter_model([9], [3], [0], [0], [-2], constant_params=("step",))
+    feeds = list(ScatterDataLoader(model, seed=2, iterations=10))
+    assert all(feed["updates"].shape == (3,) for feed in feeds)
+    assert len({(int(f["start"][0]), int(f["stop"][0])) for f in feeds}) > 1
+    for feed in feeds:
+        oracle.slice_scatter(feed["data"], feed["updates"], feed["start"], feed["stop"], [-2])
+    impossible = fx.slice_scatter_model([9], [6], [0], [0], [2], constant_params=("step",))
+    with pytest.raises(ScatterInputError, match=r"slice_scatter: 'start/stop/step' constants \{'step': 2\} cannot take 6 elements"):
+        ScatterDataLoader(impossible)[0]
 
 
 def test_too_many_indices_for_distinct_values_is_an_error_naming_the_input():

@@ -490,16 +490,26 @@ def _plan_slice_scatter(plan, node, data_shape, rng):
     updates_name = plan._input_to_generate(node, 1)
     updates_dims = plan.given.get(updates_name) or (plan.inputs[updates_name][1] if updates_name else plan._shape_of(node.input[1]))
     all_constant = all(params[k] is not None for k in ("start", "stop", "step"))
-    counts = []
+    all_fed = all(params[k] is None for k in ("start", "stop", "step"))
+    counts, choices = [], []  # choices: per axis, the (start, stop, step) that fit constants and count
     for i, axis in enumerate(axes):
         dim = data_shape[axis]
+        fixed = {k: int(np.atleast_1d(params[k])[i]) for k in ("start", "stop", "step") if params[k] is not None}
+        wanted = updates_dims[axis] if updates_dims is not None and len(updates_dims) == rank and isinstance(updates_dims[axis], int) else None
         if all_constant:
-            counts.append(oracle.slice_geometry(*(int(np.atleast_1d(params[k])[i]) for k in ("start", "stop", "step")), dim)[1])
-        elif updates_dims is not None and len(updates_dims) == rank and isinstance(updates_dims[axis], int):
-            counts.append(updates_dims[axis])
+            counts.append(oracle.slice_geometry(fixed["start"], fixed["stop"], fixed["step"], dim)[1])
+        elif all_fed:
+            if wanted is not None and wanted > dim:
+                raise ScatterInputError(op, "updates", f"dimension {axis} must be at most data's ({dim}) to be a slice of it", wanted)
+            counts.append(wanted if wanted is not None else int(rng.integers(1, dim + 1)) if dim else 0)
         else:
-            most = -(-dim // abs(int(np.atleast_1d(params["step"])[i]))) if params["step"] is not None else dim
-            counts.append(int(rng.integers(1, most + 1)) if most else 0)
+            by_count = _slices_by_count(dim, fixed)
+            if wanted is None:
+                wanted = int(rng.choice([c for c in by_count if c] or [0]))
+            if wanted not in by_count:
+                raise ScatterInputError(op, "start/stop/step", f"constants {fixed} cannot take {wanted} elements of a dimension of size {dim}", wanted)
+            counts.append(wanted)
+            choices.append(by_count[wanted])
     expected = list(data_shape)
     for axis, count in zip(axes, counts):
         expected[axis] = count
@@ -508,8 +518,10 @@ def _plan_slice_scatter(plan, node, data_shape, rng):
     def generate_params(rng):
         values = {k: [] for k in ("start", "stop", "step")}
         for i, (axis, count) in enumerate(zip(axes, counts)):
-            fixed = {k: int(np.atleast_1d(params[k])[i]) for k in ("start", "stop", "step") if params[k] is not None}
-            start, stop, step = _random_slice(rng, data_shape[axis], count, fixed)
+            if choices:  # mixed constants and fed values: one of the fitting slices
+                start, stop, step = choices[i][int(rng.integers(len(choices[i])))]
+            else:
+                start, stop, step = _random_slice(rng, data_shape[axis], count)
             values["start"].append(start), values["stop"].append(stop), values["step"].append(step)
         values["axes"] = axes
         return values
@@ -543,49 +555,49 @@ def _check_if_known(check, *shapes_and_more):
         check(*shapes_and_more)
 
 
-def _random_slice(rng, dim, count, fixed):
-    """(start, stop, step) taking ``count`` elements of a dimension ``dim``, keeping the ``fixed`` ones."""
-    op = "slice_scatter"
+def _random_slice(rng, dim, count):
+    """A random (start, stop, step) taking ``count`` elements of a dimension ``dim``, in the forms the
+    spec allows: negative start/stop, negative steps, stops past the end ("before the first element")."""
     if count == 0 or dim == 0:
-        step = fixed.get("step", 1)
-        start = fixed.get("start", 0)
-        stop = fixed.get("stop", start)
-        return _checked(start, stop, step, dim, count)
-    if "step" in fixed:
-        step = fixed["step"]
-        if step == 0:
-            raise ScatterInputError(op, "step", "must not contain 0", step)
-    else:
-        steps = [s for s in (1, 2, 3, -1, -2, -3) if (count - 1) * abs(s) + 1 <= dim]
-        step = int(rng.choice(steps))
+        start = int(rng.integers(0, dim + 1))
+        return _checked(start, start, 1, dim, count)
+    step = int(rng.choice([s for s in (1, 2, 3, -1, -2, -3) if (count - 1) * abs(s) + 1 <= dim]))
     span = (count - 1) * abs(step)
-    if span >= dim:
-        raise ScatterInputError(op, "step", f"cannot take {count} elements of a dimension of size {dim}", step)
-    if "start" in fixed:
-        first = oracle.slice_geometry(fixed["start"], fixed["start"] + (1 if step > 0 else -1), step, dim)[0]
-        start = fixed["start"]
-    else:
-        first = int(rng.integers(0, dim - span)) if step > 0 else int(rng.integers(span, dim))
-        start = first - dim if rng.random() < 0.3 else first  # negative forms count from the end
-    if "stop" in fixed:
-        stop = fixed["stop"]
-    else:
-        stop = first + count * step
-        if stop < 0:
-            stop = -dim - 1 - int(rng.integers(0, 3))  # "before the first element"
-        elif stop < dim and rng.random() < 0.3:
-            stop -= dim
+    first = int(rng.integers(0, dim - span)) if step > 0 else int(rng.integers(span, dim))
+    start = first - dim if rng.random() < 0.3 else first
+    stop = first + count * step
+    if stop < 0:
+        stop = -dim - 1 - int(rng.integers(0, 3))
+    elif stop < dim and rng.random() < 0.3:
+        stop -= dim
     return _checked(start, stop, step, dim, count)
+
+
+def _slices_by_count(dim, fixed, limit=300_000):
+    """``{count: [(start, stop, step), ...]}`` over the values the spec allows for the parameters not in
+    ``fixed`` (start/stop in [-dim-1, dim], steps +-1..3), by searching them with the oracle's geometry."""
+    values = range(-dim - 1, dim + 1)
+    starts = [fixed["start"]] if "start" in fixed else values
+    stops = [fixed["stop"]] if "stop" in fixed else values
+    steps = [fixed["step"]] if "step" in fixed else (1, 2, 3, -1, -2, -3)
+    if 0 in steps:
+        raise ScatterInputError("slice_scatter", "step", "must not contain 0", 0)
+    if len(starts) * len(stops) * len(steps) > limit:
+        raise ScatterInputError(
+            "slice_scatter", "start/stop/step", "mix constants and fed values on too large a dimension to search; feed all three", dim
+        )
+    by_count = {}
+    for start in starts:
+        for stop in stops:
+            for step in steps:
+                by_count.setdefault(oracle.slice_geometry(start, stop, step, dim)[1], []).append((start, stop, step))
+    return by_count
 
 
 def _checked(start, stop, step, dim, count):
     taken = oracle.slice_geometry(start, stop, step, dim)[1]
-    if taken != count:
-        raise ScatterInputError(
-            "slice_scatter", "start/stop/step",
-            f"constants take {taken} elements of a dimension of size {dim}, but the updates need {count}",
-            (start, stop, step),
-        )  # fmt: skip
+    if taken != count:  # a bug here, not in the model: the constructions above are exact
+        raise AssertionError(f"slice ({start}, {stop}, {step}) takes {taken} of {dim}, not {count}")
     return start, stop, step
 
 
