@@ -212,3 +212,53 @@ def test_loader_is_a_sequence_and_load_data_reads_the_model_from_the_environment
     monkeypatch.delenv(MODEL_ENV_VAR)
     with pytest.raises(ValueError, match=f"no model.*{MODEL_ENV_VAR}"):
         load_data()
+
+
+def test_fed_axes_are_distinct_and_every_element_type_gets_values():
+    model = fx.slice_scatter_model([5, 6, 7], [None, None, None], [0, 0], [0, 0], [0, 0], axes=[0, 0], constant_params=False)
+    loader = ScatterDataLoader(model, seed=5, iterations=3)
+    for feed in loader:
+        assert len(set(feed["axes"].tolist())) == 2 and feed["updates"].shape == loader.shapes()["updates"]
+        oracle.slice_scatter(feed["data"], feed["updates"], feed["start"], feed["stop"], feed["step"], feed["axes"])
+    for dtype in (np.bool_, np.uint8, np.int8, np.float16):
+        feed = ScatterDataLoader(fx.scatter_elements_model([3, 4], [3, 2], axis=1, dtype=dtype))[0]
+        assert feed["data"].dtype == dtype and feed["updates"].dtype == dtype
+        oracle.scatter_elements(feed["data"], feed["indices"], feed["updates"], 1)
+
+
+def test_constant_nodes_and_initializers_listed_as_inputs_are_constants():
+    from onnx import helper, numpy_helper
+
+    model = fx.scatter_update_model([4, 3], ["K"], [4, "K"], axis=1)
+    axis = model.graph.initializer.pop()
+    model.graph.node.insert(0, helper.make_node("Constant", [], ["axis"], value=numpy_helper.from_array(numpy_helper.to_array(axis), "axis")))
+    model.graph.initializer.append(numpy_helper.from_array(np.zeros((4, 3), np.float32), "data"))  # old-IR style input default
+    feed = ScatterDataLoader(model)[0]
+    assert set(feed) == {"indices", "updates"}
+    oracle.scatter_update(np.zeros((4, 3), np.float32), feed["indices"], feed["updates"], 1)
+
+
+def test_inputs_the_loader_cannot_plan_are_errors_naming_them():
+    from onnx import helper
+
+    computed_start = fx.slice_scatter_model([6], [None], [1], [5], [1])
+    computed_start.graph.node.insert(0, helper.make_node("Add", ["start", "start"], ["start2"]))
+    computed_start.graph.node[1].input[2] = "start2"
+    with pytest.raises(ScatterInputError, match="slice_scatter: 'start' must be a constant or a graph input"):
+        ScatterDataLoader(computed_start)[0]
+
+    unknown_data = fx.scatter_elements_model([4], [2])
+    unknown_data.graph.node.insert(0, helper.make_node("Mystery", ["data"], ["mystery"], domain="elsewhere"))
+    unknown_data.graph.node[1].input[0] = "mystery"
+    with pytest.raises(ValueError, match="ScatterElements node 'output': cannot tell the shape of its 'data'"):
+        ScatterDataLoader(unknown_data)[0]
+
+    too_wide = fx.slice_scatter_model([3], [5], [0], [0], [0], constant_params=False)
+    with pytest.raises(ScatterInputError, match=r"slice_scatter: 'updates' dimension 0 must be at most data's \(3\)"):
+        ScatterDataLoader(too_wide)[0]
+
+    lowered = fx.scatter_nd_model([4, 2], [3, 1], [3, 2])
+    lowered.graph.node.insert(0, helper.make_node("Neg", ["indices"], ["negated"]))
+    lowered.graph.node[1].input[1] = "negated"
+    with pytest.raises(ValueError, match=r"input 'indices' reaches the index input 1 of ScatterND node 'output' through ops the loader does not follow \(Neg"):
+        ScatterDataLoader(lowered)[0]
