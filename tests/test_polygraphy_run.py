@@ -109,6 +109,26 @@ def test_generated_script_registers_plugins_before_parsing_and_imports_the_refer
     assert register < script.index("NetworkFromOnnxPath(register_trt_scatter_plugins")
 
 
+def test_generated_inputs_set_the_tensorrt_profile_unless_the_user_did(model_paths):
+    path = model_paths["scatter_elements"]  # data ["N", 5]: N is generated as 4
+    env = {"POLYGRAPHY_USE_TENSORRT_RTX": "1"} if not _has_full_tensorrt() else None
+    generated = fx.run_tool("polygraphy", ["run", path, "--trt", "--trt-scatter-inputs", "--gen-script", "-"], env=env)
+    assert generated.returncode == 0, generated.stderr
+    assert "Profile().add('data', min=[4, 5], opt=[4, 5], max=[4, 5])" in generated.stdout
+    given = ["--input-shapes", "data:[6,5]", "indices:[6,3]", "updates:[6,3]"]
+    user = fx.run_tool("polygraphy", ["run", path, "--trt", "--trt-scatter-inputs", *given, "--gen-script", "-"], env=env)
+    assert user.returncode == 0, user.stderr
+    assert "Profile().add('data', min=[6, 5], opt=[6, 5], max=[6, 5])" in user.stdout
+
+
+def test_a_model_the_loader_cannot_serve_fails_in_one_line(tmp_path):
+    path = fx.save(fx.scatter_elements_model([3, 4], [4, 4], axis=0), tmp_path / "too_many.onnx")
+    result = fx.run_tool("polygraphy", ["run", path, "--pluginref", "--trt-scatter-inputs"])
+    assert result.returncode != 0
+    assert "--trt-scatter-inputs: scatter_elements: 'indices' dimension 0 must be at most data's (3) for distinct indices" in result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+
+
 def test_register_loader_registers_then_passes_through(monkeypatch):
     import trt_scatter.plugins
     from trt_scatter.polygraphy_ext import RegisterTrtScatterPlugins

@@ -7,11 +7,12 @@ the scatter ops with ``--pluginref`` (see :mod:`.references`) and adds two optio
   by wrapping the model loader in :class:`.RegisterTrtScatterPlugins` (so ``--gen-script``
   scripts do it too);
 - ``--trt-scatter-inputs``: feed valid inputs (:class:`.ScatterDataLoader`) instead of random
-  ones, honouring ``--seed``, ``--input-shapes`` and ``--iterations``.
+  ones, honouring ``--seed``, ``--input-shapes`` and ``--iterations``; without shapes from the
+  user, the TensorRT profile takes the generated shapes.
 """
 
 from polygraphy.logger import G_LOGGER
-from polygraphy.tools.args import DataLoaderArgs, ModelArgs, PluginRefRunnerArgs, TrtLoadPluginsArgs
+from polygraphy.tools.args import DataLoaderArgs, ModelArgs, PluginRefRunnerArgs, TrtConfigArgs, TrtLoadPluginsArgs
 from polygraphy.tools.args import util as args_util
 from polygraphy.tools.args.base import BaseArgs
 from polygraphy.tools.script import make_invocable
@@ -28,6 +29,7 @@ class TrtScatterArgs(BaseArgs):
         - TrtLoadPluginsArgs: for --trt-scatter-plugins
         - DataLoaderArgs: for --trt-scatter-inputs
         - ModelArgs: for --trt-scatter-inputs
+        - TrtConfigArgs: for --trt-scatter-inputs, if present
     """
 
     def add_parser_args_impl(self):
@@ -75,6 +77,24 @@ class TrtScatterArgs(BaseArgs):
         # polygraphy then builds the loader as for --data-loader-script data_loader.py:load_data
         loader_args.data_loader_script = data_loader.__file__
         loader_args.data_loader_func_name = "load_data"
+        try:  # plan now, so a model the loader cannot serve fails before anything runs
+            shapes = data_loader.load_data().shapes()
+        except ValueError as err:  # ScatterInputError included
+            G_LOGGER.critical(f"--trt-scatter-inputs: {err}")
+        if TrtConfigArgs in self.arg_groups and not self.arg_groups[TrtConfigArgs].profile_dicts:
+            _profile_for(shapes, self.arg_groups[TrtConfigArgs])
+
+
+def _profile_for(shapes, config_args):
+    """Without shapes from the user, polygraphy's TensorRT profile would fix dynamic dims at 1; use
+    the shapes the data loader generates instead, so the engine accepts its inputs."""
+    from polygraphy.common import TensorMetadata
+    from polygraphy.tools.args.backend.trt.config import parse_profile_shapes
+
+    metadata = TensorMetadata()
+    for name, shape in shapes.items():
+        metadata.add(name, dtype=None, shape=shape)
+    config_args.profile_dicts = parse_profile_shapes(metadata, [], [], [])
 
 
 def _after_add_to_script(arg_group, extend):
