@@ -139,3 +139,23 @@ def test_oracle_writes_nothing_for_an_empty_negative_step_slice():
     data = np.arange(3, dtype=np.float32)
     assert np.arange(3)[-4:0:-1].size == 0
     np.testing.assert_array_equal(slice_scatter(data, np.zeros(0, np.float32), [-4], [0], [-1]), data)
+
+
+def test_constant_inputs_from_constant_nodes_reach_the_references():
+    # SliceScatter's start/stop/step and ScatterUpdate's axis as Constant nodes instead of initializers
+    def constants_as_nodes(model):
+        for init in list(model.graph.initializer):
+            model.graph.node.insert(0, helper.make_node("Constant", [], [init.name], value=init))
+        del model.graph.initializer[:]
+        return model
+
+    rng = np.random.default_rng(3)
+    native, updates_shape = fx.slice_scatter_native_model([6, 5], [5, 1], [0, 5], [-2, 2])
+    plugin = constants_as_nodes(fx.slice_scatter_model([6, 5], updates_shape, [5, 1], [0, 5], [-2, 2]))
+    feed = {"data": rng.random((6, 5), dtype=np.float32), "updates": rng.random(updates_shape, dtype=np.float32)}
+    np.testing.assert_array_equal(run_pluginref(plugin, feed), run_onnxruntime(native, feed))
+
+    native, updates_shape = fx.scatter_update_native_model([3, 4], [2, 0], axis=1)
+    plugin = constants_as_nodes(fx.scatter_update_model([3, 4], [2], updates_shape, axis=1))
+    feed = {"data": rng.random((3, 4), dtype=np.float32), "updates": rng.random(updates_shape, dtype=np.float32)}
+    np.testing.assert_array_equal(run_pluginref(plugin, {**feed, "indices": np.array([2, 0])}), run_onnxruntime(native, feed))
