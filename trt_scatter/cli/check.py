@@ -16,7 +16,6 @@ run itself.
 
 import argparse
 import json
-import os
 import sys
 
 SEPARATOR = ":"
