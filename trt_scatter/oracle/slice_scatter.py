@@ -72,7 +72,7 @@ def slice_scatter(data, updates, start, stop, step, axes=None):
     index = [slice(None)] * data.ndim
     for axis, begin, end, stride in zip(axes, start, stop, step):
         first, count = slice_geometry(begin, end, stride, data.shape[axis])
-        if count == 0:  # first may be -1 ("before the first element"), which a Python slice reads as the last
+        if count == 0:  # first may be -1 here, which a NumPy slice would read as the last element
             index[axis] = slice(0, 0)
             continue
         after_last = first + count * stride
