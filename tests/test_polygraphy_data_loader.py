@@ -1,0 +1,264 @@
+"""ScatterDataLoader: for random models of the four ops (dynamic dims, constant or fed parameters),
+every generated feed passes the oracle's validation and has the distinct indices the specs need."""
+
+import numpy as np
+import pytest
+from hypothesis import given, note
+from hypothesis import strategies as st
+
+import onnx_fixtures as fx
+from trt_scatter import oracle
+from trt_scatter.oracle import ScatterInputError
+from trt_scatter.polygraphy_ext import ScatterDataLoader, load_data
+from trt_scatter.polygraphy_ext.data_loader import DEFAULT_DIM, MODEL_ENV_VAR
+
+
+def _declared(draw, dims, names):
+    """Each dim stays, becomes unknown (None) or becomes its shared name."""
+    return [draw(st.sampled_from([d, d, None, name])) for d, name in zip(dims, names)]
+
+
+@st.composite
+def scatter_models(draw):
+    op = draw(st.sampled_from(["ScatterElements", "ScatterND", "ScatterUpdate", "SliceScatter"]))
+    rank = draw(st.integers(1, 3))
+    shape = [draw(st.integers(1, 6)) for _ in range(rank)]
+    names = [f"d{i}" for i in range(rank)]
+    dtype = draw(st.sampled_from([np.float32, np.int32, np.float16]))
+    index_dtype = draw(st.sampled_from([np.int32, np.int64]))
+    if op == "ScatterElements":
+        axis = draw(st.integers(-rank, rank - 1))
+        indices = [draw(st.integers(1, d)) for d in shape]
+        # a shared name only where indices and data agree, so the model stays consistent
+        indices_decl = [draw(st.sampled_from([i, None])) if i != d else draw(st.sampled_from([i, None, n])) for i, d, n in zip(indices, shape, names)]
+        model = fx.scatter_elements_model(_declared(draw, shape, names), indices_decl, axis, dtype, index_dtype)
+        return op, model, {"axis": axis}
+    if op == "ScatterND":
+        k = draw(st.integers(1, rank))
+        rows = draw(st.integers(1, int(np.prod(shape[:k]))))
+        data_decl = _declared(draw, shape, names)
+        indices_decl = [draw(st.sampled_from([rows, None, "rows"])), draw(st.sampled_from([k, k, None]))]
+        updates_decl = [indices_decl[0] if isinstance(indices_decl[0], str) else draw(st.sampled_from([rows, None]))]
+        updates_decl += [d if isinstance(d, str) else None for d in data_decl[k:]] if indices_decl[1] is None else data_decl[k:]
+        if indices_decl[1] is None:  # the loader picks k = rank: updates has no data dims then
+            updates_decl = updates_decl[:1]
+        return op, fx.scatter_nd_model(data_decl, indices_decl, updates_decl, dtype, np.int64), {}  # ONNX: int64 only
+    if op == "ScatterUpdate":
+        axis = draw(st.integers(-rank, rank - 1))
+        count = draw(st.integers(1, shape[axis]))
+        indices_decl = draw(st.sampled_from([[], [count], [None], ["count"]])) if count == 1 else draw(st.sampled_from([[count], [None], ["count"]]))
+        data_decl = _declared(draw, shape, names)
+        a = axis % rank
+        updates_decl = [d if d is not None and not (isinstance(d, int) and isinstance(data_decl[i], (str, type(None)))) else None
+                        for i, d in enumerate(data_decl)]
+        updates_decl = updates_decl[:a] + [draw(st.sampled_from([i, None])) if i is not None else None for i in indices_decl] + updates_decl[a + 1 :]
+        updates_decl = [d if not isinstance(d, str) or d != "count" else None for d in updates_decl]
+        return op, fx.scatter_update_model(data_decl, indices_decl, updates_decl, axis, dtype, index_dtype), {"axis": axis}
+    # SliceScatter: constants fixed by the model (static data), or start/stop/step[/axes] fed
+    sliced = draw(st.integers(1, rank))
+    axes = draw(st.permutations(range(rank)))[:sliced]
+    with_axes = draw(st.booleans())
+    if draw(st.booleans()):
+        start = [draw(st.integers(-shape[a] - 2, shape[a] + 2)) for a in axes]
+        stop = [draw(st.integers(-shape[a] - 2, shape[a] + 2)) for a in axes]
+        step = [draw(st.sampled_from([1, 2, 3, -1, -2, -3])) for _ in axes]
+        per_axis = [np.arange(d) for d in shape]
+        for a, b, e, s in zip(axes, start, stop, step):
+            per_axis[a] = per_axis[a][b:e:s]
+        updates_decl = [draw(st.sampled_from([len(p), None])) for p in per_axis]
+        model = fx.slice_scatter_model(shape, updates_decl, start, stop, step, axes if with_axes else None, dtype, index_dtype)
+        if not with_axes and axes != list(range(sliced)):  # default axes are 0..n-1: rebuild for those
+            axes = list(range(sliced))
+            per_axis = [np.arange(d) for d in shape]
+            for a, b, e, s in zip(axes, start, stop, step):
+                per_axis[a] = per_axis[a][b:e:s]
+            model = fx.slice_scatter_model(shape, [len(p) for p in per_axis], start, stop, step, None, dtype, index_dtype)
+        return op, model, {}
+    data_decl = _declared(draw, shape, names)
+    constant = draw(st.sampled_from([(), ("step",), ("start",), ("stop",), ("start", "step"), ("stop", "step"), ("start", "stop")]))
+    if constant:  # mixed: the loader searches the fed values that fit the constants
+        data_decl = shape
+        updates_decl = [None] * rank
+        values = {"start": [draw(st.integers(-d - 2, d + 2)) for d in shape[:sliced]], "stop": [draw(st.integers(-d - 2, d + 2)) for d in shape[:sliced]],
+                  "step": [draw(st.sampled_from([1, 2, 3, -1, -2, -3])) for _ in range(sliced)]}
+        with_axes = False
+    else:
+        updates_decl = [draw(st.sampled_from([None, d])) if isinstance(d, int) else None for d in data_decl]
+        values = {key: [0] * sliced for key in ("start", "stop", "step")}
+    model = fx.slice_scatter_model(data_decl, updates_decl, values["start"], values["stop"], values["step"], axes if with_axes else None,
+                                   dtype, index_dtype, constant_params=constant)  # fmt: skip
+    return op, model, {}
+
+
+def describe(model):
+    def dims(value):
+        return [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in value.type.tensor_type.shape.dim]
+
+    inputs = ", ".join(f"{v.name}{dims(v)}" for v in model.graph.input)
+    constants = ", ".join(f"{i.name}={__import__('onnx').numpy_helper.to_array(i).tolist()}" for i in model.graph.initializer)
+    return f"{model.graph.node[0].op_type}({inputs}; {constants})"
+
+
+def assert_valid(op, feed, constants, model):
+    initializers = {init.name: init for init in model.graph.initializer}
+    if op == "ScatterElements":
+        oracle.scatter_elements(feed["data"], feed["indices"], feed["updates"], constants["axis"])
+        line_sorted = np.sort(feed["indices"], axis=constants["axis"])
+        assert not (np.diff(line_sorted, axis=constants["axis"]) == 0).any(), "two writes to one element"
+    elif op == "ScatterND":
+        oracle.scatter_nd(feed["data"], feed["indices"], feed["updates"])
+        rows = feed["indices"].reshape(-1, feed["indices"].shape[-1])
+        assert len(np.unique(rows, axis=0)) == len(rows), "two rows address one place"
+    elif op == "ScatterUpdate":
+        oracle.scatter_update(feed["data"], feed["indices"], feed["updates"], constants["axis"])
+        assert len(np.unique(feed["indices"])) == feed["indices"].size, "repeated index"
+    else:
+        from onnx import numpy_helper
+
+        params = {name: feed[name] if name in feed else numpy_helper.to_array(initializers[name]) for name in ("start", "stop", "step")}
+        axes = feed.get("axes", numpy_helper.to_array(initializers["axes"]) if "axes" in initializers else None)
+        oracle.slice_scatter(feed["data"], feed["updates"], params["start"], params["stop"], params["step"], axes)
+
+
+@given(case=scatter_models(), seed=st.integers(0, 2**32 - 1))
+def test_generated_inputs_pass_the_oracle_and_are_distinct(case, seed):
+    op, model, constants = case
+    note(describe(model))
+    loader = ScatterDataLoader(model, seed=seed, iterations=2)
+    feeds = list(loader)
+    assert len(feeds) == 2
+    for feed in feeds:
+        assert set(feed) == {value.name for value in model.graph.input if value.name not in {i.name for i in model.graph.initializer}}
+        for value in model.graph.input:
+            if value.name in feed:
+                declared = [d.dim_value if d.HasField("dim_value") else None for d in value.type.tensor_type.shape.dim]
+                assert len(feed[value.name].shape) == len(declared)
+                assert all(d is None or d == s for d, s in zip(declared, feed[value.name].shape)), (value.name, declared)
+        assert_valid(op, feed, constants, model)
+    # same seed, same inputs
+    again = ScatterDataLoader(model, seed=seed, iterations=2)[1]
+    for name, array in feeds[1].items():
+        np.testing.assert_array_equal(again[name], array)
+
+
+def test_named_dims_get_one_value_and_given_shapes_win():
+    model = fx.scatter_elements_model(["N", 6], ["N", 2], axis=1)
+    feed = ScatterDataLoader(model)[0]
+    assert feed["data"].shape == (DEFAULT_DIM, 6) and feed["indices"].shape == (DEFAULT_DIM, 2) == feed["updates"].shape
+    feed = ScatterDataLoader(model, input_shapes={"data": (7, 6), "indices": (7, 2), "updates": (7, 2)})[0]
+    assert feed["data"].shape == (7, 6) and feed["indices"].shape == (7, 2)
+
+
+def test_fed_slice_parameters_cover_negative_forms():
+    model = fx.slice_scatter_model([9, 8], [None, None], [0, 0], [0, 0], [0, 0], constant_params=False)
+    feeds = list(ScatterDataLoader(model, seed=3, iterations=30))
+    steps = np.concatenate([f["step"] for f in feeds])
+    starts = np.concatenate([f["start"] for f in feeds])
+    stops = np.concatenate([f["stop"] for f in feeds])
+    assert (steps < 0).any() and (steps > 1).any() and (starts < 0).any() and (stops < -9).any()
+    assert len({f["updates"].shape for f in feeds}) == 1, "the updates' shape is fixed per loader (engine profiles)"
+    for feed in feeds:
+        oracle.slice_scatter(feed["data"], feed["updates"], feed["start"], feed["stop"], feed["step"])
+
+
+def test_mixed_constant_and_fed_slice_parameters_keep_the_constants():
+    model = fx.slice_scatter_model([9], [3], [0], [0], [-2], constant_params=("step",))
+    feeds = list(ScatterDataLoader(model, seed=2, iterations=10))
+    assert all(feed["updates"].shape == (3,) for feed in feeds)
+    assert len({(int(f["start"][0]), int(f["stop"][0])) for f in feeds}) > 1
+    for feed in feeds:
+        oracle.slice_scatter(feed["data"], feed["updates"], feed["start"], feed["stop"], [-2])
+    impossible = fx.slice_scatter_model([9], [6], [0], [0], [2], constant_params=("step",))
+    with pytest.raises(ScatterInputError, match=r"slice_scatter: 'start/stop/step' constants \{'step': 2\} cannot take 6 elements"):
+        ScatterDataLoader(impossible)[0]
+
+
+def test_too_many_indices_for_distinct_values_is_an_error_naming_the_input():
+    with pytest.raises(ScatterInputError, match=r"scatter_elements: 'indices' dimension 0 must be at most data's \(3\) for distinct indices"):
+        ScatterDataLoader(fx.scatter_elements_model([3, 4], [4, 4], axis=0))[0]
+    with pytest.raises(ScatterInputError, match=r"scatter_update: 'indices' must have at most 2 elements"):
+        ScatterDataLoader(fx.scatter_update_model([4, 2], [3], [4, 3], axis=1))[0]
+    with pytest.raises(ScatterInputError, match=r"scatter_nd: 'indices' must have at most 6 rows"):
+        ScatterDataLoader(fx.scatter_nd_model([2, 3], [7, 2], [7]))[0]
+
+
+def test_shapes_that_break_the_model_are_errors():
+    model = fx.scatter_elements_model(["N", 5], ["N", 3], axis=1)
+    with pytest.raises(ValueError, match=r"input 'indices': the given shape \(3, 2\) does not fit the model's \(N, 3\)"):
+        ScatterDataLoader(model, input_shapes={"indices": (3, 2)})[0]
+    with pytest.raises(ScatterInputError, match=r"slice_scatter: 'updates' must have shape \(2,\)"):
+        model = fx.slice_scatter_model([4], [3], [0], [4], [1], constant_params=True)
+        model.graph.initializer[2].CopyFrom(__import__("onnx").numpy_helper.from_array(np.array([2], np.int64), "step"))
+        ScatterDataLoader(model)[0]
+
+
+def test_fed_axis_is_refused():
+    model = fx.scatter_update_model([4, 3], [2], [2, 3], axis=0)
+    axis = model.graph.initializer.pop()
+    model.graph.input.append(__import__("onnx").helper.make_tensor_value_info("axis", axis.data_type, []))
+    with pytest.raises(ScatterInputError, match="scatter_update: 'axis' must be a constant"):
+        ScatterDataLoader(model)[0]
+
+
+def test_loader_is_a_sequence_and_load_data_reads_the_model_from_the_environment(tmp_path, monkeypatch):
+    path = fx.save(fx.scatter_nd_model([5, 2], [3, 1], [3, 2]), tmp_path / "nd.onnx")
+    loader = ScatterDataLoader(path, iterations=2)
+    assert len(loader) == 2
+    with pytest.raises(IndexError):
+        loader[2]
+    monkeypatch.setenv(MODEL_ENV_VAR, path)
+    feed = next(iter(load_data()))
+    oracle.scatter_nd(feed["data"], feed["indices"], feed["updates"])
+    monkeypatch.delenv(MODEL_ENV_VAR)
+    with pytest.raises(ValueError, match=f"no model.*{MODEL_ENV_VAR}"):
+        load_data()
+
+
+def test_fed_axes_are_distinct_and_every_element_type_gets_values():
+    model = fx.slice_scatter_model([5, 6, 7], [None, None, None], [0, 0], [0, 0], [0, 0], axes=[0, 0], constant_params=False)
+    loader = ScatterDataLoader(model, seed=5, iterations=3)
+    for feed in loader:
+        assert len(set(feed["axes"].tolist())) == 2 and feed["updates"].shape == loader.shapes()["updates"]
+        oracle.slice_scatter(feed["data"], feed["updates"], feed["start"], feed["stop"], feed["step"], feed["axes"])
+    for dtype in (np.bool_, np.uint8, np.int8, np.float16):
+        feed = ScatterDataLoader(fx.scatter_elements_model([3, 4], [3, 2], axis=1, dtype=dtype))[0]
+        assert feed["data"].dtype == dtype and feed["updates"].dtype == dtype
+        oracle.scatter_elements(feed["data"], feed["indices"], feed["updates"], 1)
+
+
+def test_constant_nodes_and_initializers_listed_as_inputs_are_constants():
+    from onnx import helper, numpy_helper
+
+    model = fx.scatter_update_model([4, 3], ["K"], [4, "K"], axis=1)
+    axis = model.graph.initializer.pop()
+    model.graph.node.insert(0, helper.make_node("Constant", [], ["axis"], value=numpy_helper.from_array(numpy_helper.to_array(axis), "axis")))
+    model.graph.initializer.append(numpy_helper.from_array(np.zeros((4, 3), np.float32), "data"))  # old-IR style input default
+    feed = ScatterDataLoader(model)[0]
+    assert set(feed) == {"indices", "updates"}
+    oracle.scatter_update(np.zeros((4, 3), np.float32), feed["indices"], feed["updates"], 1)
+
+
+def test_inputs_the_loader_cannot_plan_are_errors_naming_them():
+    from onnx import helper
+
+    computed_start = fx.slice_scatter_model([6], [None], [1], [5], [1])
+    computed_start.graph.node.insert(0, helper.make_node("Add", ["start", "start"], ["start2"]))
+    computed_start.graph.node[1].input[2] = "start2"
+    with pytest.raises(ScatterInputError, match="slice_scatter: 'start' must be a constant or a graph input"):
+        ScatterDataLoader(computed_start)[0]
+
+    unknown_data = fx.scatter_elements_model([4], [2])
+    unknown_data.graph.node.insert(0, helper.make_node("Mystery", ["data"], ["mystery"], domain="elsewhere"))
+    unknown_data.graph.node[1].input[0] = "mystery"
+    with pytest.raises(ValueError, match="ScatterElements node 'output': cannot tell the shape of its 'data'"):
+        ScatterDataLoader(unknown_data)[0]
+
+    too_wide = fx.slice_scatter_model([3], [5], [0], [0], [0], constant_params=False)
+    with pytest.raises(ScatterInputError, match=r"slice_scatter: 'updates' dimension 0 must be at most data's \(3\)"):
+        ScatterDataLoader(too_wide)[0]
+
+    lowered = fx.scatter_nd_model([4, 2], [3, 1], [3, 2])
+    lowered.graph.node.insert(0, helper.make_node("Neg", ["indices"], ["negated"]))
+    lowered.graph.node[1].input[1] = "negated"
+    with pytest.raises(ValueError, match=r"input 'indices' reaches the index input 1 of ScatterND node 'output' through ops the loader does not follow \(Neg"):
+        ScatterDataLoader(lowered)[0]

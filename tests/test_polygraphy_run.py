@@ -1,0 +1,166 @@
+"""`polygraphy run` with trt-scatter installed: the extension is found through its entry point, the
+scatter ops run in --pluginref, --trt-scatter-inputs feeds valid inputs, and a corrupted golden file
+makes the comparison fail. polygraphy runs as a subprocess, as a user runs it."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import onnx_fixtures as fx
+from conftest import needs_gpu
+
+EXACT = ["--atol", "0", "--rtol", "0"]
+
+
+def models(tmp_path):
+    """Standard-op models and native lowerings of all four ops (static and dynamic shapes)."""
+    slice_native, _ = fx.slice_scatter_native_model([7, 8], [-1, 1], [-8, 7], [-2, 3])
+    update_native, _ = fx.scatter_update_native_model([4, 5, 6], [[3, 0], [1, 4]], axis=1)
+    built = {
+        "scatter_elements": fx.scatter_elements_model(["N", 5], ["N", 3], axis=1),
+        "scatter_nd": fx.scatter_nd_model([4, 5, 6], [None, 2], [None, 6], dtype=np.int32),
+        "slice_scatter_native": slice_native,
+        "scatter_update_native": update_native,
+    }
+    return {name: fx.save(model, tmp_path / f"{name}.onnx") for name, model in built.items()}
+
+
+@pytest.fixture(scope="module")
+def model_paths(tmp_path_factory):
+    return models(tmp_path_factory.mktemp("models"))
+
+
+@pytest.mark.parametrize("name", ["scatter_elements", "scatter_nd", "slice_scatter_native", "scatter_update_native"])
+def test_onnxrt_and_pluginref_agree_on_valid_inputs(model_paths, name):
+    result = fx.run_tool("polygraphy", ["run", model_paths[name], "--onnxrt", "--pluginref", "--trt-scatter-inputs", "--seed", "7", "--iterations", "2", *EXACT])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Passed: 2/2 iterations" in result.stdout + result.stderr
+
+
+def test_data_loader_script_reads_the_model_from_the_environment(model_paths):
+    from trt_scatter.polygraphy_ext import data_loader
+
+    path = model_paths["scatter_nd"]
+    result = fx.run_tool(
+        "polygraphy",
+        ["run", path, "--onnxrt", "--pluginref", "--data-loader-script", data_loader.__file__, *EXACT],
+        env={data_loader.MODEL_ENV_VAR: path},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_corrupted_golden_outputs_fail_the_comparison(model_paths, tmp_path):
+    path = model_paths["scatter_elements"]
+    inputs, golden = tmp_path / "inputs.json", tmp_path / "golden.json"
+    saved = fx.run_tool("polygraphy", ["run", path, "--pluginref", "--trt-scatter-inputs", "--save-inputs", inputs, "--save-outputs", golden])
+    assert saved.returncode == 0, saved.stdout + saved.stderr
+    check = ["run", path, "--onnxrt", "--load-inputs", inputs, "--load-outputs", golden, *EXACT]
+    passed = fx.run_tool("polygraphy", check)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+
+    from polygraphy.comparator import RunResults
+
+    results = RunResults.load(str(golden))
+    outputs = results[0][1][0]
+    corrupted = outputs["output"].copy()
+    corrupted.flat[0] += 1
+    outputs["output"] = corrupted
+    results.save(str(golden))
+    failed = fx.run_tool("polygraphy", check)
+    assert failed.returncode != 0
+    assert "FAILED" in failed.stdout + failed.stderr
+
+
+def test_random_inputs_are_why_the_data_loader_exists(model_paths):
+    # Without --trt-scatter-inputs, polygraphy's random indices hit the oracle's range check.
+    result = fx.run_tool("polygraphy", ["run", model_paths["scatter_nd"], "--pluginref", "--val-range", "indices:[5,9]"])
+    assert result.returncode != 0
+    assert "scatter_nd: 'indices' values in column 0 must be in [-4, 3]" in result.stdout + result.stderr
+
+
+def test_extension_is_found_through_its_entry_point_in_a_fresh_interpreter():
+    probe = (
+        "import json, importlib.metadata as m\n"
+        "eps = m.entry_points(group='polygraphy.run.plugins')\n"
+        "groups = {ep.name: [type(g).__name__ for g in ep.load()()] for ep in eps}\n"
+        "print(json.dumps({'eps': {ep.name: ep.value for ep in eps}, 'groups': groups}))\n"
+    )
+    found = json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout)
+    assert found["eps"].get("trt-scatter") == "trt_scatter.polygraphy_ext:get_arg_groups"
+    assert found["groups"]["trt-scatter"] == ["TrtScatterArgs"]
+
+    help_text = fx.run_tool("polygraphy", ["run", "--help"]).stdout
+    assert "--trt-scatter-plugins" in help_text and "--trt-scatter-inputs" in help_text
+
+
+def test_generated_script_registers_plugins_before_parsing_and_imports_the_references(model_paths):
+    result = fx.run_tool(
+        "polygraphy",
+        ["run", model_paths["scatter_elements"], "--trt", "--pluginref", "--trt-scatter-plugins", "--gen-script", "-"],
+        env={"POLYGRAPHY_USE_TENSORRT_RTX": "1"} if not _has_full_tensorrt() else None,
+    )
+    assert result.returncode == 0, result.stderr
+    script = result.stdout
+    assert "from trt_scatter.polygraphy_ext import RegisterTrtScatterPlugins, references" in script
+    register = script.index("RegisterTrtScatterPlugins('")
+    assert register < script.index("NetworkFromOnnxPath(register_trt_scatter_plugins")
+
+
+def test_generated_inputs_set_the_tensorrt_profile_unless_the_user_did(model_paths):
+    path = model_paths["scatter_elements"]  # data ["N", 5]: N is generated as 4
+    env = {"POLYGRAPHY_USE_TENSORRT_RTX": "1"} if not _has_full_tensorrt() else None
+    generated = fx.run_tool("polygraphy", ["run", path, "--trt", "--trt-scatter-inputs", "--gen-script", "-"], env=env)
+    assert generated.returncode == 0, generated.stderr
+    assert "Profile().add('data', min=[4, 5], opt=[4, 5], max=[4, 5])" in generated.stdout
+    given = ["--input-shapes", "data:[6,5]", "indices:[6,3]", "updates:[6,3]"]
+    user = fx.run_tool("polygraphy", ["run", path, "--trt", "--trt-scatter-inputs", *given, "--gen-script", "-"], env=env)
+    assert user.returncode == 0, user.stderr
+    assert "Profile().add('data', min=[6, 5], opt=[6, 5], max=[6, 5])" in user.stdout
+
+
+def test_a_model_the_loader_cannot_serve_fails_in_one_line(tmp_path):
+    path = fx.save(fx.scatter_elements_model([3, 4], [4, 4], axis=0), tmp_path / "too_many.onnx")
+    result = fx.run_tool("polygraphy", ["run", path, "--pluginref", "--trt-scatter-inputs"])
+    assert result.returncode != 0
+    assert "--trt-scatter-inputs: scatter_elements: 'indices' dimension 0 must be at most data's (3) for distinct indices" in result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_register_loader_registers_then_passes_through(monkeypatch):
+    import trt_scatter.plugins
+    from trt_scatter.polygraphy_ext import RegisterTrtScatterPlugins
+
+    calls = []
+    monkeypatch.setattr(trt_scatter.plugins, "register", lambda: calls.append("register"), raising=False)
+    assert RegisterTrtScatterPlugins("model.onnx")() == "model.onnx"
+    assert RegisterTrtScatterPlugins(lambda: calls.append("parse") or "network")() == "network"
+    assert calls == ["register", "register", "parse"]
+
+
+def test_conflicting_data_options_are_refused(model_paths, tmp_path):
+    result = fx.run_tool("polygraphy", ["run", model_paths["scatter_nd"], "--pluginref", "--trt-scatter-inputs", "--load-inputs", tmp_path / "x.json"])
+    assert result.returncode != 0
+    assert "--trt-scatter-inputs cannot be combined with --load-inputs" in result.stdout + result.stderr
+
+
+def _has_full_tensorrt():
+    from conftest import HAS_FULL_TENSORRT
+
+    return HAS_FULL_TENSORRT
+
+
+@needs_gpu
+def test_tensorrt_matches_the_oracle_on_the_gpu(model_paths, tmp_path):
+    plugin = fx.save(fx.slice_scatter_model([7, 8], [4, 2], [-1, 1], [-8, 7], [-2, 3]), tmp_path / "slice_scatter_plugin.onnx")
+    cases = [
+        (model_paths["scatter_elements"], ["--input-shapes", "data:[4,5]", "indices:[4,3]", "updates:[4,3]"]),
+        (model_paths["scatter_nd"], ["--input-shapes", "indices:[4,2]", "updates:[4,6]"]),
+        (model_paths["slice_scatter_native"], []),
+        (plugin, []),
+    ]
+    for path, shapes in cases:
+        result = fx.run_tool("polygraphy", ["run", path, "--trt", "--pluginref", "--trt-scatter-plugins", "--trt-scatter-inputs", *shapes, *EXACT])
+        assert result.returncode == 0, result.stdout + result.stderr

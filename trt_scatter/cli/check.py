@@ -1,0 +1,267 @@
+"""``trt-scatter check MODEL.onnx``: regression-check a model with scatter ops against the oracle.
+
+One command for the loop a TensorRT user runs by hand with polygraphy: build the engine (with
+trt-scatter's plugins registered), feed valid inputs (:class:`ScatterDataLoader`, or
+``--load-inputs``), run TensorRT and the oracle (polygraphy's ``pluginref`` runner over the model,
+with trt-scatter's references), compare every output at ``--atol``/``--rtol`` (exact by default:
+scatter ops only move data), print one verdict line per output and exit 1 on any mismatch.
+``--save-inputs``/``--save-outputs`` write golden data in polygraphy's JSON formats (the files
+``polygraphy run --load-inputs/--load-outputs`` reads); ``--load-outputs`` compares every run with
+the first run of a golden file.
+
+Without a GPU the engine is still built (TensorRT-RTX builds on a CPU) but not run; onnxruntime
+takes TensorRT's place where the model has only standard ops. So CI catches everything but the
+run itself.
+"""
+
+import argparse
+import json
+import sys
+
+SEPARATOR = ":"
+PLUGIN_OPS = ("SliceScatter", "ScatterUpdate")
+ORACLE = "oracle"
+
+
+def add_parser(subparsers):
+    parser = subparsers.add_parser(
+        "check",
+        help="build a model's engine and compare TensorRT (or onnxruntime) with the oracle on valid inputs",
+        description="Regression-check a model with scatter ops: build its engine, run it (or onnxruntime without a GPU) and the oracle on valid inputs, compare, and save or check golden data.",
+    )
+    parser.add_argument("model", help="ONNX model (scatter ops as ONNX ops or trt_scatter plugin nodes)")
+    parser.add_argument(
+        "--input-shapes",
+        nargs="+",
+        default=[],
+        type=_input_shape,
+        metavar="NAME:[D0,D1,...]",
+        help="shapes of dynamic inputs (others: static dims, named dims alike, free dims 4)",
+    )
+    parser.add_argument("--seed", type=int, default=1, help="seed of the generated inputs (default 1)")
+    parser.add_argument("--iterations", type=int, default=1, help="how many sets of inputs to generate (default 1)")
+    parser.add_argument("--atol", type=float, default=0.0, help="absolute tolerance (default 0: exact)")
+    parser.add_argument("--rtol", type=float, default=0.0, help="relative tolerance (default 0: exact)")
+    parser.add_argument("--load-inputs", metavar="JSON", help="inputs saved by --save-inputs or `polygraphy run --save-inputs`")
+    parser.add_argument("--save-inputs", metavar="JSON", help="save the inputs (polygraphy's JSON list of feed dicts)")
+    parser.add_argument("--save-outputs", metavar="JSON", help="save every run's outputs (polygraphy RunResults JSON)")
+    parser.add_argument("--load-outputs", metavar="JSON", help="golden RunResults: compare every run with its first run")
+    parser.add_argument("--save-engine", metavar="PLAN", help="save the serialized engine")
+    parser.set_defaults(func=run)
+    return parser
+
+
+def _input_shape(text):
+    name, sep, dims = text.rpartition(SEPARATOR)
+    try:
+        shape = json.loads(dims)
+        if not sep or not name or not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME:[D0,D1,...] with non-negative integer dims") from None
+    return name, tuple(shape)
+
+
+class CheckError(Exception):
+    """Something stopped the check before a verdict (unreadable model or file, invalid inputs)."""
+
+
+def run(args):
+    try:
+        return _check(args)
+    except CheckError as err:
+        print(f"trt-scatter check: error: {err}", file=sys.stderr)
+        return 2
+
+
+def _check(args):
+    import onnx
+
+    try:
+        model = onnx.load(args.model)
+    except Exception as err:  # missing file, not an ONNX protobuf
+        raise CheckError(f"cannot load model {args.model!r}: {err}") from None
+    has_plugins = any(node.op_type in PLUGIN_OPS for node in model.graph.node)
+
+    backend_error = _resolve_tensorrt()  # before polygraphy's TensorRT modules load, so both use the same one
+    from polygraphy.logger import G_LOGGER
+
+    G_LOGGER.module_severity = G_LOGGER.WARNING  # the verdict lines are the output
+
+    feeds = _inputs(args)
+    ok = True
+    engine = None
+    if backend_error:
+        print(f"engine: FAIL: not built: {backend_error}")
+        ok = False
+    else:
+        engine, build_error = _build_engine(args.model, model, feeds[0], has_plugins)
+        if build_error:
+            print(f"engine: FAIL: {build_error}")
+            ok = False
+        else:
+            print(f"engine: built ({len(engine)} bytes)")
+            if args.save_engine:
+                with open(args.save_engine, "wb") as f:
+                    f.write(engine)
+
+    runners = [_oracle_runner(args.model)]
+    if not _has_gpu():
+        if has_plugins:
+            print("no GPU: the engine is not run; only the oracle runs (onnxruntime lacks trt-scatter's plugin ops)")
+        else:
+            print("no GPU: the engine is not run; comparing onnxruntime with the oracle instead")
+            runners.append(_onnxruntime_runner(args.model))
+    elif engine is not None:
+        runners.append(_tensorrt_runner(engine))
+
+    results = _run(runners, feeds, model)
+    pairs = [(ORACLE, name) for name in list(results.keys())[1:]]
+    if args.load_outputs:
+        golden = _load_golden(args.load_outputs)
+        golden_name = f"golden {next(iter(golden.keys()))}"
+        results.append((golden_name, next(iter(golden.values()))))
+        pairs += [(golden_name, name) for name in list(results.keys())[:-1]]
+    if not pairs:
+        print("nothing to compare the oracle with: no GPU, plugin ops, and no --load-outputs")
+    ok &= _compare(results, pairs, args.atol, args.rtol)
+
+    if args.save_inputs:
+        from polygraphy.json import save_json
+
+        save_json(feeds, args.save_inputs, description="trt-scatter check inputs")
+    if args.save_outputs:
+        from polygraphy.comparator import RunResults
+
+        RunResults([(name, value) for name, value in results.items() if not name.startswith("golden ")]).save(args.save_outputs)
+    print("PASSED" if ok else "FAILED")
+    return 0 if ok else 1
+
+
+def _resolve_tensorrt():
+    """The reason TensorRT cannot be used, or None."""
+    from trt_scatter.backend import BackendError, tensorrt
+
+    try:
+        tensorrt()
+    except BackendError as err:
+        return str(err)
+    return None
+
+
+def _inputs(args):
+    if args.load_inputs:
+        from polygraphy.json import load_json
+
+        try:
+            feeds = load_json(args.load_inputs, description="input data")
+        except Exception as err:
+            raise CheckError(f"cannot load inputs from {args.load_inputs!r}: {err}") from None
+        if not isinstance(feeds, list) or not feeds or not all(isinstance(f, dict) for f in feeds):
+            raise CheckError(f"{args.load_inputs!r} does not hold a list of feed dicts (polygraphy's --save-inputs format)")
+        return feeds
+    from trt_scatter.oracle import ScatterInputError
+    from trt_scatter.polygraphy_ext import ScatterDataLoader
+
+    try:
+        return list(ScatterDataLoader(args.model, seed=args.seed, input_shapes=dict(args.input_shapes), iterations=args.iterations))
+    except (ScatterInputError, ValueError) as err:
+        raise CheckError(f"cannot generate valid inputs: {err}") from None
+
+
+def _build_engine(path, model, feed, has_plugins):
+    """(serialized engine, None) or (None, why the build failed). Dynamic inputs get a profile of the fed shapes."""
+    from polygraphy.backend.trt import CreateConfig, EngineBytesFromNetwork, NetworkFromOnnxPath, Profile
+
+    from trt_scatter.polygraphy_ext import RegisterTrtScatterPlugins
+
+    profile = Profile()
+    for value in model.graph.input:
+        dims = value.type.tensor_type.shape.dim
+        if value.name in feed and not all(d.HasField("dim_value") for d in dims):
+            shape = feed[value.name].shape
+            profile.add(value.name, min=shape, opt=shape, max=shape)
+    network = NetworkFromOnnxPath(RegisterTrtScatterPlugins(path) if has_plugins else path)
+    try:
+        return bytes(EngineBytesFromNetwork(network, config=CreateConfig(profiles=[profile] if profile else None))()), None
+    except Exception as err:  # polygraphy raises PolygraphyException; plugin registration may raise anything
+        return None, f"engine build failed: {str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__}"
+
+
+def _has_gpu():
+    try:
+        from cuda.bindings import driver
+
+        return driver.cuInit(0)[0] == driver.CUresult.CUDA_SUCCESS
+    except Exception:
+        return False
+
+
+def _oracle_runner(path):
+    from polygraphy.backend.onnx import GsFromOnnx, OnnxFromPath
+    from polygraphy.backend.pluginref import PluginRefRunner
+
+    import trt_scatter.polygraphy_ext  # noqa: F401  (registers the oracle with pluginref)
+
+    return PluginRefRunner(GsFromOnnx(OnnxFromPath(path)), name=ORACLE)
+
+
+def _tensorrt_runner(engine):
+    from polygraphy.backend.trt import EngineFromBytes, TrtRunner
+
+    return TrtRunner(EngineFromBytes(engine), name="tensorrt")
+
+
+def _onnxruntime_runner(path):
+    from polygraphy.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
+
+    return OnnxrtRunner(SessionFromOnnx(path), name="onnxruntime")
+
+
+def _run(runners, feeds, model):
+    from polygraphy.comparator import Comparator
+
+    try:
+        return Comparator.run(runners, data_loader=feeds)
+    except Exception as err:  # PolygraphyException, or the oracle's ScatterInputError from pluginref
+        dynamic = any(not d.HasField("dim_value") for value in model.graph.input for d in value.type.tensor_type.shape.dim)
+        hint = " (the model has dynamic input dims: give them with --input-shapes)" if dynamic else ""
+        raise CheckError(f"a run failed: {str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__}{hint}") from None
+
+
+def _load_golden(path):
+    from polygraphy.comparator import RunResults
+
+    try:
+        golden = RunResults.load(path)
+    except Exception as err:
+        raise CheckError(f"cannot load golden outputs from {path!r}: {err}") from None
+    if not len(golden):
+        raise CheckError(f"{path!r} holds no runs")
+    return golden
+
+
+def _compare(results, pairs, atol, rtol):
+    """Prints one verdict line per (pair, output, iteration) and returns whether all passed."""
+    from polygraphy.comparator.compare import SimpleCompareFunc
+
+    compare = SimpleCompareFunc(atol=atol, rtol=rtol, check_shapes=True)
+    ok = True
+    for reference, candidate in pairs:
+        if len(results[reference]) != len(results[candidate]):
+            print(f"FAIL {candidate} vs {reference}: {len(results[candidate])} iterations, expected {len(results[reference])}")
+            ok = False
+        for iteration, (expected, actual) in enumerate(zip(results[reference], results[candidate])):
+            where = f" (iteration {iteration})" if len(results[reference]) > 1 else ""
+            for name in expected.keys() | actual.keys():
+                if name not in expected or name not in actual:
+                    print(f"FAIL {name}{where}: {candidate} vs {reference}: missing in {reference if name not in expected else candidate}")
+                    ok = False
+            verdicts = compare(expected, actual)
+            for name in expected.keys() & actual.keys():
+                verdict = verdicts.get(name)
+                passed = bool(verdict) if verdict is not None else False
+                detail = f"max abs diff {verdict.max_absdiff:.6g}, max rel diff {verdict.max_reldiff:.6g}" if verdict is not None else "shapes or types differ"
+                print(f"{'PASS' if passed else 'FAIL'} {name}{where}: {candidate} vs {reference}: {detail}")
+                ok &= passed
+    return ok

@@ -1,0 +1,33 @@
+"""A polygraphy loader that registers trt-scatter's TensorRT plugins before whatever it wraps runs."""
+
+from polygraphy import util
+from polygraphy.backend.base import BaseLoader
+
+
+class RegisterTrtScatterPlugins(BaseLoader):
+    """Registers the SliceScatter and ScatterUpdate plugin creators, then returns ``obj`` (or calls it).
+
+    A passthrough like polygraphy's ``LoadPlugins``: wrap the model path or network loader so the
+    creators are in TensorRT's registry before the ONNX parser (or engine deserialization) runs::
+
+        network = NetworkFromOnnxPath(RegisterTrtScatterPlugins("model.onnx"))
+    """
+
+    def __init__(self, obj=None):
+        self.obj = obj
+
+    @util.check_called_by("__call__")
+    def call_impl(self, *args, **kwargs):
+        register_plugins()
+        ret, _ = util.invoke_if_callable(self.obj, *args, **kwargs)
+        return ret
+
+
+def register_plugins():
+    """Registers the plugins with the TensorRT that polygraphy uses (``trt_scatter.backend.tensorrt()``)."""
+    from trt_scatter.backend import tensorrt
+
+    tensorrt()  # resolves tensorrt/tensorrt_rtx and tells polygraphy, before the plugins touch TensorRT
+    from trt_scatter.plugins import register  # imported late: plugins pull in TensorRT and CUDA
+
+    register()
