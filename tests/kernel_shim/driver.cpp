@@ -43,6 +43,13 @@ SCATTER_UPDATE(4, unsigned int, 64, long long)
 SCATTER_UPDATE(8, unsigned long long, 32, int)
 SCATTER_UPDATE(8, unsigned long long, 64, long long)
 
+// Device helpers exposed for direct tests over the whole int64 range.
+extern "C" i64 shim_slice_count(i64 start, i64 stop, i64 step, i64 dim, i64* first) {
+    return slice_count(start, stop, step, dim, first);
+}
+extern "C" i64 shim_quotient(i64 a, i64 b) { return quotient(a, b); }
+extern "C" int shim_unit_bytes(u64 bits) { return unit_bytes(bits); }
+
 extern "C" void run_overrun(const OverrunArgs* a, unsigned int g, unsigned int b) { run(overrun, a, g, b); }
 
 // Layout of the argument structs, for comparison with the ctypes mirrors in plugins/kernels.py.

@@ -35,6 +35,13 @@ def load(path):
     for name in dir_kernels():
         getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint]
         getattr(lib, name).restype = None
+    i64 = ctypes.c_int64
+    lib.shim_slice_count.argtypes = [i64, i64, i64, i64, ctypes.POINTER(i64)]
+    lib.shim_slice_count.restype = i64
+    lib.shim_quotient.argtypes = [i64, i64]
+    lib.shim_quotient.restype = i64
+    lib.shim_unit_bytes.argtypes = [ctypes.c_uint64]
+    lib.shim_unit_bytes.restype = ctypes.c_int
     lib.layout_name.restype = ctypes.c_char_p
     lib.layout_offset.restype = ctypes.c_size_t
     return lib
@@ -156,7 +163,7 @@ def as_bits(array):
 
 
 def run_slice_scatter(device, memory, data, updates, start, stop, step, axes, *, param_dtype, axes_dtype,
-                      in_place, error_flag=True):
+                      in_place, error_flag=True, stream=0):
     """SliceScatter through ``kernels.launch_slice_scatter`` on ``device``; returns (output, error count)."""
     kernels.device = device
     shift = memory.shift
@@ -168,15 +175,15 @@ def run_slice_scatter(device, memory, data, updates, start, stop, step, axes, *,
         step=memory.put(np.asarray(step, param_dtype)), axes=0 if axes is None else memory.put(np.asarray(axes, axes_dtype)),
         num_axes=len(start), data_shape=data.shape, updates_shape=updates.shape, element_size=data.dtype.itemsize,
         param_itemsize=np.dtype(param_dtype).itemsize, axes_itemsize=np.dtype(axes_dtype).itemsize,
-        error_flag=flag, stream=0)
-    count = kernels.check_error_flag(flag, 0)
+        error_flag=flag, stream=stream)
+    count = kernels.check_error_flag(flag, stream)
     result = memory.get(output, data.dtype, data.shape)
     memory.check_guards()
     return result, count
 
 
 def run_scatter_update(device, memory, data, indices, updates, axis, *, axis_dtype, axis_shape, in_place,
-                       pass_updates_shape=True, error_flag=True):
+                       pass_updates_shape=True, error_flag=True, stream=0):
     """ScatterUpdate through ``kernels.launch_scatter_update`` on ``device``; returns (output, error count)."""
     kernels.device = device
     shift = memory.shift
@@ -186,9 +193,41 @@ def run_scatter_update(device, memory, data, indices, updates, axis, *, axis_dty
         output=output, data=0 if in_place else memory.put(data, shift), indices=memory.put(indices),
         updates=memory.put(updates, shift), axis=memory.put(np.full(axis_shape, axis, axis_dtype)), data_shape=data.shape,
         indices_shape=indices.shape, element_size=data.dtype.itemsize, index_itemsize=indices.dtype.itemsize,
-        axis_itemsize=np.dtype(axis_dtype).itemsize, error_flag=flag, stream=0,
+        axis_itemsize=np.dtype(axis_dtype).itemsize, error_flag=flag, stream=stream,
         updates_shape=updates.shape if pass_updates_shape else None)
-    count = kernels.check_error_flag(flag, 0)
+    count = kernels.check_error_flag(flag, stream)
     result = memory.get(output, data.dtype, data.shape)
     memory.check_guards()
     return result, count
+
+
+_libraries = {}
+
+
+def shared_library(sanitize=False):
+    """The shim library built once per process (in a temporary folder removed at exit); its path."""
+    if sanitize not in _libraries:
+        import atexit
+        import shutil
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="trt-scatter-shim-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _libraries[sanitize] = build(folder, sanitize)
+    return _libraries[sanitize]
+
+
+def asan_environment():
+    """Environment for a Python subprocess under AddressSanitizer (the runtime preloaded)."""
+    import os
+
+    runtime = subprocess.run(["gcc", "-print-file-name=libasan.so"], check=True, capture_output=True, text=True).stdout.strip()
+    return dict(os.environ, LD_PRELOAD=runtime, ASAN_OPTIONS="detect_leaks=0")
+
+
+def run_under_asan(what, examples=60):
+    """Runs asan_main.py on the sanitized library in a subprocess; returns the CompletedProcess."""
+    import sys
+
+    return subprocess.run([sys.executable, str(SHIM_DIR / "asan_main.py"), str(shared_library(sanitize=True)), what, str(examples)],
+                          env=asan_environment(), capture_output=True, text=True, timeout=300)
