@@ -135,6 +135,10 @@ def slice_scatter_cases(draw, broken=False):
 
 
 def device_and_memory(lib, setup, exact, dtype):
+    """The shim device and host memory for ``setup``; ``lib`` may instead be a callable
+    ``(setup, dtype) -> (device, memory)`` that runs the same cases elsewhere (the GPU tests)."""
+    if callable(lib):
+        return lib(setup, dtype)
     device = host.ShimDevice(lib, sm_count=setup["sm_count"], grid=setup["grid"], block=setup["block"])
     memory = host.Memory(exact=exact, shift=setup["shift_elements"] * np.dtype(dtype).itemsize)
     return device, memory
