@@ -15,6 +15,7 @@ Importing this module needs no GPU; the first launch compiles (NVRTC) and loads 
 import ctypes
 import math
 import os
+import struct
 
 from trt_scatter.oracle.rules import ScatterInputError
 
@@ -35,7 +36,11 @@ _Shape = ctypes.c_int64 * MAX_RANK
 
 
 class SliceScatterArgs(ctypes.Structure):
-    """Mirror of ``SliceScatterArgs`` in scatter_common.cuh (the kernel's one by-value parameter)."""
+    """Mirror of ``SliceScatterArgs`` in scatter_common.cuh (the kernel's one by-value parameter).
+
+    Launches pack it with the equivalent ``struct`` layout below (several times faster than
+    building this object); this mirror documents the layout and decodes packed bytes in tests.
+    """
 
     _fields_ = [
         ("output", ctypes.c_void_p),
@@ -73,6 +78,11 @@ class ScatterUpdateArgs(ctypes.Structure):
     ]
 
 
+_SLICE_SCATTER_LAYOUT = struct.Struct(f"<7Q{2 * MAX_RANK}q4i")
+_SCATTER_UPDATE_LAYOUT = struct.Struct(f"<5Q{3 * MAX_RANK}q4i")
+_ZEROS = (0,) * MAX_RANK
+
+
 def debug_enabled():
     """True when ``TRT_SCATTER_DEBUG=1``: callers then check the error counter after each launch."""
     return os.environ.get(DEBUG_ENV, "0") == "1"
@@ -88,18 +98,27 @@ def _shape(op, name, shape, min_rank=1):
     shape = tuple(shape)
     if not min_rank <= len(shape) <= MAX_RANK:
         raise ScatterInputError(op, name, f"must have rank {min_rank}..{MAX_RANK}", f"shape {shape}")
-    if any(isinstance(dim, bool) or not isinstance(dim, int) or dim < 0 for dim in shape):
+    try:
+        negative = bool(shape) and min(shape) < 0
+    except TypeError:
+        negative = True
+    if negative or not all(type(dim) is int for dim in shape) and not all(_is_int(dim) for dim in shape):
         raise ScatterInputError(op, name, "must be a tuple of non-negative ints", f"shape {shape}")
     return shape
 
 
-def _dims(shape):
-    return _Shape(*shape)
+def _is_int(value):
+    return hasattr(value, "__index__") and not isinstance(value, bool)
+
+
+def _padded(shape):
+    return shape + _ZEROS[len(shape):]
 
 
 def slice_scatter_args(*, output, updates, start, stop, step, axes, num_axes, data_shape, updates_shape,
                        element_size, param_itemsize, axes_itemsize, error_flag):
-    """Checks the host-known arguments of a SliceScatter launch and packs the kernel's parameter."""
+    """Checks the host-known arguments of a SliceScatter launch; returns the kernel's parameter
+    (the bytes of a ``SliceScatterArgs``)."""
     op = "launch_slice_scatter"
     _choice(op, "element_size", element_size, ELEMENT_SIZES, " bytes")
     _choice(op, "param_itemsize", param_itemsize, INDEX_ITEMSIZES, " bytes")
@@ -113,14 +132,16 @@ def slice_scatter_args(*, output, updates, start, stop, step, axes, num_axes, da
         raise ScatterInputError(op, "num_axes", "must be a non-negative int", num_axes)
     if num_axes and not (start and stop and step):
         raise ScatterInputError(op, "start/stop/step", "must be device addresses when num_axes > 0", (start, stop, step))
-    return SliceScatterArgs(output, updates, start, stop, step, axes or None, error_flag or None,
-                            _dims(data_shape), _dims(updates_shape), len(data_shape), num_axes,
-                            param_itemsize, axes_itemsize if axes else 0)
+    return _SLICE_SCATTER_LAYOUT.pack(
+        int(output), int(updates), int(start or 0), int(stop or 0), int(step or 0), int(axes or 0), int(error_flag or 0),
+        *_padded(data_shape), *_padded(updates_shape), len(data_shape), num_axes, param_itemsize,
+        axes_itemsize if axes else 0)
 
 
 def scatter_update_args(*, output, indices, updates, axis, data_shape, indices_shape, element_size,
                         index_itemsize, axis_itemsize, error_flag, updates_shape=None):
-    """Checks the host-known arguments of a ScatterUpdate launch and packs the kernel's parameter."""
+    """Checks the host-known arguments of a ScatterUpdate launch; returns the kernel's parameter
+    (the bytes of a ``ScatterUpdateArgs``)."""
     op = "launch_scatter_update"
     _choice(op, "element_size", element_size, ELEMENT_SIZES, " bytes")
     _choice(op, "index_itemsize", index_itemsize, INDEX_ITEMSIZES, " bytes")
@@ -134,9 +155,9 @@ def scatter_update_args(*, output, indices, updates, axis, data_shape, indices_s
         updates_rank = len(updates_shape)
     if not axis:
         raise ScatterInputError(op, "axis", "must be a device address", axis)
-    return ScatterUpdateArgs(output, updates, indices, axis, error_flag or None, _dims(data_shape),
-                             _dims(indices_shape), _dims(updates_shape), len(data_shape), len(indices_shape),
-                             updates_rank, axis_itemsize)
+    return _SCATTER_UPDATE_LAYOUT.pack(
+        int(output), int(updates), int(indices or 0), int(axis), int(error_flag or 0), *_padded(data_shape),
+        *_padded(indices_shape), *_padded(updates_shape), len(data_shape), len(indices_shape), updates_rank, axis_itemsize)
 
 
 def grid_size(elements, sm_count):
@@ -150,8 +171,9 @@ def _launch(kernel, element_size, index_itemsize, args, *, output, data, data_by
         device.memset_u32_async(error_flag, 0, 1, stream)
     if data and data != output and data_bytes:
         device.memcpy_dtod_async(output, data, data_bytes, stream)
-    # cuLaunchKernel copies the parameters before it returns: these ctypes objects may then go.
-    params = (ctypes.c_void_p * 1)(ctypes.addressof(args))
+    # cuLaunchKernel copies the parameters before it returns: these buffers may then go.
+    packed = ctypes.create_string_buffer(args, len(args))
+    params = (ctypes.c_void_p * 1)(ctypes.addressof(packed))
     device.launch(function, grid_size(work, device.sm_count()), BLOCK, stream, ctypes.addressof(params))
 
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from conftest import needs_gxx
 from kernel_shim import cases, host
 from trt_scatter import oracle
+from trt_scatter.plugins import cuda, kernels
 
 pytestmark = needs_gxx
 
@@ -137,6 +138,7 @@ def test_copy_path_copies_data_then_launches_on_the_given_stream(shim):
     host.run_slice_scatter(device, memory, case.data, case.updates, [0], [4], [2], None, param_dtype=INT64,
                            axes_dtype=INT32, in_place=True)
     assert [call[0] for call in device.calls] == ["memset", "launch", "sync"]
+    assert kernels.device is cuda  # the shim was used for those launches only
 
 
 def test_under_address_sanitizer():

@@ -2,7 +2,7 @@
 
 ``build`` compiles driver.cpp (shim.h, then the exact plugins/*.cu sources) with g++ into a shared
 library. :class:`ShimDevice` offers the functions ``plugins.kernels`` calls on ``plugins.cuda``, with
-host addresses as "device" addresses: set ``kernels.device`` to one and the real launch code
+host addresses as "device" addresses: with ``kernels.device`` pointing at one, the real launch code
 (argument checks, packing, grid sizing, flag zeroing, the data copy, ``kernelParams``) drives the
 kernels. :class:`Memory` hands out buffers: exact-size ``malloc`` blocks for AddressSanitizer, or
 blocks with guard bytes on both sides that :meth:`Memory.check_guards` inspects.
@@ -162,21 +162,35 @@ def as_bits(array):
     return array.view(f"u{array.dtype.itemsize}")
 
 
+class _using:
+    """Points kernels.device at ``device`` for one launch, then back (other tests use the real one)."""
+
+    def __init__(self, device):
+        self.device = device
+
+    def __enter__(self):
+        self.previous, kernels.device = kernels.device, self.device
+
+    def __exit__(self, *exc):
+        kernels.device = self.previous
+
+
 def run_slice_scatter(device, memory, data, updates, start, stop, step, axes, *, param_dtype, axes_dtype,
                       in_place, error_flag=True, stream=0):
     """SliceScatter through ``kernels.launch_slice_scatter`` on ``device``; returns (output, error count)."""
-    kernels.device = device
     shift = memory.shift
     output = memory.put(data, shift) if in_place else memory.alloc(data.nbytes, shift=shift)
     flag = memory.put(np.array([0xDEAD], np.uint32)) if error_flag else 0  # stale count: the launch must zero it
-    kernels.launch_slice_scatter(
+    arguments = dict(
         output=output, data=0 if in_place else memory.put(data, shift), updates=memory.put(updates, shift),
         start=memory.put(np.asarray(start, param_dtype)), stop=memory.put(np.asarray(stop, param_dtype)),
         step=memory.put(np.asarray(step, param_dtype)), axes=0 if axes is None else memory.put(np.asarray(axes, axes_dtype)),
         num_axes=len(start), data_shape=data.shape, updates_shape=updates.shape, element_size=data.dtype.itemsize,
         param_itemsize=np.dtype(param_dtype).itemsize, axes_itemsize=np.dtype(axes_dtype).itemsize,
         error_flag=flag, stream=stream)
-    count = kernels.check_error_flag(flag, stream)
+    with _using(device):
+        kernels.launch_slice_scatter(**arguments)
+        count = kernels.check_error_flag(flag, stream)
     result = memory.get(output, data.dtype, data.shape)
     memory.check_guards()
     return result, count
@@ -185,17 +199,18 @@ def run_slice_scatter(device, memory, data, updates, start, stop, step, axes, *,
 def run_scatter_update(device, memory, data, indices, updates, axis, *, axis_dtype, axis_shape, in_place,
                        pass_updates_shape=True, error_flag=True, stream=0):
     """ScatterUpdate through ``kernels.launch_scatter_update`` on ``device``; returns (output, error count)."""
-    kernels.device = device
     shift = memory.shift
     output = memory.put(data, shift) if in_place else memory.alloc(data.nbytes, shift=shift)
     flag = memory.put(np.array([0xDEAD], np.uint32)) if error_flag else 0
-    kernels.launch_scatter_update(
+    arguments = dict(
         output=output, data=0 if in_place else memory.put(data, shift), indices=memory.put(indices),
         updates=memory.put(updates, shift), axis=memory.put(np.full(axis_shape, axis, axis_dtype)), data_shape=data.shape,
         indices_shape=indices.shape, element_size=data.dtype.itemsize, index_itemsize=indices.dtype.itemsize,
         axis_itemsize=np.dtype(axis_dtype).itemsize, error_flag=flag, stream=stream,
         updates_shape=updates.shape if pass_updates_shape else None)
-    count = kernels.check_error_flag(flag, stream)
+    with _using(device):
+        kernels.launch_scatter_update(**arguments)
+        count = kernels.check_error_flag(flag, stream)
     result = memory.get(output, data.dtype, data.shape)
     memory.check_guards()
     return result, count
