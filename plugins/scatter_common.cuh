@@ -107,6 +107,11 @@ __device__ __forceinline__ void copy_rows(char* __restrict__ dst, const char* __
                 if (u < row_units) out[u] = row[u];
             }
         }
+    } else if (row_units == 1) {  // e.g. a strided innermost axis: one unit per row, no division
+        for (i64 r = global_thread(); r < rows; r += grid_threads()) {
+            const i64 offset = map(r);
+            if (offset >= 0) *reinterpret_cast<U*>(dst + offset) = in[r];
+        }
     } else {
         const i64 units = rows * row_units;
         for (i64 i = global_thread(); i < units; i += grid_threads()) {
