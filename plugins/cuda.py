@@ -134,50 +134,44 @@ def _check_nvrtc(result, what, program=None):
     raise CudaError(f"{what} failed: {_result_name(result)}{log}")
 
 
-def compile_cubin(kernel, element_size, index_itemsize, arch):
-    """Compiles one instantiation with NVRTC for ``sm_<arch>``; returns ``(cubin bytes, lowered name)``."""
+def _compile(kernel, element_size, index_itemsize, architecture, *outputs):
+    """Runs NVRTC on one instantiation; returns the lowered name and the requested outputs
+    (("CUBIN" or "PTX") as bytes)."""
     module = nvrtc()
     source = (SOURCE_DIR / SOURCES[kernel]).read_bytes()
     headers = [(SOURCE_DIR / name).read_bytes() for name in HEADERS]
-    expression = name_expression(kernel, element_size, index_itemsize).encode()
+    expression = name_expression(kernel, element_size, index_itemsize)
     err, program = module.nvrtcCreateProgram(source, SOURCES[kernel].encode(), len(headers), headers,
                                              [name.encode() for name in HEADERS])
     _check_nvrtc(err, "nvrtcCreateProgram")
     try:
-        _check_nvrtc(module.nvrtcAddNameExpression(program, expression)[0], "nvrtcAddNameExpression")
-        options = [f"--gpu-architecture=sm_{arch}".encode()] + [option.encode() for option in NVRTC_OPTIONS]
+        _check_nvrtc(module.nvrtcAddNameExpression(program, expression.encode())[0], "nvrtcAddNameExpression")
+        options = [f"--gpu-architecture={architecture}".encode()] + [option.encode() for option in NVRTC_OPTIONS]
         (err,) = module.nvrtcCompileProgram(program, len(options), options)
-        _check_nvrtc(err, f"compiling {expression.decode()} for sm_{arch}", program)
-        err, lowered = module.nvrtcGetLoweredName(program, expression)
+        _check_nvrtc(err, f"compiling {expression} for {architecture}", program)
+        err, lowered = module.nvrtcGetLoweredName(program, expression.encode())
         _check_nvrtc(err, "nvrtcGetLoweredName")
-        err, size = module.nvrtcGetCUBINSize(program)
-        _check_nvrtc(err, "nvrtcGetCUBINSize")
-        cubin = b" " * size
-        _check_nvrtc(module.nvrtcGetCUBIN(program, cubin)[0], "nvrtcGetCUBIN")
+        results = []
+        for output in outputs:
+            err, size = getattr(module, f"nvrtcGet{output}Size")(program)
+            _check_nvrtc(err, f"nvrtcGet{output}Size")
+            buffer = b" " * size
+            _check_nvrtc(getattr(module, f"nvrtcGet{output}")(program, buffer)[0], f"nvrtcGet{output}")
+            results.append(buffer)
     finally:
         module.nvrtcDestroyProgram(program)
-    lowered = lowered.decode() if isinstance(lowered, bytes) else lowered
-    return cubin, lowered
+    return (lowered.decode() if isinstance(lowered, bytes) else lowered, *results)
+
+
+def compile_cubin(kernel, element_size, index_itemsize, arch):
+    """Compiles one instantiation with NVRTC for ``sm_<arch>``; returns ``(cubin bytes, lowered name)``."""
+    lowered, image = _compile(kernel, element_size, index_itemsize, f"sm_{arch}", "CUBIN")
+    return image, lowered
 
 
 def compile_ptx(kernel, element_size, index_itemsize, arch):
-    """The PTX of one instantiation (for inspecting the generated code; never loaded)."""
-    module = nvrtc()
-    source = (SOURCE_DIR / SOURCES[kernel]).read_bytes()
-    headers = [(SOURCE_DIR / name).read_bytes() for name in HEADERS]
-    expression = name_expression(kernel, element_size, index_itemsize).encode()
-    err, program = module.nvrtcCreateProgram(source, SOURCES[kernel].encode(), len(headers), headers,
-                                             [name.encode() for name in HEADERS])
-    _check_nvrtc(err, "nvrtcCreateProgram")
-    try:
-        module.nvrtcAddNameExpression(program, expression)
-        options = [f"--gpu-architecture=compute_{arch}".encode()] + [option.encode() for option in NVRTC_OPTIONS]
-        _check_nvrtc(module.nvrtcCompileProgram(program, len(options), options)[0], "compiling PTX", program)
-        _, size = module.nvrtcGetPTXSize(program)
-        ptx = b" " * size
-        module.nvrtcGetPTX(program, ptx)
-    finally:
-        module.nvrtcDestroyProgram(program)
+    """The PTX of one instantiation, as text (for inspecting the generated code; never loaded)."""
+    _, ptx = _compile(kernel, element_size, index_itemsize, f"compute_{arch}", "PTX")
     return ptx.rstrip(b"\0").decode()
 
 
