@@ -102,13 +102,23 @@ def _shape(op, name, shape, min_rank=1):
         negative = bool(shape) and min(shape) < 0
     except TypeError:
         negative = True
-    if negative or not all(type(dim) is int for dim in shape) and not all(_is_int(dim) for dim in shape):
+    if negative or not all(type(dim) is int or _is_int(dim) for dim in shape):
         raise ScatterInputError(op, name, "must be a tuple of non-negative ints", f"shape {shape}")
     return shape
 
 
 def _is_int(value):
     return hasattr(value, "__index__") and not isinstance(value, bool)
+
+
+def _pointers(op, **pointers):
+    """The device addresses as ints in [0, 2**64) (what TensorRT passes: ints)."""
+    values = []
+    for name, pointer in pointers.items():
+        if not _is_int(pointer) or not 0 <= int(pointer) < 1 << 64:
+            raise ScatterInputError(op, name, "must be a device address (an int)", repr(pointer))
+        values.append(int(pointer))
+    return values
 
 
 def _padded(shape):
@@ -132,10 +142,10 @@ def slice_scatter_args(*, output, updates, start, stop, step, axes, num_axes, da
         raise ScatterInputError(op, "num_axes", "must be a non-negative int", num_axes)
     if num_axes and not (start and stop and step):
         raise ScatterInputError(op, "start/stop/step", "must be device addresses when num_axes > 0", (start, stop, step))
-    return _SLICE_SCATTER_LAYOUT.pack(
-        int(output), int(updates), int(start or 0), int(stop or 0), int(step or 0), int(axes or 0), int(error_flag or 0),
-        *_padded(data_shape), *_padded(updates_shape), len(data_shape), num_axes, param_itemsize,
-        axes_itemsize if axes else 0)
+    pointers = _pointers(op, output=output, updates=updates, start=start or 0, stop=stop or 0, step=step or 0,
+                         axes=axes or 0, error_flag=error_flag or 0)
+    return _SLICE_SCATTER_LAYOUT.pack(*pointers, *_padded(data_shape), *_padded(updates_shape), len(data_shape),
+                                      num_axes, param_itemsize, axes_itemsize if axes else 0)
 
 
 def scatter_update_args(*, output, indices, updates, axis, data_shape, indices_shape, element_size,
@@ -155,9 +165,9 @@ def scatter_update_args(*, output, indices, updates, axis, data_shape, indices_s
         updates_rank = len(updates_shape)
     if not axis:
         raise ScatterInputError(op, "axis", "must be a device address", axis)
-    return _SCATTER_UPDATE_LAYOUT.pack(
-        int(output), int(updates), int(indices or 0), int(axis), int(error_flag or 0), *_padded(data_shape),
-        *_padded(indices_shape), *_padded(updates_shape), len(data_shape), len(indices_shape), updates_rank, axis_itemsize)
+    pointers = _pointers(op, output=output, updates=updates, indices=indices or 0, axis=axis, error_flag=error_flag or 0)
+    return _SCATTER_UPDATE_LAYOUT.pack(*pointers, *_padded(data_shape), *_padded(indices_shape), *_padded(updates_shape),
+                                       len(data_shape), len(indices_shape), updates_rank, axis_itemsize)
 
 
 def grid_size(elements, sm_count):

@@ -131,6 +131,9 @@ def test_grid_follows_the_work_and_the_device(recording):
         ({"data_shape": (4, -5, 6)}, "data_shape"),
         ({"num_axes": -1}, "num_axes"),
         ({"start": 0}, "start/stop/step"),
+        ({"output": None}, "output"),
+        ({"updates": -5}, "updates"),
+        ({"axes": 2.5}, "axes"),
     ],
 )
 def test_bad_slice_scatter_arguments_raise_before_any_device_call(recording, change, name):
@@ -150,6 +153,7 @@ def test_bad_slice_scatter_arguments_raise_before_any_device_call(recording, cha
         ({"indices_shape": (1,) * 9}, "indices_shape"),
         ({"updates_shape": (1,) * 9}, "updates_shape"),
         ({"axis": 0}, "axis"),
+        ({"indices": "0x10"}, "indices"),
     ],
 )
 def test_bad_scatter_update_arguments_raise_before_any_device_call(recording, change, name):
