@@ -296,18 +296,38 @@ def sm_count():
     return _context().sm_count
 
 
+_functions_lock = threading.Lock()
+
+
 def function(kernel, element_size, index_itemsize=None):
     """The CUfunction of one instantiation in the current context (compiled and loaded on first use)."""
     state = _context()
     key = (kernel, element_size, index_itemsize)
     found = state.functions.get(key)
     if found is None:
-        cuda = driver()
-        image, lowered = cubin(kernel, element_size, index_itemsize, state.arch)
-        module = check(cuda.cuModuleLoadData(image), f"cuModuleLoadData({lowered})")
-        state.modules.append(module)
-        found = state.functions[key] = check(cuda.cuModuleGetFunction(module, lowered.encode()), f"cuModuleGetFunction({lowered})")
+        with _functions_lock:  # enqueue may run on several threads: load each module once
+            found = state.functions.get(key)
+            if found is None:
+                cuda = driver()
+                image, lowered = cubin(kernel, element_size, index_itemsize, target_arch(state.arch))
+                module = check(cuda.cuModuleLoadData(image), f"cuModuleLoadData({lowered})")
+                state.modules.append(module)
+                found = check(cuda.cuModuleGetFunction(module, lowered.encode()), f"cuModuleGetFunction({lowered})")
+                state.functions[key] = found
     return found
+
+
+def target_arch(device_arch, supported=None):
+    """The arch to build a CUBIN for: the device's own, else (an NVRTC that does not know it) the
+    newest supported one of the same major version not above it, which the device also runs."""
+    if supported is None:
+        supported = nvrtc().nvrtcGetSupportedArchs()[1]
+    if device_arch in supported:
+        return device_arch
+    same_major = [arch for arch in supported if arch // 10 == device_arch // 10 and arch <= device_arch]
+    if not same_major:
+        raise CudaError(f"NVRTC {nvrtc_version()} cannot build for sm_{device_arch} (supported: {sorted(supported)})")
+    return max(same_major)
 
 
 def launch(kernel_function, grid, block, stream, params_address):

@@ -314,3 +314,14 @@ def test_address_sanitizer_catches_a_write_past_the_end():
     assert result.returncode != 0
     assert "heap-buffer-overflow" in result.stderr and "WRITE of size 1" in result.stderr
     assert "overrun went unnoticed" not in result.stdout
+
+
+@pytest.mark.parametrize("device_arch, arch", [(90, 90), (86, 86), (87, 86), (89, 89), (121, 120)])
+def test_cubin_arch_is_the_devices_own_or_a_compatible_one(device_arch, arch):
+    assert cuda.target_arch(device_arch, supported=[75, 80, 86, 89, 90, 100, 120]) == arch
+
+
+def test_unknown_arch_major_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(cuda, "nvrtc_version", lambda: (13, 0))
+    with pytest.raises(cuda.CudaError, match=r"cannot build for sm_110 \(supported: \[75, 80, 90\]\)"):
+        cuda.target_arch(110, supported=[90, 80, 75])
