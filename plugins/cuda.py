@@ -299,22 +299,23 @@ def sm_count():
 _functions_lock = threading.Lock()
 
 
-def function(kernel, element_size, index_itemsize=None):
-    """The CUfunction of one instantiation in the current context (compiled and loaded on first use)."""
+def kernel(name, element_size, index_itemsize=None):
+    """``(CUfunction, SM count)`` of one instantiation in the current context (compiled and loaded
+    on first use); one context lookup serves both."""
     state = _context()
-    key = (kernel, element_size, index_itemsize)
+    key = (name, element_size, index_itemsize)
     found = state.functions.get(key)
     if found is None:
         with _functions_lock:  # enqueue may run on several threads: load each module once
             found = state.functions.get(key)
             if found is None:
                 cuda = driver()
-                image, lowered = cubin(kernel, element_size, index_itemsize, target_arch(state.arch))
+                image, lowered = cubin(name, element_size, index_itemsize, target_arch(state.arch))
                 module = check(cuda.cuModuleLoadData(image), f"cuModuleLoadData({lowered})")
                 state.modules.append(module)
                 found = check(cuda.cuModuleGetFunction(module, lowered.encode()), f"cuModuleGetFunction({lowered})")
                 state.functions[key] = found
-    return found
+    return found, state.sm_count
 
 
 def target_arch(device_arch, supported=None):

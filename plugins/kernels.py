@@ -176,7 +176,7 @@ def grid_size(elements, sm_count):
 
 
 def _launch(kernel, element_size, index_itemsize, args, *, output, data, data_bytes, work, error_flag, stream):
-    function = device.function(kernel, element_size, index_itemsize)
+    function, sm_count = device.kernel(kernel, element_size, index_itemsize)
     if error_flag:
         device.memset_u32_async(error_flag, 0, 1, stream)
     if data and data != output and data_bytes:
@@ -184,7 +184,7 @@ def _launch(kernel, element_size, index_itemsize, args, *, output, data, data_by
     # cuLaunchKernel copies the parameters before it returns: these buffers may then go.
     packed = ctypes.create_string_buffer(args, len(args))
     params = (ctypes.c_void_p * 1)(ctypes.addressof(packed))
-    device.launch(function, grid_size(work, device.sm_count()), BLOCK, stream, ctypes.addressof(params))
+    device.launch(function, grid_size(work, sm_count), BLOCK, stream, ctypes.addressof(params))
 
 
 def launch_slice_scatter(*, output, data, updates, start, stop, step, axes, num_axes, data_shape, updates_shape,

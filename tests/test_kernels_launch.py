@@ -21,12 +21,9 @@ class RecordingDevice:
     def __init__(self, args_type=None, sm_count=4):
         self.calls, self.args_type, self._sm_count, self.args = [], args_type, sm_count, None
 
-    def function(self, *key):
-        self.calls.append(("function", *key))
-        return "handle"
-
-    def sm_count(self):
-        return self._sm_count
+    def kernel(self, *key):
+        self.calls.append(("kernel", *key))
+        return "handle", self._sm_count
 
     def memset_u32_async(self, *a):
         self.calls.append(("memset", *a))
@@ -61,7 +58,7 @@ def test_slice_scatter_launch_sequence_and_packed_arguments(recording):
     device = recording(kernels.SliceScatterArgs)
     kernels.launch_slice_scatter(**SLICE)
     assert device.calls == [
-        ("function", "slice_scatter", 2, None),
+        ("kernel", "slice_scatter", 2, None),
         ("memset", 0x5000, 0, 1, 0x77),
         ("memcpy", 0x1000, 0x2000, 4 * 5 * 6 * 2, 0x77),
         ("launch", "handle", 1, kernels.BLOCK, 0x77),
@@ -75,7 +72,7 @@ def test_slice_scatter_launch_sequence_and_packed_arguments(recording):
 def test_in_place_and_default_axes_skip_the_copy_and_pass_null_axes(recording):
     device = recording(kernels.SliceScatterArgs)
     kernels.launch_slice_scatter(**{**SLICE, "data": 0, "axes": 0, "axes_itemsize": 3, "error_flag": 0})
-    assert [c[0] for c in device.calls] == ["function", "launch"]
+    assert [c[0] for c in device.calls] == ["kernel", "launch"]
     assert device.args.axes is None and device.args.error_flag is None and device.args.axes_itemsize == 0
 
 
@@ -88,7 +85,7 @@ def test_data_equal_to_output_is_in_place(recording):
 def test_scatter_update_packed_arguments(recording):
     device = recording(kernels.ScatterUpdateArgs)
     kernels.launch_scatter_update(**UPDATE, updates_shape=(3, 5))
-    assert device.calls == [("function", "scatter_update", 8, 4), ("launch", "handle", 1, kernels.BLOCK, 0x99)]
+    assert device.calls == [("kernel", "scatter_update", 8, 4), ("launch", "handle", 1, kernels.BLOCK, 0x99)]
     a = device.args
     assert (a.output, a.updates, a.indices, a.axis, a.error_flag) == (0x1000, 0x3000, 0x2000, 0x4000, None)
     assert list(a.data_shape[:2]) == [4, 5] and a.indices_shape[0] == 3 and list(a.updates_shape[:2]) == [3, 5]
@@ -203,7 +200,7 @@ def test_import_works_without_a_driver_and_use_fails_clearly():
 @pytest.mark.skipif(HAS_GPU, reason="checks the behaviour without a CUDA driver")
 def test_driver_helpers_raise_cuda_unavailable():
     with pytest.raises(cuda.CudaUnavailableError, match="the CUDA driver is unavailable"):
-        cuda.function("slice_scatter", 4)
+        cuda.kernel("slice_scatter", 4)
     with pytest.raises(cuda.CudaUnavailableError):
         cuda.device_arch()
 
@@ -325,3 +322,120 @@ def test_unknown_arch_major_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(cuda, "nvrtc_version", lambda: (13, 0))
     with pytest.raises(cuda.CudaError, match=r"cannot build for sm_110 \(supported: \[75, 80, 90\]\)"):
         cuda.target_arch(110, supported=[90, 80, 75])
+
+
+# --- plugins.cuda's driver calls, against a fake driver module -------------------------------
+
+
+class FakeDriver:
+    """The slice of cuda.bindings.driver that plugins.cuda uses, recording calls (no GPU)."""
+
+    class CUresult:
+        CUDA_SUCCESS = 0
+        CUDA_ERROR_INVALID_VALUE = type("R", (), {"name": "CUDA_ERROR_INVALID_VALUE", "__eq__": lambda s, o: o is s, "__hash__": object.__hash__})()
+
+    class CUdevice_attribute:
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = "major"
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = "minor"
+        CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = "sms"
+
+    def __init__(self, context=0):
+        self.calls, self.context, self.fail = [], context, set()
+
+    def _ok(self, name, *values):
+        self.calls.append(name)
+        if name in self.fail:
+            return (self.CUresult.CUDA_ERROR_INVALID_VALUE, *values)
+        return (self.CUresult.CUDA_SUCCESS, *values)
+
+    def cuCtxGetCurrent(self):
+        return self._ok("cuCtxGetCurrent", self.context)
+
+    def cuDeviceGet(self, ordinal):
+        return self._ok("cuDeviceGet", 0)
+
+    def cuDevicePrimaryCtxRetain(self, device):
+        return self._ok("cuDevicePrimaryCtxRetain", 0xC0)
+
+    def cuCtxSetCurrent(self, context):
+        self.context = context
+        return self._ok("cuCtxSetCurrent")
+
+    def cuCtxGetDevice(self):
+        return self._ok("cuCtxGetDevice", 0)
+
+    def cuDeviceGetAttribute(self, attribute, device):
+        return self._ok("cuDeviceGetAttribute", {"major": 8, "minor": 6, "sms": 3}[attribute])
+
+    def cuModuleLoadData(self, image):
+        return self._ok("cuModuleLoadData", ("module", image))
+
+    def cuModuleGetFunction(self, module, name):
+        return self._ok("cuModuleGetFunction", ("function", module[1], name))
+
+    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        self.launched = (f, gx, gy, gz, bx, by, bz, shared, stream, extra)
+        self.packed = ctypes.string_at(ctypes.c_void_p.from_address(params).value, ctypes.sizeof(kernels.ScatterUpdateArgs))
+        return self._ok("cuLaunchKernel")
+
+    def cuMemsetD32Async(self, address, value, count, stream):
+        return self._ok(f"cuMemsetD32Async({address:#x},{value},{count},{stream:#x})")
+
+    def cuMemcpyDtoDAsync(self, destination, source, nbytes, stream):
+        return self._ok(f"cuMemcpyDtoDAsync({destination:#x},{source:#x},{nbytes},{stream:#x})")
+
+    def cuStreamSynchronize(self, stream):
+        return self._ok(f"cuStreamSynchronize({stream:#x})")
+
+    def cuMemcpyDtoH(self, host_address, source, nbytes):
+        ctypes.c_uint32.from_address(host_address).value = 5
+        return self._ok(f"cuMemcpyDtoH({source:#x},{nbytes})")
+
+
+@pytest.fixture
+def fake_driver(monkeypatch):
+    fake = FakeDriver()
+    monkeypatch.setattr(cuda, "_driver_module", fake)
+    monkeypatch.setattr(cuda, "_contexts", {})
+    monkeypatch.setattr(cuda, "target_arch", lambda arch: arch)
+    monkeypatch.setattr(cuda, "cubin", lambda kernel, size, index, arch: (f"image-{kernel}-{size}-{index}-sm{arch}".encode(), f"lowered_{kernel}"))
+    monkeypatch.setattr(kernels, "device", cuda)
+    return fake
+
+
+def test_launch_through_the_driver(fake_driver):
+    kernels.launch_scatter_update(**{**UPDATE, "data": 0x2222, "error_flag": 0x5000}, updates_shape=(3, 5))
+    assert fake_driver.calls == [
+        "cuCtxGetCurrent", "cuDeviceGet", "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent",  # no context: the primary one
+        "cuCtxGetDevice", "cuDeviceGetAttribute", "cuDeviceGetAttribute", "cuDeviceGetAttribute",
+        "cuModuleLoadData", "cuModuleGetFunction",
+        "cuMemsetD32Async(0x5000,0,1,0x99)", f"cuMemcpyDtoDAsync(0x1000,0x2222,{4 * 5 * 8},0x99)",
+        "cuLaunchKernel",
+    ]
+    function, *dims, shared, stream, extra = fake_driver.launched
+    assert function == ("function", b"image-scatter_update-8-4-sm86", b"lowered_scatter_update")
+    assert dims == [1, 1, 1, kernels.BLOCK, 1, 1] and (shared, stream, extra) == (0, 0x99, 0)
+    args = kernels.ScatterUpdateArgs.from_buffer_copy(fake_driver.packed)
+    assert (args.output, args.indices, args.error_flag, args.updates_rank) == (0x1000, 0x2000, 0x5000, 2)
+
+    fake_driver.calls.clear()
+    kernels.launch_scatter_update(**UPDATE)  # cached: no module load, the context's SM count reused
+    assert fake_driver.calls == ["cuCtxGetCurrent", "cuLaunchKernel"]
+    assert cuda.device_arch() == 86 and cuda.sm_count() == 3
+
+    fake_driver.calls.clear()
+    assert kernels.check_error_flag(0x5000, 0x99) == 5
+    assert fake_driver.calls == ["cuStreamSynchronize(0x99)", "cuMemcpyDtoH(0x5000,4)"]
+
+
+def test_each_context_loads_its_own_module(fake_driver):
+    cuda.kernel("slice_scatter", 4)
+    fake_driver.context = 0xC1
+    cuda.kernel("slice_scatter", 4)
+    assert fake_driver.calls.count("cuModuleLoadData") == 2 and set(cuda._contexts) == {0xC0, 0xC1}
+
+
+def test_driver_errors_name_the_call(fake_driver):
+    fake_driver.fail.add("cuLaunchKernel")
+    with pytest.raises(cuda.CudaError, match=r"cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE"):
+        kernels.launch_scatter_update(**UPDATE)

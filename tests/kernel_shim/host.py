@@ -69,12 +69,9 @@ class ShimDevice:
         self.lib, self._sm_count, self.grid, self.block = lib, sm_count, grid, block
         self.calls = []
 
-    def function(self, kernel, element_size, index_itemsize=None):
+    def kernel(self, kernel, element_size, index_itemsize=None):
         suffix = f"_i{8 * index_itemsize}" if index_itemsize else ""
-        return getattr(self.lib, f"run_{kernel}_e{element_size}{suffix}")
-
-    def sm_count(self):
-        return self._sm_count
+        return getattr(self.lib, f"run_{kernel}_e{element_size}{suffix}"), self._sm_count
 
     def memset_u32_async(self, address, value, count, stream):
         self.calls.append(("memset", address, value, count, stream))
