@@ -29,7 +29,8 @@ BLOCKS_PER_SM = 8
 DEBUG_ENV = "TRT_SCATTER_DEBUG"
 
 # The driver backend: plugins.cuda on a GPU. Tests substitute an object with the same functions
-# that runs the kernels on the CPU (tests/kernel_shim/host.py).
+# (kernel, memset_u32_async, memcpy_dtod_async, launch, stream_synchronize, memcpy_dtoh) that
+# runs the kernels on the CPU (tests/kernel_shim/host.py).
 device = cuda
 
 _Shape = ctypes.c_int64 * MAX_RANK

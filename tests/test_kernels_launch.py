@@ -126,6 +126,8 @@ def test_grid_follows_the_work_and_the_device(recording):
         ({"data_shape": ()}, "data_shape"),
         ({"updates_shape": (4, 2)}, "updates_shape"),
         ({"data_shape": (4, -5, 6)}, "data_shape"),
+        ({"data_shape": (4, "5", 6)}, "data_shape"),
+        ({"data_shape": (4, 5.0, 6)}, "data_shape"),
         ({"num_axes": -1}, "num_axes"),
         ({"start": 0}, "start/stop/step"),
         ({"output": None}, "output"),
@@ -316,6 +318,14 @@ def test_address_sanitizer_catches_a_write_past_the_end():
 @pytest.mark.parametrize("device_arch, arch", [(90, 90), (86, 86), (87, 86), (89, 89), (121, 120)])
 def test_cubin_arch_is_the_devices_own_or_a_compatible_one(device_arch, arch):
     assert cuda.target_arch(device_arch, supported=[75, 80, 86, 89, 90, 100, 120]) == arch
+
+
+def test_cubin_arch_asks_nvrtc_what_it_supports():
+    try:
+        supported = cuda.nvrtc().nvrtcGetSupportedArchs()[1]
+    except cuda.CudaUnavailableError as error:
+        pytest.skip(str(error))
+    assert cuda.target_arch(max(supported)) == max(supported)
 
 
 def test_unknown_arch_major_is_a_clear_error(monkeypatch):
