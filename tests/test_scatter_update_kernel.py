@@ -14,6 +14,11 @@ from kernel_shim import cases, host
 
 pytestmark = needs_gxx
 
+
+def scaled(factor):
+    """Examples relative to the hypothesis profile (ci: 60): these cases are cheap, so run more."""
+    return int(settings.default.max_examples * factor)
+
 SETUP = {"grid": None, "block": None, "sm_count": 2, "shift_elements": 0, "in_place": False}
 
 
@@ -22,13 +27,13 @@ def shim():
     return host.load(host.shared_library())
 
 
-@settings(max_examples=150)
+@settings(max_examples=scaled(2.5))
 @given(case=cases.scatter_update_cases())
 def test_matches_oracle_on_in_range_indices_and_counts_the_others(shim, case):
     cases.check_scatter_update(shim, case)
 
 
-@settings(max_examples=100)
+@settings(max_examples=scaled(1.5))
 @given(case=cases.scatter_update_cases(broken=True))
 def test_invalid_axis_or_updates_shape_writes_nothing_and_counts_one(shim, case):
     cases.check_scatter_update(shim, case)
