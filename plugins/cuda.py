@@ -60,6 +60,16 @@ def _preload_nvrtc():
     return False
 
 
+def _binding(name):
+    """``cuda.bindings.<name>`` (cuda-python >= 12.6), or ``cuda.<name>`` from older releases."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"cuda.bindings.{name}")
+    except ImportError:
+        return importlib.import_module(f"cuda.{name}")
+
+
 _nvrtc_module = None
 
 
@@ -69,7 +79,7 @@ def nvrtc():
     if _nvrtc_module is not None:
         return _nvrtc_module
     try:
-        from cuda.bindings import nvrtc as module
+        module = _binding("nvrtc")
     except ImportError as error:
         raise CudaUnavailableError(f"NVRTC is unavailable: cuda-python is not installed ({error})") from error
     try:
@@ -234,7 +244,7 @@ def driver():
         if _driver_module is not None:
             return _driver_module
         try:
-            from cuda.bindings import driver as module
+            module = _binding("driver")
         except ImportError as error:
             raise CudaUnavailableError(f"the CUDA driver is unavailable: cuda-python is not installed ({error})") from error
         try:
