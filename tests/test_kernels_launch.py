@@ -185,7 +185,7 @@ def test_debug_mode(monkeypatch, value, enabled):
 
 
 @pytest.mark.skipif(HAS_GPU, reason="checks the behaviour without a CUDA driver")
-def test_import_works_without_a_driver_and_use_fails_clearly():
+def test_import_works_without_a_driver_and_use_fails_clearly(tmp_path):
     code = (
         "import trt_scatter.plugins.kernels as k\n"
         "try:\n"
@@ -194,7 +194,7 @@ def test_import_works_without_a_driver_and_use_fails_clearly():
         "except k.cuda.CudaUnavailableError as e:\n"
         "    print('ERROR', e)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("ERROR the CUDA driver is unavailable:"), out.stdout
 
