@@ -86,3 +86,102 @@ def test_without_a_gpu_the_script_fails_with_the_reason(tmp_path):
     result = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert "CudaUnavailableError: the CUDA driver is unavailable" in result.stderr
+
+
+class HostDriver:
+    """cuda.bindings.driver's calls that gpu_check makes, on host memory (malloc'd "device" buffers),
+    so the script's GPU-only code runs here with the kernels on the CPU shim."""
+
+    class CUresult:
+        CUDA_SUCCESS = 0
+
+    def __init__(self):
+        import ctypes
+
+        self.ctypes, self.libc = ctypes, ctypes.CDLL(None)
+        self.libc.malloc.restype, self.libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+        self.libc.free.argtypes = [ctypes.c_void_p]
+        self.live, self.events = set(), 0
+
+    def cuMemAlloc(self, nbytes):
+        address = self.libc.malloc(nbytes)
+        self.live.add(address)
+        return 0, address
+
+    def cuMemFree(self, address):
+        self.live.remove(address)
+        self.libc.free(address)
+        return (0,)
+
+    def cuMemsetD8(self, address, value, nbytes):
+        self.ctypes.memset(address, value, nbytes)
+        return (0,)
+
+    def cuMemcpyHtoD(self, destination, source, nbytes):
+        self.ctypes.memmove(destination, source, nbytes)
+        return (0,)
+
+    cuMemcpyDtoH = cuMemcpyHtoD
+
+    def cuMemcpyDtoDAsync(self, destination, source, nbytes, stream):
+        return self.cuMemcpyHtoD(destination, source, nbytes)
+
+    def cuEventCreate(self, flags):
+        self.events += 1
+        return 0, self.events
+
+    def cuEventRecord(self, event, stream):
+        return (0,)
+
+    def cuEventSynchronize(self, event):
+        return (0,)
+
+    def cuEventElapsedTime(self, begin, end):
+        return 0, 1.5
+
+    def cuCtxGetDevice(self):
+        return 0, 0
+
+    def cuDeviceGetName(self, length, device):
+        return 0, b"Host Test Device\0\0"
+
+    def cuDriverGetVersion(self):
+        return 0, 13000
+
+    def cuStreamCreate(self, flags):
+        return 0, 0x5
+
+
+@pytest.fixture
+def host_gpu(monkeypatch):
+    from trt_scatter.plugins import cuda
+
+    fake = HostDriver()
+    monkeypatch.setattr(cuda, "_driver_module", fake)
+    monkeypatch.setattr(cuda, "device_arch", lambda: 90)
+    monkeypatch.setattr(cuda, "sm_count", lambda: 2)
+    monkeypatch.setattr(cuda, "cubin", lambda kernel, size, index, arch: (b"", "lowered"))
+    monkeypatch.setattr(kernels, "device", host.ShimDevice(host.load(host.shared_library())))
+    return fake
+
+
+@needs_gxx
+def test_benchmark_code_runs_on_host_memory(host_gpu):
+    from trt_scatter.plugins import cuda
+
+    rows, memcpy_ms = gpu_check.benchmarks(kernels, cuda, 0x5, size_mb=2, reps=1, use_torch=False, overhead_launches=5)
+    kinds = [row["kind"] for row in rows]
+    assert kinds.count("copy path") == 3 and kinds.count("in place") == 5 and kinds.count("python overhead") == 3
+    assert all(row["time_vs_memcpy"] == 1.0 for row in rows if "time_vs_memcpy" in row)  # the fake times everything 1.5 ms
+    assert set(memcpy_ms) == {str(2 << 20), str(1 << 20)}
+    assert host_gpu.live == set()  # every buffer freed
+
+
+@needs_gxx
+def test_quick_run_end_to_end_on_host_memory(host_gpu, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRT_SCATTER_CACHE_DIR", str(tmp_path / "cache"))  # main() sets it: restore it after
+    assert gpu_check.main(["--quick", "--out", str(tmp_path), "--cache-dir", str(tmp_path / "cache")]) == 0
+    results = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert results["all_correct"] and results["machine"]["device"] == "Host Test Device"
+    assert len(results["compile"]) == 12 and len(results["correctness"]) == 16
+    assert "All correct: True" in (tmp_path / "gpu_check.md").read_text()
