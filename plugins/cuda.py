@@ -1,0 +1,362 @@
+"""CUDA plumbing for the kernels: NVRTC compilation to CUBIN with a memory and disk cache, and the
+few driver calls the launcher needs.
+
+Why CUBIN and not PTX: the GPUs this runs on may have an older driver whose JIT rejects the PTX
+version a newer NVRTC emits, while a CUBIN for the device's own compute capability always loads.
+
+Nothing here touches the driver at import time: without a GPU (or without cuda-python) importing
+works and the first use raises :class:`CudaUnavailableError` naming the cause.
+"""
+
+import ctypes
+import hashlib
+import os
+import sys
+import threading
+from pathlib import Path
+
+from trt_scatter.log import logger
+
+SOURCE_DIR = Path(__file__).resolve().parent
+SOURCES = {"slice_scatter": "slice_scatter.cu", "scatter_update": "scatter_update.cu"}
+HEADERS = ("scatter_common.cuh",)
+CACHE_ENV = "TRT_SCATTER_CACHE_DIR"
+NVRTC_OPTIONS = ("-std=c++17", "-default-device")
+
+
+class CudaError(RuntimeError):
+    """A CUDA driver or NVRTC call failed; the message names the call and the CUDA error."""
+
+
+class CudaUnavailableError(CudaError):
+    """The CUDA driver (or NVRTC) cannot be used in this process: no GPU, no driver, no cuda-python."""
+
+
+def _result_name(result):
+    return getattr(result, "name", str(result))
+
+
+# ---------------------------------------------------------------------------------------------
+# NVRTC
+
+
+def _preload_nvrtc():
+    """Loads libnvrtc from a ``nvidia/*/lib`` folder on ``sys.path``.
+
+    cuda-pathfinder looks only in the interpreter's own site-packages; a venv that reaches its
+    packages through a ``.pth`` file (or PYTHONPATH) would otherwise not find the NVRTC wheel.
+    Once the library is loaded under its soname, cuda-bindings uses it.
+    """
+    for entry in sys.path:
+        for pattern in ("nvidia/cu*/lib/libnvrtc.so.*", "nvidia/cuda_nvrtc/lib/libnvrtc.so.*"):
+            for candidate in sorted(Path(entry).glob(pattern)) if entry and Path(entry).is_dir() else ():
+                if "builtins" in candidate.name or "alt" in candidate.name:
+                    continue
+                try:
+                    ctypes.CDLL(str(candidate), mode=os.RTLD_GLOBAL)
+                    return True
+                except OSError:
+                    continue
+    return False
+
+
+def _binding(name):
+    """``cuda.bindings.<name>`` (cuda-python >= 12.6), or ``cuda.<name>`` from older releases."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"cuda.bindings.{name}")
+    except ImportError:
+        return importlib.import_module(f"cuda.{name}")
+
+
+_nvrtc_module = None
+
+
+def nvrtc():
+    """The ``cuda.bindings.nvrtc`` module with its library loaded, or CudaUnavailableError."""
+    global _nvrtc_module
+    if _nvrtc_module is not None:
+        return _nvrtc_module
+    try:
+        module = _binding("nvrtc")
+    except ImportError as error:
+        raise CudaUnavailableError(f"NVRTC is unavailable: cuda-python is not installed ({error})") from error
+    try:
+        module.nvrtcVersion()
+    except Exception as first_error:  # cuda-pathfinder's DynamicLibNotFoundError and friends
+        if not _preload_nvrtc():
+            raise CudaUnavailableError(
+                f"NVRTC is unavailable: libnvrtc not found ({first_error}); install nvidia-cuda-nvrtc"
+            ) from first_error
+        module.nvrtcVersion()
+    _nvrtc_module = module
+    return module
+
+
+def nvrtc_version():
+    err, major, minor = nvrtc().nvrtcVersion()
+    return major, minor
+
+
+def name_expression(kernel, element_size, index_itemsize=None):
+    """The C++ name of one kernel instantiation, e.g. ``scatter_update<unsigned int, long long>``."""
+    element = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}[element_size]
+    if kernel == "slice_scatter":
+        return f"slice_scatter<{element}>"
+    index = {4: "int", 8: "long long"}[index_itemsize]
+    return f"scatter_update<{element}, {index}>"
+
+
+def source_digest():
+    """Hash of everything a CUBIN depends on besides its key: sources, NVRTC version, options."""
+    digest = hashlib.sha256()
+    for name in sorted(SOURCES.values()) + sorted(HEADERS):
+        digest.update(name.encode() + b"\0" + (SOURCE_DIR / name).read_bytes())
+    digest.update(repr((nvrtc_version(), NVRTC_OPTIONS)).encode())
+    return digest.hexdigest()[:16]
+
+
+def cache_key(kernel, element_size, index_itemsize, arch):
+    """The cache file stem for one instantiation on one architecture (``arch`` as 90 for sm_90)."""
+    index = f"i{8 * index_itemsize}" if index_itemsize else "any"
+    return f"{kernel}-e{element_size}-{index}-sm{arch}-{source_digest()}"
+
+
+def cache_dir():
+    """``$TRT_SCATTER_CACHE_DIR``, else ``$XDG_CACHE_HOME/trt-scatter``, else ``~/.cache/trt-scatter``."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "trt-scatter"
+
+
+def _check_nvrtc(result, what, program=None):
+    module = nvrtc()
+    if result == module.nvrtcResult.NVRTC_SUCCESS:
+        return
+    log = ""
+    if program is not None:
+        _, size = module.nvrtcGetProgramLogSize(program)
+        buffer = b" " * size
+        module.nvrtcGetProgramLog(program, buffer)
+        log = "\n" + buffer.decode(errors="replace").rstrip("\0 \n")
+    raise CudaError(f"{what} failed: {_result_name(result)}{log}")
+
+
+def _compile(kernel, element_size, index_itemsize, architecture, *outputs):
+    """Runs NVRTC on one instantiation; returns the lowered name and the requested outputs
+    (("CUBIN" or "PTX") as bytes)."""
+    module = nvrtc()
+    source = (SOURCE_DIR / SOURCES[kernel]).read_bytes()
+    headers = [(SOURCE_DIR / name).read_bytes() for name in HEADERS]
+    expression = name_expression(kernel, element_size, index_itemsize)
+    err, program = module.nvrtcCreateProgram(source, SOURCES[kernel].encode(), len(headers), headers,
+                                             [name.encode() for name in HEADERS])
+    _check_nvrtc(err, "nvrtcCreateProgram")
+    try:
+        _check_nvrtc(module.nvrtcAddNameExpression(program, expression.encode())[0], "nvrtcAddNameExpression")
+        options = [f"--gpu-architecture={architecture}".encode()] + [option.encode() for option in NVRTC_OPTIONS]
+        (err,) = module.nvrtcCompileProgram(program, len(options), options)
+        _check_nvrtc(err, f"compiling {expression} for {architecture}", program)
+        err, lowered = module.nvrtcGetLoweredName(program, expression.encode())
+        _check_nvrtc(err, "nvrtcGetLoweredName")
+        results = []
+        for output in outputs:
+            err, size = getattr(module, f"nvrtcGet{output}Size")(program)
+            _check_nvrtc(err, f"nvrtcGet{output}Size")
+            buffer = b" " * size
+            _check_nvrtc(getattr(module, f"nvrtcGet{output}")(program, buffer)[0], f"nvrtcGet{output}")
+            results.append(buffer)
+    finally:
+        module.nvrtcDestroyProgram(program)
+    return (lowered.decode() if isinstance(lowered, bytes) else lowered, *results)
+
+
+def compile_cubin(kernel, element_size, index_itemsize, arch):
+    """Compiles one instantiation with NVRTC for ``sm_<arch>``; returns ``(cubin bytes, lowered name)``."""
+    lowered, image = _compile(kernel, element_size, index_itemsize, f"sm_{arch}", "CUBIN")
+    return image, lowered
+
+
+def compile_ptx(kernel, element_size, index_itemsize, arch):
+    """The PTX of one instantiation, as text (for inspecting the generated code; never loaded)."""
+    _, ptx = _compile(kernel, element_size, index_itemsize, f"compute_{arch}", "PTX")
+    return ptx.rstrip(b"\0").decode()
+
+
+_MAGIC = b"trt-scatter-cubin-1\n"
+_cubins = {}
+_cubins_lock = threading.Lock()
+
+
+def _read_cache_file(path):
+    try:
+        blob = path.read_bytes()
+    except OSError:
+        return None
+    if not blob.startswith(_MAGIC) or b"\n" not in blob[len(_MAGIC):]:
+        return None
+    name, _, cubin = blob[len(_MAGIC):].partition(b"\n")
+    return (cubin, name.decode()) if cubin else None
+
+
+def _write_cache_file(path, cubin, lowered):
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        temporary.write_bytes(_MAGIC + lowered.encode() + b"\n" + cubin)
+        os.replace(temporary, path)  # atomic: concurrent processes never see half a file
+    except OSError as error:
+        logger.warning(f"trt-scatter: cannot write the kernel cache {path}: {error}")
+
+
+def cubin(kernel, element_size, index_itemsize, arch):
+    """``(cubin, lowered name)`` for one instantiation: from memory, else from disk, else NVRTC."""
+    key = cache_key(kernel, element_size, index_itemsize, arch)
+    with _cubins_lock:
+        if key in _cubins:
+            return _cubins[key]
+        path = cache_dir() / f"{key}.cubin"
+        entry = _read_cache_file(path)
+        if entry is None:
+            logger.info(f"trt-scatter: compiling {name_expression(kernel, element_size, index_itemsize)} for sm_{arch}")
+            entry = compile_cubin(kernel, element_size, index_itemsize, arch)
+            _write_cache_file(path, *entry)
+        _cubins[key] = entry
+        return entry
+
+
+# ---------------------------------------------------------------------------------------------
+# Driver
+
+
+_driver_module = None
+_driver_lock = threading.Lock()
+
+
+def driver():
+    """``cuda.bindings.driver`` after a successful ``cuInit``, or CudaUnavailableError saying why."""
+    global _driver_module
+    if _driver_module is not None:
+        return _driver_module
+    with _driver_lock:
+        if _driver_module is not None:
+            return _driver_module
+        try:
+            module = _binding("driver")
+        except ImportError as error:
+            raise CudaUnavailableError(f"the CUDA driver is unavailable: cuda-python is not installed ({error})") from error
+        try:
+            (err,) = module.cuInit(0)
+        except Exception as error:  # libcuda.so not found: no driver on this machine
+            raise CudaUnavailableError(f"the CUDA driver is unavailable: {error}") from error
+        if err != module.CUresult.CUDA_SUCCESS:
+            raise CudaUnavailableError(f"the CUDA driver is unavailable: cuInit failed with {_result_name(err)}")
+        _driver_module = module
+        return module
+
+
+def check(result, what):
+    """Unpacks a cuda-python driver result ``(err, *values)``; raises CudaError naming ``what``."""
+    err, *values = result
+    if err != driver().CUresult.CUDA_SUCCESS:
+        raise CudaError(f"{what} failed: {_result_name(err)}")
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+class _ContextState:
+    """What one CUDA context needs remembered: its arch, SM count and loaded functions."""
+
+    def __init__(self, arch, sm_count):
+        self.arch, self.sm_count, self.functions, self.modules = arch, sm_count, {}, []
+
+
+_contexts = {}
+
+
+def _context():
+    """The current context (the primary context of device 0 made current if there is none)."""
+    cuda = driver()
+    context = check(cuda.cuCtxGetCurrent(), "cuCtxGetCurrent")
+    if int(context) == 0:
+        device = check(cuda.cuDeviceGet(0), "cuDeviceGet")
+        context = check(cuda.cuDevicePrimaryCtxRetain(device), "cuDevicePrimaryCtxRetain")
+        check(cuda.cuCtxSetCurrent(context), "cuCtxSetCurrent")
+    handle = int(context)
+    state = _contexts.get(handle)
+    if state is None:
+        device = check(cuda.cuCtxGetDevice(), "cuCtxGetDevice")
+        attribute = cuda.CUdevice_attribute
+        major = check(cuda.cuDeviceGetAttribute(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device), "cuDeviceGetAttribute")
+        minor = check(cuda.cuDeviceGetAttribute(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device), "cuDeviceGetAttribute")
+        sms = check(cuda.cuDeviceGetAttribute(attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device), "cuDeviceGetAttribute")
+        state = _contexts[handle] = _ContextState(10 * major + minor, sms)
+    return state
+
+
+def device_arch():
+    """The current device's compute capability as an int (90 for sm_90)."""
+    return _context().arch
+
+
+def sm_count():
+    return _context().sm_count
+
+
+_functions_lock = threading.Lock()
+
+
+def kernel(name, element_size, index_itemsize=None):
+    """``(CUfunction, SM count)`` of one instantiation in the current context (compiled and loaded
+    on first use); one context lookup serves both."""
+    state = _context()
+    key = (name, element_size, index_itemsize)
+    found = state.functions.get(key)
+    if found is None:
+        with _functions_lock:  # enqueue may run on several threads: load each module once
+            found = state.functions.get(key)
+            if found is None:
+                cuda = driver()
+                image, lowered = cubin(name, element_size, index_itemsize, target_arch(state.arch))
+                module = check(cuda.cuModuleLoadData(image), f"cuModuleLoadData({lowered})")
+                state.modules.append(module)
+                found = check(cuda.cuModuleGetFunction(module, lowered.encode()), f"cuModuleGetFunction({lowered})")
+                state.functions[key] = found
+    return found, state.sm_count
+
+
+def target_arch(device_arch, supported=None):
+    """The arch to build a CUBIN for: the device's own, else (an NVRTC that does not know it) the
+    newest supported one of the same major version not above it, which the device also runs."""
+    if supported is None:
+        supported = nvrtc().nvrtcGetSupportedArchs()[1]
+    if device_arch in supported:
+        return device_arch
+    same_major = [arch for arch in supported if arch // 10 == device_arch // 10 and arch <= device_arch]
+    if not same_major:
+        raise CudaError(f"NVRTC {nvrtc_version()} cannot build for sm_{device_arch} (supported: {sorted(supported)})")
+    return max(same_major)
+
+
+def launch(kernel_function, grid, block, stream, params_address):
+    """``cuLaunchKernel`` with ``kernelParams`` = the address of a ``void*[]`` array."""
+    check(driver().cuLaunchKernel(kernel_function, grid, 1, 1, block, 1, 1, 0, stream, params_address, 0), "cuLaunchKernel")
+
+
+def memset_u32_async(address, value, count, stream):
+    check(driver().cuMemsetD32Async(address, value, count, stream), "cuMemsetD32Async")
+
+
+def memcpy_dtod_async(destination, source, nbytes, stream):
+    check(driver().cuMemcpyDtoDAsync(destination, source, nbytes, stream), "cuMemcpyDtoDAsync")
+
+
+def memcpy_dtoh(host_address, source, nbytes):
+    check(driver().cuMemcpyDtoH(host_address, source, nbytes), "cuMemcpyDtoH")
+
+
+def stream_synchronize(stream):
+    check(driver().cuStreamSynchronize(stream), "cuStreamSynchronize")

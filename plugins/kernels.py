@@ -1,0 +1,237 @@
+"""Launching the SliceScatter and ScatterUpdate kernels: the API that plugin ``enqueue`` and the GPU
+check script use.
+
+Pointers are device addresses as Python ints, shapes are tuples of ints, ``stream`` is the
+``cudaStream_t`` handle as an int (what TensorRT passes to ``enqueue``). Every launch is
+asynchronous on ``stream``: an optional zeroing of the error counter, the copy of ``data`` into
+``output`` unless in place (``data == 0``), then one kernel. Host-known arguments (element size,
+itemsizes, ranks) are checked here and raise :class:`~trt_scatter.oracle.ScatterInputError`;
+everything read from device memory (start/stop/step/axes/axis/indices) is checked by the kernel,
+which writes nothing wrong and counts each problem in ``error_flag`` (see :func:`check_error_flag`).
+
+Importing this module needs no GPU; the first launch compiles (NVRTC) and loads the kernel.
+"""
+
+import ctypes
+import math
+import os
+import struct
+
+from trt_scatter.oracle.rules import ScatterInputError
+
+from . import cuda
+
+ELEMENT_SIZES = (1, 2, 4, 8)
+INDEX_ITEMSIZES = (4, 8)
+MAX_RANK = 8
+BLOCK = 256
+BLOCKS_PER_SM = 8
+DEBUG_ENV = "TRT_SCATTER_DEBUG"
+
+# The driver backend: plugins.cuda on a GPU. Tests substitute an object with the same functions
+# (kernel, memset_u32_async, memcpy_dtod_async, launch, stream_synchronize, memcpy_dtoh) that
+# runs the kernels on the CPU (tests/kernel_shim/host.py).
+device = cuda
+
+_Shape = ctypes.c_int64 * MAX_RANK
+
+
+class SliceScatterArgs(ctypes.Structure):
+    """Mirror of ``SliceScatterArgs`` in scatter_common.cuh (the kernel's one by-value parameter).
+
+    Launches pack it with the equivalent ``struct`` layout below (several times faster than
+    building this object); this mirror documents the layout and decodes packed bytes in tests.
+    """
+
+    _fields_ = [
+        ("output", ctypes.c_void_p),
+        ("updates", ctypes.c_void_p),
+        ("start", ctypes.c_void_p),
+        ("stop", ctypes.c_void_p),
+        ("step", ctypes.c_void_p),
+        ("axes", ctypes.c_void_p),
+        ("error_flag", ctypes.c_void_p),
+        ("data_shape", _Shape),
+        ("updates_shape", _Shape),
+        ("rank", ctypes.c_int32),
+        ("num_axes", ctypes.c_int32),
+        ("param_itemsize", ctypes.c_int32),
+        ("axes_itemsize", ctypes.c_int32),
+    ]
+
+
+class ScatterUpdateArgs(ctypes.Structure):
+    """Mirror of ``ScatterUpdateArgs`` in scatter_common.cuh."""
+
+    _fields_ = [
+        ("output", ctypes.c_void_p),
+        ("updates", ctypes.c_void_p),
+        ("indices", ctypes.c_void_p),
+        ("axis", ctypes.c_void_p),
+        ("error_flag", ctypes.c_void_p),
+        ("data_shape", _Shape),
+        ("indices_shape", _Shape),
+        ("updates_shape", _Shape),
+        ("data_rank", ctypes.c_int32),
+        ("indices_rank", ctypes.c_int32),
+        ("updates_rank", ctypes.c_int32),
+        ("axis_itemsize", ctypes.c_int32),
+    ]
+
+
+_SLICE_SCATTER_LAYOUT = struct.Struct(f"<7Q{2 * MAX_RANK}q4i")
+_SCATTER_UPDATE_LAYOUT = struct.Struct(f"<5Q{3 * MAX_RANK}q4i")
+_ZEROS = (0,) * MAX_RANK
+
+
+def debug_enabled():
+    """True when ``TRT_SCATTER_DEBUG=1``: callers then check the error counter after each launch."""
+    return os.environ.get(DEBUG_ENV, "0") == "1"
+
+
+def _choice(op, name, value, choices, unit=""):
+    if value not in choices:
+        raise ScatterInputError(op, name, f"must be one of {', '.join(map(str, choices))}{unit}", value)
+    return value
+
+
+def _shape(op, name, shape, min_rank=1):
+    shape = tuple(shape)
+    if not min_rank <= len(shape) <= MAX_RANK:
+        raise ScatterInputError(op, name, f"must have rank {min_rank}..{MAX_RANK}", f"shape {shape}")
+    try:
+        negative = bool(shape) and min(shape) < 0
+    except TypeError:
+        negative = True
+    if negative or not all(type(dim) is int or _is_int(dim) for dim in shape):
+        raise ScatterInputError(op, name, "must be a tuple of non-negative ints", f"shape {shape}")
+    return shape
+
+
+def _is_int(value):
+    return hasattr(value, "__index__") and not isinstance(value, bool)
+
+
+def _pointers(op, **pointers):
+    """The device addresses as ints in [0, 2**64) (what TensorRT passes: ints)."""
+    values = []
+    for name, pointer in pointers.items():
+        if not _is_int(pointer) or not 0 <= int(pointer) < 1 << 64:
+            raise ScatterInputError(op, name, "must be a device address (an int)", repr(pointer))
+        values.append(int(pointer))
+    return values
+
+
+def _padded(shape):
+    return shape + _ZEROS[len(shape):]
+
+
+def slice_scatter_args(*, output, updates, start, stop, step, axes, num_axes, data_shape, updates_shape,
+                       element_size, param_itemsize, axes_itemsize, error_flag):
+    """Checks the host-known arguments of a SliceScatter launch; returns the kernel's parameter
+    (the bytes of a ``SliceScatterArgs``)."""
+    op = "launch_slice_scatter"
+    _choice(op, "element_size", element_size, ELEMENT_SIZES, " bytes")
+    _choice(op, "param_itemsize", param_itemsize, INDEX_ITEMSIZES, " bytes")
+    if axes:
+        _choice(op, "axes_itemsize", axes_itemsize, INDEX_ITEMSIZES, " bytes")
+    data_shape = _shape(op, "data_shape", data_shape)
+    updates_shape = _shape(op, "updates_shape", updates_shape)
+    if len(updates_shape) != len(data_shape):
+        raise ScatterInputError(op, "updates_shape", f"must have the rank of data_shape ({len(data_shape)})", f"shape {updates_shape}")
+    if isinstance(num_axes, bool) or not isinstance(num_axes, int) or num_axes < 0:
+        raise ScatterInputError(op, "num_axes", "must be a non-negative int", num_axes)
+    if num_axes and not (start and stop and step):
+        raise ScatterInputError(op, "start/stop/step", "must be device addresses when num_axes > 0", (start, stop, step))
+    pointers = _pointers(op, output=output, updates=updates, start=start or 0, stop=stop or 0, step=step or 0,
+                         axes=axes or 0, error_flag=error_flag or 0)
+    return _SLICE_SCATTER_LAYOUT.pack(*pointers, *_padded(data_shape), *_padded(updates_shape), len(data_shape),
+                                      num_axes, param_itemsize, axes_itemsize if axes else 0)
+
+
+def scatter_update_args(*, output, indices, updates, axis, data_shape, indices_shape, element_size,
+                        index_itemsize, axis_itemsize, error_flag, updates_shape=None):
+    """Checks the host-known arguments of a ScatterUpdate launch; returns the kernel's parameter
+    (the bytes of a ``ScatterUpdateArgs``)."""
+    op = "launch_scatter_update"
+    _choice(op, "element_size", element_size, ELEMENT_SIZES, " bytes")
+    _choice(op, "index_itemsize", index_itemsize, INDEX_ITEMSIZES, " bytes")
+    _choice(op, "axis_itemsize", axis_itemsize, INDEX_ITEMSIZES, " bytes")
+    data_shape = _shape(op, "data_shape", data_shape)
+    indices_shape = _shape(op, "indices_shape", indices_shape, min_rank=0)
+    if updates_shape is None:
+        updates_rank, updates_shape = -1, ()
+    else:
+        updates_shape = _shape(op, "updates_shape", updates_shape, min_rank=0)
+        updates_rank = len(updates_shape)
+    if not axis:
+        raise ScatterInputError(op, "axis", "must be a device address", axis)
+    pointers = _pointers(op, output=output, updates=updates, indices=indices or 0, axis=axis, error_flag=error_flag or 0)
+    return _SCATTER_UPDATE_LAYOUT.pack(*pointers, *_padded(data_shape), *_padded(indices_shape), *_padded(updates_shape),
+                                       len(data_shape), len(indices_shape), updates_rank, axis_itemsize)
+
+
+def grid_size(elements, sm_count):
+    """Blocks for ``elements`` work items: one per item up to a few waves (the loops grid-stride)."""
+    return max(1, min(-(-elements // BLOCK), sm_count * BLOCKS_PER_SM))
+
+
+def _launch(kernel, element_size, index_itemsize, args, *, output, data, data_bytes, work, error_flag, stream):
+    function, sm_count = device.kernel(kernel, element_size, index_itemsize)
+    if error_flag:
+        device.memset_u32_async(error_flag, 0, 1, stream)
+    if data and data != output and data_bytes:
+        device.memcpy_dtod_async(output, data, data_bytes, stream)
+    # cuLaunchKernel copies the parameters before it returns: these buffers may then go.
+    packed = ctypes.create_string_buffer(args, len(args))
+    params = (ctypes.c_void_p * 1)(ctypes.addressof(packed))
+    device.launch(function, grid_size(work, sm_count), BLOCK, stream, ctypes.addressof(params))
+
+
+def launch_slice_scatter(*, output, data, updates, start, stop, step, axes, num_axes, data_shape, updates_shape,
+                         element_size, param_itemsize, axes_itemsize, error_flag, stream):
+    """SliceScatter on ``stream``: ``output`` = ``data`` with ``updates`` in the slice start:stop:step over axes.
+
+    ``data == 0``: in place (``output`` already holds data). ``start``/``stop``/``step`` point at
+    ``num_axes`` ints of ``param_itemsize`` bytes, ``axes`` at as many of ``axes_itemsize`` bytes
+    (``axes == 0``: axes 0..num_axes-1). If the slice they describe (clamped as
+    ``oracle.slice_geometry`` does) does not have ``updates_shape``, or the axes or steps are
+    invalid, nothing is written and ``error_flag`` (a device uint32, or 0) counts 1.
+    """
+    args = slice_scatter_args(output=output, updates=updates, start=start, stop=stop, step=step, axes=axes,
+                              num_axes=num_axes, data_shape=data_shape, updates_shape=updates_shape,
+                              element_size=element_size, param_itemsize=param_itemsize,
+                              axes_itemsize=axes_itemsize, error_flag=error_flag)
+    _launch("slice_scatter", element_size, None, args, output=output, data=data,
+            data_bytes=math.prod(data_shape) * element_size, work=math.prod(updates_shape), error_flag=error_flag,
+            stream=stream)
+
+
+def launch_scatter_update(*, output, data, indices, updates, axis, data_shape, indices_shape, element_size,
+                          index_itemsize, axis_itemsize, error_flag, stream, updates_shape=None):
+    """ScatterUpdate on ``stream``: ``output`` = ``data`` with the slices at ``indices`` along ``axis`` replaced.
+
+    ``data == 0``: in place. ``axis`` points at one int of ``axis_itemsize`` bytes (in [-r, r-1],
+    normalized on the device). Each index outside [0, data_shape[axis]-1] is skipped and counted
+    in ``error_flag``. ``updates_shape`` (optional, recommended): the kernel then checks it against
+    ``data_shape[:axis] + indices_shape + data_shape[axis+1:]`` for the device's axis and writes
+    nothing (counting 1) if it differs, so a wrong axis can never make it read past ``updates``.
+    """
+    args = scatter_update_args(output=output, indices=indices, updates=updates, axis=axis, data_shape=data_shape,
+                               indices_shape=indices_shape, element_size=element_size,
+                               index_itemsize=index_itemsize, axis_itemsize=axis_itemsize, error_flag=error_flag,
+                               updates_shape=updates_shape)
+    # Any grid is correct (the kernel grid-strides); the work only sizes it.
+    work = math.prod(updates_shape if updates_shape is not None else data_shape)
+    _launch("scatter_update", element_size, index_itemsize, args, output=output, data=data,
+            data_bytes=math.prod(data_shape) * element_size, work=work, error_flag=error_flag, stream=stream)
+
+
+def check_error_flag(error_flag, stream):
+    """Waits for ``stream`` and returns the error count of the launches since the flag was zeroed (0 if no flag)."""
+    if not error_flag:
+        return 0
+    device.stream_synchronize(stream)
+    count = ctypes.c_uint32()
+    device.memcpy_dtoh(ctypes.addressof(count), error_flag, 4)
+    return count.value

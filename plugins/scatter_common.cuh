@@ -1,0 +1,141 @@
+// Shared pieces of the trt-scatter kernels (slice_scatter.cu, scatter_update.cu).
+//
+// The kernels move bytes: they are templates on an unsigned type of the element's size and
+// never look at values. The same source compiles with NVRTC for the GPU and with g++ after
+// tests/kernel_shim/shim.h for the CPU tests, so it uses nothing beyond the built-in index
+// variables, atomicAdd and plain C++17.
+//
+// The argument structs are passed by value as the kernels' only parameter; plugins/kernels.py
+// mirrors them with ctypes (a test compares both layouts).
+#pragma once
+
+#define TRT_SCATTER_MAX_RANK 8
+
+typedef long long i64;
+typedef unsigned long long u64;
+
+// The widest unit a row copy uses: 16 bytes (one 128-bit load/store when aligned).
+struct alignas(16) Bytes16 {
+    u64 lo, hi;
+};
+
+struct SliceScatterArgs {
+    char* output;
+    const char* updates;
+    const void* start;
+    const void* stop;
+    const void* step;
+    const void* axes;  // null: axes 0 .. num_axes-1
+    unsigned int* error_flag;  // null: errors are not counted
+    i64 data_shape[TRT_SCATTER_MAX_RANK];
+    i64 updates_shape[TRT_SCATTER_MAX_RANK];
+    int rank;
+    int num_axes;
+    int param_itemsize;  // of start/stop/step: 4 or 8
+    int axes_itemsize;  // 4 or 8
+};
+
+struct ScatterUpdateArgs {
+    char* output;
+    const char* updates;
+    const void* indices;
+    const void* axis;
+    unsigned int* error_flag;
+    i64 data_shape[TRT_SCATTER_MAX_RANK];
+    i64 indices_shape[TRT_SCATTER_MAX_RANK];
+    i64 updates_shape[TRT_SCATTER_MAX_RANK];
+    int data_rank;
+    int indices_rank;
+    int updates_rank;  // -1: updates' shape is not checked
+    int axis_itemsize;  // 4 or 8
+};
+
+// Small parameter tensors come as int32 or int64, told apart at run time.
+__device__ __forceinline__ i64 load_int(const void* p, int itemsize, i64 i) {
+    return itemsize == 8 ? static_cast<const i64*>(p)[i] : static_cast<i64>(static_cast<const int*>(p)[i]);
+}
+
+__device__ __forceinline__ i64 global_thread() {
+    return static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+
+__device__ __forceinline__ i64 grid_threads() {
+    return static_cast<i64>(gridDim.x) * blockDim.x;
+}
+
+__device__ __forceinline__ void count_error(unsigned int* flag, unsigned int n) {
+    if (flag != nullptr && n != 0) atomicAdd(flag, n);
+}
+
+// Division is the costly part of mapping a row to its output offset; most operands fit 32 bits.
+__device__ __forceinline__ i64 quotient(i64 a, i64 b) {
+    if ((static_cast<u64>(a) | static_cast<u64>(b)) >> 32 == 0)
+        return static_cast<i64>(static_cast<unsigned int>(a) / static_cast<unsigned int>(b));
+    return a / b;
+}
+
+// The largest unit in {16, 8, 4, 2, 1} bytes that divides every byte offset and length in `bits`.
+__device__ __forceinline__ int unit_bytes(u64 bits) {
+    int width = 16;
+    while (width > 1 && (bits & static_cast<u64>(width - 1)) != 0) width >>= 1;
+    return width;
+}
+
+// Copies `rows` rows of `row_units` units U: source row r starts at byte r*row_units*sizeof(U)
+// of `src` (updates are dense), its destination at byte map(r) of `dst`, or nowhere if map(r) < 0.
+// Long rows: blocks take tiles of a row (one row lookup per tile); short rows: threads take
+// single units (one row lookup per unit). Both are grid-stride loops, so any grid is correct.
+template <typename U, typename RowMap>
+__device__ __forceinline__ void copy_rows(char* __restrict__ dst, const char* __restrict__ src, i64 rows,
+                                          i64 row_units, const RowMap& map) {
+    const U* in = reinterpret_cast<const U*>(src);
+    if (row_units >= static_cast<i64>(blockDim.x)) {
+        const int unroll = 4;
+        const i64 tile = static_cast<i64>(blockDim.x) * unroll;
+        const i64 tiles_per_row = (row_units + tile - 1) / tile;
+        const i64 tiles = rows * tiles_per_row;
+        for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+            const i64 r = quotient(t, tiles_per_row);
+            const i64 offset = map(r);
+            if (offset < 0) continue;
+            U* out = reinterpret_cast<U*>(dst + offset);
+            const U* row = in + r * row_units;
+            const i64 first = (t - r * tiles_per_row) * tile + threadIdx.x;
+#pragma unroll
+            for (int k = 0; k < unroll; ++k) {
+                const i64 u = first + static_cast<i64>(k) * blockDim.x;
+                if (u < row_units) out[u] = row[u];
+            }
+        }
+    } else if (row_units == 1) {  // e.g. a strided innermost axis: one unit per row, no division
+        for (i64 r = global_thread(); r < rows; r += grid_threads()) {
+            const i64 offset = map(r);
+            if (offset >= 0) *reinterpret_cast<U*>(dst + offset) = in[r];
+        }
+    } else {
+        const i64 units = rows * row_units;
+        for (i64 i = global_thread(); i < units; i += grid_threads()) {
+            const i64 r = quotient(i, row_units);
+            const i64 offset = map(r);
+            if (offset < 0) continue;
+            reinterpret_cast<U*>(dst + offset)[i - r * row_units] = in[i];
+        }
+    }
+}
+
+// copy_rows with the widest unit that divides every byte offset involved: `alignment_bits` is the
+// OR of the offsets' common factors (row lengths, strides, bases); the pointers are added here.
+// Any such unit moves the same bytes, so rows of 1-byte elements can still move 16 at a time.
+template <typename RowMap>
+__device__ __forceinline__ void copy_rows_widest(char* dst, const char* src, i64 rows, i64 row_bytes,
+                                                 u64 alignment_bits, const RowMap& map) {
+    if (rows <= 0 || row_bytes <= 0) return;
+    switch (unit_bytes(alignment_bits | static_cast<u64>(row_bytes) | reinterpret_cast<u64>(dst) |
+                       reinterpret_cast<u64>(src))) {
+        case 16: copy_rows<Bytes16>(dst, src, rows, row_bytes / 16, map); break;
+        case 8: copy_rows<u64>(dst, src, rows, row_bytes / 8, map); break;
+        case 4: copy_rows<unsigned int>(dst, src, rows, row_bytes / 4, map); break;
+        case 2: copy_rows<unsigned short>(dst, src, rows, row_bytes / 2, map); break;
+        default: copy_rows<unsigned char>(dst, src, rows, row_bytes, map); break;
+    }
+}

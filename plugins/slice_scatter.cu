@@ -1,0 +1,111 @@
+// SliceScatter-15 (OpenVINO): output = data with `updates` written into the strided slice
+// start:stop:step over `axes`. The slice geometry follows trt_scatter.oracle.slice_geometry and is
+// computed here from the device-side start/stop/step/axes, so it is never trusted from the host:
+// bad axes (out of range, repeated), a zero step, or an `updates` shape that is not the slice's
+// shape make the kernel write nothing and count one error.
+//
+// Instantiated per element size (T = unsigned type of that size); bytes are moved in the widest
+// aligned unit. The copy of data into output (if any) is done by the launcher before this kernel.
+#include "scatter_common.cuh"
+
+// The slice's element count; *first receives its first index. Clamping comes before any
+// arithmetic that could overflow: start/stop in [INT64_MIN, INT64_MAX] and step of any size.
+__device__ __forceinline__ i64 slice_count(i64 start, i64 stop, i64 step, i64 dim, i64* first) {
+    const i64 low = step > 0 ? 0 : -1;
+    const i64 high = step > 0 ? dim : dim - 1;
+    i64 begin = start < 0 ? start + dim : start;  // no overflow: start < 0 <= dim
+    i64 end = stop < 0 ? stop + dim : stop;
+    begin = begin < low ? low : (begin > high ? high : begin);
+    end = end < low ? low : (end > high ? high : end);
+    *first = begin;
+    const i64 span = step > 0 ? end - begin : begin - end;  // |span| <= dim + 1
+    if (span <= 0) return 0;
+    const u64 stride = step > 0 ? static_cast<u64>(step) : 0ull - static_cast<u64>(step);  // INT64_MIN too
+    return static_cast<i64>(static_cast<u64>(span - 1) / stride + 1);
+}
+
+// Row r of updates -> byte offset of its destination in output. Rows are the outer axes' index
+// tuples; axis d of them lands at first[d] + c*step[d], `stride[d]` bytes apart.
+struct SliceRows {
+    i64 first[TRT_SCATTER_MAX_RANK];
+    i64 step[TRT_SCATTER_MAX_RANK];
+    i64 extent[TRT_SCATTER_MAX_RANK];
+    i64 stride[TRT_SCATTER_MAX_RANK];
+    i64 base;
+    int outer;
+
+    __device__ __forceinline__ i64 operator()(i64 r) const {
+        i64 offset = base;
+        for (int d = outer - 1; d >= 0; --d) {
+            const i64 q = quotient(r, extent[d]);
+            offset += (first[d] + (r - q * extent[d]) * step[d]) * stride[d];
+            r = q;
+        }
+        return offset;
+    }
+};
+
+template <typename T>
+__global__ void slice_scatter(SliceScatterArgs a) {
+    const int rank = a.rank;
+    i64 first[TRT_SCATTER_MAX_RANK], step[TRT_SCATTER_MAX_RANK];
+    for (int d = 0; d < TRT_SCATTER_MAX_RANK; ++d) {
+        first[d] = 0;
+        step[d] = 1;
+    }
+    unsigned int sliced = 0;
+    bool valid = rank >= 1 && rank <= TRT_SCATTER_MAX_RANK;
+    // At most rank+1 iterations: by then an axis repeats or is out of range.
+    for (int i = 0; valid && i < a.num_axes; ++i) {
+        i64 axis = a.axes != nullptr ? load_int(a.axes, a.axes_itemsize, i) : i;
+        if (axis < 0) axis += rank;
+        const i64 stride = load_int(a.step, a.param_itemsize, i);
+        if (axis < 0 || axis >= rank || ((sliced >> axis) & 1u) != 0 || stride == 0) {
+            valid = false;
+            break;
+        }
+        sliced |= 1u << axis;
+        i64 begin;
+        const i64 count = slice_count(load_int(a.start, a.param_itemsize, i), load_int(a.stop, a.param_itemsize, i),
+                                      stride, a.data_shape[axis], &begin);
+        valid = count == a.updates_shape[axis];
+        first[axis] = begin;
+        step[axis] = stride;
+    }
+    for (int d = 0; valid && d < rank; ++d)
+        if (((sliced >> d) & 1u) == 0 && a.updates_shape[d] != a.data_shape[d]) valid = false;
+    if (!valid) {
+        if (global_thread() == 0) count_error(a.error_flag, 1);
+        return;
+    }
+
+    // Trailing axes that are copied whole, plus one more with step 1, are contiguous in both
+    // updates and output: they form the rows. The axes before them are walked per row.
+    const i64 size = sizeof(T);
+    i64 inner = size;  // bytes
+    int d = rank - 1;
+    for (; d >= 0 && first[d] == 0 && step[d] == 1 && a.updates_shape[d] == a.data_shape[d]; --d)
+        inner *= a.data_shape[d];
+    SliceRows rows_map;
+    i64 row_bytes = inner;
+    rows_map.base = 0;
+    if (d >= 0 && step[d] == 1) {
+        row_bytes = a.updates_shape[d] * inner;
+        rows_map.base = first[d] * inner;
+        inner *= a.data_shape[d];
+        --d;
+    }
+    rows_map.outer = d + 1;
+    u64 alignment = static_cast<u64>(rows_map.base);
+    i64 rows = 1;
+    for (; d >= 0; --d) {
+        rows_map.first[d] = first[d];
+        rows_map.step[d] = step[d];
+        rows_map.extent[d] = a.updates_shape[d];
+        rows_map.stride[d] = inner;
+        alignment |= static_cast<u64>(inner);
+        rows *= a.updates_shape[d];
+        inner *= a.data_shape[d];
+    }
+    copy_rows_widest(a.output, a.updates, rows, row_bytes, alignment, rows_map);
+}

@@ -1,0 +1,1 @@
+"""Runs the CUDA C sources of plugins/ on the CPU (tests only): see host.py."""

@@ -1,0 +1,56 @@
+"""Runs kernel properties on the AddressSanitizer build of the shim, with exact-size buffers.
+
+Started by the tests in a subprocess with ``LD_PRELOAD=<libasan.so> ASAN_OPTIONS=detect_leaks=0``
+(the sanitizer must be loaded before Python). Exits 0 when every case matched the oracle and no
+access left its buffer; AddressSanitizer aborts the process with a report otherwise.
+
+    python asan_main.py LIBRARY {slice_scatter,scatter_update,overrun} [EXAMPLES]
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+
+from kernel_shim import cases, host  # noqa: E402
+
+
+def main(library, what, examples=40):
+    lib = host.load(library)
+    config = settings(max_examples=examples, deadline=None, derandomize=True, database=None,
+                      suppress_health_check=list(HealthCheck))
+    if what == "overrun":
+        # Proof that the check can fail: a test-only kernel that writes one byte past `output`.
+        import ctypes
+
+        memory = host.Memory(exact=True)
+        n = 100
+        args = (ctypes.c_void_p * 2)(memory.alloc(n), memory.put(np.arange(n, dtype=np.uint8)))
+        packed = (ctypes.c_char * 24)()
+        ctypes.memmove(packed, args, 16)
+        ctypes.c_int64.from_buffer(packed, 16).value = n
+        lib.run_overrun(ctypes.addressof(packed), 1, 32)
+        print("overrun went unnoticed")
+        return 0
+
+    strategy, check = {
+        "slice_scatter": (cases.slice_scatter_cases, cases.check_slice_scatter),
+        "scatter_update": (cases.scatter_update_cases, cases.check_scatter_update),
+    }[what]
+
+    @config
+    @given(case=strategy(), broken=strategy(broken=True))
+    def run(case, broken):
+        check(lib, case, exact=True)
+        check(lib, broken, exact=True)
+
+    run()
+    print(f"{what}: {examples} valid and {examples} broken cases passed under AddressSanitizer")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2], *(int(a) for a in sys.argv[3:])))

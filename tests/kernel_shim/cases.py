@@ -1,0 +1,264 @@
+"""Hypothesis cases for the kernels and the checks that compare them with the oracle.
+
+Shared by the pytest files (guarded buffers) and asan_main.py (exact-size buffers under
+AddressSanitizer), so both run the same properties. Element values are random bit patterns,
+compared bitwise: the kernels move bytes, whatever the type.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from hypothesis import assume
+from hypothesis import strategies as st
+
+from trt_scatter import oracle
+from trt_scatter.oracle.rules import BFLOAT16
+
+from . import host
+
+DTYPES = [np.dtype(t) for t in (np.bool_, np.int8, np.uint8, np.float16, np.int16, np.int32, np.float32, np.int64, np.float64, np.uint64)]
+if BFLOAT16 is not None:
+    DTYPES.append(BFLOAT16)
+INDEX_DTYPES = [np.dtype(np.int32), np.dtype(np.int64)]
+MAX_ELEMENTS = 3000
+
+
+def random_array(rng, shape, dtype):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    bits = rng.integers(0, 256, size=math.prod(shape) * dtype.itemsize, dtype=np.uint8)
+    return bits.view(dtype).reshape(shape)
+
+
+@st.composite
+def shapes(draw, min_rank=1, max_rank=6):
+    """Small shapes (0-size dims included), sometimes with a long last axis to reach the kernels'
+    long-row loop; at most MAX_ELEMENTS elements."""
+    rank = draw(st.integers(min_rank, max_rank))
+    dims = st.integers(0, 9).map(lambda x: x % 5 + 1 if x else 0)  # an empty dimension 1 time in 10
+    shape = draw(st.lists(dims, min_size=rank, max_size=rank))
+    if rank and draw(st.integers(0, 3)) == 0:
+        shape[-1] = draw(st.integers(6, 400))
+    while math.prod(shape) > MAX_ELEMENTS:
+        shape[shape.index(max(shape))] //= 2
+    return tuple(shape)
+
+
+@st.composite
+def launch_setups(draw):
+    """How the shim runs a launch: grid/block overrides (any grid must be right), unaligned buffers."""
+    return {
+        "grid": draw(st.sampled_from([None, None, 1, 3])),
+        "block": draw(st.sampled_from([None, 1, 5, 32])),
+        "sm_count": draw(st.sampled_from([1, 2])),
+        "shift_elements": draw(st.sampled_from([0, 0, 1, 3])),
+        "in_place": draw(st.booleans()),
+    }
+
+
+@dataclass
+class SliceScatterCase:
+    data: np.ndarray
+    updates: np.ndarray
+    start: list
+    stop: list
+    step: list
+    axes: list | None
+    param_dtype: np.dtype
+    axes_dtype: np.dtype
+    setup: dict
+    broken: str | None = None  # why the inputs are invalid (the kernel must write nothing)
+    notes: dict = field(default_factory=dict)
+
+
+def _bound(draw, dim, dtype):
+    info = np.iinfo(dtype)
+    if draw(st.integers(0, 4)) == 0:
+        return draw(st.sampled_from([int(info.min), int(info.max), int(info.min) + 1, int(info.max) - 1]))
+    return draw(st.integers(-dim - 3, dim + 3))
+
+
+@st.composite
+def slice_scatter_cases(draw, broken=False):
+    """Valid SliceScatter inputs, or (``broken``) inputs that break one rule of the op."""
+    shape = draw(shapes())
+    rank = len(shape)
+    param_dtype, axes_dtype = draw(st.sampled_from(INDEX_DTYPES)), draw(st.sampled_from(INDEX_DTYPES))
+    info = np.iinfo(param_dtype)
+    num_axes = draw(st.integers(0, rank))
+    axes = draw(st.permutations(range(rank)))[:num_axes]
+    default_axes = draw(st.booleans())
+    if default_axes:
+        axes = list(range(num_axes))
+    else:
+        axes = [axis - rank if draw(st.booleans()) else axis for axis in axes]
+    start = [_bound(draw, shape[axis], param_dtype) for axis in axes]
+    stop = [_bound(draw, shape[axis], param_dtype) for axis in axes]
+    steps = st.sampled_from([-3, -2, -1, -1, 1, 1, 1, 2, 3, 4, int(info.min), int(info.max)])
+    step = [draw(steps) for _ in axes]
+
+    for i, axis in enumerate(axes):  # mostly non-empty slices: swap the bounds of most empty ones
+        if oracle.slice_geometry(start[i], stop[i], step[i], shape[axis])[1] == 0 and draw(st.integers(0, 3)):
+            start[i], stop[i] = stop[i], start[i]
+    updates_shape = list(shape)
+    for axis, begin, end, stride in zip(axes, start, stop, step):
+        updates_shape[axis] = oracle.slice_geometry(begin, end, stride, shape[axis])[1]
+    how = None
+    if broken:
+        how = draw(st.sampled_from(["updates_shape", "axis_out_of_range", "duplicate_axis", "zero_step"]))
+        if how == "updates_shape":
+            axis = draw(st.integers(0, rank - 1))
+            updates_shape[axis] += draw(st.sampled_from([1, -1])) if updates_shape[axis] else 1
+        elif how == "axis_out_of_range":
+            position = draw(st.integers(0, num_axes))
+            bad = draw(st.sampled_from([rank, rank + 1, -rank - 1, int(np.iinfo(axes_dtype).min), int(np.iinfo(axes_dtype).max)]))
+            axes.insert(position, bad)
+            start.insert(position, 0), stop.insert(position, 1), step.insert(position, 1)
+            default_axes = False
+        elif how == "duplicate_axis":
+            assume(num_axes >= 1)
+            i = draw(st.integers(0, num_axes - 1))  # the same slice again: only the repetition is wrong
+            axes.append(draw(st.sampled_from([axes[i] % rank, axes[i] % rank - rank])))
+            start.append(start[i]), stop.append(stop[i]), step.append(step[i])
+            default_axes = False
+        else:
+            assume(num_axes >= 1)
+            step[draw(st.integers(0, num_axes - 1))] = 0
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    dtype = draw(st.sampled_from(DTYPES))
+    return SliceScatterCase(
+        data=random_array(rng, shape, dtype), updates=random_array(rng, tuple(updates_shape), dtype),
+        start=start, stop=stop, step=step, axes=None if default_axes else axes, param_dtype=param_dtype,
+        axes_dtype=axes_dtype, setup=draw(launch_setups()), broken=how)
+
+
+def device_and_memory(lib, setup, exact, dtype):
+    """The shim device and host memory for ``setup``; ``lib`` may instead be a callable
+    ``(setup, dtype) -> (device, memory)`` that runs the same cases elsewhere (the GPU tests)."""
+    if callable(lib):
+        return lib(setup, dtype)
+    device = host.ShimDevice(lib, sm_count=setup["sm_count"], grid=setup["grid"], block=setup["block"])
+    memory = host.Memory(exact=exact, shift=setup["shift_elements"] * np.dtype(dtype).itemsize)
+    return device, memory
+
+
+def check_slice_scatter(lib, case, exact=False):
+    """Runs ``case`` through the launcher on the shim; asserts it matches the oracle (or wrote nothing)."""
+    device, memory = device_and_memory(lib, case.setup, exact, case.data.dtype)
+    try:
+        output, count = host.run_slice_scatter(
+            device, memory, case.data, case.updates, case.start, case.stop, case.step, case.axes,
+            param_dtype=case.param_dtype, axes_dtype=case.axes_dtype, in_place=case.setup["in_place"])
+    finally:
+        memory.free()
+    if case.broken:
+        try:
+            oracle.slice_scatter(case.data, case.updates, case.start, case.stop, case.step, case.axes)
+        except oracle.ScatterInputError:
+            pass
+        else:
+            raise AssertionError(f"case meant to break a rule ({case.broken}) is valid for the oracle")
+        expected, expected_count = case.data, 1
+    else:
+        expected = oracle.slice_scatter(case.data, case.updates, case.start, case.stop, case.step, case.axes)
+        expected_count = 0
+    assert count == expected_count, f"error count {count}, expected {expected_count} ({case.broken or 'valid'})"
+    np.testing.assert_array_equal(host.as_bits(output), host.as_bits(expected))
+
+
+@dataclass
+class ScatterUpdateCase:
+    data: np.ndarray
+    indices: np.ndarray
+    updates: np.ndarray
+    axis: int  # the value on the device
+    axis_dtype: np.dtype
+    axis_shape: tuple
+    pass_updates_shape: bool
+    setup: dict
+    broken: str | None = None
+    notes: dict = field(default_factory=dict)
+
+
+@st.composite
+def scatter_update_cases(draw, broken=False):
+    """ScatterUpdate inputs with unique in-range indices plus (sometimes) out-of-range ones, or
+    (``broken``) an axis or updates shape that breaks the op's rules."""
+    shape = draw(shapes(max_rank=5))
+    rank = len(shape)
+    axis = draw(st.integers(0, rank - 1))
+    index_dtype = draw(st.sampled_from(INDEX_DTYPES))
+    info = np.iinfo(index_dtype)
+    indices_shape = tuple(draw(st.lists(st.integers(0, 4), min_size=0, max_size=min(3, 9 - rank))))
+    size, count = shape[axis], math.prod(indices_shape)
+    valid = draw(st.permutations(range(size)))[: draw(st.integers(0, min(size, count)))]
+    invalid_values = st.sampled_from([-1, -size - 1, size, size + 7, int(info.min), int(info.max)])
+    values = list(valid) + [draw(invalid_values) for _ in range(count - len(valid))]
+    values = draw(st.permutations(values)) if values else values
+    indices = np.array(values, index_dtype).reshape(indices_shape)
+
+    updates_shape = shape[:axis] + indices_shape + shape[axis + 1 :]
+    device_axis = axis - rank if draw(st.booleans()) else axis
+    pass_updates_shape = draw(st.integers(0, 3)) > 0
+    how = None
+    if broken:
+        how = draw(st.sampled_from(["axis_out_of_range", "updates_shape", "other_axis"]))
+        if how == "axis_out_of_range":
+            axis_info = np.iinfo(np.int64)
+            device_axis = draw(st.sampled_from([rank, rank + 3, -rank - 1, int(axis_info.min), int(axis_info.max)]))
+        elif how == "updates_shape":
+            assume(len(updates_shape) >= 1)
+            pass_updates_shape = True
+            position = draw(st.integers(0, len(updates_shape) - 1))
+            updates_shape = list(updates_shape)
+            updates_shape[position] += 1
+            updates_shape = tuple(updates_shape)
+        else:  # updates made for another axis than the device's
+            assume(rank >= 2)
+            pass_updates_shape = True
+            device_axis = draw(st.sampled_from([a for a in range(rank) if a != axis]))
+            try:
+                oracle.check_scatter_update(shape, indices_shape, updates_shape, device_axis)
+                assume(False)  # the shapes happen to fit both axes
+            except oracle.ScatterInputError:
+                pass
+    axis_dtype = np.dtype(np.int64) if how == "axis_out_of_range" and abs(device_axis) > 2**31 else draw(st.sampled_from(INDEX_DTYPES))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    dtype = draw(st.sampled_from(DTYPES))
+    return ScatterUpdateCase(
+        data=random_array(rng, shape, dtype), indices=indices, updates=random_array(rng, updates_shape, dtype),
+        axis=device_axis, axis_dtype=axis_dtype, axis_shape=draw(st.sampled_from([(), (1,)])),
+        pass_updates_shape=pass_updates_shape, setup=draw(launch_setups()), broken=how,
+        notes={"axis": axis})
+
+
+def check_scatter_update(lib, case, exact=False):
+    """Runs ``case`` on the shim; asserts: equal to the oracle on the in-range indices, each
+    out-of-range index skipped and counted (or, if broken, nothing written and one error)."""
+    device, memory = device_and_memory(lib, case.setup, exact, case.data.dtype)
+    try:
+        output, count = host.run_scatter_update(
+            device, memory, case.data, case.indices, case.updates, case.axis, axis_dtype=case.axis_dtype,
+            axis_shape=case.axis_shape, in_place=case.setup["in_place"], pass_updates_shape=case.pass_updates_shape)
+    finally:
+        memory.free()
+    if case.broken:
+        try:
+            oracle.scatter_update(case.data, case.indices, case.updates, np.full(case.axis_shape, case.axis, case.axis_dtype))
+        except oracle.ScatterInputError:
+            pass
+        else:
+            raise AssertionError(f"case meant to break a rule ({case.broken}) is valid for the oracle")
+        expected, expected_count = case.data, 1
+    else:
+        axis = case.notes["axis"]
+        flat = case.indices.reshape(-1)
+        in_range = (flat >= 0) & (flat < case.data.shape[axis])
+        rows = case.updates.reshape(case.data.shape[:axis] + (flat.size,) + case.data.shape[axis + 1 :])
+        expected = oracle.scatter_update(case.data, flat[in_range], np.compress(in_range, rows, axis=axis),
+                                         np.full(case.axis_shape, case.axis, case.axis_dtype))
+        expected_count = int((~in_range).sum())
+    assert count == expected_count, f"error count {count}, expected {expected_count} ({case.broken or 'valid'})"
+    np.testing.assert_array_equal(host.as_bits(output), host.as_bits(expected))

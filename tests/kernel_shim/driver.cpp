@@ -1,0 +1,76 @@
+// The CPU driver for the kernels (tests only): includes the exact plugin sources after shim.h and
+// runs a kernel over a grid by looping over blocks and threads. Built as a shared library that the
+// tests call through ctypes with the argument structs packed by plugins/kernels.py.
+#include "shim.h"
+
+#include "slice_scatter.cu"
+#include "scatter_update.cu"
+#include "overrun.cu"
+
+thread_local dim3 blockIdx, threadIdx, blockDim, gridDim;
+
+template <typename Args>
+static void run(void (*kernel)(Args), const Args* args, unsigned int grid, unsigned int block) {
+    gridDim = dim3{grid, 1, 1};
+    blockDim = dim3{block, 1, 1};
+    for (unsigned int b = 0; b < grid; ++b)
+        for (unsigned int t = 0; t < block; ++t) {
+            blockIdx = dim3{b, 0, 0};
+            threadIdx = dim3{t, 0, 0};
+            kernel(*args);
+        }
+}
+
+#define SLICE_SCATTER(size, type) \
+    extern "C" void run_slice_scatter_e##size(const SliceScatterArgs* a, unsigned int g, unsigned int b) { \
+        run(slice_scatter<type>, a, g, b); \
+    }
+SLICE_SCATTER(1, unsigned char)
+SLICE_SCATTER(2, unsigned short)
+SLICE_SCATTER(4, unsigned int)
+SLICE_SCATTER(8, unsigned long long)
+
+#define SCATTER_UPDATE(size, type, bits, index) \
+    extern "C" void run_scatter_update_e##size##_i##bits(const ScatterUpdateArgs* a, unsigned int g, unsigned int b) { \
+        run(scatter_update<type, index>, a, g, b); \
+    }
+SCATTER_UPDATE(1, unsigned char, 32, int)
+SCATTER_UPDATE(1, unsigned char, 64, long long)
+SCATTER_UPDATE(2, unsigned short, 32, int)
+SCATTER_UPDATE(2, unsigned short, 64, long long)
+SCATTER_UPDATE(4, unsigned int, 32, int)
+SCATTER_UPDATE(4, unsigned int, 64, long long)
+SCATTER_UPDATE(8, unsigned long long, 32, int)
+SCATTER_UPDATE(8, unsigned long long, 64, long long)
+
+// Device helpers exposed for direct tests over the whole int64 range.
+extern "C" i64 shim_slice_count(i64 start, i64 stop, i64 step, i64 dim, i64* first) {
+    return slice_count(start, stop, step, dim, first);
+}
+extern "C" i64 shim_quotient(i64 a, i64 b) { return quotient(a, b); }
+extern "C" int shim_unit_bytes(u64 bits) { return unit_bytes(bits); }
+
+extern "C" void run_overrun(const OverrunArgs* a, unsigned int g, unsigned int b) { run(overrun, a, g, b); }
+
+// Layout of the argument structs, for comparison with the ctypes mirrors in plugins/kernels.py.
+#include <cstddef>
+#define FIELD(s, f) {#s "." #f, offsetof(s, f)}
+struct Field {
+    const char* name;
+    size_t offset;
+};
+static const Field fields[] = {
+    FIELD(SliceScatterArgs, output), FIELD(SliceScatterArgs, updates), FIELD(SliceScatterArgs, start),
+    FIELD(SliceScatterArgs, stop), FIELD(SliceScatterArgs, step), FIELD(SliceScatterArgs, axes),
+    FIELD(SliceScatterArgs, error_flag), FIELD(SliceScatterArgs, data_shape), FIELD(SliceScatterArgs, updates_shape),
+    FIELD(SliceScatterArgs, rank), FIELD(SliceScatterArgs, num_axes), FIELD(SliceScatterArgs, param_itemsize),
+    FIELD(SliceScatterArgs, axes_itemsize), {"SliceScatterArgs", sizeof(SliceScatterArgs)},
+    FIELD(ScatterUpdateArgs, output), FIELD(ScatterUpdateArgs, updates), FIELD(ScatterUpdateArgs, indices),
+    FIELD(ScatterUpdateArgs, axis), FIELD(ScatterUpdateArgs, error_flag), FIELD(ScatterUpdateArgs, data_shape),
+    FIELD(ScatterUpdateArgs, indices_shape), FIELD(ScatterUpdateArgs, updates_shape),
+    FIELD(ScatterUpdateArgs, data_rank), FIELD(ScatterUpdateArgs, indices_rank), FIELD(ScatterUpdateArgs, updates_rank),
+    FIELD(ScatterUpdateArgs, axis_itemsize), {"ScatterUpdateArgs", sizeof(ScatterUpdateArgs)},
+};
+extern "C" int layout_count() { return sizeof(fields) / sizeof(fields[0]); }
+extern "C" const char* layout_name(int i) { return fields[i].name; }
+extern "C" size_t layout_offset(int i) { return fields[i].offset; }

@@ -1,0 +1,251 @@
+"""The plugin kernels on the CPU, for tests: build, memory, and a stand-in for plugins.cuda.
+
+``build`` compiles driver.cpp (shim.h, then the exact plugins/*.cu sources) with g++ into a shared
+library. :class:`ShimDevice` offers the functions ``plugins.kernels`` calls on ``plugins.cuda``, with
+host addresses as "device" addresses: with ``kernels.device`` pointing at one, the real launch code
+(argument checks, packing, grid sizing, flag zeroing, the data copy, ``kernelParams``) drives the
+kernels. :class:`Memory` hands out buffers: exact-size ``malloc`` blocks for AddressSanitizer, or
+blocks with guard bytes on both sides that :meth:`Memory.check_guards` inspects.
+"""
+
+import ctypes
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from trt_scatter.plugins import kernels
+
+SHIM_DIR = Path(__file__).resolve().parent
+PLUGINS_DIR = SHIM_DIR.parents[1] / "plugins"
+
+
+def build(out_dir, sanitize=False):
+    """Compiles the kernels for the CPU; returns the shared library's path."""
+    out = Path(out_dir) / ("kernels_asan.so" if sanitize else "kernels.so")
+    command = ["g++", "-std=c++17", "-shared", "-fPIC", "-fno-strict-aliasing", "-Wall", "-g",
+               f"-I{SHIM_DIR}", f"-I{PLUGINS_DIR}", "-x", "c++", str(SHIM_DIR / "driver.cpp"), "-o", str(out)]
+    command += ["-O1", "-fsanitize=address", "-fno-omit-frame-pointer"] if sanitize else ["-O2"]
+    subprocess.run(command, check=True, capture_output=True, text=True)
+    return out
+
+
+def load(path):
+    lib = ctypes.CDLL(str(path))
+    for name in dir_kernels():
+        getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint]
+        getattr(lib, name).restype = None
+    i64 = ctypes.c_int64
+    lib.shim_slice_count.argtypes = [i64, i64, i64, i64, ctypes.POINTER(i64)]
+    lib.shim_slice_count.restype = i64
+    lib.shim_quotient.argtypes = [i64, i64]
+    lib.shim_quotient.restype = i64
+    lib.shim_unit_bytes.argtypes = [ctypes.c_uint64]
+    lib.shim_unit_bytes.restype = ctypes.c_int
+    lib.layout_name.restype = ctypes.c_char_p
+    lib.layout_offset.restype = ctypes.c_size_t
+    return lib
+
+
+def dir_kernels():
+    names = [f"run_slice_scatter_e{size}" for size in kernels.ELEMENT_SIZES]
+    names += [f"run_scatter_update_e{size}_i{8 * index}" for size in kernels.ELEMENT_SIZES for index in kernels.INDEX_ITEMSIZES]
+    return names + ["run_overrun"]
+
+
+def layout(lib):
+    """``{"Struct.field": offset, "Struct": size}`` as the C++ compiler lays the argument structs out."""
+    return {lib.layout_name(i).decode(): lib.layout_offset(i) for i in range(lib.layout_count())}
+
+
+class ShimDevice:
+    """plugins.cuda's launch functions, run on the CPU by the shim library.
+
+    ``grid``/``block`` override the launch configuration the launcher chose: the kernels
+    grid-stride, so they must be right for any; tests use that to reach every loop shape cheaply.
+    """
+
+    def __init__(self, lib, sm_count=2, grid=None, block=None):
+        self.lib, self._sm_count, self.grid, self.block = lib, sm_count, grid, block
+        self.calls = []
+
+    def kernel(self, kernel, element_size, index_itemsize=None):
+        suffix = f"_i{8 * index_itemsize}" if index_itemsize else ""
+        return getattr(self.lib, f"run_{kernel}_e{element_size}{suffix}"), self._sm_count
+
+    def memset_u32_async(self, address, value, count, stream):
+        self.calls.append(("memset", address, value, count, stream))
+        (ctypes.c_uint32 * count).from_address(address)[:] = [value] * count
+
+    def memcpy_dtod_async(self, destination, source, nbytes, stream):
+        self.calls.append(("memcpy", destination, source, nbytes, stream))
+        ctypes.memmove(destination, source, nbytes)
+
+    def memcpy_dtoh(self, host_address, source, nbytes):
+        ctypes.memmove(host_address, source, nbytes)
+
+    def stream_synchronize(self, stream):
+        self.calls.append(("sync", stream))
+
+    def launch(self, function, grid, block, stream, params_address):
+        self.calls.append(("launch", function.__name__, grid, block, stream))
+        # kernelParams[0] points at the argument struct: exactly what cuLaunchKernel reads.
+        args_address = ctypes.c_void_p.from_address(params_address).value
+        function(args_address, self.grid or grid, self.block or block)
+
+
+GUARD = 64
+GUARD_BYTE = 0xA5
+
+
+class Memory:
+    """Buffers for the kernels. ``exact``: malloc'd blocks of exactly the bytes asked for (under
+    AddressSanitizer any access past them is caught); else numpy blocks with guard bytes around
+    them; tensor buffers are placed ``shift`` bytes past a 64-byte boundary (unaligned bases)."""
+
+    def __init__(self, exact=False, shift=0):
+        self.exact, self.shift = exact, shift
+        self.blocks = []
+        if exact:
+            self.libc = ctypes.CDLL(None)
+            self.libc.malloc.restype = ctypes.c_void_p
+            self.libc.malloc.argtypes = [ctypes.c_size_t]
+            self.libc.free.argtypes = [ctypes.c_void_p]
+
+    def alloc(self, nbytes, fill=0xCD, shift=0):
+        if self.exact:
+            address = self.libc.malloc(nbytes)
+            self.blocks.append((address, nbytes, None))
+        else:
+            block = np.full(nbytes + 2 * GUARD + 64, GUARD_BYTE, np.uint8)
+            start = -block.ctypes.data % 64 + GUARD + shift
+            address = block.ctypes.data + start
+            self.blocks.append((address, nbytes, (block, start)))
+        ctypes.memset(address, fill, nbytes)
+        return address
+
+    def put(self, array, shift=0):
+        array = np.ascontiguousarray(array)
+        address = self.alloc(array.nbytes, shift=shift)
+        ctypes.memmove(address, array.ctypes.data, array.nbytes)
+        return address
+
+    @staticmethod
+    def get(address, dtype, shape):
+        out = np.empty(shape, dtype)
+        ctypes.memmove(out.ctypes.data, address, out.nbytes)
+        return out
+
+    def check_guards(self):
+        """Raises AssertionError if a byte around any block changed (guarded mode)."""
+        for address, nbytes, keep in self.blocks:
+            if keep is None:
+                continue
+            block, start = keep
+            before, after = block[:start], block[start + nbytes :]
+            if (before != GUARD_BYTE).any() or (after != GUARD_BYTE).any():
+                raise AssertionError(f"write outside a {nbytes}-byte buffer")
+
+    def free(self):
+        if self.exact:
+            for address, _, _ in self.blocks:
+                self.libc.free(address)
+        self.blocks = []
+
+
+def as_bits(array):
+    """``array``'s bytes as unsigned ints of its element size: bitwise comparison for any dtype."""
+    array = np.asarray(array)
+    return array.view(f"u{array.dtype.itemsize}")
+
+
+class _using:
+    """Points kernels.device at ``device`` for one launch, then back (other tests use the real one)."""
+
+    def __init__(self, device):
+        self.device = device
+
+    def __enter__(self):
+        self.previous, kernels.device = kernels.device, self.device
+
+    def __exit__(self, *exc):
+        kernels.device = self.previous
+
+
+def run_slice_scatter(device, memory, data, updates, start, stop, step, axes, *, param_dtype, axes_dtype,
+                      in_place, error_flag=True, stream=0):
+    """SliceScatter through ``kernels.launch_slice_scatter`` on ``device``; returns (output, error count)."""
+    shift = memory.shift
+    output = memory.put(data, shift) if in_place else memory.alloc(data.nbytes, shift=shift)
+    flag = memory.put(np.array([0xDEAD], np.uint32)) if error_flag else 0  # stale count: the launch must zero it
+    arguments = dict(
+        output=output, data=0 if in_place else memory.put(data, shift), updates=memory.put(updates, shift),
+        start=memory.put(np.asarray(start, param_dtype)), stop=memory.put(np.asarray(stop, param_dtype)),
+        step=memory.put(np.asarray(step, param_dtype)), axes=0 if axes is None else memory.put(np.asarray(axes, axes_dtype)),
+        num_axes=len(start), data_shape=data.shape, updates_shape=updates.shape, element_size=data.dtype.itemsize,
+        param_itemsize=np.dtype(param_dtype).itemsize, axes_itemsize=np.dtype(axes_dtype).itemsize,
+        error_flag=flag, stream=stream)
+    with _using(device):
+        kernels.launch_slice_scatter(**arguments)
+        count = kernels.check_error_flag(flag, stream)
+    result = memory.get(output, data.dtype, data.shape)
+    memory.check_guards()
+    return result, count
+
+
+def run_scatter_update(device, memory, data, indices, updates, axis, *, axis_dtype, axis_shape, in_place,
+                       pass_updates_shape=True, error_flag=True, stream=0):
+    """ScatterUpdate through ``kernels.launch_scatter_update`` on ``device``; returns (output, error count)."""
+    shift = memory.shift
+    output = memory.put(data, shift) if in_place else memory.alloc(data.nbytes, shift=shift)
+    flag = memory.put(np.array([0xDEAD], np.uint32)) if error_flag else 0
+    arguments = dict(
+        output=output, data=0 if in_place else memory.put(data, shift), indices=memory.put(indices),
+        updates=memory.put(updates, shift), axis=memory.put(np.full(axis_shape, axis, axis_dtype)), data_shape=data.shape,
+        indices_shape=indices.shape, element_size=data.dtype.itemsize, index_itemsize=indices.dtype.itemsize,
+        axis_itemsize=np.dtype(axis_dtype).itemsize, error_flag=flag, stream=stream,
+        updates_shape=updates.shape if pass_updates_shape else None)
+    with _using(device):
+        kernels.launch_scatter_update(**arguments)
+        count = kernels.check_error_flag(flag, stream)
+    result = memory.get(output, data.dtype, data.shape)
+    memory.check_guards()
+    return result, count
+
+
+_libraries = {}
+
+
+def shared_library(sanitize=False):
+    """The shim library built once per process (in a temporary folder removed at exit); its path."""
+    if sanitize not in _libraries:
+        import atexit
+        import shutil
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="trt-scatter-shim-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _libraries[sanitize] = build(folder, sanitize)
+    return _libraries[sanitize]
+
+
+def asan_environment():
+    """Environment for a Python subprocess under AddressSanitizer (the runtime preloaded)."""
+    import os
+
+    runtime = subprocess.run(["gcc", "-print-file-name=libasan.so"], check=True, capture_output=True, text=True).stdout.strip()
+    return dict(os.environ, LD_PRELOAD=runtime, ASAN_OPTIONS="detect_leaks=0")
+
+
+def run_under_asan(what, examples=60):
+    """Runs asan_main.py on the sanitized library in a subprocess; returns the CompletedProcess.
+    Skips the calling test where gcc has no AddressSanitizer runtime."""
+    import sys
+
+    import pytest
+
+    if not Path(asan_environment()["LD_PRELOAD"]).is_file():
+        pytest.skip("gcc has no AddressSanitizer runtime (libasan.so)")
+
+    return subprocess.run([sys.executable, str(SHIM_DIR / "asan_main.py"), str(shared_library(sanitize=True)), what, str(examples)],
+                          env=asan_environment(), capture_output=True, text=True, timeout=300)

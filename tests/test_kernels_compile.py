@@ -1,0 +1,66 @@
+"""Every kernel instantiation compiles with NVRTC to CUBIN, on the CPU (no GPU needed).
+
+All instantiations for sm_90 (the lent H100/H200), and one per kernel for the other archs tested
+(``TRT_SCATTER_TEST_ALL_ARCHS=1``: every instantiation for every arch). Also: the generated code
+uses 128-bit loads and stores, and NVRTC errors come back with the compiler's log.
+"""
+
+import os
+import re
+
+import pytest
+
+from trt_scatter.plugins import cuda, kernels
+
+
+def _nvrtc_or_skip():
+    try:
+        return cuda.nvrtc()
+    except cuda.CudaUnavailableError as error:
+        pytest.skip(f"NVRTC unavailable: {error}")
+
+
+def _supported_archs():
+    try:
+        return set(cuda.nvrtc().nvrtcGetSupportedArchs()[1])
+    except cuda.CudaUnavailableError:
+        return set()
+
+
+INSTANTIATIONS = [("slice_scatter", size, None) for size in kernels.ELEMENT_SIZES] + [
+    ("scatter_update", size, index) for size in kernels.ELEMENT_SIZES for index in kernels.INDEX_ITEMSIZES
+]
+ALL_ARCHS = os.environ.get("TRT_SCATTER_TEST_ALL_ARCHS", "0") == "1"
+MATRIX = [(k, e, i, 90) for k, e, i in INSTANTIATIONS] + [
+    (k, e, i, arch)
+    for arch in (75, 80, 120)
+    for k, e, i in (INSTANTIATIONS if ALL_ARCHS else [("slice_scatter", 8, None), ("scatter_update", 2, 4)])
+]
+
+
+@pytest.mark.parametrize("kernel, element_size, index_itemsize, arch", MATRIX)
+def test_instantiation_compiles_to_cubin(kernel, element_size, index_itemsize, arch):
+    _nvrtc_or_skip()
+    if arch not in _supported_archs():
+        pytest.skip(f"this NVRTC does not support sm_{arch}")
+    image, lowered = cuda.compile_cubin(kernel, element_size, index_itemsize, arch)
+    assert image[:4] == b"\x7fELF", "NVRTC did not return a CUBIN (ELF) image"
+    assert lowered.startswith(f"_Z{len(kernel)}{kernel}")  # the mangled template instance
+    assert lowered.encode() in image  # the function cuModuleGetFunction will look up
+
+
+def test_row_copies_use_128_bit_loads_and_stores():
+    _nvrtc_or_skip()
+    ptx = cuda.compile_ptx("scatter_update", 1, 4, 90)
+    assert re.search(r"ld\.global(\.nc)?\.v(4\.u32|2\.u64|4\.b32|2\.b64)", ptx), "no 128-bit global load"
+    assert re.search(r"st\.global\.v(4\.u32|2\.u64|4\.b32|2\.b64)", ptx), "no 128-bit global store"
+
+
+def test_compile_errors_carry_the_nvrtc_log(tmp_path, monkeypatch):
+    _nvrtc_or_skip()
+    for name in cuda.HEADERS:
+        (tmp_path / name).write_bytes((cuda.SOURCE_DIR / name).read_bytes())
+    (tmp_path / "slice_scatter.cu").write_text('#include "scatter_common.cuh"\ntemplate <typename T> __global__ void slice_scatter(SliceScatterArgs a) { undeclared_thing(a); }\n')
+    monkeypatch.setattr(cuda, "SOURCE_DIR", tmp_path)
+    with pytest.raises(cuda.CudaError, match=r"compiling slice_scatter<unsigned int> for sm_90 failed: NVRTC_ERROR_COMPILATION(.|\n)*undeclared_thing"):
+        cuda.compile_cubin("slice_scatter", 4, None, 90)

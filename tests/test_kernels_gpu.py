@@ -1,0 +1,150 @@
+"""The kernels on a real GPU (skipped without one): the same hypothesis cases as the CPU shim
+tests, launched by plugins.kernels with the CUDA driver, buffers with guard bytes (and unaligned
+bases), plus 64-bit offsets past 4 GiB. Run by bench/gpu_check.sh on a lent H100/H200."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from conftest import needs_gpu
+from kernel_shim import cases
+from trt_scatter.plugins import cuda, kernels
+
+pytestmark = needs_gpu
+
+GUARD, GUARD_BYTE = 64, 0xA5
+
+
+class GpuMemory:
+    """host.Memory's interface on cuMemAlloc'd blocks, with guard bytes checked after each case."""
+
+    def __init__(self, shift=0):
+        self.shift, self.blocks, self.driver = shift, [], cuda.driver()
+
+    def alloc(self, nbytes, fill=0xCD, shift=0):
+        total = nbytes + 2 * GUARD + shift
+        base = int(cuda.check(self.driver.cuMemAlloc(total), "cuMemAlloc"))
+        cuda.check(self.driver.cuMemsetD8(base, GUARD_BYTE, total), "cuMemsetD8")
+        address = base + GUARD + shift
+        if nbytes:
+            cuda.check(self.driver.cuMemsetD8(address, fill, nbytes), "cuMemsetD8")
+        self.blocks.append((base, total, address, nbytes))
+        return address
+
+    def put(self, array, shift=0):
+        array = np.ascontiguousarray(array)
+        address = self.alloc(array.nbytes, shift=shift)
+        if array.nbytes:
+            cuda.check(self.driver.cuMemcpyHtoD(address, array.ctypes.data, array.nbytes), "cuMemcpyHtoD")
+        return address
+
+    def get(self, address, dtype, shape):
+        out = np.empty(shape, dtype)
+        if out.nbytes:
+            cuda.check(self.driver.cuMemcpyDtoH(out.ctypes.data, address, out.nbytes), "cuMemcpyDtoH")
+        return out
+
+    def check_guards(self):
+        for base, total, address, nbytes in self.blocks:
+            whole = self.get(base, np.uint8, (total,))
+            inside = slice(address - base, address - base + nbytes)
+            whole[inside] = GUARD_BYTE
+            assert (whole == GUARD_BYTE).all(), f"write outside a {nbytes}-byte buffer"
+
+    def free(self):
+        for base, *_ in self.blocks:
+            cuda.check(self.driver.cuMemFree(base), "cuMemFree")
+        self.blocks = []
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    cuda.device_arch()  # makes a context current
+    stream = int(cuda.check(cuda.driver().cuStreamCreate(0), "cuStreamCreate"))
+
+    def backend(setup, dtype):
+        return cuda, GpuMemory(shift=setup["shift_elements"] * np.dtype(dtype).itemsize)
+
+    previous = kernels.device
+    kernels.device = cuda
+    yield backend
+    kernels.device = previous
+
+
+@settings(max_examples=200)
+@given(case=cases.slice_scatter_cases())
+def test_slice_scatter_matches_oracle(gpu, case):
+    cases.check_slice_scatter(gpu, case)
+
+
+@settings(max_examples=100)
+@given(case=cases.slice_scatter_cases(broken=True))
+def test_slice_scatter_invalid_geometry_writes_nothing(gpu, case):
+    cases.check_slice_scatter(gpu, case)
+
+
+@settings(max_examples=200)
+@given(case=cases.scatter_update_cases())
+def test_scatter_update_matches_oracle(gpu, case):
+    cases.check_scatter_update(gpu, case)
+
+
+@settings(max_examples=100)
+@given(case=cases.scatter_update_cases(broken=True))
+def test_scatter_update_invalid_axis_writes_nothing(gpu, case):
+    cases.check_scatter_update(gpu, case)
+
+
+def _free_bytes():
+    return cuda.check(cuda.driver().cuMemGetInfo(), "cuMemGetInfo")[0]
+
+
+def test_offsets_past_4_gib(gpu):
+    """In place on 5 GiB of uint8: the last rows' bytes lie past 2**32."""
+    rows, cols = 5, 2**30
+    if _free_bytes() < rows * cols + (1 << 30):
+        pytest.skip("needs about 6 GiB of free GPU memory")
+    memory = GpuMemory()
+    try:
+        data = memory.alloc(rows * cols, fill=0)
+        updates = memory.put(np.arange(rows * 16, dtype=np.uint8).reshape(rows, 16))
+        flag = memory.alloc(4)
+        kernels.launch_slice_scatter(
+            output=data, data=0, updates=updates, start=memory.put(np.array([-16], np.int64)),
+            stop=memory.put(np.array([2**62], np.int64)), step=memory.put(np.array([1], np.int64)),
+            axes=memory.put(np.array([-1], np.int32)), num_axes=1, data_shape=(rows, cols), updates_shape=(rows, 16),
+            element_size=1, param_itemsize=8, axes_itemsize=4,
+            error_flag=flag, stream=0)
+        assert kernels.check_error_flag(flag, 0) == 0
+        # rows 0..4 end at (r+1)*2**30: compare the last 32 bytes of each row
+        for r in range(rows):
+            tail = memory.get(data + (r + 1) * cols - 32, np.uint8, (32,))
+            np.testing.assert_array_equal(tail[:16], 0)
+            np.testing.assert_array_equal(tail[16:], np.arange(r * 16, r * 16 + 16, dtype=np.uint8))
+        indices = memory.put(np.array([4], np.int32))
+        kernels.launch_scatter_update(
+            output=data, data=0, indices=indices, updates=memory.put(np.full(cols, 7, np.uint8)),
+            axis=memory.put(np.array([0], np.int32)), data_shape=(rows, cols), indices_shape=(1,), element_size=1,
+            index_itemsize=4, axis_itemsize=4, error_flag=flag, stream=0, updates_shape=(1, cols))
+        assert kernels.check_error_flag(flag, 0) == 0
+        np.testing.assert_array_equal(memory.get(data + 4 * cols, np.uint8, (64,)), 7)
+        np.testing.assert_array_equal(memory.get(data + 5 * cols - 64, np.uint8, (64,)), 7)
+        np.testing.assert_array_equal(memory.get(data + 4 * cols - 16, np.uint8, (16,)), np.arange(48, 64, dtype=np.uint8))
+    finally:
+        memory.free()
+
+
+def test_debug_flag_counts_out_of_range_indices(gpu):
+    memory = GpuMemory()
+    try:
+        data = memory.put(np.zeros((4, 3), np.float32))
+        flag = memory.alloc(4)
+        kernels.launch_scatter_update(
+            output=data, data=0, indices=memory.put(np.array([1, -1, 4, 2**40], np.int64)),
+            updates=memory.put(np.ones((4, 3), np.float32)), axis=memory.put(np.array(0, np.int64)), data_shape=(4, 3),
+            indices_shape=(4,), element_size=4, index_itemsize=8, axis_itemsize=8, error_flag=flag, stream=0,
+            updates_shape=(4, 3))
+        assert kernels.check_error_flag(flag, 0) == 3
+        np.testing.assert_array_equal(memory.get(data, np.float32, (4, 3)), [[0] * 3, [1] * 3, [0] * 3, [0] * 3])
+    finally:
+        memory.free()

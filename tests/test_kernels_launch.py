@@ -1,0 +1,451 @@
+"""The launch code without a GPU: argument structs and kernelParams, grid sizing, checks of the
+host-known arguments, the kernel cache (keys, disk round trip), and clear errors without a driver.
+Also proves that the safety nets of the kernel tests (guard bytes, AddressSanitizer) can fail."""
+
+import ctypes
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import HAS_GPU, needs_gxx
+from kernel_shim import host
+from trt_scatter.oracle import ScatterInputError
+from trt_scatter.plugins import cuda, kernels
+
+
+class RecordingDevice:
+    """plugins.cuda's launch interface that records calls and keeps a copy of the packed arguments."""
+
+    def __init__(self, args_type=None, sm_count=4):
+        self.calls, self.args_type, self._sm_count, self.args = [], args_type, sm_count, None
+
+    def kernel(self, *key):
+        self.calls.append(("kernel", *key))
+        return "handle", self._sm_count
+
+    def memset_u32_async(self, *a):
+        self.calls.append(("memset", *a))
+
+    def memcpy_dtod_async(self, *a):
+        self.calls.append(("memcpy", *a))
+
+    def launch(self, function, grid, block, stream, params_address):
+        self.calls.append(("launch", function, grid, block, stream))
+        pointer = ctypes.c_void_p.from_address(params_address).value
+        self.args = self.args_type.from_buffer_copy(ctypes.string_at(pointer, ctypes.sizeof(self.args_type)))
+
+
+@pytest.fixture
+def recording(monkeypatch):
+    def use(args_type, **kw):
+        device = RecordingDevice(args_type, **kw)
+        monkeypatch.setattr(kernels, "device", device)
+        return device
+
+    return use
+
+
+SLICE = dict(output=0x1000, data=0x2000, updates=0x3000, start=0x4000, stop=0x4100, step=0x4200, axes=0x4300,
+             num_axes=2, data_shape=(4, 5, 6), updates_shape=(4, 2, 3), element_size=2, param_itemsize=8,
+             axes_itemsize=4, error_flag=0x5000, stream=0x77)
+UPDATE = dict(output=0x1000, data=0, indices=0x2000, updates=0x3000, axis=0x4000, data_shape=(4, 5),
+              indices_shape=(3,), element_size=8, index_itemsize=4, axis_itemsize=8, error_flag=0, stream=0x99)
+
+
+def test_slice_scatter_launch_sequence_and_packed_arguments(recording):
+    device = recording(kernels.SliceScatterArgs)
+    kernels.launch_slice_scatter(**SLICE)
+    assert device.calls == [
+        ("kernel", "slice_scatter", 2, None),
+        ("memset", 0x5000, 0, 1, 0x77),
+        ("memcpy", 0x1000, 0x2000, 4 * 5 * 6 * 2, 0x77),
+        ("launch", "handle", 1, kernels.BLOCK, 0x77),
+    ]
+    a = device.args
+    assert (a.output, a.updates, a.start, a.stop, a.step, a.axes, a.error_flag) == (0x1000, 0x3000, 0x4000, 0x4100, 0x4200, 0x4300, 0x5000)
+    assert list(a.data_shape) == [4, 5, 6, 0, 0, 0, 0, 0] and list(a.updates_shape) == [4, 2, 3, 0, 0, 0, 0, 0]
+    assert (a.rank, a.num_axes, a.param_itemsize, a.axes_itemsize) == (3, 2, 8, 4)
+
+
+def test_in_place_and_default_axes_skip_the_copy_and_pass_null_axes(recording):
+    device = recording(kernels.SliceScatterArgs)
+    kernels.launch_slice_scatter(**{**SLICE, "data": 0, "axes": 0, "axes_itemsize": 3, "error_flag": 0})
+    assert [c[0] for c in device.calls] == ["kernel", "launch"]
+    assert device.args.axes is None and device.args.error_flag is None and device.args.axes_itemsize == 0
+
+
+def test_data_equal_to_output_is_in_place(recording):
+    device = recording(kernels.SliceScatterArgs)
+    kernels.launch_slice_scatter(**{**SLICE, "data": SLICE["output"]})
+    assert "memcpy" not in [c[0] for c in device.calls]
+
+
+def test_scatter_update_packed_arguments(recording):
+    device = recording(kernels.ScatterUpdateArgs)
+    kernels.launch_scatter_update(**UPDATE, updates_shape=(3, 5))
+    assert device.calls == [("kernel", "scatter_update", 8, 4), ("launch", "handle", 1, kernels.BLOCK, 0x99)]
+    a = device.args
+    assert (a.output, a.updates, a.indices, a.axis, a.error_flag) == (0x1000, 0x3000, 0x2000, 0x4000, None)
+    assert list(a.data_shape[:2]) == [4, 5] and a.indices_shape[0] == 3 and list(a.updates_shape[:2]) == [3, 5]
+    assert (a.data_rank, a.indices_rank, a.updates_rank, a.axis_itemsize) == (2, 1, 2, 8)
+    kernels.launch_scatter_update(**{**UPDATE, "indices_shape": ()})
+    assert device.args.updates_rank == -1 and device.args.indices_rank == 0
+
+
+@needs_gxx
+def test_ctypes_structs_match_the_cuda_layout():
+    layout = host.layout(host.load(host.shared_library()))
+    for struct in (kernels.SliceScatterArgs, kernels.ScatterUpdateArgs):
+        assert layout[struct.__name__] == ctypes.sizeof(struct)
+        for name, _ in struct._fields_:
+            assert layout[f"{struct.__name__}.{name}"] == getattr(struct, name).offset, name
+
+
+@pytest.mark.parametrize("elements, sm_count, blocks", [(0, 4, 1), (1, 4, 1), (256, 4, 1), (257, 4, 2), (10**9, 4, 32), (10**9, 132, 1056)])
+def test_grid_size(elements, sm_count, blocks):
+    assert kernels.BLOCK == 256 and kernels.BLOCKS_PER_SM == 8
+    assert kernels.grid_size(elements, sm_count) == blocks
+
+
+def test_grid_follows_the_work_and_the_device(recording):
+    device = recording(kernels.SliceScatterArgs, sm_count=1)
+    kernels.launch_slice_scatter(**{**SLICE, "data_shape": (1000, 6), "updates_shape": (1000, 6), "num_axes": 0})
+    assert device.calls[-1][2] == 8  # 6000 elements, capped at 8 blocks per SM
+
+
+@pytest.mark.parametrize(
+    "change, name",
+    [
+        ({"element_size": 3}, "element_size"),
+        ({"element_size": 16}, "element_size"),
+        ({"param_itemsize": 2}, "param_itemsize"),
+        ({"axes_itemsize": 1}, "axes_itemsize"),
+        ({"data_shape": (2,) * 9, "updates_shape": (2,) * 9}, "data_shape"),
+        ({"data_shape": ()}, "data_shape"),
+        ({"updates_shape": (4, 2)}, "updates_shape"),
+        ({"data_shape": (4, -5, 6)}, "data_shape"),
+        ({"data_shape": (4, "5", 6)}, "data_shape"),
+        ({"data_shape": (4, 5.0, 6)}, "data_shape"),
+        ({"num_axes": -1}, "num_axes"),
+        ({"start": 0}, "start/stop/step"),
+        ({"output": None}, "output"),
+        ({"updates": -5}, "updates"),
+        ({"axes": 2.5}, "axes"),
+    ],
+)
+def test_bad_slice_scatter_arguments_raise_before_any_device_call(recording, change, name):
+    device = recording(kernels.SliceScatterArgs)
+    with pytest.raises(ScatterInputError, match=rf"launch_slice_scatter: '{name}'") as caught:
+        kernels.launch_slice_scatter(**{**SLICE, **change})
+    assert caught.value.input_name == name and device.calls == []
+
+
+@pytest.mark.parametrize(
+    "change, name",
+    [
+        ({"element_size": 3}, "element_size"),
+        ({"element_size": 16}, "element_size"),
+        ({"index_itemsize": 2}, "index_itemsize"),
+        ({"axis_itemsize": 16}, "axis_itemsize"),
+        ({"indices_shape": (1,) * 9}, "indices_shape"),
+        ({"updates_shape": (1,) * 9}, "updates_shape"),
+        ({"axis": 0}, "axis"),
+        ({"indices": "0x10"}, "indices"),
+    ],
+)
+def test_bad_scatter_update_arguments_raise_before_any_device_call(recording, change, name):
+    device = recording(kernels.ScatterUpdateArgs)
+    with pytest.raises(ScatterInputError, match=rf"launch_scatter_update: '{name}'"):
+        kernels.launch_scatter_update(**{**UPDATE, **change})
+    assert device.calls == []
+
+
+def test_error_message_names_the_rule():
+    with pytest.raises(ScatterInputError, match=r"'element_size' must be one of 1, 2, 4, 8 bytes \(got 3\)"):
+        kernels.slice_scatter_args(**{k: v for k, v in {**SLICE, "element_size": 3}.items() if k not in ("data", "stream")})
+
+
+def test_check_error_flag_without_flag_needs_no_device(recording):
+    device = recording(None)
+    assert kernels.check_error_flag(0, 0x77) == 0 and device.calls == []
+
+
+@pytest.mark.parametrize("value, enabled", [(None, False), ("0", False), ("1", True), ("yes", False)])
+def test_debug_mode(monkeypatch, value, enabled):
+    if value is None:
+        monkeypatch.delenv("TRT_SCATTER_DEBUG", raising=False)
+    else:
+        monkeypatch.setenv("TRT_SCATTER_DEBUG", value)
+    assert kernels.debug_enabled() is enabled
+
+
+# --- no driver -------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(HAS_GPU, reason="checks the behaviour without a CUDA driver")
+def test_import_works_without_a_driver_and_use_fails_clearly(tmp_path):
+    code = (
+        "import trt_scatter.plugins.kernels as k\n"
+        "try:\n"
+        "    k.launch_slice_scatter(output=1, data=0, updates=1, start=1, stop=1, step=1, axes=0, num_axes=1,"
+        " data_shape=(2,), updates_shape=(1,), element_size=4, param_itemsize=8, axes_itemsize=8, error_flag=0, stream=0)\n"
+        "except k.cuda.CudaUnavailableError as e:\n"
+        "    print('ERROR', e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("ERROR the CUDA driver is unavailable:"), out.stdout
+
+
+@pytest.mark.skipif(HAS_GPU, reason="checks the behaviour without a CUDA driver")
+def test_driver_helpers_raise_cuda_unavailable():
+    with pytest.raises(cuda.CudaUnavailableError, match="the CUDA driver is unavailable"):
+        cuda.kernel("slice_scatter", 4)
+    with pytest.raises(cuda.CudaUnavailableError):
+        cuda.device_arch()
+
+
+# --- cache -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_compiler(monkeypatch, tmp_path):
+    compiled = []
+
+    def compile_cubin(kernel, element_size, index_itemsize, arch):
+        compiled.append((kernel, element_size, index_itemsize, arch))
+        return b"\x7fELF" + bytes([element_size, arch]) * 50, f"lowered_{kernel}_{element_size}"
+
+    monkeypatch.setattr(cuda, "compile_cubin", compile_cubin)
+    monkeypatch.setattr(cuda, "_cubins", {})
+    monkeypatch.setattr(cuda, "source_digest", lambda: "d1g3st")
+    monkeypatch.setenv(cuda.CACHE_ENV, str(tmp_path / "cache"))
+    return compiled
+
+
+def test_cache_keys_separate_kernel_element_size_index_type_arch_and_source():
+    keys = {cuda.cache_key(k, e, i, arch) for k, e, i in [("slice_scatter", 4, None), ("scatter_update", 4, 4), ("scatter_update", 4, 8), ("scatter_update", 2, 8)] for arch in (80, 90)}
+    assert len(keys) == 8
+    assert cuda.cache_key("scatter_update", 2, 8, 90).startswith("scatter_update-e2-i64-sm90-")
+
+
+def test_source_digest_follows_the_sources(tmp_path, monkeypatch):
+    try:
+        before = cuda.source_digest()
+    except cuda.CudaUnavailableError as error:
+        pytest.skip(str(error))
+    for name in list(cuda.SOURCES.values()) + list(cuda.HEADERS):
+        (tmp_path / name).write_bytes((cuda.SOURCE_DIR / name).read_bytes())
+    monkeypatch.setattr(cuda, "SOURCE_DIR", tmp_path)
+    assert cuda.source_digest() == before
+    (tmp_path / "scatter_common.cuh").write_bytes(b"// changed\n" + (tmp_path / "scatter_common.cuh").read_bytes())
+    assert cuda.source_digest() != before
+
+
+def test_disk_cache_round_trip(fake_compiler, tmp_path):
+    first = cuda.cubin("scatter_update", 4, 8, 90)
+    assert fake_compiler == [("scatter_update", 4, 8, 90)]
+    assert cuda.cubin("scatter_update", 4, 8, 90) is first  # memory
+    cuda._cubins.clear()
+    assert cuda.cubin("scatter_update", 4, 8, 90) == first  # disk
+    assert len(fake_compiler) == 1
+    files = list((tmp_path / "cache").iterdir())
+    assert [f.name for f in files] == [cuda.cache_key("scatter_update", 4, 8, 90) + ".cubin"]
+    cuda.cubin("scatter_update", 4, 8, 80)
+    assert len(fake_compiler) == 2  # another arch is another entry
+
+
+@pytest.mark.parametrize("damage", [b"", b"garbage", cuda._MAGIC + b"name-without-image"])
+def test_damaged_cache_file_is_recompiled(fake_compiler, tmp_path, damage):
+    first = cuda.cubin("slice_scatter", 2, None, 75)
+    cuda._cubins.clear()
+    (tmp_path / "cache" / (cuda.cache_key("slice_scatter", 2, None, 75) + ".cubin")).write_bytes(damage)
+    assert cuda.cubin("slice_scatter", 2, None, 75) == first
+    assert len(fake_compiler) == 2
+
+
+def test_unwritable_cache_still_returns_the_cubin(fake_compiler, tmp_path, monkeypatch):
+    (tmp_path / "file").write_text("not a folder")
+    monkeypatch.setenv(cuda.CACHE_ENV, str(tmp_path / "file" / "cache"))
+    assert cuda.cubin("slice_scatter", 1, None, 90)[1] == "lowered_slice_scatter_1"
+
+
+def test_cache_dir_default_and_overrides(monkeypatch, tmp_path):
+    monkeypatch.delenv(cuda.CACHE_ENV, raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert cuda.cache_dir() == tmp_path / ".cache" / "trt-scatter"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cuda.cache_dir() == tmp_path / "xdg" / "trt-scatter"
+    monkeypatch.setenv(cuda.CACHE_ENV, str(tmp_path / "mine"))
+    assert cuda.cache_dir() == tmp_path / "mine"
+
+
+def test_name_expressions():
+    assert cuda.name_expression("slice_scatter", 1) == "slice_scatter<unsigned char>"
+    assert cuda.name_expression("scatter_update", 8, 4) == "scatter_update<unsigned long long, int>"
+
+
+# --- the safety nets can fail ----------------------------------------------------------------
+
+
+def _overrun_args(memory, n):
+    class OverrunArgs(ctypes.Structure):
+        _fields_ = [("output", ctypes.c_void_p), ("input", ctypes.c_void_p), ("n", ctypes.c_int64)]
+
+    return OverrunArgs(memory.alloc(n), memory.put(np.arange(n, dtype=np.uint8)), n)
+
+
+@needs_gxx
+def test_guard_bytes_catch_a_write_past_the_end():
+    lib, memory = host.load(host.shared_library()), host.Memory()
+    args = _overrun_args(memory, 10)
+    lib.run_overrun(ctypes.addressof(args), 1, 4)
+    with pytest.raises(AssertionError, match="write outside a 10-byte buffer"):
+        memory.check_guards()
+
+
+@needs_gxx
+def test_address_sanitizer_catches_a_write_past_the_end():
+    result = host.run_under_asan("overrun")
+    assert result.returncode != 0
+    assert "heap-buffer-overflow" in result.stderr and "WRITE of size 1" in result.stderr
+    assert "overrun went unnoticed" not in result.stdout
+
+
+@pytest.mark.parametrize("device_arch, arch", [(90, 90), (86, 86), (87, 86), (89, 89), (121, 120)])
+def test_cubin_arch_is_the_devices_own_or_a_compatible_one(device_arch, arch):
+    assert cuda.target_arch(device_arch, supported=[75, 80, 86, 89, 90, 100, 120]) == arch
+
+
+def test_cubin_arch_asks_nvrtc_what_it_supports():
+    try:
+        supported = cuda.nvrtc().nvrtcGetSupportedArchs()[1]
+    except cuda.CudaUnavailableError as error:
+        pytest.skip(str(error))
+    assert cuda.target_arch(max(supported)) == max(supported)
+
+
+def test_unknown_arch_major_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(cuda, "nvrtc_version", lambda: (13, 0))
+    with pytest.raises(cuda.CudaError, match=r"cannot build for sm_110 \(supported: \[75, 80, 90\]\)"):
+        cuda.target_arch(110, supported=[90, 80, 75])
+
+
+# --- plugins.cuda's driver calls, against a fake driver module -------------------------------
+
+
+class FakeDriver:
+    """The slice of cuda.bindings.driver that plugins.cuda uses, recording calls (no GPU)."""
+
+    class CUresult:
+        CUDA_SUCCESS = 0
+        CUDA_ERROR_INVALID_VALUE = type("R", (), {"name": "CUDA_ERROR_INVALID_VALUE", "__eq__": lambda s, o: o is s, "__hash__": object.__hash__})()
+
+    class CUdevice_attribute:
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = "major"
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = "minor"
+        CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = "sms"
+
+    def __init__(self, context=0):
+        self.calls, self.context, self.fail = [], context, set()
+
+    def _ok(self, name, *values):
+        self.calls.append(name)
+        if name in self.fail:
+            return (self.CUresult.CUDA_ERROR_INVALID_VALUE, *values)
+        return (self.CUresult.CUDA_SUCCESS, *values)
+
+    def cuCtxGetCurrent(self):
+        return self._ok("cuCtxGetCurrent", self.context)
+
+    def cuDeviceGet(self, ordinal):
+        return self._ok("cuDeviceGet", 0)
+
+    def cuDevicePrimaryCtxRetain(self, device):
+        return self._ok("cuDevicePrimaryCtxRetain", 0xC0)
+
+    def cuCtxSetCurrent(self, context):
+        self.context = context
+        return self._ok("cuCtxSetCurrent")
+
+    def cuCtxGetDevice(self):
+        return self._ok("cuCtxGetDevice", 0)
+
+    def cuDeviceGetAttribute(self, attribute, device):
+        return self._ok("cuDeviceGetAttribute", {"major": 8, "minor": 6, "sms": 3}[attribute])
+
+    def cuModuleLoadData(self, image):
+        return self._ok("cuModuleLoadData", ("module", image))
+
+    def cuModuleGetFunction(self, module, name):
+        return self._ok("cuModuleGetFunction", ("function", module[1], name))
+
+    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        self.launched = (f, gx, gy, gz, bx, by, bz, shared, stream, extra)
+        self.packed = ctypes.string_at(ctypes.c_void_p.from_address(params).value, ctypes.sizeof(kernels.ScatterUpdateArgs))
+        return self._ok("cuLaunchKernel")
+
+    def cuMemsetD32Async(self, address, value, count, stream):
+        return self._ok(f"cuMemsetD32Async({address:#x},{value},{count},{stream:#x})")
+
+    def cuMemcpyDtoDAsync(self, destination, source, nbytes, stream):
+        return self._ok(f"cuMemcpyDtoDAsync({destination:#x},{source:#x},{nbytes},{stream:#x})")
+
+    def cuStreamSynchronize(self, stream):
+        return self._ok(f"cuStreamSynchronize({stream:#x})")
+
+    def cuMemcpyDtoH(self, host_address, source, nbytes):
+        ctypes.c_uint32.from_address(host_address).value = 5
+        return self._ok(f"cuMemcpyDtoH({source:#x},{nbytes})")
+
+
+@pytest.fixture
+def fake_driver(monkeypatch):
+    fake = FakeDriver()
+    monkeypatch.setattr(cuda, "_driver_module", fake)
+    monkeypatch.setattr(cuda, "_contexts", {})
+    monkeypatch.setattr(cuda, "target_arch", lambda arch: arch)
+    monkeypatch.setattr(cuda, "cubin", lambda kernel, size, index, arch: (f"image-{kernel}-{size}-{index}-sm{arch}".encode(), f"lowered_{kernel}"))
+    monkeypatch.setattr(kernels, "device", cuda)
+    return fake
+
+
+def test_launch_through_the_driver(fake_driver):
+    kernels.launch_scatter_update(**{**UPDATE, "data": 0x2222, "error_flag": 0x5000}, updates_shape=(3, 5))
+    assert fake_driver.calls == [
+        "cuCtxGetCurrent", "cuDeviceGet", "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent",  # no context: the primary one
+        "cuCtxGetDevice", "cuDeviceGetAttribute", "cuDeviceGetAttribute", "cuDeviceGetAttribute",
+        "cuModuleLoadData", "cuModuleGetFunction",
+        "cuMemsetD32Async(0x5000,0,1,0x99)", f"cuMemcpyDtoDAsync(0x1000,0x2222,{4 * 5 * 8},0x99)",
+        "cuLaunchKernel",
+    ]
+    function, *dims, shared, stream, extra = fake_driver.launched
+    assert function == ("function", b"image-scatter_update-8-4-sm86", b"lowered_scatter_update")
+    assert dims == [1, 1, 1, kernels.BLOCK, 1, 1] and (shared, stream, extra) == (0, 0x99, 0)
+    args = kernels.ScatterUpdateArgs.from_buffer_copy(fake_driver.packed)
+    assert (args.output, args.indices, args.error_flag, args.updates_rank) == (0x1000, 0x2000, 0x5000, 2)
+
+    fake_driver.calls.clear()
+    kernels.launch_scatter_update(**UPDATE)  # cached: no module load, the context's SM count reused
+    assert fake_driver.calls == ["cuCtxGetCurrent", "cuLaunchKernel"]
+    assert cuda.device_arch() == 86 and cuda.sm_count() == 3
+
+    fake_driver.calls.clear()
+    assert kernels.check_error_flag(0x5000, 0x99) == 5
+    assert fake_driver.calls == ["cuStreamSynchronize(0x99)", "cuMemcpyDtoH(0x5000,4)"]
+
+
+def test_each_context_loads_its_own_module(fake_driver):
+    cuda.kernel("slice_scatter", 4)
+    fake_driver.context = 0xC1
+    cuda.kernel("slice_scatter", 4)
+    assert fake_driver.calls.count("cuModuleLoadData") == 2 and set(cuda._contexts) == {0xC0, 0xC1}
+
+
+def test_driver_errors_name_the_call(fake_driver):
+    fake_driver.fail.add("cuLaunchKernel")
+    with pytest.raises(cuda.CudaError, match=r"cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE"):
+        kernels.launch_scatter_update(**UPDATE)

@@ -1,0 +1,105 @@
+"""plugins/scatter_update.cu on the CPU (host shim), through the real launch code, against the oracle.
+
+Out-of-range indices must be skipped and counted once each, everything else equal to the oracle
+applied to the in-range indices; an axis out of range or an updates shape that does not follow
+from the device's axis must write nothing and count one error.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from conftest import needs_gxx
+from kernel_shim import cases, host
+
+pytestmark = needs_gxx
+
+
+def scaled(factor):
+    """Examples relative to the hypothesis profile (ci: 60): these cases are cheap, so run more."""
+    return int(settings.default.max_examples * factor)
+
+SETUP = {"grid": None, "block": None, "sm_count": 2, "shift_elements": 0, "in_place": False}
+
+
+@pytest.fixture(scope="module")
+def shim():
+    return host.load(host.shared_library())
+
+
+@settings(max_examples=scaled(2.5))
+@given(case=cases.scatter_update_cases())
+def test_matches_oracle_on_in_range_indices_and_counts_the_others(shim, case):
+    cases.check_scatter_update(shim, case)
+
+
+@settings(max_examples=scaled(1.5))
+@given(case=cases.scatter_update_cases(broken=True))
+def test_invalid_axis_or_updates_shape_writes_nothing_and_counts_one(shim, case):
+    cases.check_scatter_update(shim, case)
+
+
+def _case(shape, indices, axis, dtype=np.float32, index_dtype=np.int64, device_axis=None, updates_shape=None,
+          broken=None, pass_updates_shape=True, **setup):
+    rng = np.random.default_rng(1)
+    indices = np.asarray(indices, index_dtype)
+    normalized = axis % len(shape)
+    if updates_shape is None:
+        updates_shape = shape[:normalized] + indices.shape + shape[normalized + 1 :]
+    return cases.ScatterUpdateCase(
+        data=cases.random_array(rng, shape, dtype), indices=indices, updates=cases.random_array(rng, updates_shape, dtype),
+        axis=axis if device_axis is None else device_axis, axis_dtype=np.dtype(np.int32), axis_shape=(),
+        pass_updates_shape=pass_updates_shape, setup={**SETUP, **setup}, broken=broken, notes={"axis": normalized})
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.float16, np.int32, np.float64])
+@pytest.mark.parametrize(
+    "shape, indices, axis",
+    [
+        ((5,), 3, 0),  # 0-D index into a 1-D tensor: 0-D updates
+        ((4, 3), 2, -1),  # 0-D index, negative axis
+        ((6, 2, 3), [[5, 0], [2, 4]], 0),
+        ((2, 7, 3), [6, -1, 7, 0], 1),  # -1 and 7 are out of range: skipped and counted
+        ((3, 2), [], 0),  # no indices
+        ((3, 0, 4), [1, 2], 0),  # empty rows
+        ((2, 3, 300), [[2, 0]], 1),  # long rows
+        ((4, 5), [2**31 - 1, -(2**31), 1], -2),
+    ],
+)
+def test_edge_cases(shim, shape, indices, axis, dtype, index_dtype):
+    cases.check_scatter_update(shim, _case(shape, indices, axis, dtype, index_dtype))
+
+
+@pytest.mark.parametrize("block, grid", [(1, 1), (7, 3), (256, 40)])
+@pytest.mark.parametrize("shift_elements", [0, 1, 3])
+def test_any_grid_and_alignment(shim, block, grid, shift_elements):
+    case = _case((3, 9, 40), [8, 0, 4, 9], 1, dtype=np.uint8, block=block, grid=grid, shift_elements=shift_elements)
+    cases.check_scatter_update(shim, case)
+
+
+def test_without_updates_shape_the_axis_is_still_checked(shim):
+    case = _case((4, 3), [1], 0, device_axis=2, broken="axis_out_of_range", pass_updates_shape=False)
+    cases.check_scatter_update(shim, case)
+
+
+def test_updates_for_another_axis_are_refused(shim):
+    # updates made for axis 1 while the device says axis 0: reading them as axis-0 rows would run past them
+    case = _case((2, 8), [0, 1, 2, 3, 4, 5, 6], 1, device_axis=0, broken="other_axis")
+    cases.check_scatter_update(shim, case)
+
+
+def test_invalid_inputs_write_nothing_without_error_flag(shim):
+    case = _case((4, 3), [1], 0, device_axis=-3, broken="axis_out_of_range")
+    output, count = host.run_scatter_update(
+        host.ShimDevice(shim), host.Memory(), case.data, case.indices, case.updates, case.axis,
+        axis_dtype=np.int64, axis_shape=(1,), in_place=True, error_flag=False)
+    assert count == 0
+    np.testing.assert_array_equal(output, case.data)
+
+
+def test_under_address_sanitizer():
+    result = host.run_under_asan("scatter_update", examples=60)
+    assert result.returncode == 0, result.stdout + result.stderr[-4000:]
+    assert "AddressSanitizer" not in result.stderr
+    assert "60 valid and 60 broken cases passed" in result.stdout
