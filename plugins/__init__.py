@@ -17,8 +17,6 @@ Importing this package needs no TensorRT; :func:`register` and :func:`add_plugin
 
 import os
 
-import numpy as np
-
 from trt_scatter import backend
 from trt_scatter.log import logger
 
@@ -114,12 +112,9 @@ def add_plugin_layer(network, op_name, inputs, fields=None):
             f"cannot be added through the network API. Put a '{op_name}' node (domain 'trt_scatter') in an ONNX model "
             f"and parse it with the ONNX parser after trt_scatter.plugins.register(), or use impl='native'."
         )
+    from trt_scatter.plugins.base import fields_to_keep
+
     creator = register()[op_name]
-    collection = trt.PluginFieldCollection(
-        [
-            trt.PluginField(name, np.array([int(value)], dtype=np.int32), trt.PluginFieldType.INT32)
-            for name, value in (fields or {}).items()
-        ]
-    )
-    plugin = creator.create_plugin(op_name, collection, trt.TensorRTPhase.BUILD)
+    kept = fields_to_keep(fields or {})  # the collection does not own its fields' data
+    plugin = creator.create_plugin(op_name, trt.PluginFieldCollection(kept), trt.TensorRTPhase.BUILD)
     return network.add_plugin_v3(list(inputs), [], plugin).get_output(0)

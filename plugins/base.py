@@ -158,9 +158,9 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
         pass
 
     def get_fields_to_serialize(self):
-        return trt.PluginFieldCollection(
-            [trt.PluginField("inplace", np.array([int(self.inplace)], dtype=np.int32), trt.PluginFieldType.INT32)]
-        )
+        # A PluginFieldCollection points into its fields' arrays without owning them: keep them alive here.
+        self._serialized_fields = fields_to_keep({"inplace": int(self.inplace)})
+        return trt.PluginFieldCollection(self._serialized_fields)
 
     def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
         if int(np.prod(dims_shape(output_desc[0].dims))) == 0:
@@ -193,9 +193,8 @@ class ScatterPluginCreator(trt.IPluginCreatorV3One):
         self.name = plugin_class.NAME
         self.plugin_version = PLUGIN_VERSION
         self.plugin_namespace = PLUGIN_NAMESPACE
-        self.field_names = trt.PluginFieldCollection(
-            [trt.PluginField("inplace", np.array([], dtype=np.int32), trt.PluginFieldType.INT32)]
-        )
+        self._field_names = [trt.PluginField(name, np.array([], dtype=np.int32), trt.PluginFieldType.INT32) for name in FIELDS]
+        self.field_names = trt.PluginFieldCollection(self._field_names)
 
     def create_plugin(self, name, field_collection, phase):
         fields = {field.name: field.data for field in field_collection}
@@ -210,6 +209,11 @@ class ScatterPluginCreator(trt.IPluginCreatorV3One):
             )
         logger.debug("creating %s plugin %r (inplace=%d, phase=%s)", self.name, name, inplace, phase)
         return self.plugin_class(inplace, phase)
+
+
+def fields_to_keep(values):
+    """``PluginField``s (int32) for ``{name: int}``; the caller keeps the list alive as long as a collection of them is used."""
+    return [trt.PluginField(name, np.array([int(value)], dtype=np.int32), trt.PluginFieldType.INT32) for name, value in values.items()]
 
 
 def _flag(plugin, field, value):
