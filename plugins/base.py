@@ -71,6 +71,11 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
     ``NAME``: plugin name (= ONNX op type). ``INPUTS``: input names in order; the inputs after the
     first ``MIN_INPUTS`` are optional. ``INDEX_INPUTS``: for each index input, the index input whose
     type it must share (itself when free). Every other input and the output share ``data``'s type.
+
+    Op hooks: ``check_shapes(shapes)`` (classmethod; shapes as tuples, -1 = unknown) raises the
+    oracle's ``ScatterInputError`` for shapes the op forbids; ``launch(kernels, input_desc, inputs,
+    output, data, error_flag, stream)`` calls the op's ``kernels.launch_*`` (``data`` is 0 when the
+    output already holds it); ``describe_errors(count, input_desc)`` says what the kernel counted.
     """
 
     NAME = None
@@ -89,21 +94,6 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
         self.num_outputs = 1
         self.inplace = bool(inplace)
         self.phase = phase
-
-    # ---- op hooks -------------------------------------------------------------------------
-
-    @classmethod
-    def check_shapes(cls, shapes):
-        """Raises ``ScatterInputError`` if input shapes (tuples, -1 = unknown) break the op's rules."""
-        raise NotImplementedError
-
-    def launch(self, kernels, input_desc, inputs, output, data, error_flag, stream):
-        """Calls the op's ``kernels.launch_*`` (``data`` is 0 when the output already holds it)."""
-        raise NotImplementedError
-
-    def describe_errors(self, count, input_desc):
-        """What ``count`` errors counted by the kernel mean, for the debug-mode exception."""
-        raise NotImplementedError
 
     # ---- IPluginV3 --------------------------------------------------------------------------
 
