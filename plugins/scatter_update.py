@@ -48,6 +48,7 @@ class ScatterUpdatePlugin(ScatterPlugin):
             axis=inputs[3],
             data_shape=dims_shape(input_desc[0].dims),
             indices_shape=dims_shape(input_desc[1].dims),
+            updates_shape=dims_shape(input_desc[2].dims),  # lets the kernel refuse a device axis that does not fit
             element_size=element_size(input_desc[0].type),
             index_itemsize=index_size(input_desc[1].type),
             axis_itemsize=index_size(input_desc[3].type),

@@ -5,12 +5,15 @@ inputs in spec order, output of data's shape and type); constant parameters are 
 which TensorRT's ONNX parser turns into constant inputs of the plugin.
 """
 
+import contextlib
 import ctypes
 import logging
+import shutil
 
 import ml_dtypes
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from trt_scatter import oracle, plugins
@@ -258,28 +261,28 @@ class HostKernels:
         if arguments["error_flag"]:
             _host_view(arguments["error_flag"], (), np.uint32)[...] = errors
 
-    def launch_slice_scatter(self, **arguments):
+    def launch_slice_scatter(self, *, output, data, updates, start, stop, step, axes, num_axes, data_shape,
+                             updates_shape, element_size, param_itemsize, axes_itemsize, error_flag, stream):
+        arguments = dict(locals())
+        del arguments["self"]
         output, kind = self._prepare("slice_scatter", arguments)
-        count = arguments["num_axes"]
 
-        def ints(name, itemsize):
-            return _host_view(arguments[name], (count,), f"i{itemsize}").tolist()
+        def ints(address, itemsize):
+            return _host_view(address, (num_axes,), f"i{itemsize}").tolist()
 
-        start, stop, step = (ints(name, arguments["param_itemsize"]) for name in ("start", "stop", "step"))
-        axes = ints("axes", arguments["axes_itemsize"]) if arguments["axes"] else None
-        updates = _host_view(arguments["updates"], arguments["updates_shape"], kind)
+        start, stop, step = (ints(address, param_itemsize) for address in (start, stop, step))
+        axes = ints(axes, axes_itemsize) if axes else None
+        updates = _host_view(updates, updates_shape, kind)
         self._finish(arguments, output, lambda data: oracle.slice_scatter(data, updates, start, stop, step, axes))
 
-    def launch_scatter_update(self, **arguments):
+    def launch_scatter_update(self, *, output, data, indices, updates, axis, data_shape, indices_shape, element_size,
+                              index_itemsize, axis_itemsize, error_flag, stream, updates_shape=None):
+        arguments = dict(locals())
+        del arguments["self"]
         output, kind = self._prepare("scatter_update", arguments)
-        indices = _host_view(arguments["indices"], arguments["indices_shape"], f"i{arguments['index_itemsize']}")
-        axis = int(_host_view(arguments["axis"], (), f"i{arguments['axis_itemsize']}"))
-        rank = len(arguments["data_shape"])
-        normalized = axis % rank if -rank <= axis < rank else 0
-        updates_shape = (
-            tuple(arguments["data_shape"][:normalized]) + indices.shape + tuple(arguments["data_shape"][normalized + 1 :])
-        )
-        updates = _host_view(arguments["updates"], updates_shape, kind)
+        indices = _host_view(indices, indices_shape, f"i{index_itemsize}")
+        axis = int(_host_view(axis, (), f"i{axis_itemsize}"))
+        updates = _host_view(updates, updates_shape, kind)
         self._finish(arguments, output, lambda data: oracle.scatter_update(data, indices, updates, axis))
 
 
@@ -360,3 +363,24 @@ def chained_model():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)])
     onnx.checker.check_model(model, full_check=True)
     return model
+
+
+@contextlib.contextmanager
+def cpu_kernels():
+    """The real ``plugins/kernels.py`` launch code driving the kernels' CPU build (``tests/kernel_shim``).
+
+    Both come from the kernels branch; until it is merged the tests that use this skip. Debug mode
+    is on, so ``enqueue`` also reads the error counter back through the real ``check_error_flag``.
+    """
+    try:
+        from kernel_shim import host
+
+        from trt_scatter.plugins import kernels
+    except ImportError as err:
+        pytest.skip(f"needs plugins/kernels.py and tests/kernel_shim from the kernels branch ({err})")
+    if shutil.which("g++") is None:
+        pytest.skip("needs g++ to run the kernels on the CPU")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(kernels, "device", host.ShimDevice(host.load(host.shared_library())))
+        monkeypatch.setenv("TRT_SCATTER_DEBUG", "1")
+        yield kernels

@@ -10,7 +10,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from conftest import needs_full_tensorrt, needs_gpu
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import plugin_models as models
@@ -163,6 +163,32 @@ def test_enqueue_passes_what_the_kernel_needs(case, dtype, index_dtype, axis_dty
         output = models.enqueue(ScatterUpdatePlugin(inplace), arrays, output=arrays[0] if inplace else None)
     np.testing.assert_array_equal(output.view(np.uint8), expected.view(np.uint8))
     assert [(name, launch["data"] == 0) for name, launch in kernels.launches] == ([("scatter_update", inplace)] if expected.size else [])
+
+
+@pytest.fixture(scope="module")
+def cpu_kernels():
+    with models.cpu_kernels() as kernels:
+        yield kernels
+
+
+@settings(max_examples=40)
+@given(scatter_updates(), st.sampled_from(["float32", "bfloat16", "int8", "int64", "bool"]),
+       st.sampled_from(["int32", "int64"]), st.sampled_from([(), (1,)]), st.booleans(), st.integers(0, 2**32 - 1))
+def test_enqueue_through_the_real_kernels_on_the_cpu(cpu_kernels, case, dtype, index_dtype, axis_shape, inplace, seed):
+    data_shape, indices_shape, updates_shape, axis = case
+    rng = np.random.default_rng(seed)
+    tensor, updates = models.random_array(rng, data_shape, dtype), models.random_array(rng, updates_shape, dtype)
+    indices = rng.integers(0, max(data_shape[axis], 1), indices_shape).astype(index_dtype)
+    arrays = [tensor.copy(), indices, updates, np.full(axis_shape, axis, "int32")]
+    output = models.enqueue(ScatterUpdatePlugin(inplace), arrays, output=arrays[0] if inplace else None)
+    expected = oracle.scatter_update(tensor, indices, updates, axis)
+    np.testing.assert_array_equal(output.view(np.uint8), expected.view(np.uint8))
+
+
+def test_real_kernels_count_indices_out_of_range(cpu_kernels):
+    arrays = [np.zeros((4, 5), np.float16), np.array([1, 4, -1], np.int64), np.ones((3, 5), np.float16), np.array(0, np.int32)]
+    with pytest.raises(PluginError, match=r"ScatterUpdate: 2 'indices' value\(s\) outside"):
+        models.enqueue(ScatterUpdatePlugin(), arrays)
 
 
 def test_enqueue_in_debug_mode_raises_on_counted_errors(monkeypatch):

@@ -10,7 +10,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from conftest import needs_full_tensorrt, needs_gpu
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import plugin_models as models
@@ -224,6 +224,36 @@ def test_enqueue_passes_what_the_kernel_needs(case, dtype, param_dtype, axes_dty
         output = models.enqueue(SliceScatterPlugin(inplace), arrays, output=arrays[0] if inplace else None)
     np.testing.assert_array_equal(output.view(np.uint8), expected.view(np.uint8))
     assert [(name, launch["data"] == 0) for name, launch in kernels.launches] == ([("slice_scatter", inplace)] if expected.size else [])
+
+
+@pytest.fixture(scope="module")
+def cpu_kernels():
+    with models.cpu_kernels() as kernels:
+        yield kernels
+
+
+@settings(max_examples=40)
+@given(slice_scatters(), st.sampled_from(["float32", "float16", "int8", "int64", "bool"]),
+       st.sampled_from(["int32", "int64"]), st.booleans(), st.integers(0, 2**32 - 1))
+def test_enqueue_through_the_real_kernels_on_the_cpu(cpu_kernels, case, dtype, param_dtype, inplace, seed):
+    data_shape, updates_shape, start, stop, step, axes = case
+    limits = np.iinfo(param_dtype)
+    start, stop = ([min(max(v, limits.min), limits.max) for v in values] for values in (start, stop))
+    rng = np.random.default_rng(seed)
+    tensor, updates = models.random_array(rng, data_shape, dtype), models.random_array(rng, updates_shape, dtype)
+    arrays = [tensor.copy(), updates] + [np.array(v, param_dtype) for v in (start, stop, step)]
+    if axes is not None:
+        arrays.append(np.array(axes, "int64"))
+    output = models.enqueue(SliceScatterPlugin(inplace), arrays, output=arrays[0] if inplace else None)
+    expected = oracle.slice_scatter(tensor, updates, start, stop, step, axes)
+    np.testing.assert_array_equal(output.view(np.uint8), expected.view(np.uint8))
+
+
+def test_real_kernels_count_a_slice_that_does_not_fit(cpu_kernels):
+    data, updates = np.zeros((4, 5), np.float32), np.ones((3, 5), np.float32)
+    params = [np.array([0], np.int32), np.array([4], np.int32), np.array([2], np.int32)]
+    with pytest.raises(PluginError, match=r"SliceScatter: .*nothing was written \(error count 1\)"):
+        models.enqueue(SliceScatterPlugin(), [data, updates] + params)
 
 
 def test_enqueue_in_debug_mode_raises_on_counted_errors(monkeypatch):
