@@ -44,7 +44,10 @@ class PluginError(RuntimeError):
 
 def element_size(dtype):
     """Bytes per element of a TensorRT ``DataType``, or ``None`` for types the kernels cannot move (sub-byte, unknown)."""
-    size = dtype.itemsize
+    try:
+        size = dtype.itemsize
+    except (TypeError, ValueError):  # bindings that cannot size a type
+        return None
     return int(size) if size in (1, 2, 4, 8) else None
 
 
@@ -203,7 +206,10 @@ class ScatterPluginCreator(trt.IPluginCreatorV3One):
 
 def fields_to_keep(values):
     """``PluginField``s (int32) for ``{name: int}``; the caller keeps the list alive as long as a collection of them is used."""
-    return [trt.PluginField(name, np.array([int(value)], dtype=np.int32), trt.PluginFieldType.INT32) for name, value in values.items()]
+    return [
+        trt.PluginField(name, np.array([int(value)], dtype=np.int32), trt.PluginFieldType.INT32)
+        for name, value in values.items()
+    ]
 
 
 def _flag(plugin, field, value):

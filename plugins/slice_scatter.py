@@ -36,7 +36,8 @@ class SliceScatterPlugin(ScatterPlugin):
             check_slice_scatter(data_free, updates, start, stop, step)
             return
         if lengths[3] > len(data):
-            raise rules.ScatterInputError(OP, "axes", f"must have at most {len(data)} entries (distinct axes of 'data')", lengths[3])
+            rule = f"must have at most {len(data)} entries (distinct axes of 'data')"
+            raise rules.ScatterInputError(OP, "axes", rule, lengths[3])
         check_slice_scatter((-1,) * len(data), updates, start, stop, step, list(range(lengths[3])))
 
     def launch(self, kernels, input_desc, inputs, output, data, error_flag, stream):
