@@ -5,7 +5,9 @@ Use them in either of two ways:
 - ONNX: a node ``SliceScatter(data, updates, start, stop, step[, axes])`` or
   ``ScatterUpdate(data, indices, updates, axis)`` (domain ``trt_scatter``, with an opset import
   for it) becomes the plugin when TensorRT's ONNX parser reads the model after :func:`register`.
-  An optional node attribute ``inplace=1`` becomes the plugin field of that name.
+  An optional node attribute ``inplace=1`` becomes the plugin field of that name. (The parser
+  forwards only attributes a creator lists, so it warns "Attribute inplace not found in plugin
+  node!" for nodes without it; the default, 0, applies.)
 - Network API (full TensorRT only): :func:`add_plugin_layer`.
 
 Plugin field ``inplace`` (0 or 1, default 0): with 1 the output aliases ``data`` and only
