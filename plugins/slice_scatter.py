@@ -27,7 +27,10 @@ class SliceScatterPlugin(ScatterPlugin):
         for name, shape in zip(PARAMS, params):
             rules.check_shape(OP, name, shape, (-1,), "a 1-D tensor")
         known = [shape[0] for shape in params if rules.is_known(shape[0])]
-        lengths = [shape[0] if rules.is_known(shape[0]) else known[0] for shape in params] if known else [0] * len(params)
+        if not known:  # how many axes are sliced is not known: any dimension of updates may differ
+            check_slice_scatter((-1,) * len(data), updates, [], [], [])
+            return
+        lengths = [shape[0] if rules.is_known(shape[0]) else known[0] for shape in params]
         count = lengths[0]
         start, stop, step = [0] * lengths[0], [1] * lengths[1], [1] * lengths[2]
         if len(params) == 3:

@@ -136,8 +136,8 @@ def test_output_type_and_workspace():
 @pytest.mark.parametrize("inplace", [0, 1])
 def test_fields_round_trip_through_the_creator(inplace):
     creator = plugins.register()["ScatterUpdate"]
-    fields = trt.PluginFieldCollection([trt.PluginField("inplace", np.array([inplace], np.int64), trt.PluginFieldType.INT64)])
-    built = creator.create_plugin("u", fields, trt.TensorRTPhase.BUILD)
+    kept = [trt.PluginField("inplace", np.array([inplace], np.int64), trt.PluginFieldType.INT64)]  # the collection does not own it
+    built = creator.create_plugin("u", trt.PluginFieldCollection(kept), trt.TensorRTPhase.BUILD)
     runtime = creator.create_plugin("u", built.get_fields_to_serialize(), trt.TensorRTPhase.RUNTIME)
     assert isinstance(runtime, ScatterUpdatePlugin) and runtime.phase == trt.TensorRTPhase.RUNTIME
     assert [f.data.tolist() for f in runtime.get_fields_to_serialize()] == [[inplace]]

@@ -17,7 +17,7 @@ import plugin_models as models
 from trt_scatter import oracle, plugins
 from trt_scatter.backend import tensorrt
 from trt_scatter.oracle import ScatterInputError
-from trt_scatter.plugins.base import ELEMENT_TYPES, PluginError
+from trt_scatter.plugins.base import ELEMENT_TYPES, PluginError, fields_to_keep
 from trt_scatter.plugins.slice_scatter import SliceScatterPlugin
 
 trt = tensorrt()
@@ -177,8 +177,8 @@ def _fields(plugin):
 @pytest.mark.parametrize("inplace", [0, 1])
 def test_fields_round_trip_through_the_creator(inplace):
     creator = plugins.register()["SliceScatter"]
-    built = creator.create_plugin("s", trt.PluginFieldCollection(
-        [trt.PluginField("inplace", np.array([inplace], np.int32), trt.PluginFieldType.INT32)]), trt.TensorRTPhase.BUILD)
+    kept = fields_to_keep({"inplace": inplace})  # a collection does not own its fields' arrays
+    built = creator.create_plugin("s", trt.PluginFieldCollection(kept), trt.TensorRTPhase.BUILD)
     assert _fields(built) == {"inplace": [inplace]}
     assert built.get_aliased_input(0) == (0 if inplace else -1)
     runtime = creator.create_plugin("s", built.get_fields_to_serialize(), trt.TensorRTPhase.RUNTIME)
