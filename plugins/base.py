@@ -151,9 +151,11 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
         pass
 
     def get_fields_to_serialize(self):
-        # A PluginFieldCollection points into its fields' arrays without owning them: keep them alive here.
-        self._serialized_fields = fields_to_keep({"inplace": int(self.inplace)})
-        return trt.PluginFieldCollection(self._serialized_fields)
+        # A PluginFieldCollection points into its fields' arrays without owning them, and TensorRT reads
+        # it after this returns: keep both alive as long as the plugin.
+        fields = fields_to_keep({"inplace": int(self.inplace)})
+        self._serialized = (fields, trt.PluginFieldCollection(fields))
+        return self._serialized[1]
 
     def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
         if int(np.prod(dims_shape(output_desc[0].dims))) == 0:

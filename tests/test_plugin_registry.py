@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from conftest import needs_full_tensorrt
 
+import plugin_models as models
+
 from trt_scatter import backend, plugins
 from trt_scatter.plugins.base import PluginError
 from trt_scatter.plugins.scatter_update import ScatterUpdatePlugin
@@ -80,9 +82,8 @@ def test_create_plugin_rejects_bad_fields(fields, message):
         assert str(caught.value).startswith(f"{name}: ") and message in str(caught.value)
 
 
+@models.forked
 def test_bad_inplace_attribute_fails_the_onnx_parse_with_our_message(capfd):
-    import plugin_models as models
-
     with pytest.raises(AssertionError, match="Could not create the plugin"):
         models.build(models.scatter_update_model([4, 5], [1], [1, 5], 0, inplace=2))
     assert "ScatterUpdate: plugin field 'inplace' must be 0 or 1" in capfd.readouterr().err

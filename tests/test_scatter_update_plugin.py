@@ -21,6 +21,8 @@ from trt_scatter.plugins.base import PluginError
 from trt_scatter.plugins.scatter_update import ScatterUpdatePlugin
 
 trt = tensorrt()
+# Plugin objects for the many-example tests, made at import (see plugin_models.forked for why few are made later).
+PLUGINS = {inplace: ScatterUpdatePlugin(inplace) for inplace in (False, True)}
 BUILDABLE = ["float32", "float16", "bfloat16", "int8", "int32", "int64", "bool"]  # uint8: see the SliceScatter tests
 
 
@@ -160,7 +162,7 @@ def test_enqueue_passes_what_the_kernel_needs(case, dtype, index_dtype, axis_dty
     expected = oracle.scatter_update(tensor, indices, updates, axis)
     with pytest.MonkeyPatch.context() as monkeypatch:
         kernels = models.use_host_kernels(monkeypatch)
-        output = models.enqueue(ScatterUpdatePlugin(inplace), arrays, output=arrays[0] if inplace else None)
+        output = models.enqueue(PLUGINS[inplace], arrays, output=arrays[0] if inplace else None)
     np.testing.assert_array_equal(output.view(np.uint8), expected.view(np.uint8))
     assert [(name, launch["data"] == 0) for name, launch in kernels.launches] == ([("scatter_update", inplace)] if expected.size else [])
 
@@ -180,7 +182,7 @@ def test_enqueue_through_the_real_kernels_on_the_cpu(cpu_kernels, case, dtype, i
     tensor, updates = models.random_array(rng, data_shape, dtype), models.random_array(rng, updates_shape, dtype)
     indices = rng.integers(0, max(data_shape[axis], 1), indices_shape).astype(index_dtype)
     arrays = [tensor.copy(), indices, updates, np.full(axis_shape, axis, "int32")]
-    output = models.enqueue(ScatterUpdatePlugin(inplace), arrays, output=arrays[0] if inplace else None)
+    output = models.enqueue(PLUGINS[inplace], arrays, output=arrays[0] if inplace else None)
     expected = oracle.scatter_update(tensor, indices, updates, axis)
     np.testing.assert_array_equal(output.view(np.uint8), expected.view(np.uint8))
 
@@ -211,6 +213,7 @@ def calls(monkeypatch):
 
 @pytest.mark.parametrize("index_dtype, axis_dtype", [("int32", "int32"), ("int64", "int64"), ("int32", "int64")])
 @pytest.mark.parametrize("dtype", BUILDABLE)
+@models.forked
 def test_engine_builds_for_element_and_index_types(calls, dtype, index_dtype, axis_dtype):
     model = models.scatter_update_model([4, 5], [[3], [0]], [4, 2, 1], 1, dtype=dtype, index_dtype=index_dtype, axis_dtype=axis_dtype)
     _, plan = models.build(model)
@@ -223,6 +226,7 @@ def test_engine_builds_for_element_and_index_types(calls, dtype, index_dtype, ax
     assert calls.arguments("configure_plugin")[0][0] == ((4, 5), (2, 1), (4, 2, 1), ())
 
 
+@models.forked
 def test_engine_build_call_sequence(calls):
     _, plan = models.build(models.scatter_update_model([4, 5], [2, 0], [2, 5], [-2]))
     assert plan is not None and plan.nbytes > 0
@@ -234,6 +238,7 @@ def test_engine_build_call_sequence(calls):
     assert "enqueue" not in methods
 
 
+@models.forked
 def test_engine_builds_with_dynamic_shapes(calls):
     model = models.scatter_update_model(["n", 5], [1, 3], ["n", 2], 1)
     _, plan = models.build(model, profile={"data": ((1, 5), (2, 5), (6, 5)), "updates": ((1, 2), (2, 2), (6, 2))})
@@ -242,12 +247,14 @@ def test_engine_builds_with_dynamic_shapes(calls):
     assert dims[0] == (-1, 5) and bounds[0] == ((1, 5), (6, 5))
 
 
+@models.forked
 def test_bad_shapes_fail_the_parse_with_the_oracle_message(capfd):
     with pytest.raises(AssertionError, match="ONNX parser failed"):
         models.build(models.scatter_update_model([4, 5], [1, 3], [2, 6], 0))
     assert "scatter_update: 'updates' must have shape data.shape[:axis] + indices.shape" in capfd.readouterr().err
 
 
+@models.forked
 def test_in_place_needs_the_aliasing_preview_feature(calls, caplog):
     model = models.scatter_update_model([4, 5], [1, 3], [2, 5], 0, inplace=1)
     _, plan = models.build(model, aliasing=True)
@@ -257,6 +264,7 @@ def test_in_place_needs_the_aliasing_preview_feature(calls, caplog):
     assert any("ALIASED_PLUGIN_IO_10_03" in message for message in models.trt_messages(caplog, logging.ERROR))
 
 
+@models.forked
 def test_both_plugins_in_one_engine_keep_their_fields(calls):
     """SliceScatter (in place) feeding ScatterUpdate (copy): the plan holds both, each serializes its own fields."""
     model = models.chained_model()

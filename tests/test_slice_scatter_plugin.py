@@ -21,6 +21,8 @@ from trt_scatter.plugins.base import ELEMENT_TYPES, PluginError, fields_to_keep
 from trt_scatter.plugins.slice_scatter import SliceScatterPlugin
 
 trt = tensorrt()
+# Plugin objects for the many-example tests, made at import (see plugin_models.forked for why few are made later).
+PLUGINS = {inplace: SliceScatterPlugin(inplace) for inplace in (False, True)}
 DTYPES = ["float32", "float16", "bfloat16", "int8", "int32", "int64", "bool", "uint8"]
 BOUND = st.one_of(st.integers(-7, 7), st.sampled_from([2**31 - 1, -(2**31), 2**63 - 1, -(2**63)]))
 
@@ -221,7 +223,7 @@ def test_enqueue_passes_what_the_kernel_needs(case, dtype, param_dtype, axes_dty
     expected = oracle.slice_scatter(tensor, updates, start, stop, step, axes)
     with pytest.MonkeyPatch.context() as monkeypatch:
         kernels = models.use_host_kernels(monkeypatch)
-        output = models.enqueue(SliceScatterPlugin(inplace), arrays, output=arrays[0] if inplace else None)
+        output = models.enqueue(PLUGINS[inplace], arrays, output=arrays[0] if inplace else None)
     np.testing.assert_array_equal(output.view(np.uint8), expected.view(np.uint8))
     assert [(name, launch["data"] == 0) for name, launch in kernels.launches] == ([("slice_scatter", inplace)] if expected.size else [])
 
@@ -244,7 +246,7 @@ def test_enqueue_through_the_real_kernels_on_the_cpu(cpu_kernels, case, dtype, p
     arrays = [tensor.copy(), updates] + [np.array(v, param_dtype) for v in (start, stop, step)]
     if axes is not None:
         arrays.append(np.array(axes, "int64"))
-    output = models.enqueue(SliceScatterPlugin(inplace), arrays, output=arrays[0] if inplace else None)
+    output = models.enqueue(PLUGINS[inplace], arrays, output=arrays[0] if inplace else None)
     expected = oracle.slice_scatter(tensor, updates, start, stop, step, axes)
     np.testing.assert_array_equal(output.view(np.uint8), expected.view(np.uint8))
 
@@ -287,6 +289,7 @@ def calls(monkeypatch):
 
 @pytest.mark.parametrize("param_dtype", ["int32", "int64"])
 @pytest.mark.parametrize("dtype", BUILDABLE)
+@models.forked
 def test_engine_builds_for_element_and_index_types(calls, dtype, param_dtype):
     model = models.slice_scatter_model([4, 5], [2, 5], [0], [4], [2], dtype=dtype, param_dtype=param_dtype)
     _, plan = models.build(model)
@@ -301,6 +304,7 @@ def test_engine_builds_for_element_and_index_types(calls, dtype, param_dtype):
     assert calls.results("get_workspace_size") and set(calls.results("get_workspace_size")) == {4}
 
 
+@models.forked
 def test_engine_build_call_sequence(calls):
     _, plan = models.build(models.slice_scatter_model([4, 5], [4, 2], [1], [-1], [2], axes=[-1]))
     assert plan is not None and plan.nbytes > 0
@@ -313,12 +317,14 @@ def test_engine_build_call_sequence(calls):
     assert calls.arguments("configure_plugin")[0][0] == ((4, 5), (4, 2), (1,), (1,), (1,), (1,))
 
 
+@models.forked
 def test_engine_builds_with_fp8_between_quantize_and_dequantize(calls):
     _, plan = models.build(models.fp8_slice_scatter_model())
     assert plan is not None and plan.nbytes > 0
     assert trt.DataType.FP8 in {types[0] for _, types, _, _ in calls.arguments("supports_format_combination")}
 
 
+@models.forked
 def test_uint8_is_refused_by_tensorrt_rtx_itself(calls, caplog):
     """The plugin accepts uint8, but TensorRT(-RTX) allows uint8 only on network I/O fed by casts/identities."""
     assert _accepts([trt.DataType.UINT8], 0) and _accepts([trt.DataType.UINT8] * 2, 1)
@@ -327,6 +333,7 @@ def test_uint8_is_refused_by_tensorrt_rtx_itself(calls, caplog):
     assert any("UInt8" in message for message in models.trt_messages(caplog, logging.ERROR))
 
 
+@models.forked
 def test_engine_builds_with_dynamic_shapes(calls):
     model = models.slice_scatter_model(["n", 5], ["m", 5], [0], [-1], [2])
     profile = {"data": ((1, 5), (4, 5), (8, 5)), "updates": ((1, 5), (2, 5), (4, 5))}
@@ -336,12 +343,14 @@ def test_engine_builds_with_dynamic_shapes(calls):
     assert dims[:2] == ((-1, 5), (-1, 5)) and bounds[:2] == (((1, 5), (8, 5)), ((1, 5), (4, 5)))
 
 
+@models.forked
 def test_bad_shapes_fail_the_parse_with_the_oracle_message(capfd):
     with pytest.raises(AssertionError, match="ONNX parser failed"):
         models.build(models.slice_scatter_model([4, 5], [2, 6], [0], [4], [2]))
     assert "slice_scatter: 'updates' must have shape (?, 5)" in capfd.readouterr().err
 
 
+@models.forked
 def test_in_place_needs_the_aliasing_preview_feature(calls, caplog):
     model = models.slice_scatter_model([4, 5], [2, 5], [0], [4], [2], inplace=1)
     _, plan = models.build(model, aliasing=True)
@@ -353,6 +362,7 @@ def test_in_place_needs_the_aliasing_preview_feature(calls, caplog):
     assert any("ALIASED_PLUGIN_IO_10_03" in message for message in models.trt_messages(caplog, logging.ERROR))
 
 
+@models.forked
 def test_fields_survive_the_engine_build(calls):
     _, plan = models.build(models.slice_scatter_model([4, 5], [2, 5], [0], [4], [2], inplace=1), aliasing=True)
     assert plan is not None and b"SliceScatter" in bytes(plan) and b"inplace" in bytes(plan)
