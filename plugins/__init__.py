@@ -28,6 +28,10 @@ RTX_LIBRARY = "libtensorrt_rtx.so"
 _creators = {}  # name -> creator; the registry holds no Python reference, so these must stay alive
 
 
+class PluginError(RuntimeError):
+    """A plugin cannot be created, registered or used as asked; the message says what to do instead."""
+
+
 def register():
     """Registers the SliceScatter and ScatterUpdate creators (once per process); returns them by name.
 
@@ -40,7 +44,7 @@ def register():
     if len(_creators) == len(PLUGIN_NAMES):
         return dict(_creators)
 
-    from trt_scatter.plugins.base import PLUGIN_NAMESPACE, PLUGIN_VERSION, PluginError
+    from trt_scatter.plugins.base import PLUGIN_NAMESPACE, PLUGIN_VERSION
     from trt_scatter.plugins.scatter_update import ScatterUpdatePluginCreator
     from trt_scatter.plugins.slice_scatter import SliceScatterPluginCreator
 
@@ -72,8 +76,6 @@ def fix_rtx_library_link(folder=None):
     it hosts a plugin, but the wheel ships only ``libtensorrt_rtx.so.1``. Returns the link's path.
     Raises :class:`PluginError` with the command to run when the folder is not writable.
     """
-    from trt_scatter.plugins.base import PluginError
-
     folder = folder or rtx_library_folder()
     link = os.path.join(folder, RTX_LIBRARY)
     target = RTX_LIBRARY + ".1"
@@ -103,8 +105,6 @@ def add_plugin_layer(network, op_name, inputs, fields=None):
     (e.g. ``{"inplace": 1}``). Needs ``INetworkDefinition.add_plugin_v3`` (full TensorRT);
     TensorRT-RTX lacks it, so there this raises :class:`PluginError` naming the alternatives.
     """
-    from trt_scatter.plugins.base import PluginError
-
     trt = backend.tensorrt()
     if op_name not in PLUGIN_NAMES:
         raise PluginError(f"add_plugin_layer: unknown plugin {op_name!r}; known: {', '.join(PLUGIN_NAMES)}")

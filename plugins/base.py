@@ -23,6 +23,7 @@ import numpy as np
 
 from trt_scatter.backend import tensorrt
 from trt_scatter.log import logger
+from trt_scatter.plugins import PluginError
 
 trt = tensorrt()
 
@@ -36,10 +37,6 @@ _BUILD_INTERFACE = getattr(trt, "IPluginV3OneBuildV2", trt.IPluginV3OneBuild)
 CAN_ALIAS = _BUILD_INTERFACE is not trt.IPluginV3OneBuild
 
 INDEX_TYPES = (trt.DataType.INT32, trt.DataType.INT64)
-
-
-class PluginError(RuntimeError):
-    """A plugin cannot be created, registered or used as asked; the message says what to do instead."""
 
 
 def element_size(dtype):
