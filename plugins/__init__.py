@@ -1,0 +1,122 @@
+"""TensorRT plugins for OpenVINO's SliceScatter-15 and ScatterUpdate-3 (``trt_scatter.plugins``).
+
+Use them in either of two ways:
+
+- ONNX: a node ``SliceScatter(data, updates, start, stop, step[, axes])`` or
+  ``ScatterUpdate(data, indices, updates, axis)`` (domain ``trt_scatter``, with an opset import
+  for it) becomes the plugin when TensorRT's ONNX parser reads the model after :func:`register`.
+  An optional node attribute ``inplace=1`` becomes the plugin field of that name. (The parser
+  forwards only attributes a creator lists, so it warns "Attribute inplace not found in plugin
+  node!" for nodes without it; the default, 0, applies.)
+- Network API (full TensorRT only): :func:`add_plugin_layer`.
+
+Plugin field ``inplace`` (0 or 1, default 0): with 1 the output aliases ``data`` and only
+``updates`` are written; the builder config must then enable
+``PreviewFeature.ALIASED_PLUGIN_IO_10_03``. See :mod:`trt_scatter.plugins.base`.
+
+Importing this package needs no TensorRT; :func:`register` and :func:`add_plugin_layer` do.
+"""
+
+import os
+
+from trt_scatter import backend
+from trt_scatter.log import logger
+
+PLUGIN_NAMES = ("SliceScatter", "ScatterUpdate")
+RTX_LIBRARY = "libtensorrt_rtx.so"
+
+_creators = {}  # name -> creator; the registry holds no Python reference, so these must stay alive
+
+
+class PluginError(RuntimeError):
+    """A plugin cannot be created, registered or used as asked; the message says what to do instead."""
+
+
+def register():
+    """Registers the SliceScatter and ScatterUpdate creators (once per process); returns them by name.
+
+    On TensorRT-RTX it first makes sure its ONNX parser can load the plugin machinery
+    (:func:`fix_rtx_library_link`); without that the process aborts when the parser creates a plugin.
+    """
+    trt = backend.tensorrt()
+    if backend.is_rtx():
+        fix_rtx_library_link()
+    if len(_creators) == len(PLUGIN_NAMES):
+        return dict(_creators)
+
+    from trt_scatter.plugins.base import PLUGIN_NAMESPACE, PLUGIN_VERSION
+    from trt_scatter.plugins.scatter_update import ScatterUpdatePluginCreator
+    from trt_scatter.plugins.slice_scatter import SliceScatterPluginCreator
+
+    registry = trt.get_plugin_registry()
+    registered = {(c.name, c.plugin_version, c.plugin_namespace): c for c in registry.all_creators}
+    for creator_class in (SliceScatterPluginCreator, ScatterUpdatePluginCreator):
+        creator = creator_class()
+        existing = registered.get((creator.name, PLUGIN_VERSION, PLUGIN_NAMESPACE))
+        if existing is not None:  # e.g. a second copy of this package: keep the first, do not fight it
+            logger.debug("plugin creator %s already registered", creator.name)
+            creator = existing
+        elif not registry.register_creator(creator, PLUGIN_NAMESPACE):
+            raise PluginError(f"{creator.name}: the TensorRT plugin registry refused its creator (see the TensorRT log)")
+        _creators[creator.name] = creator
+    return dict(_creators)
+
+
+def rtx_library_folder():
+    """The folder of the ``tensorrt_rtx_libs`` package, which holds ``libtensorrt_rtx.so.1``."""
+    import tensorrt_rtx_libs
+
+    return os.path.dirname(os.path.realpath(tensorrt_rtx_libs.__file__))
+
+
+def fix_rtx_library_link(folder=None):
+    """Ensures ``libtensorrt_rtx.so -> libtensorrt_rtx.so.1`` exists in ``folder`` (default: :func:`rtx_library_folder`).
+
+    TensorRT-RTX's ONNX parser ``dlopen``s ``libtensorrt_rtx.so`` (its RPATH is ``$ORIGIN``) when
+    it hosts a plugin, but the wheel ships only ``libtensorrt_rtx.so.1``. Returns the link's path.
+    Raises :class:`PluginError` with the command to run when the folder is not writable.
+    """
+    folder = folder or rtx_library_folder()
+    link = os.path.join(folder, RTX_LIBRARY)
+    target = RTX_LIBRARY + ".1"
+    if os.path.exists(link):
+        return link
+    if not os.path.exists(os.path.join(folder, target)):
+        raise PluginError(f"TensorRT-RTX's {target} is not in {folder}; reinstall tensorrt-rtx")
+    temporary = f"{link}.{os.getpid()}.tmp"
+    try:
+        os.symlink(target, temporary)
+        os.replace(temporary, link)  # atomic: concurrent processes may race to create it
+    except OSError as err:
+        if os.path.lexists(temporary):
+            os.unlink(temporary)
+        raise PluginError(
+            f"TensorRT-RTX's ONNX parser needs {link} to load plugins, and it could not be created ({err}). "
+            f"Create it once: ln -s {target} {link}"
+        ) from err
+    logger.info("created %s -> %s (TensorRT-RTX packaging fix)", link, target)
+    return link
+
+
+def add_plugin_layer(network, op_name, inputs, fields=None):
+    """Adds a SliceScatter or ScatterUpdate plugin layer to ``network``; returns its output tensor.
+
+    ``inputs`` are the op's input tensors in spec order; ``fields`` maps plugin fields to values
+    (e.g. ``{"inplace": 1}``). Needs ``INetworkDefinition.add_plugin_v3`` (full TensorRT);
+    TensorRT-RTX lacks it, so there this raises :class:`PluginError` naming the alternatives.
+    """
+    trt = backend.tensorrt()
+    if op_name not in PLUGIN_NAMES:
+        raise PluginError(f"add_plugin_layer: unknown plugin {op_name!r}; known: {', '.join(PLUGIN_NAMES)}")
+    if not hasattr(network, "add_plugin_v3"):
+        raise PluginError(
+            f"{op_name}: {backend.name()} {trt.__version__} has no INetworkDefinition.add_plugin_v3, so the plugin "
+            f"cannot be added through the network API. Put a '{op_name}' node (domain 'trt_scatter') in an ONNX model "
+            f"and parse it with the ONNX parser after trt_scatter.plugins.register(), or use impl='native'."
+        )
+    from trt_scatter.plugins.base import fields_to_keep
+
+    creator = register()[op_name]
+    kept = fields_to_keep(fields or {})  # the collection does not own its fields' data
+    plugin = creator.create_plugin(op_name, trt.PluginFieldCollection(kept), trt.TensorRTPhase.BUILD)
+    return network.add_plugin_v3(list(inputs), [], plugin).get_output(0)

@@ -1,0 +1,68 @@
+"""ScatterUpdate-3 (OpenVINO) as a TensorRT plugin: inputs (data, indices, updates, axis).
+
+``axis`` is a tensor whose value TensorRT does not show the plugin at build time, so the
+build-time check accepts shapes that fit the spec for at least one axis of data. The kernel
+normalizes the axis on the device and skips (and counts) indices outside [0, s-1].
+"""
+
+import numpy as np
+
+from trt_scatter.oracle import ScatterInputError, check_scatter_update, rules
+from trt_scatter.oracle.scatter_update import OP, axis_value
+from trt_scatter.plugins.base import ScatterPlugin, ScatterPluginCreator, dims_shape, element_size, index_size
+
+
+class ScatterUpdatePlugin(ScatterPlugin):
+    NAME = "ScatterUpdate"
+    INPUTS = ("data", "indices", "updates", "axis")
+    MIN_INPUTS = 4
+    INDEX_INPUTS = {"indices": "indices", "axis": "axis"}
+
+    @classmethod
+    def check_shapes(cls, shapes):
+        data, indices, updates, axis = shapes
+        # An unknown dimension of axis may still be 1: check it as one.
+        axis_value(np.broadcast_to(np.int64(0), [dim if rules.is_known(dim) else 1 for dim in axis]))
+        failures = []
+        for candidate in range(max(len(data), 1)):
+            try:
+                check_scatter_update(data, indices, updates, candidate)
+                return
+            except ScatterInputError as err:
+                failures.append(err)
+        if len(failures) == 1:
+            raise failures[0]
+        raise ScatterInputError(
+            OP,
+            "updates",
+            "must have shape data.shape[:axis] + indices.shape + data.shape[axis+1:] for some axis of 'data'",
+            f"shape {updates} with data {data} and indices {indices}",
+        )
+
+    def launch(self, kernels, input_desc, inputs, output, data, error_flag, stream):
+        kernels.launch_scatter_update(
+            output=output,
+            data=data,
+            indices=inputs[1],
+            updates=inputs[2],
+            axis=inputs[3],
+            data_shape=dims_shape(input_desc[0].dims),
+            indices_shape=dims_shape(input_desc[1].dims),
+            updates_shape=dims_shape(input_desc[2].dims),  # lets the kernel refuse a device axis that does not fit
+            element_size=element_size(input_desc[0].type),
+            index_itemsize=index_size(input_desc[1].type),
+            axis_itemsize=index_size(input_desc[3].type),
+            error_flag=error_flag,
+            stream=stream,
+        )
+
+    def describe_errors(self, count, input_desc):
+        return (
+            f"{count} 'indices' value(s) outside [0, s-1] along 'axis' (data of shape "
+            f"{dims_shape(input_desc[0].dims)}) were skipped"
+        )
+
+
+class ScatterUpdatePluginCreator(ScatterPluginCreator):
+    def __init__(self):
+        super().__init__(ScatterUpdatePlugin)

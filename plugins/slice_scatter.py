@@ -1,0 +1,77 @@
+"""SliceScatter-15 (OpenVINO) as a TensorRT plugin: inputs (data, updates, start, stop, step[, axes]).
+
+start/stop/step/axes are tensors whose values TensorRT does not show the plugin at build time
+(an ONNX initializer becomes a constant input, still only a device buffer), so the build-time
+checks cover what shapes decide: 1-D parameters of equal lengths, no more axes than data has,
+updates of data's rank matching data on every axis that cannot be sliced. The kernel computes
+the slice geometry from the device values and writes nothing (counting an error) if it does
+not match updates' shape.
+"""
+
+from trt_scatter.oracle import check_slice_scatter, rules
+from trt_scatter.oracle.slice_scatter import OP
+from trt_scatter.plugins.base import ScatterPlugin, ScatterPluginCreator, dims_shape, element_size, index_size
+
+PARAMS = ("start", "stop", "step", "axes")
+
+
+class SliceScatterPlugin(ScatterPlugin):
+    NAME = "SliceScatter"
+    INPUTS = ("data", "updates") + PARAMS
+    MIN_INPUTS = 5
+    INDEX_INPUTS = {"start": "start", "stop": "start", "step": "start", "axes": "axes"}
+
+    @classmethod
+    def check_shapes(cls, shapes):
+        data, updates, *params = shapes
+        for name, shape in zip(PARAMS, params):
+            rules.check_shape(OP, name, shape, (-1,), "a 1-D tensor")
+        known = [shape[0] for shape in params if rules.is_known(shape[0])]
+        if not known:  # how many axes are sliced is not known: any dimension of updates may differ
+            check_slice_scatter((-1,) * len(data), updates, [], [], [])
+            return
+        lengths = [shape[0] if rules.is_known(shape[0]) else known[0] for shape in params]
+        count = lengths[0]
+        start, stop, step = [0] * lengths[0], [1] * lengths[1], [1] * lengths[2]
+        if len(params) == 3:
+            # Default axes 0..count-1: those may be sliced, every other axis must match data.
+            data_free = (-1,) * min(count, len(data)) + tuple(data[count:])
+            check_slice_scatter(data_free, updates, start, stop, step)
+            return
+        if lengths[3] > len(data):
+            rule = f"must have at most {len(data)} entries (distinct axes of 'data')"
+            raise rules.ScatterInputError(OP, "axes", rule, lengths[3])
+        check_slice_scatter((-1,) * len(data), updates, start, stop, step, list(range(lengths[3])))
+
+    def launch(self, kernels, input_desc, inputs, output, data, error_flag, stream):
+        has_axes = len(inputs) > 5
+        param_itemsize = index_size(input_desc[2].type)
+        kernels.launch_slice_scatter(
+            output=output,
+            data=data,
+            updates=inputs[1],
+            start=inputs[2],
+            stop=inputs[3],
+            step=inputs[4],
+            axes=inputs[5] if has_axes else 0,
+            num_axes=int(input_desc[2].dims[0]),
+            data_shape=dims_shape(input_desc[0].dims),
+            updates_shape=dims_shape(input_desc[1].dims),
+            element_size=element_size(input_desc[0].type),
+            param_itemsize=param_itemsize,
+            axes_itemsize=index_size(input_desc[5].type) if has_axes else param_itemsize,
+            error_flag=error_flag,
+            stream=stream,
+        )
+
+    def describe_errors(self, count, input_desc):
+        return (
+            f"the slice that start/stop/step/axes select does not have updates' shape "
+            f"{dims_shape(input_desc[1].dims)} for data of shape {dims_shape(input_desc[0].dims)}, "
+            f"so nothing was written (error count {count})"
+        )
+
+
+class SliceScatterPluginCreator(ScatterPluginCreator):
+    def __init__(self):
+        super().__init__(SliceScatterPlugin)
