@@ -117,3 +117,47 @@ def test_example_with_dtypes_and_dynamic_profile(tmp_path, capsys, dtype, index_
     assert f"input    data: {dtype} [?, ?]" in out
     assert f"input    indices: {index_dtype} " in out
     assert (tmp_path / "e.engine").stat().st_size > 0
+
+
+def test_plugin_models_build_with_plugins_in_place_too(tmp_path):
+    import subprocess
+    import sys
+
+    import onnx as onnx_lib
+
+    from trt_scatter.onnx_models import scatter_update_model, slice_scatter_model
+
+    slice_model, update_model = tmp_path / "slice.onnx", tmp_path / "update.onnx"
+    onnx_lib.save(slice_scatter_model((2, 5), [-25], [25], [2], [1], inplace=True), slice_model)
+    onnx_lib.save(scatter_update_model((3, 5), (2,), 1, index_dtype="int32"), update_model)
+    for model in (slice_model, update_model):
+        # A subprocess each: TensorRT-RTX 1.7 can corrupt the heap of a process that goes on
+        # creating Python plugins after a parsed network is gone (scripts/rtx_plugin_heap_bug.py).
+        result = subprocess.run(
+            [sys.executable, "-m", "trt_scatter.cli", "build", str(model), "--plugins", "--out-dir", str(tmp_path)],
+            capture_output=True, text=True, timeout=300,
+        )
+        assert result.returncode == 0, result.stderr
+        assert "output   output: float32" in result.stdout
+        assert "layers" in result.stdout and (tmp_path / f"{model.stem}.engine").stat().st_size > 0
+
+
+def test_plugin_model_without_plugins_names_the_flag(tmp_path, capsys):
+    import onnx as onnx_lib
+
+    from trt_scatter.onnx_models import scatter_update_model
+
+    onnx_lib.save(scatter_update_model((3, 5), (2,), 1), tmp_path / "update.onnx")
+    assert main(["build", str(tmp_path / "update.onnx")]) == 2
+    assert "has trt-scatter plugin nodes (ScatterUpdate): register the plugins (--plugins)" in capsys.readouterr().err
+
+
+def test_model_tensorrt_cannot_parse_fails_with_one_line(tmp_path, capsys):
+    shape = [2, 3]
+    node = helper.make_node("NoSuchOp", ["data"], ["output"])
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("data", TensorProto.FLOAT, shape)], [helper.make_tensor_value_info("output", TensorProto.FLOAT, shape)]
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "bad.onnx")
+    assert main(["build", str(tmp_path / "bad.onnx")]) == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "trt-scatter build: error: Could not parse ONNX correctly"

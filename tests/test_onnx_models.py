@@ -32,7 +32,7 @@ def test_plugin_nodes_follow_the_contract(index_dtype):
     for name, model in _plugin_models(index_dtype).items():
         onnx.checker.check_model(model, full_check=True)
         (node,) = model.graph.node
-        assert node.op_type == name.split("-")[0] and node.domain == "trt_scatter" and not node.attribute
+        assert node.op_type == name.split("-")[0] and node.domain == "trt_scatter" and [(a.name, a.i) for a in node.attribute] == [("inplace", 0)]
         assert {(o.domain, o.version) for o in model.opset_import} == {("", 17), ("trt_scatter", 1)}
         initializers = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
         graph_inputs = [i.name for i in model.graph.input]

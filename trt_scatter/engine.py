@@ -76,12 +76,27 @@ def network_from_onnx(path, plugins=False):
         from trt_scatter.plugins import register
 
         register()
+    else:
+        plugin_ops = _plugin_ops(path)
+        if plugin_ops:
+            raise ValueError(f"{path} has trt-scatter plugin nodes ({', '.join(plugin_ops)}): register the plugins (--plugins)")
     return NetworkFromOnnxPath(str(path))
 
 
-def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, timing_cache=None, progress=False, name="network", preview_features=None):
+def _plugin_ops(path):
+    """The op types of the model's nodes in trt-scatter's plugin domain."""
+    import onnx
+
+    from trt_scatter.onnx_models import PLUGIN_DOMAIN
+
+    model = onnx.load(str(path), load_external_data=False)
+    return sorted({node.op_type for node in model.graph.node if node.domain == PLUGIN_DOMAIN})
+
+
+def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, timing_cache=None, progress=False, name="network", aliased_plugin_io=False):
     """Builds a serialized engine; returns ``(engine_bytes, BuildSummary)``.
 
+    ``aliased_plugin_io`` enables the preview feature that plugins with ``inplace=1`` need.
     ``profile_shapes`` maps input names to ``(min, opt, max)`` and is read after the network
     loads; dynamic inputs not in it fail with a message naming them, before TensorRT is asked.
     """
@@ -94,7 +109,7 @@ def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, t
         raise ValueError("TensorRT-RTX networks are strongly typed and take no --fp16/--bf16: give the inputs that type instead (e.g. --dtype float16)")
 
     loaded = load_network()
-    network = loaded[1]
+    builder, network = loaded[0], loaded[1]
     inputs = [_info(network.get_input(i)) for i in range(network.num_inputs)]
     outputs = [_info(network.get_output(i)) for i in range(network.num_outputs)]
     profile_shapes = dict(profile_shapes or {})
@@ -116,7 +131,7 @@ def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, t
         profiles=profiles,
         load_timing_cache=timing_cache,
         progress_monitor=_progress_monitor(trt) if progress else None,
-        preview_features=preview_features,
+        preview_features=_preview_features(trt, builder, aliased_plugin_io),
     )
     start = time.perf_counter()
     engine = EngineBytesFromNetwork(loaded, config=config, save_timing_cache=timing_cache)()
@@ -127,6 +142,19 @@ def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, t
     summary = BuildSummary(name, inputs, outputs, network.num_layers, seconds, len(engine))
     logger.info("built %s in %.2f s (%d bytes)", name, seconds, len(engine))
     return engine, summary
+
+
+def _preview_features(trt, builder, aliased_plugin_io):
+    """TensorRT's default preview features, plus in-place plugin I/O when asked (polygraphy sets
+    exactly the list it is given, so the defaults are listed too)."""
+    if not aliased_plugin_io:
+        return None
+    defaults = builder.create_builder_config()
+    features = [f for f in trt.PreviewFeature.__members__.values() if defaults.get_preview_feature(f)]
+    aliased = getattr(trt.PreviewFeature, "ALIASED_PLUGIN_IO_10_03", None)
+    if aliased is None:
+        raise ValueError("this TensorRT has no PreviewFeature.ALIASED_PLUGIN_IO_10_03: plugins with inplace=1 need TensorRT 10.3 or newer")
+    return features + [aliased]
 
 
 def _info(tensor):

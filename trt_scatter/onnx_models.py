@@ -18,9 +18,11 @@ axis) as initializers. Dimensions may be ints or symbolic strings (dynamic). Mod
   ``ScatterUpdate`` trt_scatter  1        data, indices, updates, axis
   ===============  ===========  =======  ===============================================
 
-  No attributes; the model imports opset ("trt_scatter", 1) (so the full checker accepts the
-  node). start/stop/step/axes are 1-D and axis a 1-element 1-D initializer, all of
-  ``index_dtype`` (int32 or int64).
+  One attribute, ``inplace`` (int, 0 or 1, written always so that the parser need not warn
+  about a default): 1 lets the plugin write into data's buffer, which needs the builder's
+  ``PreviewFeature.ALIASED_PLUGIN_IO_10_03``. The model imports opset ("trt_scatter", 1) (so
+  the full checker accepts the node). start/stop/step/axes are 1-D and axis a 1-element 1-D
+  initializer, all of ``index_dtype`` (int32 or int64).
 - ``impl="native"``: the native lowering of :mod:`trt_scatter.networks` written by its ONNX
   backend: standard ops only (Shape, Gather, Add/Sub/Mul/Div/Min/Max/Less, Where, Concat,
   Reshape, Cast, Range, ConstantOfShape, ScatterElements/ScatterND).
@@ -68,7 +70,7 @@ def scatter_nd_model(data_shape, indices_shape, dtype=np.float32, index_dtype=np
     return graph.model({"output": output})
 
 
-def slice_scatter_model(data_shape, start, stop, step, axes=None, dtype=np.float32, index_dtype=np.int64, impl="plugin", updates_shape=None):
+def slice_scatter_model(data_shape, start, stop, step, axes=None, dtype=np.float32, index_dtype=np.int64, impl="plugin", updates_shape=None, inplace=False):
     """SliceScatter(data, updates, start, stop, step[, axes]) as a plugin node or the native lowering.
 
     ``updates_shape`` defaults to the slice's shape where data's dimension is known; a sliced
@@ -93,10 +95,10 @@ def slice_scatter_model(data_shape, start, stop, step, axes=None, dtype=np.float
     check_slice_scatter(_known(data_shape), _known(updates_shape), start, stop, step, axes)
     params = [start, stop, step] + ([] if axes is None else [axes])
     constants = [graph.constant(np.array(v, dtype=index_dtype)) for v in params]
-    return graph.model({"output": _plugin_node(graph, "SliceScatter", [data, updates] + constants, data)})
+    return graph.model({"output": _plugin_node(graph, "SliceScatter", [data, updates] + constants, data, inplace)})
 
 
-def scatter_update_model(data_shape, indices_shape, axis, dtype=np.float32, index_dtype=np.int64, impl="plugin"):
+def scatter_update_model(data_shape, indices_shape, axis, dtype=np.float32, index_dtype=np.int64, impl="plugin", inplace=False):
     """ScatterUpdate(data, indices, updates, axis) as a plugin node or the native lowering.
 
     updates have shape ``data.shape[:axis] + indices.shape + data.shape[axis+1:]``.
@@ -111,12 +113,12 @@ def scatter_update_model(data_shape, indices_shape, axis, dtype=np.float32, inde
     if impl == "native":
         return graph.model({"output": lower_scatter_update(graph, data, indices, updates, axis)})
     axis_input = graph.constant(np.array([axis], dtype=index_dtype))
-    return graph.model({"output": _plugin_node(graph, "ScatterUpdate", [data, indices, updates, axis_input], data)})
+    return graph.model({"output": _plugin_node(graph, "ScatterUpdate", [data, indices, updates, axis_input], data, inplace)})
 
 
-def _plugin_node(graph, op_type, inputs, data):
+def _plugin_node(graph, op_type, inputs, data, inplace):
     graph.opset_imports[PLUGIN_DOMAIN] = PLUGIN_VERSION
-    return graph.node(op_type, inputs, data.dtype, data.shape, domain=PLUGIN_DOMAIN)
+    return graph.node(op_type, inputs, data.dtype, data.shape, domain=PLUGIN_DOMAIN, inplace=int(inplace))
 
 
 def _inputs(graph, dtype, index_dtype, data_shape, indices_shape, updates_shape):

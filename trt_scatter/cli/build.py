@@ -32,7 +32,7 @@ def add_parser(subparsers):
     parser.add_argument("--fp16", action="store_true", help="allow FP16 kernels")
     parser.add_argument("--bf16", action="store_true", help="allow BF16 kernels")
     parser.add_argument("--timing-cache", help="timing cache file to load from and save to")
-    parser.add_argument("--plugins", action="store_true", help="register trt-scatter's plugins before parsing")
+    parser.add_argument("--plugins", action="store_true", help="register trt-scatter's plugins before parsing (and allow their in-place I/O)")
     parser.add_argument("--progress", action="store_true", help="print TensorRT's build phases")
     parser.add_argument("-v", "--verbose", action="store_true", help="show TensorRT's log")
     parser.set_defaults(func=run)
@@ -85,7 +85,7 @@ def _build_one(args, target, output, dynamic):
     else:
         load = engine.network_from_example(target, profile, dtype=_dtype(args.dtype), index_dtype=np.dtype(args.index_dtype), dynamic=dynamic)
         name = target + ("_dynamic" if dynamic else "")
-    plan, summary = engine.build_engine(load, profile, name=name, **flags)
+    plan, summary = engine.build_engine(load, profile, name=name, aliased_plugin_io=args.plugins, **flags)
     output = pathlib.Path(output or pathlib.Path(args.out_dir) / f"{name}.engine")
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_bytes(plan)
@@ -94,6 +94,8 @@ def _build_one(args, target, output, dynamic):
 
 def run(args):
     _set_verbosity(args.verbose)
+    from polygraphy.exception import PolygraphyException
+
     try:
         if args.all:
             if args.target or args.output:
@@ -102,9 +104,12 @@ def run(args):
         if not args.target:
             raise ValueError("give an example network name or an .onnx file, or --all")
         output, summary = _build_one(args, args.target, args.output, args.dynamic)
-    except (ValueError, ImportError, RuntimeError) as err:
+    except (ValueError, TypeError, ImportError, RuntimeError) as err:
         print(f"trt-scatter build: error: {err}", file=sys.stderr)
         return 2
+    except PolygraphyException as err:  # polygraphy has logged TensorRT's reasons above
+        print(f"trt-scatter build: error: {err}", file=sys.stderr)
+        return 1
     for line in summary.lines():
         print(line)
     print(f"saved    {output}")
