@@ -76,9 +76,7 @@ def slice_scatter(data, updates, start, stop, step, axes=None):
             index[axis] = slice(0, 0)
             continue
         after_last = first + count * stride
-        # An empty slice may start at -1 (a negative step's "before the first element"), which a
-        # Python slice would read as the last element: spell empty slices out.
-        index[axis] = slice(first, after_last if after_last >= 0 else None, stride) if count else slice(0, 0)
+        index[axis] = slice(first, after_last if after_last >= 0 else None, stride)
     out = data.copy()
     out[tuple(index)] = updates
     return out
