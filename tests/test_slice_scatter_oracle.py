@@ -244,7 +244,7 @@ def test_no_axes_at_all_writes_the_whole_tensor():
     np.testing.assert_array_equal(slice_scatter(data, updates, [], [], []), updates)
 
 
-@pytest.mark.parametrize("start, stop", [(-10, 0), (INT32_MIN, 0), (-4, -4)])
+@pytest.mark.parametrize("start, stop", [(-10, 0), (INT32_MIN, 0), (-4, -4), (-5, -9), (-4, 2)])
 def test_backward_slice_clamped_before_the_first_element_is_empty(start, stop):
     # Regression: the clamped start -1 ("before the first element") was passed to NumPy as a slice
     # start, where -1 means the last element, so the empty slice became a full one and crashed.
@@ -252,3 +252,8 @@ def test_backward_slice_clamped_before_the_first_element_is_empty(start, stop):
     assert np.arange(3)[start:stop:-1].size == 0
     out = slice_scatter(data, np.empty(0, np.float32), [start], [stop], [-1])
     np.testing.assert_array_equal(out, [0, 1, 2])
+
+
+def test_backward_slice_reaching_the_first_element_writes_it():
+    out = slice_scatter(np.arange(4), np.array([9, 8, 7]), [2], [-10], [-1])
+    np.testing.assert_array_equal(out, [7, 8, 9, 3])
