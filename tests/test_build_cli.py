@@ -45,6 +45,7 @@ def test_builds_static_onnx_into_out_dir_with_timing_cache(tmp_path, capsys):
     model = _scatter_elements_onnx(tmp_path / "static.onnx", batch=2)
     cache = tmp_path / "timing.cache"
     assert main(["build", model, "--out-dir", str(tmp_path / "e"), "--timing-cache", str(cache)]) == 0
+    assert "Building engine with configuration" not in capsys.readouterr().out  # quiet by default
     assert (tmp_path / "e" / "static.engine").stat().st_size > 0
     assert cache.stat().st_size > 0  # saved after the build (TensorRT-RTX fills it with nothing useful)
 
@@ -161,3 +162,29 @@ def test_model_tensorrt_cannot_parse_fails_with_one_line(tmp_path, capsys):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "bad.onnx")
     assert main(["build", str(tmp_path / "bad.onnx")]) == 1
     assert capsys.readouterr().err.strip().splitlines()[-1] == "trt-scatter build: error: Could not parse ONNX correctly"
+
+
+def test_verbose_build_shows_tensorrt_and_polygraphy_logs(tmp_path, capsys):
+    import logging
+
+    model = _scatter_elements_onnx(tmp_path / "static.onnx", batch=2)
+    try:
+        assert main(["build", model, "-v", "--out-dir", str(tmp_path)]) == 0
+        assert logging.getLogger("trt_scatter").level == logging.DEBUG
+    finally:
+        main(["build", model, "--out-dir", str(tmp_path)])  # back to quiet for the tests after this one
+        logging.getLogger("trt_scatter").setLevel(logging.NOTSET)
+    assert "Building engine with configuration" in capsys.readouterr().out  # polygraphy's [I] lines, hidden when quiet
+
+
+def test_aliased_plugin_io_adds_the_preview_feature_to_the_defaults():
+    from trt_scatter.engine import _preview_features
+    from trt_scatter.log import trt_logger
+
+    trt = backend.tensorrt()
+    builder = trt.Builder(trt_logger())
+    defaults = builder.create_builder_config()
+    enabled = {f for f in trt.PreviewFeature.__members__.values() if defaults.get_preview_feature(f)}
+    assert _preview_features(trt, builder, aliased_plugin_io=False) is None
+    features = _preview_features(trt, builder, aliased_plugin_io=True)
+    assert set(features) == enabled | {trt.PreviewFeature.ALIASED_PLUGIN_IO_10_03}

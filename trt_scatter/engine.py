@@ -9,7 +9,7 @@ Thin compositions of polygraphy's loaders (``CreateNetwork``, ``NetworkFromOnnxP
 import dataclasses
 import time
 
-from trt_scatter.backend import tensorrt
+from trt_scatter.backend import is_rtx, tensorrt
 from trt_scatter.log import logger
 
 
@@ -103,9 +103,7 @@ def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, t
     trt = tensorrt()
     from polygraphy.backend.trt import CreateConfig, EngineBytesFromNetwork, Profile
 
-    from trt_scatter import backend
-
-    if (fp16 or bf16) and backend.is_rtx():
+    if (fp16 or bf16) and is_rtx():
         raise ValueError("TensorRT-RTX networks are strongly typed and take no --fp16/--bf16: give the inputs that type instead (e.g. --dtype float16)")
 
     loaded = load_network()
@@ -134,11 +132,8 @@ def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, t
         preview_features=_preview_features(trt, builder, aliased_plugin_io),
     )
     start = time.perf_counter()
-    engine = EngineBytesFromNetwork(loaded, config=config, save_timing_cache=timing_cache)()
+    engine = bytes(EngineBytesFromNetwork(loaded, config=config, save_timing_cache=timing_cache)())  # raises if TensorRT fails
     seconds = time.perf_counter() - start
-    if engine is None:
-        raise RuntimeError(f"TensorRT could not build {name}; run with --verbose for its log")
-    engine = bytes(engine)
     summary = BuildSummary(name, inputs, outputs, network.num_layers, seconds, len(engine))
     logger.info("built %s in %.2f s (%d bytes)", name, seconds, len(engine))
     return engine, summary
