@@ -295,8 +295,9 @@ class Timer:
         return statistics.median(times)
 
 
-def compile_times(cuda, arch):
-    records = []
+def compile_times(cuda, device_arch):
+    """Cold NVRTC time of every instantiation, for the arch the launcher loads on this device."""
+    arch, records = cuda.target_arch(device_arch), []
     for kernel, element_size, index in [("slice_scatter", e, None) for e in (1, 2, 4, 8)] + [
         ("scatter_update", e, i) for e in (1, 2, 4, 8) for i in (4, 8)
     ]:

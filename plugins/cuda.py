@@ -271,7 +271,7 @@ class _ContextState:
     """What one CUDA context needs remembered: its arch, SM count and loaded functions."""
 
     def __init__(self, arch, sm_count):
-        self.arch, self.sm_count, self.functions, self.modules = arch, sm_count, {}, []
+        self.arch, self.sm_count, self.functions = arch, sm_count, {}
 
 
 _contexts = {}
@@ -322,7 +322,6 @@ def kernel(name, element_size, index_itemsize=None):
                 cuda = driver()
                 image, lowered = cubin(name, element_size, index_itemsize, target_arch(state.arch))
                 module = check(cuda.cuModuleLoadData(image), f"cuModuleLoadData({lowered})")
-                state.modules.append(module)
                 found = check(cuda.cuModuleGetFunction(module, lowered.encode()), f"cuModuleGetFunction({lowered})")
                 state.functions[key] = found
     return found, state.sm_count

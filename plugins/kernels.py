@@ -122,6 +122,12 @@ def _pointers(op, **pointers):
     return values
 
 
+def _needed(op, name, pointer, elements):
+    """A null pointer is fine only for a tensor without elements (TensorRT may pass null for those)."""
+    if elements and not pointer:
+        raise ScatterInputError(op, name, "must be a device address (not null) when it has elements", pointer)
+
+
 def _padded(shape):
     return shape + _ZEROS[len(shape):]
 
@@ -143,7 +149,9 @@ def slice_scatter_args(*, output, updates, start, stop, step, axes, num_axes, da
         raise ScatterInputError(op, "num_axes", "must be a non-negative int", num_axes)
     if num_axes and not (start and stop and step):
         raise ScatterInputError(op, "start/stop/step", "must be device addresses when num_axes > 0", (start, stop, step))
-    pointers = _pointers(op, output=output, updates=updates, start=start or 0, stop=stop or 0, step=step or 0,
+    _needed(op, "output", output, math.prod(data_shape))
+    _needed(op, "updates", updates, math.prod(updates_shape))
+    pointers = _pointers(op, output=output or 0, updates=updates or 0, start=start or 0, stop=stop or 0, step=step or 0,
                          axes=axes or 0, error_flag=error_flag or 0)
     return _SLICE_SCATTER_LAYOUT.pack(*pointers, *_padded(data_shape), *_padded(updates_shape), len(data_shape),
                                       num_axes, param_itemsize, axes_itemsize if axes else 0)
@@ -166,7 +174,12 @@ def scatter_update_args(*, output, indices, updates, axis, data_shape, indices_s
         updates_rank = len(updates_shape)
     if not axis:
         raise ScatterInputError(op, "axis", "must be a device address", axis)
-    pointers = _pointers(op, output=output, updates=updates, indices=indices or 0, axis=axis, error_flag=error_flag or 0)
+    indices_count = math.prod(indices_shape)
+    _needed(op, "indices", indices, indices_count)
+    _needed(op, "output", output, math.prod(data_shape))
+    _needed(op, "updates", updates, math.prod(updates_shape) if updates_rank >= 0 else indices_count * math.prod(data_shape))
+    pointers = _pointers(op, output=output or 0, updates=updates or 0, indices=indices or 0, axis=axis,
+                         error_flag=error_flag or 0)
     return _SCATTER_UPDATE_LAYOUT.pack(*pointers, *_padded(data_shape), *_padded(indices_shape), *_padded(updates_shape),
                                        len(data_shape), len(indices_shape), updates_rank, axis_itemsize)
 

@@ -372,15 +372,12 @@ def chained_model():
 def cpu_kernels():
     """The real ``plugins/kernels.py`` launch code driving the kernels' CPU build (``tests/kernel_shim``).
 
-    Both come from the kernels branch; until it is merged the tests that use this skip. Debug mode
-    is on, so ``enqueue`` also reads the error counter back through the real ``check_error_flag``.
+    Debug mode is on, so ``enqueue`` also reads the error counter back through the real ``check_error_flag``.
     """
-    try:
-        from kernel_shim import host
+    from kernel_shim import host
 
-        from trt_scatter.plugins import kernels
-    except ImportError as err:
-        pytest.skip(f"needs plugins/kernels.py and tests/kernel_shim from the kernels branch ({err})")
+    from trt_scatter.plugins import kernels
+
     if shutil.which("g++") is None:
         pytest.skip("needs g++ to run the kernels on the CPU")
     with pytest.MonkeyPatch.context() as monkeypatch:

@@ -161,8 +161,20 @@ def host_gpu(monkeypatch):
     monkeypatch.setattr(cuda, "device_arch", lambda: 90)
     monkeypatch.setattr(cuda, "sm_count", lambda: 2)
     monkeypatch.setattr(cuda, "cubin", lambda kernel, size, index, arch: (b"", "lowered"))
+    monkeypatch.setattr(cuda, "target_arch", lambda arch: arch)
     monkeypatch.setattr(kernels, "device", host.ShimDevice(host.load(host.shared_library())))
     return fake
+
+
+def test_compile_times_build_what_the_launcher_loads(monkeypatch):
+    """The launcher loads CUBINs for cuda.target_arch(device arch); timing others would compile for nothing."""
+    from trt_scatter.plugins import cuda
+
+    built = []
+    monkeypatch.setattr(cuda, "cubin", lambda kernel, size, index, arch: built.append(arch) or (b"", "lowered"))
+    monkeypatch.setattr(cuda, "target_arch", lambda arch: {89: 86}[arch])  # an NVRTC without sm_89
+    records = gpu_check.compile_times(cuda, 89)
+    assert len(records) == 12 and set(built) == {86} and {r["arch"] for r in records} == {86}
 
 
 @needs_gxx

@@ -60,7 +60,6 @@ class GpuMemory:
 @pytest.fixture(scope="module")
 def gpu():
     cuda.device_arch()  # makes a context current
-    stream = int(cuda.check(cuda.driver().cuStreamCreate(0), "cuStreamCreate"))
 
     def backend(setup, dtype):
         return cuda, GpuMemory(shift=setup["shift_elements"] * np.dtype(dtype).itemsize)

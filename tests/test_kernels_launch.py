@@ -133,6 +133,8 @@ def test_grid_follows_the_work_and_the_device(recording):
         ({"output": None}, "output"),
         ({"updates": -5}, "updates"),
         ({"axes": 2.5}, "axes"),
+        ({"output": 0}, "output"),  # null pointers the kernel or the copy would dereference
+        ({"updates": 0}, "updates"),
     ],
 )
 def test_bad_slice_scatter_arguments_raise_before_any_device_call(recording, change, name):
@@ -153,6 +155,11 @@ def test_bad_slice_scatter_arguments_raise_before_any_device_call(recording, cha
         ({"updates_shape": (1,) * 9}, "updates_shape"),
         ({"axis": 0}, "axis"),
         ({"indices": "0x10"}, "indices"),
+        ({"indices": 0}, "indices"),  # null pointers the kernel would dereference
+        ({"indices": None, "indices_shape": ()}, "indices"),
+        ({"output": 0}, "output"),
+        ({"updates": 0}, "updates"),
+        ({"updates": 0, "updates_shape": (3, 5)}, "updates"),
     ],
 )
 def test_bad_scatter_update_arguments_raise_before_any_device_call(recording, change, name):
@@ -160,6 +167,17 @@ def test_bad_scatter_update_arguments_raise_before_any_device_call(recording, ch
     with pytest.raises(ScatterInputError, match=rf"launch_scatter_update: '{name}'"):
         kernels.launch_scatter_update(**{**UPDATE, **change})
     assert device.calls == []
+
+
+def test_empty_tensors_may_have_null_pointers(recording):
+    """TensorRT may pass null for a tensor without elements; nothing reads or writes it then."""
+    device = recording(kernels.SliceScatterArgs)
+    kernels.launch_slice_scatter(**{**SLICE, "updates": 0, "updates_shape": (4, 0, 3)})
+    kernels.launch_slice_scatter(**{**SLICE, "output": 0, "data": 0, "data_shape": (0, 5, 6), "updates_shape": (0, 2, 3)})
+    device = recording(kernels.ScatterUpdateArgs)
+    kernels.launch_scatter_update(**{**UPDATE, "indices": 0, "updates": 0, "indices_shape": (0,)})
+    kernels.launch_scatter_update(**{**UPDATE, "updates": 0, "updates_shape": (0, 5), "indices_shape": (0,)})
+    assert [call[0] for call in device.calls].count("launch") == 2
 
 
 def test_error_message_names_the_rule():

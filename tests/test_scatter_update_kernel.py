@@ -15,11 +15,7 @@ from kernel_shim import cases, host
 pytestmark = needs_gxx
 
 
-def scaled(factor):
-    """Examples relative to the hypothesis profile (ci: 60): these cases are cheap, so run more."""
-    return int(settings.default.max_examples * factor)
-
-SETUP = {"grid": None, "block": None, "sm_count": 2, "shift_elements": 0, "in_place": False}
+scaled, SETUP = cases.scaled, cases.SETUP
 
 
 @pytest.fixture(scope="module")

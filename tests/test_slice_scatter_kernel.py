@@ -21,11 +21,7 @@ from trt_scatter.plugins import cuda, kernels
 pytestmark = needs_gxx
 
 
-def scaled(factor):
-    """Examples relative to the hypothesis profile (ci: 60): these cases are cheap, so run more."""
-    return int(settings.default.max_examples * factor)
-
-SETUP = {"grid": None, "block": None, "sm_count": 2, "shift_elements": 0, "in_place": False}
+scaled, SETUP = cases.scaled, cases.SETUP
 INT32, INT64 = np.dtype(np.int32), np.dtype(np.int64)
 I64_MIN, I64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 I32_MIN, I32_MAX = int(np.iinfo(np.int32).min), int(np.iinfo(np.int32).max)
