@@ -158,7 +158,7 @@ def slice_scatter_args(*, output, updates, start, stop, step, axes, num_axes, da
 
 
 def scatter_update_args(*, output, indices, updates, axis, data_shape, indices_shape, element_size,
-                        index_itemsize, axis_itemsize, error_flag, updates_shape=None):
+                        index_itemsize, axis_itemsize, error_flag, updates_shape):
     """Checks the host-known arguments of a ScatterUpdate launch; returns the kernel's parameter
     (the bytes of a ``ScatterUpdateArgs``)."""
     op = "launch_scatter_update"
@@ -167,21 +167,17 @@ def scatter_update_args(*, output, indices, updates, axis, data_shape, indices_s
     _choice(op, "axis_itemsize", axis_itemsize, INDEX_ITEMSIZES, " bytes")
     data_shape = _shape(op, "data_shape", data_shape)
     indices_shape = _shape(op, "indices_shape", indices_shape, min_rank=0)
-    if updates_shape is None:
-        updates_rank, updates_shape = -1, ()
-    else:
-        updates_shape = _shape(op, "updates_shape", updates_shape, min_rank=0)
-        updates_rank = len(updates_shape)
+    updates_shape = _shape(op, "updates_shape", updates_shape, min_rank=0)
     if not axis:
         raise ScatterInputError(op, "axis", "must be a device address", axis)
     indices_count = math.prod(indices_shape)
     _needed(op, "indices", indices, indices_count)
     _needed(op, "output", output, math.prod(data_shape))
-    _needed(op, "updates", updates, math.prod(updates_shape) if updates_rank >= 0 else indices_count * math.prod(data_shape))
+    _needed(op, "updates", updates, math.prod(updates_shape))
     pointers = _pointers(op, output=output or 0, updates=updates or 0, indices=indices or 0, axis=axis,
                          error_flag=error_flag or 0)
     return _SCATTER_UPDATE_LAYOUT.pack(*pointers, *_padded(data_shape), *_padded(indices_shape), *_padded(updates_shape),
-                                       len(data_shape), len(indices_shape), updates_rank, axis_itemsize)
+                                       len(data_shape), len(indices_shape), len(updates_shape), axis_itemsize)
 
 
 def grid_size(elements, sm_count):
@@ -221,7 +217,7 @@ def launch_slice_scatter(*, output, data, updates, start, stop, step, axes, num_
 
 
 def launch_scatter_update(*, output, data, indices, updates, axis, data_shape, indices_shape, element_size,
-                          index_itemsize, axis_itemsize, error_flag, stream, updates_shape=None):
+                          index_itemsize, axis_itemsize, error_flag, stream, updates_shape):
     """ScatterUpdate on ``stream``: ``output`` = ``data`` with the slices at ``indices`` along ``axis`` replaced.
 
     ``data == 0``: in place. ``axis`` points at one int of ``axis_itemsize`` bytes (in [-r, r-1],

@@ -46,7 +46,7 @@ struct ScatterUpdateArgs {
     i64 updates_shape[TRT_SCATTER_MAX_RANK];
     int data_rank;
     int indices_rank;
-    int updates_rank;  // -1: updates' shape is not checked
+    int updates_rank;
     int axis_itemsize;  // 4 or 8
 };
 

@@ -31,7 +31,7 @@ __global__ void scatter_update(ScatterUpdateArgs a) {
     i64 axis = load_int(a.axis, a.axis_itemsize, 0);
     if (axis < 0) axis += rank;
     bool valid = axis >= 0 && axis < rank;
-    if (valid && a.updates_rank >= 0) {
+    if (valid) {
         valid = a.updates_rank == rank - 1 + a.indices_rank;
         for (int d = 0; valid && d < a.updates_rank; ++d) {
             const i64 expected = d < axis                    ? a.data_shape[d]

@@ -279,7 +279,7 @@ class HostKernels:
         self._finish(arguments, output, lambda data: oracle.slice_scatter(data, updates, start, stop, step, axes))
 
     def launch_scatter_update(self, *, output, data, indices, updates, axis, data_shape, indices_shape, element_size,
-                              index_itemsize, axis_itemsize, error_flag, stream, updates_shape=None):
+                              index_itemsize, axis_itemsize, error_flag, stream, updates_shape):
         arguments = dict(locals())
         del arguments["self"]
         output, kind = self._prepare("scatter_update", arguments)

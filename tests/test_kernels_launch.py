@@ -51,7 +51,8 @@ SLICE = dict(output=0x1000, data=0x2000, updates=0x3000, start=0x4000, stop=0x41
              num_axes=2, data_shape=(4, 5, 6), updates_shape=(4, 2, 3), element_size=2, param_itemsize=8,
              axes_itemsize=4, error_flag=0x5000, stream=0x77)
 UPDATE = dict(output=0x1000, data=0, indices=0x2000, updates=0x3000, axis=0x4000, data_shape=(4, 5),
-              indices_shape=(3,), element_size=8, index_itemsize=4, axis_itemsize=8, error_flag=0, stream=0x99)
+              indices_shape=(3,), updates_shape=(4, 3), element_size=8, index_itemsize=4, axis_itemsize=8, error_flag=0,
+              stream=0x99)
 
 
 def test_slice_scatter_launch_sequence_and_packed_arguments(recording):
@@ -84,14 +85,14 @@ def test_data_equal_to_output_is_in_place(recording):
 
 def test_scatter_update_packed_arguments(recording):
     device = recording(kernels.ScatterUpdateArgs)
-    kernels.launch_scatter_update(**UPDATE, updates_shape=(3, 5))
+    kernels.launch_scatter_update(**{**UPDATE, "updates_shape": (3, 5)})
     assert device.calls == [("kernel", "scatter_update", 8, 4), ("launch", "handle", 1, kernels.BLOCK, 0x99)]
     a = device.args
     assert (a.output, a.updates, a.indices, a.axis, a.error_flag) == (0x1000, 0x3000, 0x2000, 0x4000, None)
     assert list(a.data_shape[:2]) == [4, 5] and a.indices_shape[0] == 3 and list(a.updates_shape[:2]) == [3, 5]
     assert (a.data_rank, a.indices_rank, a.updates_rank, a.axis_itemsize) == (2, 1, 2, 8)
-    kernels.launch_scatter_update(**{**UPDATE, "indices_shape": ()})
-    assert device.args.updates_rank == -1 and device.args.indices_rank == 0
+    kernels.launch_scatter_update(**{**UPDATE, "indices_shape": (), "updates_shape": (4,)})
+    assert device.args.updates_rank == 1 and device.args.indices_rank == 0
 
 
 @needs_gxx
@@ -175,7 +176,7 @@ def test_empty_tensors_may_have_null_pointers(recording):
     kernels.launch_slice_scatter(**{**SLICE, "updates": 0, "updates_shape": (4, 0, 3)})
     kernels.launch_slice_scatter(**{**SLICE, "output": 0, "data": 0, "data_shape": (0, 5, 6), "updates_shape": (0, 2, 3)})
     device = recording(kernels.ScatterUpdateArgs)
-    kernels.launch_scatter_update(**{**UPDATE, "indices": 0, "updates": 0, "indices_shape": (0,)})
+    kernels.launch_scatter_update(**{**UPDATE, "indices": 0, "updates": 0, "indices_shape": (0,), "updates_shape": (4, 0)})
     kernels.launch_scatter_update(**{**UPDATE, "updates": 0, "updates_shape": (0, 5), "indices_shape": (0,)})
     assert [call[0] for call in device.calls].count("launch") == 2
 
@@ -432,7 +433,7 @@ def fake_driver(monkeypatch):
 
 
 def test_launch_through_the_driver(fake_driver):
-    kernels.launch_scatter_update(**{**UPDATE, "data": 0x2222, "error_flag": 0x5000}, updates_shape=(3, 5))
+    kernels.launch_scatter_update(**{**UPDATE, "data": 0x2222, "error_flag": 0x5000, "updates_shape": (3, 5)})
     assert fake_driver.calls == [
         "cuCtxGetCurrent", "cuDeviceGet", "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent",  # no context: the primary one
         "cuCtxGetDevice", "cuDeviceGetAttribute", "cuDeviceGetAttribute", "cuDeviceGetAttribute",

@@ -36,7 +36,7 @@ def test_invalid_axis_or_updates_shape_writes_nothing_and_counts_one(shim, case)
 
 
 def _case(shape, indices, axis, dtype=np.float32, index_dtype=np.int64, device_axis=None, updates_shape=None,
-          broken=None, pass_updates_shape=True, **setup):
+          broken=None, **setup):
     rng = np.random.default_rng(1)
     indices = np.asarray(indices, index_dtype)
     normalized = axis % len(shape)
@@ -45,7 +45,7 @@ def _case(shape, indices, axis, dtype=np.float32, index_dtype=np.int64, device_a
     return cases.ScatterUpdateCase(
         data=cases.random_array(rng, shape, dtype), indices=indices, updates=cases.random_array(rng, updates_shape, dtype),
         axis=axis if device_axis is None else device_axis, axis_dtype=np.dtype(np.int32), axis_shape=(),
-        pass_updates_shape=pass_updates_shape, setup={**SETUP, **setup}, broken=broken, notes={"axis": normalized})
+        setup={**SETUP, **setup}, broken=broken, notes={"axis": normalized})
 
 
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
@@ -75,7 +75,7 @@ def test_any_grid_and_alignment(shim, block, grid, shift_elements):
 
 
 def test_without_updates_shape_the_axis_is_still_checked(shim):
-    case = _case((4, 3), [1], 0, device_axis=2, broken="axis_out_of_range", pass_updates_shape=False)
+    case = _case((4, 3), [1], 0, device_axis=2, broken="axis_out_of_range")
     cases.check_scatter_update(shim, case)
 
 

@@ -198,9 +198,10 @@ def test_enqueue_in_debug_mode_raises_on_counted_errors(monkeypatch):
     arrays = [np.zeros((4, 5), np.float16), np.array([1, 4], np.int64), np.ones((2, 5), np.float16), np.array(0, np.int32)]
     with pytest.raises(PluginError, match=r"ScatterUpdate: 1 'indices' value\(s\) outside \[0, s-1\] .*\(4, 5\)"):
         models.enqueue(ScatterUpdatePlugin(), arrays)
+    assert kernels.launches[0][1]["error_flag"] != 0
     kernels.debug = False
-    models.enqueue(ScatterUpdatePlugin(), arrays)
-    assert len(kernels.launches) == 2
+    models.enqueue(ScatterUpdatePlugin(), arrays)  # not counted (nobody would read it), not raised
+    assert len(kernels.launches) == 2 and kernels.launches[1][1]["error_flag"] == 0
 
 
 # ---- real engine builds through TensorRT-RTX's ONNX parser -----------------------------------------

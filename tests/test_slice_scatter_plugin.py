@@ -264,9 +264,10 @@ def test_enqueue_in_debug_mode_raises_on_counted_errors(monkeypatch):
     params = [np.array([0], np.int64), np.array([4], np.int64), np.array([2], np.int64)]
     with pytest.raises(PluginError, match=r"SliceScatter: .*updates' shape \(3, 5\).*nothing was written \(error count 1\)"):
         models.enqueue(SliceScatterPlugin(), [data, updates] + params)
-    assert len(kernels.launches) == 1
+    assert len(kernels.launches) == 1 and kernels.launches[0][1]["error_flag"] != 0
     kernels.debug = False
-    models.enqueue(SliceScatterPlugin(), [data, updates] + params)  # counted, not raised
+    models.enqueue(SliceScatterPlugin(), [data, updates] + params)  # not counted (nobody would read it), not raised
+    assert kernels.launches[1][1]["error_flag"] == 0
 
 
 def test_enqueue_skips_empty_outputs(monkeypatch):

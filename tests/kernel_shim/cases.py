@@ -186,7 +186,6 @@ class ScatterUpdateCase:
     axis: int  # the value on the device
     axis_dtype: np.dtype
     axis_shape: tuple
-    pass_updates_shape: bool
     setup: dict
     broken: str | None = None
     notes: dict = field(default_factory=dict)
@@ -211,7 +210,6 @@ def scatter_update_cases(draw, broken=False):
 
     updates_shape = shape[:axis] + indices_shape + shape[axis + 1 :]
     device_axis = axis - rank if draw(st.booleans()) else axis
-    pass_updates_shape = draw(st.integers(0, 3)) > 0
     how = None
     if broken:
         how = draw(st.sampled_from(["axis_out_of_range", "updates_shape", "other_axis"]))
@@ -220,14 +218,12 @@ def scatter_update_cases(draw, broken=False):
             device_axis = draw(st.sampled_from([rank, rank + 3, -rank - 1, int(axis_info.min), int(axis_info.max)]))
         elif how == "updates_shape":
             assume(len(updates_shape) >= 1)
-            pass_updates_shape = True
             position = draw(st.integers(0, len(updates_shape) - 1))
             updates_shape = list(updates_shape)
             updates_shape[position] += 1
             updates_shape = tuple(updates_shape)
         else:  # updates made for another axis than the device's
             assume(rank >= 2)
-            pass_updates_shape = True
             device_axis = draw(st.sampled_from([a for a in range(rank) if a != axis]))
             try:
                 oracle.check_scatter_update(shape, indices_shape, updates_shape, device_axis)
@@ -240,7 +236,7 @@ def scatter_update_cases(draw, broken=False):
     return ScatterUpdateCase(
         data=random_array(rng, shape, dtype), indices=indices, updates=random_array(rng, updates_shape, dtype),
         axis=device_axis, axis_dtype=axis_dtype, axis_shape=draw(st.sampled_from([(), (1,)])),
-        pass_updates_shape=pass_updates_shape, setup=draw(launch_setups()), broken=how,
+        setup=draw(launch_setups()), broken=how,
         notes={"axis": axis})
 
 
@@ -251,7 +247,7 @@ def check_scatter_update(lib, case, exact=False):
     try:
         output, count = host.run_scatter_update(
             device, memory, case.data, case.indices, case.updates, case.axis, axis_dtype=case.axis_dtype,
-            axis_shape=case.axis_shape, in_place=case.setup["in_place"], pass_updates_shape=case.pass_updates_shape)
+            axis_shape=case.axis_shape, in_place=case.setup["in_place"])
     finally:
         memory.free()
     if case.broken:

@@ -194,7 +194,7 @@ def run_slice_scatter(device, memory, data, updates, start, stop, step, axes, *,
 
 
 def run_scatter_update(device, memory, data, indices, updates, axis, *, axis_dtype, axis_shape, in_place,
-                       pass_updates_shape=True, error_flag=True, stream=0):
+                       error_flag=True, stream=0):
     """ScatterUpdate through ``kernels.launch_scatter_update`` on ``device``; returns (output, error count)."""
     shift = memory.shift
     output = memory.put(data, shift) if in_place else memory.alloc(data.nbytes, shift=shift)
@@ -204,7 +204,7 @@ def run_scatter_update(device, memory, data, indices, updates, axis, *, axis_dty
         updates=memory.put(updates, shift), axis=memory.put(np.full(axis_shape, axis, axis_dtype)), data_shape=data.shape,
         indices_shape=indices.shape, element_size=data.dtype.itemsize, index_itemsize=indices.dtype.itemsize,
         axis_itemsize=np.dtype(axis_dtype).itemsize, error_flag=flag, stream=stream,
-        updates_shape=updates.shape if pass_updates_shape else None)
+        updates_shape=updates.shape)
     with _using(device):
         kernels.launch_scatter_update(**arguments)
         count = kernels.check_error_flag(flag, stream)
