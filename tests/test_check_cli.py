@@ -119,6 +119,9 @@ def test_bad_arguments_and_inputs_end_in_one_line(elements_model, tmp_path):
     bad_shape = check(elements_model, "--input-shapes", "data:[3,x]")
     assert bad_shape.returncode == 2 and "'data:[3,x]' is not NAME:[D0,D1,...]" in bad_shape.stderr
 
+    no_iterations = check(elements_model, "--iterations", "0")
+    assert no_iterations.returncode == 2 and "'0' is not a positive integer" in no_iterations.stderr
+
     missing = check(tmp_path / "missing.onnx")
     assert missing.returncode == 2
     assert missing.stderr.strip().count("\n") == 0 and "trt-scatter check: error: cannot load model" in missing.stderr

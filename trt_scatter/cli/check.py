@@ -39,7 +39,7 @@ def add_parser(subparsers):
         help="shapes of dynamic inputs (others: static dims, named dims alike, free dims 4)",
     )
     parser.add_argument("--seed", type=int, default=1, help="seed of the generated inputs (default 1)")
-    parser.add_argument("--iterations", type=int, default=1, help="how many sets of inputs to generate (default 1)")
+    parser.add_argument("--iterations", type=_positive_int, default=1, help="how many sets of inputs to generate (default 1)")
     parser.add_argument("--atol", type=float, default=0.0, help="absolute tolerance (default 0: exact)")
     parser.add_argument("--rtol", type=float, default=0.0, help="relative tolerance (default 0: exact)")
     parser.add_argument("--load-inputs", metavar="JSON", help="inputs saved by --save-inputs or `polygraphy run --save-inputs`")
@@ -60,6 +60,16 @@ def _input_shape(text):
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not NAME:[D0,D1,...] with non-negative integer dims") from None
     return name, tuple(shape)
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
 
 
 class CheckError(Exception):
