@@ -131,16 +131,6 @@ def test_out_of_range_indices_fail_in_pluginref_with_the_oracle_message():
         run_pluginref(model, feed)
 
 
-def test_oracle_writes_nothing_for_an_empty_negative_step_slice():
-    # Found by test_slice_scatter_plugin_node_matches_native_lowering: start -2 on a dimension of 1
-    # with step -1 clamps to -1 ("before the first element"); the slice is empty, as NumPy's is.
-    from trt_scatter.oracle import slice_scatter
-
-    data = np.arange(3, dtype=np.float32)
-    assert np.arange(3)[-4:0:-1].size == 0
-    np.testing.assert_array_equal(slice_scatter(data, np.zeros(0, np.float32), [-4], [0], [-1]), data)
-
-
 def test_constant_inputs_from_constant_nodes_reach_the_references():
     # SliceScatter's start/stop/step and ScatterUpdate's axis as Constant nodes instead of initializers
     def constants_as_nodes(model):
