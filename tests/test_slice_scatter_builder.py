@@ -98,3 +98,5 @@ def test_example_parameters_are_checked_with_the_oracles_rules():
         example_inputs("slice_scatter", step=[0])
     with pytest.raises(oracle.ScatterInputError, match="'axes' must be in"):
         EXAMPLES["slice_scatter"](new_network()[1], axes=[2])
+    with pytest.raises(oracle.ScatterInputError, match="'start/stop/step/axes' must have equal lengths"):
+        example_inputs("slice_scatter", start=[0, 1])
