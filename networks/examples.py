@@ -31,8 +31,8 @@ from trt_scatter.networks.scatter_elements import add_scatter_elements
 from trt_scatter.networks.scatter_nd import add_scatter_nd
 from trt_scatter.networks.scatter_update import add_scatter_update
 from trt_scatter.networks.slice_scatter import add_slice_scatter
-from trt_scatter.oracle import slice_geometry
-from trt_scatter.oracle.rules import ScatterInputError, normalize_axis
+from trt_scatter.oracle.rules import as_int_vector, normalize_axis
+from trt_scatter.oracle.slice_scatter import check_slice_scatter, slice_geometry
 
 DEFAULTS = {
     "scatter_elements": {"data_shape": (1, 3, 4, 5), "indices_shape": None, "axis": 2},
@@ -75,13 +75,11 @@ def _shapes(name, params):
         indices_shape = tuple(params["indices_shape"])
         return {"data": data_shape, "indices": indices_shape, "updates": indices_shape[:-1] + data_shape[indices_shape[-1] :]}
     if name == "slice_scatter":
+        start, stop, step = (as_int_vector(name, key, params[key]) for key in ("start", "stop", "step"))
+        axes = None if params["axes"] is None else as_int_vector(name, "axes", params["axes"])
         updates_shape = list(data_shape)
-        axes = params["axes"] if params["axes"] is not None else range(len(params["start"]))
-        for axis, start, stop, step in zip(axes, params["start"], params["stop"], params["step"]):
-            axis = normalize_axis(name, "axes", axis, len(data_shape))
-            if step == 0:
-                raise ScatterInputError(name, "step", "must not contain 0", list(params["step"]))
-            updates_shape[axis] = slice_geometry(start, stop, step, data_shape[axis])[1]
+        for axis, begin, end, stride in zip(check_slice_scatter(data_shape, (-1,) * len(data_shape), start, stop, step, axes), start, stop, step):
+            updates_shape[axis] = slice_geometry(begin, end, stride, data_shape[axis])[1]
         return {"data": data_shape, "updates": tuple(updates_shape)}
     axis = normalize_axis(name, "axis", params["axis"], len(data_shape))
     indices_shape = tuple(params["indices_shape"])

@@ -148,9 +148,9 @@ class _Composites:
         if k == 1:
             return self.scatter(data, rows, updates, "nd")
         tail = [self.dim(data, j) for j in range(k, rank)]
-        if all(isinstance(d, int) for d in tail):
+        if all(isinstance(d, int) and d > 0 for d in tail):
             flat_shape = (-1,) + tuple(tail)
-        else:
+        else:  # -1 cannot be inferred next to a 0 (an empty row)
             flat_shape = self.shape_from([self.product(lead)] + tail, infer=False)
         written = self.scatter(self.reshape(data, flat_shape), rows, updates, "nd")
         data_shape = self.shape_of(data)

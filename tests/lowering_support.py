@@ -9,6 +9,7 @@ import numpy as np
 import onnx
 import pytest
 
+import trt_scatter.plugins as plugins
 from trt_scatter.backend import tensorrt
 from trt_scatter.log import trt_logger
 
@@ -99,3 +100,16 @@ def values(rng, shape, dtype):
     if dtype == np.bool_:
         return np.asarray(rng.random(shape) < 0.5)
     return np.asarray(rng.integers(-100, 100, size=shape)).astype(dtype)
+
+
+@pytest.fixture
+def plugin_calls(monkeypatch):
+    """Replaces trt_scatter.plugins.add_plugin_layer (RTX cannot add plugin layers) by a recorder."""
+    calls = []
+
+    def add_plugin_layer(network, op_name, inputs, fields=None):
+        calls.append((op_name, list(inputs), fields))
+        return inputs[0]
+
+    monkeypatch.setattr(plugins, "add_plugin_layer", add_plugin_layer, raising=False)
+    return calls

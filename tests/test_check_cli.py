@@ -119,6 +119,9 @@ def test_bad_arguments_and_inputs_end_in_one_line(elements_model, tmp_path):
     bad_shape = check(elements_model, "--input-shapes", "data:[3,x]")
     assert bad_shape.returncode == 2 and "'data:[3,x]' is not NAME:[D0,D1,...]" in bad_shape.stderr
 
+    no_iterations = check(elements_model, "--iterations", "0")
+    assert no_iterations.returncode == 2 and "'0' is not a positive integer" in no_iterations.stderr
+
     missing = check(tmp_path / "missing.onnx")
     assert missing.returncode == 2
     assert missing.stderr.strip().count("\n") == 0 and "trt-scatter check: error: cannot load model" in missing.stderr
@@ -144,3 +147,31 @@ def test_check_runs_tensorrt_on_the_gpu(elements_model):
     result = check(elements_model)
     assert result.returncode == 0, output_of(result)
     assert "PASS output: tensorrt vs oracle: max abs diff 0" in result.stdout
+
+
+def _verdict(expected, actual, atol=0.0, rtol=0.0):
+    from polygraphy.comparator import IterationResult, RunResults
+
+    from trt_scatter.cli.check import _compare
+
+    results = RunResults([(name, [IterationResult({"output": array}, runner_name=name)]) for name, array in (("oracle", expected), ("engine", actual))])
+    return _compare(results, [("oracle", "engine")], atol, rtol)
+
+
+def test_outputs_of_another_type_or_shape_fail(capsys):
+    """Equal values in another type (an engine output of the wrong type) or shape are a mismatch, never a pass or a crash."""
+    expected = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for actual in (expected.astype(np.float16), expected.astype(np.int64), expected.reshape(3, 2)):
+        assert not _verdict(expected, actual, atol=1.0)
+        assert f"FAIL output: engine vs oracle: got {actual.dtype} {actual.shape}, expected float32 (2, 3)" in capsys.readouterr().out
+
+
+def test_nan_and_infinities_moved_unchanged_pass_and_changed_ones_fail():
+    """Scatter ops move NaN and inf like any value: identical outputs pass, exactly or within tolerances."""
+    expected = np.array([np.nan, np.inf, -np.inf, 1.0], dtype=np.float32)
+    assert _verdict(expected, expected.copy())
+    nearly = expected.copy()
+    nearly[3] += 1e-3
+    assert not _verdict(expected, nearly) and _verdict(expected[1:], nearly[1:], atol=1e-2)
+    assert not _verdict(expected, np.array([0.0, np.inf, -np.inf, 1.0], dtype=np.float32), atol=1e-2)
+    assert not _verdict(expected[1:], np.array([-np.inf, -np.inf, 1.0], dtype=np.float32), atol=1e-2)

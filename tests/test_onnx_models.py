@@ -145,6 +145,8 @@ def test_bad_parameters_are_refused_with_the_oracles_rules():
         slice_scatter_model((2, 5), [0], [5], [2], impl="lowered")
     with pytest.raises(oracle.ScatterInputError, match="'indices' must be int32 or int64"):
         scatter_update_model((3, 5), (2,), 1, index_dtype=np.float32)
+    with pytest.raises(oracle.ScatterInputError, match="slice_scatter: 'start/stop/step/axes' must be int32 or int64"):
+        slice_scatter_model((2, 5), [0], [5], [2], index_dtype=np.int8)
     with pytest.raises(oracle.ScatterInputError, match="'step' must not contain 0"):
         slice_scatter_model((2, 5), [0], [5], [0], impl="native")
     with pytest.raises(oracle.ScatterInputError, match="'updates' must have shape"):

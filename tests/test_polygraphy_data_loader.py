@@ -262,3 +262,21 @@ def test_inputs_the_loader_cannot_plan_are_errors_naming_them():
     lowered.graph.node[1].input[1] = "negated"
     with pytest.raises(ValueError, match=r"input 'indices' reaches the index input 1 of ScatterND node 'output' through ops the loader does not follow \(Neg"):
         ScatterDataLoader(lowered)[0]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_fed_axes_fit_the_updates_static_dims(seed):
+    """The generated axes slice the axis whose static updates dim differs from data's, whatever the seed,
+    with start/stop/step fed or constant; axes that cannot fit are an error naming them."""
+    fed = fx.slice_scatter_model([4, 6], [2, 6], [0], [0], [0], axes=[0], constant_params=False)
+    feed = ScatterDataLoader(fed, seed=seed)[0]
+    assert feed["axes"].tolist() == [0]
+    oracle.slice_scatter(feed["data"], feed["updates"], feed["start"], feed["stop"], feed["step"], feed["axes"])
+    constant = fx.slice_scatter_model([4, 6], [None, None], [0], [2], [1], axes=[0], constant_params=("start", "stop", "step"))
+    feed = ScatterDataLoader(constant, seed=seed)[0]
+    oracle.slice_scatter(feed["data"], feed["updates"], [0], [2], [1], feed["axes"])
+    constant_fixed = fx.slice_scatter_model([4, 6], [4, 2], [0], [2], [1], axes=[0], constant_params=("start", "stop", "step"))
+    assert ScatterDataLoader(constant_fixed, seed=seed)[0]["axes"].tolist() == [1]
+    unfit = fx.slice_scatter_model([4, 6], [2, 3], [0], [0], [0], axes=[0], constant_params=False)
+    with pytest.raises(ScatterInputError, match=r"slice_scatter: 'axes' cannot be chosen for 1 sliced axes of data \(4, 6\)"):
+        ScatterDataLoader(unfit, seed=seed)[0]

@@ -3,25 +3,12 @@
 import numpy as np
 import pytest
 from lowering_support import add_input, build, layers, new_network, scatter_layers
+from lowering_support import plugin_calls  # noqa: F401  (a fixture)
 
-import trt_scatter.plugins as plugins
 from trt_scatter import oracle
 from trt_scatter.backend import tensorrt
 from trt_scatter.networks import add_scatter_update
 from trt_scatter.networks.examples import EXAMPLES, example_inputs
-
-
-@pytest.fixture
-def plugin_calls(monkeypatch):
-    """Replaces trt_scatter.plugins.add_plugin_layer (RTX cannot add plugin layers) by a recorder."""
-    calls = []
-
-    def add_plugin_layer(network, op_name, inputs, fields=None):
-        calls.append((op_name, list(inputs), fields))
-        return inputs[0]
-
-    monkeypatch.setattr(plugins, "add_plugin_layer", add_plugin_layer, raising=False)
-    return calls
 
 
 @pytest.mark.parametrize("axis,dtype", [(1, None), (np.array(1, np.int32), "INT32"), (np.array([-1], np.int64), "INT64")])

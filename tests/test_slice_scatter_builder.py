@@ -3,25 +3,12 @@
 import numpy as np
 import pytest
 from lowering_support import INT64_MAX, add_input, build, layers, new_network, scatter_layers
+from lowering_support import plugin_calls  # noqa: F401  (a fixture)
 
-import trt_scatter.plugins as plugins
 from trt_scatter import oracle
 from trt_scatter.backend import tensorrt
 from trt_scatter.networks import add_slice_scatter
 from trt_scatter.networks.examples import EXAMPLES, example_inputs
-
-
-@pytest.fixture
-def plugin_calls(monkeypatch):
-    """Replaces trt_scatter.plugins.add_plugin_layer (RTX cannot add plugin layers) by a recorder."""
-    calls = []
-
-    def add_plugin_layer(network, op_name, inputs, fields=None):
-        calls.append((op_name, list(inputs), fields))
-        return inputs[0]
-
-    monkeypatch.setattr(plugins, "add_plugin_layer", add_plugin_layer, raising=False)
-    return calls
 
 
 def _constant_values(network, tensor):
@@ -111,3 +98,5 @@ def test_example_parameters_are_checked_with_the_oracles_rules():
         example_inputs("slice_scatter", step=[0])
     with pytest.raises(oracle.ScatterInputError, match="'axes' must be in"):
         EXAMPLES["slice_scatter"](new_network()[1], axes=[2])
+    with pytest.raises(oracle.ScatterInputError, match="'start/stop/step/axes' must have equal lengths"):
+        example_inputs("slice_scatter", start=[0, 1])

@@ -77,7 +77,7 @@ def slice_scatter_model(data_shape, start, stop, step, axes=None, dtype=np.float
     dynamic dimension becomes the symbolic dimension ``"updates_<axis>"``.
     """
     _check_impl("slice_scatter", impl)
-    _check_types("slice_scatter", dtype, index_dtype)
+    _check_types("slice_scatter", dtype, index_dtype, "start/stop/step/axes")
     start, stop, step = (rules.as_int_vector("slice_scatter", n, v) for n, v in (("start", start), ("stop", stop), ("step", step)))
     if axes is not None:
         axes = rules.as_int_vector("slice_scatter", "axes", axes)
@@ -129,10 +129,10 @@ def _inputs(graph, dtype, index_dtype, data_shape, indices_shape, updates_shape)
     )
 
 
-def _check_types(op, dtype, index_dtype):
+def _check_types(op, dtype, index_dtype, index_name="indices"):
     rules.check_data_type(op, "data", dtype)
     if np.dtype(index_dtype) not in (np.int32, np.int64):
-        raise ScatterInputError(op, "indices", "must be int32 or int64 in an ONNX model", np.dtype(index_dtype))
+        raise ScatterInputError(op, index_name, "must be int32 or int64 in an ONNX model", np.dtype(index_dtype))
 
 
 def _check_impl(op, impl):

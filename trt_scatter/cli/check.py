@@ -39,7 +39,7 @@ def add_parser(subparsers):
         help="shapes of dynamic inputs (others: static dims, named dims alike, free dims 4)",
     )
     parser.add_argument("--seed", type=int, default=1, help="seed of the generated inputs (default 1)")
-    parser.add_argument("--iterations", type=int, default=1, help="how many sets of inputs to generate (default 1)")
+    parser.add_argument("--iterations", type=_positive_int, default=1, help="how many sets of inputs to generate (default 1)")
     parser.add_argument("--atol", type=float, default=0.0, help="absolute tolerance (default 0: exact)")
     parser.add_argument("--rtol", type=float, default=0.0, help="relative tolerance (default 0: exact)")
     parser.add_argument("--load-inputs", metavar="JSON", help="inputs saved by --save-inputs or `polygraphy run --save-inputs`")
@@ -60,6 +60,16 @@ def _input_shape(text):
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not NAME:[D0,D1,...] with non-negative integer dims") from None
     return name, tuple(shape)
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
 
 
 class CheckError(Exception):
@@ -242,10 +252,17 @@ def _load_golden(path):
 
 
 def _compare(results, pairs, atol, rtol):
-    """Prints one verdict line per (pair, output, iteration) and returns whether all passed."""
+    """Prints one verdict line per (pair, output, iteration) and returns whether all passed.
+
+    Outputs must have the same type and shape. Identical bytes pass outright: scatter ops only move
+    data, so NaN and infinities in the inputs reach both sides unchanged, and polygraphy's tolerance
+    check counts NaN (and inf - inf) as a mismatch. Anything else is polygraphy's elementwise check.
+    """
+    import numpy as np
+    from polygraphy.comparator import IterationResult
     from polygraphy.comparator.compare import SimpleCompareFunc
 
-    compare = SimpleCompareFunc(atol=atol, rtol=rtol, check_shapes=True)
+    compare = SimpleCompareFunc(atol=atol, rtol=rtol, check_shapes=True, infinities_compare_equal=True)
     ok = True
     for reference, candidate in pairs:
         if len(results[reference]) != len(results[candidate]):
@@ -257,11 +274,15 @@ def _compare(results, pairs, atol, rtol):
                 if name not in expected or name not in actual:
                     print(f"FAIL {name}{where}: {candidate} vs {reference}: missing in {reference if name not in expected else candidate}")
                     ok = False
-            verdicts = compare(expected, actual)
             for name in expected.keys() & actual.keys():
-                verdict = verdicts.get(name)
-                passed = bool(verdict) if verdict is not None else False
-                detail = f"max abs diff {verdict.max_absdiff:.6g}, max rel diff {verdict.max_reldiff:.6g}" if verdict is not None else "shapes or types differ"
+                want, got = np.asarray(expected[name]), np.asarray(actual[name])
+                if want.dtype != got.dtype or want.shape != got.shape:
+                    passed, detail = False, f"got {got.dtype} {got.shape}, expected {want.dtype} {want.shape}"
+                elif want.tobytes() == got.tobytes():
+                    passed, detail = True, "max abs diff 0 (identical)"
+                else:
+                    verdict = compare(IterationResult({name: want}), IterationResult({name: got}))[name]
+                    passed, detail = bool(verdict), f"max abs diff {verdict.max_absdiff:.6g}, max rel diff {verdict.max_reldiff:.6g}"
                 print(f"{'PASS' if passed else 'FAIL'} {name}{where}: {candidate} vs {reference}: {detail}")
                 ok &= passed
     return ok

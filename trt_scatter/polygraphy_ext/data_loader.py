@@ -20,6 +20,7 @@ Use it from Python as an iterable of feed dicts (like polygraphy's ``DataLoader`
 ``--seed``/``--input-shapes``) of the running ``polygraphy run``, or ``TRT_SCATTER_MODEL``.
 """
 
+import itertools
 import math
 import os
 from collections import OrderedDict
@@ -478,19 +479,19 @@ def _plan_slice_scatter(plan, node, data_shape, rng):
     lengths += [plan.inputs[n][1][0] for n in inputs.values() if n and plan.inputs[n][1] and isinstance(plan.inputs[n][1][0], int)]
     lengths += [plan.given[n][0] for n in inputs.values() if n and n in plan.given and plan.given[n]]
     count_axes = lengths[0] if lengths else rank
+    updates_name = plan._input_to_generate(node, 1)
+    updates_dims = plan.given.get(updates_name) or (plan.inputs[updates_name][1] if updates_name else plan._shape_of(node.input[1]))
+    all_constant = all(params[k] is not None for k in ("start", "stop", "step"))
+    all_fed = all(params[k] is None for k in ("start", "stop", "step"))
     if params["axes"] is not None:
         axes = [rules.normalize_axis(op, "axes", int(a), rank) for a in np.atleast_1d(params["axes"])]
     elif inputs["axes"] is not None:
-        axes = [int(a) for a in rng.permutation(rank)[:count_axes]]
+        axes = _fed_axes(rng, data_shape, updates_dims, count_axes, params if all_constant else None)
     else:
         axes = list(range(count_axes))
 
     # The slice's length on each sliced axis: fixed by constants, else by the updates' static dims,
     # else random (at least 1, so the slice is not empty).
-    updates_name = plan._input_to_generate(node, 1)
-    updates_dims = plan.given.get(updates_name) or (plan.inputs[updates_name][1] if updates_name else plan._shape_of(node.input[1]))
-    all_constant = all(params[k] is not None for k in ("start", "stop", "step"))
-    all_fed = all(params[k] is None for k in ("start", "stop", "step"))
     counts, choices = [], []  # choices: per axis, the (start, stop, step) that fit constants and count
     for i, axis in enumerate(axes):
         dim = data_shape[axis]
@@ -544,9 +545,36 @@ def _plan_slice_scatter(plan, node, data_shape, rng):
     if all_constant:
         oracle.check_slice_scatter(
             data_shape, plan._shape_of(node.input[1]),
-            *(rules.as_int_vector(op, k, params[k]) for k in ("start", "stop", "step")),
-            None if params["axes"] is None else rules.as_int_vector(op, "axes", params["axes"]),
+            *(rules.as_int_vector(op, k, params[k]) for k in ("start", "stop", "step")), axes,
         )  # fmt: skip
+
+
+def _fed_axes(rng, data_shape, updates_dims, count, constants, tries=100_000):
+    """Random distinct axes for a fed ``axes`` input that fit the updates' static dims: an unsliced
+    axis keeps data's dim, a sliced one takes at most data's dim, or exactly what the ``constants``
+    start/stop/step (all three, or None) take at its position."""
+    rank = len(data_shape)
+    static = list(updates_dims) if updates_dims is not None and len(updates_dims) == rank else [None] * rank
+
+    def fits(axes):
+        for axis, (dim, wanted) in enumerate(zip(data_shape, static)):
+            if not isinstance(wanted, int):
+                continue
+            if axis not in axes:
+                if wanted != dim:
+                    return False
+            elif constants is not None:
+                slice_params = (int(np.atleast_1d(constants[k])[axes.index(axis)]) for k in ("start", "stop", "step"))
+                if oracle.slice_geometry(*slice_params, dim)[1] != wanted:
+                    return False
+            elif wanted > dim:
+                return False
+        return True
+
+    for axes in itertools.islice(itertools.permutations(rng.permutation(rank).tolist(), count), tries):
+        if fits(list(axes)):
+            return list(axes)
+    raise ScatterInputError("slice_scatter", "axes", f"cannot be chosen for {count} sliced axes of data {tuple(data_shape)}", f"updates {tuple(static)}")
 
 
 def _check_if_known(check, *shapes_and_more):
