@@ -62,3 +62,24 @@ def test_example_with_other_parameters_has_matching_unique_indices():
     builder, network = new_network()
     EXAMPLES["scatter_update"](network, data_shape=(4, 6, 2), indices_shape=(2, 2), axis=-2)
     build(builder, network)
+
+
+@pytest.mark.parametrize(
+    "build_op, shapes",
+    [
+        ("scatter_update", (("data", np.float32, (3, 0)), ("indices", np.int32, (2,)), ("updates", np.float32, (3, 2)))),
+        ("scatter_elements", (("data", np.float32, (0, 4)), ("indices", np.int32, (1, 4)), ("updates", np.float32, (1, 4)))),
+        ("scatter_nd", (("data", np.float32, (3, 0)), ("indices", np.int32, (1, 2)), ("updates", np.float32, (1,)))),
+    ],
+)
+def test_builders_refuse_indices_into_an_empty_dimension_before_tensorrt(build_op, shapes):
+    # Clamping cannot keep such indices in range (there is no in-range value), so the builder must refuse them.
+    from trt_scatter import networks
+
+    _, network = new_network()
+    tensors = [add_input(network, n, t, s) for n, t, s in shapes]
+    builder = getattr(networks, f"add_{build_op}")
+    args = tensors + ([1] if build_op == "scatter_update" else [0] if build_op == "scatter_elements" else [])
+    with pytest.raises(oracle.ScatterInputError, match="'indices' must be empty: data's dimension"):
+        builder(network, *args)
+    assert network.num_layers == 0

@@ -86,6 +86,15 @@ def check_shape(op, name, shape, expected, why):
         raise ScatterInputError(op, name, f"must have shape {_show(expected)} ({why})", f"shape {_show(shape)}")
 
 
+def check_indices_can_exist(op, name, entries_shape, dims):
+    """No index value lies in [0, s-1] (or [-s, s-1]) when s == 0: then ``name`` must have no
+    entries (``entries_shape``: the shape that counts them). A shape rule, so that builders
+    refuse at build time what would otherwise be a write into an empty dimension."""
+    empty = [axis for axis, dim in dims if dim == 0]
+    if empty and all(is_known(d) for d in entries_shape) and all(entries_shape):
+        raise ScatterInputError(op, name, f"must be empty: data's dimension {empty[0]} has size 0, so no index is in range", f"shape {tuple(entries_shape)}")
+
+
 def check_indices_in_range(op, name, indices, dims, allow_negative):
     """Every value along the last axis of ``indices`` (grouped by ``dims``) must index ``dims``.
 

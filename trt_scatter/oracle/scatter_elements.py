@@ -30,6 +30,7 @@ def check_scatter_elements(data_shape, indices_shape, updates_shape, axis):
                 OP, "indices", f"dimension {dim} must be at most data's ({data_dim}) off the axis", f"shape {tuple(indices_shape)}"
             )
     rules.check_shape(OP, "updates", updates_shape, indices_shape, "the shape of 'indices'")
+    rules.check_indices_can_exist(OP, "indices", indices_shape, [(axis, data_shape[axis])])
     return axis
 
 

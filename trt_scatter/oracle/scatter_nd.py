@@ -33,6 +33,7 @@ def check_scatter_nd(data_shape, indices_shape, updates_shape):
         return
     expected = tuple(indices_shape[:-1]) + tuple(data_shape[k:])
     rules.check_shape(OP, "updates", updates_shape, expected, "indices.shape[:-1] + data.shape[indices.shape[-1]:]")
+    rules.check_indices_can_exist(OP, "indices", indices_shape[:-1], list(enumerate(data_shape[:k])))
 
 
 def scatter_nd(data, indices, updates):

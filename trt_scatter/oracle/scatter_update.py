@@ -33,6 +33,7 @@ def check_scatter_update(data_shape, indices_shape, updates_shape, axis):
     axis = rules.normalize_axis(OP, "axis", axis, len(data_shape))
     expected = tuple(data_shape[:axis]) + tuple(indices_shape) + tuple(data_shape[axis + 1 :])
     rules.check_shape(OP, "updates", updates_shape, expected, "data.shape[:axis] + indices.shape + data.shape[axis+1:]")
+    rules.check_indices_can_exist(OP, "indices", indices_shape, [(axis, data_shape[axis])])
     return axis
 
 
