@@ -400,8 +400,11 @@ def _plan_scatter_elements(plan, node, data_shape, rng):
     def generate(rng, shape=indices_shape):
         lines = math.prod(shape[:axis] + shape[axis + 1 :])
         moved = shape[:axis] + shape[axis + 1 :] + (shape[axis],)
-        # a random permutation of range(size) per line, cut to the line's length
-        order = np.argsort(rng.random((lines, size)), axis=1)[:, : shape[axis]]
+        # Distinct on every line: a window of one random permutation of range(size), at a random
+        # cyclic shift per line (memory grows with the indices, not with lines x size).
+        permutation = rng.permutation(size)
+        shifts = rng.integers(0, max(size, 1), (lines, 1))
+        order = permutation[(shifts + np.arange(shape[axis])) % max(size, 1)]
         return np.moveaxis(order.reshape(moved), -1, axis)
 
     plan.generators[name] = generate
