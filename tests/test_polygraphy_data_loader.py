@@ -103,11 +103,13 @@ def assert_valid(op, feed, constants, model):
     initializers = {init.name: init for init in model.graph.initializer}
     if op == "ScatterElements":
         oracle.scatter_elements(feed["data"], feed["indices"], feed["updates"], constants["axis"])
-        line_sorted = np.sort(feed["indices"], axis=constants["axis"])
+        targets = feed["indices"] % max(feed["data"].shape[constants["axis"]], 1)  # -1 and s-1 are one target
+        line_sorted = np.sort(targets, axis=constants["axis"])
         assert not (np.diff(line_sorted, axis=constants["axis"]) == 0).any(), "two writes to one element"
     elif op == "ScatterND":
         oracle.scatter_nd(feed["data"], feed["indices"], feed["updates"])
-        rows = feed["indices"].reshape(-1, feed["indices"].shape[-1])
+        k = feed["indices"].shape[-1]
+        rows = (feed["indices"] % np.maximum(feed["data"].shape[:k], 1)).reshape(-1, k)  # -1 and s-1 are one target
         assert len(np.unique(rows, axis=0)) == len(rows), "two rows address one place"
     elif op == "ScatterUpdate":
         oracle.scatter_update(feed["data"], feed["indices"], feed["updates"], constants["axis"])
@@ -139,6 +141,14 @@ def test_generated_inputs_pass_the_oracle_and_are_distinct(case, seed):
     again = ScatterDataLoader(model, seed=seed, iterations=2)[1]
     for name, array in feeds[1].items():
         np.testing.assert_array_equal(again[name], array)
+
+
+def test_scatter_elements_and_nd_indices_come_in_both_forms():
+    from trt_scatter.onnx_models import scatter_elements_model, scatter_nd_model
+
+    for model in (scatter_elements_model((6, 50), (6, 40), axis=1), scatter_nd_model((30, 20), (25, 1))):
+        indices = ScatterDataLoader(model, seed=3)[0]["indices"]
+        assert (indices < 0).any() and (indices >= 0).any()
 
 
 def test_named_dims_get_one_value_and_given_shapes_win():

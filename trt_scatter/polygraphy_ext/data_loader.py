@@ -9,6 +9,7 @@ generates, per iteration from ``(seed, iteration)``:
 
 - ScatterElements: indices distinct along ``axis`` on every line (no two writes hit one element);
 - ScatterND: distinct index rows;
+- (both: about half of the values in their negative form, i - s, which ONNX allows)
 - ScatterUpdate: distinct indices in [0, s-1] (its spec allows no negative ones);
 - SliceScatter: start/stop/step (and axes) whose slice has exactly the updates' shape, with
   negative forms and negative steps, respecting whichever of them the model holds as constants;
@@ -405,7 +406,7 @@ def _plan_scatter_elements(plan, node, data_shape, rng):
         permutation = rng.permutation(size)
         shifts = rng.integers(0, max(size, 1), (lines, 1))
         order = permutation[(shifts + np.arange(shape[axis])) % max(size, 1)]
-        return np.moveaxis(order.reshape(moved), -1, axis)
+        return _some_negative(rng, np.moveaxis(order.reshape(moved), -1, axis), size)
 
     plan.generators[name] = generate
 
@@ -433,7 +434,7 @@ def _plan_scatter_nd(plan, node, data_shape, rng):
         def generate(rng, shape=indices_shape):
             flat = rng.choice(capacity, size=rows, replace=False)
             coordinates = np.stack(np.unravel_index(flat, data_shape[:k]), axis=-1) if k else np.zeros((rows, 0), np.int64)
-            return coordinates.reshape(shape)
+            return _some_negative(rng, coordinates.reshape(shape), np.array(data_shape[:k], np.int64))
 
         plan.generators[name] = generate
     if indices_shape is None:  # computed inside the graph (a lowered graph): nothing to plan
@@ -584,6 +585,12 @@ def _check_if_known(check, *shapes_and_more):
     """Runs an op's shape check unless a shape is unknown (computed inside the graph)."""
     if all(shape is not None for shape in shapes_and_more[:3]):
         check(*shapes_and_more)
+
+
+def _some_negative(rng, indices, sizes):
+    """About half of ``indices`` (in [0, s-1]) in their negative form i - s, which ONNX's
+    ScatterElements/ScatterND allow: the same targets, and engines get checked on both forms."""
+    return np.where(rng.random(indices.shape) < 0.5, indices - sizes, indices)
 
 
 def _random_slice(rng, dim, count):
