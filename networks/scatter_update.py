@@ -37,7 +37,7 @@ def add_scatter_update(network, data, indices, updates, axis, impl="native"):
         check(graph, data, indices, updates, axis)
         from trt_scatter.plugins import add_plugin_layer
 
-        axis_input = graph.constant(index_constant(axis).reshape(1))
+        axis_input = graph.constant(index_constant(axis, [axis_value(axis)]))
         return add_plugin_layer(network, "ScatterUpdate", [data, indices, updates, axis_input])
     raise ValueError(f"{OP}: impl must be one of {', '.join(IMPLS)} (got {impl!r})")
 

@@ -41,18 +41,23 @@ def add_slice_scatter(network, data, updates, start, stop, step, axes=None, impl
     if impl == "native":
         return lower_slice_scatter(graph, data, updates, start, stop, step, axes)
     if impl == "plugin":
-        check(graph, data, updates, start, stop, step, axes)
+        checked = check(graph, data, updates, start, stop, step, axes)[:3]
         params = [start, stop, step] + ([] if axes is None else [axes])
+        values = list(checked) + ([] if axes is None else [rules.as_int_vector(OP, "axes", axes)])
         from trt_scatter.plugins import add_plugin_layer
 
-        return add_plugin_layer(network, "SliceScatter", [data, updates] + [graph.constant(index_constant(v)) for v in params])
+        constants = [graph.constant(index_constant(param, value)) for param, value in zip(params, values)]
+        return add_plugin_layer(network, "SliceScatter", [data, updates] + constants)
     raise ValueError(f"{OP}: impl must be one of {', '.join(IMPLS)} (got {impl!r})")
 
 
-def index_constant(values):
-    """A 1-D int32/int64 array of ``values``, keeping an int32/int64 array's type."""
-    array = np.asarray(values)
-    return array if array.dtype in (np.int32, np.int64) else array.astype(INT64)
+def index_constant(original, values):
+    """``values`` (checked Python ints) as a 1-D array of ``original``'s type if that is int32 or
+    int64, else int64. Values beyond int64 (from uint64 or Python ints) clamp to its bounds,
+    which selects the same slice, instead of wrapping around into another value."""
+    dtype = np.asarray(original).dtype
+    bounds = np.iinfo(INT64)
+    return np.array([min(max(v, bounds.min), bounds.max) for v in values], dtype=dtype if dtype in (np.int32, np.int64) else INT64)
 
 
 def check(graph, data, updates, start, stop, step, axes=None):

@@ -100,3 +100,15 @@ def test_example_parameters_are_checked_with_the_oracles_rules():
         EXAMPLES["slice_scatter"](new_network()[1], axes=[2])
     with pytest.raises(oracle.ScatterInputError, match="'start/stop/step/axes' must have equal lengths"):
         example_inputs("slice_scatter", start=[0, 1])
+
+
+def test_plugin_impl_does_not_wrap_huge_unsigned_parameters(plugin_calls):
+    trt = tensorrt()
+    _, network = new_network()
+    data, updates = add_input(network, "data", np.float32, (2, 5)), add_input(network, "updates", np.float32, (2, 3))
+    huge = np.array([2**64 - 1], np.uint64)  # would wrap to -1 as int64: a different slice
+    add_slice_scatter(network, data, updates, np.array([0], np.uint64), huge, [2], [1], impl="plugin")
+    ((_, inputs, _),) = plugin_calls
+    stop = [layer for layer in layers(network) if layer.type == trt.LayerType.CONSTANT][1]
+    stop.__class__ = trt.IConstantLayer
+    assert inputs[3].dtype == trt.int64 and np.array(stop.weights).tolist() == [2**63 - 1]
