@@ -402,16 +402,9 @@ def onnx_dtype(dtype):
     return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
 
 
-_TRT_NAMES = {
-    "float32": "float32",
-    "float16": "float16",
-    "bfloat16": "bfloat16",
-    "int8": "int8",
-    "uint8": "uint8",
-    "int32": "int32",
-    "int64": "int64",
-    "bool": "bool",
-}
+#: Element types trt-scatter moves, by name: the same in NumPy (bfloat16 via ml_dtypes) and as
+#: attributes of the TensorRT module (``trt.float32`` ...).
+ELEMENT_TYPE_NAMES = ("float32", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "bool")
 
 
 def trt_dtype(dtype):
@@ -420,9 +413,9 @@ def trt_dtype(dtype):
 
     dtype = np.dtype(dtype)
     name = "bfloat16" if dtype == BFLOAT16 else dtype.name
-    if name not in _TRT_NAMES:
+    if name not in ELEMENT_TYPE_NAMES:
         raise TypeError(f"TensorRT has no element type for {dtype}")
-    return getattr(tensorrt(), _TRT_NAMES[name])
+    return getattr(tensorrt(), name)
 
 
 def numpy_dtype(trt_dtype_value):
@@ -430,7 +423,7 @@ def numpy_dtype(trt_dtype_value):
     from trt_scatter.backend import tensorrt
 
     trt = tensorrt()
-    for name in _TRT_NAMES.values():
+    for name in ELEMENT_TYPE_NAMES:
         if getattr(trt, name) == trt_dtype_value:
             if name == "bfloat16":
                 if BFLOAT16 is None:

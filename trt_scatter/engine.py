@@ -157,10 +157,13 @@ def _info(tensor):
 
 
 def dtype_name(trt_dtype):
-    """NumPy's name for a TensorRT ``DataType`` (``float32``, ``int64``, ``bfloat16``, ...)."""
-    names = {"FLOAT": "float32", "HALF": "float16", "BF16": "bfloat16", "INT8": "int8", "UINT8": "uint8", "INT32": "int32", "INT64": "int64", "BOOL": "bool"}
-    short = str(trt_dtype).rsplit(".", 1)[-1]
-    return names.get(short, short.lower())
+    """NumPy's name for a TensorRT ``DataType`` (``float32``, ``int64``, ``bfloat16``, ...), or
+    TensorRT's own name in lower case for types trt-scatter does not move (``fp8``, ``int4``)."""
+    from trt_scatter.networks.graph import ELEMENT_TYPE_NAMES
+
+    trt = tensorrt()
+    fallback = str(trt_dtype).rsplit(".", 1)[-1].lower()
+    return next((name for name in ELEMENT_TYPE_NAMES if getattr(trt, name) == trt_dtype), fallback)
 
 
 def _progress_monitor(trt):
