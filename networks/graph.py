@@ -168,6 +168,8 @@ class TensorRTGraph(_Composites):
 
     #: index types ``scatter(mode="nd")`` takes
     ND_INDEX_TYPES = (np.dtype(np.int32), INT64)
+    #: ``scatter(mode="element")`` needs indices no longer than data on the axis too (ONNX does not)
+    ELEMENT_INDICES_WITHIN_DATA_ON_AXIS = True
 
     def __init__(self, network):
         from trt_scatter.backend import tensorrt
@@ -268,6 +270,7 @@ class OnnxGraph(_Composites):
 
     OPSET = 17
     ND_INDEX_TYPES = (INT64,)  # ONNX's ScatterND takes int64 indices only
+    ELEMENT_INDICES_WITHIN_DATA_ON_AXIS = False
 
     def __init__(self):
         self.nodes, self.initializers, self.inputs = [], [], []

@@ -7,6 +7,10 @@ type before the scatter, and the engine matches the oracle either way. It then c
 [0, s-1] so that values outside [-s, s-1], which ONNX forbids but no layer can reject at run
 time, never write outside the output (their result is unspecified). These are elementwise
 layers on the indices that TensorRT fuses into one kernel.
+
+TensorRT's IScatterLayer (ELEMENT mode) needs ``indices.shape[axis] <= data.shape[axis]``, which
+ONNX does not ask: longer indices must repeat a target, whose result is undefined anyway. The
+builder refuses them by name when both dimensions are known; otherwise TensorRT checks.
 """
 
 import numpy as np
@@ -27,6 +31,12 @@ def lower_scatter_elements(graph, data, indices, updates, axis=0):
     rules.check_same_type(OP, "updates", graph.dtype_of(updates), graph.dtype_of(data))
     rules.check_index_type(OP, "indices", graph.dtype_of(indices))
     axis = check_scatter_elements(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates), axis)
+    index_dim, data_dim = graph.shape_of(indices)[axis], graph.shape_of(data)[axis]
+    if graph.ELEMENT_INDICES_WITHIN_DATA_ON_AXIS and rules.is_known(index_dim) and rules.is_known(data_dim) and index_dim > data_dim:
+        raise rules.ScatterInputError(
+            OP, "indices", f"dimension {axis} (the axis) must be at most data's ({data_dim}) in TensorRT's IScatterLayer, "
+            "which ONNX allows only with repeated targets", f"shape {tuple(graph.shape_of(indices))}"
+        )
     if graph.dtype_of(indices) not in (np.int32, np.int64):  # the index types of IScatterLayer and ONNX
         indices = graph.cast(indices, INT64)
     indices = graph.indices_in_range(indices, [graph.dim(data, axis)], negative=True)

@@ -152,3 +152,22 @@ def test_forbidden_indices_write_inside_the_output(dynamic):
         oracle.scatter_elements(data, indices, updates, 0)
     got = _run_builder_in_onnxruntime(data, indices, updates, 0, [dynamic, dynamic])
     assert np.array_equal(got, oracle.scatter_elements(data, np.clip(indices, 0, 1), updates, 0))
+
+
+def test_indices_longer_than_data_on_the_axis_are_refused_by_name_for_tensorrt_only():
+    """ONNX allows indices.shape[axis] > data.shape[axis] (targets repeat); TensorRT's IScatterLayer
+    refuses to build it, so the TensorRT builder says why before TensorRT fails with its own log line."""
+    data = np.zeros((2, 2), np.float32)
+    indices = np.array([[0, 1, 1]], np.int64)
+    updates = np.array([[5, 6, 6]], np.float32)  # the repeated target gets one value: defined here
+    expected = oracle.scatter_elements(data, indices, updates, 1)
+    assert np.array_equal(_run_builder_in_onnxruntime(data, indices, updates, 1, [False, False]), expected)
+    _, network = new_network()
+    inputs = [add_input(network, n, a.dtype, a.shape) for n, a in (("data", data), ("indices", indices), ("updates", updates))]
+    with pytest.raises(oracle.ScatterInputError, match=r"'indices' dimension 1 \(the axis\) must be at most data's \(2\) in TensorRT's IScatterLayer"):
+        add_scatter_elements(network, *inputs, 1)
+    builder, network = new_network()  # what TensorRT does without the check: no engine
+    layer = network.add_scatter(*(add_input(network, n, a.dtype, a.shape) for n, a in (("data", data), ("indices", indices.astype(np.int32)), ("updates", updates))), tensorrt().ScatterMode.ELEMENT)
+    layer.axis = 1
+    network.mark_output(layer.get_output(0))
+    assert builder.build_serialized_network(network, builder.create_builder_config()) is None
