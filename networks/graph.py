@@ -19,6 +19,7 @@ reshape        IShuffleLayer                    Reshape (allowzero=1)
 cast           ICastLayer                       Cast
 arange         IFillLayer (LINSPACE)            Range
 scatter        IScatterLayer (ELEMENT / ND)     ScatterElements / ScatterND
+assertion      IAssertionLayer                  (none: ONNX has no assertion)
 =============  ===============================  ============================
 
 Tensors are what the backend hands out (``ITensor``, or :class:`Value` for ONNX); lowerings
@@ -29,6 +30,7 @@ need operands of equal rank (TensorRT broadcasts only dimensions of size 1 at eq
 """
 
 import dataclasses
+import functools
 import itertools
 
 import numpy as np
@@ -106,6 +108,28 @@ class _Composites:
             indices = self.where(self.binary("less", indices, zero), self.binary("add", indices, sizes), indices)
         return self.binary("min", self.binary("max", indices, zero), highest)
 
+    def assert_indices_can_exist(self, op, entries, dims):
+        """The run-time half of :func:`~trt_scatter.oracle.rules.check_indices_can_exist`, which
+        decides what is known at build time: the index entries (their count is the product of the
+        dimensions ``entries``) must be none if a dimension among ``dims`` ((axis of data,
+        dimension) pairs) that is only known at run time is 0. Clamping indices into [0, s-1]
+        cannot make a write into a dimension of size 0 safe, so the graph asserts instead: TensorRT
+        rejects the network at build time where the optimization profile decides the assertion,
+        else reports an error at run time for the shapes supplied (as ``IAssertionLayer``
+        documents). Backends without assertions (ONNX) add nothing.
+        """
+        unknown = [(axis, dim) for axis, dim in dims if not isinstance(dim, (int, np.integer))]
+        if not unknown or not self.RUNTIME_ASSERTIONS or any(isinstance(d, (int, np.integer)) and d == 0 for d in entries):
+            return
+        smallest = functools.reduce(lambda a, b: self.binary("min", a, b), [dim for _, dim in unknown])
+        count = self.product(entries)
+        if not isinstance(count, (int, np.integer)):  # no entries at run time: any size will do
+            one = self.constant(np.ones(1, INT64))
+            smallest = self.binary("max", smallest, self.binary("sub", one, self.binary("min", count, one)))
+        axes = " or ".join(str(axis) for axis, _ in unknown)
+        rule = f"must be empty when data's dimension {axes} has size 0 at run time: no index is then in range"
+        self.assertion(self.binary("less", self.constant(np.zeros(1, INT64)), smallest), f"{op}: 'indices' {rule}")
+
     def shape_tensor(self, tensor):
         """``tensor``'s run-time shape, one shape layer per tensor."""
         key = self._key(tensor)
@@ -170,6 +194,7 @@ class TensorRTGraph(_Composites):
     ND_INDEX_TYPES = (np.dtype(np.int32), INT64)
     #: ``scatter(mode="element")`` needs indices no longer than data on the axis too (ONNX does not)
     ELEMENT_INDICES_WITHIN_DATA_ON_AXIS = True
+    RUNTIME_ASSERTIONS = True
 
     def __init__(self, network):
         from trt_scatter.backend import tensorrt
@@ -251,6 +276,11 @@ class TensorRTGraph(_Composites):
         layer.axis = axis
         return layer.get_output(0)
 
+    def assertion(self, condition, message):
+        """A build-time or run-time TensorRT error that says ``message`` unless ``condition``, a
+        bool shape tensor, is true."""
+        self.network.add_assertion(condition, message)
+
 
 @dataclasses.dataclass(frozen=True)
 class Value:
@@ -271,6 +301,7 @@ class OnnxGraph(_Composites):
     OPSET = 17
     ND_INDEX_TYPES = (INT64,)  # ONNX's ScatterND takes int64 indices only
     ELEMENT_INDICES_WITHIN_DATA_ON_AXIS = False
+    RUNTIME_ASSERTIONS = False  # no ONNX op asserts; onnxruntime's ScatterElements/ScatterND check indices themselves
 
     def __init__(self):
         self.nodes, self.initializers, self.inputs = [], [], []

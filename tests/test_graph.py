@@ -1,5 +1,7 @@
 """The two-backend graph interface: each primitive is one TensorRT layer and computes in ONNX what NumPy computes."""
 
+import logging
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -7,6 +9,7 @@ from hypothesis import strategies as st
 from lowering_support import add_input, build, layers, new_network, run_onnx, scatter_layers
 
 from trt_scatter.backend import tensorrt
+from trt_scatter.networks import add_scatter_elements, add_scatter_nd, add_scatter_update
 from trt_scatter.networks.graph import OnnxGraph, TensorRTGraph, numpy_dtype, trt_dtype
 from trt_scatter.oracle.rules import BFLOAT16
 
@@ -227,3 +230,54 @@ def test_weakly_typed_networks_scatter_with_int32_indices():
     assert scatter.get_input(1).dtype == trt.int32 and layers(network)[-2].type == trt.LayerType.CAST
     build(builder, network)
     assert TensorRTGraph(network)._strongly_typed()  # RTX: always strongly typed, int64 indices stay
+
+
+# (builder, data shape with the indexed dimension -1, indices shape, updates shape): the data
+# dimension that the indices index is known only at run time.
+RUN_TIME_DIMENSION_CASES = {
+    "scatter_elements": (lambda n, d, i, u: add_scatter_elements(n, d, i, u, axis=1), (2, -1), (2, -1), (2, -1)),
+    "scatter_nd": (add_scatter_nd, (-1, 4), (-1, 1), (-1, 4)),
+    "scatter_update": (lambda n, d, i, u: add_scatter_update(n, d, i, u, axis=0), (-1, 4), (-1,), (-1, 4)),
+}
+
+
+def _build_with_run_time_dimension(op, data_size, index_count, caplog):
+    """Builds ``op`` for one profile where the indexed data dimension is ``data_size`` and indices
+    have ``index_count`` entries along their dynamic dimension; returns (plan or None, error log)."""
+    add, data_shape, indices_shape, updates_shape = RUN_TIME_DIMENSION_CASES[op]
+    trt = tensorrt()
+    builder, network = new_network()
+    tensors = [add_input(network, n, t, s) for n, t, s in (("data", np.float32, data_shape), ("indices", np.int32, indices_shape), ("updates", np.float32, updates_shape))]
+    network.mark_output(add(network, *tensors))
+    assert trt.LayerType.ASSERTION in {layer.type for layer in layers(network)}
+    config = builder.create_builder_config()
+    profile = builder.create_optimization_profile()
+    for tensor, shape in zip(tensors, (data_shape, indices_shape, updates_shape)):
+        sizes = [data_size if tensor.name == "data" else index_count] * shape.count(-1)
+        fixed = tuple(sizes.pop(0) if d < 0 else d for d in shape)
+        profile.set_shape(tensor.name, fixed, fixed, fixed)
+    config.add_optimization_profile(profile)
+    caplog.clear()
+    with caplog.at_level(logging.ERROR, logger="trt_scatter"):
+        plan = builder.build_serialized_network(network, config)
+    return plan, caplog.text
+
+
+@pytest.mark.parametrize("op", sorted(RUN_TIME_DIMENSION_CASES))
+def test_indices_into_a_dimension_that_is_0_at_run_time_fail_by_name(op, caplog):
+    """Clamping cannot make a write into a dimension of size 0 safe: the network asserts that the
+    indices are then empty. TensorRT evaluates the assertion at build time when the profile fixes
+    the shapes, which is how it is tested here (no engine runs without a GPU)."""
+    plan, errors = _build_with_run_time_dimension(op, data_size=0, index_count=2, caplog=caplog)
+    assert plan is None and f"{op}: 'indices' must be empty when data's dimension" in errors
+    for data_size, index_count in ((0, 0), (3, 2)):  # empty indices, or a dimension that is not 0
+        plan, errors = _build_with_run_time_dimension(op, data_size, index_count, caplog)
+        assert plan is not None, errors
+
+
+def test_no_assertion_where_the_indexed_dimension_is_known():
+    trt = tensorrt()
+    _, network = new_network()
+    data, indices, updates = (add_input(network, n, t, s) for n, t, s in (("data", np.float32, (3, -1)), ("indices", np.int64, (-1, 1)), ("updates", np.float32, (-1, -1))))
+    network.mark_output(add_scatter_nd(network, data, indices, updates))
+    assert trt.LayerType.ASSERTION not in {layer.type for layer in layers(network)}
