@@ -108,22 +108,22 @@ class _Composites:
             indices = self.where(self.binary("less", indices, zero), self.binary("add", indices, sizes), indices)
         return self.binary("min", self.binary("max", indices, zero), highest)
 
-    def assert_indices_can_exist(self, op, entries, dims):
+    def assert_indices_can_exist(self, op, indices, dims):
         """The run-time half of :func:`~trt_scatter.oracle.rules.check_indices_can_exist`, which
-        decides what is known at build time: the index entries (their count is the product of the
-        dimensions ``entries``) must be none if a dimension among ``dims`` ((axis of data,
-        dimension) pairs) that is only known at run time is 0. Clamping indices into [0, s-1]
-        cannot make a write into a dimension of size 0 safe, so the graph asserts instead: TensorRT
-        rejects the network at build time where the optimization profile decides the assertion,
-        else reports an error at run time for the shapes supplied (as ``IAssertionLayer``
-        documents). Backends without assertions (ONNX) add nothing.
+        decides what is known at build time: ``indices`` must be empty if a dimension among
+        ``dims`` ((axis of data, dimension) pairs) that is only known at run time is 0. Clamping
+        indices into [0, s-1] cannot make a write into a dimension of size 0 safe, so the graph
+        asserts instead: TensorRT rejects the network at build time where the optimization profile
+        decides the assertion, else reports an error at run time for the shapes supplied (as
+        ``IAssertionLayer`` documents). Backends without assertions (ONNX) add nothing.
         """
         unknown = [(axis, dim) for axis, dim in dims if not isinstance(dim, (int, np.integer))]
-        if not unknown or not self.RUNTIME_ASSERTIONS or any(isinstance(d, (int, np.integer)) and d == 0 for d in entries):
+        shape = self.shape_of(indices)
+        if not unknown or not self.RUNTIME_ASSERTIONS or 0 in shape:
             return
         smallest = functools.reduce(lambda a, b: self.binary("min", a, b), [dim for _, dim in unknown])
-        count = self.product(entries)
-        if not isinstance(count, (int, np.integer)):  # no entries at run time: any size will do
+        if any(d < 0 for d in shape):  # empty indices at run time: any size will do
+            count = self.shape(self.reshape(indices, (-1,)))  # shape layers only: the reshape is never run
             one = self.constant(np.ones(1, INT64))
             smallest = self.binary("max", smallest, self.binary("sub", one, self.binary("min", count, one)))
         axes = " or ".join(str(axis) for axis, _ in unknown)

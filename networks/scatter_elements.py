@@ -37,7 +37,7 @@ def lower_scatter_elements(graph, data, indices, updates, axis=0):
             OP, "indices", f"dimension {axis} (the axis) must be at most data's ({data_dim}) in TensorRT's IScatterLayer, "
             "which ONNX allows only with repeated targets", f"shape {tuple(graph.shape_of(indices))}"
         )
-    graph.assert_indices_can_exist(OP, [graph.dim(indices, i) for i in range(len(graph.shape_of(indices)))], [(axis, graph.dim(data, axis))])
+    graph.assert_indices_can_exist(OP, indices, [(axis, graph.dim(data, axis))])
     if graph.dtype_of(indices) not in (np.int32, np.int64):  # the index types of IScatterLayer and ONNX
         indices = graph.cast(indices, INT64)
     indices = graph.indices_in_range(indices, [graph.dim(data, axis)], negative=True)
