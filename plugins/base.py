@@ -39,8 +39,7 @@ CAN_ALIAS = _BUILD_INTERFACE is not trt.IPluginV3OneBuild
 INDEX_TYPES = (trt.DataType.INT32, trt.DataType.INT64)
 
 
-def element_size(dtype):
-    """Bytes per element of a TensorRT ``DataType``, or ``None`` for types the kernels cannot move (sub-byte, unknown)."""
+def _sized(dtype):
     try:
         size = dtype.itemsize
     except (TypeError, ValueError):  # bindings that cannot size a type
@@ -48,11 +47,19 @@ def element_size(dtype):
     return int(size) if size in (1, 2, 4, 8) else None
 
 
-ELEMENT_TYPES = tuple(dtype for dtype in trt.DataType.__members__.values() if element_size(dtype))
+# Sized once: ``DataType.itemsize`` is a Python function in some bindings (5 us, on every enqueue).
+_ELEMENT_SIZES = {dtype: _sized(dtype) for dtype in trt.DataType.__members__.values() if _sized(dtype)}
+ELEMENT_TYPES = tuple(_ELEMENT_SIZES)
+_INT32 = trt.DataType.INT32
+
+
+def element_size(dtype):
+    """Bytes per element of a TensorRT ``DataType``, or ``None`` for types the kernels cannot move (sub-byte, unknown)."""
+    return _ELEMENT_SIZES.get(dtype)
 
 
 def index_size(dtype):
-    return 4 if dtype == trt.DataType.INT32 else 8
+    return 4 if dtype == _INT32 else 8
 
 
 def expr_shape(dims_exprs):
@@ -61,8 +68,12 @@ def expr_shape(dims_exprs):
 
 
 def dims_shape(dims):
-    """A ``Dims`` (-1 for dynamic dimensions) as a shape tuple."""
-    return tuple(int(dim) for dim in dims)
+    """A ``Dims`` (-1 for dynamic dimensions) as a shape tuple.
+
+    By index: iterating a ``Dims`` costs about 4 us (its iterator ends on an exception), indexing
+    about 1 us, and ``enqueue`` reads several on every inference (bench/bench_enqueue_overhead.py).
+    """
+    return tuple(map(dims.__getitem__, range(len(dims))))
 
 
 class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.IPluginV3OneRuntime):
@@ -73,9 +84,12 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
     type it must share (itself when free). Every other input and the output share ``data``'s type.
 
     Op hooks: ``check_shapes(shapes)`` (classmethod; shapes as tuples, -1 = unknown) raises the
-    oracle's ``ScatterInputError`` for shapes the op forbids; ``launch(kernels, input_desc, inputs,
-    output, data, error_flag, stream)`` calls the op's ``kernels.launch_*`` (``data`` is 0 when the
-    output already holds it); ``describe_errors(count, input_desc)`` says what the kernel counted.
+    oracle's ``ScatterInputError`` for shapes the op forbids; ``launch_args(input_desc)`` reads what
+    the op's ``kernels.launch_*`` needs from the tensor descriptors (shapes, element and index
+    sizes) as keyword arguments, including ``data_shape``; ``launch(kernels, args, inputs, output,
+    data, error_flag, stream)`` calls ``kernels.launch_*`` with them and the device pointers
+    (``data`` is 0 when the output already holds it); ``describe_errors(count, input_desc)`` says
+    what the kernel counted.
     """
 
     NAME = None
@@ -94,6 +108,7 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
         self.num_outputs = 1
         self.inplace = bool(inplace)
         self.phase = phase
+        self._launch_args = None  # from the last on_shape_change
 
     # ---- IPluginV3 --------------------------------------------------------------------------
 
@@ -140,6 +155,9 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
 
     def on_shape_change(self, inputs, outputs):
         self.check_shapes([dims_shape(desc.dims) for desc in inputs])
+        # TensorRT calls this before the first enqueue and whenever input shapes change, so
+        # enqueue need not read the descriptors again (about 2 us each, on every inference).
+        self._launch_args = self.launch_args(inputs)
 
     def attach_to_context(self, resource_context):
         return self.clone()
@@ -155,7 +173,8 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
         return self._serialized[1]
 
     def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
-        if int(np.prod(dims_shape(output_desc[0].dims))) == 0:
+        args = self._launch_args if self._launch_args is not None else self.launch_args(input_desc)
+        if 0 in args["data_shape"]:  # the output has no elements
             return
         from trt_scatter.plugins import kernels
 
@@ -163,7 +182,7 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
         data = 0 if inputs[0] == outputs[0] else inputs[0]
         # The kernels count skipped writes only when someone reads the count: in debug mode.
         error_flag = workspace if kernels.debug_enabled() else 0
-        self.launch(kernels, input_desc, inputs, outputs[0], data, error_flag, stream)
+        self.launch(kernels, args, inputs, outputs[0], data, error_flag, stream)
         if error_flag:
             count = kernels.check_error_flag(error_flag, stream)
             if count:

@@ -114,6 +114,9 @@ def _is_int(value):
 
 def _pointers(op, **pointers):
     """The device addresses as ints in [0, 2**64) (what TensorRT passes: ints)."""
+    values = list(pointers.values())
+    if all(type(pointer) is int and 0 <= pointer < 1 << 64 for pointer in values):  # every launch: keep it short
+        return values
     values = []
     for name, pointer in pointers.items():
         if not _is_int(pointer) or not 0 <= int(pointer) < 1 << 64:

@@ -39,21 +39,26 @@ class ScatterUpdatePlugin(ScatterPlugin):
             f"shape {updates} with data {data} and indices {indices}",
         )
 
-    def launch(self, kernels, input_desc, inputs, output, data, error_flag, stream):
-        kernels.launch_scatter_update(
-            output=output,
-            data=data,
-            indices=inputs[1],
-            updates=inputs[2],
-            axis=inputs[3],
+    def launch_args(self, input_desc):
+        return dict(
             data_shape=dims_shape(input_desc[0].dims),
             indices_shape=dims_shape(input_desc[1].dims),
             updates_shape=dims_shape(input_desc[2].dims),  # lets the kernel refuse a device axis that does not fit
             element_size=element_size(input_desc[0].type),
             index_itemsize=index_size(input_desc[1].type),
             axis_itemsize=index_size(input_desc[3].type),
+        )
+
+    def launch(self, kernels, args, inputs, output, data, error_flag, stream):
+        kernels.launch_scatter_update(
+            output=output,
+            data=data,
+            indices=inputs[1],
+            updates=inputs[2],
+            axis=inputs[3],
             error_flag=error_flag,
             stream=stream,
+            **args,
         )
 
     def describe_errors(self, count, input_desc):

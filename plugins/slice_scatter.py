@@ -43,9 +43,18 @@ class SliceScatterPlugin(ScatterPlugin):
             raise rules.ScatterInputError(OP, "axes", rule, lengths[3])
         check_slice_scatter((-1,) * len(data), updates, start, stop, step, list(range(lengths[3])))
 
-    def launch(self, kernels, input_desc, inputs, output, data, error_flag, stream):
-        has_axes = len(inputs) > 5
+    def launch_args(self, input_desc):
         param_itemsize = index_size(input_desc[2].type)
+        return dict(
+            num_axes=input_desc[2].dims[0],
+            data_shape=dims_shape(input_desc[0].dims),
+            updates_shape=dims_shape(input_desc[1].dims),
+            element_size=element_size(input_desc[0].type),
+            param_itemsize=param_itemsize,
+            axes_itemsize=index_size(input_desc[5].type) if len(input_desc) > 5 else param_itemsize,
+        )
+
+    def launch(self, kernels, args, inputs, output, data, error_flag, stream):
         kernels.launch_slice_scatter(
             output=output,
             data=data,
@@ -53,15 +62,10 @@ class SliceScatterPlugin(ScatterPlugin):
             start=inputs[2],
             stop=inputs[3],
             step=inputs[4],
-            axes=inputs[5] if has_axes else 0,
-            num_axes=int(input_desc[2].dims[0]),
-            data_shape=dims_shape(input_desc[0].dims),
-            updates_shape=dims_shape(input_desc[1].dims),
-            element_size=element_size(input_desc[0].type),
-            param_itemsize=param_itemsize,
-            axes_itemsize=index_size(input_desc[5].type) if has_axes else param_itemsize,
+            axes=inputs[5] if len(inputs) > 5 else 0,
             error_flag=error_flag,
             stream=stream,
+            **args,
         )
 
     def describe_errors(self, count, input_desc):

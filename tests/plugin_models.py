@@ -301,16 +301,22 @@ def use_host_kernels(monkeypatch, debug=False):
     return kernels
 
 
-def enqueue(plugin, arrays, output=None, workspace=None):
+def enqueue(plugin, arrays, output=None, workspace=None, shape_change=True):
     """Runs ``plugin.enqueue`` on host arrays (inputs in spec order); returns the output array.
 
     ``output`` may be ``arrays[0]`` itself to act as TensorRT's aliased (in-place) I/O.
+    ``shape_change``: first call ``on_shape_change`` with the arrays' shapes, as TensorRT does
+    before an enqueue with new shapes.
     """
     output = np.empty_like(arrays[0]) if output is None else output
     workspace = np.full((), 7, np.uint32) if workspace is None else workspace
+    input_desc = [tensor_desc(array.shape, array.dtype) for array in arrays]
+    output_desc = [tensor_desc(output.shape, output.dtype)]
+    if shape_change:
+        plugin.on_shape_change(input_desc, output_desc)
     plugin.enqueue(
-        [tensor_desc(array.shape, array.dtype) for array in arrays],
-        [tensor_desc(output.shape, output.dtype)],
+        input_desc,
+        output_desc,
         [array.ctypes.data for array in arrays],
         [output.ctypes.data],
         workspace.ctypes.data,

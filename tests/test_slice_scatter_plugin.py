@@ -270,6 +270,23 @@ def test_enqueue_in_debug_mode_raises_on_counted_errors(monkeypatch):
     assert kernels.launches[1][1]["error_flag"] == 0
 
 
+def test_enqueue_uses_the_shapes_of_the_last_shape_change(monkeypatch):
+    """TensorRT calls on_shape_change before an enqueue with new shapes, so enqueue reuses what was
+    read then (reading descriptors is most of its Python time); without one it reads them itself."""
+    kernels = models.use_host_kernels(monkeypatch)
+    plugin = SliceScatterPlugin()
+
+    def arrays(rows):
+        data, updates = np.arange(rows * 5, dtype=np.float32).reshape(rows, 5), -np.ones((rows // 2, 5), np.float32)
+        return [data, updates] + [np.array([v], np.int64) for v in (0, rows, 2)]
+
+    for rows, shape_change in ((6, False), (4, True), (8, True)):
+        inputs = arrays(rows)
+        output = models.enqueue(plugin, inputs, shape_change=shape_change)
+        np.testing.assert_array_equal(output, oracle.slice_scatter(*inputs))
+        assert kernels.launches[-1][1]["data_shape"] == (rows, 5)
+
+
 def test_enqueue_skips_empty_outputs(monkeypatch):
     kernels = models.use_host_kernels(monkeypatch, debug=True)
     data = np.zeros((0, 5), np.float32)
