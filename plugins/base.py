@@ -154,9 +154,11 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
     # ---- runtime ---------------------------------------------------------------------------
 
     def on_shape_change(self, inputs, outputs):
-        self.check_shapes([dims_shape(desc.dims) for desc in inputs])
         # TensorRT calls this before the first enqueue and whenever input shapes change, so
         # enqueue need not read the descriptors again (about 2 us each, on every inference).
+        # Shapes that fail the check leave nothing behind for an enqueue to reuse.
+        self._launch_args = None
+        self.check_shapes([dims_shape(desc.dims) for desc in inputs])
         self._launch_args = self.launch_args(inputs)
 
     def attach_to_context(self, resource_context):

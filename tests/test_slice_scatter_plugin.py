@@ -285,6 +285,12 @@ def test_enqueue_uses_the_shapes_of_the_last_shape_change(monkeypatch):
         output = models.enqueue(plugin, inputs, shape_change=shape_change)
         np.testing.assert_array_equal(output, oracle.slice_scatter(*inputs))
         assert kernels.launches[-1][1]["data_shape"] == (rows, 5)
+    bad = arrays(4)[:2] + [np.zeros((1, 1), np.int64)] * 3  # 2-D start/stop/step: refused
+    with pytest.raises(oracle.ScatterInputError):
+        plugin.on_shape_change([models.tensor_desc(a.shape, a.dtype) for a in bad], [])
+    inputs = arrays(6)
+    models.enqueue(plugin, inputs, shape_change=False)  # nothing left of the (8, 5) shapes: reads these
+    assert kernels.launches[-1][1]["data_shape"] == (6, 5)
 
 
 def test_enqueue_skips_empty_outputs(monkeypatch):
