@@ -83,15 +83,18 @@ class _Composites:
             return tuple(-1 if not isinstance(d, (int, np.integer)) else int(d) for d in dims)
         return self.concat([self.as_tensor(d) for d in dims])
 
-    def indices_in_range(self, indices, dims, negative):
-        """``indices`` mapped into [0, s-1] for each dimension s of ``dims``, in their own type.
+    def indices_in_range(self, op, indices, data, axes, negative):
+        """``indices`` mapped into [0, s-1] for each dimension s of ``data`` along ``axes``, in their own type.
 
         ``negative``: first add s to negative values (ONNX's [-s, s-1] -> [0, s-1]). Then clamp
         to [0, s-1]: values the spec forbids (which the oracle and onnxruntime reject but no
         TensorRT layer can raise on at run time) then write to a valid place, never outside the
-        output; their result is as unspecified as the spec leaves it. ``dims`` has one dimension
-        per column of ``indices``' last axis, or one for all of ``indices``.
+        output; their result is as unspecified as the spec leaves it. ``axes`` has one axis per
+        column of ``indices``' last axis, or one for all of ``indices``. Clamping cannot help
+        where s is 0, so there :meth:`_assert_indices_can_exist` guards it (``op`` names the op).
         """
+        dims = [self.dim(data, axis) for axis in axes]
+        self._assert_indices_can_exist(op, indices, list(zip(axes, dims)))
         dtype = self.dtype_of(indices)
         rank = len(self.shape_of(indices))
         shape = (1,) * (rank - 1) + (len(dims),) if rank else ()
@@ -108,10 +111,11 @@ class _Composites:
             indices = self.where(self.binary("less", indices, zero), self.binary("add", indices, sizes), indices)
         return self.binary("min", self.binary("max", indices, zero), highest)
 
-    def assert_indices_can_exist(self, op, indices, dims):
+    def _assert_indices_can_exist(self, op, indices, dims):
         """The run-time half of :func:`~trt_scatter.oracle.rules.check_indices_can_exist`, which
         decides what is known at build time: ``indices`` must be empty if a dimension among
-        ``dims`` ((axis of data, dimension) pairs) that is only known at run time is 0. Clamping
+        ``dims`` ((axis of data, dimension) pairs) that is only known at run time is 0 (indices
+        with a last axis of k > 0 columns are empty exactly when they have no rows). Clamping
         indices into [0, s-1] cannot make a write into a dimension of size 0 safe, so the graph
         asserts instead: TensorRT rejects the network at build time where the optimization profile
         decides the assertion, else reports an error at run time for the shapes supplied (as

@@ -37,8 +37,7 @@ def lower_scatter_elements(graph, data, indices, updates, axis=0):
             OP, "indices", f"dimension {axis} (the axis) must be at most data's ({data_dim}) in TensorRT's IScatterLayer, "
             "which ONNX allows only with repeated targets", f"shape {tuple(graph.shape_of(indices))}"
         )
-    graph.assert_indices_can_exist(OP, indices, [(axis, graph.dim(data, axis))])
     if graph.dtype_of(indices) not in (np.int32, np.int64):  # the index types of IScatterLayer and ONNX
         indices = graph.cast(indices, INT64)
-    indices = graph.indices_in_range(indices, [graph.dim(data, axis)], negative=True)
+    indices = graph.indices_in_range(OP, indices, data, [axis], negative=True)
     return graph.scatter(data, indices, updates, "element", axis=axis)

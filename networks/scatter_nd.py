@@ -32,6 +32,5 @@ def lower_scatter_nd(graph, data, indices, updates):
     if graph.dtype_of(indices) not in graph.ND_INDEX_TYPES:
         indices = graph.cast(indices, INT64)
     if k:
-        graph.assert_indices_can_exist(OP, indices, [(j, graph.dim(data, j)) for j in range(k)])  # k > 0: rows <=> entries
-        indices = graph.indices_in_range(indices, [graph.dim(data, j) for j in range(k)], negative=True)
+        indices = graph.indices_in_range(OP, indices, data, range(k), negative=True)
     return graph.scatter(data, indices, updates, "nd")

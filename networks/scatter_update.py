@@ -55,8 +55,7 @@ def lower_scatter_update(graph, data, indices, updates, axis):
     axis = check(graph, data, indices, updates, axis)
     if graph.dtype_of(indices) != INT64:  # row numbers are int64 (shape arithmetic); so are the indices in them
         indices = graph.cast(indices, INT64)
-    graph.assert_indices_can_exist(OP, indices, [(axis, graph.dim(data, axis))])
-    indices = graph.indices_in_range(indices, [graph.dim(data, axis)], negative=False)
+    indices = graph.indices_in_range(OP, indices, data, [axis], negative=False)
     pieces = []
     for j in range(axis):
         count = graph.dim(data, j)

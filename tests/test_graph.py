@@ -98,7 +98,7 @@ def test_indices_in_range_wraps_negative_indices_and_clamps_the_rest(index_dtype
     data = np.zeros((2, 3), dtype=np.float32)
 
     def in_range(g, indices, data):
-        return g.indices_in_range(indices, [g.dim(data, 1)], negative=negative)
+        return g.indices_in_range("op", indices, data, [1], negative=negative)
 
     got = _run(in_range, {"indices": indices, "data": data}, {"data": ("a", "b")} if dynamic else None)
     want = [[0, 0, 2, 0, 2, 2, 2]] if negative else [[0, 0, 0, 0, 2, 2, 2]]
@@ -107,13 +107,13 @@ def test_indices_in_range_wraps_negative_indices_and_clamps_the_rest(index_dtype
 
 def test_indices_in_range_of_a_0d_index_and_of_columns():
     def scalar(g, i, data):
-        return g.indices_in_range(i, [g.dim(data, 0)], negative=True)
+        return g.indices_in_range("op", i, data, [0], negative=True)
 
     data = np.zeros((4, 2), np.float32)
     assert _run(scalar, {"i": np.array(-1, np.int64), "data": data}, {"data": ("n", 2)}).tolist() == 3
 
     def columns(g, i, data):
-        return g.indices_in_range(i, [g.dim(data, 0), g.dim(data, 1)], negative=True)
+        return g.indices_in_range("op", i, data, [0, 1], negative=True)
 
     rows = np.array([[-1, -1], [5, 1], [-5, -3]], np.int32)
     assert _run(columns, {"i": rows, "data": data}).tolist() == [[3, 1], [3, 1], [0, 0]]
