@@ -48,7 +48,7 @@ def _sized(dtype):
 
 
 # Sized once: ``DataType.itemsize`` is a Python function in some bindings (5 us, on every enqueue).
-_ELEMENT_SIZES = {dtype: _sized(dtype) for dtype in trt.DataType.__members__.values() if _sized(dtype)}
+_ELEMENT_SIZES = {dtype: size for dtype in trt.DataType.__members__.values() if (size := _sized(dtype))}
 ELEMENT_TYPES = tuple(_ELEMENT_SIZES)
 _INT32 = trt.DataType.INT32
 
