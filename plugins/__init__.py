@@ -21,8 +21,9 @@ import os
 
 from trt_scatter import backend
 from trt_scatter.log import logger
+from trt_scatter.ops import OPS
 
-PLUGIN_NAMES = ("SliceScatter", "ScatterUpdate")
+PLUGIN_NAMES = tuple(OPS)
 RTX_LIBRARY = "libtensorrt_rtx.so"
 
 _creators = {}  # name -> creator; the registry holds no Python reference, so these must stay alive

@@ -23,13 +23,14 @@ import numpy as np
 
 from trt_scatter.backend import tensorrt
 from trt_scatter.log import logger
+from trt_scatter.ops import ATTRIBUTES
 from trt_scatter.plugins import PluginError
 
 trt = tensorrt()
 
 PLUGIN_VERSION = "1"
 PLUGIN_NAMESPACE = ""
-FIELDS = ("inplace",)
+FIELDS = tuple(ATTRIBUTES)  # plugin fields = ONNX node attributes
 ERROR_FLAG_BYTES = 4  # the kernels' error counter lives in the workspace
 
 # TensorRT < 10.3 has no IPluginV3OneBuildV2: such plugins cannot alias, so inplace=1 is refused there.
@@ -77,11 +78,11 @@ def dims_shape(dims):
 
 
 class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.IPluginV3OneRuntime):
-    """Base of the trt-scatter plugins. Subclasses set the class attributes and the three op hooks.
+    """Base of the trt-scatter plugins. Subclasses set ``SIGNATURE`` and the op hooks.
 
-    ``NAME``: plugin name (= ONNX op type). ``INPUTS``: input names in order; the inputs after the
-    first ``MIN_INPUTS`` are optional. ``INDEX_INPUTS``: for each index input, the index input whose
-    type it must share (itself when free). Every other input and the output share ``data``'s type.
+    ``SIGNATURE``: the op's :class:`trt_scatter.ops.OpSignature` (its name is the plugin's name,
+    its inputs, which are optional, which index inputs share a type). Every input that is not an
+    index input, and the output, share ``data``'s type.
 
     Op hooks: ``check_shapes(shapes)`` (classmethod; shapes as tuples, -1 = unknown) raises the
     oracle's ``ScatterInputError`` for shapes the op forbids; ``launch_args(input_desc)`` reads what
@@ -92,10 +93,12 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
     what the kernel counted.
     """
 
-    NAME = None
-    INPUTS = ()
-    MIN_INPUTS = 0
-    INDEX_INPUTS = {}
+    SIGNATURE = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.NAME, cls.INPUTS = cls.SIGNATURE.name, cls.SIGNATURE.inputs
+        cls.MIN_INPUTS, cls.INDEX_INPUTS = cls.SIGNATURE.min_inputs, cls.SIGNATURE.index_inputs
 
     def __init__(self, inplace=False, phase=None):
         trt.IPluginV3.__init__(self)
@@ -194,9 +197,7 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
 
     def _check_input_count(self, count):
         if not self.MIN_INPUTS <= count <= len(self.INPUTS):
-            required = ", ".join(self.INPUTS[: self.MIN_INPUTS])
-            optional = "".join(f"[, {name}]" for name in self.INPUTS[self.MIN_INPUTS :])
-            raise PluginError(f"{self.NAME}: takes inputs ({required}{optional}), got {count}")
+            raise PluginError(f"{self.NAME}: takes inputs {self.SIGNATURE.usage()[len(self.NAME):]}, got {count}")
 
 
 class ScatterPluginCreator(trt.IPluginCreatorV3One):

@@ -9,14 +9,12 @@ import numpy as np
 
 from trt_scatter.oracle import ScatterInputError, check_scatter_update, rules
 from trt_scatter.oracle.scatter_update import OP, axis_value
+from trt_scatter.ops import SCATTER_UPDATE
 from trt_scatter.plugins.base import ScatterPlugin, ScatterPluginCreator, dims_shape, element_size, index_size
 
 
 class ScatterUpdatePlugin(ScatterPlugin):
-    NAME = "ScatterUpdate"
-    INPUTS = ("data", "indices", "updates", "axis")
-    MIN_INPUTS = 4
-    INDEX_INPUTS = {"indices": "indices", "axis": "axis"}
+    SIGNATURE = SCATTER_UPDATE
 
     @classmethod
     def check_shapes(cls, shapes):

@@ -10,16 +10,14 @@ not match updates' shape.
 
 from trt_scatter.oracle import check_slice_scatter, rules
 from trt_scatter.oracle.slice_scatter import OP
+from trt_scatter.ops import SLICE_SCATTER
 from trt_scatter.plugins.base import ScatterPlugin, ScatterPluginCreator, dims_shape, element_size, index_size
 
 PARAMS = ("start", "stop", "step", "axes")
 
 
 class SliceScatterPlugin(ScatterPlugin):
-    NAME = "SliceScatter"
-    INPUTS = ("data", "updates") + PARAMS
-    MIN_INPUTS = 5
-    INDEX_INPUTS = {"start": "start", "stop": "start", "step": "start", "axes": "axes"}
+    SIGNATURE = SLICE_SCATTER
 
     @classmethod
     def check_shapes(cls, shapes):

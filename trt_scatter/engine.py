@@ -87,10 +87,10 @@ def _plugin_ops(path):
     """The op types of the model's nodes in trt-scatter's plugin domain."""
     import onnx
 
-    from trt_scatter.onnx_models import PLUGIN_DOMAIN
+    from trt_scatter.ops import is_trt_scatter
 
     model = onnx.load(str(path), load_external_data=False)
-    return sorted({node.op_type for node in model.graph.node if node.domain == PLUGIN_DOMAIN})
+    return sorted({node.op_type for node in model.graph.node if is_trt_scatter(node)})
 
 
 def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, timing_cache=None, progress=False, name="network", aliased_plugin_io=False):

@@ -33,14 +33,13 @@ import numpy as np
 from trt_scatter.networks.graph import INT64, OnnxGraph
 from trt_scatter.networks.scatter_update import lower_scatter_update
 from trt_scatter.networks.slice_scatter import lower_slice_scatter
+from trt_scatter.ops import DOMAIN, VERSION
 from trt_scatter.oracle import ScatterInputError, rules
 from trt_scatter.oracle.scatter_elements import check_scatter_elements
 from trt_scatter.oracle.scatter_nd import check_scatter_nd
 from trt_scatter.oracle.scatter_update import check_scatter_update
 from trt_scatter.oracle.slice_scatter import check_slice_scatter, slice_geometry
 
-PLUGIN_DOMAIN = "trt_scatter"
-PLUGIN_VERSION = 1
 IMPLS = ("plugin", "native")
 
 
@@ -117,8 +116,8 @@ def scatter_update_model(data_shape, indices_shape, axis, dtype=np.float32, inde
 
 
 def _plugin_node(graph, op_type, inputs, data, inplace):
-    graph.opset_imports[PLUGIN_DOMAIN] = PLUGIN_VERSION
-    return graph.node(op_type, inputs, data.dtype, data.shape, domain=PLUGIN_DOMAIN, inplace=int(inplace))
+    graph.opset_imports[DOMAIN] = VERSION
+    return graph.node(op_type, inputs, data.dtype, data.shape, domain=DOMAIN, inplace=int(inplace))
 
 
 def _inputs(graph, dtype, index_dtype, data_shape, indices_shape, updates_shape):

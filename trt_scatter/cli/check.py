@@ -19,7 +19,6 @@ import json
 import sys
 
 SEPARATOR = ":"
-PLUGIN_OPS = ("SliceScatter", "ScatterUpdate")
 ORACLE = "oracle"
 
 
@@ -91,7 +90,9 @@ def _check(args):
         model = onnx.load(args.model)
     except Exception as err:  # missing file, not an ONNX protobuf
         raise CheckError(f"cannot load model {args.model!r}: {err}") from None
-    has_plugins = any(node.op_type in PLUGIN_OPS for node in model.graph.node)
+    from trt_scatter.ops import is_trt_scatter
+
+    has_plugins = any(is_trt_scatter(node) for node in model.graph.node)
 
     backend_error = _resolve_tensorrt()  # before polygraphy's TensorRT modules load, so both use the same one
     from polygraphy.logger import G_LOGGER
