@@ -1,0 +1,43 @@
+"""trt_scatter.reference: whole models run by ONNX's evaluator with the trt_scatter ops from the oracle."""
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from trt_scatter import oracle
+from trt_scatter.ops import DOMAIN, VERSION
+from trt_scatter.reference import Reference
+
+
+def _mixed_model():
+    """MatMul -> SliceScatter (plugin node, run-time start) -> Sigmoid: standard ops around a trt_scatter node."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["data"]),
+        helper.make_node("SliceScatter", ["data", "updates", "start", "stop", "step", "axes"], ["written"], domain=DOMAIN, inplace=0),
+        helper.make_node("Sigmoid", ["written"], ["y"]),
+    ]
+    inputs = [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4]),
+        helper.make_tensor_value_info("w", TensorProto.FLOAT, [4, 6]),
+        helper.make_tensor_value_info("updates", TensorProto.FLOAT, [3, 2]),
+        helper.make_tensor_value_info("start", TensorProto.INT64, [1]),
+    ]
+    initializers = [helper.make_tensor(n, TensorProto.INT64, [1], v) for n, v in (("stop", [2**62]), ("step", [2]), ("axes", [-1]))]
+    graph = helper.make_graph(nodes, "mixed", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 6])], initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, VERSION)])
+
+
+@pytest.mark.parametrize("start", [0, 2, -3])
+def test_mixed_model_equals_numpy_and_the_oracle(start):
+    rng = np.random.default_rng(start)
+    x, w, updates = (rng.standard_normal(s).astype(np.float32) for s in ((3, 4), (4, 6), (3, 2)))
+    feeds = {"x": x, "w": w, "updates": updates, "start": np.array([start])}
+    got = Reference(_mixed_model()).run(feeds)["y"]
+    written = oracle.slice_scatter(x @ w, updates, [start], [2**62], [2], [-1])
+    np.testing.assert_allclose(got, 1 / (1 + np.exp(-written)), rtol=1e-6)
+
+
+def test_the_oracles_error_reaches_the_caller():
+    feeds = {"x": np.ones((3, 4), np.float32), "w": np.ones((4, 6), np.float32), "updates": np.ones((3, 5), np.float32), "start": np.array([0])}
+    with pytest.raises(oracle.ScatterInputError, match=r"slice_scatter: 'updates' must have shape \(3, 3\)"):
+        Reference(_mixed_model()).run(feeds)
