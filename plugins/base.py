@@ -21,23 +21,23 @@ Formats: ``data``, ``updates`` and the output share one element type, any Tensor
 
 import numpy as np
 
+from trt_scatter import ops
 from trt_scatter.backend import tensorrt
 from trt_scatter.log import logger
-from trt_scatter.ops import ATTRIBUTES
 from trt_scatter.plugins import PluginError
 
 trt = tensorrt()
 
 PLUGIN_VERSION = "1"
 PLUGIN_NAMESPACE = ""
-FIELDS = tuple(ATTRIBUTES)  # plugin fields = ONNX node attributes
+FIELDS = tuple(ops.ATTRIBUTES)  # plugin fields = ONNX node attributes
 ERROR_FLAG_BYTES = 4  # the kernels' error counter lives in the workspace
 
 # TensorRT < 10.3 has no IPluginV3OneBuildV2: such plugins cannot alias, so inplace=1 is refused there.
 _BUILD_INTERFACE = getattr(trt, "IPluginV3OneBuildV2", trt.IPluginV3OneBuild)
 CAN_ALIAS = _BUILD_INTERFACE is not trt.IPluginV3OneBuild
 
-INDEX_TYPES = (trt.DataType.INT32, trt.DataType.INT64)
+INDEX_TYPES = tuple(getattr(trt.DataType, name.upper()) for name in ops.INDEX_TYPES)
 
 
 def _sized(dtype):
