@@ -211,8 +211,12 @@ class TensorRTGraph(_Composites):
         return tensor.name
 
     def _strongly_typed(self):
+        from trt_scatter.backend import always_strongly_typed
+
+        if always_strongly_typed():  # 11.x ignores the creation flag: get_flag would not tell
+            return True
         flag = getattr(self.trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
-        return flag is not None and self.network.get_flag(flag)
+        return flag is not None and bool(self.network.get_flag(flag))
 
     # -- introspection
     def shape_of(self, tensor):
