@@ -127,7 +127,8 @@ def _check(args):
         runners.append(_tensorrt_runner(engine))
 
     try:
-        results = _run(runners, feeds, model)
+        with common.quiet_tensorrt():  # a plugin's exception is printed by TensorRT's bindings: it is counted below
+            results = _run(runners, feeds, model)
     except CheckError:
         counted = _counted_plugin_errors(has_plugins)
         if not counted:
