@@ -103,7 +103,7 @@ def test_output_paths_that_cannot_be_written_are_one_line(tmp_path):
     folder = tmp_path / "engines"
     folder.mkdir()
     result = fx.run_tool("trt-scatter", ["build", model, "--plugins", "-o", folder])
-    assert_one_line(result, f"trt-scatter build: error: output '{folder}' is a directory: give a file path (e.g. '{folder / 'model.engine'}')")
+    assert_one_line(result, f"trt-scatter build: error: output '{folder}' is a directory: give a file path")
     result = fx.run_tool("trt-scatter", ["build", model, "--plugins", "-o", model / "x.engine"])
     assert_one_line(result, f"trt-scatter build: error: output '{model / 'x.engine'}' cannot be written: '{model}' is not a directory")
 
@@ -189,3 +189,11 @@ def test_check_runs_tensorrt_with_the_debug_count_on(monkeypatch):
     monkeypatch.setenv("TRT_SCATTER_DEBUG", "0")  # a user who turned it off keeps it off
     check._tensorrt_runner(b"not run")
     assert os.environ["TRT_SCATTER_DEBUG"] == "0"
+
+
+@pytest.mark.parametrize("flag", ["--save-inputs", "--save-outputs", "--save-engine"])
+def test_check_output_paths_that_are_directories_are_one_line_before_any_work(tmp_path, flag):
+    model = save(slice_scatter(), tmp_path / "model.onnx")
+    result = fx.run_tool("trt-scatter", ["check", model, flag, tmp_path])
+    assert_one_line(result, f"trt-scatter check: error: {flag} '{tmp_path}' is a directory: give a file path")
+    assert result.stdout == ""  # nothing was built or run

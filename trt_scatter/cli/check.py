@@ -87,6 +87,9 @@ def _check(args):
     from trt_scatter.cli import common
     from trt_scatter.ops import is_trt_scatter
 
+    for flag in ("save_inputs", "save_outputs", "save_engine"):  # refused before any work, not after it
+        if getattr(args, flag):
+            common.check_output_path(getattr(args, flag), what="--" + flag.replace("_", "-"))
     model = common.load_model(args.model)  # validated: a mistake the model shows ends here, in one line
     unknown = sorted(set(dict(args.input_shapes)) - {value.name for value in model.graph.input})
     if unknown:
@@ -113,8 +116,7 @@ def _check(args):
         else:
             print(f"engine: built ({len(engine)} bytes)")
             if args.save_engine:
-                with open(args.save_engine, "wb") as f:
-                    f.write(engine)
+                common.write_output(args.save_engine, engine, "--save-engine")
 
     runners = [_oracle_runner(args.model)]
     if not _has_gpu():

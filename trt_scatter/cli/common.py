@@ -115,7 +115,7 @@ def check_output_path(path, what="output"):
     """Refuses, before any work, an output path that is a directory or cannot be written."""
     path = os.fspath(path)
     if os.path.isdir(path):
-        raise CliError(f"{what} {path!r} is a directory: give a file path (e.g. {os.path.join(path, 'model.engine')!r})")
+        raise CliError(f"{what} {path!r} is a directory: give a file path")
     parent = os.path.dirname(os.path.abspath(path))
     existing = parent
     while not os.path.exists(existing):  # the folders that would be made: the nearest existing one decides
