@@ -31,6 +31,7 @@ def add_scatter_update(network, data, indices, updates, axis, impl="native"):
     1-element constant input (an array's int32/int64 type is kept; an int becomes int64).
     """
     graph = TensorRTGraph(network)
+    graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates), dict(axis=axis))
     if impl == "native":
         return lower_scatter_update(graph, data, indices, updates, axis)
     if impl == "plugin":

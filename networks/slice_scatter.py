@@ -38,6 +38,8 @@ def add_slice_scatter(network, data, updates, start, stop, step, axes=None, impl
     its constant inputs keep the arrays' int32/int64 type (lists become int64).
     """
     graph = TensorRTGraph(network)
+    params = dict(start=start, stop=stop, step=step) | ({} if axes is None else dict(axes=axes))
+    graph.check_arguments(OP, dict(data=data, updates=updates), params)
     if impl == "native":
         return lower_slice_scatter(graph, data, updates, start, stop, step, axes)
     if impl == "plugin":

@@ -5,10 +5,7 @@ build-time check accepts shapes that fit the spec for at least one axis of data.
 normalizes the axis on the device and skips (and counts) indices outside [0, s-1].
 """
 
-import numpy as np
-
-from trt_scatter.oracle import ScatterInputError, check_scatter_update, rules
-from trt_scatter.oracle.scatter_update import OP, axis_value
+from trt_scatter.oracle.scatter_update import check_axis_shape, check_scatter_update_static
 from trt_scatter.ops import SCATTER_UPDATE
 from trt_scatter.plugins.base import ScatterPlugin, ScatterPluginCreator, dims_shape, element_size, index_size
 
@@ -19,23 +16,8 @@ class ScatterUpdatePlugin(ScatterPlugin):
     @classmethod
     def check_shapes(cls, shapes):
         data, indices, updates, axis = shapes
-        # An unknown dimension of axis may still be 1: check it as one.
-        axis_value(np.broadcast_to(np.int64(0), [dim if rules.is_known(dim) else 1 for dim in axis]))
-        failures = []
-        for candidate in range(max(len(data), 1)):
-            try:
-                check_scatter_update(data, indices, updates, candidate)
-                return
-            except ScatterInputError as err:
-                failures.append(err)
-        if len(failures) == 1:
-            raise failures[0]
-        raise ScatterInputError(
-            OP,
-            "updates",
-            "must have shape data.shape[:axis] + indices.shape + data.shape[axis+1:] for some axis of 'data'",
-            f"shape {updates} with data {data} and indices {indices}",
-        )
+        check_axis_shape(axis)
+        check_scatter_update_static(data, indices, updates)  # axis: a device value, not known here
 
     def launch_args(self, input_desc):
         return dict(

@@ -8,8 +8,8 @@ the slice geometry from the device values and writes nothing (counting an error)
 not match updates' shape.
 """
 
-from trt_scatter.oracle import check_slice_scatter, rules
-from trt_scatter.oracle.slice_scatter import OP
+from trt_scatter.oracle import rules
+from trt_scatter.oracle.slice_scatter import OP, check_slice_scatter_static
 from trt_scatter.ops import SLICE_SCATTER
 from trt_scatter.plugins.base import ScatterPlugin, ScatterPluginCreator, dims_shape, element_size, index_size
 
@@ -24,22 +24,8 @@ class SliceScatterPlugin(ScatterPlugin):
         data, updates, *params = shapes
         for name, shape in zip(PARAMS, params):
             rules.check_shape(OP, name, shape, (-1,), "a 1-D tensor")
-        known = [shape[0] for shape in params if rules.is_known(shape[0])]
-        if not known:  # how many axes are sliced is not known: any dimension of updates may differ
-            check_slice_scatter((-1,) * len(data), updates, [], [], [])
-            return
-        lengths = [shape[0] if rules.is_known(shape[0]) else known[0] for shape in params]
-        count = lengths[0]
-        start, stop, step = [0] * lengths[0], [1] * lengths[1], [1] * lengths[2]
-        if len(params) == 3:
-            # Default axes 0..count-1: those may be sliced, every other axis must match data.
-            data_free = (-1,) * min(count, len(data)) + tuple(data[count:])
-            check_slice_scatter(data_free, updates, start, stop, step)
-            return
-        if lengths[3] > len(data):
-            rule = f"must have at most {len(data)} entries (distinct axes of 'data')"
-            raise rules.ScatterInputError(OP, "axes", rule, lengths[3])
-        check_slice_scatter((-1,) * len(data), updates, start, stop, step, list(range(lengths[3])))
+        lengths = [shape[0] for shape in params] + [None] * (4 - len(params))
+        check_slice_scatter_static(data, updates, *lengths)
 
     def launch_args(self, input_desc):
         param_itemsize = index_size(input_desc[2].type)

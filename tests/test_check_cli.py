@@ -124,7 +124,7 @@ def test_bad_arguments_and_inputs_end_in_one_line(elements_model, tmp_path):
 
     missing = check(tmp_path / "missing.onnx")
     assert missing.returncode == 2
-    assert missing.stderr.strip().count("\n") == 0 and "trt-scatter check: error: cannot load model" in missing.stderr
+    assert missing.stderr.strip().count("\n") == 0 and "trt-scatter check: error: cannot read ONNX model" in missing.stderr
 
     unfit = check(elements_model, "--input-shapes", "indices:[3,2]")
     assert unfit.returncode == 2

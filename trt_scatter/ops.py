@@ -24,6 +24,7 @@ import dataclasses
 DOMAIN = "trt_scatter"
 VERSION = 1
 ATTRIBUTES = {"inplace": (0, 1)}  #: attribute -> allowed int values; the first is the default
+INDEX_TYPES = ("int32", "int64")  #: element types of the index inputs (NumPy names)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,7 +16,6 @@ run itself.
 
 import argparse
 import json
-import sys
 
 SEPARATOR = ":"
 ORACLE = "oracle"
@@ -76,22 +75,26 @@ class CheckError(Exception):
 
 
 def run(args):
+    from trt_scatter.cli import common
+
     try:
         return _check(args)
-    except CheckError as err:
-        print(f"trt-scatter check: error: {err}", file=sys.stderr)
-        return 2
+    except (CheckError, common.CliError) as err:
+        return common.report("check", err)
 
 
 def _check(args):
-    import onnx
-
-    try:
-        model = onnx.load(args.model)
-    except Exception as err:  # missing file, not an ONNX protobuf
-        raise CheckError(f"cannot load model {args.model!r}: {err}") from None
+    from trt_scatter.cli import common
     from trt_scatter.ops import is_trt_scatter
 
+    for flag in ("save_inputs", "save_outputs", "save_engine"):  # refused before any work, not after it
+        if getattr(args, flag):
+            common.check_output_path(getattr(args, flag), what="--" + flag.replace("_", "-"))
+    model = common.load_model(args.model)  # validated: a mistake the model shows ends here, in one line
+    unknown = sorted(set(dict(args.input_shapes)) - {value.name for value in model.graph.input})
+    if unknown:
+        inputs = ", ".join(value.name for value in model.graph.input)
+        raise CheckError(f"--input-shapes names no input of the model: {', '.join(unknown)} (its inputs: {inputs})")
     has_plugins = any(is_trt_scatter(node) for node in model.graph.node)
 
     backend_error = _resolve_tensorrt()  # before polygraphy's TensorRT modules load, so both use the same one
@@ -113,8 +116,7 @@ def _check(args):
         else:
             print(f"engine: built ({len(engine)} bytes)")
             if args.save_engine:
-                with open(args.save_engine, "wb") as f:
-                    f.write(engine)
+                common.write_output(args.save_engine, engine, "--save-engine")
 
     runners = [_oracle_runner(args.model)]
     if not _has_gpu():
@@ -126,7 +128,17 @@ def _check(args):
     elif engine is not None:
         runners.append(_tensorrt_runner(engine))
 
-    results = _run(runners, feeds, model)
+    try:
+        with common.quiet_tensorrt():  # a plugin's exception is printed by TensorRT's bindings: it is counted below
+            results = _run(runners, feeds, model)
+    except CheckError:
+        counted = _counted_plugin_errors(has_plugins)
+        if not counted:
+            raise
+        for message in counted:  # what the kernels skipped, named by op (debug mode, on while checking)
+            print(f"FAIL {message}")
+        print("FAILED")
+        return 1
     pairs = [(ORACLE, name) for name in list(results.keys())[1:]]
     if args.load_outputs:
         golden = _load_golden(args.load_outputs)
@@ -185,6 +197,8 @@ def _build_engine(path, model, feed, has_plugins):
     """(serialized engine, None) or (None, why the build failed). Dynamic inputs get a profile of the fed shapes."""
     from polygraphy.backend.trt import CreateConfig, EngineBytesFromNetwork, NetworkFromOnnxPath, Profile
 
+    from trt_scatter.cli import common
+    from trt_scatter.engine import needs_aliased_plugin_io, with_aliased_plugin_io
     from trt_scatter.polygraphy_ext import RegisterTrtScatterPlugins
 
     profile = Profile()
@@ -193,11 +207,15 @@ def _build_engine(path, model, feed, has_plugins):
         if value.name in feed and not all(d.HasField("dim_value") for d in dims):
             shape = feed[value.name].shape
             profile.add(value.name, min=shape, opt=shape, max=shape)
-    network = NetworkFromOnnxPath(RegisterTrtScatterPlugins(path) if has_plugins else path)
-    try:
-        return bytes(EngineBytesFromNetwork(network, config=CreateConfig(profiles=[profile] if profile else None))()), None
-    except Exception as err:  # polygraphy raises PolygraphyException; plugin registration may raise anything
-        return None, f"engine build failed: {str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__}"
+    network = NetworkFromOnnxPath(RegisterTrtScatterPlugins(path) if has_plugins else path, strongly_typed=True)
+    config = CreateConfig(profiles=[profile] if profile else None)
+    with common.quiet_tensorrt() as tensorrt_output:
+        try:
+            if needs_aliased_plugin_io(model):  # inplace=1 plugins; refused where TensorRT lacks the feature
+                config = with_aliased_plugin_io(config)
+            return bytes(EngineBytesFromNetwork(network, config=config)()), None
+        except Exception as err:  # polygraphy raises PolygraphyException; plugin registration may raise anything
+            return None, f"engine build failed: {tensorrt_output.reason(err)}"
 
 
 def _has_gpu():
@@ -219,7 +237,13 @@ def _oracle_runner(path):
 
 
 def _tensorrt_runner(engine):
+    import os
+
     from polygraphy.backend.trt import EngineFromBytes, TrtRunner
+
+    from trt_scatter.plugins.kernels import DEBUG_ENV
+
+    os.environ.setdefault(DEBUG_ENV, "1")  # a skipped write is a failure here: count them, name the op
 
     return TrtRunner(EngineFromBytes(engine), name="tensorrt")
 
@@ -239,6 +263,15 @@ def _run(runners, feeds, model):
         dynamic = any(not d.HasField("dim_value") for value in model.graph.input for d in value.type.tensor_type.shape.dim)
         hint = " (the model has dynamic input dims: give them with --input-shapes)" if dynamic else ""
         raise CheckError(f"a run failed: {str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__}{hint}") from None
+
+
+def _counted_plugin_errors(has_plugins):
+    """What the plugins' kernels counted in debug mode during the runs (each message names its op)."""
+    if not has_plugins:
+        return []
+    from trt_scatter.plugins import counted_errors
+
+    return counted_errors()
 
 
 def _load_golden(path):

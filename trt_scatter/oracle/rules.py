@@ -54,9 +54,16 @@ def check_data_type(op, name, dtype):
         raise ScatterInputError(op, name, "must have a numeric element type", dtype)
 
 
-def check_same_type(op, name, dtype, data_dtype):
+def check_same_type(op, name, dtype, data_dtype, other="data"):
+    """``name`` must have the element type of ``other`` (``data``, or the input whose type an index input shares)."""
     if np.dtype(dtype) != np.dtype(data_dtype):
-        raise ScatterInputError(op, name, f"must have the element type of 'data' ({np.dtype(data_dtype)})", np.dtype(dtype))
+        raise ScatterInputError(op, name, f"must have the element type of '{other}' ({np.dtype(data_dtype)})", np.dtype(dtype))
+
+
+def check_type_in(op, name, dtype, allowed):
+    """``name`` must have one of the element types ``allowed`` (names, e.g. ``("int32", "int64")``)."""
+    if np.dtype(dtype).name not in allowed:
+        raise ScatterInputError(op, name, f"must be {' or '.join(allowed)}", np.dtype(dtype))
 
 
 def check_index_type(op, name, dtype):

@@ -37,6 +37,42 @@ def check_scatter_update(data_shape, indices_shape, updates_shape, axis):
     return axis
 
 
+def check_axis_shape(shape):
+    """``axis`` of this shape (-1: unknown dimension, which may still be 1) can hold its one value."""
+    axis_value(np.broadcast_to(np.int64(0), [dim if rules.is_known(dim) else 1 for dim in shape]))
+
+
+def check_scatter_update_static(data_shape, indices_shape, updates_shape, axis=None):
+    """Checks a ScatterUpdate on what is known before it runs: in a model, or while TensorRT builds.
+
+    ``axis``: its value, or ``None`` when it is not known; then the shapes must fit the spec for at
+    least one axis of data. ``data_shape`` is ``None`` where not even data's rank is known (nothing
+    to check then). Returns ``axis`` in [0, rank-1], or ``None``.
+    """
+    if data_shape is None or indices_shape is None or updates_shape is None:
+        if data_shape is not None:
+            rules.check_rank_at_least(OP, "data", data_shape, 1)
+            return None if axis is None else rules.normalize_axis(OP, "axis", axis, len(data_shape))
+        return None
+    if axis is not None:
+        return check_scatter_update(data_shape, indices_shape, updates_shape, axis)
+    failures = []
+    for candidate in range(max(len(data_shape), 1)):
+        try:
+            check_scatter_update(data_shape, indices_shape, updates_shape, candidate)
+            return None
+        except rules.ScatterInputError as err:
+            failures.append(err)
+    if len(failures) == 1:
+        raise failures[0]
+    raise rules.ScatterInputError(
+        OP,
+        "updates",
+        "must have shape data.shape[:axis] + indices.shape + data.shape[axis+1:] for some axis of 'data'",
+        f"shape {updates_shape} with data {data_shape} and indices {indices_shape}",
+    )
+
+
 def scatter_update(data, indices, updates, axis):
     """Returns a copy of ``data`` with the slices at ``indices`` along ``axis`` replaced by ``updates``."""
     data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)

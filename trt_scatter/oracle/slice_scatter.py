@@ -42,14 +42,11 @@ def check_slice_scatter(data_shape, updates_shape, start, stop, step, axes=None)
     rank = len(data_shape)
     if axes is None:
         axes = list(range(len(start)))
-    lengths = {"start": len(start), "stop": len(stop), "step": len(step), "axes": len(axes)}
-    if len(set(lengths.values())) != 1:
-        raise rules.ScatterInputError(OP, "start/stop/step/axes", "must have equal lengths", lengths)
+    _check_lengths({"start": len(start), "stop": len(stop), "step": len(step), "axes": len(axes)})
     axes = [rules.normalize_axis(OP, "axes", axis, rank) for axis in axes]
     if len(set(axes)) != len(axes):
         raise rules.ScatterInputError(OP, "axes", "must not repeat an axis", axes)
-    if 0 in step:
-        raise rules.ScatterInputError(OP, "step", "must not contain 0", list(step))
+    _check_step(step)
 
     expected = list(data_shape)
     for axis, begin, end, stride in zip(axes, start, stop, step):
@@ -57,6 +54,58 @@ def check_slice_scatter(data_shape, updates_shape, start, stop, step, axes=None)
         expected[axis] = slice_geometry(begin, end, stride, dim)[1] if rules.is_known(dim) else -1
     rules.check_shape(OP, "updates", updates_shape, expected, "data's shape with each sliced axis cut to its slice's length")
     return axes
+
+
+def _check_lengths(lengths):
+    if len(set(lengths.values())) != 1:
+        raise rules.ScatterInputError(OP, "start/stop/step/axes", "must have equal lengths", lengths)
+
+
+def _check_step(step):
+    if 0 in step:
+        raise rules.ScatterInputError(OP, "step", "must not contain 0", list(step))
+
+
+def check_slice_scatter_static(data_shape, updates_shape, start, stop, step, axes=None):
+    """Checks a SliceScatter on what is known before it runs: in a model, or while TensorRT builds.
+
+    Each of ``start``/``stop``/``step``/``axes`` is a list of ints (its values are known) or an int:
+    the length of a 1-D tensor whose values are not known, -1 if not even that is; ``axes=None``
+    means the default axes. ``data_shape`` is ``None`` where not even data's rank is known. What is
+    not known may take any value, so only what fails for every such value is refused:
+    :func:`check_slice_scatter` runs with stand-ins for the unknown values (0 for start, 1 for stop
+    and step, axes 0, 1, ...) on a ``data_shape`` whose dimensions they may slice are unknown.
+    """
+    params = {"start": start, "stop": stop, "step": step} | ({} if axes is None else {"axes": axes})
+    lengths = {name: len(v) if isinstance(v, list) else v for name, v in params.items()}
+    known = [n for n in lengths.values() if rules.is_known(n)]
+    if data_shape is None:  # rank unknown: only the rules that need no shape
+        if len(known) == len(lengths):
+            _check_lengths(lengths)
+        if isinstance(step, list):
+            _check_step(step)
+        return
+    rank = len(data_shape)
+    if not known:  # how many axes are sliced is not known: any dimension of updates may differ
+        check_slice_scatter((-1,) * rank, updates_shape, [], [], [])
+        return
+    if axes is not None and not isinstance(axes, list) and lengths["axes"] > rank:
+        rule = f"must have at most {rank} entries (distinct axes of 'data')"
+        raise rules.ScatterInputError(OP, "axes", rule, lengths["axes"])
+    stand_ins = {"start": 0, "stop": 1, "step": 1}
+    values = {}
+    for name, value in params.items():
+        count = lengths[name] if rules.is_known(lengths[name]) else known[0]
+        values[name] = value if isinstance(value, list) else list(range(count)) if name == "axes" else [stand_ins[name]] * count
+    if all(isinstance(v, list) for v in params.values()):
+        check_slice_scatter(data_shape, updates_shape, **values)
+        return
+    if axes is not None and not isinstance(axes, list):
+        cut = range(rank)  # any axis may be sliced
+    else:
+        cut = [a % rank for a in values.get("axes", range(len(values["start"]))) if -rank <= a < rank]
+    data_free = tuple(-1 if axis in cut else dim for axis, dim in enumerate(data_shape))
+    check_slice_scatter(data_free, updates_shape, **values)
 
 
 def slice_scatter(data, updates, start, stop, step, axes=None):

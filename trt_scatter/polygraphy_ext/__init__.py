@@ -3,11 +3,13 @@
 - :mod:`.references`: ScatterElements, ScatterND, SliceScatter and ScatterUpdate for polygraphy's
   ``pluginref`` backend (imported here, so importing this package registers them).
 - :class:`ScatterDataLoader` / :func:`load_data`: valid inputs for scatter models.
-- :class:`RegisterTrtScatterPlugins`: a loader that registers the TensorRT plugins first.
+- :class:`RegisterTrtScatterPlugins`: a loader that registers the TensorRT plugins first;
+  :class:`ValidateTrtScatter` (from :mod:`trt_scatter.passes.validate`): one that validates the model.
 - :func:`get_arg_groups`: the ``polygraphy.run.plugins`` entry point (``--trt-scatter-plugins``,
   ``--trt-scatter-inputs``).
 """
 
+from trt_scatter.passes.validate import ValidateTrtScatter
 from trt_scatter.polygraphy_ext import references
 from trt_scatter.polygraphy_ext.data_loader import ScatterDataLoader, load_data
 from trt_scatter.polygraphy_ext.loader import RegisterTrtScatterPlugins, register_plugins
@@ -17,6 +19,7 @@ __all__ = [
     "RegisterTrtScatterPlugins",
     "ScatterDataLoader",
     "TrtScatterArgs",
+    "ValidateTrtScatter",
     "get_arg_groups",
     "load_data",
     "references",

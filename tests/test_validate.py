@@ -1,0 +1,477 @@
+"""trt_scatter.passes.validate: every rule a model's trt_scatter nodes can break before TensorRT runs, one at a time.
+
+Models are written by hand here (onnx.helper), one broken rule each, and the whole message is
+asserted: the node, the input or attribute, the rule and the value. The valid forms the specs
+allow (an empty slice with empty updates, 0-D indices, a 0-D axis, Constant nodes) must pass, and
+build into engines (tests/test_validate_cli.py).
+"""
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from onnx import TensorProto, helper, numpy_helper
+from polygraphy.backend.onnx import OnnxFromPath
+
+from trt_scatter import oracle
+from trt_scatter.oracle.slice_scatter import check_slice_scatter_static
+from trt_scatter.passes.tensors import ModelTensors
+from trt_scatter.passes.validate import ModelError, ValidateTrtScatter, load_model, validate
+
+FLOAT = TensorProto.FLOAT
+
+
+def info(name, shape, elem_type=FLOAT):
+    return helper.make_tensor_value_info(name, elem_type, None if shape is None else list(shape))
+
+
+def const(name, values, dtype=np.int64):
+    return numpy_helper.from_array(np.array(values, dtype=dtype), name)
+
+
+def make_model(nodes, inputs, initializers=(), outputs=None, opsets=(("", 17), ("trt_scatter", 1))):
+    outputs = outputs if outputs is not None else [info(nodes[-1].output[0], None)]
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets])
+
+
+def slice_scatter(start=(0,), stop=(2,), step=(1,), axes=None, data=(2, 5), updates=(2, 5), param_dtype=np.int64,
+                  attrs=None, name="write_kv", dtype=FLOAT, updates_dtype=None, **kwargs):
+    """SliceScatter on data (2, 5) with constant parameters; the default slice covers axis 0 whole."""
+    params = {"start": start, "stop": stop, "step": step} | ({} if axes is None else {"axes": axes})
+    node = helper.make_node("SliceScatter", ["data", "updates", *params], ["output"], domain="trt_scatter", name=name,
+                            **({"inplace": 0} if attrs is None else attrs))
+    inputs = [info("data", data, dtype), info("updates", updates, updates_dtype or dtype)]
+    return make_model([node], inputs, [const(k, v, param_dtype) for k, v in params.items()], **kwargs)
+
+
+def scatter_update(indices=(1,), axis=(0,), data=(3, 4), updates=(1, 4), index_dtype=np.int64, axis_dtype=np.int64, name="update"):
+    node = helper.make_node("ScatterUpdate", ["data", "indices", "updates", "axis"], ["output"], domain="trt_scatter", name=name)
+    return make_model([node], [info("data", data), info("updates", updates)], [const("indices", indices, index_dtype), const("axis", axis, axis_dtype)])
+
+
+def refused(model):
+    with pytest.raises(ModelError) as caught:
+        validate(model)
+    assert "\n" not in str(caught.value)
+    return str(caught.value)
+
+
+# ---- the node: op, domain version, outputs, attributes, inputs ----------------------------------
+
+
+def test_unknown_op_of_the_domain():
+    model = slice_scatter()
+    model.graph.node[0].op_type = "SliceScater"
+    assert refused(model) == "SliceScater node 'write_kv': domain 'trt_scatter' has no op 'SliceScater' (its ops: SliceScatter, ScatterUpdate)"
+
+
+@pytest.mark.parametrize("opsets, got", [((("", 17), ("trt_scatter", 2)), "2"), ((("", 17),), "no opset import for it")])
+def test_domain_version_must_be_1(opsets, got):
+    message = refused(slice_scatter(opsets=opsets))
+    assert message == f"SliceScatter node 'write_kv': the model must import the domain 'trt_scatter' at version 1, the only one there is (got {got})"
+
+
+def test_one_output():
+    model = slice_scatter()
+    model.graph.node[0].output.append("extra")
+    assert refused(model) == "SliceScatter node 'write_kv': must have 1 output (got 2: ['output', 'extra'])"
+
+
+@pytest.mark.parametrize(
+    "attrs, message",
+    [
+        ({"inplace": 2}, "attribute 'inplace' must be the int 0 or 1 (got 2)"),
+        ({"inplace": -1}, "attribute 'inplace' must be the int 0 or 1 (got -1)"),
+        ({"inplace": 1.0}, "attribute 'inplace' must be the int 0 or 1 (got 1.0)"),
+        ({"inplace": "true"}, "attribute 'inplace' must be the int 0 or 1 (got 'true')"),
+        ({"inplace": [1]}, "attribute 'inplace' must be the int 0 or 1 (got [1])"),
+        ({"in_place": 1}, "attribute 'in_place' is not an attribute of SliceScatter (its attributes: 'inplace') (got 1)"),
+    ],
+)
+def test_attributes(attrs, message):
+    assert refused(slice_scatter(attrs=attrs)) == f"SliceScatter node 'write_kv': {message}"
+
+
+def test_missing_input():
+    model = slice_scatter()
+    del model.graph.node[0].input[4]
+    assert refused(model) == (
+        "SliceScatter node 'write_kv': input 'step' is missing: SliceScatter(data, updates, start, stop, step[, axes]) "
+        "(got 4 inputs: ['data', 'updates', 'start', 'stop'])"
+    )
+
+
+def test_required_input_left_out_by_an_empty_name():
+    model = scatter_update()
+    model.graph.node[0].input[3] = ""
+    assert refused(model) == (
+        "ScatterUpdate node 'update': input 'axis' is missing: ScatterUpdate(data, indices, updates, axis) "
+        "(got 4 inputs: ['data', 'indices', 'updates', ''])"
+    )
+
+
+def test_too_many_inputs():
+    model = scatter_update()
+    model.graph.node[0].input.append("axis")
+    assert refused(model) == "ScatterUpdate node 'update': takes at most 4 inputs: ScatterUpdate(data, indices, updates, axis) (got 5)"
+
+
+def test_unnamed_node_is_named_by_its_position_and_output():
+    model = slice_scatter(step=(0,), name="")
+    assert refused(model).startswith("SliceScatter node #0 (output 'output'): slice_scatter: 'step' must not contain 0")
+
+
+def test_nodes_in_subgraphs_are_checked():
+    inner = slice_scatter(step=(0,)).graph
+    inner.ClearField("input")
+    node = helper.make_node("If", ["cond"], ["output"], then_branch=inner, else_branch=inner)
+    model = make_model([node], [info("cond", (), TensorProto.BOOL)], list(inner.initializer))
+    assert refused(model) == "SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])"
+
+
+# ---- element types ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "index_dtype, got", [(np.float32, "float32"), (np.uint8, "uint8"), (np.int16, "int16"), (np.uint64, "uint64")]
+)
+def test_indices_must_be_int32_or_int64(index_dtype, got):
+    message = refused(scatter_update(index_dtype=index_dtype))
+    assert message == f"ScatterUpdate node 'update': scatter_update: 'indices' must be int32 or int64 (got {got})"
+
+
+def test_slice_parameters_must_be_int32_or_int64():
+    message = refused(slice_scatter(param_dtype=np.float64))
+    assert message == "SliceScatter node 'write_kv': slice_scatter: 'start' must be int32 or int64 (got float64)"
+
+
+def test_start_stop_step_share_one_type():
+    model = slice_scatter()
+    model.graph.initializer[1].CopyFrom(const("stop", [2], np.int32))
+    message = refused(model)
+    assert message == "SliceScatter node 'write_kv': slice_scatter: 'stop' must have the element type of 'start' (int64) (got int32)"
+
+
+def test_axes_may_have_its_own_index_type():
+    model = slice_scatter(axes=(0,))
+    model.graph.initializer[3].CopyFrom(const("axes", [0], np.int32))
+    validate(model)
+
+
+def test_updates_must_have_data_type():
+    message = refused(slice_scatter(updates_dtype=TensorProto.FLOAT16))
+    assert message == "SliceScatter node 'write_kv': slice_scatter: 'updates' must have the element type of 'data' (float32) (got float16)"
+
+
+def test_output_must_have_data_type():
+    model = slice_scatter(outputs=[info("output", (2, 5), TensorProto.INT32)])
+    assert refused(model) == "SliceScatter node 'write_kv': slice_scatter: 'output' must have the element type of 'data' (float32) (got int32)"
+
+
+def test_data_must_be_numeric():
+    message = refused(slice_scatter(dtype=TensorProto.STRING))
+    assert message == "SliceScatter node 'write_kv': slice_scatter: 'data' must have a numeric element type (got object)"
+
+
+def test_rank_0_data():
+    message = refused(scatter_update(data=(), updates=(1,)))
+    assert message == "ScatterUpdate node 'update': scatter_update: 'data' must have rank >= 1 (got shape ())"
+
+
+# ---- constant values and shapes: SliceScatter ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        (dict(step=(0,)), "'step' must not contain 0 (got [0])"),
+        (dict(start=(0, 0), stop=(1, 1), step=(1, 1), axes=(1, -1)), "'axes' must not repeat an axis (got [1, 1])"),
+        (dict(axes=(2,)), "'axes' must be in [-2, 1] for 'data' of rank 2 (got 2)"),
+        (dict(start=(0, 0, 0), stop=(1, 1, 1), step=(1, 1, 1)), "'axes' must be in [-2, 1] for 'data' of rank 2 (got 2)"),
+        (dict(stop=(1, 2)), "'start/stop/step/axes' must have equal lengths (got {'start': 1, 'stop': 2, 'step': 1, 'axes': 1})"),
+        (dict(stop=(1,), updates=(2, 5)), "'updates' must have shape (1, 5) (data's shape with each sliced axis cut to its slice's length) (got shape (2, 5))"),
+        (dict(updates=(2, 5, 1)), "'updates' must have shape (2, 5) (data's shape with each sliced axis cut to its slice's length) (got shape (2, 5, 1))"),
+        (dict(step=5), "'step' must be a 1-D tensor (got a scalar 5)"),
+        (dict(start=((0,),)), "'start' must be a 1-D tensor (got shape (1, 1))"),
+    ],
+)
+def test_slice_scatter_constants(params, message):
+    assert refused(slice_scatter(**params)) == f"SliceScatter node 'write_kv': slice_scatter: {message}"
+
+
+def test_step_0_in_a_constant_node():
+    model = slice_scatter()
+    model.graph.initializer.pop(2)  # step
+    model.graph.node.insert(0, helper.make_node("Constant", [], ["step"], value_ints=[0]))
+    assert refused(model) == "SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])"
+
+
+def test_parameters_fed_at_run_time_are_checked_by_what_is_known():
+    """start/stop fed by the user: step 0 is still refused, and updates must match data on the axes nobody slices."""
+    node = helper.make_node("SliceScatter", ["data", "updates", "start", "stop", "step", "axes"], ["output"], domain="trt_scatter", name="n")
+    inputs = [info("data", (2, 5)), info("updates", (7, 6)), info("start", (1,), TensorProto.INT64), info("stop", (1,), TensorProto.INT64)]
+    model = make_model([node], inputs, [const("step", [1]), const("axes", [0])])
+    assert refused(model) == (
+        "SliceScatter node 'n': slice_scatter: 'updates' must have shape (?, 5) (data's shape with each sliced axis cut "
+        "to its slice's length) (got shape (7, 6))"
+    )
+    model.graph.input[1].CopyFrom(info("updates", (7, 5)))
+    validate(model)  # axis 0 may be cut to any length by the fed start/stop
+    model.graph.initializer[0].CopyFrom(const("step", [0]))
+    assert refused(model) == "SliceScatter node 'n': slice_scatter: 'step' must not contain 0 (got [0])"
+    model.graph.initializer[0].CopyFrom(const("step", [1, 1]))
+    assert "'start/stop/step/axes' must have equal lengths" in refused(model)
+
+
+def test_data_computed_by_an_earlier_scatter_is_known():
+    """Shape inference stops at the custom ops; their output has data's shape, so a second scatter is checked too."""
+    first = helper.make_node("SliceScatter", ["data", "updates", "start", "stop", "step"], ["mid"], domain="trt_scatter", name="first")
+    relu = helper.make_node("Relu", ["mid"], ["relu"])
+    second = helper.make_node("SliceScatter", ["relu", "updates", "start", "stop", "step2"], ["output"], domain="trt_scatter", name="second")
+    params = [const("start", [0]), const("stop", [2]), const("step", [1]), const("step2", [3])]
+    model = make_model([first, relu, second], [info("data", (2, 5)), info("updates", (2, 5))], params)
+    assert ModelTensors(model).shape("relu") == (2, 5)
+    assert refused(model) == (
+        "SliceScatter node 'second': slice_scatter: 'updates' must have shape (1, 5) (data's shape with each sliced "
+        "axis cut to its slice's length) (got shape (2, 5))"
+    )
+
+
+# ---- constant values and shapes: ScatterUpdate --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(indices=(3,)), "'indices' values must be in [0, 2] for a dimension of size 3 (got 3)"),
+        (dict(indices=(-1,)), "'indices' values must be in [0, 2] for a dimension of size 3 (got -1)"),
+        (dict(indices=(1,), axis=(1,), updates=(3, 1)), None),
+        (dict(indices=(4,), axis=(1,), updates=(3, 1)), "'indices' values must be in [0, 3] for a dimension of size 4 (got 4)"),
+        (dict(axis=(2,)), "'axis' must be in [-2, 1] for 'data' of rank 2 (got 2)"),
+        (dict(axis=(0, 1)), "'axis' must be a scalar or a 1-D tensor with one element (got shape (2,))"),
+        (dict(axis=(0,), axis_dtype=np.float32), "'axis' must be int32 or int64 (got float32)"),
+        (dict(updates=(2, 4)), "'updates' must have shape (1, 4) (data.shape[:axis] + indices.shape + data.shape[axis+1:]) (got shape (2, 4))"),
+        (dict(data=(0, 4)), "'indices' must be empty: data's dimension 0 has size 0, so no index is in range (got shape (1,))"),
+    ],
+)
+def test_scatter_update_constants(kwargs, message):
+    model = scatter_update(**kwargs)
+    if message is None:
+        validate(model)
+    else:
+        assert refused(model) == f"ScatterUpdate node 'update': scatter_update: {message}"
+
+
+@pytest.mark.parametrize("form, message", [({"value_int": 5}, "'axis' must be in [-2, 1] for 'data' of rank 2 (got 5)"),
+                                           ({"value_ints": [0, 0]}, "'axis' must be a scalar or a 1-D tensor with one element (got shape (2,))"),
+                                           ({"value_float": 0.0}, "'axis' must be int32 or int64 (got float32)")])
+def test_axis_from_constant_node_forms(form, message):
+    model = scatter_update()
+    model.graph.initializer.pop(1)
+    model.graph.node.insert(0, helper.make_node("Constant", [], ["axis"], **form))
+    assert refused(model) == f"ScatterUpdate node 'update': scatter_update: {message}"
+
+
+def test_axis_fed_at_run_time_needs_some_axis_to_fit():
+    node = helper.make_node("ScatterUpdate", ["data", "indices", "updates", "axis"], ["output"], domain="trt_scatter", name="u")
+    model = make_model([node], [info("data", (3, 4)), info("updates", (1, 5)), info("axis", (), TensorProto.INT64)], [const("indices", [1])])
+    assert refused(model) == (
+        "ScatterUpdate node 'u': scatter_update: 'updates' must have shape data.shape[:axis] + indices.shape + "
+        "data.shape[axis+1:] for some axis of 'data' (got shape (1, 5) with data (3, 4) and indices (1,))"
+    )
+    model.graph.input[1].CopyFrom(info("updates", (3, 1)))
+    validate(model)
+    model.graph.input[2].CopyFrom(info("axis", (2,), TensorProto.INT64))
+    assert refused(model) == "ScatterUpdate node 'u': scatter_update: 'axis' must be a scalar or a 1-D tensor with one element (got shape (2,))"
+
+
+# ---- the valid forms the specs allow ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        pytest.param(slice_scatter(start=(1,), stop=(1,), updates=(0, 5)), id="empty-slice-empty-updates"),
+        pytest.param(slice_scatter(start=(-1,), stop=(-100,), step=(-2,), axes=(-1,), updates=(2, 3)), id="negative-step-and-axis"),
+        pytest.param(slice_scatter(start=(0,), stop=(2**63 - 1,), step=(1,), param_dtype=np.int64), id="int64-max-stop"),
+        pytest.param(slice_scatter(attrs={}), id="no-inplace-attribute"),
+        pytest.param(slice_scatter(attrs={"inplace": 1}), id="inplace"),
+        pytest.param(slice_scatter(data=("n", 5), updates=("m", 5)), id="dynamic-dims"),
+        pytest.param(slice_scatter(data=None, updates=None), id="unknown-ranks"),
+        pytest.param(scatter_update(indices=2, updates=(4,)), id="0-d-indices"),
+        pytest.param(scatter_update(axis=0), id="0-d-axis"),
+        pytest.param(scatter_update(axis=-2, axis_dtype=np.int32, index_dtype=np.int32), id="int32-negative-axis"),
+        pytest.param(scatter_update(indices=np.zeros((0,), np.int64), data=(0, 4), updates=(0, 4)), id="empty-indices-into-empty-dim"),
+        pytest.param(scatter_update(indices=[[0, 2], [1, 0]], updates=(2, 2, 4)), id="2-d-indices"),
+    ],
+)
+def test_valid_forms_pass_unchanged(model):
+    before = model.SerializeToString()
+    assert validate(model) is model
+    assert model.SerializeToString() == before
+
+
+def test_models_without_trt_scatter_nodes_pass():
+    node = helper.make_node("Relu", ["x"], ["y"])
+    validate(make_model([node], [info("x", (2,))], opsets=(("", 17),)))
+
+
+# ---- files and the polygraphy loader -------------------------------------------------------------
+
+
+def test_validate_a_path_and_the_loader(tmp_path):
+    good, bad = tmp_path / "good.onnx", tmp_path / "bad.onnx"
+    onnx.save(slice_scatter(), good)
+    onnx.save(slice_scatter(step=(0,)), bad)
+    assert validate(str(good)).graph.node[0].op_type == "SliceScatter"
+    assert ValidateTrtScatter(str(good))() == str(good)  # a path passes through, for NetworkFromOnnxPath
+    assert ValidateTrtScatter(OnnxFromPath(str(good)))().graph.node[0].name == "write_kv"
+    for loader in (ValidateTrtScatter(str(bad)), ValidateTrtScatter(OnnxFromPath(str(bad)))):
+        with pytest.raises(ModelError, match=r"^SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 \(got \[0\]\)$"):
+            loader()
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "cannot read ONNX model '{path}': No such file or directory"),
+        (b"", "'{path}' is empty, not an ONNX model"),
+        (b"ftrt\0\0\0\0", "'{path}' is a serialized TensorRT engine, not an ONNX model"),
+        (b"vtrt\0\0\0\0", "'{path}' is a serialized TensorRT engine, not an ONNX model"),
+        (b"\xff\xff\xff\xff garbage", "'{path}' is not an ONNX model ("),
+        (b"\x08\x01", "'{path}' is not an ONNX model (no graph or IR version)"),
+    ],
+)
+def test_files_that_are_no_model(tmp_path, content, message):
+    path = tmp_path / "model.onnx"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(ModelError) as caught:
+        load_model(path)
+    assert str(caught.value).startswith(message.format(path=path)) and "\n" not in str(caught.value)
+
+
+def test_a_directory_is_no_model(tmp_path):
+    with pytest.raises(ModelError, match="is a directory, not an ONNX model"):
+        validate(tmp_path)
+
+
+# ---- ModelTensors ------------------------------------------------------------------------------
+
+
+def test_model_tensors_reads_constants_shapes_and_types():
+    nodes = [
+        helper.make_node("Constant", [], ["i"], value_int=3),
+        helper.make_node("Constant", [], ["ints"], value_ints=[1, 2]),
+        helper.make_node("Constant", [], ["f"], value_float=1.5),
+        helper.make_node("Constant", [], ["t"], value=const("t", [[1, 2]], np.int32)),
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Transpose", ["x"], ["xt"]),
+    ]
+    model = make_model(nodes, [info("x", ("n", 3), TensorProto.BFLOAT16)], [const("w", [1.0, 2.0], np.float16)], outputs=[info("xt", None, TensorProto.BFLOAT16)])
+    tensors = ModelTensors(model)
+    assert tensors.constant("i").tolist() == 3 and tensors.constant("i").dtype == np.int64
+    assert tensors.constant("ints").tolist() == [1, 2] and tensors.shape("ints") == (2,)
+    assert tensors.constant("f").dtype == np.float32
+    assert tensors.constant("t").tolist() == [[1, 2]] and tensors.dtype("t") == np.int32
+    assert tensors.constant("w").dtype == np.float16 and tensors.shape("w") == (2,)
+    assert tensors.shape("x") == (-1, 3) and tensors.dtype("x").name == "bfloat16"
+    assert tensors.shape("xt") == (3, -1)  # from shape inference
+    assert tensors.shape("shape") == (2,) and tensors.dtype("shape") == np.int64
+    assert tensors.constant("x") is None and tensors.constant("nothing") is None
+    assert tensors.shape("nothing") is None and tensors.dtype("nothing") is None
+
+
+def test_model_tensors_without_shape_inference():
+    """A graph ONNX shape inference refuses keeps what it declares."""
+    node = helper.make_node("Add", ["x", "y"], ["z"])
+    model = make_model([node], [info("x", (2, 3)), info("y", (4, 5))], outputs=[info("z", (7,))])
+    tensors = ModelTensors(model)
+    assert tensors.shape("x") == (2, 3) and tensors.shape("z") == (7,)
+
+
+# ---- the oracle's static checks on partly known SliceScatters (what validation and the plugin use) ----
+
+
+@st.composite
+def slice_cases(draw):
+    """A SliceScatter (data shape, start, stop, step, axes or None); updates are the oracle's to judge."""
+    rank = draw(st.integers(1, 3))
+    data_shape = tuple(draw(st.lists(st.integers(0, 4), min_size=rank, max_size=rank)))
+    count = draw(st.integers(0, rank + 1))
+    ints = st.integers(-6, 6)
+    start, stop = (draw(st.lists(ints, min_size=count, max_size=count)) for _ in range(2))
+    step = draw(st.lists(st.integers(-2, 2), min_size=count, max_size=count))
+    axes = draw(st.none() | st.lists(st.integers(-rank - 1, rank), min_size=count, max_size=count))
+    return data_shape, start, stop, step, axes
+
+
+@given(slice_cases(), st.data())
+def test_static_check_never_refuses_what_some_value_makes_valid(case, data):
+    """Hide any of the values (keeping their lengths) and any dims: the static check accepts whatever the
+    oracle accepts with the real values, and with every value known it refuses exactly what the oracle refuses."""
+    data_shape, start, stop, step, axes = case
+    try:
+        normalized = oracle.check_slice_scatter(data_shape, (-1,) * len(data_shape), start, stop, step, axes)
+    except oracle.ScatterInputError as err:
+        with pytest.raises(oracle.ScatterInputError) as caught:
+            check_slice_scatter_static(data_shape, (-1,) * len(data_shape), start, stop, step, axes)
+        assert str(caught.value) == str(err)
+        return
+    updates = list(data_shape)
+    for axis, begin, end, stride in zip(normalized, start, stop, step):
+        updates[axis] = oracle.slice_geometry(begin, end, stride, data_shape[axis])[1]
+    hide = lambda values: len(values) if data.draw(st.booleans()) else values
+    params = [hide(v) for v in (start, stop, step)] + [None if axes is None else hide(axes)]
+    shape = lambda s: tuple(-1 if data.draw(st.booleans()) else d for d in s)
+    check_slice_scatter_static(shape(data_shape), shape(updates), *params)
+    check_slice_scatter_static(None, None, *params)
+
+
+def test_static_check_with_unknown_rank_still_refuses_step_0_and_unequal_lengths():
+    with pytest.raises(oracle.ScatterInputError, match=r"'step' must not contain 0 \(got \[0\]\)"):
+        check_slice_scatter_static(None, None, 1, [1], [0])
+    with pytest.raises(oracle.ScatterInputError, match="must have equal lengths"):
+        check_slice_scatter_static(None, None, [1], [1, 2], 1)
+    check_slice_scatter_static(None, None, -1, [1, 2], 1)  # an unknown length may still be 2
+
+
+def test_parameters_and_updates_of_unknown_rank():
+    """A parameter fed without a shape is any 1-D length; updates of unknown rank match whatever data asks."""
+    node = helper.make_node("SliceScatter", ["data", "updates", "start", "stop", "step"], ["output"], domain="trt_scatter", name="n")
+    inputs = [info("data", (2, 5)), info("updates", None), info("start", None, TensorProto.INT64)]
+    model = make_model([node], inputs, [const("stop", [2]), const("step", [0])])
+    assert refused(model) == "SliceScatter node 'n': slice_scatter: 'step' must not contain 0 (got [0])"
+    model.graph.initializer[1].CopyFrom(const("step", [1]))
+    validate(model)
+
+
+def test_model_tensors_of_a_path_and_values_it_cannot_show(tmp_path):
+    from onnx.external_data_helper import convert_model_to_external_data
+
+    nodes = [helper.make_node("Constant", [], ["s"], value_string="text"),
+             helper.make_node("Constant", [], ["sparse"], sparse_value=helper.make_sparse_tensor(
+                 const("v", [1.0], np.float32), const("i", [0]), [3]))]
+    model = make_model(nodes + [helper.make_node("Identity", ["x"], ["y"])], [info("x", (2,), TensorProto.UNDEFINED)],
+                       [const("weights", np.arange(1000, dtype=np.float32), np.float32)], outputs=[info("y", None, TensorProto.UNDEFINED)])
+    convert_model_to_external_data(model, size_threshold=100, location="weights.bin")
+    onnx.save(model, tmp_path / "m.onnx")
+    (tmp_path / "weights.bin").unlink()  # the external file is gone: its tensor has no value to show
+    tensors = ModelTensors(onnx.load(tmp_path / "m.onnx", load_external_data=False))
+    assert tensors.constant("weights") is None
+    assert tensors.constant("s") is None and tensors.constant("sparse") is None
+    assert tensors.dtype("x") is None and tensors.shape("x") == (2,)
+    path = tmp_path / "plain.onnx"
+    onnx.save(slice_scatter(), path)
+    assert ModelTensors(str(path)).shape("updates") == (2, 5)
+
+
+def test_scatter_outputs_get_data_type_even_where_onnx_has_no_name_for_it():
+    """data of an element type ONNX inference cannot pass on: the scatter's output still gets data's shape."""
+    node = helper.make_node("SliceScatter", ["data", "updates", "start", "stop", "step"], ["mid"], domain="trt_scatter")
+    after = helper.make_node("Identity", ["mid"], ["output"])
+    model = make_model([node, after], [info("data", (2, 5), TensorProto.UNDEFINED), info("updates", (2, 5), TensorProto.UNDEFINED)],
+                       [const("start", [0]), const("stop", [2]), const("step", [1])])
+    assert ModelTensors(model).shape("mid") == (2, 5)

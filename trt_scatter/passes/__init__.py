@@ -1,0 +1,10 @@
+"""Graph passes over ONNX models with trt-scatter's ops, one module each.
+
+Each pass is a plain function for Python users and a polygraphy loader (a ``BaseLoader`` that
+composes with ``OnnxFromPath``):
+
+- :mod:`.tensors`: what a model says about its tensors (constant values, static shapes and
+  element types), which every pass reads;
+- :mod:`.validate`: refuses a model whose ``trt_scatter`` nodes break a rule that can be seen
+  before TensorRT runs (:func:`~.validate.validate`, :class:`~.validate.ValidateTrtScatter`).
+"""

@@ -1,0 +1,147 @@
+"""What an ONNX model says about its tensors before anything runs: constant values, static shapes, element types.
+
+Every pass (and the data loader) asks the same three questions of a tensor name, so they are
+answered here once::
+
+    tensors = ModelTensors(model)
+    tensors.constant("step")   # np.ndarray, or None if the value is not fixed by the model
+    tensors.shape("data")      # (4, -1, 8): -1 for a dimension that is not known; None if the rank is not
+    tensors.dtype("updates")   # np.dtype, or None if not known
+
+Constants are initializers and ``Constant`` nodes (``value``, ``value_int(s)``, ``value_float(s)``)
+of the main graph. Shapes and types come from the constants, the graph's inputs, outputs and
+``value_info``, and ONNX shape inference where it works (a model it cannot read keeps what it
+declares). ONNX shape inference does not know the ``trt_scatter`` ops, so their outputs are given
+data's shape and type (what :mod:`trt_scatter.ops` says they have) and inference runs again from
+there: tensors computed from a scatter's output are known too.
+"""
+
+import os
+
+import numpy as np
+
+from trt_scatter.ops import is_trt_scatter
+from trt_scatter.oracle.rules import BFLOAT16
+
+
+class ModelTensors:
+    """Constant values, shapes and element types of the tensors of ``model`` (an ``onnx.ModelProto`` or a path)."""
+
+    def __init__(self, model):
+        import onnx
+
+        if isinstance(model, (str, os.PathLike)):
+            model = onnx.load(os.fspath(model))
+        self.model = model
+        graph = model.graph
+        self._constant_protos = {init.name: init for init in graph.initializer}
+        for node in graph.node:
+            if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and len(node.output) == 1 and len(node.attribute) == 1:
+                self._constant_protos[node.output[0]] = node.attribute[0]
+        self._constants = {}
+        self._types = _value_types(model)
+
+    def constant(self, name):
+        """The value of ``name`` if the model fixes it (an initializer or a ``Constant`` node), else ``None``."""
+        if name not in self._constants:
+            self._constants[name] = _to_array(self._constant_protos.get(name))
+        return self._constants[name]
+
+    def shape(self, name):
+        """The static shape of ``name`` as a tuple (-1 for each dimension not known), or ``None`` if its rank is not known."""
+        value = self.constant(name)
+        if value is not None:
+            return tuple(value.shape)
+        return self._types.get(name, (None, None))[1]
+
+    def dtype(self, name):
+        """The NumPy element type of ``name`` (bfloat16 from ml_dtypes), or ``None`` if not known."""
+        value = self.constant(name)
+        if value is not None:
+            return value.dtype
+        return self._types.get(name, (None, None))[0]
+
+
+def _to_array(proto):
+    """An initializer or a ``Constant`` node's attribute as an array; ``None`` for what has no plain value."""
+    from onnx import AttributeProto, numpy_helper
+
+    if proto is None:
+        return None
+    try:
+        if not isinstance(proto, AttributeProto):
+            return numpy_helper.to_array(proto)
+        if proto.name == "value":
+            return numpy_helper.to_array(proto.t)
+        plain = {"value_int": (proto.i, np.int64), "value_ints": (list(proto.ints), np.int64),
+                 "value_float": (proto.f, np.float32), "value_floats": (list(proto.floats), np.float32)}
+        if proto.name in plain:
+            value, dtype = plain[proto.name]
+            return np.array(value, dtype=dtype)
+    except Exception:  # external data that is not there, a type NumPy lacks: no value to show
+        return None
+    return None  # sparse_value, strings: never an index or a shape
+
+
+def _value_types(model):
+    """``{name: (dtype or None, shape or None)}`` from what ``model`` declares and what ONNX infers,
+    with the outputs of ``trt_scatter`` nodes given their data's type and shape."""
+    import onnx
+
+    declared = _declared(model)
+    scatters = [node for node in model.graph.node if is_trt_scatter(node) and node.input and len(node.output) == 1]
+    given = {}  # outputs of trt_scatter nodes -> their data's (dtype, shape)
+    working = model
+    while True:
+        try:
+            known = {**declared, **_declared(onnx.shape_inference.infer_shapes(working, data_prop=True))}
+        except Exception:  # no schema, a model over 2 GiB, a broken graph: keep what is declared
+            known = {**declared, **given}
+        added = {
+            node.output[0]: known[node.input[0]]
+            for node in scatters
+            if node.output[0] not in known and node.input[0] in known
+        }
+        if not added:  # at most one round per trt_scatter node
+            return known
+        given.update(added)
+        working = onnx.ModelProto()
+        working.CopyFrom(model)
+        working.graph.value_info.extend(_value_info(name, *info) for name, info in given.items())
+
+
+def _declared(model):
+    graph = model.graph
+    types = {}
+    for value in list(graph.value_info) + list(graph.output) + list(graph.input):  # inputs win
+        if value.type.HasField("tensor_type"):
+            tensor_type = value.type.tensor_type
+            shape = None
+            if tensor_type.HasField("shape"):
+                shape = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in tensor_type.shape.dim)
+            types[value.name] = (_np_dtype(tensor_type.elem_type), shape)
+    return types
+
+
+def _np_dtype(elem_type):
+    from onnx import TensorProto, helper
+
+    if elem_type == TensorProto.UNDEFINED:
+        return None
+    if elem_type == TensorProto.BFLOAT16 and BFLOAT16 is not None:
+        return BFLOAT16
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
+    except Exception:
+        return None
+
+
+def _value_info(name, dtype, shape):
+    from onnx import helper
+
+    try:
+        elem_type = helper.np_dtype_to_tensor_dtype(dtype)
+    except Exception:  # None, or a type ONNX cannot name: the shape is still worth giving
+        elem_type = 0
+    dims = None if shape is None else [d if d >= 0 else None for d in shape]
+    return helper.make_tensor_value_info(name, elem_type, dims)

@@ -1,0 +1,240 @@
+"""Refuse a model whose ``trt_scatter`` nodes break a rule that can be seen before TensorRT runs.
+
+TensorRT hands a plugin its constant inputs (initializers, ``Constant`` nodes) only as device
+buffers, so a step of 0 or an index out of range in a model's constants would reach the kernels,
+which skip what they cannot write: the engine builds and silently does nothing. trt-scatter can
+read those constants, so it checks every ``trt_scatter`` node first, with the oracle's rules:
+
+- the node: an op of the domain (:mod:`trt_scatter.ops`), imported at version 1, one output,
+  its inputs (no missing one, none too many), its attributes (``inplace``, the int 0 or 1; any
+  other is an error, not ignored);
+- element types: data numeric, updates (and the output) of data's type, index inputs int32 or
+  int64, start/stop/step of one type;
+- shapes and constant values (:mod:`.tensors`): the oracle's ``check_*`` rules on what is known
+  (step 0, repeated or out-of-range axes, parameters of different lengths, updates that do not
+  fit the slice or the indices, ScatterUpdate indices outside [0, s-1], which its spec says raise).
+
+The first broken rule raises :class:`ModelError`, whose message is one line naming the node, the
+input or attribute, the rule and the value::
+
+    SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])
+
+:func:`validate` is the function; :class:`ValidateTrtScatter` the polygraphy loader::
+
+    network = NetworkFromOnnxPath(ValidateTrtScatter("model.onnx"))           # a path passes through
+    model = ValidateTrtScatter(OnnxFromPath("model.onnx"))()                  # so does a ModelProto
+"""
+
+import os
+
+from polygraphy import util
+from polygraphy.backend.base import BaseLoader
+
+from trt_scatter import ops
+from trt_scatter.oracle import rules
+from trt_scatter.oracle.rules import ScatterInputError
+from trt_scatter.oracle.scatter_update import axis_value, check_axis_shape, check_scatter_update_static
+from trt_scatter.oracle.slice_scatter import check_slice_scatter_static
+from trt_scatter.passes.tensors import ModelTensors
+
+# The first bytes of a serialized TensorRT engine: full TensorRT's plans start b"ftrt" (as
+# torch-tensorrt's checks read them), TensorRT-RTX 1.7's b"vtrt" (seen in its plans).
+ENGINE_MAGICS = (b"ftrt", b"vtrt")
+
+
+class ModelError(ValueError):
+    """A model breaks a rule that trt-scatter checks before TensorRT runs. The message is one line
+    naming the node, the input or attribute, the rule and the value; ``node`` is the node's label
+    (``None`` for a file that is not a model at all)."""
+
+    def __init__(self, message, node=None):
+        self.node = node
+        super().__init__(message)
+
+
+def validate(model):
+    """Checks every ``trt_scatter`` node of ``model`` (a path or an ``onnx.ModelProto``); returns the ModelProto unchanged.
+
+    Raises :class:`ModelError` for the first broken rule (a path that is no ONNX model included).
+    """
+    if isinstance(model, (str, os.PathLike)):
+        model = load_model(model)
+    tensors = None  # read only for a model that has trt_scatter nodes
+    version = next((opset.version for opset in model.opset_import if opset.domain == ops.DOMAIN), None)
+    for index, node in enumerate(_nodes(model.graph)):
+        if ops.is_trt_scatter(node):
+            tensors = tensors or ModelTensors(model)
+            _Node(node, index, tensors).check(version)
+    return model
+
+
+class ValidateTrtScatter(BaseLoader):
+    """A polygraphy loader: validates the model (:func:`validate`) and returns what it wraps unchanged.
+
+    ``model``: a path, an ``onnx.ModelProto``, or a loader of either (e.g. ``OnnxFromPath``). A
+    path stays a path, so this composes with ``NetworkFromOnnxPath`` (which reads external data
+    itself) as well as with loaders that take a ModelProto.
+    """
+
+    def __init__(self, model):
+        self._model = model
+
+    @util.check_called_by("__call__")
+    def call_impl(self):
+        model, _ = util.invoke_if_callable(self._model)
+        validate(model)
+        return model
+
+
+def load_model(path):
+    """Reads an ONNX model without its external data, refusing by name what is not one (missing, a
+    folder, empty, a TensorRT engine, other bytes). Tensors kept in external files (weights, by
+    size) have no value here: validation treats them as values it does not know."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise ModelError(f"{path!r} is a directory, not an ONNX model")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError as err:
+        raise ModelError(f"cannot read ONNX model {path!r}: {err.strerror or err}") from None
+    if not head:
+        raise ModelError(f"{path!r} is empty, not an ONNX model")
+    if head in ENGINE_MAGICS:
+        raise ModelError(f"{path!r} is a serialized TensorRT engine, not an ONNX model")
+    try:
+        model = onnx.load(path, load_external_data=False)  # weights are never index constants; GBs of them need not load
+    except (DecodeError, ValueError, RuntimeError, OSError) as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelError(f"{path!r} is not an ONNX model ({reason})") from None
+    if not model.HasField("graph") or not model.ir_version:
+        raise ModelError(f"{path!r} is not an ONNX model (no graph or IR version)")
+    return model
+
+
+def _nodes(graph):
+    """The nodes of ``graph`` and of its subgraphs (If/Loop/Scan bodies), in order."""
+    for node in graph.node:
+        yield node
+        for attribute in node.attribute:
+            for subgraph in list(attribute.graphs) + ([attribute.g] if attribute.HasField("g") else []):
+                yield from _nodes(subgraph)
+
+
+class _Node:
+    """One ``trt_scatter`` node under check: each rule it breaks becomes a ModelError naming it."""
+
+    def __init__(self, node, index, tensors):
+        self.node, self.tensors = node, tensors
+        self.label = f"'{node.name}'" if node.name else f"#{index} (output {node.output[0]!r})" if node.output else f"#{index}"
+        self.op = ops.OPS.get(node.op_type)
+
+    def error(self, detail):
+        return ModelError(f"{self.node.op_type} node {self.label}: {detail}", node=self.label)
+
+    def check(self, version):
+        try:
+            self._check_node(version)
+            inputs = self._inputs()
+            self._check_types(inputs)
+            if self.op is ops.SLICE_SCATTER:
+                self._check_slice_scatter(inputs)
+            else:
+                self._check_scatter_update(inputs)
+        except ScatterInputError as err:
+            raise self.error(str(err)) from None
+
+    # -- the node itself
+
+    def _check_node(self, version):
+        node = self.node
+        if self.op is None:
+            raise self.error(f"domain '{ops.DOMAIN}' has no op '{node.op_type}' (its ops: {', '.join(ops.OPS)})")
+        if version != ops.VERSION:
+            got = "no opset import for it" if version is None else version
+            raise self.error(f"the model must import the domain '{ops.DOMAIN}' at version {ops.VERSION}, the only one there is (got {got})")
+        if len(node.output) != 1 or not node.output[0]:
+            raise self.error(f"must have 1 output (got {len(node.output)}: {list(node.output)})")
+        for attribute in node.attribute:
+            self._check_attribute(attribute)
+
+    def _check_attribute(self, attribute):
+        from onnx import AttributeProto, helper
+
+        allowed = ops.ATTRIBUTES.get(attribute.name)
+        value = helper.get_attribute_value(attribute)
+        if isinstance(value, bytes):
+            value = value.decode(errors="replace")
+        if allowed is None:
+            known = ", ".join(f"'{name}'" for name in ops.ATTRIBUTES)
+            raise self.error(f"attribute '{attribute.name}' is not an attribute of {self.op.name} (its attributes: {known}) (got {value!r})")
+        if attribute.type != AttributeProto.INT or value not in allowed:
+            choices = " or ".join(str(v) for v in allowed)
+            raise self.error(f"attribute '{attribute.name}' must be the int {choices} (got {value!r})")
+
+    def _inputs(self):
+        """``{input name: tensor name}`` of the inputs given (an empty name is an input left out)."""
+        op, given = self.op, list(self.node.input)
+        if len(given) > len(op.inputs):
+            raise self.error(f"takes at most {len(op.inputs)} inputs: {op.usage()} (got {len(given)})")
+        for position, name in enumerate(op.inputs[: op.min_inputs]):
+            if position >= len(given) or not given[position]:
+                raise self.error(f"input '{name}' is missing: {op.usage()} (got {len(given)} inputs: {given})")
+        return {name: tensor for name, tensor in zip(op.inputs, given) if tensor}
+
+    # -- element types
+
+    def _check_types(self, inputs):
+        name = self.op.oracle
+        dtype = {input_name: self.tensors.dtype(tensor) for input_name, tensor in inputs.items()}
+        data = dtype["data"]
+        if data is not None:
+            rules.check_data_type(name, "data", data)
+        for input_name, leader in self.op.index_inputs.items():
+            if dtype.get(input_name) is None:
+                continue
+            rules.check_type_in(name, input_name, dtype[input_name], ops.INDEX_TYPES)
+            if leader != input_name and dtype.get(leader) is not None:
+                rules.check_same_type(name, input_name, dtype[input_name], dtype[leader], other=leader)
+        others = [(n, dtype.get(n)) for n in self.op.element_inputs if n != "data"] + [("output", self.tensors.dtype(self.node.output[0]))]
+        for input_name, other in others:
+            if data is not None and other is not None:
+                rules.check_same_type(name, input_name, other, data)
+
+    # -- shapes and constant values
+
+    def _param(self, name, tensor):
+        """A 1-D parameter: its values (a list) if constant, else its length (-1 if not known)."""
+        value = self.tensors.constant(tensor)
+        if value is not None:
+            return rules.as_int_vector(self.op.oracle, name, value)
+        shape = self.tensors.shape(tensor)
+        if shape is None:
+            return -1
+        rules.check_shape(self.op.oracle, name, shape, (-1,), "a 1-D tensor")
+        return shape[0]
+
+    def _check_slice_scatter(self, inputs):
+        data = self.tensors.shape(inputs["data"])
+        updates = self.tensors.shape(inputs["updates"])
+        if data is not None and updates is None:
+            updates = (-1,) * len(data)  # rank unknown: it matches whatever data asks
+        params = {name: self._param(name, inputs[name]) for name in ("start", "stop", "step", "axes") if name in inputs}
+        check_slice_scatter_static(data, updates, **params)
+
+    def _check_scatter_update(self, inputs):
+        name = self.op.oracle
+        axis_constant = self.tensors.constant(inputs["axis"])
+        axis = None
+        if axis_constant is not None:
+            axis = axis_value(axis_constant)
+        elif self.tensors.shape(inputs["axis"]) is not None:
+            check_axis_shape(self.tensors.shape(inputs["axis"]))
+        data = self.tensors.shape(inputs["data"])
+        axis = check_scatter_update_static(data, self.tensors.shape(inputs["indices"]), self.tensors.shape(inputs["updates"]), axis)
+        indices = self.tensors.constant(inputs["indices"])
+        if indices is not None and axis is not None:
+            rules.check_indices_in_range(name, "indices", indices, (data[axis],), allow_negative=False)
