@@ -67,11 +67,25 @@ def network_from_example(name, profile_shapes, **params):
     return load
 
 
-def network_from_onnx(path, plugins=False):
-    """A loader ``() -> (builder, network, parser)`` of an ONNX file; ``plugins`` registers trt-scatter's plugins first."""
+def network_from_onnx(path, plugins=False, aot=False):
+    """A loader ``() -> (builder, network, parser)`` of an ONNX file; ``plugins`` registers trt-scatter's plugins first.
+
+    ``aot``: the ``trt_scatter`` nodes go to the AOT plugins instead (:mod:`trt_scatter.plugins.aot`,
+    full TensorRT >= 10.9): registered first, the nodes' attributes written by :mod:`trt_scatter.passes.aot`
+    (the model then reaches the parser as bytes). The engine then runs without Python.
+    """
     tensorrt()
     from polygraphy.backend.trt import NetworkFromOnnxPath
 
+    if aot:
+        from polygraphy.backend.onnx import BytesFromOnnx
+        from polygraphy.backend.trt import NetworkFromOnnxBytes
+
+        from trt_scatter.passes.aot import ToAotPlugins
+        from trt_scatter.plugins import aot as aot_plugins
+
+        aot_plugins.register()
+        return NetworkFromOnnxBytes(BytesFromOnnx(ToAotPlugins(str(path))))
     if plugins:
         from trt_scatter.plugins import register
 
@@ -96,7 +110,7 @@ def _plugin_ops(path):
 def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, timing_cache=None, progress=False, name="network", aliased_plugin_io=False):
     """Builds a serialized engine; returns ``(engine_bytes, BuildSummary)``.
 
-    ``aliased_plugin_io`` enables the preview feature that plugins with ``inplace=1`` need.
+    ``aliased_plugin_io`` enables the preview feature that plugins with ``inplace=1``, and the AOT plugins, need.
     ``profile_shapes`` maps input names to ``(min, opt, max)`` and is read after the network
     loads; dynamic inputs not in it fail with a message naming them, before TensorRT is asked.
     """

@@ -3,6 +3,7 @@
     trt-scatter build slice_scatter -o slice_scatter.engine
     trt-scatter build scatter_nd --dynamic
     trt-scatter build model.onnx --plugins --min data:[1,5] --opt data:[4,5] --max data:[8,5]
+    trt-scatter build model.onnx --aot          # an engine that runs without Python (TensorRT >= 10.9)
     trt-scatter build --all                      # every example network into engines/
 """
 
@@ -33,6 +34,8 @@ def add_parser(subparsers):
     parser.add_argument("--bf16", action="store_true", help="allow BF16 kernels")
     parser.add_argument("--timing-cache", help="timing cache file to load from and save to")
     parser.add_argument("--plugins", action="store_true", help="register trt-scatter's plugins before parsing (and allow their in-place I/O)")
+    parser.add_argument("--aot", action="store_true", help="ONNX models: build the trt_scatter nodes as AOT plugins, so that the engine runs "
+                        "without Python (trtexec, Triton); full TensorRT >= 10.9")
     parser.add_argument("--progress", action="store_true", help="print TensorRT's build phases")
     parser.add_argument("-v", "--verbose", action="store_true", help="show TensorRT's log")
     parser.set_defaults(func=run)
@@ -76,12 +79,14 @@ def _build_one(args, target, output, dynamic):
     if target.endswith(".onnx"):
         if not pathlib.Path(target).is_file():
             raise ValueError(f"no such ONNX file: {target}")
-        load = engine.network_from_onnx(target, plugins=args.plugins)
+        load = engine.network_from_onnx(target, plugins=args.plugins, aot=args.aot)
         name = pathlib.Path(target).stem
+    elif args.aot:
+        raise ValueError("--aot applies to ONNX models (their trt_scatter nodes); give an .onnx file")
     else:
         load = engine.network_from_example(target, profile, dtype=_dtype(args.dtype), index_dtype=np.dtype(args.index_dtype), dynamic=dynamic)
         name = target + ("_dynamic" if dynamic else "")
-    plan, summary = engine.build_engine(load, profile, name=name, aliased_plugin_io=args.plugins, **flags)
+    plan, summary = engine.build_engine(load, profile, name=name, aliased_plugin_io=args.plugins or args.aot, **flags)
     output = pathlib.Path(output or pathlib.Path(args.out_dir) / f"{name}.engine")
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_bytes(plan)

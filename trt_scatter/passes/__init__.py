@@ -1,0 +1,9 @@
+"""Graph passes over ONNX models with trt-scatter's ops, one module each.
+
+Each pass is a plain function for Python users and a polygraphy loader (a ``BaseLoader`` that
+composes with ``OnnxFromPath``):
+
+- :mod:`.aot`: hands every ``trt_scatter`` node to the AOT plugins of
+  :mod:`trt_scatter.plugins.aot` (:func:`~.aot.to_aot`, :class:`~.aot.ToAotPlugins`;
+  ``trt-scatter build --aot``).
+"""
