@@ -3,10 +3,11 @@ few driver calls the launcher needs.
 
 Why CUBIN and not PTX: the GPUs this runs on may have an older driver whose JIT rejects the PTX
 version a newer NVRTC emits, while a CUBIN for the device's own compute capability always loads.
-The AOT entry points are the exception: TensorRT takes only PTX from an AOT plugin (NVIDIA/TensorRT
+The AOT plugins are the exception: TensorRT takes only PTX from them (NVIDIA/TensorRT
 python/packaging/bindings_wheel/tensorrt/plugin/_lib.py, ``aot_impl``: "Presently, only PTX is
-supported"), so :func:`aot_ptx` compiles them to PTX, and :func:`kernel` loads that same PTX
-(through the driver's JIT) when a test or the GPU check launches an ``*_aot`` kernel.
+supported"), so :func:`aot_ptx` compiles the ``*_aot`` entry points to PTX for the engine.
+Launches from Python (tests, the GPU check) use CUBINs for them too; :func:`load_aot_ptx` checks
+that a driver can JIT-compile the PTX an engine would carry.
 
 Nothing here touches the driver at import time: without a GPU (or without cuda-python) importing
 works and the first use raises :class:`CudaUnavailableError` naming the cause.
@@ -370,16 +371,22 @@ def kernel(name, element_size, index_itemsize=None):
             found = state.functions.get(key)
             if found is None:
                 cuda = driver()
-                if name.endswith(AOT_SUFFIX):  # the PTX TensorRT embeds, through the driver's JIT
-                    lowered, ptx = aot_ptx(name, element_size, index_itemsize)
-                    image, what = ptx.encode() + b"\0", f"PTX ISA {ptx_isa_version(ptx)} of {lowered}"
-                else:
-                    image, lowered = cubin(name, element_size, index_itemsize, target_arch(state.arch))
-                    what = lowered
-                module = check(cuda.cuModuleLoadData(image), f"cuModuleLoadData({what})")
+                image, lowered = cubin(name, element_size, index_itemsize, target_arch(state.arch))
+                module = check(cuda.cuModuleLoadData(image), f"cuModuleLoadData({lowered})")
                 found = check(cuda.cuModuleGetFunction(module, lowered.encode()), f"cuModuleGetFunction({lowered})")
                 state.functions[key] = found
     return found, state.sm_count
+
+
+def load_aot_ptx(name, element_size, index_itemsize=None):
+    """Loads the PTX of an AOT entry point (what an engine built with the AOT plugins carries) through
+    the driver's JIT into the current context; returns the CUfunction. A driver older than the NVRTC
+    that wrote the PTX rejects its ISA version: the CudaError then names that version."""
+    _context()
+    cuda = driver()
+    lowered, ptx = aot_ptx(name, element_size, index_itemsize)
+    module = check(cuda.cuModuleLoadData(ptx.encode() + b"\0"), f"cuModuleLoadData(PTX ISA {ptx_isa_version(ptx)} of {lowered})")
+    return check(cuda.cuModuleGetFunction(module, lowered.encode()), f"cuModuleGetFunction({lowered})")
 
 
 def target_arch(device_arch, supported=None):

@@ -16,9 +16,9 @@ Each op has two kernel entry points around one body (see scatter_common.cuh):
 - ``launch_slice_scatter_aot`` / ``launch_scatter_update_aot``: the entry that TensorRT launches
   from an engine built with the AOT plugins (:mod:`trt_scatter.plugins.aot`), called here exactly
   as TensorRT calls it: the input pointers, the int32 scalars of :func:`slice_scatter_aot_scalars`
-  / :func:`scatter_update_aot_scalars`, the output pointer, on the grid of :func:`aot_grid`, from
-  the PTX the plugin gives TensorRT (:func:`trt_scatter.plugins.cuda.aot_ptx`). No error counter:
-  TensorRT gives AOT kernels no workspace.
+  / :func:`scatter_update_aot_scalars`, the output pointer, on the grid of :func:`aot_grid` (from a
+  CUBIN, like every launch here; :func:`trt_scatter.plugins.cuda.load_aot_ptx` checks the PTX an
+  engine carries). No error counter: TensorRT gives AOT kernels no workspace.
 
 The AOT scalars and grid are plain functions of the shapes, written once for ints (here, and in the
 CPU tests) and for TensorRT's symbolic shape expressions (the registration passes its own ``ops``).

@@ -32,8 +32,10 @@ def _supported_archs():
 INSTANTIATIONS = [("slice_scatter", size, None) for size in kernels.ELEMENT_SIZES] + [
     ("scatter_update", size, index) for size in kernels.ELEMENT_SIZES for index in kernels.INDEX_ITEMSIZES
 ]
+AOT_INSTANTIATIONS = [(kernel + "_aot", size, index) for kernel, size, index in INSTANTIATIONS]
 ALL_ARCHS = os.environ.get("TRT_SCATTER_TEST_ALL_ARCHS", "0") == "1"
-MATRIX = [(k, e, i, 90) for k, e, i in INSTANTIATIONS] + [
+# The AOT entries (same body, compiled to PTX for engines by the test below): CUBINs of two, for GPU launches.
+MATRIX = [(k, e, i, 90) for k, e, i in INSTANTIATIONS + [("slice_scatter_aot", 2, None), ("scatter_update_aot", 8, 8)]] + [
     (k, e, i, arch)
     for arch in (75, 80, 120)
     for k, e, i in (INSTANTIATIONS if ALL_ARCHS else [("slice_scatter", 8, None), ("scatter_update", 2, 4)])
@@ -68,7 +70,6 @@ def test_compile_errors_carry_the_nvrtc_log(tmp_path, monkeypatch):
         cuda.compile_cubin("slice_scatter", 4, None, 90)
 
 
-AOT_INSTANTIATIONS = [(kernel + "_aot", size, index) for kernel, size, index in INSTANTIATIONS]
 AOT_INPUTS = {"slice_scatter_aot": 6, "scatter_update_aot": 4}  # SliceScatter's AOT form always has axes
 AOT_SCALARS = {
     "slice_scatter_aot": kernels.slice_scatter_aot_scalars(data_shape=(1,), updates_shape=(1,), num_axes=1,

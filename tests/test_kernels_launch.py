@@ -594,14 +594,19 @@ def test_launch_through_the_driver(fake_driver):
     assert fake_driver.calls == ["cuStreamSynchronize(0x99)", "cuMemcpyDtoH(0x5000,4)"]
 
 
-def test_aot_entries_load_the_ptx_the_engine_carries(fake_driver, monkeypatch):
+def test_load_aot_ptx_loads_the_ptx_an_engine_carries(fake_driver, monkeypatch):
     ptx = ".version 9.0\n.target sm_75\n"
     monkeypatch.setattr(cuda, "aot_ptx", lambda kernel, size, index: (f"lowered_{kernel}_{size}_{index}", ptx))
-    function, _ = cuda.kernel("scatter_update_aot", 4, 8)
+    function = cuda.load_aot_ptx("scatter_update_aot", 4, 8)
     assert function == ("function", ptx.encode() + b"\0", b"lowered_scatter_update_aot_4_8")
     fake_driver.fail.add("cuModuleLoadData")  # e.g. a driver older than the NVRTC that wrote the PTX
     with pytest.raises(cuda.CudaError, match=r"cuModuleLoadData\(PTX ISA 9.0 of lowered_slice_scatter_aot_2_None\) failed"):
-        cuda.kernel("slice_scatter_aot", 2)
+        cuda.load_aot_ptx("slice_scatter_aot", 2)
+
+
+def test_aot_entries_launch_from_a_cubin_like_the_others(fake_driver):
+    function, _ = cuda.kernel("slice_scatter_aot", 4)
+    assert function == ("function", b"image-slice_scatter_aot-4-None-sm86", b"lowered_slice_scatter_aot")
 
 
 def test_each_context_loads_its_own_module(fake_driver):
