@@ -61,6 +61,7 @@ _top_level,_export}.py``, ``include/impl/NvInferPythonPlugin.h``, ``include/NvIn
 ``examples/dynamo/nvrtc_aot_plugin.py`` (NVRTC PTX in ``aot_impl``).
 """
 
+import itertools
 import typing
 from dataclasses import dataclass
 
@@ -117,18 +118,11 @@ def type_combinations(op, element_types):
     elements = "|".join(element_types)
     leaders = list(dict.fromkeys(op.index_inputs.values()))
     combinations = []
-    for choice in _product([list(INDEX_TYPES)] * len(leaders)):
+    for choice in itertools.product(INDEX_TYPES, repeat=len(leaders)):
         chosen = dict(zip(leaders, choice))
         types = [chosen[op.index_inputs[name]] if name in op.index_inputs else elements for name in op.inputs]
         combinations.append(", ".join(types + [elements]))
     return combinations
-
-
-def _product(lists):
-    result = [[]]
-    for options in lists:
-        result = [prefix + [option] for prefix in result for option in options]
-    return result
 
 
 def largest_shape(desc):
@@ -173,7 +167,7 @@ def kernel_launch(op, inputs, ops=kernels.IntegerOps):
         lengths = [named[name].shape_expr[0] for name in ("start", "stop", "step", "axes")]
         scalars = kernels.slice_scatter_aot_scalars(
             data_shape=list(named["data"].shape_expr), updates_shape=updates_shape,
-            num_axes=kernels.slice_scatter_num_axes(lengths, ops), param_itemsize=index_size("start"),
+            axes_count=kernels.slice_scatter_axes_count(lengths, ops), param_itemsize=index_size("start"),
             axes_itemsize=index_size("axes"))
         return KernelLaunch(KERNELS[op.name], element_size, None, grid, scalars)
     scalars = kernels.scatter_update_aot_scalars(
@@ -250,7 +244,7 @@ def register():
     plugin ids. Independent of :func:`trt_scatter.plugins.register` (the Python plugins, namespace "")."""
     trt, trtp = tensorrt_plugin()
     if not _registered:
-        _define(trtp)
+        _define(trt, trtp)
         _registered.update({name: plugin_id(name) for name in OPS})
         logger.debug("registered the AOT plugins %s", ", ".join(_registered.values()))
     return dict(_registered)
@@ -275,11 +269,9 @@ def combinations(op, trt, trtp):
     return [trtp.AutoTuneCombination(types, "LINEAR") for types in type_combinations(op, element_types)]
 
 
-def _define(trtp):
+def _define(trt, trtp):
     """The decorated functions. Their parameter names are checked by ``tensorrt.plugin``
     (``_validate.py``): the op's input names, then ``outputs`` (and ``tactic``)."""
-    import tensorrt as trt
-
     TensorDesc = trtp.TensorDesc
     Compiled = typing.Tuple[typing.Union[str, bytes], typing.Union[str, bytes], trtp.KernelLaunchParams, trtp.SymExprs]
     Combinations = typing.List[trtp.AutoTuneCombination]

@@ -225,7 +225,7 @@ def scatter_update_args(*, output, indices, updates, axis, data_shape, indices_s
 
 
 class IntegerOps:
-    """The arithmetic :func:`aot_grid` and :func:`slice_scatter_num_axes` need, on Python ints.
+    """The arithmetic :func:`aot_grid` and :func:`slice_scatter_axes_count` need, on Python ints.
     plugins/aot.py has the same methods on TensorRT's shape expressions (``tensorrt.plugin``)."""
 
     @staticmethod
@@ -271,26 +271,27 @@ def aot_grid(updates_shape, ops=IntegerOps):
     return ops.max(1, ops.min(ops.cdiv(work, BLOCK), AOT_MAX_BLOCKS))
 
 
-def slice_scatter_num_axes(lengths, ops=IntegerOps):
-    """The ``num_axes`` scalar of the SliceScatter AOT entry from the lengths of start, stop, step and
-    axes: their common length, or -1 when they differ at run time (the kernel then writes nothing).
-    TensorRT cannot check dynamic lengths before the launch; the Python plugin checks them on the host."""
+def slice_scatter_axes_count(lengths, ops=IntegerOps):
+    """The ``axes_count`` scalar of the SliceScatter AOT entry, from the lengths of start, stop, step and
+    axes: 1 + their common length, or 0 when they differ at run time (the kernel then writes nothing).
+    TensorRT cannot check dynamic lengths before the launch (the Python plugin checks them on the
+    host), and its shape expressions are sizes, so the code has no negative value."""
     count = lengths[0]
     same = 1
     for length in lengths[1:]:
         same = ops.mul(same, ops.eq(length, count))
-    return ops.sub(ops.mul(same, ops.add(count, 1)), 1)  # count if all equal, else -1
+    return ops.mul(same, ops.add(count, 1))
 
 
 def _padded_list(shape):
     return list(shape) + [0] * (MAX_RANK - len(shape))
 
 
-def slice_scatter_aot_scalars(*, data_shape, updates_shape, num_axes, param_itemsize, axes_itemsize):
+def slice_scatter_aot_scalars(*, data_shape, updates_shape, axes_count, param_itemsize, axes_itemsize):
     """The int32 scalars of ``slice_scatter_aot`` (after its six input pointers, before the output), in
-    order: rank, num_axes, param_itemsize, axes_itemsize, data's 8 dimensions, updates' 8 (0-padded).
-    Shapes may hold ints or shape expressions; ``num_axes`` from :func:`slice_scatter_num_axes`."""
-    return [len(data_shape), num_axes, param_itemsize, axes_itemsize, *_padded_list(data_shape), *_padded_list(updates_shape)]
+    order: rank, axes_count, param_itemsize, axes_itemsize, data's 8 dimensions, updates' 8 (0-padded).
+    Shapes may hold ints or shape expressions; ``axes_count`` from :func:`slice_scatter_axes_count`."""
+    return [len(data_shape), axes_count, param_itemsize, axes_itemsize, *_padded_list(data_shape), *_padded_list(updates_shape)]
 
 
 def scatter_update_aot_scalars(*, data_shape, indices_shape, updates_shape, axis_itemsize):
@@ -389,7 +390,7 @@ def launch_slice_scatter_aot(*, output, data, updates, start, stop, step, axes, 
         data_shape=data_shape, updates_shape=updates_shape, element_size=element_size,
         param_itemsize=param_itemsize, axes_itemsize=axes_itemsize)
     check_aot_limits(op, {"data_shape": data_shape, "updates_shape": updates_shape})
-    scalars = slice_scatter_aot_scalars(data_shape=data_shape, updates_shape=updates_shape, num_axes=num_axes,
+    scalars = slice_scatter_aot_scalars(data_shape=data_shape, updates_shape=updates_shape, axes_count=num_axes + 1,
                                         param_itemsize=param_itemsize, axes_itemsize=axes_itemsize if axes else 0)
     _launch_aot("slice_scatter_aot", element_size, None, [output, updates, start, stop, step, axes], scalars,
                 output=output, data=data, data_bytes=math.prod(data_shape) * element_size,

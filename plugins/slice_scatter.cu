@@ -55,7 +55,7 @@ __device__ __forceinline__ void slice_scatter_body(const SliceScatterArgs& a) {
         step[d] = 1;
     }
     unsigned int sliced = 0;
-    // num_axes < 0: start/stop/step/axes differ in length (the AOT entry's way to say so).
+    // num_axes < 0: start/stop/step/axes differ in length (the AOT entry's axes_count 0).
     bool valid = rank >= 1 && rank <= TRT_SCATTER_MAX_RANK && a.num_axes >= 0;
     // At most rank+1 iterations: by then an axis repeats or is out of range.
     for (int i = 0; valid && i < a.num_axes; ++i) {
@@ -121,9 +121,10 @@ __global__ void slice_scatter(SliceScatterArgs a) {
 // Entry point of the AOT plugin (plugins/aot.py): TensorRT passes the six inputs, the int32
 // scalars, then the output, which is aliased with `data` (so `data` is not read: TensorRT has
 // put data's values in `output`). Nothing counts errors: TensorRT gives AOT kernels no workspace.
+// axes_count: 1 + the length of start/stop/step/axes, or 0 when their lengths differ.
 template <typename T>
 __global__ void slice_scatter_aot(const char* data, const char* updates, const void* start, const void* stop,
-                                  const void* step, const void* axes, int rank, int num_axes, int param_itemsize,
+                                  const void* step, const void* axes, int rank, int axes_count, int param_itemsize,
                                   int axes_itemsize, TRT_SCATTER_SHAPE_PARAMS(data_dim),
                                   TRT_SCATTER_SHAPE_PARAMS(updates_dim), char* output) {
     (void)data;
@@ -138,7 +139,7 @@ __global__ void slice_scatter_aot(const char* data, const char* updates, const v
     TRT_SCATTER_SET_SHAPE(a.data_shape, data_dim);
     TRT_SCATTER_SET_SHAPE(a.updates_shape, updates_dim);
     a.rank = rank;
-    a.num_axes = num_axes;
+    a.num_axes = axes_count - 1;
     a.param_itemsize = param_itemsize;
     a.axes_itemsize = axes_itemsize;
     slice_scatter_body<T>(a);

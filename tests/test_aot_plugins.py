@@ -193,7 +193,7 @@ def test_slice_scatter_launch_with_ints():
     launch = aot.kernel_launch(SLICE_SCATTER, inputs)
     assert (launch.kernel, launch.element_size, launch.index_itemsize) == ("slice_scatter_aot", 2, None)
     assert launch.grid == kernels.aot_grid((4, 3, 8)) == 1
-    assert launch.scalars == kernels.slice_scatter_aot_scalars(data_shape=(4, 6, 8), updates_shape=(4, 3, 8), num_axes=1,
+    assert launch.scalars == kernels.slice_scatter_aot_scalars(data_shape=(4, 6, 8), updates_shape=(4, 3, 8), axes_count=2,
                                                                param_itemsize=4, axes_itemsize=8)
 
 
@@ -205,9 +205,9 @@ def test_scatter_update_launch_with_ints():
     assert launch.scalars[:4] == [2, 2, 3, 4] and launch.scalars[4:6] == [5, 300] and launch.scalars[12:14] == [2, 2]
 
 
-def test_lengths_that_differ_reach_the_kernel_as_num_axes_minus_one():
+def test_lengths_that_differ_reach_the_kernel_as_axes_count_zero():
     inputs = [desc((4, 6)), desc((4, 6)), desc((2,), "INT64"), desc((2,), "INT64"), desc((1,), "INT64"), desc((2,), "INT64")]
-    assert aot.kernel_launch(SLICE_SCATTER, inputs).scalars[1] == -1
+    assert aot.kernel_launch(SLICE_SCATTER, inputs).scalars[1] == 0
 
 
 @pytest.mark.parametrize("index, shape, name", [
@@ -286,7 +286,7 @@ def _value(x):
 
 @pytest.mark.parametrize("op, shapes", [
     (SLICE_SCATTER, [(3, 1000), (3, 500), (1,), (1,), (1,), (1,)]),
-    (SLICE_SCATTER, [(2, 5), (2, 5), (2,), (2,), (1,), (2,)]),  # lengths differ: -1
+    (SLICE_SCATTER, [(2, 5), (2, 5), (2,), (2,), (1,), (2,)]),  # lengths differ: axes_count 0
     (SCATTER_UPDATE, [(7, 9, 2), (4,), (7, 4, 2), (1,)]),
     (SCATTER_UPDATE, [(9,), (), (), (1,)]),  # 0-D indices and updates: the grid is a plain 1
 ])

@@ -72,7 +72,7 @@ def test_compile_errors_carry_the_nvrtc_log(tmp_path, monkeypatch):
 
 AOT_INPUTS = {"slice_scatter_aot": 6, "scatter_update_aot": 4}  # SliceScatter's AOT form always has axes
 AOT_SCALARS = {
-    "slice_scatter_aot": kernels.slice_scatter_aot_scalars(data_shape=(1,), updates_shape=(1,), num_axes=1,
+    "slice_scatter_aot": kernels.slice_scatter_aot_scalars(data_shape=(1,), updates_shape=(1,), axes_count=2,
                                                            param_itemsize=8, axes_itemsize=8),
     "scatter_update_aot": kernels.scatter_update_aot_scalars(data_shape=(1,), indices_shape=(), updates_shape=(),
                                                              axis_itemsize=8),

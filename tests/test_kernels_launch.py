@@ -232,7 +232,7 @@ def test_slice_scatter_aot_launch_passes_inputs_scalars_then_output(recording):
                             ("launch", "handle", 1, kernels.BLOCK, 0x77)]
     # data's pointer is the output's: in an engine they are aliased
     assert device.args[:6] == [0x1000, 0x3000, 0x4000, 0x4100, 0x4200, 0x4300]
-    assert device.args[6:10] == [3, 2, 8, 4]  # rank, num_axes, param_itemsize, axes_itemsize
+    assert device.args[6:10] == [3, 3, 8, 4]  # rank, axes_count (1 + num_axes), param_itemsize, axes_itemsize
     assert device.args[10:18] == [4, 5, 6, 0, 0, 0, 0, 0] and device.args[18:26] == [4, 2, 3, 0, 0, 0, 0, 0]
     assert device.args[26] == 0x1000
     device.calls.clear()
@@ -264,26 +264,26 @@ def test_aot_launch_uses_the_aot_grid(recording):
     assert device.calls[-1][2] == 24  # 6000 elements: no device-dependent cap below AOT_MAX_BLOCKS
 
 
-@pytest.mark.parametrize("lengths, num_axes", [([3, 3, 3, 3], 3), ([0, 0, 0, 0], 0), ([2, 2, 1, 2], -1),
-                                               ([2, 3, 2, 2], -1), ([2, 2, 2, 0], -1), ([1, 1, 1], 1)])
-def test_slice_scatter_num_axes_is_minus_one_when_lengths_differ(lengths, num_axes):
-    assert kernels.slice_scatter_num_axes(lengths) == num_axes
+@pytest.mark.parametrize("lengths, count", [([3, 3, 3, 3], 4), ([0, 0, 0, 0], 1), ([2, 2, 1, 2], 0),
+                                            ([2, 3, 2, 2], 0), ([2, 2, 2, 0], 0), ([1, 1, 1], 2)])
+def test_slice_scatter_axes_count_is_zero_when_lengths_differ(lengths, count):
+    assert kernels.slice_scatter_axes_count(lengths) == count
 
 
 @needs_gxx
-def test_num_axes_minus_one_makes_the_aot_kernel_write_nothing():
+def test_axes_count_zero_makes_the_aot_kernel_write_nothing():
     """The run-time answer to start/stop/step/axes of different lengths: nothing written."""
     lib, memory = host.load(host.shared_library()), host.Memory()
     data = np.arange(12, dtype=np.int32).reshape(3, 4)
     output = memory.put(data)
     scalars = kernels.slice_scatter_aot_scalars(data_shape=(3, 4), updates_shape=(3, 4), param_itemsize=8,
-                                                axes_itemsize=8, num_axes=kernels.slice_scatter_num_axes([1, 1, 1, 0]))
+                                                axes_itemsize=8, axes_count=kernels.slice_scatter_axes_count([1, 1, 1, 0]))
     params = [memory.put(np.array(v, np.int64)) for v in ([0], [4], [1])]
     with host._using(host.ShimDevice(lib)):
         kernels._launch_aot("slice_scatter_aot", 4, None, [output, memory.put(np.zeros((3, 4), np.int32)), *params, 0],
                             scalars, output=output, data=0, data_bytes=0, grid=1, stream=0)
     np.testing.assert_array_equal(memory.get(output, np.int32, (3, 4)), data)
-    assert scalars[1] == -1
+    assert scalars[1] == 0
 
 
 def test_aot_scalars_work_on_any_dimension_objects():
