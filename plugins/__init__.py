@@ -15,6 +15,8 @@ Plugin field ``inplace`` (0 or 1, default 0): with 1 the output aliases ``data``
 ``PreviewFeature.ALIASED_PLUGIN_IO_10_03``. See :mod:`trt_scatter.plugins.base`.
 
 Importing this package needs no TensorRT; :func:`register` and :func:`add_plugin_layer` do.
+An engine holding these plugins runs only in a Python process that registered them; for engines
+that run without Python (trtexec, Triton), see :mod:`trt_scatter.plugins.aot` (TensorRT >= 10.9).
 """
 
 import os

@@ -3,6 +3,11 @@ few driver calls the launcher needs.
 
 Why CUBIN and not PTX: the GPUs this runs on may have an older driver whose JIT rejects the PTX
 version a newer NVRTC emits, while a CUBIN for the device's own compute capability always loads.
+The AOT plugins are the exception: TensorRT takes only PTX from them (NVIDIA/TensorRT
+python/packaging/bindings_wheel/tensorrt/plugin/_lib.py, ``aot_impl``: "Presently, only PTX is
+supported"), so :func:`aot_ptx` compiles the ``*_aot`` entry points to PTX for the engine.
+Launches from Python (tests, the GPU check) use CUBINs for them too; :func:`load_aot_ptx` checks
+that a driver can JIT-compile the PTX an engine would carry.
 
 Nothing here touches the driver at import time: without a GPU (or without cuda-python) importing
 works and the first use raises :class:`CudaUnavailableError` naming the cause.
@@ -19,6 +24,11 @@ from trt_scatter.log import logger
 
 SOURCE_DIR = Path(__file__).resolve().parent
 SOURCES = {"slice_scatter": "slice_scatter.cu", "scatter_update": "scatter_update.cu"}
+KERNELS = ("slice_scatter", "slice_scatter_aot", "scatter_update", "scatter_update_aot")  # two entries per source
+AOT_SUFFIX = "_aot"
+# The virtual architecture of the AOT PTX: the oldest TensorRT 10 supports (Turing), so the PTX an
+# engine carries JIT-compiles on any GPU the engine may run on; the kernels use nothing newer.
+AOT_PTX_ARCH = 75
 HEADERS = ("scatter_common.cuh",)
 CACHE_ENV = "TRT_SCATTER_CACHE_DIR"
 NVRTC_OPTIONS = ("-std=c++17", "-default-device")
@@ -99,13 +109,18 @@ def nvrtc_version():
     return major, minor
 
 
+def source_name(kernel):
+    """The .cu file that holds ``kernel`` (either entry point of an op)."""
+    return SOURCES[kernel.removesuffix(AOT_SUFFIX)]
+
+
 def name_expression(kernel, element_size, index_itemsize=None):
-    """The C++ name of one kernel instantiation, e.g. ``scatter_update<unsigned int, long long>``."""
+    """The C++ name of one kernel instantiation, e.g. ``scatter_update_aot<unsigned int, long long>``."""
     element = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}[element_size]
-    if kernel == "slice_scatter":
-        return f"slice_scatter<{element}>"
+    if kernel.startswith("slice_scatter"):
+        return f"{kernel}<{element}>"
     index = {4: "int", 8: "long long"}[index_itemsize]
-    return f"scatter_update<{element}, {index}>"
+    return f"{kernel}<{element}, {index}>"
 
 
 def source_digest():
@@ -148,10 +163,10 @@ def _compile(kernel, element_size, index_itemsize, architecture, *outputs):
     """Runs NVRTC on one instantiation; returns the lowered name and the requested outputs
     (("CUBIN" or "PTX") as bytes)."""
     module = nvrtc()
-    source = (SOURCE_DIR / SOURCES[kernel]).read_bytes()
+    source = (SOURCE_DIR / source_name(kernel)).read_bytes()
     headers = [(SOURCE_DIR / name).read_bytes() for name in HEADERS]
     expression = name_expression(kernel, element_size, index_itemsize)
-    err, program = module.nvrtcCreateProgram(source, SOURCES[kernel].encode(), len(headers), headers,
+    err, program = module.nvrtcCreateProgram(source, source_name(kernel).encode(), len(headers), headers,
                                              [name.encode() for name in HEADERS])
     _check_nvrtc(err, "nvrtcCreateProgram")
     try:
@@ -180,9 +195,45 @@ def compile_cubin(kernel, element_size, index_itemsize, arch):
 
 
 def compile_ptx(kernel, element_size, index_itemsize, arch):
-    """The PTX of one instantiation, as text (for inspecting the generated code; never loaded)."""
+    """The PTX of one instantiation for ``compute_<arch>``, as text."""
     _, ptx = _compile(kernel, element_size, index_itemsize, f"compute_{arch}", "PTX")
     return ptx.rstrip(b"\0").decode()
+
+
+def aot_ptx_arch(supported=None):
+    """:data:`AOT_PTX_ARCH`, or the oldest architecture above it this NVRTC supports."""
+    if supported is None:
+        supported = nvrtc().nvrtcGetSupportedArchs()[1]
+    newer = [arch for arch in supported if arch >= AOT_PTX_ARCH]
+    if not newer:
+        raise CudaError(f"NVRTC {nvrtc_version()} supports no architecture >= sm_{AOT_PTX_ARCH} (supported: {sorted(supported)})")
+    return min(newer)
+
+
+_aot_ptx = {}
+
+
+def aot_ptx(kernel, element_size, index_itemsize=None):
+    """``(lowered name, PTX text)`` of an AOT entry point (``slice_scatter_aot`` or ``scatter_update_aot``):
+    what the AOT plugin hands TensorRT to embed in the engine. Compiled once per process."""
+    if not kernel.endswith(AOT_SUFFIX):
+        raise ValueError(f"aot_ptx: {kernel!r} is not an AOT entry point (one of {KERNELS[1::2]})")
+    key = (kernel, element_size, index_itemsize)
+    with _cubins_lock:
+        if key not in _aot_ptx:
+            arch = aot_ptx_arch()
+            logger.info(f"trt-scatter: compiling {name_expression(kernel, element_size, index_itemsize)} to PTX for compute_{arch}")
+            lowered, ptx = _compile(kernel, element_size, index_itemsize, f"compute_{arch}", "PTX")
+            _aot_ptx[key] = (lowered, ptx.rstrip(b"\0").decode())
+        return _aot_ptx[key]
+
+
+def ptx_isa_version(ptx):
+    """The ``.version`` of a PTX text (e.g. ``"9.0"``): a driver JIT-compiles only versions it knows."""
+    for line in ptx.splitlines():
+        if line.startswith(".version"):
+            return line.split()[1]
+    return None
 
 
 _MAGIC = b"trt-scatter-cubin-1\n"
@@ -325,6 +376,17 @@ def kernel(name, element_size, index_itemsize=None):
                 found = check(cuda.cuModuleGetFunction(module, lowered.encode()), f"cuModuleGetFunction({lowered})")
                 state.functions[key] = found
     return found, state.sm_count
+
+
+def load_aot_ptx(name, element_size, index_itemsize=None):
+    """Loads the PTX of an AOT entry point (what an engine built with the AOT plugins carries) through
+    the driver's JIT into the current context; returns the CUfunction. A driver older than the NVRTC
+    that wrote the PTX rejects its ISA version: the CudaError then names that version."""
+    _context()
+    cuda = driver()
+    lowered, ptx = aot_ptx(name, element_size, index_itemsize)
+    module = check(cuda.cuModuleLoadData(ptx.encode() + b"\0"), f"cuModuleLoadData(PTX ISA {ptx_isa_version(ptx)} of {lowered})")
+    return check(cuda.cuModuleGetFunction(module, lowered.encode()), f"cuModuleGetFunction({lowered})")
 
 
 def target_arch(device_arch, supported=None):

@@ -9,6 +9,20 @@ itemsizes, ranks) are checked here and raise :class:`~trt_scatter.oracle.Scatter
 everything read from device memory (start/stop/step/axes/axis/indices) is checked by the kernel,
 which writes nothing wrong and counts each problem in ``error_flag`` (see :func:`check_error_flag`).
 
+Each op has two kernel entry points around one body (see scatter_common.cuh):
+
+- ``launch_slice_scatter`` / ``launch_scatter_update``: the Python plugins' entry, one by-value
+  argument struct (``SliceScatterArgs`` / ``ScatterUpdateArgs`` below);
+- ``launch_slice_scatter_aot`` / ``launch_scatter_update_aot``: the entry that TensorRT launches
+  from an engine built with the AOT plugins (:mod:`trt_scatter.plugins.aot`), called here exactly
+  as TensorRT calls it: the input pointers, the int32 scalars of :func:`slice_scatter_aot_scalars`
+  / :func:`scatter_update_aot_scalars`, the output pointer, on the grid of :func:`aot_grid` (from a
+  CUBIN, like every launch here; :func:`trt_scatter.plugins.cuda.load_aot_ptx` checks the PTX an
+  engine carries). No error counter: TensorRT gives AOT kernels no workspace.
+
+The AOT scalars and grid are plain functions of the shapes, written once for ints (here, and in the
+CPU tests) and for TensorRT's symbolic shape expressions (the registration passes its own ``ops``).
+
 Importing this module needs no GPU; the first launch compiles (NVRTC) and loads the kernel.
 """
 
@@ -27,6 +41,12 @@ MAX_RANK = 8
 BLOCK = 256
 BLOCKS_PER_SM = 8
 DEBUG_ENV = "TRT_SCATTER_DEBUG"
+# AOT form: TensorRT passes shapes as int32 kernel arguments (NvInferPythonPlugin.h, PluginArgDataType),
+# and sizes the grid without knowing the GPU: a fixed cap of 8 blocks on each of 256 SMs (H100: 132,
+# B200: 148) fills any current GPU; the kernels grid-stride, so any grid is correct.
+AOT_MAX_DIM = 2**31 - 1
+AOT_MAX_BLOCKS = 2048
+AOT_LIMITS = f"the AOT form passes shapes as int32: every dimension below 2**31, rank at most {MAX_RANK}"
 
 # The driver backend: plugins.cuda on a GPU. Tests substitute an object with the same functions
 # (kernel, memset_u32_async, memcpy_dtod_async, launch, stream_synchronize, memcpy_dtoh) that
@@ -135,11 +155,9 @@ def _padded(shape):
     return shape + _ZEROS[len(shape):]
 
 
-def slice_scatter_args(*, output, updates, start, stop, step, axes, num_axes, data_shape, updates_shape,
-                       element_size, param_itemsize, axes_itemsize, error_flag):
-    """Checks the host-known arguments of a SliceScatter launch; returns the kernel's parameter
-    (the bytes of a ``SliceScatterArgs``)."""
-    op = "launch_slice_scatter"
+def _slice_scatter_checked(op, *, output, updates, start, stop, step, axes, num_axes, data_shape, updates_shape,
+                           element_size, param_itemsize, axes_itemsize, error_flag=0):
+    """Checks the host-known arguments of a SliceScatter launch; returns (pointers, data_shape, updates_shape)."""
     _choice(op, "element_size", element_size, ELEMENT_SIZES, " bytes")
     _choice(op, "param_itemsize", param_itemsize, INDEX_ITEMSIZES, " bytes")
     if axes:
@@ -156,15 +174,24 @@ def slice_scatter_args(*, output, updates, start, stop, step, axes, num_axes, da
     _needed(op, "updates", updates, math.prod(updates_shape))
     pointers = _pointers(op, output=output or 0, updates=updates or 0, start=start or 0, stop=stop or 0, step=step or 0,
                          axes=axes or 0, error_flag=error_flag or 0)
+    return pointers, data_shape, updates_shape
+
+
+def slice_scatter_args(*, output, updates, start, stop, step, axes, num_axes, data_shape, updates_shape,
+                       element_size, param_itemsize, axes_itemsize, error_flag):
+    """Checks the host-known arguments of a SliceScatter launch; returns the kernel's parameter
+    (the bytes of a ``SliceScatterArgs``)."""
+    pointers, data_shape, updates_shape = _slice_scatter_checked(
+        "launch_slice_scatter", output=output, updates=updates, start=start, stop=stop, step=step, axes=axes,
+        num_axes=num_axes, data_shape=data_shape, updates_shape=updates_shape, element_size=element_size,
+        param_itemsize=param_itemsize, axes_itemsize=axes_itemsize, error_flag=error_flag)
     return _SLICE_SCATTER_LAYOUT.pack(*pointers, *_padded(data_shape), *_padded(updates_shape), len(data_shape),
                                       num_axes, param_itemsize, axes_itemsize if axes else 0)
 
 
-def scatter_update_args(*, output, indices, updates, axis, data_shape, indices_shape, element_size,
-                        index_itemsize, axis_itemsize, error_flag, updates_shape):
-    """Checks the host-known arguments of a ScatterUpdate launch; returns the kernel's parameter
-    (the bytes of a ``ScatterUpdateArgs``)."""
-    op = "launch_scatter_update"
+def _scatter_update_checked(op, *, output, indices, updates, axis, data_shape, indices_shape, element_size,
+                            index_itemsize, axis_itemsize, updates_shape, error_flag=0):
+    """Checks the host-known arguments of a ScatterUpdate launch; returns (pointers, data, indices, updates shapes)."""
     _choice(op, "element_size", element_size, ELEMENT_SIZES, " bytes")
     _choice(op, "index_itemsize", index_itemsize, INDEX_ITEMSIZES, " bytes")
     _choice(op, "axis_itemsize", axis_itemsize, INDEX_ITEMSIZES, " bytes")
@@ -173,14 +200,114 @@ def scatter_update_args(*, output, indices, updates, axis, data_shape, indices_s
     updates_shape = _shape(op, "updates_shape", updates_shape, min_rank=0)
     if not axis:
         raise ScatterInputError(op, "axis", "must be a device address", axis)
-    indices_count = math.prod(indices_shape)
-    _needed(op, "indices", indices, indices_count)
+    _needed(op, "indices", indices, math.prod(indices_shape))
     _needed(op, "output", output, math.prod(data_shape))
     _needed(op, "updates", updates, math.prod(updates_shape))
     pointers = _pointers(op, output=output or 0, updates=updates or 0, indices=indices or 0, axis=axis,
                          error_flag=error_flag or 0)
+    return pointers, data_shape, indices_shape, updates_shape
+
+
+def scatter_update_args(*, output, indices, updates, axis, data_shape, indices_shape, element_size,
+                        index_itemsize, axis_itemsize, error_flag, updates_shape):
+    """Checks the host-known arguments of a ScatterUpdate launch; returns the kernel's parameter
+    (the bytes of a ``ScatterUpdateArgs``)."""
+    pointers, data_shape, indices_shape, updates_shape = _scatter_update_checked(
+        "launch_scatter_update", output=output, indices=indices, updates=updates, axis=axis, data_shape=data_shape,
+        indices_shape=indices_shape, element_size=element_size, index_itemsize=index_itemsize,
+        axis_itemsize=axis_itemsize, updates_shape=updates_shape, error_flag=error_flag)
     return _SCATTER_UPDATE_LAYOUT.pack(*pointers, *_padded(data_shape), *_padded(indices_shape), *_padded(updates_shape),
                                        len(data_shape), len(indices_shape), len(updates_shape), axis_itemsize)
+
+
+# ---------------------------------------------------------------------------------------------
+# The AOT entry points' argument lists (shape -> scalars, shape -> grid), for ints and shape expressions
+
+
+class IntegerOps:
+    """The arithmetic :func:`aot_grid` and :func:`slice_scatter_axes_count` need, on Python ints.
+    plugins/aot.py has the same methods on TensorRT's shape expressions (``tensorrt.plugin``)."""
+
+    @staticmethod
+    def mul(a, b):
+        return a * b
+
+    @staticmethod
+    def cdiv(a, b):
+        return -(-a // b)
+
+    @staticmethod
+    def min(a, b):
+        return min(a, b)
+
+    @staticmethod
+    def max(a, b):
+        return max(a, b)
+
+    @staticmethod
+    def eq(a, b):
+        return int(a == b)
+
+    @staticmethod
+    def add(a, b):
+        return a + b
+
+    @staticmethod
+    def sub(a, b):
+        return a - b
+
+
+def _product(shape, ops):
+    result = 1
+    for dim in shape:
+        result = ops.mul(result, dim)
+    return result
+
+
+def aot_grid(updates_shape, ops=IntegerOps):
+    """Blocks of :data:`BLOCK` threads for an AOT launch: one per ``BLOCK`` updated elements, at least
+    1, at most :data:`AOT_MAX_BLOCKS` (the kernels grid-stride, so any grid is correct)."""
+    work = _product(updates_shape, ops)
+    return ops.max(1, ops.min(ops.cdiv(work, BLOCK), AOT_MAX_BLOCKS))
+
+
+def slice_scatter_axes_count(lengths, ops=IntegerOps):
+    """The ``axes_count`` scalar of the SliceScatter AOT entry, from the lengths of start, stop, step and
+    axes: 1 + their common length, or 0 when they differ at run time (the kernel then writes nothing).
+    TensorRT cannot check dynamic lengths before the launch (the Python plugin checks them on the
+    host), and its shape expressions are sizes, so the code has no negative value."""
+    count = lengths[0]
+    same = 1
+    for length in lengths[1:]:
+        same = ops.mul(same, ops.eq(length, count))
+    return ops.mul(same, ops.add(count, 1))
+
+
+def _padded_list(shape):
+    return list(shape) + [0] * (MAX_RANK - len(shape))
+
+
+def slice_scatter_aot_scalars(*, data_shape, updates_shape, axes_count, param_itemsize, axes_itemsize):
+    """The int32 scalars of ``slice_scatter_aot`` (after its six input pointers, before the output), in
+    order: rank, axes_count, param_itemsize, axes_itemsize, data's 8 dimensions, updates' 8 (0-padded).
+    Shapes may hold ints or shape expressions; ``axes_count`` from :func:`slice_scatter_axes_count`."""
+    return [len(data_shape), axes_count, param_itemsize, axes_itemsize, *_padded_list(data_shape), *_padded_list(updates_shape)]
+
+
+def scatter_update_aot_scalars(*, data_shape, indices_shape, updates_shape, axis_itemsize):
+    """The int32 scalars of ``scatter_update_aot`` (after its four input pointers), in order: the ranks
+    of data, indices and updates, axis_itemsize, then the three shapes, 8 dimensions each (0-padded)."""
+    return [len(data_shape), len(indices_shape), len(updates_shape), axis_itemsize,
+            *_padded_list(data_shape), *_padded_list(indices_shape), *_padded_list(updates_shape)]
+
+
+def check_aot_limits(op, shapes):
+    """Raises ScatterInputError naming the first shape (``{name: dims}``, ints; the largest a dynamic
+    dimension may take) that the AOT form cannot pass: :data:`AOT_LIMITS`."""
+    for name, shape in shapes.items():
+        shape = tuple(shape)
+        if len(shape) > MAX_RANK or any(dim > AOT_MAX_DIM for dim in shape):
+            raise ScatterInputError(op, name, f"does not fit the AOT form ({AOT_LIMITS})", f"shape {shape}")
 
 
 def grid_size(elements, sm_count):
@@ -237,6 +364,54 @@ def launch_scatter_update(*, output, data, indices, updates, axis, data_shape, i
     work = math.prod(updates_shape if updates_shape is not None else data_shape)
     _launch("scatter_update", element_size, index_itemsize, args, output=output, data=data,
             data_bytes=math.prod(data_shape) * element_size, work=work, error_flag=error_flag, stream=stream)
+
+
+def _launch_aot(kernel, element_size, index_itemsize, inputs, scalars, *, output, data, data_bytes, grid, stream):
+    """Launches an AOT entry as TensorRT does: kernelParams = the input pointers, the int32 scalars, the
+    output pointer. The output is aliased with data in TensorRT; where it is not (``data`` given and
+    not ``output``) the copy TensorRT would insert comes first."""
+    function, _ = device.kernel(kernel, element_size, index_itemsize)
+    if data and data != output and data_bytes:
+        device.memcpy_dtod_async(output, data, data_bytes, stream)
+    values = [ctypes.c_void_p(pointer) for pointer in inputs] + [ctypes.c_int32(value) for value in scalars]
+    values.append(ctypes.c_void_p(output))
+    params = (ctypes.c_void_p * len(values))(*(ctypes.addressof(value) for value in values))
+    device.launch(function, grid, BLOCK, stream, ctypes.addressof(params))
+
+
+def launch_slice_scatter_aot(*, output, data, updates, start, stop, step, axes, num_axes, data_shape, updates_shape,
+                             element_size, param_itemsize, axes_itemsize, stream):
+    """:func:`launch_slice_scatter` through the AOT entry point ``slice_scatter_aot``, launched as an engine
+    built with :mod:`trt_scatter.plugins.aot` launches it (same arguments, no ``error_flag``: invalid
+    geometry writes nothing and counts nothing). Shapes must fit :data:`AOT_LIMITS`."""
+    op = "launch_slice_scatter_aot"
+    (output, updates, start, stop, step, axes, _), data_shape, updates_shape = _slice_scatter_checked(
+        op, output=output, updates=updates, start=start, stop=stop, step=step, axes=axes, num_axes=num_axes,
+        data_shape=data_shape, updates_shape=updates_shape, element_size=element_size,
+        param_itemsize=param_itemsize, axes_itemsize=axes_itemsize)
+    check_aot_limits(op, {"data_shape": data_shape, "updates_shape": updates_shape})
+    scalars = slice_scatter_aot_scalars(data_shape=data_shape, updates_shape=updates_shape, axes_count=num_axes + 1,
+                                        param_itemsize=param_itemsize, axes_itemsize=axes_itemsize if axes else 0)
+    _launch_aot("slice_scatter_aot", element_size, None, [output, updates, start, stop, step, axes], scalars,
+                output=output, data=data, data_bytes=math.prod(data_shape) * element_size,
+                grid=aot_grid(updates_shape), stream=stream)
+
+
+def launch_scatter_update_aot(*, output, data, indices, updates, axis, data_shape, indices_shape, element_size,
+                              index_itemsize, axis_itemsize, stream, updates_shape):
+    """:func:`launch_scatter_update` through the AOT entry point ``scatter_update_aot`` (see
+    :func:`launch_slice_scatter_aot`): out-of-range indices are skipped, not counted."""
+    op = "launch_scatter_update_aot"
+    (output, updates, indices, axis, _), data_shape, indices_shape, updates_shape = _scatter_update_checked(
+        op, output=output, indices=indices, updates=updates, axis=axis, data_shape=data_shape,
+        indices_shape=indices_shape, element_size=element_size, index_itemsize=index_itemsize,
+        axis_itemsize=axis_itemsize, updates_shape=updates_shape)
+    check_aot_limits(op, {"data_shape": data_shape, "indices_shape": indices_shape, "updates_shape": updates_shape})
+    scalars = scatter_update_aot_scalars(data_shape=data_shape, indices_shape=indices_shape,
+                                         updates_shape=updates_shape, axis_itemsize=axis_itemsize)
+    _launch_aot("scatter_update_aot", element_size, index_itemsize, [output, indices, updates, axis], scalars,
+                output=output, data=data, data_bytes=math.prod(data_shape) * element_size,
+                grid=aot_grid(updates_shape), stream=stream)
 
 
 def check_error_flag(error_flag, stream):

@@ -5,8 +5,14 @@
 // tests/kernel_shim/shim.h for the CPU tests, so it uses nothing beyond the built-in index
 // variables, atomicAdd and plain C++17.
 //
-// The argument structs are passed by value as the kernels' only parameter; plugins/kernels.py
-// mirrors them with ctypes (a test compares both layouts).
+// Each op has two entry points around one body (a __device__ function taking the op's argument
+// struct), so every test of one entry tests the other:
+// - `<op>(Args a)`: the struct passed by value as the only parameter, launched by the Python
+//   plugins (plugins/kernels.py mirrors the structs with ctypes; a test compares both layouts);
+// - `<op>_aot(...)`: the argument list TensorRT's ahead-of-time plugins launch with (the input
+//   tensors, then int32 scalars, then the output: NVIDIA/TensorRT
+//   python/packaging/bindings_wheel/tensorrt/plugin/_lib.py, `aot_impl`, 10.9+), which fills
+//   the struct and calls the same body; plugins/aot.py registers it.
 #pragma once
 
 #define TRT_SCATTER_MAX_RANK 8
@@ -49,6 +55,17 @@ struct ScatterUpdateArgs {
     int updates_rank;
     int axis_itemsize;  // 4 or 8
 };
+
+// An AOT entry point receives each shape as TRT_SCATTER_MAX_RANK int32 scalars (unused trailing
+// ones 0): TensorRT's extra kernel arguments are scalars, not arrays (NvInferPythonPlugin.h,
+// ISymExprs / PluginArgDataType::kINT32), so a shape costs eight parameters.
+#define TRT_SCATTER_SHAPE_PARAMS(name) \
+    int name##0, int name##1, int name##2, int name##3, int name##4, int name##5, int name##6, int name##7
+#define TRT_SCATTER_SET_SHAPE(array, name) \
+    do { \
+        const int dims_[TRT_SCATTER_MAX_RANK] = {name##0, name##1, name##2, name##3, name##4, name##5, name##6, name##7}; \
+        for (int d_ = 0; d_ < TRT_SCATTER_MAX_RANK; ++d_) (array)[d_] = dims_[d_]; \
+    } while (0)
 
 // Small parameter tensors come as int32 or int64, told apart at run time.
 __device__ __forceinline__ i64 load_int(const void* p, int itemsize, i64 i) {

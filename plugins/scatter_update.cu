@@ -6,7 +6,8 @@
 //
 // Instantiated per element size (T) and index type (Index = int or long long). Each (outer
 // position, index) pair is one contiguous row of the inner axes, moved in the widest aligned unit.
-// The copy of data into output (if any) is done by the launcher before this kernel.
+// The copy of data into output (if any) is done before
+// this kernel: by the launcher (Python plugin) or by TensorRT (AOT plugin, output aliased with data).
 #include "scatter_common.cuh"
 
 // Row r = (outer position o, index position j) of updates -> byte offset of its destination row.
@@ -26,7 +27,7 @@ struct IndexRows {
 };
 
 template <typename T, typename Index>
-__global__ void scatter_update(ScatterUpdateArgs a) {
+__device__ __forceinline__ void scatter_update_body(const ScatterUpdateArgs& a) {
     const int rank = a.data_rank;
     i64 axis = load_int(a.axis, a.axis_itemsize, 0);
     if (axis < 0) axis += rank;
@@ -61,4 +62,34 @@ __global__ void scatter_update(ScatterUpdateArgs a) {
     count_error(a.error_flag, out_of_range);
 
     copy_rows_widest(a.output, a.updates, outer * count, row_bytes, static_cast<u64>(row_bytes), rows_map);
+}
+
+// Entry point of the Python plugin: the arguments as one struct.
+template <typename T, typename Index>
+__global__ void scatter_update(ScatterUpdateArgs a) {
+    scatter_update_body<T, Index>(a);
+}
+
+// Entry point of the AOT plugin (plugins/aot.py): the four inputs, the int32 scalars, then the
+// output, aliased with `data` (not read). Nothing counts errors: AOT kernels get no workspace.
+template <typename T, typename Index>
+__global__ void scatter_update_aot(const char* data, const void* indices, const char* updates, const void* axis,
+                                   int data_rank, int indices_rank, int updates_rank, int axis_itemsize,
+                                   TRT_SCATTER_SHAPE_PARAMS(data_dim), TRT_SCATTER_SHAPE_PARAMS(indices_dim),
+                                   TRT_SCATTER_SHAPE_PARAMS(updates_dim), char* output) {
+    (void)data;
+    ScatterUpdateArgs a;
+    a.output = output;
+    a.updates = updates;
+    a.indices = indices;
+    a.axis = axis;
+    a.error_flag = nullptr;
+    TRT_SCATTER_SET_SHAPE(a.data_shape, data_dim);
+    TRT_SCATTER_SET_SHAPE(a.indices_shape, indices_dim);
+    TRT_SCATTER_SET_SHAPE(a.updates_shape, updates_dim);
+    a.data_rank = data_rank;
+    a.indices_rank = indices_rank;
+    a.updates_rank = updates_rank;
+    a.axis_itemsize = axis_itemsize;
+    scatter_update_body<T, Index>(a);
 }

@@ -5,7 +5,8 @@
 // shape make the kernel write nothing and count one error.
 //
 // Instantiated per element size (T = unsigned type of that size); bytes are moved in the widest
-// aligned unit. The copy of data into output (if any) is done by the launcher before this kernel.
+// aligned unit. The copy of data into output (if any) is done before
+// this kernel: by the launcher (Python plugin) or by TensorRT (AOT plugin, output aliased with data).
 #include "scatter_common.cuh"
 
 // The slice's element count; *first receives its first index. Clamping comes before any
@@ -46,7 +47,7 @@ struct SliceRows {
 };
 
 template <typename T>
-__global__ void slice_scatter(SliceScatterArgs a) {
+__device__ __forceinline__ void slice_scatter_body(const SliceScatterArgs& a) {
     const int rank = a.rank;
     i64 first[TRT_SCATTER_MAX_RANK], step[TRT_SCATTER_MAX_RANK];
     for (int d = 0; d < TRT_SCATTER_MAX_RANK; ++d) {
@@ -54,7 +55,8 @@ __global__ void slice_scatter(SliceScatterArgs a) {
         step[d] = 1;
     }
     unsigned int sliced = 0;
-    bool valid = rank >= 1 && rank <= TRT_SCATTER_MAX_RANK;
+    // num_axes < 0: start/stop/step/axes differ in length (the AOT entry's axes_count 0).
+    bool valid = rank >= 1 && rank <= TRT_SCATTER_MAX_RANK && a.num_axes >= 0;
     // At most rank+1 iterations: by then an axis repeats or is out of range.
     for (int i = 0; valid && i < a.num_axes; ++i) {
         i64 axis = a.axes != nullptr ? load_int(a.axes, a.axes_itemsize, i) : i;
@@ -108,4 +110,37 @@ __global__ void slice_scatter(SliceScatterArgs a) {
         inner *= a.data_shape[d];
     }
     copy_rows_widest(a.output, a.updates, rows, row_bytes, alignment, rows_map);
+}
+
+// Entry point of the Python plugin: the arguments as one struct.
+template <typename T>
+__global__ void slice_scatter(SliceScatterArgs a) {
+    slice_scatter_body<T>(a);
+}
+
+// Entry point of the AOT plugin (plugins/aot.py): TensorRT passes the six inputs, the int32
+// scalars, then the output, which is aliased with `data` (so `data` is not read: TensorRT has
+// put data's values in `output`). Nothing counts errors: TensorRT gives AOT kernels no workspace.
+// axes_count: 1 + the length of start/stop/step/axes, or 0 when their lengths differ.
+template <typename T>
+__global__ void slice_scatter_aot(const char* data, const char* updates, const void* start, const void* stop,
+                                  const void* step, const void* axes, int rank, int axes_count, int param_itemsize,
+                                  int axes_itemsize, TRT_SCATTER_SHAPE_PARAMS(data_dim),
+                                  TRT_SCATTER_SHAPE_PARAMS(updates_dim), char* output) {
+    (void)data;
+    SliceScatterArgs a;
+    a.output = output;
+    a.updates = updates;
+    a.start = start;
+    a.stop = stop;
+    a.step = step;
+    a.axes = axes;
+    a.error_flag = nullptr;
+    TRT_SCATTER_SET_SHAPE(a.data_shape, data_dim);
+    TRT_SCATTER_SET_SHAPE(a.updates_shape, updates_dim);
+    a.rank = rank;
+    a.num_axes = axes_count - 1;
+    a.param_itemsize = param_itemsize;
+    a.axes_itemsize = axes_itemsize;
+    slice_scatter_body<T>(a);
 }

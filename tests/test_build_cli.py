@@ -60,6 +60,7 @@ def test_builds_static_onnx_into_out_dir_with_timing_cache(tmp_path, capsys):
         (["build", "x.onnx", "--min", "data:1x3"], "--min 'data:1x3' is not NAME:[D,...]"),
         (["build", "x.onnx", "--min", "data:[1,3]"], "input 'data' has no --opt/--max shape"),
         (["build", "scatter_nd", "--dtype", "float17"], "--dtype 'float17' is not a NumPy element type name"),
+        (["build", "slice_scatter", "--aot"], "--aot applies to ONNX models (their trt_scatter nodes); give an .onnx file"),
     ],
 )
 def test_bad_arguments_fail_with_one_line(argv, message, capsys):
@@ -153,6 +154,20 @@ def test_plugin_model_without_plugins_names_the_flag(tmp_path, capsys):
     onnx_lib.save(scatter_update_model((3, 5), (2,), 1), tmp_path / "update.onnx")
     assert main(["build", str(tmp_path / "update.onnx")]) == 2
     assert "has trt-scatter plugin nodes (ScatterUpdate): register the plugins (--plugins)" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not backend.is_rtx(), reason="with full TensorRT >= 10.9 --aot builds (tests/test_aot_tensorrt.py)")
+def test_aot_on_tensorrt_rtx_says_what_it_needs_in_one_line(tmp_path, capsys):
+    import onnx as onnx_lib
+
+    from trt_scatter.onnx_models import scatter_update_model
+
+    onnx_lib.save(scatter_update_model((3, 5), (2,), 1), tmp_path / "update.onnx")
+    assert main(["build", str(tmp_path / "update.onnx"), "--aot"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert err.startswith("trt-scatter build: error: the AOT plugins need full TensorRT >= 10.9 with its tensorrt.plugin package; "
+                          "TensorRT-RTX ships tensorrt_rtx.plugin only as stubs")
 
 
 def test_model_tensorrt_cannot_parse_fails_with_one_line(tmp_path, capsys):

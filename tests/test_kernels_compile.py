@@ -2,7 +2,9 @@
 
 All instantiations for sm_90 (the lent H100/H200), and one per kernel for the other archs tested
 (``TRT_SCATTER_TEST_ALL_ARCHS=1``: every instantiation for every arch). Also: the generated code
-uses 128-bit loads and stores, and NVRTC errors come back with the compiler's log.
+uses 128-bit loads and stores, and NVRTC errors come back with the compiler's log. The AOT entry
+points compile to the PTX that the AOT plugins hand TensorRT, with exactly the parameter list that
+TensorRT launches them with (inputs, the int32 scalars of plugins.kernels, the output).
 """
 
 import os
@@ -30,8 +32,10 @@ def _supported_archs():
 INSTANTIATIONS = [("slice_scatter", size, None) for size in kernels.ELEMENT_SIZES] + [
     ("scatter_update", size, index) for size in kernels.ELEMENT_SIZES for index in kernels.INDEX_ITEMSIZES
 ]
+AOT_INSTANTIATIONS = [(kernel + "_aot", size, index) for kernel, size, index in INSTANTIATIONS]
 ALL_ARCHS = os.environ.get("TRT_SCATTER_TEST_ALL_ARCHS", "0") == "1"
-MATRIX = [(k, e, i, 90) for k, e, i in INSTANTIATIONS] + [
+# The AOT entries (same body, compiled to PTX for engines by the test below): CUBINs of two, for GPU launches.
+MATRIX = [(k, e, i, 90) for k, e, i in INSTANTIATIONS + [("slice_scatter_aot", 2, None), ("scatter_update_aot", 8, 8)]] + [
     (k, e, i, arch)
     for arch in (75, 80, 120)
     for k, e, i in (INSTANTIATIONS if ALL_ARCHS else [("slice_scatter", 8, None), ("scatter_update", 2, 4)])
@@ -64,3 +68,31 @@ def test_compile_errors_carry_the_nvrtc_log(tmp_path, monkeypatch):
     monkeypatch.setattr(cuda, "SOURCE_DIR", tmp_path)
     with pytest.raises(cuda.CudaError, match=r"compiling slice_scatter<unsigned int> for sm_90 failed: NVRTC_ERROR_COMPILATION(.|\n)*undeclared_thing"):
         cuda.compile_cubin("slice_scatter", 4, None, 90)
+
+
+AOT_INPUTS = {"slice_scatter_aot": 6, "scatter_update_aot": 4}  # SliceScatter's AOT form always has axes
+AOT_SCALARS = {
+    "slice_scatter_aot": kernels.slice_scatter_aot_scalars(data_shape=(1,), updates_shape=(1,), axes_count=2,
+                                                           param_itemsize=8, axes_itemsize=8),
+    "scatter_update_aot": kernels.scatter_update_aot_scalars(data_shape=(1,), indices_shape=(), updates_shape=(),
+                                                             axis_itemsize=8),
+}
+
+
+def _entry_params(ptx, name):
+    """The PTX types of an .entry's parameters, in order."""
+    header = ptx[ptx.index(f".entry {name}(") :]
+    header = header[: header.index(")")]
+    return re.findall(r"\.param \.(\w+)", header)
+
+
+@pytest.mark.parametrize("kernel, element_size, index_itemsize", AOT_INSTANTIATIONS)
+def test_aot_entry_compiles_to_ptx_with_tensorrts_argument_list(kernel, element_size, index_itemsize):
+    _nvrtc_or_skip()
+    lowered, ptx = cuda.aot_ptx(kernel, element_size, index_itemsize)
+    assert lowered.startswith(f"_Z{len(kernel)}{kernel}")
+    assert f".target sm_{cuda.aot_ptx_arch()}" in ptx and cuda.ptx_isa_version(ptx)
+    params = _entry_params(ptx, lowered)
+    expected = ["u64"] * AOT_INPUTS[kernel] + ["u32"] * len(AOT_SCALARS[kernel]) + ["u64"]
+    assert params == expected, f"{lowered}: PTX parameters {params}"
+    assert cuda.aot_ptx(kernel, element_size, index_itemsize) is cuda.aot_ptx(kernel, element_size, index_itemsize)

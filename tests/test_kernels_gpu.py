@@ -1,6 +1,8 @@
 """The kernels on a real GPU (skipped without one): the same hypothesis cases as the CPU shim
-tests, launched by plugins.kernels with the CUDA driver, buffers with guard bytes (and unaligned
-bases), plus 64-bit offsets past 4 GiB. Run by bench/gpu_check.sh on a lent H100/H200."""
+tests (through both entry points, the plugins' struct one and the AOT one), launched by
+plugins.kernels with the CUDA driver, buffers with guard bytes (and unaligned bases), plus 64-bit
+offsets past 4 GiB, and the PTX that AOT engines carry loading through this driver's JIT. Run by
+bench/gpu_check.sh on a lent H100/H200."""
 
 import numpy as np
 import pytest
@@ -147,3 +149,14 @@ def test_debug_flag_counts_out_of_range_indices(gpu):
         np.testing.assert_array_equal(memory.get(data, np.float32, (4, 3)), [[0] * 3, [1] * 3, [0] * 3, [0] * 3])
     finally:
         memory.free()
+
+
+AOT_INSTANTIATIONS = [("slice_scatter_aot", size, None) for size in kernels.ELEMENT_SIZES] + [
+    ("scatter_update_aot", size, index) for size in kernels.ELEMENT_SIZES for index in kernels.INDEX_ITEMSIZES]
+
+
+@pytest.mark.parametrize("kernel, element_size, index_itemsize", AOT_INSTANTIATIONS)
+def test_aot_ptx_loads_through_this_driver(gpu, kernel, element_size, index_itemsize):
+    """What an engine built with the AOT plugins needs of the driver: its PTX JIT-compiles here
+    (fails with the PTX ISA version when the driver is older than the NVRTC that wrote it)."""
+    assert cuda.load_aot_ptx(kernel, element_size, index_itemsize) is not None

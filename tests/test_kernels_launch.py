@@ -1,5 +1,6 @@
 """The launch code without a GPU: argument structs and kernelParams, grid sizing, checks of the
-host-known arguments, the kernel cache (keys, disk round trip), and clear errors without a driver.
+host-known arguments, the kernel cache (keys, disk round trip), and clear errors without a driver;
+for the AOT entry points, the argument list (scalars, grid, limits) with ordinary integers.
 Also proves that the safety nets of the kernel tests (guard bytes, AddressSanitizer) can fail."""
 
 import ctypes
@@ -33,6 +34,10 @@ class RecordingDevice:
 
     def launch(self, function, grid, block, stream, params_address):
         self.calls.append(("launch", function, grid, block, stream))
+        if isinstance(self.args_type, list):  # an AOT argument list: one ctypes type per parameter
+            params = (ctypes.c_void_p * len(self.args_type)).from_address(params_address)
+            self.args = [kind.from_address(params[i]).value for i, kind in enumerate(self.args_type)]
+            return
         pointer = ctypes.c_void_p.from_address(params_address).value
         self.args = self.args_type.from_buffer_copy(ctypes.string_at(pointer, ctypes.sizeof(self.args_type)))
 
@@ -138,10 +143,14 @@ def test_grid_follows_the_work_and_the_device(recording):
         ({"updates": 0}, "updates"),
     ],
 )
-def test_bad_slice_scatter_arguments_raise_before_any_device_call(recording, change, name):
+@pytest.mark.parametrize("launcher", ["launch_slice_scatter", "launch_slice_scatter_aot"])
+def test_bad_slice_scatter_arguments_raise_before_any_device_call(recording, change, name, launcher):
     device = recording(kernels.SliceScatterArgs)
-    with pytest.raises(ScatterInputError, match=rf"launch_slice_scatter: '{name}'") as caught:
-        kernels.launch_slice_scatter(**{**SLICE, **change})
+    arguments = {**SLICE, **change}
+    if launcher.endswith("_aot"):
+        del arguments["error_flag"]
+    with pytest.raises(ScatterInputError, match=rf"{launcher}: '{name}'") as caught:
+        getattr(kernels, launcher)(**arguments)
     assert caught.value.input_name == name and device.calls == []
 
 
@@ -163,10 +172,14 @@ def test_bad_slice_scatter_arguments_raise_before_any_device_call(recording, cha
         ({"updates": 0, "updates_shape": (3, 5)}, "updates"),
     ],
 )
-def test_bad_scatter_update_arguments_raise_before_any_device_call(recording, change, name):
+@pytest.mark.parametrize("launcher", ["launch_scatter_update", "launch_scatter_update_aot"])
+def test_bad_scatter_update_arguments_raise_before_any_device_call(recording, change, name, launcher):
     device = recording(kernels.ScatterUpdateArgs)
-    with pytest.raises(ScatterInputError, match=rf"launch_scatter_update: '{name}'"):
-        kernels.launch_scatter_update(**{**UPDATE, **change})
+    arguments = {**UPDATE, **change}
+    if launcher.endswith("_aot"):
+        del arguments["error_flag"]
+    with pytest.raises(ScatterInputError, match=rf"{launcher}: '{name}'"):
+        getattr(kernels, launcher)(**arguments)
     assert device.calls == []
 
 
@@ -198,6 +211,106 @@ def test_debug_mode(monkeypatch, value, enabled):
     else:
         monkeypatch.setenv("TRT_SCATTER_DEBUG", value)
     assert kernels.debug_enabled() is enabled
+
+
+# --- the AOT entry points' argument list ---------------------------------------------------
+
+P, I = ctypes.c_void_p, ctypes.c_int32
+SLICE_AOT_PARAMS = [P] * 6 + [I] * (4 + 2 * kernels.MAX_RANK) + [P]
+UPDATE_AOT_PARAMS = [P] * 4 + [I] * (4 + 3 * kernels.MAX_RANK) + [P]
+
+
+def _aot(arguments):
+    return {key: value for key, value in arguments.items() if key != "error_flag"}
+
+
+def test_slice_scatter_aot_launch_passes_inputs_scalars_then_output(recording):
+    device = recording(SLICE_AOT_PARAMS)
+    kernels.launch_slice_scatter_aot(**_aot(SLICE))
+    # TensorRT's copy of data into the aliased output first (here data != output), then one kernel
+    assert device.calls == [("kernel", "slice_scatter_aot", 2, None), ("memcpy", 0x1000, 0x2000, 4 * 5 * 6 * 2, 0x77),
+                            ("launch", "handle", 1, kernels.BLOCK, 0x77)]
+    # data's pointer is the output's: in an engine they are aliased
+    assert device.args[:6] == [0x1000, 0x3000, 0x4000, 0x4100, 0x4200, 0x4300]
+    assert device.args[6:10] == [3, 3, 8, 4]  # rank, axes_count (1 + num_axes), param_itemsize, axes_itemsize
+    assert device.args[10:18] == [4, 5, 6, 0, 0, 0, 0, 0] and device.args[18:26] == [4, 2, 3, 0, 0, 0, 0, 0]
+    assert device.args[26] == 0x1000
+    device.calls.clear()
+    kernels.launch_slice_scatter_aot(**_aot({**SLICE, "axes": 0, "data": 0}))  # default axes, in place: no copy
+    assert [call[0] for call in device.calls] == ["kernel", "launch"]
+    assert device.args[5] is None and device.args[9] == 0  # null axes, axes_itemsize 0
+
+
+def test_scatter_update_aot_launch_passes_inputs_scalars_then_output(recording):
+    device = recording(UPDATE_AOT_PARAMS)
+    kernels.launch_scatter_update_aot(**_aot({**UPDATE, "indices_shape": (3, 1), "updates_shape": (4, 3, 1)}))
+    assert device.calls == [("kernel", "scatter_update_aot", 8, 4), ("launch", "handle", 1, kernels.BLOCK, 0x99)]
+    assert device.args[:4] == [0x1000, 0x2000, 0x3000, 0x4000]  # data (= output), indices, updates, axis
+    assert device.args[4:8] == [2, 2, 3, 8]  # ranks of data, indices, updates; axis_itemsize
+    assert device.args[8:16] == [4, 5, 0, 0, 0, 0, 0, 0]
+    assert device.args[16:24] == [3, 1, 0, 0, 0, 0, 0, 0] and device.args[24:32] == [4, 3, 1, 0, 0, 0, 0, 0]
+    assert device.args[32] == 0x1000
+
+
+@pytest.mark.parametrize("updates_shape, blocks", [((), 1), ((0, 7), 1), ((256,), 1), ((257,), 2), ((4, 1000),  16),
+                                                   ((2**20, 2**10), kernels.AOT_MAX_BLOCKS)])
+def test_aot_grid(updates_shape, blocks):
+    assert kernels.aot_grid(updates_shape) == blocks
+
+
+def test_aot_launch_uses_the_aot_grid(recording):
+    device = recording(SLICE_AOT_PARAMS)
+    kernels.launch_slice_scatter_aot(**_aot({**SLICE, "data_shape": (1000, 6), "updates_shape": (1000, 6), "num_axes": 0}))
+    assert device.calls[-1][2] == 24  # 6000 elements: no device-dependent cap below AOT_MAX_BLOCKS
+
+
+@pytest.mark.parametrize("lengths, count", [([3, 3, 3, 3], 4), ([0, 0, 0, 0], 1), ([2, 2, 1, 2], 0),
+                                            ([2, 3, 2, 2], 0), ([2, 2, 2, 0], 0), ([1, 1, 1], 2)])
+def test_slice_scatter_axes_count_is_zero_when_lengths_differ(lengths, count):
+    assert kernels.slice_scatter_axes_count(lengths) == count
+
+
+@needs_gxx
+def test_axes_count_zero_makes_the_aot_kernel_write_nothing():
+    """The run-time answer to start/stop/step/axes of different lengths: nothing written."""
+    lib, memory = host.load(host.shared_library()), host.Memory()
+    data = np.arange(12, dtype=np.int32).reshape(3, 4)
+    output = memory.put(data)
+    scalars = kernels.slice_scatter_aot_scalars(data_shape=(3, 4), updates_shape=(3, 4), param_itemsize=8,
+                                                axes_itemsize=8, axes_count=kernels.slice_scatter_axes_count([1, 1, 1, 0]))
+    params = [memory.put(np.array(v, np.int64)) for v in ([0], [4], [1])]
+    with host._using(host.ShimDevice(lib)):
+        kernels._launch_aot("slice_scatter_aot", 4, None, [output, memory.put(np.zeros((3, 4), np.int32)), *params, 0],
+                            scalars, output=output, data=0, data_bytes=0, grid=1, stream=0)
+    np.testing.assert_array_equal(memory.get(output, np.int32, (3, 4)), data)
+    assert scalars[1] == 0
+
+
+def test_aot_scalars_work_on_any_dimension_objects():
+    """The registration passes TensorRT shape expressions: the functions only place them."""
+    dims = [object() for _ in range(5)]
+    scalars = kernels.scatter_update_aot_scalars(data_shape=dims[:2], indices_shape=dims[2:3], updates_shape=dims[3:5],
+                                                 axis_itemsize=4)
+    assert scalars[:4] == [2, 1, 2, 4] and len(scalars) == 4 + 3 * kernels.MAX_RANK
+    assert scalars[4:6] == dims[:2] and scalars[12] is dims[2] and scalars[20:22] == dims[3:5]
+
+
+@pytest.mark.parametrize("shapes, name", [({"data": (2**31, 2)}, "data"), ({"data": (1, 2), "updates": (3, 2**40)}, "updates"),
+                                          ({"indices": (1,) * 9}, "indices")])
+def test_aot_limits_are_named_in_one_line(shapes, name):
+    with pytest.raises(ScatterInputError) as caught:
+        kernels.check_aot_limits("SliceScatter", shapes)
+    message = str(caught.value)
+    assert caught.value.input_name == name and "\n" not in message
+    assert "below 2**31" in message and f"rank at most {kernels.MAX_RANK}" in message
+    kernels.check_aot_limits("SliceScatter", {"data": (2**31 - 1, 1)})  # the largest that fits
+
+
+def test_aot_launch_refuses_dimensions_beyond_int32(recording):
+    device = recording(SLICE_AOT_PARAMS)
+    with pytest.raises(ScatterInputError, match=r"launch_slice_scatter_aot: 'data_shape' does not fit the AOT form"):
+        kernels.launch_slice_scatter_aot(**_aot({**SLICE, "data_shape": (4, 2**31, 6)}))
+    assert device.calls == []
 
 
 # --- no driver -------------------------------------------------------------------------------
@@ -305,6 +418,30 @@ def test_cache_dir_default_and_overrides(monkeypatch, tmp_path):
 def test_name_expressions():
     assert cuda.name_expression("slice_scatter", 1) == "slice_scatter<unsigned char>"
     assert cuda.name_expression("scatter_update", 8, 4) == "scatter_update<unsigned long long, int>"
+    assert cuda.name_expression("slice_scatter_aot", 2) == "slice_scatter_aot<unsigned short>"
+    assert cuda.name_expression("scatter_update_aot", 4, 8) == "scatter_update_aot<unsigned int, long long>"
+    assert [cuda.source_name(kernel) for kernel in cuda.KERNELS] == ["slice_scatter.cu"] * 2 + ["scatter_update.cu"] * 2
+
+
+@pytest.mark.parametrize("supported, arch", [([75, 80, 90], 75), ([80, 90, 120], 80), ([52, 61, 75, 86], 75)])
+def test_aot_ptx_targets_the_oldest_architecture_tensorrt_supports(supported, arch):
+    assert cuda.AOT_PTX_ARCH == 75 and cuda.aot_ptx_arch(supported) == arch
+
+
+def test_aot_ptx_arch_without_a_usable_architecture_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(cuda, "nvrtc_version", lambda: (10, 0))
+    with pytest.raises(cuda.CudaError, match=r"NVRTC \(10, 0\) supports no architecture >= sm_75"):
+        cuda.aot_ptx_arch([52, 61, 70])
+
+
+def test_aot_ptx_is_only_for_aot_entries():
+    with pytest.raises(ValueError, match="'slice_scatter' is not an AOT entry point"):
+        cuda.aot_ptx("slice_scatter", 4)
+
+
+def test_ptx_isa_version():
+    assert cuda.ptx_isa_version("//\n// Generated by NVIDIA NVVM Compiler\n.version 9.0\n.target sm_75\n") == "9.0"
+    assert cuda.ptx_isa_version("no version here") is None
 
 
 # --- the safety nets can fail ----------------------------------------------------------------
@@ -455,6 +592,21 @@ def test_launch_through_the_driver(fake_driver):
     fake_driver.calls.clear()
     assert kernels.check_error_flag(0x5000, 0x99) == 5
     assert fake_driver.calls == ["cuStreamSynchronize(0x99)", "cuMemcpyDtoH(0x5000,4)"]
+
+
+def test_load_aot_ptx_loads_the_ptx_an_engine_carries(fake_driver, monkeypatch):
+    ptx = ".version 9.0\n.target sm_75\n"
+    monkeypatch.setattr(cuda, "aot_ptx", lambda kernel, size, index: (f"lowered_{kernel}_{size}_{index}", ptx))
+    function = cuda.load_aot_ptx("scatter_update_aot", 4, 8)
+    assert function == ("function", ptx.encode() + b"\0", b"lowered_scatter_update_aot_4_8")
+    fake_driver.fail.add("cuModuleLoadData")  # e.g. a driver older than the NVRTC that wrote the PTX
+    with pytest.raises(cuda.CudaError, match=r"cuModuleLoadData\(PTX ISA 9.0 of lowered_slice_scatter_aot_2_None\) failed"):
+        cuda.load_aot_ptx("slice_scatter_aot", 2)
+
+
+def test_aot_entries_launch_from_a_cubin_like_the_others(fake_driver):
+    function, _ = cuda.kernel("slice_scatter_aot", 4)
+    assert function == ("function", b"image-slice_scatter_aot-4-None-sm86", b"lowered_slice_scatter_aot")
 
 
 def test_each_context_loads_its_own_module(fake_driver):

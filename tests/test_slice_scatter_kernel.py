@@ -2,8 +2,10 @@
 
 Every case runs kernels.launch_slice_scatter with a CPU stand-in for the driver
 (tests/kernel_shim), so argument packing, the copy path and the error counter are covered too.
-Output buffers have guard bytes on both sides; the AddressSanitizer test reruns the properties on
-exact-size buffers in a sanitized process.
+The case tests run once per kernel entry point (``entry``): the Python plugins' struct entry and
+the AOT entry that TensorRT launches from an engine (kernels.launch_slice_scatter_aot), which share
+the kernel body. Output buffers have guard bytes on both sides; the AddressSanitizer test reruns
+the properties on exact-size buffers in a sanitized process, through both entries.
 """
 
 import ctypes
@@ -32,16 +34,21 @@ def shim():
     return host.load(host.shared_library())
 
 
+ENTRIES = pytest.mark.parametrize("entry", host.ENTRIES)
+
+
+@ENTRIES
 @settings(max_examples=scaled(2.5))
 @given(case=cases.slice_scatter_cases())
-def test_matches_oracle(shim, case):
-    cases.check_slice_scatter(shim, case)
+def test_matches_oracle(shim, case, entry):
+    cases.check_slice_scatter(shim, cases.with_entry(case, entry))
 
 
+@ENTRIES
 @settings(max_examples=scaled(1.5))
 @given(case=cases.slice_scatter_cases(broken=True))
-def test_invalid_geometry_writes_nothing_and_counts_one(shim, case):
-    cases.check_slice_scatter(shim, case)
+def test_invalid_geometry_writes_nothing_and_counts_one(shim, case, entry):
+    cases.check_slice_scatter(shim, cases.with_entry(case, entry))
 
 
 INT64_VALUES = st.one_of(st.integers(I64_MIN, I64_MAX), st.integers(-20, 20), st.sampled_from([I64_MIN, I64_MAX, I64_MIN + 1, I64_MAX - 1]))
@@ -93,14 +100,17 @@ def _case(shape, updates_shape, start, stop, step, axes=None, dtype=np.float32, 
     ],
 )
 @pytest.mark.parametrize("dtype", [np.bool_, np.float16, np.int32, np.float64])
-def test_edge_geometries(shim, shape, updates_shape, start, stop, step, axes, param_dtype, dtype):
-    cases.check_slice_scatter(shim, _case(shape, updates_shape, start, stop, step, axes, dtype, param_dtype))
+@ENTRIES
+def test_edge_geometries(shim, shape, updates_shape, start, stop, step, axes, param_dtype, dtype, entry):
+    cases.check_slice_scatter(shim, _case(shape, updates_shape, start, stop, step, axes, dtype, param_dtype, entry=entry))
 
 
 @pytest.mark.parametrize("block, grid", [(1, 1), (7, 3), (256, 40)])
 @pytest.mark.parametrize("shift_elements", [0, 1, 3])
-def test_any_grid_and_alignment(shim, block, grid, shift_elements):
-    case = _case((6, 40, 9), (3, 40, 9), [1], [6], [2], dtype=np.uint8, block=block, grid=grid, shift_elements=shift_elements)
+@ENTRIES
+def test_any_grid_and_alignment(shim, block, grid, shift_elements, entry):
+    case = _case((6, 40, 9), (3, 40, 9), [1], [6], [2], dtype=np.uint8, block=block, grid=grid,
+                 shift_elements=shift_elements, entry=entry)
     cases.check_slice_scatter(shim, case)
 
 
@@ -115,30 +125,35 @@ def test_any_grid_and_alignment(shim, block, grid, shift_elements):
         ((2, 3), [0, 0, 0], [1, 1, 1], [1, 1, 1], None, "more_axes_than_rank"),
     ],
 )
-def test_invalid_inputs_write_nothing_even_without_error_flag(shim, updates_shape, start, stop, step, axes, broken):
-    case = _case((4, 3), updates_shape, start, stop, step, axes, broken=broken)
+@ENTRIES
+def test_invalid_inputs_write_nothing_even_without_error_flag(shim, updates_shape, start, stop, step, axes, broken, entry):
+    case = _case((4, 3), updates_shape, start, stop, step, axes, broken=broken, entry=entry)
     cases.check_slice_scatter(shim, case)
     memory = host.Memory()
     output, count = host.run_slice_scatter(
         host.ShimDevice(shim), memory, case.data, case.updates, start, stop, step, axes, param_dtype=INT64,
-        axes_dtype=INT32, in_place=True, error_flag=False)
-    assert count == 0
+        axes_dtype=INT32, in_place=True, error_flag=False, entry=entry)
+    assert count in (0, None)
     np.testing.assert_array_equal(output, case.data)
 
 
-def test_copy_path_copies_data_then_launches_on_the_given_stream(shim):
+@pytest.mark.parametrize("entry, copy_path, in_place", [
+    ("struct", ["memset", "memcpy", "launch", "sync"], ["memset", "launch", "sync"]),
+    ("aot", ["memcpy", "launch"], ["launch"]),  # no counter to zero or read; the copy is TensorRT's
+])
+def test_copy_path_copies_data_then_launches_on_the_given_stream(shim, entry, copy_path, in_place):
     case = _case((5, 4), (2, 4), [0], [4], [2])
     device, memory = host.ShimDevice(shim), host.Memory()
     host.run_slice_scatter(device, memory, case.data, case.updates, [0], [4], [2], None, param_dtype=INT64,
-                           axes_dtype=INT32, in_place=False, stream=77)
+                           axes_dtype=INT32, in_place=False, stream=77, entry=entry)
     kinds = [call[0] for call in device.calls]
-    assert kinds == ["memset", "memcpy", "launch", "sync"]
-    assert device.calls[1][3] == case.data.nbytes
+    assert kinds == copy_path
+    assert device.calls[kinds.index("memcpy")][3] == case.data.nbytes
     assert all(call[-1] == 77 for call in device.calls)
     device.calls.clear()
     host.run_slice_scatter(device, memory, case.data, case.updates, [0], [4], [2], None, param_dtype=INT64,
-                           axes_dtype=INT32, in_place=True)
-    assert [call[0] for call in device.calls] == ["memset", "launch", "sync"]
+                           axes_dtype=INT32, in_place=True, entry=entry)
+    assert [call[0] for call in device.calls] == in_place
     assert kernels.device is cuda  # the shim was used for those launches only
 
 
@@ -146,4 +161,4 @@ def test_under_address_sanitizer():
     result = host.run_under_asan("slice_scatter", examples=60)
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
     assert "AddressSanitizer" not in result.stderr
-    assert "60 valid and 60 broken cases passed" in result.stdout
+    assert "60 valid and 60 broken cases passed under AddressSanitizer through each entry point (struct, aot)" in result.stdout

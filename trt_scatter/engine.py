@@ -69,16 +69,28 @@ def network_from_example(name, profile_shapes, strongly_typed=True, **params):
     return load
 
 
-def network_from_onnx(path, plugins=False, strongly_typed=True):
+def network_from_onnx(path, plugins=False, strongly_typed=True, aot=False):
     """A loader ``() -> (builder, network, parser)`` of an ONNX file; ``plugins`` registers trt-scatter's plugins first.
 
     Validate the model first (:func:`trt_scatter.passes.validate.validate`): TensorRT shows the
     plugins no constant, so a mistake in one would build into an engine that silently skips writes.
     ``strongly_typed``: as for :func:`network_from_example`.
+    ``aot``: the ``trt_scatter`` nodes go to the AOT plugins instead (:mod:`trt_scatter.plugins.aot`,
+    full TensorRT >= 10.9): registered first, the nodes' attributes written by :mod:`trt_scatter.passes.aot`
+    (the model then reaches the parser as bytes). The engine then runs without Python.
     """
     tensorrt()
     from polygraphy.backend.trt import NetworkFromOnnxPath
 
+    if aot:
+        from polygraphy.backend.onnx import BytesFromOnnx
+        from polygraphy.backend.trt import NetworkFromOnnxBytes
+
+        from trt_scatter.passes.aot import ToAotPlugins
+        from trt_scatter.plugins import aot as aot_plugins
+
+        aot_plugins.register()
+        return NetworkFromOnnxBytes(BytesFromOnnx(ToAotPlugins(str(path))), strongly_typed=strongly_typed)
     if plugins:
         from trt_scatter.plugins import register
 
@@ -116,10 +128,10 @@ def needs_aliased_plugin_io(model):
 def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, timing_cache=None, progress=False, name="network", aliased_plugin_io=False):
     """Builds a serialized engine; returns ``(engine_bytes, BuildSummary)``.
 
-    ``aliased_plugin_io`` enables the preview feature that plugins with ``inplace=1`` need
-    (:func:`needs_aliased_plugin_io`). ``fp16``/``bf16`` need a weakly typed network (full
-    TensorRT 10.x, ``strongly_typed=False`` in the loader): TensorRT 11.x and TensorRT-RTX have
-    no such builder flags.
+    ``aliased_plugin_io`` enables the preview feature that plugins with ``inplace=1``
+    (:func:`needs_aliased_plugin_io`), and the AOT plugins, need. ``fp16``/``bf16`` need a weakly
+    typed network (full TensorRT 10.x, ``strongly_typed=False`` in the loader): TensorRT 11.x and
+    TensorRT-RTX have no such builder flags.
     ``profile_shapes`` maps input names to ``(min, opt, max)`` and is read after the network
     loads; dynamic inputs not in it fail with a message naming them, before TensorRT is asked.
     """

@@ -16,6 +16,9 @@ op type            inputs (``[...]`` optional)                          attribut
 ``data``, ``updates`` and the output share one element type; the index inputs are int32 or int64,
 and those an :attr:`OpSignature.index_groups` entry ties together share one type (start, stop and
 step do). ``inplace=1`` lets the plugin write into data's buffer (TensorRT's aliased plugin I/O).
+A node with the attributes :data:`AOT_ATTRIBUTES` (``plugin_namespace="trt_scatter"``, ``aot=1``)
+goes to the ahead-of-time plugins of :mod:`trt_scatter.plugins.aot` instead of the Python ones
+(TensorRT >= 10.9; ``trt_scatter.passes.aot`` writes them, and ``axes`` where SliceScatter lacks it).
 The semantics are the oracle's (:mod:`trt_scatter.oracle`); this module holds no rule about values.
 """
 
@@ -25,6 +28,9 @@ DOMAIN = "trt_scatter"
 VERSION = 1
 ATTRIBUTES = {"inplace": (0, 1)}  #: attribute -> allowed int values; the first is the default
 INDEX_TYPES = ("int32", "int64")  #: element types of the index inputs (NumPy names)
+#: Attributes that TensorRT's ONNX parser reads from a plugin node (onnx-tensorrt importerUtils.cpp,
+#: ``createPlugin``, 10.9+): the plugin's namespace, and ``aot=1`` for its AOT implementation.
+AOT_ATTRIBUTES = {"plugin_namespace": DOMAIN, "aot": 1}
 
 
 @dataclasses.dataclass(frozen=True)

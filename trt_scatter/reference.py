@@ -20,11 +20,12 @@ from trt_scatter.ops import DOMAIN, OPS
 
 
 class _TrtScatterOp(OpRun):
-    """A ``trt_scatter`` node run by its oracle function (the ``inplace`` attribute changes no value)."""
+    """A ``trt_scatter`` node run by its oracle function (``inplace`` and the AOT form's attributes
+    change no value)."""
 
     op_domain = DOMAIN
 
-    def _run(self, *inputs, inplace=None):
+    def _run(self, *inputs, inplace=None, aot=None, plugin_namespace=None):
         signature = OPS[self.onnx_node.op_type]
         named = {name: value for name, value in zip(signature.inputs, inputs) if value is not None}
         return (getattr(oracle, signature.oracle)(**named),)

@@ -1,6 +1,6 @@
 // The CPU driver for the kernels (tests only): includes the exact plugin sources after shim.h and
 // runs a kernel over a grid by looping over blocks and threads. Built as a shared library that the
-// tests call through ctypes with the argument structs packed by plugins/kernels.py.
+// tests call through ctypes with the kernel parameters plugins/kernels.py prepares for cuLaunchKernel.
 #include "shim.h"
 
 #include "slice_scatter.cu"
@@ -9,30 +9,48 @@
 
 thread_local dim3 blockIdx, threadIdx, blockDim, gridDim;
 
-template <typename Args>
-static void run(void (*kernel)(Args), const Args* args, unsigned int grid, unsigned int block) {
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+// Runs `kernel` over a grid the way cuLaunchKernel does: kernelParams[i] points at the value of
+// the kernel's i-th parameter (a struct for the plugin entries, a pointer or int for the AOT ones).
+template <typename... P, std::size_t... I>
+static void call(void (*kernel)(P...), void** params, std::index_sequence<I...>) {
+    kernel(*static_cast<std::remove_reference_t<P>*>(params[I])...);
+}
+
+template <typename... P>
+static void run(void (*kernel)(P...), void** params, unsigned int grid, unsigned int block) {
     gridDim = dim3{grid, 1, 1};
     blockDim = dim3{block, 1, 1};
     for (unsigned int b = 0; b < grid; ++b)
         for (unsigned int t = 0; t < block; ++t) {
             blockIdx = dim3{b, 0, 0};
             threadIdx = dim3{t, 0, 0};
-            kernel(*args);
+            call(kernel, params, std::index_sequence_for<P...>{});
         }
 }
 
-#define SLICE_SCATTER(size, type) \
-    extern "C" void run_slice_scatter_e##size(const SliceScatterArgs* a, unsigned int g, unsigned int b) { \
-        run(slice_scatter<type>, a, g, b); \
+#define SLICE_SCATTER(size, type)                                                                        \
+    extern "C" void run_slice_scatter_e##size(void** params, unsigned int g, unsigned int b) {            \
+        run(slice_scatter<type>, params, g, b);                                                          \
+    }                                                                                                    \
+    extern "C" void run_slice_scatter_aot_e##size(void** params, unsigned int g, unsigned int b) {        \
+        run(slice_scatter_aot<type>, params, g, b);                                                      \
     }
 SLICE_SCATTER(1, unsigned char)
 SLICE_SCATTER(2, unsigned short)
 SLICE_SCATTER(4, unsigned int)
 SLICE_SCATTER(8, unsigned long long)
 
-#define SCATTER_UPDATE(size, type, bits, index) \
-    extern "C" void run_scatter_update_e##size##_i##bits(const ScatterUpdateArgs* a, unsigned int g, unsigned int b) { \
-        run(scatter_update<type, index>, a, g, b); \
+#define SCATTER_UPDATE(size, type, bits, index)                                                           \
+    extern "C" void run_scatter_update_e##size##_i##bits(void** params, unsigned int g, unsigned int b) { \
+        run(scatter_update<type, index>, params, g, b);                                                  \
+    }                                                                                                    \
+    extern "C" void run_scatter_update_aot_e##size##_i##bits(void** params, unsigned int g,               \
+                                                             unsigned int b) {                           \
+        run(scatter_update_aot<type, index>, params, g, b);                                              \
     }
 SCATTER_UPDATE(1, unsigned char, 32, int)
 SCATTER_UPDATE(1, unsigned char, 64, long long)
@@ -50,10 +68,12 @@ extern "C" i64 shim_slice_count(i64 start, i64 stop, i64 step, i64 dim, i64* fir
 extern "C" i64 shim_quotient(i64 a, i64 b) { return quotient(a, b); }
 extern "C" int shim_unit_bytes(u64 bits) { return unit_bytes(bits); }
 
-extern "C" void run_overrun(const OverrunArgs* a, unsigned int g, unsigned int b) { run(overrun, a, g, b); }
+extern "C" void run_overrun(const OverrunArgs* a, unsigned int g, unsigned int b) {
+    void* params[] = {const_cast<OverrunArgs*>(a)};
+    run(overrun, params, g, b);
+}
 
 // Layout of the argument structs, for comparison with the ctypes mirrors in plugins/kernels.py.
-#include <cstddef>
 #define FIELD(s, f) {#s "." #f, offsetof(s, f)}
 struct Field {
     const char* name;

@@ -4,7 +4,8 @@
 library. :class:`ShimDevice` offers the functions ``plugins.kernels`` calls on ``plugins.cuda``, with
 host addresses as "device" addresses: with ``kernels.device`` pointing at one, the real launch code
 (argument checks, packing, grid sizing, flag zeroing, the data copy, ``kernelParams``) drives the
-kernels. :class:`Memory` hands out buffers: exact-size ``malloc`` blocks for AddressSanitizer, or
+kernels, through either entry point (``entry``: ``"struct"``, the Python plugins' one, or ``"aot"``,
+the one TensorRT launches from an engine built with the AOT plugins). :class:`Memory` hands out buffers: exact-size ``malloc`` blocks for AddressSanitizer, or
 blocks with guard bytes on both sides that :meth:`Memory.check_guards` inspects.
 """
 
@@ -47,9 +48,15 @@ def load(path):
     return lib
 
 
+ENTRIES = ("struct", "aot")
+
+
 def dir_kernels():
-    names = [f"run_slice_scatter_e{size}" for size in kernels.ELEMENT_SIZES]
-    names += [f"run_scatter_update_e{size}_i{8 * index}" for size in kernels.ELEMENT_SIZES for index in kernels.INDEX_ITEMSIZES]
+    names = []
+    for suffix in ("", "_aot"):
+        names += [f"run_slice_scatter{suffix}_e{size}" for size in kernels.ELEMENT_SIZES]
+        names += [f"run_scatter_update{suffix}_e{size}_i{8 * index}" for size in kernels.ELEMENT_SIZES
+                  for index in kernels.INDEX_ITEMSIZES]
     return names + ["run_overrun"]
 
 
@@ -89,9 +96,8 @@ class ShimDevice:
 
     def launch(self, function, grid, block, stream, params_address):
         self.calls.append(("launch", function.__name__, grid, block, stream))
-        # kernelParams[0] points at the argument struct: exactly what cuLaunchKernel reads.
-        args_address = ctypes.c_void_p.from_address(params_address).value
-        function(args_address, self.grid or grid, self.block or block)
+        # kernelParams[i] points at the i-th parameter's value: the shim reads it as cuLaunchKernel does.
+        function(params_address, self.grid or grid, self.block or block)
 
 
 GUARD = 64
@@ -173,10 +179,12 @@ class _using:
 
 
 def run_slice_scatter(device, memory, data, updates, start, stop, step, axes, *, param_dtype, axes_dtype,
-                      in_place, error_flag=True, stream=0):
-    """SliceScatter through ``kernels.launch_slice_scatter`` on ``device``; returns (output, error count)."""
+                      in_place, error_flag=True, stream=0, entry="struct"):
+    """SliceScatter through ``kernels.launch_slice_scatter`` (or ``launch_slice_scatter_aot``) on
+    ``device``; returns (output, error count), the count None for the AOT entry (it counts nothing)."""
     shift = memory.shift
     output = memory.put(data, shift) if in_place else memory.alloc(data.nbytes, shift=shift)
+    error_flag = error_flag and entry == "struct"
     flag = memory.put(np.array([0xDEAD], np.uint32)) if error_flag else 0  # stale count: the launch must zero it
     arguments = dict(
         output=output, data=0 if in_place else memory.put(data, shift), updates=memory.put(updates, shift),
@@ -186,18 +194,25 @@ def run_slice_scatter(device, memory, data, updates, start, stop, step, axes, *,
         param_itemsize=np.dtype(param_dtype).itemsize, axes_itemsize=np.dtype(axes_dtype).itemsize,
         error_flag=flag, stream=stream)
     with _using(device):
-        kernels.launch_slice_scatter(**arguments)
-        count = kernels.check_error_flag(flag, stream)
+        if entry == "aot":
+            del arguments["error_flag"]
+            kernels.launch_slice_scatter_aot(**arguments)
+            count = None
+        else:
+            kernels.launch_slice_scatter(**arguments)
+            count = kernels.check_error_flag(flag, stream)
     result = memory.get(output, data.dtype, data.shape)
     memory.check_guards()
     return result, count
 
 
 def run_scatter_update(device, memory, data, indices, updates, axis, *, axis_dtype, axis_shape, in_place,
-                       error_flag=True, stream=0):
-    """ScatterUpdate through ``kernels.launch_scatter_update`` on ``device``; returns (output, error count)."""
+                       error_flag=True, stream=0, entry="struct"):
+    """ScatterUpdate through ``kernels.launch_scatter_update`` (or ``launch_scatter_update_aot``) on
+    ``device``; returns (output, error count), the count None for the AOT entry."""
     shift = memory.shift
     output = memory.put(data, shift) if in_place else memory.alloc(data.nbytes, shift=shift)
+    error_flag = error_flag and entry == "struct"
     flag = memory.put(np.array([0xDEAD], np.uint32)) if error_flag else 0
     arguments = dict(
         output=output, data=0 if in_place else memory.put(data, shift), indices=memory.put(indices),
@@ -206,8 +221,13 @@ def run_scatter_update(device, memory, data, indices, updates, axis, *, axis_dty
         axis_itemsize=np.dtype(axis_dtype).itemsize, error_flag=flag, stream=stream,
         updates_shape=updates.shape)
     with _using(device):
-        kernels.launch_scatter_update(**arguments)
-        count = kernels.check_error_flag(flag, stream)
+        if entry == "aot":
+            del arguments["error_flag"]
+            kernels.launch_scatter_update_aot(**arguments)
+            count = None
+        else:
+            kernels.launch_scatter_update(**arguments)
+            count = kernels.check_error_flag(flag, stream)
     result = memory.get(output, data.dtype, data.shape)
     memory.check_guards()
     return result, count

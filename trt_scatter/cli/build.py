@@ -3,6 +3,7 @@
     trt-scatter build slice_scatter -o slice_scatter.engine
     trt-scatter build scatter_nd --dynamic
     trt-scatter build model.onnx --plugins --min data:[1,5] --opt data:[4,5] --max data:[8,5]
+    trt-scatter build model.onnx --aot          # an engine that runs without Python (TensorRT >= 10.9)
     trt-scatter build --all                      # every example network into engines/
 """
 
@@ -34,6 +35,8 @@ def add_parser(subparsers):
     parser.add_argument("--bf16", action="store_true", help="full TensorRT 10.x: as --fp16, with BF16")
     parser.add_argument("--timing-cache", help="timing cache file to load from and save to")
     parser.add_argument("--plugins", action="store_true", help="register trt-scatter's plugins before parsing (and allow in-place I/O where a node asks for it)")
+    parser.add_argument("--aot", action="store_true", help="ONNX models: build the trt_scatter nodes as AOT plugins, so that the engine runs "
+                        "without Python (trtexec, Triton); full TensorRT >= 10.9")
     parser.add_argument("--progress", action="store_true", help="print TensorRT's build phases")
     parser.add_argument("-v", "--verbose", action="store_true", help="show TensorRT's log")
     parser.set_defaults(func=run)
@@ -79,14 +82,16 @@ def _build_one(args, target, output, dynamic):
     strongly_typed = not (args.fp16 or args.bf16)  # reduced precision is what a weakly typed network is for
     profile = parse_profile(args.min, args.opt, args.max)
     is_model = target not in EXAMPLES and (target.endswith(".onnx") or os.path.exists(target))
+    if args.aot and not is_model:
+        raise ValueError("--aot applies to ONNX models (their trt_scatter nodes); give an .onnx file")
     name = pathlib.Path(target).stem if is_model else target + ("_dynamic" if dynamic else "")
     output = pathlib.Path(output or pathlib.Path(args.out_dir) / f"{name}.engine")
     common.check_output_path(output)
     aliased_plugin_io = False
     if is_model:
         model = common.load_model(target)  # validated: a mistake the model shows ends here, in one line
-        aliased_plugin_io = args.plugins and engine.needs_aliased_plugin_io(model)
-        load = engine.network_from_onnx(target, plugins=args.plugins, strongly_typed=strongly_typed)
+        aliased_plugin_io = args.aot or (args.plugins and engine.needs_aliased_plugin_io(model))  # AOT plugins always alias
+        load = engine.network_from_onnx(target, plugins=args.plugins, strongly_typed=strongly_typed, aot=args.aot)
     else:
         params = dict(dtype=_dtype(args.dtype), index_dtype=np.dtype(args.index_dtype), dynamic=dynamic)
         load = engine.network_from_example(target, profile, strongly_typed=strongly_typed, **params)

@@ -7,4 +7,7 @@ composes with ``OnnxFromPath``):
   element types), which every pass reads;
 - :mod:`.validate`: refuses a model whose ``trt_scatter`` nodes break a rule that can be seen
   before TensorRT runs (:func:`~.validate.validate`, :class:`~.validate.ValidateTrtScatter`).
+- :mod:`.aot`: hands every ``trt_scatter`` node to the AOT plugins of
+  :mod:`trt_scatter.plugins.aot` (:func:`~.aot.to_aot`, :class:`~.aot.ToAotPlugins`;
+  ``trt-scatter build --aot``).
 """

@@ -168,6 +168,11 @@ class _Node:
         value = helper.get_attribute_value(attribute)
         if isinstance(value, bytes):
             value = value.decode(errors="replace")
+        if attribute.name in ops.AOT_ATTRIBUTES:  # written by trt_scatter.passes.aot for the AOT plugins
+            wanted = ops.AOT_ATTRIBUTES[attribute.name]
+            if value != wanted or attribute.type != (AttributeProto.STRING if isinstance(wanted, str) else AttributeProto.INT):
+                raise self.error(f"attribute '{attribute.name}' must be {wanted!r} for trt-scatter's AOT plugins (got {value!r})")
+            return
         if allowed is None:
             known = ", ".join(f"'{name}'" for name in ops.ATTRIBUTES)
             raise self.error(f"attribute '{attribute.name}' is not an attribute of {self.op.name} (its attributes: {known}) (got {value!r})")

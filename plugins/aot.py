@@ -1,0 +1,320 @@
+"""Ahead-of-time (AOT) plugins: SliceScatter and ScatterUpdate in engines that run without Python.
+
+The Python plugins (:mod:`trt_scatter.plugins`) run their ``enqueue`` in the Python process that
+registered them, so an engine holding them cannot run in trtexec, Triton or any C++ runtime.
+TensorRT >= 10.9 lets a Python plugin hand over, at build time, a compiled kernel and how to launch
+it; TensorRT embeds both in the engine and launches the kernel itself at run time (NVIDIA/TensorRT
+``python/packaging/bindings_wheel/tensorrt/plugin/_lib.py``, ``aot_impl``; CHANGELOG.md 10.9
+"Added support for Python AOT plugins"). :func:`register` defines both ops that way with the
+``tensorrt.plugin`` decorators, as plugins ``trt_scatter::SliceScatter`` and
+``trt_scatter::ScatterUpdate`` (namespace = the ONNX domain; QDPs may not use the empty one):
+
+- ``register``: the output has data's shape and type and is aliased with data
+  (:func:`output_desc`), after the Python plugins' build-time shape check (the oracle's rules);
+- ``autotune``: every element type of 1, 2, 4 or 8 bytes, shared by data, updates and the output;
+  int32 or int64 for each group of index inputs; LINEAR (:func:`type_combinations`);
+- ``aot_impl``: the kernel's (mangled) name and PTX (:func:`trt_scatter.plugins.cuda.aot_ptx`), and
+  its grid and int32 arguments as symbolic expressions of the input shapes (:func:`kernel_launch`,
+  built on plain functions of :mod:`trt_scatter.plugins.kernels` that the CPU tests run with ints).
+
+The kernels are the Python plugins' kernels: each .cu file has a second entry point that takes
+TensorRT's AOT argument list ("scalar inputs to the kernel, located after the tensor inputs and
+before the tensor outputs": ``_lib.py``, ``aot_impl``) around the same body, so every kernel test
+(CPU shim, AddressSanitizer, GPU check) runs both.
+
+Why the output is always aliased with data (``TensorDesc.aliased()``), not a fused copy-and-scatter
+kernel that reads each output element from data or updates:
+
+1. an AOT plugin gets one kernel launch and nothing else: no ``enqueue`` that could copy data
+   first, no workspace, extra arguments only int8/16/32 scalars (``include/impl/
+   NvInferPythonPlugin.h``: ``IPluginV3QuickAOTBuild`` has ``getKernel`` and ``getLaunchParams``;
+   ``PluginArgDataType``). A fused kernel would have to be a gather, each output element finding
+   its source. For ScatterUpdate that means searching ``indices`` for every output row, as there is
+   no workspace for an inverse map; and with a body of its own, the tests of the Python plugins'
+   kernels would no longer test the AOT ones;
+2. aliasing is TensorRT's own answer: ``getAliasedInput`` "Enables read-modify-write behavior in
+   plugins. TensorRT may insert copies to facilitate this capability." (``include/NvInferRuntime.h``,
+   10.3+). QDPs declare it with ``TensorDesc.aliased()`` (``_tensor.py``), which the AOT plugin class
+   honours (``_plugin_class.py``, ``_TemplatePluginBase.get_aliased_input``), and NVIDIA's in-place
+   QDP sample builds with ``PreviewFeature.ALIASED_PLUGIN_IO_10_03``
+   (``samples/python/quickly_deployable_plugins/qdp_runner.py``);
+3. bytes moved: where TensorRT can hand data's buffer over (data used by nothing else, the
+   KV-cache pattern these ops serve) the kernel moves 2 x |updates| bytes and nothing more; where
+   TensorRT must copy, 2 x |data| + 2 x |updates| against about 2 x |data| for a fused kernel.
+
+So: build with ``PreviewFeature.ALIASED_PLUGIN_IO_10_03`` enabled (``trt-scatter build --aot``
+does). The ``inplace`` node attribute means nothing to the AOT form. The AOT kernels count no
+errors (no workspace for a counter): slice geometry that does not match updates, or a bad axis,
+writes nothing; out-of-range indices are skipped, silently.
+
+Limits of the AOT form, checked at build time in ``aot_impl`` against the largest shape each
+input's profile allows: :data:`trt_scatter.plugins.kernels.AOT_LIMITS`. SliceScatter's AOT form
+always takes ``axes``: a QDP has a fixed list of inputs (``_validate.py`` refuses default values),
+so :mod:`trt_scatter.passes.aot` gives a node without axes the default 0..n-1.
+
+Needs full TensorRT >= 10.9 with its ``tensorrt.plugin`` package (TensorRT-RTX ships it only as
+stubs), and NVRTC at build time only; importing this module needs neither: :func:`register` says
+what is missing. Written against NVIDIA/TensorRT at release 11.1 (commit a892d222):
+``python/packaging/bindings_wheel/tensorrt/plugin/{_lib,_plugin_class,_tensor,_autotune,_validate,
+_top_level,_export}.py``, ``include/impl/NvInferPythonPlugin.h``, ``include/NvInferRuntime.h``,
+``samples/python/quickly_deployable_plugins/`` and CHANGELOG.md; and Torch-TensorRT's
+``examples/dynamo/nvrtc_aot_plugin.py`` (NVRTC PTX in ``aot_impl``).
+"""
+
+import itertools
+import typing
+from dataclasses import dataclass
+
+from trt_scatter import backend
+from trt_scatter.log import logger
+from trt_scatter.ops import DOMAIN, OPS, SCATTER_UPDATE, SLICE_SCATTER
+from trt_scatter.oracle.rules import ScatterInputError
+from trt_scatter.plugins import PluginError, cuda, kernels
+
+NAMESPACE = DOMAIN
+MIN_TENSORRT = (10, 9)
+#: TensorRT element types (``DataType`` names) the kernels can move, by size in bytes.
+ELEMENT_TYPES = {"FLOAT": 4, "HALF": 2, "BF16": 2, "INT8": 1, "UINT8": 1, "BOOL": 1, "FP8": 1, "E8M0": 1,
+                 "INT32": 4, "INT64": 8}
+INDEX_TYPES = {"INT32": 4, "INT64": 8}
+KERNELS = {SLICE_SCATTER.name: "slice_scatter_aot", SCATTER_UPDATE.name: "scatter_update_aot"}
+
+
+def plugin_id(op_name):
+    """``"trt_scatter::SliceScatter"``: how ``tensorrt.plugin`` names a plugin (namespace::name)."""
+    return f"{NAMESPACE}::{op_name}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Plain functions: descriptors in, plain values out (tested on the CPU with stand-in descriptors)
+
+
+def known_shape(shape_expr):
+    """A ``tensorrt.plugin`` ``ShapeExprs`` as a shape tuple, -1 for a dimension that is not a
+    build-time constant (or a "fake" one: TensorRT asks for output types before shapes exist)."""
+    return tuple(-1 if dim.is_fake or not dim.is_constant else dim.constant_value() for dim in shape_expr)
+
+
+def _check_shapes(op, shapes):
+    """The Python plugins' build-time check (the oracle's rules on partly known shapes), reused."""
+    if op is SLICE_SCATTER:
+        from trt_scatter.plugins.slice_scatter import SliceScatterPlugin as plugin
+    else:
+        from trt_scatter.plugins.scatter_update import ScatterUpdatePlugin as plugin
+    plugin.check_shapes(shapes)
+
+
+def output_desc(op, inputs):
+    """The ``register`` function's body: checks the shapes TensorRT knows, returns data's descriptor
+    aliased with data (see the module docstring for why)."""
+    _check_shapes(op, [known_shape(desc.shape_expr) for desc in inputs])
+    return inputs[0].aliased()
+
+
+def type_combinations(op, element_types):
+    """The ``autotune`` type strings (``AutoTuneCombination`` grammar, ``_autotune.py``), one per choice
+    of index types: the element inputs and the output share one of ``element_types`` ("A|B|...",
+    dependent), each group of index inputs (:attr:`OpSignature.index_inputs`) one of int32/int64."""
+    elements = "|".join(element_types)
+    leaders = list(dict.fromkeys(op.index_inputs.values()))
+    combinations = []
+    for choice in itertools.product(INDEX_TYPES, repeat=len(leaders)):
+        chosen = dict(zip(leaders, choice))
+        types = [chosen[op.index_inputs[name]] if name in op.index_inputs else elements for name in op.inputs]
+        combinations.append(", ".join(types + [elements]))
+    return combinations
+
+
+def largest_shape(desc):
+    """The largest shape an input takes: its build-time shape, or its profile's max where dynamic."""
+    dims = tuple(desc.shape)
+    return tuple(desc.shape.max) if any(dim < 0 for dim in dims) else dims
+
+
+def _size(op, name, desc, sizes, what):
+    size = sizes.get(desc.dtype.name)
+    if size is None:
+        raise ScatterInputError(op.name, name, f"must have {what} for the AOT kernels", desc.dtype.name)
+    return size
+
+
+@dataclass(frozen=True)
+class KernelLaunch:
+    """What ``aot_impl`` tells TensorRT, before compiling: which kernel, its grid, its int32 scalars."""
+
+    kernel: str
+    element_size: int
+    index_itemsize: typing.Optional[int]
+    grid: object  # int or shape expression
+    scalars: list  # ints or shape expressions
+
+
+def kernel_launch(op, inputs, ops=kernels.IntegerOps):
+    """The launch of ``op``'s AOT kernel for input descriptors (``dtype``, ``shape_expr``, ``shape``):
+    checks the AOT limits on each input's largest shape, then derives the scalars and the grid
+    from ``shape_expr`` with ``ops`` (:class:`~trt_scatter.plugins.kernels.IntegerOps` on ints,
+    :class:`SymbolicOps` on TensorRT's expressions)."""
+    kernels.check_aot_limits(op.name, {name: largest_shape(desc) for name, desc in zip(op.inputs, inputs)})
+    named = dict(zip(op.inputs, inputs))
+    element_size = _size(op, "data", named["data"], ELEMENT_TYPES, "an element type of 1, 2, 4 or 8 bytes")
+    updates_shape = list(named["updates"].shape_expr)
+    grid = kernels.aot_grid(updates_shape, ops)
+
+    def index_size(name):
+        return _size(op, name, named[name], INDEX_TYPES, "type int32 or int64")
+
+    if op is SLICE_SCATTER:
+        lengths = [named[name].shape_expr[0] for name in ("start", "stop", "step", "axes")]
+        scalars = kernels.slice_scatter_aot_scalars(
+            data_shape=list(named["data"].shape_expr), updates_shape=updates_shape,
+            axes_count=kernels.slice_scatter_axes_count(lengths, ops), param_itemsize=index_size("start"),
+            axes_itemsize=index_size("axes"))
+        return KernelLaunch(KERNELS[op.name], element_size, None, grid, scalars)
+    scalars = kernels.scatter_update_aot_scalars(
+        data_shape=list(named["data"].shape_expr), indices_shape=list(named["indices"].shape_expr),
+        updates_shape=updates_shape, axis_itemsize=index_size("axis"))
+    return KernelLaunch(KERNELS[op.name], element_size, index_size("indices"), grid, scalars)
+
+
+class SymbolicOps:
+    """:class:`~trt_scatter.plugins.kernels.IntegerOps` on ``tensorrt.plugin`` shape expressions
+    (``ShapeExpr`` has ``+ - * ==``; ``cdiv``, ``min``, ``max`` are functions of ``_top_level.py``).
+    Ints stay ints where both operands are ints; otherwise they become constant expressions."""
+
+    def __init__(self, trtp):
+        self.trtp = trtp
+
+    def _expr(self, value):
+        return self.trtp.ShapeExpr(value) if isinstance(value, int) else value
+
+    def _binary(self, a, b, plain, symbolic):
+        if isinstance(a, int) and isinstance(b, int):
+            return plain(a, b)
+        return symbolic(self._expr(a), b)
+
+    def mul(self, a, b):
+        return self._binary(a, b, lambda x, y: x * y, lambda x, y: x * y)
+
+    def add(self, a, b):
+        return self._binary(a, b, lambda x, y: x + y, lambda x, y: x + y)
+
+    def sub(self, a, b):
+        return self._binary(a, b, lambda x, y: x - y, lambda x, y: x - y)
+
+    def eq(self, a, b):
+        return self._binary(a, b, lambda x, y: int(x == y), lambda x, y: x == y)  # EQUAL: 1 or 0
+
+    def cdiv(self, a, b):
+        return self._binary(a, b, lambda x, y: -(-x // y), self.trtp.cdiv)
+
+    def min(self, a, b):
+        return self._binary(a, b, min, self.trtp.min)
+
+    def max(self, a, b):
+        return self._binary(a, b, max, self.trtp.max)
+
+
+# ---------------------------------------------------------------------------------------------
+# Registration (full TensorRT >= 10.9)
+
+
+def tensorrt_plugin():
+    """``(tensorrt, tensorrt.plugin)`` of full TensorRT >= 10.9, or PluginError saying what is missing."""
+    trt = backend.tensorrt()
+    needed = f"the AOT plugins need full TensorRT >= {'.'.join(map(str, MIN_TENSORRT))} with its tensorrt.plugin package"
+    if backend.is_rtx():
+        raise PluginError(f"{needed}; TensorRT-RTX ships tensorrt_rtx.plugin only as stubs (found {backend.name()} {trt.__version__})")
+    version = tuple(int(part) for part in trt.__version__.split(".")[:2] if part.isdigit())
+    if version < MIN_TENSORRT or not hasattr(trt, "QuickPluginCreationRequest"):  # _export.py: IS_AOT_ENABLED
+        raise PluginError(f"{needed} (found tensorrt {trt.__version__})")
+    try:
+        import tensorrt.plugin as trtp
+    except ImportError as error:
+        raise PluginError(f"{needed}: importing tensorrt.plugin failed ({error})") from error
+    return trt, trtp
+
+
+_registered = {}
+
+
+def register():
+    """Defines ``trt_scatter::SliceScatter`` and ``trt_scatter::ScatterUpdate`` with ``tensorrt.plugin``
+    (once per process) and so puts their creators in TensorRT's plugin registry, where the ONNX
+    parser finds them for nodes with ``plugin_namespace="trt_scatter"`` and ``aot=1``. Returns the
+    plugin ids. Independent of :func:`trt_scatter.plugins.register` (the Python plugins, namespace "")."""
+    trt, trtp = tensorrt_plugin()
+    if not _registered:
+        _define(trt, trtp)
+        _registered.update({name: plugin_id(name) for name in OPS})
+        logger.debug("registered the AOT plugins %s", ", ".join(_registered.values()))
+    return dict(_registered)
+
+
+def compiled_kernel(op, inputs, trtp):
+    """The ``aot_impl`` result: (kernel name, PTX, KernelLaunchParams, SymIntExprs of int32 scalars)."""
+    launch = kernel_launch(op, inputs, SymbolicOps(trtp))
+    name, ptx = cuda.aot_ptx(launch.kernel, launch.element_size, launch.index_itemsize)
+    params = trtp.KernelLaunchParams()
+    params.grid_x = launch.grid
+    params.block_x = kernels.BLOCK
+    params.shared_mem = 0
+    scalars = trtp.SymIntExprs.from_tuple([trtp.SymInt32(value) for value in launch.scalars])
+    logger.info(f"{op.name} (AOT): {name} from PTX ISA {cuda.ptx_isa_version(ptx)}")
+    return name, ptx, params, scalars
+
+
+def combinations(op, trt, trtp):
+    """The ``autotune`` result for this TensorRT's element types."""
+    element_types = [name for name in ELEMENT_TYPES if hasattr(trt.DataType, name)]
+    return [trtp.AutoTuneCombination(types, "LINEAR") for types in type_combinations(op, element_types)]
+
+
+def _define(trt, trtp):
+    """The decorated functions. Their parameter names are checked by ``tensorrt.plugin``
+    (``_validate.py``): the op's input names, then ``outputs`` (and ``tactic``)."""
+    TensorDesc = trtp.TensorDesc
+    Compiled = typing.Tuple[typing.Union[str, bytes], typing.Union[str, bytes], trtp.KernelLaunchParams, trtp.SymExprs]
+    Combinations = typing.List[trtp.AutoTuneCombination]
+
+    @trtp.register(plugin_id(SLICE_SCATTER.name))
+    def slice_scatter(data: TensorDesc, updates: TensorDesc, start: TensorDesc, stop: TensorDesc, step: TensorDesc,
+                      axes: TensorDesc) -> TensorDesc:
+        return output_desc(SLICE_SCATTER, (data, updates, start, stop, step, axes))
+
+    @trtp.autotune(plugin_id(SLICE_SCATTER.name))
+    def slice_scatter_autotune(data, updates, start, stop, step, axes, outputs) -> Combinations:
+        return combinations(SLICE_SCATTER, trt, trtp)
+
+    @trtp.aot_impl(plugin_id(SLICE_SCATTER.name))
+    def slice_scatter_aot(data, updates, start, stop, step, axes, outputs, tactic) -> Compiled:
+        return compiled_kernel(SLICE_SCATTER, (data, updates, start, stop, step, axes), trtp)
+
+    @trtp.register(plugin_id(SCATTER_UPDATE.name))
+    def scatter_update(data: TensorDesc, indices: TensorDesc, updates: TensorDesc, axis: TensorDesc) -> TensorDesc:
+        return output_desc(SCATTER_UPDATE, (data, indices, updates, axis))
+
+    @trtp.autotune(plugin_id(SCATTER_UPDATE.name))
+    def scatter_update_autotune(data, indices, updates, axis, outputs) -> Combinations:
+        return combinations(SCATTER_UPDATE, trt, trtp)
+
+    @trtp.aot_impl(plugin_id(SCATTER_UPDATE.name))
+    def scatter_update_aot(data, indices, updates, axis, outputs, tactic) -> Compiled:
+        return compiled_kernel(SCATTER_UPDATE, (data, indices, updates, axis), trtp)
+
+
+def add_plugin_layer(network, op_name, inputs):
+    """Adds the AOT form of ``op_name`` to a full-TensorRT ``network``; returns its output tensor.
+
+    ``inputs``: every input of the op in order (SliceScatter's ``axes`` too). The builder config
+    must enable ``PreviewFeature.ALIASED_PLUGIN_IO_10_03`` (the output is aliased with data).
+    """
+    trt, trtp = tensorrt_plugin()
+    op = OPS.get(op_name)
+    if op is None:
+        raise PluginError(f"add_plugin_layer: unknown plugin {op_name!r}; known: {', '.join(OPS)}")
+    if len(inputs) != len(op.inputs):
+        raise PluginError(f"{op_name} (AOT) takes all of its inputs ({', '.join(op.inputs)}), got {len(inputs)}"
+                          + ("; give axes 0..n-1 for the default" if op is SLICE_SCATTER else ""))
+    register()
+    plugin = getattr(getattr(trtp.op, NAMESPACE), op_name)
+    return network.add_plugin(plugin(*inputs), aot=True).get_output(0)

@@ -1,0 +1,353 @@
+"""plugins.aot without TensorRT: it imports, says what it needs when used, and its plain functions
+(shapes -> checks, type combinations, kernel, int32 scalars, grid) are right on stand-in descriptors,
+with ints and with symbolic expressions; the launch they describe, run on the CPU shim, matches the
+oracle. The registration itself needs full TensorRT >= 10.9 and a GPU: tests/test_aot_tensorrt.py.
+"""
+
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from conftest import needs_gxx
+from kernel_shim import cases, host
+from trt_scatter import oracle
+from trt_scatter.ops import OPS, SCATTER_UPDATE, SLICE_SCATTER
+from trt_scatter.oracle import ScatterInputError
+from trt_scatter.plugins import PluginError, aot, kernels
+
+
+# --- stand-ins for tensorrt.plugin's descriptors --------------------------------------------
+
+
+@dataclass
+class DataType:
+    name: str
+
+
+@dataclass
+class Dim:
+    """A ``tensorrt.plugin.ShapeExpr`` as ``known_shape`` reads it."""
+
+    value: int = None
+    constant: bool = True
+
+    @property
+    def is_fake(self):
+        return self.value is None
+
+    @property
+    def is_constant(self):
+        return self.constant
+
+    def constant_value(self):
+        return self.value
+
+
+class Dynamic(tuple):
+    """``tensorrt.plugin.Shape`` of a dynamic input: -1 where dynamic, the profile's ``max``."""
+
+    def __new__(cls, dims, max):
+        shape = super().__new__(cls, dims)
+        shape.max = tuple(max)
+        return shape
+
+
+@dataclass
+class Desc:
+    """A ``tensorrt.plugin.TensorDesc``: dtype, shape_expr, shape (in get_launch_params)."""
+
+    dtype: DataType
+    shape_expr: tuple
+    shape: tuple = None
+
+    def aliased(self):
+        return ("aliased", self)
+
+
+BY_SIZE = {1: "UINT8", 2: "HALF", 4: "FLOAT", 8: "INT64"}  # the kernels see only the element size
+
+
+def desc(shape, dtype="FLOAT"):
+    return Desc(DataType(dtype), tuple(shape), tuple(shape))
+
+
+def desc_of(array, index=False):
+    return desc(array.shape, ("INT32" if array.dtype.itemsize == 4 else "INT64") if index else BY_SIZE[array.dtype.itemsize])
+
+
+# --- import and availability -----------------------------------------------------------------
+
+
+def test_imports_without_tensorrt_plugin_and_says_what_it_needs_when_used():
+    code = (
+        "import sys\n"
+        "import trt_scatter.plugins.aot as aot\n"
+        "assert 'tensorrt.plugin' not in sys.modules and 'tensorrt_rtx.plugin' not in sys.modules\n"
+        "try:\n"
+        "    aot.register()\n"
+        "except aot.PluginError as error:\n"
+        "    print('ERROR', error)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    line = out.stdout.strip()
+    if line.startswith("ERROR"):  # here: TensorRT-RTX only, or a full TensorRT older than 10.9
+        assert "\n" not in line and "the AOT plugins need full TensorRT >= 10.9 with its tensorrt.plugin package" in line
+
+
+def test_tensorrt_plugin_refuses_tensorrt_rtx_and_old_tensorrt(monkeypatch):
+    class Old:
+        __version__ = "10.8.0.43"
+
+    monkeypatch.setattr(aot.backend, "tensorrt", lambda: Old)
+    monkeypatch.setattr(aot.backend, "is_rtx", lambda: True)
+    monkeypatch.setattr(aot.backend, "name", lambda: "tensorrt_rtx")
+    with pytest.raises(PluginError, match=r"TensorRT-RTX ships tensorrt_rtx.plugin only as stubs \(found tensorrt_rtx 10.8.0.43\)"):
+        aot.tensorrt_plugin()
+    monkeypatch.setattr(aot.backend, "is_rtx", lambda: False)
+    with pytest.raises(PluginError, match=r"need full TensorRT >= 10.9 .* \(found tensorrt 10.8.0.43\)"):
+        aot.tensorrt_plugin()
+    Old.__version__ = "10.9.0.34"  # new enough, but without the AOT interfaces (_export.py: IS_AOT_ENABLED)
+    with pytest.raises(PluginError, match=r"\(found tensorrt 10.9.0.34\)"):
+        aot.tensorrt_plugin()
+
+
+def test_plugin_ids_use_the_onnx_domain_as_namespace():
+    assert [aot.plugin_id(name) for name in OPS] == ["trt_scatter::SliceScatter", "trt_scatter::ScatterUpdate"]
+    assert aot.KERNELS == {"SliceScatter": "slice_scatter_aot", "ScatterUpdate": "scatter_update_aot"}
+
+
+# --- register: shapes -------------------------------------------------------------------------
+
+
+def test_known_shape_reads_constants_and_leaves_the_rest_unknown():
+    assert aot.known_shape([Dim(4), Dim(7, constant=False), Dim()]) == (4, -1, -1)
+
+
+def test_output_is_data_aliased_after_the_oracles_shape_rules():
+    shapes = [(4, 6), (4, 3), (1,), (1,), (1,), (1,)]
+    inputs = [Desc(DataType("FLOAT"), tuple(Dim(d) for d in shape)) for shape in shapes]
+    assert aot.output_desc(SLICE_SCATTER, inputs) == ("aliased", inputs[0])
+    fake = [Desc(DataType("FLOAT"), tuple(Dim() for _ in shape)) for shape in shapes]
+    assert aot.output_desc(SLICE_SCATTER, fake) == ("aliased", fake[0])  # output types are asked before shapes exist
+
+
+@pytest.mark.parametrize("op, shapes, name", [
+    (SLICE_SCATTER, [(4, 6), (4, 3, 1), (1,), (1,), (1,), (1,)], "updates"),
+    (SLICE_SCATTER, [(4, 6), (4, 3), (1, 1), (1,), (1,), (1,)], "start"),
+    (SLICE_SCATTER, [(4, 6), (4, 3), (1,), (1,), (1,), (3,)], "axes"),
+    (SCATTER_UPDATE, [(4, 3), (2,), (2, 3, 1), (1,)], "updates"),
+    (SCATTER_UPDATE, [(4, 3), (2,), (2, 3), (2,)], "axis"),
+])
+def test_shapes_the_op_forbids_fail_at_build_time(op, shapes, name):
+    with pytest.raises(ScatterInputError) as caught:
+        aot.output_desc(op, [Desc(DataType("FLOAT"), tuple(Dim(d) for d in shape)) for shape in shapes])
+    assert caught.value.input_name == name
+
+
+# --- autotune: type combinations ---------------------------------------------------------------
+
+
+def _expand(io_types):
+    """NVIDIA's '|' grammar for one combination string (_autotune.py): position k of each
+    dependent list goes together; single types stay."""
+    parts = [part.strip().split("|") for part in io_types.split(",")]
+    width = max(len(part) for part in parts)
+    assert all(len(part) in (1, width) for part in parts)
+    return [[part[k] if len(part) > 1 else part[0] for part in parts] for k in range(width)]
+
+
+@pytest.mark.parametrize("op", [SLICE_SCATTER, SCATTER_UPDATE])
+def test_type_combinations_follow_the_op_contract(op):
+    elements = ["FLOAT", "HALF", "INT8", "INT64"]
+    strings = aot.type_combinations(op, elements)
+    assert len(strings) == 4  # int32/int64 for each of the two index groups
+    seen = set()
+    for string in strings:
+        for combination in _expand(string):
+            named = dict(zip(op.inputs + ("output",), combination))
+            assert len(combination) == len(op.inputs) + 1
+            assert named["data"] in elements and all(named[n] == named["data"] for n in op.element_inputs + ("output",))
+            for name, leader in op.index_inputs.items():
+                assert named[name] == named[leader] and named[name] in ("INT32", "INT64")
+            seen.add(tuple(combination))
+    leaders = set(op.index_inputs.values())
+    assert len(seen) == len(elements) * 2 ** len(leaders)  # every element type with every index choice
+
+
+def test_element_types_are_the_kernels_sizes():
+    assert set(aot.ELEMENT_TYPES.values()) == set(kernels.ELEMENT_SIZES)
+    assert aot.INDEX_TYPES == {"INT32": 4, "INT64": 8}
+
+
+# --- aot_impl: kernel, scalars, grid ----------------------------------------------------------
+
+
+def test_slice_scatter_launch_with_ints():
+    inputs = [desc((4, 6, 8), "HALF"), desc((4, 3, 8), "HALF"), desc((1,), "INT32"), desc((1,), "INT32"), desc((1,), "INT32"),
+              desc((1,), "INT64")]
+    launch = aot.kernel_launch(SLICE_SCATTER, inputs)
+    assert (launch.kernel, launch.element_size, launch.index_itemsize) == ("slice_scatter_aot", 2, None)
+    assert launch.grid == kernels.aot_grid((4, 3, 8)) == 1
+    assert launch.scalars == kernels.slice_scatter_aot_scalars(data_shape=(4, 6, 8), updates_shape=(4, 3, 8), axes_count=2,
+                                                               param_itemsize=4, axes_itemsize=8)
+
+
+def test_scatter_update_launch_with_ints():
+    inputs = [desc((5, 300), "INT8"), desc((2, 2), "INT64"), desc((2, 2, 300), "INT8"), desc((1,), "INT32")]
+    launch = aot.kernel_launch(SCATTER_UPDATE, inputs)
+    assert (launch.kernel, launch.element_size, launch.index_itemsize) == ("scatter_update_aot", 1, 8)
+    assert launch.grid == 5  # 1200 updated elements, 256 per block
+    assert launch.scalars[:4] == [2, 2, 3, 4] and launch.scalars[4:6] == [5, 300] and launch.scalars[12:14] == [2, 2]
+
+
+def test_lengths_that_differ_reach_the_kernel_as_axes_count_zero():
+    inputs = [desc((4, 6)), desc((4, 6)), desc((2,), "INT64"), desc((2,), "INT64"), desc((1,), "INT64"), desc((2,), "INT64")]
+    assert aot.kernel_launch(SLICE_SCATTER, inputs).scalars[1] == 0
+
+
+@pytest.mark.parametrize("index, shape, name", [
+    (0, Dynamic((-1, 6), max=(2**31, 6)), "data"),  # a profile's max too large for int32
+    (1, Dynamic((4, -1), max=(4, 2**32)), "updates"),
+    (2, (2**31,), "start"),
+])
+def test_aot_limits_are_checked_at_build_time_on_the_largest_shape(index, shape, name):
+    inputs = [desc((4, 6)), desc((4, 6)), desc((1,), "INT64"), desc((1,), "INT64"), desc((1,), "INT64"), desc((1,), "INT64")]
+    inputs[index] = Desc(inputs[index].dtype, inputs[index].shape_expr, shape)
+    with pytest.raises(ScatterInputError, match=rf"SliceScatter: '{name}' does not fit the AOT form \(the AOT form passes shapes as int32: "
+                                                r"every dimension below 2\*\*31, rank at most 8\)"):
+        aot.kernel_launch(SLICE_SCATTER, inputs)
+    inputs[index] = Desc(inputs[index].dtype, inputs[index].shape_expr, Dynamic((-1,) * len(shape), max=(2**31 - 1,) * len(shape)))
+    aot.kernel_launch(SLICE_SCATTER, inputs)  # the largest that fits
+
+
+def test_types_the_kernels_cannot_move_are_named():
+    inputs = [desc((4, 3), "INT4"), desc((2,)), desc((2, 3), "INT4"), desc((1,), "INT32")]
+    with pytest.raises(ScatterInputError, match=r"ScatterUpdate: 'data' must have an element type of 1, 2, 4 or 8 bytes for the AOT kernels \(got INT4\)"):
+        aot.kernel_launch(SCATTER_UPDATE, inputs)
+    inputs = [desc((4, 3)), desc((2,), "UINT8"), desc((2, 3)), desc((1,), "INT32")]
+    with pytest.raises(ScatterInputError, match=r"'indices' must have type int32 or int64"):
+        aot.kernel_launch(SCATTER_UPDATE, inputs)
+
+
+class Expr:
+    """A symbolic dimension as tensorrt.plugin's ShapeExpr behaves: + - * and == (EQUAL: 1 or 0)
+    give new expressions; ints mix in on the right only (no __radd__, __rmul__: as in _tensor.py)."""
+
+    def __init__(self, value):
+        assert isinstance(value, int)
+        self.value = value
+
+    def _other(self, other):
+        return other.value if isinstance(other, Expr) else other
+
+    def __add__(self, other):
+        return Expr(self.value + self._other(other))
+
+    def __sub__(self, other):
+        return Expr(self.value - self._other(other))
+
+    def __mul__(self, other):
+        return Expr(self.value * self._other(other))
+
+    def __eq__(self, other):
+        return Expr(int(self.value == self._other(other)))
+
+    __hash__ = None
+
+
+class FakeTrtp:
+    ShapeExpr = Expr
+
+    @staticmethod
+    def cdiv(a, b):
+        assert isinstance(a, Expr) or isinstance(b, Expr), "tensorrt.plugin.cdiv refuses two ints"
+        a, b = (x.value if isinstance(x, Expr) else x for x in (a, b))
+        return Expr(-(-a // b))
+
+    @staticmethod
+    def min(a, b):
+        assert isinstance(a, Expr) or isinstance(b, Expr)
+        return Expr(min(x.value if isinstance(x, Expr) else x for x in (a, b)))
+
+    @staticmethod
+    def max(a, b):
+        assert isinstance(a, Expr) or isinstance(b, Expr)
+        return Expr(max(x.value if isinstance(x, Expr) else x for x in (a, b)))
+
+
+def _value(x):
+    return x.value if isinstance(x, Expr) else x
+
+
+@pytest.mark.parametrize("op, shapes", [
+    (SLICE_SCATTER, [(3, 1000), (3, 500), (1,), (1,), (1,), (1,)]),
+    (SLICE_SCATTER, [(2, 5), (2, 5), (2,), (2,), (1,), (2,)]),  # lengths differ: axes_count 0
+    (SCATTER_UPDATE, [(7, 9, 2), (4,), (7, 4, 2), (1,)]),
+    (SCATTER_UPDATE, [(9,), (), (), (1,)]),  # 0-D indices and updates: the grid is a plain 1
+])
+def test_symbolic_launch_equals_the_integer_one(op, shapes):
+    """The registration's expressions, evaluated, are the numbers the CPU tests launch with."""
+    types = {"data": "FLOAT", "updates": "FLOAT"}
+    plain = [desc(shape, types.get(name, "INT64")) for name, shape in zip(op.inputs, shapes)]
+    symbolic = [Desc(d.dtype, tuple(Expr(dim) for dim in d.shape_expr), d.shape) for d in plain]
+    expected = aot.kernel_launch(op, plain)
+    launch = aot.kernel_launch(op, symbolic, aot.SymbolicOps(FakeTrtp))
+    assert _value(launch.grid) == expected.grid
+    assert [_value(x) for x in launch.scalars] == expected.scalars
+
+
+# --- the launch the registration describes, on the CPU shim, against the oracle ---------------
+
+
+def _run_described_launch(op, arrays, shim):
+    """Launches what ``kernel_launch`` says for these arrays, as an engine would: data already in the
+    aliased output, then the AOT kernel with the described scalars and grid."""
+    inputs = [desc_of(array, index=name in op.index_inputs) for name, array in zip(op.inputs, arrays)]
+    launch = aot.kernel_launch(op, inputs)
+    memory = host.Memory()
+    try:
+        output = memory.put(arrays[0])
+        pointers = [output] + [memory.put(array) for array in arrays[1:]]
+        with host._using(host.ShimDevice(shim)):
+            kernels._launch_aot(launch.kernel, launch.element_size, launch.index_itemsize, pointers, launch.scalars,
+                                output=output, data=0, data_bytes=0, grid=launch.grid, stream=0)
+        result = memory.get(output, arrays[0].dtype, arrays[0].shape)
+        memory.check_guards()
+    finally:
+        memory.free()
+    return result
+
+
+@pytest.fixture(scope="module")
+def shim():
+    return host.load(host.shared_library())
+
+
+@needs_gxx
+@settings(max_examples=cases.scaled(0.5))
+@given(case=cases.slice_scatter_cases())
+def test_described_slice_scatter_launch_matches_the_oracle(shim, case):
+    axes = list(range(len(case.start))) if case.axes is None else case.axes  # what passes.aot adds
+    arrays = [case.data, case.updates] + [np.asarray(v, case.param_dtype) for v in (case.start, case.stop, case.step)]
+    arrays.append(np.asarray(axes, case.axes_dtype))
+    expected = oracle.slice_scatter(case.data, case.updates, case.start, case.stop, case.step, case.axes)
+    np.testing.assert_array_equal(host.as_bits(_run_described_launch(SLICE_SCATTER, arrays, shim)), host.as_bits(expected))
+
+
+@needs_gxx
+@settings(max_examples=cases.scaled(0.5))
+@given(case=cases.scatter_update_cases())
+def test_described_scatter_update_launch_matches_the_oracle(shim, case):
+    axis = case.notes["axis"]
+    flat = case.indices.reshape(-1)
+    in_range = (flat >= 0) & (flat < case.data.shape[axis])  # the others are skipped (the kernel tests count them)
+    rows = case.updates.reshape(case.data.shape[:axis] + (flat.size,) + case.data.shape[axis + 1 :])
+    axis_array = np.full(case.axis_shape, case.axis, case.axis_dtype)
+    expected = oracle.scatter_update(case.data, flat[in_range], np.compress(in_range, rows, axis=axis), axis_array)
+    arrays = [case.data, case.indices, case.updates, axis_array]
+    np.testing.assert_array_equal(host.as_bits(_run_described_launch(SCATTER_UPDATE, arrays, shim)), host.as_bits(expected))
