@@ -32,6 +32,7 @@ need operands of equal rank (TensorRT broadcasts only dimensions of size 1 at eq
 import dataclasses
 import functools
 import itertools
+import numbers
 
 import numpy as np
 
@@ -102,7 +103,7 @@ class _Composites:
         if isinstance(sizes, tuple):
             sizes = np.array(sizes, dtype=dtype).reshape(shape)
             highest = self.constant(sizes - 1)
-            sizes = self.constant(sizes)
+            sizes = self.constant(sizes) if negative else None
         else:
             sizes = self.reshape(sizes if dtype == INT64 else self.cast(sizes, dtype), shape)
             highest = self.binary("sub", sizes, self.constant(np.ones((1,) * len(shape), dtype=dtype)))
@@ -121,11 +122,12 @@ class _Composites:
         decides the assertion, else reports an error at run time for the shapes supplied (as
         ``IAssertionLayer`` documents). Backends without assertions (ONNX) add nothing.
         """
-        unknown = [(axis, dim) for axis, dim in dims if not isinstance(dim, (int, np.integer))]
+        # A size known to be 0 counts too when the number of indices is known at run time only.
+        unknown = [(axis, dim) for axis, dim in dims if not isinstance(dim, (int, np.integer)) or dim == 0]
         shape = self.shape_of(indices)
         if not unknown or not self.RUNTIME_ASSERTIONS or 0 in shape:
             return
-        smallest = functools.reduce(lambda a, b: self.binary("min", a, b), [dim for _, dim in unknown])
+        smallest = functools.reduce(lambda a, b: self.binary("min", a, b), [self.as_tensor(dim) for _, dim in unknown])
         if any(d < 0 for d in shape):  # empty indices at run time: any size will do
             count = self.shape(self.reshape(indices, (-1,)))  # shape layers only: the reshape is never run
             one = self.constant(np.ones(1, INT64))
@@ -230,7 +232,7 @@ class TensorRTGraph(_Composites):
         return self.network.add_shape(tensor).get_output(0)
 
     def gather(self, tensor, indices, axis=0):
-        if not _is_tensor(indices):
+        if not is_tensor(indices):
             indices = self.constant(_as_int64(indices))
         return self.network.add_gather(tensor, indices, axis).get_output(0)
 
@@ -249,7 +251,7 @@ class TensorRTGraph(_Composites):
         """``shape``: a tuple (-1 inferred) or a 1-D int64 tensor; a 0 is a dimension of size 0, never "copy"."""
         layer = self.network.add_shuffle(tensor)
         layer.zero_is_placeholder = False
-        if _is_tensor(shape):
+        if is_tensor(shape):
             layer.set_input(1, shape)
         else:
             layer.reshape_dims = tuple(int(d) for d in shape)
@@ -260,7 +262,7 @@ class TensorRTGraph(_Composites):
 
     def arange(self, count):
         """int64 ``[0, 1, ..., count-1]``; ``count`` is an int or a 1-element 1-D int64 tensor."""
-        if not _is_tensor(count):
+        if not is_tensor(count):
             return self.constant(np.arange(count, dtype=INT64))
         layer = self.network.add_fill((0,), self.trt.FillOperation.LINSPACE, self.trt.int64)
         layer.set_input(0, count)
@@ -424,8 +426,9 @@ class OnnxGraph(_Composites):
         return self.node("ScatterND", [data, indices, updates], data.dtype, data.shape)
 
 
-def _is_tensor(x):
-    return not isinstance(x, (int, np.integer, tuple, list, np.ndarray))
+def is_tensor(x):
+    """True for a tensor of a graph (an ``ITensor`` or a :class:`Value`); False for None, numbers, lists, tuples and arrays."""
+    return x is not None and not isinstance(x, (numbers.Number, np.generic, tuple, list, range, np.ndarray))
 
 
 def _broadcast(a, b):
