@@ -82,6 +82,8 @@ class _Composites:
         known = [int(d) for d in dims if isinstance(d, (int, np.integer))]
         if len(dims) - len(known) <= (1 if infer and 0 not in known else 0):  # -1 cannot be inferred next to a 0
             return tuple(-1 if not isinstance(d, (int, np.integer)) else int(d) for d in dims)
+        if len(dims) == 1:  # a dimension is a 1-element 1-D tensor already
+            return dims[0]
         return self.concat([self.as_tensor(d) for d in dims])
 
     def indices_in_range(self, op, indices, data, axes, negative):
@@ -105,7 +107,8 @@ class _Composites:
             highest = self.constant(sizes - 1)
             sizes = self.constant(sizes) if negative else None
         else:
-            sizes = self.reshape(sizes if dtype == INT64 else self.cast(sizes, dtype), shape)
+            sizes = sizes if dtype == INT64 else self.cast(sizes, dtype)
+            sizes = sizes if self.shape_of(sizes) == shape else self.reshape(sizes, shape)
             highest = self.binary("sub", sizes, self.constant(np.ones((1,) * len(shape), dtype=dtype)))
         zero = self.constant(np.zeros((1,) * len(shape), dtype=dtype))
         if negative:
@@ -301,7 +304,10 @@ class OnnxGraph(_Composites):
     """Collects ONNX nodes, initializers and graph inputs; :meth:`model` makes the ``ModelProto``.
 
     Graph inputs are added with :meth:`add_input` (dimensions may be ints, -1/None or symbolic
-    strings); :meth:`model` names the graph outputs.
+    strings); :meth:`model` names the graph outputs. To add to an existing graph instead (the
+    lower pass), give ``prefix`` (the names of new nodes and tensors start with it) and ``taken``
+    (a set of the names in use, which new names avoid and join), and name the result with
+    :meth:`bind`.
     """
 
     OPSET = 17
@@ -309,9 +315,10 @@ class OnnxGraph(_Composites):
     ELEMENT_INDICES_WITHIN_DATA_ON_AXIS = False
     RUNTIME_ASSERTIONS = False  # no ONNX op asserts; onnxruntime's ScatterElements/ScatterND check indices themselves
 
-    def __init__(self):
+    def __init__(self, prefix="", taken=None):
         self.nodes, self.initializers, self.inputs = [], [], []
         self._names = itertools.count()
+        self.prefix, self.taken = prefix, set() if taken is None else taken
         self.opset_imports = {"": self.OPSET}
         self._shapes = {}
 
@@ -332,15 +339,20 @@ class OnnxGraph(_Composites):
 
         graph_outputs = []
         for output_name, value in outputs.items():
-            if not any(value.name in node.output for node in self.nodes):  # an initializer or a graph input
-                value = self.node("Identity", [value], value.dtype, value.shape)
-            self._rename(value.name, output_name)
+            value = self.bind(value, output_name)
             dims = [d if d >= 0 else None for d in value.shape]
             graph_outputs.append(helper.make_tensor_value_info(output_name, onnx_dtype(value.dtype), dims))
         graph = helper.make_graph(self.nodes, name, self.inputs, graph_outputs, initializer=self.initializers)
         opsets = [helper.make_opsetid(domain, version) for domain, version in self.opset_imports.items()]
         # IR 8 (opset 17's) rather than onnx's newest, so older parsers and runtimes load the model too.
         return helper.make_model(graph, opset_imports=opsets, ir_version=8, producer_name="trt-scatter")
+
+    def bind(self, value, name):
+        """Names ``value`` ``name`` (a node's output is renamed; an initializer or an input gets an Identity node)."""
+        if not any(value.name in node.output for node in self.nodes):
+            value = self.node("Identity", [value], value.dtype, value.shape)
+        self._rename(value.name, name)
+        return Value(name, value.dtype, value.shape)
 
     def _rename(self, old, new):
         for node in self.nodes:
@@ -361,7 +373,11 @@ class OnnxGraph(_Composites):
         return Value(output, np.dtype(dtype), tuple(shape))
 
     def _fresh(self, hint):
-        return f"{hint}_{next(self._names)}"
+        name = f"{self.prefix}{hint}_{next(self._names)}"
+        while name in self.taken:
+            name = f"{self.prefix}{hint}_{next(self._names)}"
+        self.taken.add(name)
+        return name
 
     # -- introspection
     def shape_of(self, value):

@@ -135,7 +135,7 @@ def _entries(graph, values, count):
         values = graph.cast(values, INT64)
     else:
         values = graph.binary("min", graph.binary("max", values, graph.as_tensor(-LIMIT)), graph.as_tensor(LIMIT))
-    return [graph.gather(values, [i]) for i in range(count)]
+    return [values] if count == 1 else [graph.gather(values, [i]) for i in range(count)]
 
 
 def _coordinates(graph, data, updates, axis, start, stop, step):
@@ -154,13 +154,20 @@ def _coordinates(graph, data, updates, axis, start, stop, step):
     if runtime:  # the count from updates; coordinates clamped, for values whose slice is not updates'
         count = graph.dim(updates, axis)
         rules.check_indices_can_exist(OP, "updates", graph.shape_of(updates), [(axis, dim if isinstance(dim, int) else -1)])
-        coordinates = _arith(graph, "add", _arith(graph, "mul", graph.arange(count), step), first)
+        coordinates = graph.as_tensor(_arith(graph, "add", _offsets(graph, count, step), first))
         return graph.indices_in_range(OP, coordinates, data, [axis], negative=False), count
     last = _clamped(graph, stop, dim, step)
     count = _arith(graph, "max", _arith(graph, "sub", last, first) if step > 0 else _arith(graph, "sub", first, last), 0)
     if abs(step) != 1:  # ceil(span / |step|) of a non-negative span
         count = _arith(graph, "div", _arith(graph, "add", count, abs(step) - 1), abs(step))
-    return _arith(graph, "add", _arith(graph, "mul", graph.arange(count), step), first), count
+    return graph.as_tensor(_arith(graph, "add", _offsets(graph, count, step), first)), count
+
+
+def _offsets(graph, count, step):
+    """``i * step`` for ``i < count``: a constant where both are ints (nothing for one element)."""
+    if not is_tensor(count) and not is_tensor(step):
+        return 0 if count == 1 else graph.constant(step * np.arange(count, dtype=INT64))
+    return _arith(graph, "mul", graph.arange(count), step)
 
 
 def _clamped(graph, value, dim, step):
