@@ -50,10 +50,11 @@ def _ints(rng, shape, dtype=np.float32, low=-4, high=5):
     return rng.integers(low, high, size=shape).astype(dtype)
 
 
-def kv_cache(index_dtype=np.int64, runtime=True, dynamic=False, B=2, H=3, S=8, D=4, T=1, E=6, pos=None):
+def kv_cache(index_dtype=np.int64, runtime=True, dynamic=False, B=2, H=3, S=8, D=4, T=1, E=6, pos=None, project=True):
     """x[B,T,E] -MatMul-> [B,T,H*D] -Reshape,Transpose-> k[B,H,T,D], written into cache[B,H,S,D] at
     ``pos`` on axis 2 by SliceScatter (start=pos, stop=pos+T: an Add node, step 1); then Relu.
-    ``runtime``: pos is a graph input (int), else ``pos`` is a constant."""
+    ``runtime``: pos is a graph input (int), else ``pos`` is a constant. ``project=False``: k is
+    the graph input (no MatMul, so any float inputs compare exactly)."""
     batch, seq = ("batch", "seq") if dynamic else (B, S)
     nodes = [
         helper.make_node("MatMul", ["x", "w"], ["proj"], name="project"),
@@ -75,11 +76,14 @@ def kv_cache(index_dtype=np.int64, runtime=True, dynamic=False, B=2, H=3, S=8, D
         inputs.append(_info("pos", index_dtype, [1]))
     else:
         inits.append(_const("pos", [S - T if pos is None else pos], index_dtype))
+    if not project:
+        nodes, inputs[0] = nodes[3:], _info("k", np.float32, [batch, H, T, D])
+        inits = inits[2:]
     outputs = [_info("new_cache", np.float32, [batch, H, seq, D]), _info("y", np.float32, [batch, H, seq, D])]
     model = _model("kv_cache", nodes, inputs, outputs, inits)
 
     def feeds(rng):
-        feed = {"x": _ints(rng, (B, T, E)), "cache": _ints(rng, (B, H, S, D))}
+        feed = {"x" if project else "k": _ints(rng, (B, T, E) if project else (B, H, T, D)), "cache": _ints(rng, (B, H, S, D))}
         if runtime:
             first = int(rng.integers(0, S - T + 1)) if pos is None else pos
             negative = first + T < S and rng.random() < 0.3  # the negative form: stop = pos + T must stay negative
