@@ -51,6 +51,9 @@ BINARY_OPS = {
     "less": ("LESS", "Less"),
 }
 
+_NUMPY_OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.floor_divide, "min": np.minimum, "max": np.maximum, "less": np.less}
+
+
 def _as_int64(values):
     return np.asarray(values, dtype=INT64)
 
@@ -60,7 +63,27 @@ class _Composites:
 
     A *dimension* here is an int when it is known at build time, else a 1-element 1-D int64
     tensor computed from a shape at run time.
+
+    Constants fold: ``binary`` and ``reshape`` of tensors made by ``constant`` compute their
+    result on the host (NumPy, the same integer arithmetic) and add a constant instead of a layer.
     """
+
+    def _constant_value(self, tensor):
+        return self._constants.get(self._key(tensor)) if is_tensor(tensor) else None
+
+    def _folded(self, op, a, b):
+        """The constant result of ``op`` (a binary operation, or "reshape" to ``b``) when ``a`` and
+        ``b`` are constants, else None."""
+        x = self._constant_value(a)
+        y = self._constant_value(b) if is_tensor(b) else b if op == "reshape" else None
+        if x is None or y is None:
+            return None
+        if op == "reshape":
+            try:
+                return self.constant(x.reshape(tuple(int(d) for d in np.asarray(y).reshape(-1))))
+            except ValueError:  # -1 next to a 0: left to the backend's reshape
+                return None
+        return self.constant(_NUMPY_OPS[op](x, y).astype(bool if op == "less" else x.dtype))
 
     def dim(self, tensor, axis):
         """Dimension ``axis`` of ``tensor``: its static size, or a gather from its shape (both cached)."""
@@ -210,7 +233,7 @@ class TensorRTGraph(_Composites):
 
         self.trt = tensorrt()
         self.network = network
-        self._shapes = {}
+        self._shapes, self._constants = {}, {}
 
     def _key(self, tensor):
         return tensor.name
@@ -229,7 +252,9 @@ class TensorRTGraph(_Composites):
     # -- primitives
     def constant(self, values, dtype=None):
         array = np.array(values, dtype=dtype, order="C")  # a copy: TensorRT keeps a reference, the caller may not
-        return self.network.add_constant(array.shape, array).get_output(0)
+        tensor = self.network.add_constant(array.shape, array).get_output(0)
+        self._constants[tensor.name] = array
+        return tensor
 
     def shape(self, tensor):
         return self.network.add_shape(tensor).get_output(0)
@@ -240,6 +265,9 @@ class TensorRTGraph(_Composites):
         return self.network.add_gather(tensor, indices, axis).get_output(0)
 
     def binary(self, op, a, b):
+        folded = self._folded(op, a, b)
+        if folded is not None:
+            return folded
         return self.network.add_elementwise(a, b, getattr(self.trt.ElementWiseOperation, BINARY_OPS[op][0])).get_output(0)
 
     def where(self, condition, a, b):
@@ -252,6 +280,9 @@ class TensorRTGraph(_Composites):
 
     def reshape(self, tensor, shape):
         """``shape``: a tuple (-1 inferred) or a 1-D int64 tensor; a 0 is a dimension of size 0, never "copy"."""
+        folded = self._folded("reshape", tensor, shape)
+        if folded is not None:
+            return folded
         layer = self.network.add_shuffle(tensor)
         layer.zero_is_placeholder = False
         if is_tensor(shape):
@@ -320,7 +351,7 @@ class OnnxGraph(_Composites):
         self._names = itertools.count()
         self.prefix, self.taken = prefix, set() if taken is None else taken
         self.opset_imports = {"": self.OPSET}
-        self._shapes = {}
+        self._shapes, self._constants = {}, {}
 
     def _key(self, value):
         return value.name
@@ -342,10 +373,15 @@ class OnnxGraph(_Composites):
             value = self.bind(value, output_name)
             dims = [d if d >= 0 else None for d in value.shape]
             graph_outputs.append(helper.make_tensor_value_info(output_name, onnx_dtype(value.dtype), dims))
-        graph = helper.make_graph(self.nodes, name, self.inputs, graph_outputs, initializer=self.initializers)
+        graph = helper.make_graph(self.nodes, name, self.inputs, graph_outputs, initializer=self.live_initializers())
         opsets = [helper.make_opsetid(domain, version) for domain, version in self.opset_imports.items()]
         # IR 8 (opset 17's) rather than onnx's newest, so older parsers and runtimes load the model too.
         return helper.make_model(graph, opset_imports=opsets, ir_version=8, producer_name="trt-scatter")
+
+    def live_initializers(self):
+        """The initializers some node reads (a folded constant's operands are left unread)."""
+        read = {name for node in self.nodes for name in node.input}
+        return [init for init in self.initializers if init.name in read]
 
     def bind(self, value, name):
         """Names ``value`` ``name`` (a node's output is renamed; an initializer or an input gets an Identity node)."""
@@ -393,6 +429,7 @@ class OnnxGraph(_Composites):
         array = np.asarray(values, dtype=dtype)
         name = self._fresh("const")
         self.initializers.append(numpy_helper.from_array(array, name))
+        self._constants[name] = array
         return Value(name, array.dtype, array.shape)
 
     def shape(self, value):
@@ -405,6 +442,9 @@ class OnnxGraph(_Composites):
         return self.node("Gather", [value, indices], value.dtype, shape, axis=axis)
 
     def binary(self, op, a, b):
+        folded = self._folded(op, a, b)
+        if folded is not None:
+            return folded
         dtype = np.dtype(bool) if op == "less" else a.dtype
         return self.node(BINARY_OPS[op][1], [a, b], dtype, _broadcast(a.shape, b.shape))
 
@@ -419,6 +459,9 @@ class OnnxGraph(_Composites):
         return self.node("Concat", values, values[0].dtype, shape, axis=axis)
 
     def reshape(self, value, shape):
+        folded = self._folded("reshape", value, shape)
+        if folded is not None:
+            return folded
         if isinstance(shape, Value):
             return self.node("Reshape", [value, shape], value.dtype, (-1,) * shape.shape[0], allowzero=1)
         out = tuple(int(d) for d in shape)

@@ -127,14 +127,13 @@ def lower_slice_scatter(graph, data, updates, start, stop, step, axes=None):
 
 
 def _entries(graph, values, count):
-    """The ``count`` entries of start, stop or step clamped to +-LIMIT: ints for a list, 1-element
-    int64 tensors for a tensor (cast from int32, whose values need no clamp)."""
+    """The ``count`` entries of start, stop or step: ints for a list (clamped to +-LIMIT, which
+    keeps the host geometry's ``span + |step| - 1`` in int64), 1-element int64 tensors for a tensor
+    (the run-time geometry computes nothing that could overflow)."""
     if not is_tensor(values):
         return [v if v is None else min(max(v, -LIMIT), LIMIT) for v in values]
     if graph.dtype_of(values) != INT64:
         values = graph.cast(values, INT64)
-    else:
-        values = graph.binary("min", graph.binary("max", values, graph.as_tensor(-LIMIT)), graph.as_tensor(LIMIT))
     return [values] if count == 1 else [graph.gather(values, [i]) for i in range(count)]
 
 
@@ -172,16 +171,21 @@ def _offsets(graph, count, step):
 
 def _clamped(graph, value, dim, step):
     """oracle.slice_geometry's clamp of start or stop: negative values count from the end, then
-    [0, dim] for a positive step, [-1, dim-1] for a negative one. Any of the three may be a tensor."""
-    if is_tensor(step):
+    [0, dim] for a positive step, [-1, dim-1] for a negative one. Any of the three may be a tensor.
+    Written so that no intermediate overflows int64 for any int64 ``value``."""
+    if not is_tensor(step):
+        low = 0 if step > 0 else -1
+        if not is_tensor(value):  # one side of the clamp holds already: dim + value <= high, value >= 0 >= low
+            return _arith(graph, "max", _arith(graph, "add", dim, value), low) if value < 0 else _arith(graph, "min", value, dim if step > 0 else _arith(graph, "sub", dim, 1))
+        high = dim if step > 0 else _arith(graph, "sub", dim, 1)
+    else:
         negative = graph.binary("less", step, graph.as_tensor(0))
         low = graph.where(negative, graph.as_tensor(-1), graph.as_tensor(0))
         high = _arith(graph, "sub", dim, graph.where(negative, graph.as_tensor(1), graph.as_tensor(0)))
+    if is_tensor(value):  # dim is added to negative values only, so the sum stays within int64
+        shifted = graph.binary("add", value, graph.where(graph.binary("less", value, graph.as_tensor(0)), graph.as_tensor(dim), graph.as_tensor(0)))
     else:
-        low, high = (0, dim) if step > 0 else (-1, _arith(graph, "sub", dim, 1))
-    if not is_tensor(value):  # one side of the clamp holds already: dim + value <= high, value >= 0 >= low
-        return _arith(graph, "max", _arith(graph, "add", dim, value), low) if value < 0 else _arith(graph, "min", value, high)
-    shifted = graph.where(graph.binary("less", value, graph.as_tensor(0)), _arith(graph, "add", value, dim), value)
+        shifted = _arith(graph, "add", value, dim) if value < 0 else value
     return _arith(graph, "min", _arith(graph, "max", shifted, low), high)
 
 

@@ -79,7 +79,7 @@ def lower(model):
             raise _Node(node, index, tensors).error(str(err)) from None
         builder.bind(output, node.output[0])
         nodes.extend(builder.nodes)
-        initializers.extend(builder.initializers)
+        initializers.extend(builder.live_initializers())
         logger.debug("lowered %s node %r into %d nodes", node.op_type, node.name, len(builder.nodes))
     # What only the replaced nodes read (a stop computed from pos, constant parameters) goes too.
     outputs = {value.name for value in graph.output}

@@ -47,7 +47,6 @@ from trt_scatter.oracle.slice_scatter import check_slice_scatter_static
 
 DEFAULT_DIM = 4
 TRIES = 100  # random values tried for an input that reaches index inputs through other ops
-MAX_SEARCHED_DIM = 64  # data dims tried to fit constant slices to fixed updates
 
 # What the running `polygraphy run` was given; filled by the extension's argument group.
 RUN_ARGS = {}
@@ -171,8 +170,7 @@ class _Plan:
             if (node.domain if node.domain != "ai.onnx" else "", node.op_type) in _SCATTER_OPS
         ]
         self.generators = {}  # graph input -> callable(rng) -> array
-        self.shapes = _Shapes(self, rng).solve()
-        self.concrete = _concrete_shapes(model, self.shapes)
+        self.shapes, self.concrete = _Shapes(self, rng).solve()
         for node in self.nodes:
             try:
                 _PLANNERS[node.op](self, node, rng)
@@ -231,11 +229,8 @@ class _Plan:
                 last = "two writes to one element"
             except Exception as err:  # the oracle's rules (ScatterInputError) or another op's
                 last = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        name, (node, key, path) = next(iter(self.searched.items()))
-        raise node.error(
-            f"input {name!r} reaches '{key}' through {', '.join(path) or 'other ops'}, and none of {TRIES} random values "
-            f"gave valid inputs (last: {last}); give valid inputs instead (--load-inputs)"
-        )
+        name, (node, key) = next(iter(self.searched.items()))
+        raise node.error(f"input {name!r} gives '{key}', and none of {TRIES} random values of it gave valid inputs (last: {last}); give valid inputs instead (--load-inputs)")
 
 
 def _check_wiring(graph, defined):
@@ -311,12 +306,11 @@ class _Shapes:
                 self._fit(low, high)
         for node, axis, fixed in self.derived:
             self._derive(node, axis, fixed)
-        shapes = {}
-        for name in self.plan.inputs:
-            if self.symbolic.get(name) is None:
-                raise ValueError(f"input {name!r} has no shape in the model: give it one (input_shapes, --input-shapes)")
-            shapes[name] = tuple(self.of(d) for d in self.symbolic[name])
-        return shapes
+        missing = [name for name in self.plan.inputs if self.symbolic.get(name) is None]
+        if missing:
+            raise ValueError(f"input {missing[0]!r} has no shape in the model: give it one (input_shapes, --input-shapes)")
+        concrete = {name: tuple(self.of(d) for d in dims) for name, dims in self.symbolic.items()}
+        return {name: concrete[name] for name in self.plan.inputs}, {name: dims for name, dims in concrete.items() if None not in dims}
 
     def _size(self, dims):
         return math.prod(1 if self.of(d) is None else self.of(d) for d in dims)
@@ -339,23 +333,13 @@ class _Shapes:
                 self.value[root] = min(self.value[root], self._size(high) // rest)
 
     def _derive(self, node, axis, fixed):
-        """Constant slice parameters (``fixed``: some of start/stop/step) on ``axis``: updates' dim
-        there must be a length the slice can take of data's dim. A free one is chosen; a fixed one
-        picks data's dim if that is free."""
+        """Constant slice parameters (``fixed``: some of start/stop/step) on ``axis``: a free updates
+        dim there takes a length the slice can have in data's dim (the oracle's check names a fixed one that cannot)."""
         data, updates = self.shape(node, "data")[axis], self.shape(node, "updates")[axis]
-        if self.find(updates) is None:
-            return
-        if self.free(updates):
-            counts = _slices_by_count(self.of(data), fixed)
-            if self.of(updates) not in counts:
-                nonzero = sorted(c for c in counts if c) or [0]
-                self.value[self.find(updates)] = nonzero[int(self.rng.integers(len(nonzero)))]
-            return
-        if self.free(data) and self.of(updates) not in _slices_by_count(self.of(data), fixed):
-            sizes = sorted(range(MAX_SEARCHED_DIM), key=lambda d: (d < DEFAULT_DIM, d))
-            fits = [d for d in sizes if self.of(updates) in _slices_by_count(d, fixed)]
-            if fits:
-                self.value[self.find(data)] = fits[0]
+        counts = _slices_by_count(self.of(data), fixed) if self.free(updates) else ()
+        if counts and self.of(updates) not in counts:
+            nonzero = sorted(c for c in counts if c) or [0]
+            self.value[self.find(updates)] = nonzero[int(self.rng.integers(len(nonzero)))]
 
 
 def _symbolic_shapes(plan):
@@ -375,29 +359,17 @@ def _symbolic_shapes(plan):
                 dim.dim_value = given[i]
             elif not dim.HasField("dim_value") and not dim.dim_param:
                 dim.dim_param = f"{value.name}:{i}"
-    return _inferred(model, lambda d: d.dim_value if d.HasField("dim_value") else (d.dim_param or None))
+    return _inferred(model)
 
 
-def _concrete_shapes(model, input_shapes):
-    """``{tensor: shape}`` of every tensor ONNX shape inference can size from the planned input shapes."""
-    import onnx
-
-    model_copy = onnx.ModelProto()
-    model_copy.CopyFrom(model)
-    for value in model_copy.graph.input:
-        if value.name in input_shapes:
-            for dim, size in zip(value.type.tensor_type.shape.dim, input_shapes[value.name]):
-                dim.Clear()
-                dim.dim_value = size
-    shapes = _inferred(model_copy, lambda d: d.dim_value if d.HasField("dim_value") else None)
-    return {name: shape for name, shape in shapes.items() if None not in shape}
-
-
-def _inferred(model, read):
-    """Shapes after ONNX shape inference, with trt_scatter nodes' outputs given their data's shape
-    (ONNX does not know them), repeated until no such output is left unknown."""
+def _inferred(model):
+    """Shapes after ONNX shape inference (dims: int, symbol or None), with trt_scatter nodes' outputs
+    given their data's shape (ONNX does not know them), repeated until no such output is left unknown."""
     import onnx
     from onnx import numpy_helper
+
+    def read(dim):
+        return dim.dim_value if dim.HasField("dim_value") else (dim.dim_param or None)
 
     shapes = {init.name: tuple(numpy_helper.to_array(init).shape) for init in model.graph.initializer}
     scatters = [node for node in model.graph.node if node.domain == ops.DOMAIN and node.input and node.output]
@@ -633,28 +605,19 @@ def _check_known(node, check, fed, data, indices, updates, *more):
 
 
 def _searched_inputs(plan):
-    """``{input: (node, index input, op types on the way)}``: integer graph inputs without a generator
-    that reach an index input of a scatter node through other ops."""
-    consumers = {}
-    for node in plan.model.graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
-    index_inputs = {node.inputs[key]: (node, key) for node in plan.nodes for key in node.inputs if key not in ("data", "updates")}
+    """``{input: (node, index input)}``: integer graph inputs without a generator that a scatter node's
+    index input is computed from (through ops the loader does not follow)."""
+    producers = {out: node for node in plan.model.graph.node for out in node.output}
     searched = {}
-    for name, (dtype, _) in plan.inputs.items():
-        if name in plan.generators or np.dtype(dtype).kind not in "iu":
-            continue
-        frontier, seen, path = [(name, ())], {name}, ()
-        while frontier and name not in searched:
-            tensor, path = frontier.pop()
-            if tensor in index_inputs:
-                searched[name] = (*index_inputs[tensor], path)
-                break
-            for node in consumers.get(tensor, []):
-                for out in node.output:
-                    if out not in seen:
-                        seen.add(out)
-                        frontier.append((out, path + (node.op_type,)))
+    for node in plan.nodes:
+        for key, tensor in node.inputs.items():
+            stack, seen = [tensor] if key not in ("data", "updates") else [], set()
+            while stack:
+                name = stack.pop()
+                if name in plan.inputs and name not in plan.generators and np.dtype(plan.inputs[name][0]).kind in "iu":
+                    searched.setdefault(name, (node, key))
+                seen.add(name)
+                stack += [n for n in (producers[name].input if name in producers else ()) if n and n not in seen]
     return searched
 
 
