@@ -238,9 +238,27 @@ class TensorRTGraph(_Composites):
     def _key(self, tensor):
         return tensor.name
 
+    def check_arguments(self, op, tensors, constants=None):
+        """The network builders take ITensors for an op's tensors and Python or NumPy values for its
+        constants: the other way round TensorRT would fail far from the call, so refuse it by name."""
+        from trt_scatter.oracle.rules import ScatterInputError
+
+        for name, value in tensors.items():
+            if not isinstance(value, self.trt.ITensor):
+                rule = "must be an ITensor of the network (an array becomes one with network.add_constant(shape, array).get_output(0))"
+                raise ScatterInputError(op, name, rule, describe(value))
+        for name, value in (constants or {}).items():
+            if isinstance(value, self.trt.ITensor):
+                rule = "must be a constant (an int, a list or a NumPy array): its values are used when the network is built"
+                raise ScatterInputError(op, name, rule, describe(value))
+
     def _strongly_typed(self):
+        from trt_scatter.backend import always_strongly_typed
+
+        if always_strongly_typed():  # 11.x ignores the creation flag: get_flag would not tell
+            return True
         flag = getattr(self.trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
-        return flag is not None and self.network.get_flag(flag)
+        return flag is not None and bool(self.network.get_flag(flag))
 
     # -- introspection
     def shape_of(self, tensor):
@@ -483,6 +501,18 @@ class OnnxGraph(_Composites):
         if mode == "element":
             return self.node("ScatterElements", [data, indices, updates], data.dtype, data.shape, axis=axis)
         return self.node("ScatterND", [data, indices, updates], data.dtype, data.shape)
+
+
+def describe(value):
+    """What was passed, for an error message: ``ITensor 'name'``, ``ndarray float32 (4, 5)``, ``list``."""
+    if isinstance(value, np.ndarray):
+        return f"ndarray {value.dtype} {value.shape}"
+    if type(value).__name__ == "ITensor":
+        return f"ITensor {value.name!r}"
+    if isinstance(value, Value):
+        return f"run-time tensor {value.name!r}"
+    return type(value).__name__
+
 
 
 def is_tensor(x):

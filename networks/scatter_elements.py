@@ -22,7 +22,9 @@ from trt_scatter.oracle.scatter_elements import OP, check_scatter_elements
 
 def add_scatter_elements(network, data, indices, updates, axis=0):
     """Adds ScatterElements(data, indices, updates, axis) to ``network``; returns the output ITensor."""
-    return lower_scatter_elements(TensorRTGraph(network), data, indices, updates, axis)
+    graph = TensorRTGraph(network)
+    graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates), dict(axis=axis))
+    return lower_scatter_elements(graph, data, indices, updates, axis)
 
 
 def lower_scatter_elements(graph, data, indices, updates, axis=0):

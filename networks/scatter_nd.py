@@ -16,7 +16,9 @@ from trt_scatter.oracle.scatter_nd import OP, check_scatter_nd
 
 def add_scatter_nd(network, data, indices, updates):
     """Adds ScatterND(data, indices, updates) to ``network``; returns the output ITensor."""
-    return lower_scatter_nd(TensorRTGraph(network), data, indices, updates)
+    graph = TensorRTGraph(network)
+    graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates))
+    return lower_scatter_nd(graph, data, indices, updates)
 
 
 def lower_scatter_nd(graph, data, indices, updates):

@@ -15,7 +15,7 @@ layers): a forbidden index writes to a valid row, never outside the output, and 
 unspecified (the plugin instead skips such indices and counts them).
 """
 
-from trt_scatter.networks.graph import INT64, TensorRTGraph, is_tensor
+from trt_scatter.networks.graph import INT64, TensorRTGraph, describe, is_tensor
 from trt_scatter.networks.slice_scatter import index_constant
 from trt_scatter.oracle import rules
 from trt_scatter.oracle.scatter_update import OP, axis_value, check_axis_shape, check_scatter_update, check_scatter_update_static
@@ -33,6 +33,7 @@ def add_scatter_update(network, data, indices, updates, axis, impl="native"):
     becomes int64).
     """
     graph = TensorRTGraph(network)
+    graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates))  # axis: a constant, or an ITensor for the plugin
     if impl == "native":
         return lower_scatter_update(graph, data, indices, updates, axis)
     if impl == "plugin":
@@ -52,7 +53,7 @@ def check(graph, data, indices, updates, axis, lowering=True):
     rules.check_index_type(OP, "indices", graph.dtype_of(indices))
     if is_tensor(axis):
         if lowering:  # the axis decides which dimensions index rows, i.e. the lowered graph itself
-            raise rules.ScatterInputError(OP, "axis", "must be a constant for the native lowering: it decides which dimension is indexed", "a run-time tensor")
+            raise rules.ScatterInputError(OP, "axis", "must be a constant for the native lowering: it decides which dimension is indexed", describe(axis))
         rules.check_index_type(OP, "axis", graph.dtype_of(axis))
         check_axis_shape(graph.shape_of(axis))
         return check_scatter_update_static(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates))

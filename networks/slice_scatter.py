@@ -32,7 +32,7 @@ since the index tensor is shaped from the computed geometry, never from updates.
 
 import numpy as np
 
-from trt_scatter.networks.graph import INT64, TensorRTGraph, is_tensor
+from trt_scatter.networks.graph import INT64, TensorRTGraph, describe, is_tensor
 from trt_scatter.oracle import rules
 from trt_scatter.oracle.slice_scatter import OP, check_slice_scatter, check_slice_scatter_static, slice_geometry
 
@@ -49,6 +49,7 @@ def add_slice_scatter(network, data, updates, start, stop, step, axes=None, impl
     ITensors are its inputs as they are, constants keep the arrays' int32/int64 type (lists become int64).
     """
     graph = TensorRTGraph(network)
+    graph.check_arguments(OP, dict(data=data, updates=updates))  # parameters: constants or ITensors
     if impl == "native":
         return lower_slice_scatter(graph, data, updates, start, stop, step, axes)
     if impl == "plugin":
@@ -92,7 +93,7 @@ def check(graph, data, updates, start, stop, step, axes=None, lowering=True):
     if not any(is_tensor(value) for value in params.values()):
         return (*(params[name] for name in ("start", "stop", "step")), check_slice_scatter(data_shape, updates_shape, **params))
     if lowering and is_tensor(axes):
-        raise rules.ScatterInputError(OP, "axes", "must be a constant for the native lowering: it decides which axes are sliced", "a run-time tensor")
+        raise rules.ScatterInputError(OP, "axes", "must be a constant for the native lowering: it decides which axes are sliced", describe(axes))
     known = {name: graph.shape_of(value)[0] if is_tensor(value) else value for name, value in params.items() if value is not None}
     check_slice_scatter_static(data_shape, updates_shape, **known)
     start, stop, step, axes = (params[name] for name in ("start", "stop", "step", "axes"))

@@ -33,6 +33,25 @@ class PluginError(RuntimeError):
     """A plugin cannot be created, registered or used as asked; the message says what to do instead."""
 
 
+_counted_errors = []  # what enqueue counted in debug mode, newest last
+
+
+def report_counted_error(message):
+    """Records what a plugin's kernel counted in debug mode (``TRT_SCATTER_DEBUG=1``), for :func:`counted_errors`."""
+    _counted_errors.append(message)
+
+
+def counted_errors():
+    """The messages of the errors the kernels counted in debug mode since the last call (each names its op), and forgets them.
+
+    A plugin's ``enqueue`` raises on a counted error, but TensorRT catches that exception and only
+    fails the inference; this is how a caller (``trt-scatter check``) learns which op it was.
+    """
+    errors = list(_counted_errors)
+    _counted_errors.clear()
+    return errors
+
+
 def register():
     """Registers the SliceScatter and ScatterUpdate creators (once per process); returns them by name.
 
@@ -120,4 +139,7 @@ def add_plugin_layer(network, op_name, inputs, fields=None):
     creator = register()[op_name]
     kept = fields_to_keep(fields or {})  # the collection does not own its fields' data
     plugin = creator.create_plugin(op_name, trt.PluginFieldCollection(kept), trt.TensorRTPhase.BUILD)
-    return network.add_plugin_v3(list(inputs), [], plugin).get_output(0)
+    layer = network.add_plugin_v3(list(inputs), [], plugin)
+    if layer is None:  # the binding returns None where TensorRT refused the layer, and logs why
+        raise PluginError(f"{op_name}: TensorRT refused the plugin layer (add_plugin_v3 returned None; its log says why)")
+    return layer.get_output(0)

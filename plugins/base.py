@@ -24,7 +24,7 @@ import numpy as np
 from trt_scatter import ops
 from trt_scatter.backend import tensorrt
 from trt_scatter.log import logger
-from trt_scatter.plugins import PluginError
+from trt_scatter.plugins import PluginError, report_counted_error
 
 trt = tensorrt()
 
@@ -112,6 +112,7 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
         self.inplace = bool(inplace)
         self.phase = phase
         self._launch_args = None  # from the last on_shape_change
+        self.declared_types = None  # the input types the network declared (get_output_data_types)
 
     # ---- IPluginV3 --------------------------------------------------------------------------
 
@@ -119,11 +120,18 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
         return self
 
     def clone(self):
-        return type(self)(self.inplace, self.phase)
+        copy = type(self)(self.inplace, self.phase)
+        copy.declared_types = self.declared_types
+        return copy
 
     # ---- build -----------------------------------------------------------------------------
 
     def get_output_data_types(self, input_types):
+        # The first call has the types the network declared (TensorRT asks when the layer is added,
+        # as NVIDIA's aliased_io_plugin sample relies on): the only ones supports_format_combination
+        # accepts, so that a weakly typed network cannot run this data movement in another type.
+        if self.declared_types is None:
+            self.declared_types = list(input_types)
         return [input_types[0]]
 
     def get_output_shapes(self, inputs, shape_inputs, expr_builder):
@@ -134,6 +142,8 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
     def supports_format_combination(self, pos, in_out, num_inputs):
         desc = in_out[pos].desc
         if desc.format != trt.TensorFormat.LINEAR:
+            return False
+        if self.declared_types is not None and desc.type != self.declared_types[pos if pos < num_inputs else 0]:
             return False
         name = self.INPUTS[pos] if pos < num_inputs else "output"
         if name not in self.INDEX_INPUTS:
@@ -178,7 +188,11 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
         return self._serialized[1]
 
     def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
-        args = self._launch_args if self._launch_args is not None else self.launch_args(input_desc)
+        # Full TensorRT times enqueue while it builds, on inputs of arbitrary values and possibly for
+        # several type combinations after one on_shape_change: then read the descriptors each time
+        # (a stale element size would copy the wrong length) and count nothing (no value is wrong).
+        building = self.phase == trt.TensorRTPhase.BUILD
+        args = self._launch_args if self._launch_args is not None and not building else self.launch_args(input_desc)
         if 0 in args["data_shape"]:  # the output has no elements
             return
         from trt_scatter.plugins import kernels
@@ -186,12 +200,14 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
         # When TensorRT aliased the output with data (inplace=1) the data is already there.
         data = 0 if inputs[0] == outputs[0] else inputs[0]
         # The kernels count skipped writes only when someone reads the count: in debug mode.
-        error_flag = workspace if kernels.debug_enabled() else 0
+        error_flag = workspace if kernels.debug_enabled() and not building else 0
         self.launch(kernels, args, inputs, outputs[0], data, error_flag, stream)
         if error_flag:
             count = kernels.check_error_flag(error_flag, stream)
             if count:
-                raise PluginError(f"{self.NAME}: {self.describe_errors(count, input_desc)} (TRT_SCATTER_DEBUG=1)")
+                message = f"{self.NAME}: {self.describe_errors(count, input_desc)} (TRT_SCATTER_DEBUG=1)"
+                report_counted_error(message)  # TensorRT prints the exception, but no caller can catch it
+                raise PluginError(message)
 
     # ---- helpers ---------------------------------------------------------------------------
 

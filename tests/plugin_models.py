@@ -131,6 +131,16 @@ class CallLog(list):
     def arguments(self, method, plugin=None):
         return [args for name, called, args, _ in self if called == method and plugin in (None, name)]
 
+    def enqueued_only_while_timing(self, plugin=None):
+        """True if a build enqueued the plugins only as TensorRT may: not at all without a GPU (nothing
+        runs), and with one only in the BUILD phase (full TensorRT times plugins on arbitrary inputs)."""
+        from conftest import HAS_GPU
+
+        phases = [phase for (phase,) in self.arguments("enqueue", plugin)]
+        if not HAS_GPU:
+            return not phases
+        return all(phase == tensorrt().TensorRTPhase.BUILD for phase in phases)
+
 
 def _summary(method, args):
     if method == "supports_format_combination":
@@ -170,7 +180,8 @@ def record_calls(monkeypatch):
 
         def wrapper(self, *args, _original=original, _method=method):
             result = _original(self, *args)
-            log.append((self.NAME, _method, _summary(_method, args), _result(_method, result)))
+            summary = (self.phase,) if _method == "enqueue" else _summary(_method, args)
+            log.append((self.NAME, _method, summary, _result(_method, result)))
             return result
 
         monkeypatch.setattr(ScatterPlugin, method, wrapper)

@@ -219,9 +219,13 @@ class _WeaklyTyped:
         return getattr(self._network, name)
 
 
-def test_weakly_typed_networks_scatter_with_int32_indices():
+def test_weakly_typed_networks_scatter_with_int32_indices(monkeypatch):
+    """Full TensorRT 10.x (emulated: a BuilderFlag.FP16 and a network without the STRONGLY_TYPED flag)."""
+    import trt_scatter.backend
+
     trt = tensorrt()
     builder, network = new_network()
+    monkeypatch.setattr(trt_scatter.backend, "always_strongly_typed", lambda: False)
     graph = TensorRTGraph(_WeaklyTyped(network))
     data = add_input(network, "data", np.float32, (4, 2))
     rows = graph.reshape(graph.arange(3), (3, 1))
@@ -230,6 +234,20 @@ def test_weakly_typed_networks_scatter_with_int32_indices():
     assert scatter.get_input(1).dtype == trt.int32 and layers(network)[-2].type == trt.LayerType.CAST
     build(builder, network)
     assert TensorRTGraph(network)._strongly_typed()  # RTX: always strongly typed, int64 indices stay
+
+
+@pytest.mark.skipif(hasattr(tensorrt().BuilderFlag, "FP16"), reason="full TensorRT 10.x has weakly typed networks")
+def test_without_fp16_builder_flag_networks_are_strongly_typed_whatever_the_creation_flag_says():
+    """TensorRT 11.x keeps NetworkDefinitionCreationFlag.STRONGLY_TYPED but ignores it: get_flag may say
+    False of a network that is strongly typed. Its bindings (and TensorRT-RTX's) have no BuilderFlag.FP16."""
+    builder, network = new_network()
+    graph = TensorRTGraph(_WeaklyTyped(network))
+    assert graph._strongly_typed()
+    data = add_input(network, "data", np.float32, (4, 2))
+    rows = graph.reshape(graph.arange(3), (3, 1))
+    network.mark_output(graph.scatter(data, rows, add_input(network, "updates", np.float32, (3, 2)), "nd"))
+    (scatter,) = scatter_layers(network)
+    assert scatter.get_input(1).dtype == tensorrt().int64  # no cast to int32
 
 
 # (builder, data shape with the indexed dimension -1, indices shape, updates shape): the data

@@ -137,7 +137,7 @@ def test_what_the_lowering_cannot_take_is_refused_in_one_line():
         lower(_kv_with(runtime_axes))
     assert str(refused.value) == (
         "SliceScatter node 'write_kv': slice_scatter: 'axes' must be a constant for the native lowering: "
-        "it decides which axes are sliced (got a run-time tensor)"
+        "it decides which axes are sliced (got run-time tensor 'axes')"
     )
 
     update = mixed_models.conv_update(runtime=True).model

@@ -106,10 +106,12 @@ def test_generated_script_registers_plugins_before_parsing_and_imports_the_refer
     )
     assert result.returncode == 0, result.stderr
     script = result.stdout
-    assert "from trt_scatter.polygraphy_ext import ReferenceRunner, RegisterTrtScatterPlugins" in script
+    assert "from trt_scatter.polygraphy_ext import ReferenceRunner, RegisterTrtScatterPlugins, ValidateTrtScatter" in script
     assert "ReferenceRunner(load_onnx" in script and "PluginRefRunner" not in script  # --pluginref: the whole-model reference
-    register = script.index("RegisterTrtScatterPlugins('")
-    assert register < script.index("NetworkFromOnnxPath(register_trt_scatter_plugins")
+    validate = script.index(f"validate_trt_scatter = ValidateTrtScatter({str(model_paths['scatter_elements'])!r})")
+    register = script.index("RegisterTrtScatterPlugins(validate_trt_scatter, debug=True)")
+    assert validate < register < script.index("NetworkFromOnnxPath(register_trt_scatter_plugins")
+    assert script.count("ValidateTrtScatter(") == 1  # the model path only, not the network or engine loaders
 
 
 def test_generated_inputs_set_the_tensorrt_profile_unless_the_user_did(model_paths):

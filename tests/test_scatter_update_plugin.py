@@ -236,7 +236,7 @@ def test_engine_build_call_sequence(calls):
     order = ["get_output_data_types", "get_output_shapes", "get_aliased_input", "supports_format_combination",
              "configure_plugin", "get_workspace_size", "get_fields_to_serialize"]
     assert [first[method] for method in order] == sorted(first[method] for method in order)
-    assert "enqueue" not in methods
+    assert calls.enqueued_only_while_timing("ScatterUpdate")  # no GPU: none; full TensorRT: timing, in BUILD
 
 
 @models.forked

@@ -436,3 +436,42 @@ def test_static_check_with_unknown_rank_still_refuses_step_0_and_unequal_lengths
     with pytest.raises(oracle.ScatterInputError, match="must have equal lengths"):
         check_slice_scatter_static(None, None, [1], [1, 2], 1)
     check_slice_scatter_static(None, None, -1, [1, 2], 1)  # an unknown length may still be 2
+
+
+def test_parameters_and_updates_of_unknown_rank():
+    """A parameter fed without a shape is any 1-D length; updates of unknown rank match whatever data asks."""
+    node = helper.make_node("SliceScatter", ["data", "updates", "start", "stop", "step"], ["output"], domain="trt_scatter", name="n")
+    inputs = [info("data", (2, 5)), info("updates", None), info("start", None, TensorProto.INT64)]
+    model = make_model([node], inputs, [const("stop", [2]), const("step", [0])])
+    assert refused(model) == "SliceScatter node 'n': slice_scatter: 'step' must not contain 0 (got [0])"
+    model.graph.initializer[1].CopyFrom(const("step", [1]))
+    validate(model)
+
+
+def test_model_tensors_of_a_path_and_values_it_cannot_show(tmp_path):
+    from onnx.external_data_helper import convert_model_to_external_data
+
+    nodes = [helper.make_node("Constant", [], ["s"], value_string="text"),
+             helper.make_node("Constant", [], ["sparse"], sparse_value=helper.make_sparse_tensor(
+                 const("v", [1.0], np.float32), const("i", [0]), [3]))]
+    model = make_model(nodes + [helper.make_node("Identity", ["x"], ["y"])], [info("x", (2,), TensorProto.UNDEFINED)],
+                       [const("weights", np.arange(1000, dtype=np.float32), np.float32)], outputs=[info("y", None, TensorProto.UNDEFINED)])
+    convert_model_to_external_data(model, size_threshold=100, location="weights.bin")
+    onnx.save(model, tmp_path / "m.onnx")
+    (tmp_path / "weights.bin").unlink()  # the external file is gone: its tensor has no value to show
+    tensors = ModelTensors(onnx.load(tmp_path / "m.onnx", load_external_data=False))
+    assert tensors.constant("weights") is None
+    assert tensors.constant("s") is None and tensors.constant("sparse") is None
+    assert tensors.dtype("x") is None and tensors.shape("x") == (2,)
+    path = tmp_path / "plain.onnx"
+    onnx.save(slice_scatter(), path)
+    assert ModelTensors(str(path)).shape("updates") == (2, 5)
+
+
+def test_scatter_outputs_get_data_type_even_where_onnx_has_no_name_for_it():
+    """data of an element type ONNX inference cannot pass on: the scatter's output still gets data's shape."""
+    node = helper.make_node("SliceScatter", ["data", "updates", "start", "stop", "step"], ["mid"], domain="trt_scatter")
+    after = helper.make_node("Identity", ["mid"], ["output"])
+    model = make_model([node, after], [info("data", (2, 5), TensorProto.UNDEFINED), info("updates", (2, 5), TensorProto.UNDEFINED)],
+                       [const("start", [0]), const("stop", [2]), const("step", [1])])
+    assert ModelTensors(model).shape("mid") == (2, 5)

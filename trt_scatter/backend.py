@@ -73,6 +73,16 @@ def is_rtx():
     return name() == "tensorrt_rtx"
 
 
+def always_strongly_typed():
+    """True where every network is strongly typed: TensorRT 11.x and TensorRT-RTX, whose bindings have
+    no ``BuilderFlag.FP16`` (11.x keeps the ``STRONGLY_TYPED`` creation flag, but ignores it).
+
+    Decided by what the bindings have, not by their name: a reduced-precision flag is what a weakly
+    typed network would need, and its absence is what 11.x and RTX share.
+    """
+    return not hasattr(tensorrt().BuilderFlag, "FP16")
+
+
 def _tell_polygraphy(backend_name):
     use_rtx = backend_name == "tensorrt_rtx"
     os.environ[_POLYGRAPHY_ENV_VAR] = "1" if use_rtx else "0"

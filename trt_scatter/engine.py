@@ -9,7 +9,8 @@ Thin compositions of polygraphy's loaders (``CreateNetwork``, ``NetworkFromOnnxP
 import dataclasses
 import time
 
-from trt_scatter.backend import is_rtx, tensorrt
+from trt_scatter import backend
+from trt_scatter.backend import tensorrt
 from trt_scatter.log import logger
 
 
@@ -43,12 +44,13 @@ def _shape(shape):
     return "[" + ", ".join("?" if d < 0 else str(d) for d in shape) + "]"
 
 
-def network_from_example(name, profile_shapes, **params):
+def network_from_example(name, profile_shapes, strongly_typed=True, **params):
     """A loader ``() -> (builder, network)`` of an example network.
 
     Loading adds the example's optimization-profile shapes to ``profile_shapes`` for inputs it
     has none for (so shapes the caller put there win). ``params`` go to the example
-    (``dtype``, ``index_dtype``, ``dynamic``, op parameters).
+    (``dtype``, ``index_dtype``, ``dynamic``, op parameters). ``strongly_typed=False`` (full
+    TensorRT 10.x only, for ``fp16``/``bf16`` builds) lets TensorRT choose layer precisions.
     """
     tensorrt()
     from polygraphy.backend.trt import CreateNetwork
@@ -59,7 +61,7 @@ def network_from_example(name, profile_shapes, **params):
         raise ValueError(f"unknown example network {name!r}; known: {', '.join(sorted(EXAMPLES))}")
 
     def load():
-        builder, network = CreateNetwork()()
+        builder, network = CreateNetwork(strongly_typed=strongly_typed)()
         for input_name, shapes in EXAMPLES[name](network, **params).items():
             profile_shapes.setdefault(input_name, shapes)
         return builder, network
@@ -67,8 +69,13 @@ def network_from_example(name, profile_shapes, **params):
     return load
 
 
-def network_from_onnx(path, plugins=False):
-    """A loader ``() -> (builder, network, parser)`` of an ONNX file; ``plugins`` registers trt-scatter's plugins first."""
+def network_from_onnx(path, plugins=False, strongly_typed=True):
+    """A loader ``() -> (builder, network, parser)`` of an ONNX file; ``plugins`` registers trt-scatter's plugins first.
+
+    Validate the model first (:func:`trt_scatter.passes.validate.validate`): TensorRT shows the
+    plugins no constant, so a mistake in one would build into an engine that silently skips writes.
+    ``strongly_typed``: as for :func:`network_from_example`.
+    """
     tensorrt()
     from polygraphy.backend.trt import NetworkFromOnnxPath
 
@@ -80,7 +87,7 @@ def network_from_onnx(path, plugins=False):
         plugin_ops = _plugin_ops(path)
         if plugin_ops:
             raise ValueError(f"{path} has trt-scatter plugin nodes ({', '.join(plugin_ops)}): register the plugins (--plugins)")
-    return NetworkFromOnnxPath(str(path))
+    return NetworkFromOnnxPath(str(path), strongly_typed=strongly_typed)
 
 
 def _plugin_ops(path):
@@ -93,18 +100,38 @@ def _plugin_ops(path):
     return sorted({node.op_type for node in model.graph.node if is_trt_scatter(node)})
 
 
+def needs_aliased_plugin_io(model):
+    """True if a ``trt_scatter`` node of ``model`` (an ``onnx.ModelProto``) has ``inplace=1``: its plugin
+    then aliases its output with data, which the builder allows only with ``PreviewFeature.ALIASED_PLUGIN_IO_10_03``."""
+    from trt_scatter.ops import is_trt_scatter
+
+    return any(
+        attribute.name == "inplace" and attribute.i == 1
+        for node in model.graph.node
+        if is_trt_scatter(node)
+        for attribute in node.attribute
+    )
+
+
 def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, timing_cache=None, progress=False, name="network", aliased_plugin_io=False):
     """Builds a serialized engine; returns ``(engine_bytes, BuildSummary)``.
 
-    ``aliased_plugin_io`` enables the preview feature that plugins with ``inplace=1`` need.
+    ``aliased_plugin_io`` enables the preview feature that plugins with ``inplace=1`` need
+    (:func:`needs_aliased_plugin_io`). ``fp16``/``bf16`` need a weakly typed network (full
+    TensorRT 10.x, ``strongly_typed=False`` in the loader): TensorRT 11.x and TensorRT-RTX have
+    no such builder flags.
     ``profile_shapes`` maps input names to ``(min, opt, max)`` and is read after the network
     loads; dynamic inputs not in it fail with a message naming them, before TensorRT is asked.
     """
     trt = tensorrt()
     from polygraphy.backend.trt import CreateConfig, EngineBytesFromNetwork, Profile
 
-    if (fp16 or bf16) and is_rtx():
-        raise ValueError("TensorRT-RTX networks are strongly typed and take no --fp16/--bf16: give the inputs that type instead (e.g. --dtype float16)")
+    for flag, wanted in (("FP16", fp16), ("BF16", bf16)):
+        if wanted and not hasattr(trt.BuilderFlag, flag):
+            raise ValueError(
+                f"{backend.name()} {trt.__version__} has no BuilderFlag.{flag}: its networks are strongly typed, "
+                f"so give the inputs that type instead (e.g. --dtype {'float16' if flag == 'FP16' else 'bfloat16'})"
+            )
 
     loaded = load_network()
     builder, network = loaded[0], loaded[1]
@@ -129,8 +156,9 @@ def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, t
         profiles=profiles,
         load_timing_cache=timing_cache,
         progress_monitor=_progress_monitor(trt) if progress else None,
-        preview_features=_preview_features(trt, builder, aliased_plugin_io),
     )
+    if aliased_plugin_io:
+        config = with_aliased_plugin_io(config)
     start = time.perf_counter()
     engine = bytes(EngineBytesFromNetwork(loaded, config=config, save_timing_cache=timing_cache)())  # raises if TensorRT fails
     seconds = time.perf_counter() - start
@@ -139,17 +167,27 @@ def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, t
     return engine, summary
 
 
-def _preview_features(trt, builder, aliased_plugin_io):
-    """TensorRT's default preview features, plus in-place plugin I/O when asked (polygraphy sets
-    exactly the list it is given, so the defaults are listed too)."""
-    if not aliased_plugin_io:
-        return None
-    defaults = builder.create_builder_config()
-    features = [f for f in trt.PreviewFeature.__members__.values() if defaults.get_preview_feature(f)]
-    aliased = getattr(trt.PreviewFeature, "ALIASED_PLUGIN_IO_10_03", None)
-    if aliased is None:
-        raise ValueError("this TensorRT has no PreviewFeature.ALIASED_PLUGIN_IO_10_03: plugins with inplace=1 need TensorRT 10.3 or newer")
-    return features + [aliased]
+def with_aliased_plugin_io(create_config):
+    """A config loader ``(builder, network) -> IBuilderConfig``: ``create_config``'s config (e.g.
+    polygraphy's ``CreateConfig``) with ``PreviewFeature.ALIASED_PLUGIN_IO_10_03`` enabled, which
+    plugins with ``inplace=1`` need. Only that feature changes: TensorRT's defaults stay as they are.
+
+    The feature arrived in TensorRT 10.3 (with ``IPluginV3OneBuildV2``); an older TensorRT is refused here.
+    """
+    trt = tensorrt()
+    feature = getattr(trt.PreviewFeature, "ALIASED_PLUGIN_IO_10_03", None)
+    if feature is None:
+        raise ValueError(
+            f"{backend.name()} {trt.__version__} has no PreviewFeature.ALIASED_PLUGIN_IO_10_03: "
+            "plugins with inplace=1 need TensorRT 10.3 or newer (or use inplace=0)"
+        )
+
+    def load(builder, network):
+        config = create_config(builder, network)
+        config.set_preview_feature(feature, True)
+        return config
+
+    return load
 
 
 def _info(tensor):

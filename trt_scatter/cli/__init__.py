@@ -1,15 +1,26 @@
 """``trt-scatter``: the command line. Each subcommand is a module here with ``add_parser(subparsers)``
-that registers it and sets ``func(args) -> int``; bad arguments end in one line on stderr and exit 2."""
+that registers it and sets ``func(args) -> int``. Every error is one line on stderr
+(:mod:`trt_scatter.cli.common`): exit 2 for a bad argument or model, 1 when TensorRT fails."""
 
-import argparse
+import sys
 
-from trt_scatter.cli import build, check, lower
+from trt_scatter.cli import build, check, common, lower
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="trt-scatter", description=__doc__.split("\n")[0])
+    parser = common.OneLineParser(prog="trt-scatter", description=__doc__.split("\n")[0])
     subparsers = parser.add_subparsers(dest="command", required=True)
     for subcommand in (build, check, lower):
         subcommand.add_parser(subparsers)
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print(f"trt-scatter {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # a bug of trt-scatter's: still one line, the traceback on request
+        if common.verbose():
+            raise
+        print(f"trt-scatter {args.command}: internal error: {type(err).__name__}: {common.first_line(err)} "
+              "(TRT_SCATTER_VERBOSE=1 shows the traceback)", file=sys.stderr)
+        return 1

@@ -7,12 +7,13 @@
 """
 
 import argparse
+import os
 import pathlib
 import re
-import sys
 
 import numpy as np
 
+from trt_scatter.cli import common
 from trt_scatter.log import logger
 
 _SHAPE = re.compile(r"^(?P<name>[^:]+):\[(?P<dims>[0-9,\s]*)\]$")
@@ -29,10 +30,10 @@ def add_parser(subparsers):
     parser.add_argument("--dynamic", action="store_true", help="example networks: dynamic input dimensions with a built-in profile")
     parser.add_argument("--dtype", default="float32", help="example networks: element type of data/updates (default: float32)")
     parser.add_argument("--index-dtype", default="int32", choices=["int32", "int64"], help="example networks: index type (default: int32)")
-    parser.add_argument("--fp16", action="store_true", help="allow FP16 kernels")
-    parser.add_argument("--bf16", action="store_true", help="allow BF16 kernels")
+    parser.add_argument("--fp16", action="store_true", help="full TensorRT 10.x: a weakly typed network that may run layers in FP16 (trt-scatter's plugins keep their declared types)")
+    parser.add_argument("--bf16", action="store_true", help="full TensorRT 10.x: as --fp16, with BF16")
     parser.add_argument("--timing-cache", help="timing cache file to load from and save to")
-    parser.add_argument("--plugins", action="store_true", help="register trt-scatter's plugins before parsing (and allow their in-place I/O)")
+    parser.add_argument("--plugins", action="store_true", help="register trt-scatter's plugins before parsing (and allow in-place I/O where a node asks for it)")
     parser.add_argument("--progress", action="store_true", help="print TensorRT's build phases")
     parser.add_argument("-v", "--verbose", action="store_true", help="show TensorRT's log")
     parser.set_defaults(func=run)
@@ -69,29 +70,38 @@ def _dtype(name):
 
 
 def _build_one(args, target, output, dynamic):
+    from polygraphy.exception import PolygraphyException
+
     from trt_scatter import engine
+    from trt_scatter.networks.examples import EXAMPLES
 
     flags = dict(fp16=args.fp16, bf16=args.bf16, timing_cache=args.timing_cache, progress=args.progress)
+    strongly_typed = not (args.fp16 or args.bf16)  # reduced precision is what a weakly typed network is for
     profile = parse_profile(args.min, args.opt, args.max)
-    if target.endswith(".onnx"):
-        if not pathlib.Path(target).is_file():
-            raise ValueError(f"no such ONNX file: {target}")
-        load = engine.network_from_onnx(target, plugins=args.plugins)
-        name = pathlib.Path(target).stem
-    else:
-        load = engine.network_from_example(target, profile, dtype=_dtype(args.dtype), index_dtype=np.dtype(args.index_dtype), dynamic=dynamic)
-        name = target + ("_dynamic" if dynamic else "")
-    plan, summary = engine.build_engine(load, profile, name=name, aliased_plugin_io=args.plugins, **flags)
+    is_model = target not in EXAMPLES and (target.endswith(".onnx") or os.path.exists(target))
+    name = pathlib.Path(target).stem if is_model else target + ("_dynamic" if dynamic else "")
     output = pathlib.Path(output or pathlib.Path(args.out_dir) / f"{name}.engine")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_bytes(plan)
+    common.check_output_path(output)
+    aliased_plugin_io = False
+    if is_model:
+        model = common.load_model(target)  # validated: a mistake the model shows ends here, in one line
+        aliased_plugin_io = args.plugins and engine.needs_aliased_plugin_io(model)
+        load = engine.network_from_onnx(target, plugins=args.plugins, strongly_typed=strongly_typed)
+    else:
+        params = dict(dtype=_dtype(args.dtype), index_dtype=np.dtype(args.index_dtype), dynamic=dynamic)
+        load = engine.network_from_example(target, profile, strongly_typed=strongly_typed, **params)
+    with common.quiet_tensorrt(show=args.verbose or args.progress) as tensorrt_output:
+        try:
+            plan, summary = engine.build_engine(load, profile, name=name, aliased_plugin_io=aliased_plugin_io, **flags)
+        except PolygraphyException as err:  # TensorRT failed on a model that passed every check
+            raise common.CliError(f"TensorRT could not build {name}: {tensorrt_output.reason(err)}", common.FAILED) from None
+    tensorrt_output.replay_warnings()
+    common.write_output(output, plan, "engine")
     return output, summary
 
 
 def run(args):
     _set_verbosity(args.verbose)
-    from polygraphy.exception import PolygraphyException
-
     try:
         if args.all:
             if args.target or args.output:
@@ -100,12 +110,8 @@ def run(args):
         if not args.target:
             raise ValueError("give an example network name or an .onnx file, or --all")
         output, summary = _build_one(args, args.target, args.output, args.dynamic)
-    except (ValueError, TypeError, ImportError, RuntimeError) as err:
-        print(f"trt-scatter build: error: {err}", file=sys.stderr)
-        return 2
-    except PolygraphyException as err:  # polygraphy has logged TensorRT's reasons above
-        print(f"trt-scatter build: error: {err}", file=sys.stderr)
-        return 1
+    except (common.CliError, ValueError, TypeError, ImportError, RuntimeError) as err:
+        return common.report("build", err)
     for line in summary.lines():
         print(line)
     print(f"saved    {output}")

@@ -36,7 +36,6 @@ with the golden reference.
 
 import argparse
 import json
-import sys
 
 SEPARATOR = ":"
 REFERENCE = "reference"
@@ -102,10 +101,12 @@ class CheckError(Exception):
 
 
 def run(args):
+    from trt_scatter.cli import common
+
     try:
         verdict = _check(args)
-    except CheckError as err:
-        print(f"trt-scatter check: error: {err}", file=sys.stderr)
+    except (CheckError, common.CliError) as err:
+        common.report("check", err)
         return EXIT_CODES["ERROR"]
     if verdict == "NOT RUN ON TENSORRT":
         print(f"NOT RUN ON TENSORRT: every comparison passed, but the engine was built and never run (no GPU){'' if args.allow_engine_not_run else '; exit 3 (--allow-engine-not-run accepts it)'}")
@@ -116,13 +117,17 @@ def run(args):
 
 def _check(args):
     """Builds, runs, compares and prints the verdict lines per output; returns the final verdict."""
+    from trt_scatter.cli import common
     from trt_scatter.ops import is_trt_scatter
-    from trt_scatter.passes.validate import ModelError, load_model, validate
 
-    try:
-        model = validate(load_model(args.model))
-    except ModelError as err:
-        raise CheckError(str(err)) from None
+    for flag in ("save_inputs", "save_outputs", "save_engine"):  # refused before any work, not after it
+        if getattr(args, flag):
+            common.check_output_path(getattr(args, flag), what="--" + flag.replace("_", "-"))
+    model = common.load_model(args.model)  # validated: a mistake the model shows ends here, in one line
+    unknown = sorted(set(dict(args.input_shapes)) - {value.name for value in model.graph.input})
+    if unknown:
+        inputs = ", ".join(value.name for value in model.graph.input)
+        raise CheckError(f"--input-shapes names no input of the model: {', '.join(unknown)} (its inputs: {inputs})")
     has_plugins = any(is_trt_scatter(node) for node in model.graph.node)
 
     backend_error = _resolve_tensorrt()  # before polygraphy's TensorRT modules load, so both use the same one
@@ -144,8 +149,7 @@ def _check(args):
         else:
             print(f"engine: built ({len(engine)} bytes)")
             if args.save_engine:
-                with open(args.save_engine, "wb") as f:
-                    f.write(engine)
+                common.write_output(args.save_engine, engine, "--save-engine")
 
     runners = [_reference_runner(model)]
     engine_runs = _has_gpu() and engine is not None
@@ -159,7 +163,16 @@ def _check(args):
             print(f"{why}: the TensorRT engine is not run; comparing onnxruntime with the reference instead")
         runners.append(_onnxruntime_runner(model, has_plugins))
 
-    results = _run(runners, feeds, model)
+    try:
+        with common.quiet_tensorrt():  # a plugin's exception is printed by TensorRT's bindings: it is counted below
+            results = _run(runners, feeds, model)
+    except CheckError:
+        counted = _counted_plugin_errors(has_plugins)
+        if not counted:
+            raise
+        for message in counted:  # what the kernels skipped, named by op (debug mode, on while checking)
+            print(f"FAIL {message}")
+        return "FAILED"
     names = list(results.keys())
     pairs = [(REFERENCE, name) for name in names[1:]]
     if args.load_outputs:
@@ -218,6 +231,8 @@ def _build_engine(path, model, feed, has_plugins):
     """(serialized engine, None) or (None, why the build failed). Dynamic inputs get a profile of the fed shapes."""
     from polygraphy.backend.trt import CreateConfig, EngineBytesFromNetwork, NetworkFromOnnxPath, Profile
 
+    from trt_scatter.cli import common
+    from trt_scatter.engine import needs_aliased_plugin_io, with_aliased_plugin_io
     from trt_scatter.polygraphy_ext import RegisterTrtScatterPlugins
 
     profile = Profile()
@@ -226,11 +241,15 @@ def _build_engine(path, model, feed, has_plugins):
         if value.name in feed and not all(d.HasField("dim_value") for d in dims):
             shape = feed[value.name].shape
             profile.add(value.name, min=shape, opt=shape, max=shape)
-    network = NetworkFromOnnxPath(RegisterTrtScatterPlugins(path) if has_plugins else path)
-    try:
-        return bytes(EngineBytesFromNetwork(network, config=CreateConfig(profiles=[profile] if profile else None))()), None
-    except Exception as err:  # polygraphy raises PolygraphyException; plugin registration may raise anything
-        return None, f"engine build failed: {str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__}"
+    network = NetworkFromOnnxPath(RegisterTrtScatterPlugins(path) if has_plugins else path, strongly_typed=True)
+    config = CreateConfig(profiles=[profile] if profile else None)
+    with common.quiet_tensorrt() as tensorrt_output:
+        try:
+            if needs_aliased_plugin_io(model):  # inplace=1 plugins; refused where TensorRT lacks the feature
+                config = with_aliased_plugin_io(config)
+            return bytes(EngineBytesFromNetwork(network, config=config)()), None
+        except Exception as err:  # polygraphy raises PolygraphyException; plugin registration may raise anything
+            return None, f"engine build failed: {tensorrt_output.reason(err)}"
 
 
 def _has_gpu():
@@ -249,7 +268,13 @@ def _reference_runner(model):
 
 
 def _tensorrt_runner(engine):
+    import os
+
     from polygraphy.backend.trt import EngineFromBytes, TrtRunner
+
+    from trt_scatter.plugins.kernels import DEBUG_ENV
+
+    os.environ.setdefault(DEBUG_ENV, "1")  # a skipped write is a failure here: count them, name the op
 
     return TrtRunner(EngineFromBytes(engine), name="tensorrt")
 
@@ -280,6 +305,15 @@ def _run(runners, feeds, model):
         dynamic = any(not d.HasField("dim_value") for value in model.graph.input for d in value.type.tensor_type.shape.dim)
         hint = " (the model has dynamic input dims: give them with --input-shapes)" if dynamic else ""
         raise CheckError(f"a run failed: {str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__}{hint}") from None
+
+
+def _counted_plugin_errors(has_plugins):
+    """What the plugins' kernels counted in debug mode during the runs (each message names its op)."""
+    if not has_plugins:
+        return []
+    from trt_scatter.plugins import counted_errors
+
+    return counted_errors()
 
 
 def _load_golden(path):

@@ -87,7 +87,9 @@ class ValidateTrtScatter(BaseLoader):
 
 
 def load_model(path):
-    """Reads an ONNX model, refusing by name what is not one (missing, a folder, empty, a TensorRT engine, other bytes)."""
+    """Reads an ONNX model without its external data, refusing by name what is not one (missing, a
+    folder, empty, a TensorRT engine, other bytes). Tensors kept in external files (weights, by
+    size) have no value here: validation treats them as values it does not know."""
     import onnx
     from google.protobuf.message import DecodeError
 
@@ -104,7 +106,7 @@ def load_model(path):
     if head in ENGINE_MAGICS:
         raise ModelError(f"{path!r} is a serialized TensorRT engine, not an ONNX model")
     try:
-        model = onnx.load(path)
+        model = onnx.load(path, load_external_data=False)  # weights are never index constants; GBs of them need not load
     except (DecodeError, ValueError, RuntimeError, OSError) as err:
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ModelError(f"{path!r} is not an ONNX model ({reason})") from None

@@ -4,11 +4,13 @@
   ``polygraphy run --pluginref`` runs with trt-scatter installed); importing :mod:`.references`
   (this package does) also puts the four scatter ops in ``pluginref``'s own registry.
 - :class:`ScatterDataLoader` / :func:`load_data`: valid inputs for scatter models.
-- :class:`RegisterTrtScatterPlugins`: a loader that registers the TensorRT plugins first.
+- :class:`RegisterTrtScatterPlugins`: a loader that registers the TensorRT plugins first;
+  :class:`ValidateTrtScatter` (from :mod:`trt_scatter.passes.validate`): one that validates the model.
 - :func:`get_arg_groups`: the ``polygraphy.run.plugins`` entry point (``--trt-scatter-plugins``,
   ``--trt-scatter-inputs``, the reference in ``--pluginref``, lowered models in ``--onnxrt``).
 """
 
+from trt_scatter.passes.validate import ValidateTrtScatter
 from trt_scatter.polygraphy_ext import references
 from trt_scatter.polygraphy_ext.data_loader import ScatterDataLoader, load_data
 from trt_scatter.polygraphy_ext.loader import RegisterTrtScatterPlugins, register_plugins
@@ -20,6 +22,7 @@ __all__ = [
     "RegisterTrtScatterPlugins",
     "ScatterDataLoader",
     "TrtScatterArgs",
+    "ValidateTrtScatter",
     "get_arg_groups",
     "load_data",
     "references",

@@ -1,7 +1,11 @@
 """A polygraphy loader that registers trt-scatter's TensorRT plugins before whatever it wraps runs."""
 
+import os
+
 from polygraphy import util
 from polygraphy.backend.base import BaseLoader
+
+DEBUG_ENV = "TRT_SCATTER_DEBUG"  # = trt_scatter.plugins.kernels.DEBUG_ENV (not imported here: it loads CUDA)
 
 
 class RegisterTrtScatterPlugins(BaseLoader):
@@ -11,13 +15,19 @@ class RegisterTrtScatterPlugins(BaseLoader):
     creators are in TensorRT's registry before the ONNX parser (or engine deserialization) runs::
 
         network = NetworkFromOnnxPath(RegisterTrtScatterPlugins("model.onnx"))
+
+    ``debug=True`` turns the kernels' error count on (``TRT_SCATTER_DEBUG=1``, unless the
+    environment already says otherwise): a write a kernel skips then fails the inference, naming the op.
     """
 
-    def __init__(self, obj=None):
+    def __init__(self, obj=None, debug=False):
         self.obj = obj
+        self.debug = debug
 
     @util.check_called_by("__call__")
     def call_impl(self, *args, **kwargs):
+        if self.debug:
+            os.environ.setdefault(DEBUG_ENV, "1")
         register_plugins()
         ret, _ = util.invoke_if_callable(self.obj, *args, **kwargs)
         return ret

@@ -12,9 +12,13 @@ Loading it (polygraphy does, on every ``polygraphy run``, once trt-scatter is in
 
 and it adds two options:
 
-- ``--trt-scatter-plugins``: register trt-scatter's TensorRT plugins before the ONNX parser runs,
-  by wrapping the model loader in :class:`.RegisterTrtScatterPlugins` (so ``--gen-script``
-  scripts do it too);
+- ``--trt-scatter-plugins``: validate the model's ``trt_scatter`` nodes
+  (:mod:`trt_scatter.passes.validate`: a mistake the model shows ends the run in one line) and
+  register trt-scatter's TensorRT plugins before the ONNX parser runs, by wrapping the model loader
+  in :class:`.ValidateTrtScatter` and :class:`.RegisterTrtScatterPlugins` (so ``--gen-script``
+  scripts do it too); with the kernels' error count on (``TRT_SCATTER_DEBUG=1``), so a write a
+  kernel skips fails the run naming the op; and, for a node with ``inplace=1``, the builder's
+  ``PreviewFeature.ALIASED_PLUGIN_IO_10_03``;
 - ``--trt-scatter-inputs``: feed valid inputs (:class:`.ScatterDataLoader`) instead of random
   ones, honouring ``--seed``, ``--input-shapes`` and ``--iterations``; without shapes from the
   user, the TensorRT profile takes the generated shapes.
@@ -29,6 +33,7 @@ from polygraphy.tools.args.base import BaseArgs
 from polygraphy.tools.script import make_invocable
 
 from trt_scatter.polygraphy_ext import data_loader, references  # noqa: F401  (registers the references)
+from trt_scatter.polygraphy_ext.loader import DEBUG_ENV
 
 
 class TrtScatterArgs(BaseArgs):
@@ -71,10 +76,12 @@ class TrtScatterArgs(BaseArgs):
         # The generated script (run in this process, or saved by --gen-script) must do what this process did.
         if PluginRefRunnerArgs in self.arg_groups:
             self.arg_groups[PluginRefRunnerArgs].add_to_script_impl = self._add_reference_runner
-        if OnnxrtSessionArgs in self.arg_groups and _has_trt_scatter_nodes(self.arg_groups[ModelArgs]):
+        if OnnxrtSessionArgs in self.arg_groups and _has_trt_scatter_nodes(self._onnx_model()):
             _before_add_to_script(self.arg_groups[OnnxrtSessionArgs], self._lowered_model)
+        if self.register_plugins:
+            self._validate_model()
         if self.register_plugins and TrtLoadPluginsArgs in self.arg_groups:
-            _after_add_to_script(self.arg_groups[TrtLoadPluginsArgs], _register_plugins_first)
+            _after_add_to_script(self.arg_groups[TrtLoadPluginsArgs], self._register_plugins_first)
         if DataLoaderArgs in self.arg_groups:
             self._tell_data_loader(args)
 
@@ -92,6 +99,56 @@ class TrtScatterArgs(BaseArgs):
         model = self.arg_groups[OnnxLoadArgs].add_to_script(script)
         lowered = script.add_loader(make_invocable("LowerTrtScatter", model), "lower_trt_scatter")
         return script.add_loader(make_invocable("BytesFromOnnx", lowered), "serialize_lowered")
+
+    def _onnx_model(self):
+        model_args = self.arg_groups[ModelArgs] if ModelArgs in self.arg_groups else None
+        if model_args is None or not model_args.path or model_args.model_type is None or not model_args.model_type.is_onnx():
+            return None
+        return model_args.path
+
+    def _validate_model(self):
+        """Validates an ONNX model now, so that a mistake it shows fails before anything runs, in one line."""
+        import os
+
+        from trt_scatter.engine import needs_aliased_plugin_io
+        from trt_scatter.passes.validate import ModelError, validate
+
+        os.environ.setdefault(DEBUG_ENV, "1")
+        path = self._onnx_model()
+        if path is None:
+            return
+        try:
+            model = validate(path)
+        except ModelError as err:
+            G_LOGGER.critical(f"--trt-scatter-plugins: {err}")
+        if needs_aliased_plugin_io(model) and TrtConfigArgs in self.arg_groups:
+            self._allow_aliased_plugin_io(self.arg_groups[TrtConfigArgs])
+
+    def _allow_aliased_plugin_io(self, config_args):
+        """Adds ALIASED_PLUGIN_IO_10_03 to the preview features (the only other, PROFILE_SHARING_0806,
+        is on in every TensorRT 10 whatever the list says, and 11.x dropped it)."""
+        from polygraphy.tools.args.backend.trt.helper import make_trt_enum_val
+
+        from trt_scatter.backend import tensorrt
+
+        if not hasattr(tensorrt().PreviewFeature, "ALIASED_PLUGIN_IO_10_03"):
+            G_LOGGER.critical("--trt-scatter-plugins: the model has plugins with inplace=1, which need "
+                              "PreviewFeature.ALIASED_PLUGIN_IO_10_03 (TensorRT 10.3 or newer)")
+        feature = make_trt_enum_val("PreviewFeature", "ALIASED_PLUGIN_IO_10_03")
+        features = list(config_args.preview_features or [])
+        if str(feature) not in map(str, features):
+            config_args.preview_features = features + [feature]
+
+    def _register_plugins_first(self, script, loader_name):
+        """Wraps the loader that polygraphy wraps with ``LoadPlugins`` (model path or engine) in ours,
+        validating the model first where it is ONNX."""
+        imports = ["RegisterTrtScatterPlugins"]
+        # polygraphy wraps the model path, then the network and the engine loaders: validate the path.
+        if type(loader_name) is str and loader_name == self._onnx_model():
+            imports.append("ValidateTrtScatter")
+            loader_name = script.add_loader(make_invocable("ValidateTrtScatter", loader_name), "validate_trt_scatter")
+        script.add_import(imports=imports, frm="trt_scatter.polygraphy_ext")
+        return script.add_loader(make_invocable("RegisterTrtScatterPlugins", loader_name, debug=True), "register_trt_scatter_plugins")
 
     def _tell_data_loader(self, args):
         """What :func:`.data_loader.load_data` reads: the model and options of this run (for
@@ -153,25 +210,19 @@ def _before_add_to_script(arg_group, model_for):
     arg_group.add_to_script_impl = add_to_script_impl
 
 
-def _has_trt_scatter_nodes(model_args):
-    """Whether the ONNX model of this run has trt_scatter nodes (False for other models and unreadable files)."""
+def _has_trt_scatter_nodes(path):
+    """Whether the ONNX model at ``path`` has trt_scatter nodes (False for None and unreadable files)."""
     import onnx
 
     from trt_scatter.ops import is_trt_scatter
 
-    if not model_args.path or model_args.model_type is None or not model_args.model_type.is_onnx():
+    if path is None:
         return False
     try:
-        model = onnx.load(model_args.path, load_external_data=False)
+        model = onnx.load(path, load_external_data=False)
     except Exception:  # polygraphy's own loader reports an unreadable model
         return False
     return any(is_trt_scatter(node) for node in model.graph.node)
-
-
-def _register_plugins_first(script, loader_name):
-    """Wraps the loader that polygraphy wraps with ``LoadPlugins`` (model path or engine) in ours."""
-    script.add_import(imports=["RegisterTrtScatterPlugins"], frm="trt_scatter.polygraphy_ext")
-    return script.add_loader(make_invocable("RegisterTrtScatterPlugins", loader_name), "register_trt_scatter_plugins")
 
 
 def get_arg_groups():

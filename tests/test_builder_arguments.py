@@ -1,0 +1,66 @@
+"""The network builders take ITensors for an op's tensors and ints, lists or NumPy arrays for its
+constants; either passed where the other is wanted is refused by name, before TensorRT is called."""
+
+import numpy as np
+import pytest
+
+from trt_scatter.backend import tensorrt
+from trt_scatter.log import trt_logger
+from trt_scatter.networks import add_scatter_elements, add_scatter_nd, add_scatter_update, add_slice_scatter
+from trt_scatter.oracle import ScatterInputError
+
+trt = tensorrt()
+TENSOR_RULE = "must be an ITensor of the network (an array becomes one with network.add_constant(shape, array).get_output(0))"
+CONSTANT_RULE = "must be a constant (an int, a list or a NumPy array): its values are used when the network is built"
+RUNTIME_RULE = "must be a constant for the native lowering: it decides which {}"  # start/stop/step may be ITensors
+
+
+@pytest.fixture
+def net():
+    network = trt.Builder(trt_logger()).create_network(0)
+    tensors = {
+        "data": network.add_input("data", trt.float32, (4, 5)),
+        "updates": network.add_input("updates", trt.float32, (4, 3)),
+        "indices": network.add_input("indices", trt.int32, (2,)),
+        "rows": network.add_input("rows", trt.float32, (2, 5)),
+    }
+    return network, tensors
+
+
+CASES = [
+    ("slice-scatter-data", lambda n, t: add_slice_scatter(n, np.zeros((4, 5), np.float32), t["updates"], [0], [3], [1], [1]),
+     "slice_scatter: 'data' " + TENSOR_RULE + " (got ndarray float32 (4, 5))"),
+    ("slice-scatter-updates-list", lambda n, t: add_slice_scatter(n, t["data"], [[1.0]], [0], [3], [1], [1]),
+     "slice_scatter: 'updates' " + TENSOR_RULE + " (got list)"),
+    ("slice-scatter-start", lambda n, t: add_slice_scatter(n, t["data"], t["updates"], t["rows"], [3], [1], [1]),  # run-time start: an int tensor
+     "slice_scatter: 'start' must have an integer element type (got float32)"),
+    ("slice-scatter-axes", lambda n, t: add_slice_scatter(n, t["data"], t["updates"], [0], [3], [1], t["indices"]),
+     "slice_scatter: 'axes' " + RUNTIME_RULE.format("axes are sliced") + " (got ITensor 'indices')"),
+    ("scatter-update-indices", lambda n, t: add_scatter_update(n, t["data"], np.array([0, 1]), t["rows"], 0),
+     "scatter_update: 'indices' " + TENSOR_RULE + " (got ndarray int64 (2,))"),
+    ("scatter-update-axis", lambda n, t: add_scatter_update(n, t["data"], t["indices"], t["rows"], t["indices"]),
+     "scatter_update: 'axis' " + RUNTIME_RULE.format("dimension is indexed") + " (got ITensor 'indices')"),
+    ("scatter-elements-axis", lambda n, t: add_scatter_elements(n, t["data"], t["indices"], t["updates"], t["indices"]),
+     "scatter_elements: 'axis' " + CONSTANT_RULE + " (got ITensor 'indices')"),
+    ("scatter-elements-updates", lambda n, t: add_scatter_elements(n, t["data"], t["indices"], np.zeros(2), 0),
+     "scatter_elements: 'updates' " + TENSOR_RULE + " (got ndarray float64 (2,))"),
+    ("scatter-nd-indices", lambda n, t: add_scatter_nd(n, t["data"], np.zeros((2, 1), np.int64), t["rows"]),
+     "scatter_nd: 'indices' " + TENSOR_RULE + " (got ndarray int64 (2, 1))"),
+]
+
+
+@pytest.mark.parametrize("add, message", [case[1:] for case in CASES], ids=[case[0] for case in CASES])
+def test_swapped_arguments_are_refused_by_name(net, add, message):
+    network, tensors = net
+    layers = network.num_layers
+    with pytest.raises(ScatterInputError) as caught:
+        add(network, tensors)
+    assert str(caught.value) == message
+    assert network.num_layers == layers  # refused before anything was added
+
+
+def test_the_right_kinds_still_build(net):
+    network, t = net
+    add_slice_scatter(network, t["data"], t["updates"], np.array([0]), [3], [1], axes=[1])
+    add_scatter_update(network, t["data"], t["indices"], t["rows"], np.array(0))
+    assert network.num_layers > 0

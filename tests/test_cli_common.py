@@ -1,0 +1,68 @@
+"""trt_scatter.cli.common: the one-line error standard, in-process (tests/test_validate_cli.py runs the commands)."""
+
+import os
+import sys
+
+import pytest
+
+from trt_scatter.cli import build, common, main
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_a_bug_of_trt_scatter_is_one_line_unless_verbose(monkeypatch, capsys, verbose):
+    def broken(*args):
+        raise KeyError("lost")
+
+    monkeypatch.setattr(build, "_build_one", broken)
+    monkeypatch.setenv("TRT_SCATTER_VERBOSE", "1" if verbose else "0")
+    if verbose:
+        with pytest.raises(KeyError):
+            main(["build", "slice_scatter"])
+        return
+    assert main(["build", "slice_scatter"]) == 1
+    assert capsys.readouterr().err == (
+        "trt-scatter build: internal error: KeyError: 'lost' (TRT_SCATTER_VERBOSE=1 shows the traceback)\n"
+    )
+
+
+def test_interrupt_is_one_line(monkeypatch, capsys):
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build, "_build_one", interrupted)
+    assert main(["build", "slice_scatter"]) == 130
+    assert capsys.readouterr().err == "trt-scatter build: interrupted\n"
+
+
+def test_first_line_of_an_empty_message_is_the_type():
+    assert common.first_line(ValueError("")) == "ValueError"
+    assert common.first_line(ValueError("\n  first\nsecond")) == "first"
+
+
+def test_quiet_tensorrt_holds_python_and_native_output_and_finds_the_reason(capfd):
+    with common.quiet_tensorrt() as held:
+        print("[W] a warning")
+        print("[E] polygraphy's error line", file=sys.stderr)
+        os.write(2, b"[ERROR] Exception thrown from enqueue() PluginError: SliceScatter: skipped\n")
+    assert capfd.readouterr() == ("", "")
+    assert held.reason(RuntimeError("x")) == "Exception thrown from enqueue() PluginError: SliceScatter: skipped"
+    assert common.TensorRTOutput().reason(RuntimeError("polygraphy's exception")) == "polygraphy's exception"
+    held.replay_warnings()
+    assert "[W] a warning" in capfd.readouterr().out
+
+
+def test_write_output_failure_is_one_error(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(common.CliError, match=r"^cannot write engine '.*file/x.engine': "):
+        common.write_output(tmp_path / "file" / "x.engine", b"plan", "engine")
+    common.write_output(tmp_path / "new" / "x.engine", b"plan", "engine")
+    assert (tmp_path / "new" / "x.engine").read_bytes() == b"plan"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes read-only files")
+def test_a_read_only_output_file_is_refused(tmp_path):
+    path = tmp_path / "x.engine"
+    path.write_bytes(b"")
+    path.chmod(0o444)
+    with pytest.raises(common.CliError, match="cannot be written: permission denied"):
+        common.check_output_path(path)
