@@ -169,3 +169,20 @@ def test_tensorrt_matches_the_oracle_on_the_gpu(model_paths, tmp_path):
     for path, shapes in cases:
         result = fx.run_tool("polygraphy", ["run", path, "--trt", "--pluginref", "--trt-scatter-plugins", "--trt-scatter-inputs", *shapes, *EXACT])
         assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_plugin_models_run_in_onnxrt_lowered_and_a_saved_script_runs_alone(tmp_path):
+    """--onnxrt runs the model with its trt_scatter nodes lowered (and says so); --gen-script writes the
+    lowering and trt-scatter's data loader into the script, which then runs in a fresh interpreter."""
+    import mixed_models
+
+    path = fx.save(mixed_models.kv_cache(runtime=True, dynamic=True, project=False).model, tmp_path / "kv.onnx")
+    script = tmp_path / "check.py"
+    shapes = ["--input-shapes", "cache:[2,3,8,4]", "k:[2,3,1,4]"]
+    result = fx.run_tool("polygraphy", ["run", path, "--onnxrt", "--pluginref", "--trt-scatter-inputs", "--seed", "5", *shapes, *EXACT, "--gen-script", script])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "onnxrt runs the model with its trt_scatter nodes lowered to standard ONNX ops" in result.stdout + result.stderr
+    text = script.read_text()
+    assert "LowerTrtScatter(load_onnx)" in text and f"ScatterDataLoader({str(path)!r}, seed=5, input_shapes={{'cache': [2, 3, 8, 4], 'k': [2, 3, 1, 4]}}" in text
+    alone = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert alone.returncode == 0 and "PASSED" in alone.stdout + alone.stderr, alone.stdout + alone.stderr

@@ -8,7 +8,6 @@ cannot lower ends in one line on stderr naming the node, the input and the rule,
 """
 
 import argparse
-import sys
 
 
 def add_parser(subparsers):
@@ -26,18 +25,22 @@ def add_parser(subparsers):
 def run(args):
     import onnx
 
+    from trt_scatter.cli import common
     from trt_scatter.ops import is_trt_scatter
     from trt_scatter.passes.lower import lower
-    from trt_scatter.passes.validate import ModelError, load_model
+    from trt_scatter.passes.validate import ModelError
 
     try:
-        model = load_model(args.model)
-        lowered = lower(model)
-        onnx.checker.check_model(lowered, full_check=True)
-        onnx.save(lowered, args.output)
-    except (ModelError, onnx.checker.ValidationError, OSError) as err:
-        print(f"trt-scatter lower: error: {str(err).strip().splitlines()[0]}", file=sys.stderr)
-        return 2
+        common.check_output_path(args.output)
+        model = common.load_model(args.model)  # validated
+        try:
+            lowered = lower(model)
+            onnx.checker.check_model(lowered, full_check=True)
+        except (ModelError, onnx.checker.ValidationError) as err:
+            raise common.CliError(str(err)) from None
+        common.write_output(args.output, lowered.SerializeToString(), "output")
+    except common.CliError as err:
+        return common.report("lower", err)
     replaced = sorted({node.op_type for node in model.graph.node if is_trt_scatter(node)})
     count = sum(is_trt_scatter(node) for node in model.graph.node)
     what = f"{count} trt_scatter node(s) ({', '.join(replaced)})" if count else "no trt_scatter node"

@@ -151,31 +151,30 @@ class TrtScatterArgs(BaseArgs):
         return script.add_loader(make_invocable("RegisterTrtScatterPlugins", loader_name, debug=True), "register_trt_scatter_plugins")
 
     def _tell_data_loader(self, args):
-        """What :func:`.data_loader.load_data` reads: the model and options of this run (for
-        ``--trt-scatter-inputs``, or ``--data-loader-script`` naming trt-scatter's data loader)."""
+        """What :func:`.data_loader.load_data` reads under ``--data-loader-script``: the model and
+        options of this run. ``--trt-scatter-inputs`` puts the loader itself into the script."""
         loader_args = self.arg_groups[DataLoaderArgs]
         model_args = self.arg_groups[ModelArgs]
-        data_loader.RUN_ARGS.update(
-            model=model_args.path,
-            seed=loader_args.seed,
-            input_shapes=model_args.input_shapes or None,
-            iterations=loader_args.iterations,
-        )
-        if self.generate_inputs:
-            self._use_data_loader(loader_args)
-
-    def _use_data_loader(self, loader_args):
+        shapes = {name: list(meta.shape) for name, meta in (model_args.input_shapes or {}).items()} or None
+        options = dict(seed=loader_args.seed if loader_args.seed is not None else 1, input_shapes=shapes, iterations=loader_args.iterations or 1)
+        data_loader.RUN_ARGS.update(model=model_args.path, **options)
+        if not self.generate_inputs:
+            return
         if loader_args.load_inputs_paths or loader_args.data_loader_script:
             G_LOGGER.critical("--trt-scatter-inputs cannot be combined with --load-inputs or --data-loader-script")
-        # polygraphy then builds the loader as for --data-loader-script data_loader.py:load_data
-        loader_args.data_loader_script = data_loader.__file__
-        loader_args.data_loader_func_name = "load_data"
         try:  # plan now, so a model the loader cannot serve fails before anything runs
-            shapes = data_loader.load_data().shapes()
-        except ValueError as err:  # ScatterInputError included
+            generated = data_loader.ScatterDataLoader(model_args.path, **options).shapes()
+        except ValueError as err:  # ScatterInputError and ModelError included
             G_LOGGER.critical(f"--trt-scatter-inputs: {err}")
+
+        def add_loader(script, user_input_metadata_str=None):  # in place of polygraphy's random DataLoader
+            script.add_import(imports=["ScatterDataLoader"], frm="trt_scatter.polygraphy_ext")
+            return script.set_data_loader(make_invocable("ScatterDataLoader", model_args.path, **options)), False
+
+        loader_args._add_to_script_helper = add_loader
+        loader_args.data_loader_script = data_loader.__file__  # what polygraphy asks to know it is not random data
         if TrtConfigArgs in self.arg_groups and not self.arg_groups[TrtConfigArgs].profile_dicts:
-            _profile_for(shapes, self.arg_groups[TrtConfigArgs])
+            _profile_for(generated, self.arg_groups[TrtConfigArgs])
 
 
 def _profile_for(shapes, config_args):
