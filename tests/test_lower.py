@@ -209,10 +209,20 @@ def test_the_command_line(tmp_path):
 
 
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
-def test_lowered_models_build_in_tensorrt_without_plugins(dynamic):
+@pytest.mark.parametrize("name", ["kv_cache", "conv_update"])
+def test_lowered_models_build_in_tensorrt_without_plugins(name, dynamic):
     from lowering_support import build, parse_onnx, profile_for
 
-    case = mixed_models.kv_cache(runtime=True, dynamic=dynamic)
+    case = mixed_models.BUILDERS[name](runtime=True, dynamic=dynamic)
     builder, network, _ = parse_onnx(lower(case.model))
-    shapes = {"x": (2, 1, 6), "cache": (2, 3, 8, 4), "pos": (1,)}
+    shapes = {name: feed.shape for name, feed in case.feeds(np.random.default_rng(0)).items()}
     build(builder, network, profile_for(network, shapes, shapes, shapes))
+
+
+def test_a_tensor_of_unknown_rank_is_refused_by_name():
+    model = mixed_models.conv_update(runtime=True).model
+    model.graph.node.insert(0, helper.make_node("Mystery", ["u"], ["mystery"], domain="elsewhere", name="mystery"))
+    model.graph.node[2].input[0] = "mystery"  # Sigmoid reads it: the ScatterUpdate's updates have no shape
+    model.opset_import.append(helper.make_opsetid("elsewhere", 1))
+    with pytest.raises(ModelError, match=r"^ScatterUpdate node 'update_rows': scatter_update: 'updates' must have a known rank for the lowering \(got tensor 'gate' of unknown shape\)$"):
+        lower(model)
