@@ -63,37 +63,8 @@ def lower(model):
     if not any(ops.is_trt_scatter(node) for node in model.graph.node):
         return model
     lowered = _with_opset(model)
-    tensors = ModelTensors(lowered)
-    graph = lowered.graph
-    taken = _names(graph)
-    nodes, initializers = [], []
-    for index, node in enumerate(graph.node):
-        if not ops.is_trt_scatter(node):
-            nodes.append(node)
-            continue
-        prefix = f"{node.name or node.output[0]}/"
-        builder = OnnxGraph(prefix=prefix, taken=taken)
-        try:
-            output = _lower_node(builder, node, tensors)
-        except ScatterInputError as err:
-            raise _Node(node, index, tensors).error(str(err)) from None
-        builder.bind(output, node.output[0])
-        nodes.extend(builder.nodes)
-        initializers.extend(builder.live_initializers())
-        logger.debug("lowered %s node %r into %d nodes", node.op_type, node.name, len(builder.nodes))
-    # What only the replaced nodes read (a stop computed from pos, constant parameters) goes too.
-    outputs = {value.name for value in graph.output}
-    before, after = _live(graph.node, outputs), _live(nodes, outputs)
-    dropped = before - after - {value.name for value in graph.input}
-    kept = [node for node in nodes if not (node.output and set(node.output) <= dropped)]
-    kept_initializers = [init for init in graph.initializer if init.name not in dropped]
-    del graph.node[:]
-    graph.node.extend(kept)
-    del graph.initializer[:]
-    graph.initializer.extend(kept_initializers + initializers)
-    kept_info = [value for value in graph.value_info if value.name not in dropped]
-    del graph.value_info[:]
-    graph.value_info.extend(kept_info)
+    nodes, initializers = _lowered_nodes(lowered)
+    _replace_nodes(lowered.graph, nodes, initializers)
     kept = [opset for opset in lowered.opset_import if opset.domain != ops.DOMAIN]
     del lowered.opset_import[:]
     lowered.opset_import.extend(kept)
@@ -115,6 +86,40 @@ class LowerTrtScatter(BaseLoader):
     def call_impl(self):
         model, _ = util.invoke_if_callable(self._model)
         return lower(model)
+
+
+def _lowered_nodes(model):
+    """The graph's nodes with each trt_scatter node replaced by its lowering's, and the lowerings' initializers."""
+    tensors, graph = ModelTensors(model), model.graph
+    taken = _names(graph)
+    nodes, initializers = [], []
+    for index, node in enumerate(graph.node):
+        if not ops.is_trt_scatter(node):
+            nodes.append(node)
+            continue
+        builder = OnnxGraph(prefix=f"{node.name or node.output[0]}/", taken=taken)
+        try:
+            output = _lower_node(builder, node, tensors)
+        except ScatterInputError as err:
+            raise _Node(node, index, tensors).error(str(err)) from None
+        builder.bind(output, node.output[0])  # consumers, graph outputs and value_info keep the name
+        nodes.extend(builder.nodes)
+        initializers.extend(builder.live_initializers())
+        logger.debug("lowered %s node %r into %d nodes", node.op_type, node.name, len(builder.nodes))
+    return nodes, initializers
+
+
+def _replace_nodes(graph, nodes, initializers):
+    """Puts ``nodes`` and the new ``initializers`` in ``graph``, without what only the replaced nodes
+    read (a stop computed from pos, constant parameters); what nothing read before stays."""
+    outputs = {value.name for value in graph.output}
+    dropped = _live(graph.node, outputs) - _live(nodes, outputs) - {value.name for value in graph.input}
+    kept_initializers = [init for init in graph.initializer if init.name not in dropped]
+    kept_info = [value for value in graph.value_info if value.name not in dropped]
+    for field, values in ((graph.node, [n for n in nodes if not (n.output and set(n.output) <= dropped)]),
+                          (graph.initializer, kept_initializers + initializers), (graph.value_info, kept_info)):  # fmt: skip
+        del field[:]
+        field.extend(values)
 
 
 def _lower_node(graph, node, tensors):
