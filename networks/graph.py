@@ -32,6 +32,7 @@ need operands of equal rank (TensorRT broadcasts only dimensions of size 1 at eq
 import dataclasses
 import functools
 import itertools
+import numbers
 
 import numpy as np
 
@@ -50,6 +51,9 @@ BINARY_OPS = {
     "less": ("LESS", "Less"),
 }
 
+_NUMPY_OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.floor_divide, "min": np.minimum, "max": np.maximum, "less": np.less}
+
+
 def _as_int64(values):
     return np.asarray(values, dtype=INT64)
 
@@ -59,7 +63,27 @@ class _Composites:
 
     A *dimension* here is an int when it is known at build time, else a 1-element 1-D int64
     tensor computed from a shape at run time.
+
+    Constants fold: ``binary`` and ``reshape`` of tensors made by ``constant`` compute their
+    result on the host (NumPy, the same integer arithmetic) and add a constant instead of a layer.
     """
+
+    def _constant_value(self, tensor):
+        return self._constants.get(self._key(tensor)) if is_tensor(tensor) else None
+
+    def _folded(self, op, a, b):
+        """The constant result of ``op`` (a binary operation, or "reshape" to ``b``) when ``a`` and
+        ``b`` are constants, else None."""
+        x = self._constant_value(a)
+        y = self._constant_value(b) if is_tensor(b) else b if op == "reshape" else None
+        if x is None or y is None:
+            return None
+        if op == "reshape":
+            try:
+                return self.constant(x.reshape(tuple(int(d) for d in np.asarray(y).reshape(-1))))
+            except ValueError:  # -1 next to a 0: left to the backend's reshape
+                return None
+        return self.constant(_NUMPY_OPS[op](x, y).astype(bool if op == "less" else x.dtype))
 
     def dim(self, tensor, axis):
         """Dimension ``axis`` of ``tensor``: its static size, or a gather from its shape (both cached)."""
@@ -81,6 +105,8 @@ class _Composites:
         known = [int(d) for d in dims if isinstance(d, (int, np.integer))]
         if len(dims) - len(known) <= (1 if infer and 0 not in known else 0):  # -1 cannot be inferred next to a 0
             return tuple(-1 if not isinstance(d, (int, np.integer)) else int(d) for d in dims)
+        if len(dims) == 1:  # a dimension is a 1-element 1-D tensor already
+            return dims[0]
         return self.concat([self.as_tensor(d) for d in dims])
 
     def indices_in_range(self, op, indices, data, axes, negative):
@@ -102,9 +128,10 @@ class _Composites:
         if isinstance(sizes, tuple):
             sizes = np.array(sizes, dtype=dtype).reshape(shape)
             highest = self.constant(sizes - 1)
-            sizes = self.constant(sizes)
+            sizes = self.constant(sizes) if negative else None
         else:
-            sizes = self.reshape(sizes if dtype == INT64 else self.cast(sizes, dtype), shape)
+            sizes = sizes if dtype == INT64 else self.cast(sizes, dtype)
+            sizes = sizes if self.shape_of(sizes) == shape else self.reshape(sizes, shape)
             highest = self.binary("sub", sizes, self.constant(np.ones((1,) * len(shape), dtype=dtype)))
         zero = self.constant(np.zeros((1,) * len(shape), dtype=dtype))
         if negative:
@@ -121,11 +148,12 @@ class _Composites:
         decides the assertion, else reports an error at run time for the shapes supplied (as
         ``IAssertionLayer`` documents). Backends without assertions (ONNX) add nothing.
         """
-        unknown = [(axis, dim) for axis, dim in dims if not isinstance(dim, (int, np.integer))]
+        # A size known to be 0 counts too when the number of indices is known at run time only.
+        unknown = [(axis, dim) for axis, dim in dims if not isinstance(dim, (int, np.integer)) or dim == 0]
         shape = self.shape_of(indices)
         if not unknown or not self.RUNTIME_ASSERTIONS or 0 in shape:
             return
-        smallest = functools.reduce(lambda a, b: self.binary("min", a, b), [dim for _, dim in unknown])
+        smallest = functools.reduce(lambda a, b: self.binary("min", a, b), [self.as_tensor(dim) for _, dim in unknown])
         if any(d < 0 for d in shape):  # empty indices at run time: any size will do
             count = self.shape(self.reshape(indices, (-1,)))  # shape layers only: the reshape is never run
             one = self.constant(np.ones(1, INT64))
@@ -205,7 +233,7 @@ class TensorRTGraph(_Composites):
 
         self.trt = tensorrt()
         self.network = network
-        self._shapes = {}
+        self._shapes, self._constants = {}, {}
 
     def _key(self, tensor):
         return tensor.name
@@ -218,11 +246,11 @@ class TensorRTGraph(_Composites):
         for name, value in tensors.items():
             if not isinstance(value, self.trt.ITensor):
                 rule = "must be an ITensor of the network (an array becomes one with network.add_constant(shape, array).get_output(0))"
-                raise ScatterInputError(op, name, rule, _describe(value))
+                raise ScatterInputError(op, name, rule, describe(value))
         for name, value in (constants or {}).items():
             if isinstance(value, self.trt.ITensor):
                 rule = "must be a constant (an int, a list or a NumPy array): its values are used when the network is built"
-                raise ScatterInputError(op, name, rule, _describe(value))
+                raise ScatterInputError(op, name, rule, describe(value))
 
     def _strongly_typed(self):
         from trt_scatter.backend import always_strongly_typed
@@ -242,17 +270,22 @@ class TensorRTGraph(_Composites):
     # -- primitives
     def constant(self, values, dtype=None):
         array = np.array(values, dtype=dtype, order="C")  # a copy: TensorRT keeps a reference, the caller may not
-        return self.network.add_constant(array.shape, array).get_output(0)
+        tensor = self.network.add_constant(array.shape, array).get_output(0)
+        self._constants[tensor.name] = array
+        return tensor
 
     def shape(self, tensor):
         return self.network.add_shape(tensor).get_output(0)
 
     def gather(self, tensor, indices, axis=0):
-        if not _is_tensor(indices):
+        if not is_tensor(indices):
             indices = self.constant(_as_int64(indices))
         return self.network.add_gather(tensor, indices, axis).get_output(0)
 
     def binary(self, op, a, b):
+        folded = self._folded(op, a, b)
+        if folded is not None:
+            return folded
         return self.network.add_elementwise(a, b, getattr(self.trt.ElementWiseOperation, BINARY_OPS[op][0])).get_output(0)
 
     def where(self, condition, a, b):
@@ -265,9 +298,12 @@ class TensorRTGraph(_Composites):
 
     def reshape(self, tensor, shape):
         """``shape``: a tuple (-1 inferred) or a 1-D int64 tensor; a 0 is a dimension of size 0, never "copy"."""
+        folded = self._folded("reshape", tensor, shape)
+        if folded is not None:
+            return folded
         layer = self.network.add_shuffle(tensor)
         layer.zero_is_placeholder = False
-        if _is_tensor(shape):
+        if is_tensor(shape):
             layer.set_input(1, shape)
         else:
             layer.reshape_dims = tuple(int(d) for d in shape)
@@ -278,7 +314,7 @@ class TensorRTGraph(_Composites):
 
     def arange(self, count):
         """int64 ``[0, 1, ..., count-1]``; ``count`` is an int or a 1-element 1-D int64 tensor."""
-        if not _is_tensor(count):
+        if not is_tensor(count):
             return self.constant(np.arange(count, dtype=INT64))
         layer = self.network.add_fill((0,), self.trt.FillOperation.LINSPACE, self.trt.int64)
         layer.set_input(0, count)
@@ -317,7 +353,10 @@ class OnnxGraph(_Composites):
     """Collects ONNX nodes, initializers and graph inputs; :meth:`model` makes the ``ModelProto``.
 
     Graph inputs are added with :meth:`add_input` (dimensions may be ints, -1/None or symbolic
-    strings); :meth:`model` names the graph outputs.
+    strings); :meth:`model` names the graph outputs. To add to an existing graph instead (the
+    lower pass), give ``prefix`` (the names of new nodes and tensors start with it) and ``taken``
+    (a set of the names in use, which new names avoid and join), and name the result with
+    :meth:`bind`.
     """
 
     OPSET = 17
@@ -325,11 +364,12 @@ class OnnxGraph(_Composites):
     ELEMENT_INDICES_WITHIN_DATA_ON_AXIS = False
     RUNTIME_ASSERTIONS = False  # no ONNX op asserts; onnxruntime's ScatterElements/ScatterND check indices themselves
 
-    def __init__(self):
+    def __init__(self, prefix="", taken=None):
         self.nodes, self.initializers, self.inputs = [], [], []
         self._names = itertools.count()
+        self.prefix, self.taken = prefix, set() if taken is None else taken
         self.opset_imports = {"": self.OPSET}
-        self._shapes = {}
+        self._shapes, self._constants = {}, {}
 
     def _key(self, value):
         return value.name
@@ -348,15 +388,25 @@ class OnnxGraph(_Composites):
 
         graph_outputs = []
         for output_name, value in outputs.items():
-            if not any(value.name in node.output for node in self.nodes):  # an initializer or a graph input
-                value = self.node("Identity", [value], value.dtype, value.shape)
-            self._rename(value.name, output_name)
+            value = self.bind(value, output_name)
             dims = [d if d >= 0 else None for d in value.shape]
             graph_outputs.append(helper.make_tensor_value_info(output_name, onnx_dtype(value.dtype), dims))
-        graph = helper.make_graph(self.nodes, name, self.inputs, graph_outputs, initializer=self.initializers)
+        graph = helper.make_graph(self.nodes, name, self.inputs, graph_outputs, initializer=self.live_initializers())
         opsets = [helper.make_opsetid(domain, version) for domain, version in self.opset_imports.items()]
         # IR 8 (opset 17's) rather than onnx's newest, so older parsers and runtimes load the model too.
         return helper.make_model(graph, opset_imports=opsets, ir_version=8, producer_name="trt-scatter")
+
+    def live_initializers(self):
+        """The initializers some node reads (a folded constant's operands are left unread)."""
+        read = {name for node in self.nodes for name in node.input}
+        return [init for init in self.initializers if init.name in read]
+
+    def bind(self, value, name):
+        """Names ``value`` ``name`` (a node's output is renamed; an initializer or an input gets an Identity node)."""
+        if not any(value.name in node.output for node in self.nodes):
+            value = self.node("Identity", [value], value.dtype, value.shape)
+        self._rename(value.name, name)
+        return Value(name, value.dtype, value.shape)
 
     def _rename(self, old, new):
         for node in self.nodes:
@@ -377,7 +427,11 @@ class OnnxGraph(_Composites):
         return Value(output, np.dtype(dtype), tuple(shape))
 
     def _fresh(self, hint):
-        return f"{hint}_{next(self._names)}"
+        name = f"{self.prefix}{hint}_{next(self._names)}"
+        while name in self.taken:
+            name = f"{self.prefix}{hint}_{next(self._names)}"
+        self.taken.add(name)
+        return name
 
     # -- introspection
     def shape_of(self, value):
@@ -393,6 +447,7 @@ class OnnxGraph(_Composites):
         array = np.asarray(values, dtype=dtype)
         name = self._fresh("const")
         self.initializers.append(numpy_helper.from_array(array, name))
+        self._constants[name] = array
         return Value(name, array.dtype, array.shape)
 
     def shape(self, value):
@@ -405,6 +460,9 @@ class OnnxGraph(_Composites):
         return self.node("Gather", [value, indices], value.dtype, shape, axis=axis)
 
     def binary(self, op, a, b):
+        folded = self._folded(op, a, b)
+        if folded is not None:
+            return folded
         dtype = np.dtype(bool) if op == "less" else a.dtype
         return self.node(BINARY_OPS[op][1], [a, b], dtype, _broadcast(a.shape, b.shape))
 
@@ -419,6 +477,9 @@ class OnnxGraph(_Composites):
         return self.node("Concat", values, values[0].dtype, shape, axis=axis)
 
     def reshape(self, value, shape):
+        folded = self._folded("reshape", value, shape)
+        if folded is not None:
+            return folded
         if isinstance(shape, Value):
             return self.node("Reshape", [value, shape], value.dtype, (-1,) * shape.shape[0], allowzero=1)
         out = tuple(int(d) for d in shape)
@@ -442,17 +503,21 @@ class OnnxGraph(_Composites):
         return self.node("ScatterND", [data, indices, updates], data.dtype, data.shape)
 
 
-def _describe(value):
+def describe(value):
     """What was passed, for an error message: ``ITensor 'name'``, ``ndarray float32 (4, 5)``, ``list``."""
     if isinstance(value, np.ndarray):
         return f"ndarray {value.dtype} {value.shape}"
     if type(value).__name__ == "ITensor":
         return f"ITensor {value.name!r}"
+    if isinstance(value, Value):
+        return f"run-time tensor {value.name!r}"
     return type(value).__name__
 
 
-def _is_tensor(x):
-    return not isinstance(x, (int, np.integer, tuple, list, np.ndarray))
+
+def is_tensor(x):
+    """True for a tensor of a graph (an ``ITensor`` or a :class:`Value`); False for None, numbers, lists, tuples and arrays."""
+    return x is not None and not isinstance(x, (numbers.Number, np.generic, tuple, list, range, np.ndarray))
 
 
 def _broadcast(a, b):

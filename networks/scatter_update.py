@@ -15,10 +15,10 @@ layers): a forbidden index writes to a valid row, never outside the output, and 
 unspecified (the plugin instead skips such indices and counts them).
 """
 
-from trt_scatter.networks.graph import INT64, TensorRTGraph
+from trt_scatter.networks.graph import INT64, TensorRTGraph, describe, is_tensor
 from trt_scatter.networks.slice_scatter import index_constant
 from trt_scatter.oracle import rules
-from trt_scatter.oracle.scatter_update import OP, axis_value, check_scatter_update
+from trt_scatter.oracle.scatter_update import OP, axis_value, check_axis_shape, check_scatter_update, check_scatter_update_static
 
 IMPLS = ("native", "plugin")
 
@@ -26,28 +26,37 @@ IMPLS = ("native", "plugin")
 def add_scatter_update(network, data, indices, updates, axis, impl="native"):
     """Adds ScatterUpdate(data, indices, updates, axis) to ``network``; returns the output ITensor.
 
-    ``axis`` is a constant: an int, or a 0-D/1-element integer array. ``impl="plugin"`` adds
-    the ScatterUpdate plugin (needs full TensorRT's ``add_plugin_v3``) with ``axis`` as a
-    1-element constant input (an array's int32/int64 type is kept; an int becomes int64).
+    ``indices`` is an ITensor (values known at run time). ``axis`` is a constant (an int, or a
+    0-D/1-element integer array), or for ``impl="plugin"`` also a 1-element int32/int64 ITensor.
+    ``impl="plugin"`` adds the ScatterUpdate plugin (needs full TensorRT's ``add_plugin_v3``) with
+    a constant ``axis`` as a 1-element constant input (an array's int32/int64 type is kept; an int
+    becomes int64).
     """
     graph = TensorRTGraph(network)
-    graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates), dict(axis=axis))
+    graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates))  # axis: a constant, or an ITensor for the plugin
     if impl == "native":
         return lower_scatter_update(graph, data, indices, updates, axis)
     if impl == "plugin":
-        check(graph, data, indices, updates, axis)
+        check(graph, data, indices, updates, axis, lowering=False)
+        axis_input = axis if is_tensor(axis) else graph.constant(index_constant(axis, [axis_value(axis)]))
         from trt_scatter.plugins import add_plugin_layer
 
-        axis_input = graph.constant(index_constant(axis, [axis_value(axis)]))
         return add_plugin_layer(network, "ScatterUpdate", [data, indices, updates, axis_input])
     raise ValueError(f"{OP}: impl must be one of {', '.join(IMPLS)} (got {impl!r})")
 
 
-def check(graph, data, indices, updates, axis):
-    """The oracle's rules on what is known at build time; returns axis in [0, r-1]."""
+def check(graph, data, indices, updates, axis, lowering=True):
+    """The oracle's rules on what is known at build time; returns axis in [0, r-1], or None for
+    a run-time ``axis`` (an ITensor), which only the plugin takes: ``lowering`` refuses it."""
     rules.check_data_type(OP, "data", graph.dtype_of(data))
     rules.check_same_type(OP, "updates", graph.dtype_of(updates), graph.dtype_of(data))
     rules.check_index_type(OP, "indices", graph.dtype_of(indices))
+    if is_tensor(axis):
+        if lowering:  # the axis decides which dimensions index rows, i.e. the lowered graph itself
+            raise rules.ScatterInputError(OP, "axis", "must be a constant for the native lowering: it decides which dimension is indexed", describe(axis))
+        rules.check_index_type(OP, "axis", graph.dtype_of(axis))
+        check_axis_shape(graph.shape_of(axis))
+        return check_scatter_update_static(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates))
     return check_scatter_update(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates), axis_value(axis))
 
 

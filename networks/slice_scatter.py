@@ -8,23 +8,33 @@ and one ``IScatterLayer`` in ND mode writes the rows; a reshape restores data's 
 bytes per updated element: ``8 / prod(data.shape[k:])`` (int64 row numbers), so 8 when the
 last axis is sliced and far less when only leading axes are.
 
-Slice geometry follows OpenVINO (:func:`trt_scatter.oracle.slice_geometry`): where a sliced
-dimension is known when the network is built it is computed on the host and the coordinates
-are a constant; where it is dynamic it is computed at run time with shape layers (int64). The
-start/stop/step constants are clamped on the host to +-2**62 first, which changes no slice
-(every dimension is smaller) and keeps ``dim + start`` and ``span + |step| - 1`` from
-overflowing int64 for INT64_MIN/INT64_MAX inputs.
+Slice geometry follows OpenVINO (:func:`trt_scatter.oracle.slice_geometry`), computed where it
+is known: on the host for constant start/stop/step and a dimension known when the network is
+built (the coordinates are a constant); with shape layers for constants on a dynamic dimension;
+with elementwise layers on int64 values for run-time start/stop/step (tensors: graph inputs or
+computed, such as a KV cache's write position). Values are clamped to +-2**62 first (on the host
+for constants, by two layers for int64 tensors), which changes no slice (every dimension is
+smaller) and keeps ``dim + start`` and ``span + |step| - 1`` from overflowing int64 for
+INT64_MIN/INT64_MAX inputs.
+
+How many elements a run-time slice takes is read from ``updates`` (its dimension on the sliced
+axis), never from the values, as TensorRT's own KV-cache layer does: the network's shapes then
+never depend on tensor values, so the values may come from any layer. The spec makes the two
+equal; for values whose slice has another length (which the oracle rejects, but no layer can
+reject at run time) the coordinates are clamped into the dimension, so the engine never writes
+outside its output, and the result is unspecified (the plugin writes nothing and counts it).
+``axes`` must be a constant: it decides which axes are sliced, i.e. the lowered graph itself.
 
 The updates' shape is checked at build time where it is known (the oracle's rule); at run time
-TensorRT rejects updates whose shape differs from the computed slice, since the index tensor
-is shaped from the computed geometry, never from updates.
+TensorRT rejects updates whose shape differs from the computed slice for constant start/stop/step,
+since the index tensor is shaped from the computed geometry, never from updates.
 """
 
 import numpy as np
 
-from trt_scatter.networks.graph import INT64, TensorRTGraph
+from trt_scatter.networks.graph import INT64, TensorRTGraph, describe, is_tensor
 from trt_scatter.oracle import rules
-from trt_scatter.oracle.slice_scatter import OP, check_slice_scatter, slice_geometry
+from trt_scatter.oracle.slice_scatter import OP, check_slice_scatter, check_slice_scatter_static, slice_geometry
 
 LIMIT = 2**62
 IMPLS = ("native", "plugin")
@@ -33,23 +43,23 @@ IMPLS = ("native", "plugin")
 def add_slice_scatter(network, data, updates, start, stop, step, axes=None, impl="native"):
     """Adds SliceScatter(data, updates, start, stop, step[, axes]) to ``network``; returns the output ITensor.
 
-    ``start``/``stop``/``step``/``axes`` are 1-D integer constants (lists or arrays).
-    ``impl="plugin"`` adds the SliceScatter plugin (needs full TensorRT's ``add_plugin_v3``);
-    its constant inputs keep the arrays' int32/int64 type (lists become int64).
+    ``start``/``stop``/``step``/``axes`` are 1-D integer constants (lists or arrays) or 1-D int32/int64
+    ITensors (values known at run time only; ``impl="native"`` needs ``axes`` constant).
+    ``impl="plugin"`` adds the SliceScatter plugin (needs full TensorRT's ``add_plugin_v3``):
+    ITensors are its inputs as they are, constants keep the arrays' int32/int64 type (lists become int64).
     """
     graph = TensorRTGraph(network)
-    params = dict(start=start, stop=stop, step=step) | ({} if axes is None else dict(axes=axes))
-    graph.check_arguments(OP, dict(data=data, updates=updates), params)
+    graph.check_arguments(OP, dict(data=data, updates=updates))  # parameters: constants or ITensors
     if impl == "native":
         return lower_slice_scatter(graph, data, updates, start, stop, step, axes)
     if impl == "plugin":
-        checked = check(graph, data, updates, start, stop, step, axes)[:3]
+        checked = check(graph, data, updates, start, stop, step, axes, lowering=False)[:3]
         params = [start, stop, step] + ([] if axes is None else [axes])
-        values = list(checked) + ([] if axes is None else [rules.as_int_vector(OP, "axes", axes)])
+        values = list(checked) + ([] if axes is None else [axes if is_tensor(axes) else rules.as_int_vector(OP, "axes", axes)])
         from trt_scatter.plugins import add_plugin_layer
 
-        constants = [graph.constant(index_constant(param, value)) for param, value in zip(params, values)]
-        return add_plugin_layer(network, "SliceScatter", [data, updates] + constants)
+        inputs = [value if is_tensor(value) else graph.constant(index_constant(param, value)) for param, value in zip(params, values)]
+        return add_plugin_layer(network, "SliceScatter", [data, updates] + inputs)
     raise ValueError(f"{OP}: impl must be one of {', '.join(IMPLS)} (got {impl!r})")
 
 
@@ -62,15 +72,39 @@ def index_constant(original, values):
     return np.array([min(max(v, bounds.min), bounds.max) for v in values], dtype=dtype if dtype in (np.int32, np.int64) else INT64)
 
 
-def check(graph, data, updates, start, stop, step, axes=None):
-    """The oracle's rules on what is known at build time; returns start, stop, step (int lists) and axes in [0, r-1]."""
+def check(graph, data, updates, start, stop, step, axes=None, lowering=True):
+    """The oracle's rules on what is known at build time.
+
+    Returns start, stop, step (each an int list, or the tensor itself where its values are known
+    at run time only) and axes (in [0, r-1]; the tensor itself for a run-time ``axes``, which
+    only the plugin takes: ``lowering`` refuses it).
+    """
     rules.check_data_type(OP, "data", graph.dtype_of(data))
     rules.check_same_type(OP, "updates", graph.dtype_of(updates), graph.dtype_of(data))
-    start, stop, step = (rules.as_int_vector(OP, name, v) for name, v in (("start", start), ("stop", stop), ("step", step)))
-    if axes is not None:
-        axes = rules.as_int_vector(OP, "axes", axes)
-    axes = check_slice_scatter(graph.shape_of(data), graph.shape_of(updates), start, stop, step, axes)
-    return start, stop, step, axes
+    params = {"start": start, "stop": stop, "step": step, "axes": axes}
+    for name, value in params.items():
+        if is_tensor(value):
+            rules.check_index_type(OP, name, graph.dtype_of(value))
+            if len(graph.shape_of(value)) != 1:
+                raise rules.ScatterInputError(OP, name, "must be a 1-D tensor", f"shape {graph.shape_of(value)}")
+        elif value is not None:
+            params[name] = rules.as_int_vector(OP, name, value)
+    data_shape, updates_shape = graph.shape_of(data), graph.shape_of(updates)
+    if not any(is_tensor(value) for value in params.values()):
+        return (*(params[name] for name in ("start", "stop", "step")), check_slice_scatter(data_shape, updates_shape, **params))
+    if lowering and is_tensor(axes):
+        raise rules.ScatterInputError(OP, "axes", "must be a constant for the native lowering: it decides which axes are sliced", describe(axes))
+    known = {name: graph.shape_of(value)[0] if is_tensor(value) else value for name, value in params.items() if value is not None}
+    check_slice_scatter_static(data_shape, updates_shape, **known)
+    start, stop, step, axes = (params[name] for name in ("start", "stop", "step", "axes"))
+    if is_tensor(axes):
+        return start, stop, step, axes
+    if axes is None:
+        count = max(len(v) if isinstance(v, list) else v for v in known.values())  # equal where known (checked), else -1
+        if count < 0:
+            raise rules.ScatterInputError(OP, "start", "must have a static length: it is the number of sliced axes", "shape (?,)")
+        axes = range(count)
+    return start, stop, step, [axis % len(data_shape) for axis in axes]
 
 
 def lower_slice_scatter(graph, data, updates, start, stop, step, axes=None):
@@ -78,11 +112,14 @@ def lower_slice_scatter(graph, data, updates, start, stop, step, axes=None):
     start, stop, step, axes = check(graph, data, updates, start, stop, step, axes)
     if not axes:  # no sliced axis: updates replace all of data, i.e. a full slice of axis 0
         start, stop, step, axes = [0], [LIMIT], [1], [0]
-    slices = {axis: tuple(_clamp(v) for v in params) for axis, *params in zip(axes, start, stop, step)}
+    if any(is_tensor(values) for values in (start, stop, step)):
+        stop = [None] * len(axes)  # a run-time slice's length is updates': stop is not needed
+    entries = [_entries(graph, values, len(axes)) for values in (start, stop, step)]
+    slices = {axis: params for axis, *params in zip(axes, *entries)}
     pieces = []
     for axis in range(max(slices) + 1):
         if axis in slices:
-            coordinates, count = _coordinates(graph, data, axis, *slices[axis])
+            coordinates, count = _coordinates(graph, data, updates, axis, *slices[axis])
         else:
             count = graph.dim(data, axis)
             coordinates = graph.arange(count)
@@ -90,31 +127,79 @@ def lower_slice_scatter(graph, data, updates, start, stop, step, axes=None):
     return graph.scatter_rows(data, pieces, updates)
 
 
-def _clamp(value):
-    return min(max(value, -LIMIT), LIMIT)
+def _entries(graph, values, count):
+    """The ``count`` entries of start, stop or step: ints for a list (clamped to +-LIMIT, which
+    keeps the host geometry's ``span + |step| - 1`` in int64), 1-element int64 tensors for a tensor
+    (the run-time geometry computes nothing that could overflow)."""
+    if not is_tensor(values):
+        return [v if v is None else min(max(v, -LIMIT), LIMIT) for v in values]
+    if graph.dtype_of(values) != INT64:
+        values = graph.cast(values, INT64)
+    return [values] if count == 1 else [graph.gather(values, [i]) for i in range(count)]
 
 
-def _coordinates(graph, data, axis, start, stop, step):
-    """The int64 coordinates ``first + i*step`` of the slice along ``axis``, and their count (a dimension)."""
+def _coordinates(graph, data, updates, axis, start, stop, step):
+    """The int64 coordinates ``first + i*step`` of the slice along ``axis``, and their count (a dimension).
+
+    ``start``/``stop``/``step`` are ints, or 1-element int64 tensors known at run time only (then
+    ``stop`` is None: the count is updates').
+    """
     dim = graph.dim(data, axis)
-    if isinstance(dim, int):
+    runtime = stop is None
+    if not runtime and isinstance(dim, int):
         first, count = slice_geometry(start, stop, step, dim)
         return graph.constant(first + step * np.arange(count, dtype=INT64)), count
 
-    def const(value):
-        return graph.constant(np.array([value], dtype=INT64))
-
-    def clamped(value):  # oracle.slice_geometry's clamp, with the sign of value known here
-        if value < 0:
-            return graph.binary("max", graph.binary("add", dim, const(value)), const(0 if step > 0 else -1))
-        return graph.binary("min", const(value), dim if step > 0 else graph.binary("sub", dim, const(1)))
-
-    first, last = clamped(start), clamped(stop)
-    span = graph.binary("sub", last, first) if step > 0 else graph.binary("sub", first, last)
-    count = graph.binary("max", span, const(0))
+    first = _clamped(graph, start, dim, step)
+    if runtime:  # the count from updates; coordinates clamped, for values whose slice is not updates'
+        count = graph.dim(updates, axis)
+        rules.check_indices_can_exist(OP, "updates", graph.shape_of(updates), [(axis, dim if isinstance(dim, int) else -1)])
+        coordinates = graph.as_tensor(_arith(graph, "add", _offsets(graph, count, step), first))
+        return graph.indices_in_range(OP, coordinates, data, [axis], negative=False), count
+    last = _clamped(graph, stop, dim, step)
+    count = _arith(graph, "max", _arith(graph, "sub", last, first) if step > 0 else _arith(graph, "sub", first, last), 0)
     if abs(step) != 1:  # ceil(span / |step|) of a non-negative span
-        count = graph.binary("div", graph.binary("add", count, const(abs(step) - 1)), const(abs(step)))
-    coordinates = graph.arange(count)
-    if step != 1:
-        coordinates = graph.binary("mul", coordinates, const(step))
-    return graph.binary("add", coordinates, first), count
+        count = _arith(graph, "div", _arith(graph, "add", count, abs(step) - 1), abs(step))
+    return graph.as_tensor(_arith(graph, "add", _offsets(graph, count, step), first)), count
+
+
+def _offsets(graph, count, step):
+    """``i * step`` for ``i < count``: a constant where both are ints (nothing for one element)."""
+    if not is_tensor(count) and not is_tensor(step):
+        return 0 if count == 1 else graph.constant(step * np.arange(count, dtype=INT64))
+    return _arith(graph, "mul", graph.arange(count), step)
+
+
+def _clamped(graph, value, dim, step):
+    """oracle.slice_geometry's clamp of start or stop: negative values count from the end, then
+    [0, dim] for a positive step, [-1, dim-1] for a negative one. Any of the three may be a tensor.
+    Written so that no intermediate overflows int64 for any int64 ``value``."""
+    if not is_tensor(step):
+        low = 0 if step > 0 else -1
+        if not is_tensor(value):  # one side of the clamp holds already: dim + value <= high, value >= 0 >= low
+            return _arith(graph, "max", _arith(graph, "add", dim, value), low) if value < 0 else _arith(graph, "min", value, dim if step > 0 else _arith(graph, "sub", dim, 1))
+        high = dim if step > 0 else _arith(graph, "sub", dim, 1)
+    else:
+        negative = graph.binary("less", step, graph.as_tensor(0))
+        low = graph.where(negative, graph.as_tensor(-1), graph.as_tensor(0))
+        high = _arith(graph, "sub", dim, graph.where(negative, graph.as_tensor(1), graph.as_tensor(0)))
+    if is_tensor(value):  # dim is added to negative values only, so the sum stays within int64
+        shifted = graph.binary("add", value, graph.where(graph.binary("less", value, graph.as_tensor(0)), graph.as_tensor(dim), graph.as_tensor(0)))
+    else:
+        shifted = _arith(graph, "add", value, dim) if value < 0 else value
+    return _arith(graph, "min", _arith(graph, "max", shifted, low), high)
+
+
+_PYTHON = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b, "div": lambda a, b: a // b, "min": min, "max": max}
+
+
+def _arith(graph, op, a, b):
+    """``a op b`` on ints (computed here) or int64 tensors of shape (1,) or (n,) (a layer); adding 0 or
+    multiplying by 1 adds no layer."""
+    if not is_tensor(a) and not is_tensor(b):
+        return _PYTHON[op](a, b)
+    if (op in ("add", "sub") and not is_tensor(b) and b == 0) or (op in ("mul", "div") and not is_tensor(b) and b == 1):
+        return a
+    if op in ("add", "mul") and not is_tensor(a) and a == (0 if op == "add" else 1):
+        return b
+    return graph.binary(op, graph.as_tensor(a), graph.as_tensor(b))

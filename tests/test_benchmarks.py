@@ -32,3 +32,10 @@ def test_enqueue_overhead_benchmark_reports_every_case():
     assert result.returncode in (0, 1), result.stderr  # 1: over the target on this machine, which tests do not judge
     rows = [line for line in result.stdout.splitlines() if line.startswith(("SliceScatter", "ScatterUpdate"))]
     assert len(rows) == 4 and all(len(row.split()) >= 8 for row in rows)
+
+
+def test_lowered_models_benchmark_reports_every_case():
+    result = _run("bench_lowered_models.py", "--small")
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith(("KV ", "paged", "[B,S,E]"))]
+    assert len(rows) == 6 and all(len(row.split()) > 8 for row in rows)

@@ -1,5 +1,6 @@
-"""`trt-scatter check`: builds the engine, compares a backend with the oracle on valid inputs, saves and
-checks golden data, and fails (exit 1, FAIL lines) when a reference or golden file is corrupted."""
+"""`trt-scatter check`: builds the engine, compares a backend with the reference on valid inputs (without a
+GPU: onnxruntime on the lowered model, and a distinct verdict and exit code), saves and checks golden data
+named by runner, and fails (exit 1, FAIL lines) when the reference, a lowering or a golden file is corrupted."""
 
 import sys
 
@@ -23,41 +24,54 @@ def output_of(result):
     return result.stdout + result.stderr
 
 
+NOT_RUN = "NOT RUN ON TENSORRT: every comparison passed, but the engine was built and never run (no GPU)"
+
+
+def _exit_code_without_tensorrt_run(result):
+    """What a check that passed must exit with here: 0 with a GPU, 3 (engine not run) without."""
+    return 0 if HAS_GPU else 3
+
+
 def test_check_builds_compares_and_saves_golden_data(elements_model, tmp_path):
     inputs, outputs, engine = tmp_path / "inputs.json", tmp_path / "outputs.json", tmp_path / "model.plan"
     result = check(elements_model, "--input-shapes", "data:[3,5]", "indices:[3,3]", "updates:[3,3]", "--seed", "4",
                    "--save-inputs", inputs, "--save-outputs", outputs, "--save-engine", engine)  # fmt: skip
-    assert result.returncode == 0, output_of(result)
+    assert result.returncode == _exit_code_without_tensorrt_run(result), output_of(result)
     assert "engine: built" in result.stdout and engine.stat().st_size > 0
+    backend = "tensorrt" if HAS_GPU else "onnxruntime"
     if not HAS_GPU:
-        assert "no GPU: the engine is not run; comparing onnxruntime with the oracle instead" in result.stdout
-        assert "PASS output: onnxruntime vs oracle: max abs diff 0" in result.stdout
-    assert result.stdout.rstrip().endswith("PASSED")
+        assert "no GPU: the TensorRT engine is not run; comparing onnxruntime with the reference instead" in result.stdout
+        assert result.stdout.rstrip().endswith(NOT_RUN + "; exit 3 (--allow-engine-not-run accepts it)")
+    else:
+        assert result.stdout.rstrip().endswith("PASSED")
+    assert f"PASS output: {backend} vs reference: max abs diff 0" in result.stdout
 
     from polygraphy.comparator import RunResults
     from polygraphy.json import load_json
 
     feeds = load_json(str(inputs))
     assert feeds[0]["data"].shape == (3, 5) and feeds[0]["indices"].shape == (3, 3)
-    assert list(RunResults.load(str(outputs)).keys())[0] == "oracle"
+    assert list(RunResults.load(str(outputs)).keys()) == ["reference", backend]  # golden data says what produced it
 
-    again = check(elements_model, "--load-inputs", inputs, "--load-outputs", outputs)
+    again = check(elements_model, "--load-inputs", inputs, "--load-outputs", outputs, "--allow-engine-not-run")
     assert again.returncode == 0, output_of(again)
-    assert "PASS output: oracle vs golden oracle: max abs diff 0" in again.stdout
+    assert f"golden outputs ({outputs}) from: reference, {backend}" in again.stdout
+    assert "PASS output: reference vs golden reference: max abs diff 0" in again.stdout
+    assert f"PASS output: {backend} vs golden {backend}: max abs diff 0" in again.stdout
 
 
 def _golden(elements_model, tmp_path):
     inputs, outputs = tmp_path / "inputs.json", tmp_path / "outputs.json"
-    saved = check(elements_model, "--save-inputs", inputs, "--save-outputs", outputs)
+    saved = check(elements_model, "--save-inputs", inputs, "--save-outputs", outputs, "--allow-engine-not-run")
     assert saved.returncode == 0, output_of(saved)
     return inputs, outputs
 
 
-def _shift_golden(outputs, delta):
+def _shift_golden(outputs, delta, run=0):
     from polygraphy.comparator import RunResults
 
     results = RunResults.load(str(outputs))
-    iteration = results[0][1][0]
+    iteration = results[run][1][0]
     shifted = iteration["output"].copy()
     shifted.flat[0] += delta
     iteration["output"] = shifted
@@ -66,53 +80,108 @@ def _shift_golden(outputs, delta):
 
 def test_a_corrupted_golden_file_fails_unless_within_tolerance(elements_model, tmp_path):
     inputs, outputs = _golden(elements_model, tmp_path)
-    _shift_golden(outputs, 1e-3)
+    _shift_golden(outputs, 1e-3, run=1)  # the backend's golden run
     failed = check(elements_model, "--load-inputs", inputs, "--load-outputs", outputs)
     assert failed.returncode == 1, output_of(failed)
-    assert "FAIL output: oracle vs golden oracle" in failed.stdout and failed.stdout.rstrip().endswith("FAILED")
+    backend = "tensorrt" if HAS_GPU else "onnxruntime"
+    assert f"FAIL output: {backend} vs golden {backend}" in failed.stdout and failed.stdout.rstrip().endswith("FAILED")
+    assert "PASS output: reference vs golden reference" in failed.stdout
     tolerant = check(elements_model, "--load-inputs", inputs, "--load-outputs", outputs, "--atol", "1e-2")
-    assert tolerant.returncode == 0, output_of(tolerant)
+    assert tolerant.returncode == _exit_code_without_tensorrt_run(tolerant), output_of(tolerant)
 
 
-def test_a_corrupted_oracle_fails_the_check(elements_model):
-    corrupt = (
-        "import sys, trt_scatter.oracle as o\n"
-        "real = o.scatter_elements\n"
+def _corrupted(module, function):
+    """A `trt-scatter` run in which ``module.function``'s outputs get 1 added to their last element."""
+    return (
+        f"import sys, {module} as m\n"
+        f"real = m.{function}\n"
         "def wrong(*args, **kwargs):\n"
         "    out = real(*args, **kwargs)\n"
         "    out.flat[-1] += 1\n"
         "    return out\n"
-        "o.scatter_elements = wrong\n"
+        f"m.{function} = wrong\n"
         "from trt_scatter.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
+
+
+def test_a_corrupted_oracle_fails_the_check(elements_model):
     import subprocess
 
-    result = subprocess.run([sys.executable, "-c", corrupt, "check", elements_model], capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, "-c", _corrupted("trt_scatter.oracle", "scatter_elements"), "check", elements_model],
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
     assert result.returncode == 1, output_of(result)
     backend = "tensorrt" if HAS_GPU else "onnxruntime"
-    assert f"FAIL output: {backend} vs oracle: max abs diff 1" in result.stdout
+    assert f"FAIL output: {backend} vs reference: max abs diff 1" in result.stdout
+    assert result.stdout.rstrip().endswith("FAILED")
 
 
-def test_plugin_model_is_checked_against_golden_data_of_its_native_lowering(tmp_path):
+def test_a_wrong_lowering_fails_the_check_of_a_plugin_model(tmp_path):
+    """Without a GPU the lowered model stands in for the engine: a lowering that writes elsewhere fails the check."""
+    import subprocess
+
+    import mixed_models
+
+    path = fx.save(mixed_models.kv_cache(runtime=True).model, tmp_path / "kv.onnx")
+    wrong = _corrupted("trt_scatter.networks.slice_scatter", "_offsets").replace("out.flat[-1] += 1\n    return out", "return m._arith(args[0], 'add', out, 1)")
+    result = subprocess.run([sys.executable, "-c", wrong, "check", path, "--allow-engine-not-run"], capture_output=True, text=True, timeout=300)
+    if HAS_GPU:
+        pytest.skip("with a GPU the engine runs, not the lowered model")
+    assert result.returncode == 1, output_of(result)
+    assert "FAIL new_cache: onnxruntime-lowered vs reference" in result.stdout and result.stdout.rstrip().endswith("FAILED")
+
+
+def test_plugin_model_is_compared_through_its_lowering_and_golden_data(tmp_path):
     start, stop, step = [-1, 1], [-8, 7], [-2, 3]
     native, updates_shape = fx.slice_scatter_native_model([7, 8], start, stop, step)
     native_path = fx.save(native, tmp_path / "native.onnx")
     plugin_path = fx.save(fx.slice_scatter_model([7, 8], updates_shape, start, stop, step), tmp_path / "plugin.onnx")
     inputs, outputs = tmp_path / "inputs.json", tmp_path / "outputs.json"
-    saved = check(native_path, "--save-inputs", inputs, "--save-outputs", outputs, "--seed", "9")
+    saved = check(native_path, "--save-inputs", inputs, "--save-outputs", outputs, "--seed", "9", "--allow-engine-not-run")
     assert saved.returncode == 0, output_of(saved)
 
     result = check(plugin_path, "--load-inputs", inputs, "--load-outputs", outputs)
-    assert "PASS output: oracle vs golden oracle: max abs diff 0" in result.stdout, output_of(result)
+    assert "PASS output: reference vs golden reference: max abs diff 0" in result.stdout, output_of(result)
     if not HAS_GPU:
-        assert "no GPU: the engine is not run; only the oracle runs" in result.stdout
-    assert result.returncode == 0 and result.stdout.rstrip().endswith("PASSED"), output_of(result)
+        assert "no GPU: the TensorRT engine is not run; comparing onnxruntime on the lowered model (trt_scatter nodes as standard ONNX ops) with the reference instead" in result.stdout
+        assert "PASS output: onnxruntime-lowered vs reference: max abs diff 0" in result.stdout
+        # no golden run of that runner: it is compared with the golden reference
+        assert "PASS output: onnxruntime-lowered vs golden reference: max abs diff 0" in result.stdout
+    assert result.returncode == _exit_code_without_tensorrt_run(result), output_of(result)
 
-    alone = check(plugin_path, "--load-inputs", inputs)
-    assert alone.returncode == 0 and "engine: built" in alone.stdout, output_of(alone)
-    if not HAS_GPU:  # the oracle has nothing to be compared with: the verdict says only that the engine built
-        assert alone.stdout.rstrip().endswith("BUILT (nothing compared)"), output_of(alone)
+
+@pytest.mark.parametrize("name", ["kv_cache", "conv_update", "matmul_elements", "add_nd"])
+def test_models_with_other_ops_around_the_scatter_ops_are_checked(name, tmp_path):
+    """MatMul, Conv, Sigmoid, Relu and Add run in the reference too (polygraphy's pluginref knew about 45 ops)."""
+    import mixed_models
+
+    case = mixed_models.BUILDERS[name](runtime=True, dynamic=True)
+    path = fx.save(case.model, tmp_path / f"{name}.onnx")
+    shapes = {"kv_cache": ["x:[2,1,6]", "cache:[2,3,8,4]"], "conv_update": ["x:[2,3,5,4]", "u:[2,3,2,4]"],
+              "matmul_elements": ["a:[3,4]", "u:[3,2]", "indices:[3,2]"], "add_nd": ["x:[4,3]", "y:[4,3]", "u:[2,3]"]}[name]  # fmt: skip
+    result = check(path, "--input-shapes", *shapes, "--atol", "1e-5", "--rtol", "1e-5", "--iterations", "2")
+    assert result.returncode == _exit_code_without_tensorrt_run(result), output_of(result)
+    assert "engine: built" in result.stdout
+    assert "FAIL" not in result.stdout and result.stdout.count("PASS ") == 2 * len(case.model.graph.output)
+
+
+def test_exit_codes_of_each_verdict(elements_model, tmp_path):
+    """0 passed (the engine ran, or its not running accepted), 1 failed, 2 error, 3 passed without running the engine."""
+    not_run = check(elements_model)
+    accepted = check(elements_model, "--allow-engine-not-run")
+    if HAS_GPU:
+        assert not_run.returncode == 0 and not_run.stdout.rstrip().endswith("PASSED")
+    else:
+        assert not_run.returncode == 3 and not_run.stdout.rstrip().endswith("(--allow-engine-not-run accepts it)")
+        assert accepted.stdout.rstrip().endswith(NOT_RUN)
+    assert accepted.returncode == 0, output_of(accepted)
+
+    no_tensorrt = check(elements_model, env={"TRT_SCATTER_BACKEND": "no-such-backend"})
+    assert no_tensorrt.returncode == 1 and "engine: FAIL: not built" in no_tensorrt.stdout, output_of(no_tensorrt)
+    assert no_tensorrt.stdout.rstrip().endswith("FAILED")
+
+    error = check(tmp_path / "missing.onnx")
+    assert error.returncode == 2 and error.stdout == "" and error.stderr.count("\n") == 1
 
 
 def test_bad_arguments_and_inputs_end_in_one_line(elements_model, tmp_path):
@@ -137,7 +206,7 @@ def test_bad_arguments_and_inputs_end_in_one_line(elements_model, tmp_path):
 
 def test_multiple_iterations_get_one_verdict_each(tmp_path):
     path = fx.save(fx.scatter_nd_model([4, 5], [3, 1], [3, 5], dtype=np.int64), tmp_path / "nd.onnx")
-    result = check(path, "--iterations", "2")
+    result = check(path, "--iterations", "2", "--allow-engine-not-run")
     assert result.returncode == 0, output_of(result)
     assert "PASS output (iteration 0)" in result.stdout and "PASS output (iteration 1)" in result.stdout
 
@@ -146,7 +215,7 @@ def test_multiple_iterations_get_one_verdict_each(tmp_path):
 def test_check_runs_tensorrt_on_the_gpu(elements_model):
     result = check(elements_model)
     assert result.returncode == 0, output_of(result)
-    assert "PASS output: tensorrt vs oracle: max abs diff 0" in result.stdout
+    assert "PASS output: tensorrt vs reference: max abs diff 0" in result.stdout and result.stdout.rstrip().endswith("PASSED")
 
 
 def _verdict(expected, actual, atol=0.0, rtol=0.0):

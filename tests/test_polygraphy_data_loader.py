@@ -1,7 +1,10 @@
 """ScatterDataLoader: for random models of the four ops (dynamic dims, constant or fed parameters),
 every generated feed passes the oracle's validation and has the distinct indices the specs need."""
 
+import re
+
 import numpy as np
+import onnx
 import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
@@ -10,7 +13,8 @@ import onnx_fixtures as fx
 from trt_scatter import oracle
 from trt_scatter.oracle import ScatterInputError
 from trt_scatter.polygraphy_ext import ScatterDataLoader, load_data
-from trt_scatter.polygraphy_ext.data_loader import DEFAULT_DIM, MODEL_ENV_VAR
+from trt_scatter.polygraphy_ext import data_loader
+from trt_scatter.polygraphy_ext.data_loader import DEFAULT_DIM
 
 
 def _declared(draw, dims, names):
@@ -179,16 +183,16 @@ def test_mixed_constant_and_fed_slice_parameters_keep_the_constants():
     for feed in feeds:
         oracle.slice_scatter(feed["data"], feed["updates"], feed["start"], feed["stop"], [-2])
     impossible = fx.slice_scatter_model([9], [6], [0], [0], [2], constant_params=("step",))
-    with pytest.raises(ScatterInputError, match=r"slice_scatter: 'start/stop/step' constants \{'step': 2\} cannot take 6 elements"):
+    with pytest.raises(ValueError, match=r"slice_scatter: 'start/stop/step' constants \{'step': 2\} cannot take 6 elements"):
         ScatterDataLoader(impossible)[0]
 
 
 def test_too_many_indices_for_distinct_values_is_an_error_naming_the_input():
-    with pytest.raises(ScatterInputError, match=r"scatter_elements: 'indices' dimension 0 must be at most data's \(3\) for distinct indices"):
+    with pytest.raises(ValueError, match=r"scatter_elements: 'indices' dimension 0 must be at most data's \(3\) for distinct indices"):
         ScatterDataLoader(fx.scatter_elements_model([3, 4], [4, 4], axis=0))[0]
-    with pytest.raises(ScatterInputError, match=r"scatter_update: 'indices' must have at most 2 elements"):
+    with pytest.raises(ValueError, match=r"scatter_update: 'indices' must have at most 2 elements"):
         ScatterDataLoader(fx.scatter_update_model([4, 2], [3], [4, 3], axis=1))[0]
-    with pytest.raises(ScatterInputError, match=r"scatter_nd: 'indices' must have at most 6 rows"):
+    with pytest.raises(ValueError, match=r"scatter_nd: 'indices' must have at most 6 rows"):
         ScatterDataLoader(fx.scatter_nd_model([2, 3], [7, 2], [7]))[0]
 
 
@@ -196,7 +200,7 @@ def test_shapes_that_break_the_model_are_errors():
     model = fx.scatter_elements_model(["N", 5], ["N", 3], axis=1)
     with pytest.raises(ValueError, match=r"input 'indices': the given shape \(3, 2\) does not fit the model's \(N, 3\)"):
         ScatterDataLoader(model, input_shapes={"indices": (3, 2)})[0]
-    with pytest.raises(ScatterInputError, match=r"slice_scatter: 'updates' must have shape \(2,\)"):
+    with pytest.raises(ValueError, match=r"slice_scatter: 'updates' must have shape \(2,\)"):
         model = fx.slice_scatter_model([4], [3], [0], [4], [1], constant_params=True)
         model.graph.initializer[2].CopyFrom(__import__("onnx").numpy_helper.from_array(np.array([2], np.int64), "step"))
         ScatterDataLoader(model)[0]
@@ -206,21 +210,23 @@ def test_fed_axis_is_refused():
     model = fx.scatter_update_model([4, 3], [2], [2, 3], axis=0)
     axis = model.graph.initializer.pop()
     model.graph.input.append(__import__("onnx").helper.make_tensor_value_info("axis", axis.data_type, []))
-    with pytest.raises(ScatterInputError, match="scatter_update: 'axis' must be a constant"):
+    with pytest.raises(ValueError, match="scatter_update: 'axis' must be a constant"):
         ScatterDataLoader(model)[0]
 
 
-def test_loader_is_a_sequence_and_load_data_reads_the_model_from_the_environment(tmp_path, monkeypatch):
+def test_loader_is_a_sequence_and_load_data_serves_the_model_of_the_run(tmp_path, monkeypatch):
     path = fx.save(fx.scatter_nd_model([5, 2], [3, 1], [3, 2]), tmp_path / "nd.onnx")
     loader = ScatterDataLoader(path, iterations=2)
     assert len(loader) == 2
     with pytest.raises(IndexError):
         loader[2]
-    monkeypatch.setenv(MODEL_ENV_VAR, path)
-    feed = next(iter(load_data()))
-    oracle.scatter_nd(feed["data"], feed["indices"], feed["updates"])
-    monkeypatch.delenv(MODEL_ENV_VAR)
-    with pytest.raises(ValueError, match=f"no model.*{MODEL_ENV_VAR}"):
+    monkeypatch.setattr(data_loader, "RUN_ARGS", {"model": path, "seed": 0, "iterations": 3})  # what the extension records
+    feeds = list(load_data())
+    assert len(feeds) == 3
+    assert all(np.array_equal(a["indices"], b["indices"]) for a, b in zip(feeds, ScatterDataLoader(path, seed=0, iterations=3)))
+    oracle.scatter_nd(feeds[0]["data"], feeds[0]["indices"], feeds[0]["updates"])
+    monkeypatch.setattr(data_loader, "RUN_ARGS", {})
+    with pytest.raises(ValueError, match="no model: use it as `polygraphy run MODEL --data-loader-script"):
         load_data()
 
 
@@ -248,30 +254,64 @@ def test_constant_nodes_and_initializers_listed_as_inputs_are_constants():
     oracle.scatter_update(np.zeros((4, 3), np.float32), feed["indices"], feed["updates"], 1)
 
 
-def test_inputs_the_loader_cannot_plan_are_errors_naming_them():
+def test_inputs_reaching_index_inputs_through_other_ops_get_values_the_reference_accepts():
+    """A start computed by an Add, indices negated: random values until the oracle accepts them with distinct targets."""
     from onnx import helper
 
-    computed_start = fx.slice_scatter_model([6], [None], [1], [5], [1])
-    computed_start.graph.node.insert(0, helper.make_node("Add", ["start", "start"], ["start2"]))
-    computed_start.graph.node[1].input[2] = "start2"
-    with pytest.raises(ScatterInputError, match="slice_scatter: 'start' must be a constant or a graph input"):
-        ScatterDataLoader(computed_start)[0]
+    computed_start = fx.slice_scatter_model([6], [3], [1], [5], [1])
+    computed_start.graph.initializer.pop(0)  # start
+    computed_start.graph.input.append(helper.make_tensor_value_info("half", onnx.TensorProto.INT64, [1]))
+    computed_start.graph.node.insert(0, helper.make_node("Add", ["half", "half"], ["start"]))
+    for feed in ScatterDataLoader(computed_start, seed=4, iterations=5):
+        oracle.slice_scatter(feed["data"], feed["updates"], 2 * feed["half"], [5], [1])
+
+    negated = fx.scatter_nd_model([4, 2], [3, 1], [3, 2])
+    negated.graph.node.insert(0, helper.make_node("Neg", ["indices"], ["negated"]))
+    negated.graph.node[1].input[1] = "negated"
+    for feed in ScatterDataLoader(negated, seed=2, iterations=5):
+        rows = -feed["indices"]
+        oracle.scatter_nd(feed["data"], rows, feed["updates"])
+        assert len(np.unique(rows % 4)) == 3, "distinct rows"
+
+    hopeless = fx.scatter_update_model([4, 3], [2], [4, 2], axis=1)
+    hopeless.graph.node.insert(0, helper.make_node("Add", ["indices", "far"], ["shifted"]))
+    hopeless.graph.node[1].input[1] = "shifted"
+    hopeless.graph.initializer.append(onnx.numpy_helper.from_array(np.array(1000, np.int64), "far"))
+    with pytest.raises(ValueError, match=r"^ScatterUpdate node #1 \(output 'output'\): input 'indices' gives 'indices', and none of 100 random values of it gave valid inputs \(last: scatter_update: 'indices' values must be in \[0, 2\]"):
+        ScatterDataLoader(hopeless)[0]
+
+
+def test_models_the_loader_cannot_serve_are_one_line_errors_naming_node_and_rule():
+    from onnx import helper
 
     unknown_data = fx.scatter_elements_model([4], [2])
     unknown_data.graph.node.insert(0, helper.make_node("Mystery", ["data"], ["mystery"], domain="elsewhere"))
     unknown_data.graph.node[1].input[0] = "mystery"
-    with pytest.raises(ValueError, match="ScatterElements node 'output': cannot tell the shape of its 'data'"):
+    with pytest.raises(ValueError, match=r"^ScatterElements node #1 \(output 'output'\): scatter_elements: 'data' must have a shape the loader can tell"):
         ScatterDataLoader(unknown_data)[0]
 
     too_wide = fx.slice_scatter_model([3], [5], [0], [0], [0], constant_params=False)
-    with pytest.raises(ScatterInputError, match=r"slice_scatter: 'updates' dimension 0 must be at most data's \(3\)"):
+    with pytest.raises(ValueError, match=r"^SliceScatter node #0 \(output 'output'\): slice_scatter: 'updates' dimension 0 must be at most data's \(3\)"):
         ScatterDataLoader(too_wide)[0]
 
-    lowered = fx.scatter_nd_model([4, 2], [3, 1], [3, 2])
-    lowered.graph.node.insert(0, helper.make_node("Neg", ["indices"], ["negated"]))
-    lowered.graph.node[1].input[1] = "negated"
-    with pytest.raises(ValueError, match=r"input 'indices' reaches the index input 1 of ScatterND node 'output' through ops the loader does not follow \(Neg"):
-        ScatterDataLoader(lowered)[0]
+    zero_step = fx.slice_scatter_model([6], [3], [0], [6], [0])
+    two_d = fx.slice_scatter_model([6, 4], [3, 4], [[0]], [[6]], [[2]], constant_params=("stop", "step"))
+    lengths = fx.slice_scatter_model([6, 4], [3, 2], [0, 0], [6], [2, 2], constant_params=False)
+    rank0 = fx.scatter_elements_model([], [])
+    missing = fx.scatter_nd_model([4, 2], [3, 1], [3, 2])
+    missing.graph.node[0].input[2] = "nowhere"
+    expected = {
+        "zero step": (zero_step, r"^SliceScatter node #0 \(output 'output'\): slice_scatter: 'step' must not contain 0 \(got \[0\]\)$"),
+        "2-D start": (two_d, r"^SliceScatter node #0 \(output 'output'\): slice_scatter: 'stop' must be a 1-D tensor \(got shape \(1, 1\)\)$"),
+        "lengths": (lengths, r"^SliceScatter node #0 \(output 'output'\): slice_scatter: 'start/stop/step/axes' must have equal lengths"),
+        "rank 0": (rank0, r"^ScatterElements node #0 \(output 'output'\): scatter_elements: 'data' must have rank >= 1 \(got shape \(\)\)$"),
+        "missing input": (missing, r"^ScatterND node #0 \(output 'output'\): input 2 'nowhere' is not a graph input, an initializer or an earlier node's output$"),
+    }
+    for what, (model, message) in expected.items():
+        with pytest.raises(ValueError) as refused:
+            ScatterDataLoader(model)[0]
+        assert "\n" not in str(refused.value), what
+        assert re.match(message, str(refused.value)), (what, str(refused.value))
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -288,5 +328,5 @@ def test_fed_axes_fit_the_updates_static_dims(seed):
     constant_fixed = fx.slice_scatter_model([4, 6], [4, 2], [0], [2], [1], axes=[0], constant_params=("start", "stop", "step"))
     assert ScatterDataLoader(constant_fixed, seed=seed)[0]["axes"].tolist() == [1]
     unfit = fx.slice_scatter_model([4, 6], [2, 3], [0], [0], [0], axes=[0], constant_params=False)
-    with pytest.raises(ScatterInputError, match=r"slice_scatter: 'axes' cannot be chosen for 1 sliced axes of data \(4, 6\)"):
+    with pytest.raises(ValueError, match=r"slice_scatter: 'axes' cannot be chosen for 1 sliced axes of data \(4, 6\)"):
         ScatterDataLoader(unfit, seed=seed)[0]

@@ -1,8 +1,9 @@
-"""trt-scatter's references in polygraphy's pluginref backend, tested against onnxruntime.
+"""trt-scatter's reference in polygraphy (ReferenceRunner, what `polygraphy run --pluginref` runs), tested against onnxruntime.
 
-Standard-op models run in both; plugin-node models (SliceScatter, ScatterUpdate) run in pluginref
+Standard-op models run in both; plugin-node models (SliceScatter, ScatterUpdate) run in the reference
 and are compared with onnxruntime running a native lowering whose constant indices come from
 NumPy's own slicing (tests/onnx_fixtures.py), so the references' wiring is checked differentially.
+pluginref's own registry gets the four scatter ops too.
 """
 
 import numpy as np
@@ -18,10 +19,18 @@ from trt_scatter.polygraphy_ext import ScatterDataLoader
 
 
 def run_pluginref(model, feed):
+    from trt_scatter.polygraphy_ext import ReferenceRunner
+
+    with ReferenceRunner(model) as runner:
+        return runner.infer(feed)["output"]
+
+
+def run_pluginref_registry(model, feed):
+    """polygraphy's own PluginRefRunner, node by node with its registry."""
     import onnx_graphsurgeon as gs
     from polygraphy.backend.pluginref import PluginRefRunner
 
-    import trt_scatter.polygraphy_ext  # noqa: F401  (registers the references)
+    import trt_scatter.polygraphy_ext  # noqa: F401  (registers the scatter ops)
 
     with PluginRefRunner(gs.import_onnx(model)) as runner:
         return runner.infer(feed)["output"]
@@ -92,9 +101,8 @@ def test_scatter_update_plugin_node_matches_native_lowering(shape, data):
     np.testing.assert_array_equal(run_pluginref(plugin, {**feed, "indices": indices}), run_onnxruntime(native, feed))
 
 
-def test_standard_lowering_ops_run_in_pluginref():
-    # data + 1 scattered with indices that a Constant -> Reshape -> Cast chain computes:
-    # every node but ScatterND runs through the onnx.reference fallback.
+def test_standard_ops_run_in_the_reference_and_pluginref_knows_only_its_registry():
+    # data + 1 scattered with indices that a Constant -> Reshape -> Cast chain computes
     nodes = [
         helper.make_node("Constant", [], ["flat"], value=numpy_helper.from_array(np.array([2, 0], np.int32))),
         helper.make_node("Constant", [], ["two_by_one"], value=numpy_helper.from_array(np.array([2, 1], np.int64))),
@@ -114,14 +122,30 @@ def test_standard_lowering_ops_run_in_pluginref():
     rng = np.random.default_rng(2)
     feed = {"data": rng.random((3, 4), dtype=np.float32), "updates": rng.random((2, 4), dtype=np.float32)}
     np.testing.assert_array_equal(run_pluginref(model, feed), run_onnxruntime(model, feed))
+    from polygraphy.exception import PolygraphyException
+
+    with pytest.raises(PolygraphyException, match="Op: Constant does not have a reference implementation registered"):
+        run_pluginref_registry(model, feed)
 
 
-def test_scatter_reduction_is_refused_with_its_name():
-    model = fx.scatter_elements_model([4], [2])
-    model.graph.node[0].attribute.append(helper.make_attribute("reduction", "add"))
+def test_pluginref_registry_runs_the_scatter_ops_with_the_oracle():
+    model = fx.scatter_update_model([4, 3], [2], [4, 2], axis=1)
+    feed = {"data": np.zeros((4, 3), np.float32), "indices": np.array([2, 0]), "updates": np.arange(8, dtype=np.float32).reshape(4, 2)}
+    np.testing.assert_array_equal(run_pluginref_registry(model, feed), run_pluginref(model, feed))
+    elements = fx.scatter_elements_model([4], [2])
+    elements.graph.node[0].attribute.append(helper.make_attribute("reduction", "add"))
     feed = {"data": np.zeros(4, np.float32), "indices": np.array([0, 1]), "updates": np.ones(2, np.float32)}
     with pytest.raises(ScatterInputError, match="scatter_elements: 'reduction' must be 'none'"):
-        run_pluginref(model, feed)
+        run_pluginref_registry(elements, feed)
+
+
+def test_scatter_reductions_run_as_onnx_defines_them():
+    """The oracle has no reductions: the reference leaves them to ONNX's evaluator, which matches onnxruntime."""
+    model = fx.scatter_elements_model([4], [3])
+    model.graph.node[0].attribute.append(helper.make_attribute("reduction", "add"))
+    feed = {"data": np.ones(4, np.float32), "indices": np.array([0, 1, 0]), "updates": np.full(3, 2.0, np.float32)}
+    np.testing.assert_array_equal(run_pluginref(model, feed), [5, 3, 1, 1])
+    np.testing.assert_array_equal(run_pluginref(model, feed), run_onnxruntime(model, feed))
 
 
 def test_out_of_range_indices_fail_in_pluginref_with_the_oracle_message():

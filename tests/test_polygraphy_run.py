@@ -40,16 +40,18 @@ def test_onnxrt_and_pluginref_agree_on_valid_inputs(model_paths, name):
     assert "Passed: 2/2 iterations" in result.stdout + result.stderr
 
 
-def test_data_loader_script_reads_the_model_from_the_environment(model_paths):
-    from trt_scatter.polygraphy_ext import data_loader
+def test_data_loader_script_as_polygraphy_documents_it(model_paths, tmp_path):
+    """`--data-loader-script` names the installed package's file (found as the README says); no environment variable."""
+    import mixed_models
 
-    path = model_paths["scatter_nd"]
-    result = fx.run_tool(
-        "polygraphy",
-        ["run", path, "--onnxrt", "--pluginref", "--data-loader-script", data_loader.__file__, *EXACT],
-        env={data_loader.MODEL_ENV_VAR: path},
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    found = subprocess.run([sys.executable, "-c", "import trt_scatter.polygraphy_ext.data_loader as m; print(m.__file__)"], capture_output=True, text=True, check=True)
+    script = found.stdout.strip()
+    plugin = fx.save(mixed_models.kv_cache(runtime=True).model, tmp_path / "kv.onnx")
+    for path in (model_paths["scatter_nd"], plugin):
+        result = fx.run_tool("polygraphy", ["run", path, "--onnxrt", "--pluginref", "--data-loader-script", script, "--iterations", "2", *EXACT],
+                             env={"TRT_SCATTER_MODEL": ""})  # fmt: skip
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "Passed: 2/2 iterations" in result.stdout + result.stderr
 
 
 def test_corrupted_golden_outputs_fail_the_comparison(model_paths, tmp_path):
@@ -104,7 +106,8 @@ def test_generated_script_registers_plugins_before_parsing_and_imports_the_refer
     )
     assert result.returncode == 0, result.stderr
     script = result.stdout
-    assert "from trt_scatter.polygraphy_ext import RegisterTrtScatterPlugins, ValidateTrtScatter, references" in script
+    assert "from trt_scatter.polygraphy_ext import ReferenceRunner, RegisterTrtScatterPlugins, ValidateTrtScatter" in script
+    assert "ReferenceRunner(load_onnx" in script and "PluginRefRunner" not in script  # --pluginref: the whole-model reference
     validate = script.index(f"validate_trt_scatter = ValidateTrtScatter({str(model_paths['scatter_elements'])!r})")
     register = script.index("RegisterTrtScatterPlugins(validate_trt_scatter, debug=True)")
     assert validate < register < script.index("NetworkFromOnnxPath(register_trt_scatter_plugins")
@@ -127,7 +130,7 @@ def test_a_model_the_loader_cannot_serve_fails_in_one_line(tmp_path):
     path = fx.save(fx.scatter_elements_model([3, 4], [4, 4], axis=0), tmp_path / "too_many.onnx")
     result = fx.run_tool("polygraphy", ["run", path, "--pluginref", "--trt-scatter-inputs"])
     assert result.returncode != 0
-    assert "--trt-scatter-inputs: scatter_elements: 'indices' dimension 0 must be at most data's (3) for distinct indices" in result.stdout + result.stderr
+    assert "--trt-scatter-inputs: ScatterElements node #0 (output 'output'): scatter_elements: 'indices' dimension 0 must be at most data's (3) for distinct indices" in result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr
 
 
@@ -166,3 +169,20 @@ def test_tensorrt_matches_the_oracle_on_the_gpu(model_paths, tmp_path):
     for path, shapes in cases:
         result = fx.run_tool("polygraphy", ["run", path, "--trt", "--pluginref", "--trt-scatter-plugins", "--trt-scatter-inputs", *shapes, *EXACT])
         assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_plugin_models_run_in_onnxrt_lowered_and_a_saved_script_runs_alone(tmp_path):
+    """--onnxrt runs the model with its trt_scatter nodes lowered (and says so); --gen-script writes the
+    lowering and trt-scatter's data loader into the script, which then runs in a fresh interpreter."""
+    import mixed_models
+
+    path = fx.save(mixed_models.kv_cache(runtime=True, dynamic=True, project=False).model, tmp_path / "kv.onnx")
+    script = tmp_path / "check.py"
+    shapes = ["--input-shapes", "cache:[2,3,8,4]", "k:[2,3,1,4]"]
+    result = fx.run_tool("polygraphy", ["run", path, "--onnxrt", "--pluginref", "--trt-scatter-inputs", "--seed", "5", *shapes, *EXACT, "--gen-script", script])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "onnxrt runs the model with its trt_scatter nodes lowered to standard ONNX ops" in result.stdout + result.stderr
+    text = script.read_text()
+    assert "LowerTrtScatter(load_onnx)" in text and f"ScatterDataLoader({str(path)!r}, seed=5, input_shapes={{'cache': [2, 3, 8, 4], 'k': [2, 3, 1, 4]}}" in text
+    alone = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert alone.returncode == 0 and "PASSED" in alone.stdout + alone.stderr, alone.stdout + alone.stderr

@@ -139,3 +139,12 @@ def test_forbidden_indices_write_inside_the_output(dynamic):
     model = scatter_update_model(("a", "b") if dynamic else (3, 4), ("k",) if dynamic else (2,), 1, index_dtype=np.int32, impl="native")
     got = run_onnx(model, {"data": data, "indices": indices, "updates": updates})
     assert np.array_equal(got, oracle.scatter_update(data, np.clip(indices, 0, 3), updates, 1))
+
+
+def test_a_runtime_axis_is_refused_by_the_lowering_by_name():
+    _, network = new_network()
+    data, updates = add_input(network, "data", np.float32, (3, 5)), add_input(network, "updates", np.float32, (3, 2))
+    indices, axis = add_input(network, "indices", np.int32, (2,)), add_input(network, "axis", np.int64, (1,))
+    with pytest.raises(oracle.ScatterInputError, match=r"scatter_update: 'axis' must be a constant for the native lowering.*\(got ITensor 'axis'\)"):
+        add_scatter_update(network, data, indices, updates, axis)
+    assert network.num_layers == 0

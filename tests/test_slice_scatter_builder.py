@@ -37,6 +37,19 @@ def test_plugin_impl_passes_data_updates_and_the_constants(plugin_calls, params_
     assert not scatter_layers(network)
 
 
+def test_plugin_impl_passes_runtime_parameters_as_they_are(plugin_calls):
+    """ITensor start/stop/step/axes reach the plugin as its inputs; constants beside them become constant layers."""
+    _, network = new_network()
+    data, updates = add_input(network, "data", np.float32, (2, 3, 8, 4)), add_input(network, "updates", np.float32, (2, 3, 1, 4))
+    pos, end, axes = (add_input(network, name, np.int64, (1,)) for name in ("pos", "end", "axes"))
+    add_slice_scatter(network, data, updates, pos, end, [1], axes, impl="plugin")
+    ((_, inputs, _),) = plugin_calls
+    assert inputs[:4] == [data, updates, pos, end] and inputs[5] is axes
+    assert _constant_values(network, inputs[4]).tolist() == [1]
+    with pytest.raises(oracle.ScatterInputError, match="must have equal lengths"):  # what is known is still checked
+        add_slice_scatter(network, data, updates, pos, end, [1, 1], axes, impl="plugin")
+
+
 def test_plugin_impl_without_axes_passes_five_inputs(plugin_calls):
     _, network = new_network()
     data = add_input(network, "data", np.float32, (3, 5))

@@ -197,3 +197,87 @@ def test_bad_types_fail_before_tensorrt():
     with pytest.raises(oracle.ScatterInputError, match="'step' must have an integer element type"):
         add_slice_scatter(network, data, updates, [0], [5], np.array([2.0]), [1])
 
+
+
+# -- run-time start/stop/step: graph inputs, geometry computed by the graph
+
+
+@st.composite
+def runtime_cases(draw):
+    case = draw(slice_cases())
+    fed = draw(st.lists(st.sampled_from(["start", "stop", "step"]), min_size=1, max_size=3, unique=True))
+    return case, fed
+
+
+def _fed_values(values, index_dtype):
+    """Parameter values as a graph input of ``index_dtype``: int64 extremes saturate to int32's, which takes the same slice of small dims."""
+    bounds = np.iinfo(index_dtype)
+    return np.array([min(max(v, bounds.min), bounds.max) for v in values], dtype=index_dtype)
+
+
+@given(runtime_cases())
+@example((((2, 3, 8, 4), [5], [6], [1], [2], [False, False, False, False], np.float32, np.int64, 0), ["start"]))  # a KV cache at pos 5
+@example((((4, 3), [INT64_MAX], [INT64_MIN], [-1], [0], [True, False], np.float32, np.int64, 1), ["start", "stop", "step"]))
+@example((((4, 3), [INT64_MIN], [INT64_MAX], [INT64_MIN], [-1], [False, True], np.int8, np.int64, 2), ["step"]))
+@example((((2, 0, 3), [0], [1], [1], [1], [False, True, False], np.float32, np.int32, 0), ["start"]))  # an empty dimension
+def test_runtime_parameters_match_the_oracle_in_onnxruntime(case):
+    (shape, start, stop, step, axes, dynamic, dtype, index_dtype, seed), fed = case
+    if index_dtype == np.int32:  # the values the graph sees
+        start, stop, step = ([int(v) for v in _fed_values(p, np.int32)] if name in fed else p for name, p in (("start", start), ("stop", stop), ("step", step)))
+    rng = np.random.default_rng(seed)
+    data = values(rng, shape, dtype)
+    updates = values(rng, _updates_shape(shape, start, stop, step, axes), dtype)
+    expected = oracle.slice_scatter(data, updates, start, stop, step, axes)
+
+    data_shape, _ = symbolic(shape, dynamic, "d")
+    updates_shape, _ = symbolic(updates.shape, dynamic, "u")
+    model = slice_scatter_model(data_shape, start, stop, step, axes, dtype=dtype, index_dtype=index_dtype, impl="native",
+                                updates_shape=updates_shape, runtime=fed)  # fmt: skip
+    feeds = {"data": data, "updates": updates} | {name: _fed_values(v, index_dtype) for name, v in (("start", start), ("stop", stop), ("step", step)) if name in fed}
+    got = run_onnx(model, feeds)
+    assert got.dtype == expected.dtype and np.array_equal(got, expected)
+
+
+def test_runtime_slices_that_do_not_fit_updates_write_inside_the_output():
+    """The oracle rejects a run-time slice of another length than updates'; the lowering takes updates' length and clamps."""
+    data, updates = np.zeros((2, 5), np.float32), np.ones((2, 3), np.float32)
+    with pytest.raises(oracle.ScatterInputError):
+        oracle.slice_scatter(data, updates, [3], [5], [1], [1])  # 2 elements, updates has 3
+    model = slice_scatter_model((2, 5), [0], [3], [1], [1], impl="native", runtime=["start"])
+    got = run_onnx(model, {"data": data, "updates": updates, "start": np.array([3])})
+    assert np.array_equal(got, oracle.slice_scatter(data, updates[:, :2], [3], [5], [1], [1]))  # columns 3, 4, 4
+
+
+def test_runtime_axes_are_refused_by_the_lowering_by_name():
+    _, network = new_network()
+    data, updates = add_input(network, "data", np.float32, (2, 5)), add_input(network, "updates", np.float32, (2, 3))
+    axes = add_input(network, "axes", np.int64, (1,))
+    with pytest.raises(oracle.ScatterInputError, match=r"slice_scatter: 'axes' must be a constant for the native lowering.*\(got ITensor .axes.\)"):
+        add_slice_scatter(network, data, updates, [0], [5], [2], axes)
+    start = add_input(network, "start", np.float32, (1,))
+    with pytest.raises(oracle.ScatterInputError, match="'start' must have an integer element type"):
+        add_slice_scatter(network, data, updates, start, [5], [2], [1])
+    wide = add_input(network, "wide", np.int64, (1, 1))
+    with pytest.raises(oracle.ScatterInputError, match=r"'stop' must be a 1-D tensor \(got shape \(1, 1\)\)"):
+        add_slice_scatter(network, data, updates, [0], wide, [2], [1])
+    two = add_input(network, "two", np.int64, (2,))
+    with pytest.raises(oracle.ScatterInputError, match="must have equal lengths"):
+        add_slice_scatter(network, data, updates, two, [5], [2], [1])
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_tensorrt_network_with_runtime_parameters_builds(dynamic, index_dtype):
+    """A KV cache [B, H, S, D] written at a run-time position with a run-time step: elementwise layers, no plugin, no value-dependent shape."""
+    trt = tensorrt()
+    builder, network = new_network()
+    data = add_input(network, "data", np.float16, (-1, 3, -1, 4) if dynamic else (2, 3, 8, 4))
+    updates = add_input(network, "updates", np.float16, (-1, 3, -1, 4) if dynamic else (2, 3, 1, 4))
+    pos, step = add_input(network, "pos", index_dtype, (1,)), add_input(network, "step", index_dtype, (1,))
+    output = add_slice_scatter(network, data, updates, pos, [INT64_MAX], step, [2])
+    network.mark_output(output)
+    kinds = {layer.type for layer in layers(network)}
+    assert trt.LayerType.PLUGIN_V3 not in kinds and trt.LayerType.ELEMENTWISE in kinds
+    assert not pos.is_shape_tensor and not step.is_shape_tensor  # values never shape anything
+    profile = {"data": ((1, 3, 1, 4), (2, 3, 8, 4), (4, 3, 16, 4)), "updates": ((1, 3, 1, 4), (2, 3, 1, 4), (4, 3, 2, 4))} if dynamic else None
+    build(builder, network, profile)

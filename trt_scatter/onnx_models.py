@@ -30,7 +30,7 @@ axis) as initializers. Dimensions may be ints or symbolic strings (dynamic). Mod
 
 import numpy as np
 
-from trt_scatter.networks.graph import INT64, OnnxGraph
+from trt_scatter.networks.graph import INT64, OnnxGraph, Value
 from trt_scatter.networks.scatter_update import lower_scatter_update
 from trt_scatter.networks.slice_scatter import lower_slice_scatter
 from trt_scatter.ops import DOMAIN, VERSION
@@ -69,11 +69,13 @@ def scatter_nd_model(data_shape, indices_shape, dtype=np.float32, index_dtype=np
     return graph.model({"output": output})
 
 
-def slice_scatter_model(data_shape, start, stop, step, axes=None, dtype=np.float32, index_dtype=np.int64, impl="plugin", updates_shape=None, inplace=False):
+def slice_scatter_model(data_shape, start, stop, step, axes=None, dtype=np.float32, index_dtype=np.int64, impl="plugin", updates_shape=None, inplace=False, runtime=()):
     """SliceScatter(data, updates, start, stop, step[, axes]) as a plugin node or the native lowering.
 
     ``updates_shape`` defaults to the slice's shape where data's dimension is known; a sliced
-    dynamic dimension becomes the symbolic dimension ``"updates_<axis>"``.
+    dynamic dimension becomes the symbolic dimension ``"updates_<axis>"``. ``runtime`` names the
+    parameters (of start, stop, step) that are graph inputs of ``index_dtype`` (their values
+    here only shape the updates), the rest are initializers.
     """
     _check_impl("slice_scatter", impl)
     _check_types("slice_scatter", dtype, index_dtype, "start/stop/step/axes")
@@ -86,15 +88,18 @@ def slice_scatter_model(data_shape, start, stop, step, axes=None, dtype=np.float
         for axis, begin, end, stride in zip(normalized, start, stop, step):
             dim = data_shape[axis]
             updates_shape[axis] = slice_geometry(begin, end, stride, dim)[1] if isinstance(dim, int) and dim >= 0 else f"updates_{axis}"
+    check_slice_scatter(_known(data_shape), _known(updates_shape), start, stop, step, axes)
     graph = OnnxGraph()
     data = graph.add_input("data", dtype, data_shape)
     updates = graph.add_input("updates", dtype, updates_shape)
+    params = {"start": start, "stop": stop, "step": step}
+    for name in runtime:
+        params[name] = graph.add_input(name, index_dtype, [len(params[name])])
     if impl == "native":
-        return graph.model({"output": lower_slice_scatter(graph, data, updates, start, stop, step, axes)})
-    check_slice_scatter(_known(data_shape), _known(updates_shape), start, stop, step, axes)
-    params = [start, stop, step] + ([] if axes is None else [axes])
-    constants = [graph.constant(np.array(v, dtype=index_dtype)) for v in params]
-    return graph.model({"output": _plugin_node(graph, "SliceScatter", [data, updates] + constants, data, inplace)})
+        return graph.model({"output": lower_slice_scatter(graph, data, updates, *params.values(), axes)})
+    params = list(params.values()) + ([] if axes is None else [axes])
+    inputs = [v if isinstance(v, Value) else graph.constant(np.array(v, dtype=index_dtype)) for v in params]
+    return graph.model({"output": _plugin_node(graph, "SliceScatter", [data, updates] + inputs, data, inplace)})
 
 
 def scatter_update_model(data_shape, indices_shape, axis, dtype=np.float32, index_dtype=np.int64, impl="plugin", inplace=False):

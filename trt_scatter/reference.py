@@ -1,19 +1,26 @@
-"""A reference for whole models: ONNX's own evaluator, with the ``trt_scatter`` ops from the oracle.
+"""A reference for whole models: ONNX's own evaluator, with the scatter ops from the oracle.
 
-Every op that ``onnx.reference.ReferenceEvaluator`` implements runs as ONNX defines it; the
-``trt_scatter`` nodes (``SliceScatter``, ``ScatterUpdate``) run :mod:`trt_scatter.oracle`, looked
-up at call time, so the oracle stays the one source of their semantics. A model that mixes MatMul,
+Every op that ``onnx.reference.ReferenceEvaluator`` implements runs as ONNX defines it, at the
+opsets the model imports; the four scatter ops run :mod:`trt_scatter.oracle` (looked up at call
+time, so the oracle stays the one source of their semantics): the ``trt_scatter`` nodes
+(``SliceScatter``, ``ScatterUpdate``), and ONNX's ``ScatterElements``/``ScatterND`` without a
+reduction (the oracle has none; with one, ONNX's evaluator runs them). A model that mixes MatMul,
 Conv or Sigmoid with plugin nodes runs here as it is, on any machine::
 
     from trt_scatter.reference import Reference
 
     outputs = Reference("model.onnx").run({"data": data, "updates": updates, ...})  # name -> array
+
+``trt-scatter check`` compares with it, and ``polygraphy run --pluginref`` runs it once
+trt-scatter is installed (:class:`trt_scatter.polygraphy_ext.ReferenceRunner`).
 """
 
 import os
 
 import numpy as np
 from onnx.reference.op_run import OpRun
+from onnx.reference.ops.op_scatter_elements import ScatterElements as _OnnxScatterElements
+from onnx.reference.ops.op_scatternd import ScatterND as _OnnxScatterND
 
 from trt_scatter import oracle
 from trt_scatter.ops import DOMAIN, OPS
@@ -31,12 +38,38 @@ class _TrtScatterOp(OpRun):
         return (getattr(oracle, signature.oracle)(**named),)
 
 
+def _no_reduction(reduction):
+    return reduction in (None, "none", b"none")
+
+
+class ScatterElements(_OnnxScatterElements):
+    """ONNX's ScatterElements by the oracle; with a reduction, by ONNX's evaluator."""
+
+    op_domain = ""
+
+    def _run(self, data, indices, updates, axis=None, reduction=None):
+        if not _no_reduction(reduction):
+            return super()._run(data, indices, updates, axis=axis, reduction=reduction)
+        return (oracle.scatter_elements(data, indices, updates, axis=axis or 0),)
+
+
+class ScatterND(_OnnxScatterND):
+    """ONNX's ScatterND by the oracle; with a reduction, by ONNX's evaluator."""
+
+    op_domain = ""
+
+    def _run(self, data, indices, updates, reduction=None):
+        if not _no_reduction(reduction):
+            return super()._run(data, indices, updates, reduction=reduction)
+        return (oracle.scatter_nd(data, indices, updates),)
+
+
 # onnx.reference matches a custom op by its class name and op_domain.
-REFERENCE_OPS = [type(name, (_TrtScatterOp,), {}) for name in OPS]
+REFERENCE_OPS = [type(name, (_TrtScatterOp,), {}) for name in OPS] + [ScatterElements, ScatterND]
 
 
 class Reference:
-    """Runs an ONNX model (a path or an ``onnx.ModelProto``) with :data:`REFERENCE_OPS` for the ``trt_scatter`` nodes.
+    """Runs an ONNX model (a path or an ``onnx.ModelProto``) with :data:`REFERENCE_OPS` for the scatter ops.
 
     The evaluator is made once per instance; :meth:`run` takes a feed dict and returns
     ``{output name: array}``. The oracle's :class:`~trt_scatter.oracle.ScatterInputError` reaches the
@@ -47,6 +80,10 @@ class Reference:
         from onnx.reference import ReferenceEvaluator
 
         self.evaluator = ReferenceEvaluator(os.fspath(model) if isinstance(model, os.PathLike) else model, new_ops=REFERENCE_OPS)
+
+    @property
+    def input_names(self):
+        return list(self.evaluator.input_names)
 
     @property
     def output_names(self):

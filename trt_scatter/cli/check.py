@@ -1,33 +1,54 @@
-"""``trt-scatter check MODEL.onnx``: regression-check a model with scatter ops against the oracle.
+"""``trt-scatter check MODEL.onnx``: regression-check a model with scatter ops against the reference.
 
 One command for the loop a TensorRT user runs by hand with polygraphy: build the engine (with
 trt-scatter's plugins registered), feed valid inputs (:class:`ScatterDataLoader`, or
-``--load-inputs``), run TensorRT and the oracle (polygraphy's ``pluginref`` runner over the model,
-with trt-scatter's references), compare every output at ``--atol``/``--rtol`` (exact by default:
-scatter ops only move data), print one verdict line per output and exit 1 on any mismatch.
-``--save-inputs``/``--save-outputs`` write golden data in polygraphy's JSON formats (the files
-``polygraphy run --load-inputs/--load-outputs`` reads); ``--load-outputs`` compares every run with
-the first run of a golden file.
+``--load-inputs``), run the engine and the reference (:class:`trt_scatter.reference.Reference`:
+ONNX's evaluator with the oracle for the scatter ops, so MatMul, Conv or Sigmoid around them run
+too), compare every output at ``--atol``/``--rtol`` (exact by default), and print one verdict line
+per output and a final verdict. Something is always compared:
 
-Without a GPU the engine is still built (TensorRT-RTX builds on a CPU) but not run; onnxruntime
-takes TensorRT's place where the model has only standard ops. So CI catches everything but the
-run itself.
+- with a GPU, the TensorRT engine against the reference;
+- without one (TensorRT-RTX still builds the engine on a CPU, but nothing can run it), the model in
+  onnxruntime against the reference, its ``trt_scatter`` nodes lowered to standard ONNX ops
+  (:mod:`trt_scatter.passes.lower`): the engine's own outputs are then not checked, and the
+  verdict says so.
+
+Verdicts and exit codes (:data:`EXIT_CODES`):
+
+==========================  =====  ==========================================================
+final line                  exit   meaning
+==========================  =====  ==========================================================
+``PASSED``                  0      the TensorRT engine ran and matched (and the golden data)
+``FAILED``                  1      an output differs, or the engine did not build
+``error: ...`` (stderr)     2      bad arguments, a model or inputs that cannot be checked
+``NOT RUN ON TENSORRT ...`` 3      everything compared matched, but the engine never ran (no
+                                   GPU); ``--allow-engine-not-run`` makes that exit 0
+==========================  =====  ==========================================================
+
+So a CI job without a GPU cannot mistake a check of onnxruntime for a check of TensorRT unless it
+says so. ``--save-inputs``/``--save-outputs`` write golden data in polygraphy's JSON formats (the
+files ``polygraphy run --load-inputs/--load-outputs`` reads); the outputs are saved per runner,
+named by what produced them (``reference``, ``tensorrt``, ``onnxruntime`` or
+``onnxruntime-lowered``). ``--load-outputs`` compares each run with the golden run of the same
+runner, and runs the golden file lacks (e.g. ``tensorrt`` against golden data saved without a GPU)
+with the golden reference.
 """
 
 import argparse
 import json
 
 SEPARATOR = ":"
-ORACLE = "oracle"
+REFERENCE = "reference"
+EXIT_CODES = {"PASSED": 0, "FAILED": 1, "ERROR": 2, "NOT RUN ON TENSORRT": 3}
 
 
 def add_parser(subparsers):
     parser = subparsers.add_parser(
         "check",
-        help="build a model's engine and compare TensorRT (or onnxruntime) with the oracle on valid inputs",
-        description="Regression-check a model with scatter ops: build its engine, run it (or onnxruntime without a GPU) and the oracle on valid inputs, compare, and save or check golden data.",
+        help="build a model's engine and compare TensorRT (or, without a GPU, onnxruntime) with the reference on valid inputs",
+        description="Regression-check a model with scatter ops: build its engine, run it (without a GPU: the lowered model in onnxruntime) and the reference on valid inputs, compare, and save or check golden data. Exit 0 passed, 1 failed, 2 error, 3 passed without running the engine.",
     )
-    parser.add_argument("model", help="ONNX model (scatter ops as ONNX ops or trt_scatter plugin nodes)")
+    parser.add_argument("model", help="ONNX model (scatter ops as ONNX ops or trt_scatter nodes, with any other ONNX ops)")
     parser.add_argument(
         "--input-shapes",
         nargs="+",
@@ -42,9 +63,14 @@ def add_parser(subparsers):
     parser.add_argument("--rtol", type=float, default=0.0, help="relative tolerance (default 0: exact)")
     parser.add_argument("--load-inputs", metavar="JSON", help="inputs saved by --save-inputs or `polygraphy run --save-inputs`")
     parser.add_argument("--save-inputs", metavar="JSON", help="save the inputs (polygraphy's JSON list of feed dicts)")
-    parser.add_argument("--save-outputs", metavar="JSON", help="save every run's outputs (polygraphy RunResults JSON)")
-    parser.add_argument("--load-outputs", metavar="JSON", help="golden RunResults: compare every run with its first run")
+    parser.add_argument("--save-outputs", metavar="JSON", help="save every runner's outputs, named by runner (polygraphy RunResults JSON)")
+    parser.add_argument("--load-outputs", metavar="JSON", help="golden RunResults: compare each run with the golden run of its runner")
     parser.add_argument("--save-engine", metavar="PLAN", help="save the serialized engine")
+    parser.add_argument(
+        "--allow-engine-not-run",
+        action="store_true",
+        help="exit 0, not 3, when everything compared matched but the TensorRT engine could not run (no GPU)",
+    )
     parser.set_defaults(func=run)
     return parser
 
@@ -78,12 +104,19 @@ def run(args):
     from trt_scatter.cli import common
 
     try:
-        return _check(args)
+        verdict = _check(args)
     except (CheckError, common.CliError) as err:
-        return common.report("check", err)
+        common.report("check", err)
+        return EXIT_CODES["ERROR"]
+    if verdict == "NOT RUN ON TENSORRT":
+        print(f"NOT RUN ON TENSORRT: every comparison passed, but the engine was built and never run (no GPU){'' if args.allow_engine_not_run else '; exit 3 (--allow-engine-not-run accepts it)'}")
+        return 0 if args.allow_engine_not_run else EXIT_CODES[verdict]
+    print(verdict)
+    return EXIT_CODES[verdict]
 
 
 def _check(args):
+    """Builds, runs, compares and prints the verdict lines per output; returns the final verdict."""
     from trt_scatter.cli import common
     from trt_scatter.ops import is_trt_scatter
 
@@ -102,7 +135,7 @@ def _check(args):
 
     G_LOGGER.module_severity = G_LOGGER.WARNING  # the verdict lines are the output
 
-    feeds = _inputs(args)
+    feeds = _inputs(args, model)
     ok = True
     engine = None
     if backend_error:
@@ -118,15 +151,17 @@ def _check(args):
             if args.save_engine:
                 common.write_output(args.save_engine, engine, "--save-engine")
 
-    runners = [_oracle_runner(args.model)]
-    if not _has_gpu():
-        if has_plugins:
-            print("no GPU: the engine is not run; only the oracle runs (onnxruntime lacks trt-scatter's plugin ops)")
-        else:
-            print("no GPU: the engine is not run; comparing onnxruntime with the oracle instead")
-            runners.append(_onnxruntime_runner(args.model))
-    elif engine is not None:
+    runners = [_reference_runner(model)]
+    engine_runs = _has_gpu() and engine is not None
+    if engine_runs:
         runners.append(_tensorrt_runner(engine))
+    else:
+        why = "no GPU" if not _has_gpu() else "no engine"
+        if has_plugins:
+            print(f"{why}: the TensorRT engine is not run; comparing onnxruntime on the lowered model (trt_scatter nodes as standard ONNX ops) with the reference instead")
+        else:
+            print(f"{why}: the TensorRT engine is not run; comparing onnxruntime with the reference instead")
+        runners.append(_onnxruntime_runner(model, has_plugins))
 
     try:
         with common.quiet_tensorrt():  # a plugin's exception is printed by TensorRT's bindings: it is counted below
@@ -137,16 +172,16 @@ def _check(args):
             raise
         for message in counted:  # what the kernels skipped, named by op (debug mode, on while checking)
             print(f"FAIL {message}")
-        print("FAILED")
-        return 1
-    pairs = [(ORACLE, name) for name in list(results.keys())[1:]]
+        return "FAILED"
+    names = list(results.keys())
+    pairs = [(REFERENCE, name) for name in names[1:]]
     if args.load_outputs:
         golden = _load_golden(args.load_outputs)
-        golden_name = f"golden {next(iter(golden.keys()))}"
-        results.append((golden_name, next(iter(golden.values()))))
-        pairs += [(golden_name, name) for name in list(results.keys())[:-1]]
-    if not pairs:
-        print("nothing to compare the oracle with: no GPU, plugin ops, and no --load-outputs")
+        print(f"golden outputs ({args.load_outputs}) from: {', '.join(golden.keys())}")
+        for name in names:
+            source = name if name in golden.keys() else REFERENCE if REFERENCE in golden.keys() else next(iter(golden.keys()))
+            results.append((f"golden {source}", golden[source]))
+            pairs.append((f"golden {source}", name))
     ok &= _compare(results, pairs, args.atol, args.rtol)
 
     if args.save_inputs:
@@ -157,9 +192,9 @@ def _check(args):
         from polygraphy.comparator import RunResults
 
         RunResults([(name, value) for name, value in results.items() if not name.startswith("golden ")]).save(args.save_outputs)
-    # Nothing compared is not a pass: say that the engine built, and that alone.
-    print("FAILED" if not ok else "PASSED" if pairs else "BUILT (nothing compared)")
-    return 0 if ok else 1
+    if not ok:
+        return "FAILED"
+    return "PASSED" if engine_runs else "NOT RUN ON TENSORRT"
 
 
 def _resolve_tensorrt():
@@ -173,7 +208,7 @@ def _resolve_tensorrt():
     return None
 
 
-def _inputs(args):
+def _inputs(args, model):
     if args.load_inputs:
         from polygraphy.json import load_json
 
@@ -184,12 +219,11 @@ def _inputs(args):
         if not isinstance(feeds, list) or not feeds or not all(isinstance(f, dict) for f in feeds):
             raise CheckError(f"{args.load_inputs!r} does not hold a list of feed dicts (polygraphy's --save-inputs format)")
         return feeds
-    from trt_scatter.oracle import ScatterInputError
     from trt_scatter.polygraphy_ext import ScatterDataLoader
 
     try:
-        return list(ScatterDataLoader(args.model, seed=args.seed, input_shapes=dict(args.input_shapes), iterations=args.iterations))
-    except (ScatterInputError, ValueError) as err:
+        return list(ScatterDataLoader(model, seed=args.seed, input_shapes=dict(args.input_shapes), iterations=args.iterations))
+    except ValueError as err:  # ScatterInputError and ModelError included
         raise CheckError(f"cannot generate valid inputs: {err}") from None
 
 
@@ -227,13 +261,10 @@ def _has_gpu():
         return False
 
 
-def _oracle_runner(path):
-    from polygraphy.backend.onnx import GsFromOnnx, OnnxFromPath
-    from polygraphy.backend.pluginref import PluginRefRunner
+def _reference_runner(model):
+    from trt_scatter.polygraphy_ext import ReferenceRunner
 
-    import trt_scatter.polygraphy_ext  # noqa: F401  (registers the oracle with pluginref)
-
-    return PluginRefRunner(GsFromOnnx(OnnxFromPath(path)), name=ORACLE)
+    return ReferenceRunner(model, name=REFERENCE)
 
 
 def _tensorrt_runner(engine):
@@ -248,10 +279,21 @@ def _tensorrt_runner(engine):
     return TrtRunner(EngineFromBytes(engine), name="tensorrt")
 
 
-def _onnxruntime_runner(path):
+def _onnxruntime_runner(model, lowered):
+    """onnxruntime on ``model``, with its trt_scatter nodes lowered if it has any (``lowered``)."""
+    from polygraphy.backend.onnx import BytesFromOnnx
     from polygraphy.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
 
-    return OnnxrtRunner(SessionFromOnnx(path), name="onnxruntime")
+    from trt_scatter.passes.lower import LowerTrtScatter
+    from trt_scatter.passes.validate import ModelError
+
+    if not lowered:
+        return OnnxrtRunner(SessionFromOnnx(BytesFromOnnx(model)), name="onnxruntime")
+    try:
+        lowered_model = LowerTrtScatter(model)()
+    except ModelError as err:
+        raise CheckError(f"cannot lower the model for onnxruntime: {err}") from None
+    return OnnxrtRunner(SessionFromOnnx(BytesFromOnnx(lowered_model)), name="onnxruntime-lowered")
 
 
 def _run(runners, feeds, model):
@@ -259,7 +301,7 @@ def _run(runners, feeds, model):
 
     try:
         return Comparator.run(runners, data_loader=feeds)
-    except Exception as err:  # PolygraphyException, or the oracle's ScatterInputError from pluginref
+    except Exception as err:  # PolygraphyException, or the oracle's ScatterInputError from the reference
         dynamic = any(not d.HasField("dim_value") for value in model.graph.input for d in value.type.tensor_type.shape.dim)
         hint = " (the model has dynamic input dims: give them with --input-shapes)" if dynamic else ""
         raise CheckError(f"a run failed: {str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__}{hint}") from None
@@ -305,11 +347,11 @@ def _compare(results, pairs, atol, rtol):
             ok = False
         for iteration, (expected, actual) in enumerate(zip(results[reference], results[candidate])):
             where = f" (iteration {iteration})" if len(results[reference]) > 1 else ""
-            for name in expected.keys() | actual.keys():
+            for name in list(expected.keys()) + [n for n in actual.keys() if n not in expected]:
                 if name not in expected or name not in actual:
                     print(f"FAIL {name}{where}: {candidate} vs {reference}: missing in {reference if name not in expected else candidate}")
                     ok = False
-            for name in expected.keys() & actual.keys():
+            for name in [n for n in expected.keys() if n in actual]:
                 want, got = np.asarray(expected[name]), np.asarray(actual[name])
                 if want.dtype != got.dtype or want.shape != got.shape:
                     passed, detail = False, f"got {got.dtype} {got.shape}, expected {want.dtype} {want.shape}"

@@ -1,21 +1,24 @@
-"""polygraphy integration: trt-scatter's oracle in ``--pluginref``, valid inputs, and a ``polygraphy run`` extension.
+"""polygraphy integration: trt-scatter's reference, valid inputs, and a ``polygraphy run`` extension.
 
-- :mod:`.references`: ScatterElements, ScatterND, SliceScatter and ScatterUpdate for polygraphy's
-  ``pluginref`` backend (imported here, so importing this package registers them).
+- :class:`ReferenceRunner`: whole models by :class:`trt_scatter.reference.Reference` (what
+  ``polygraphy run --pluginref`` runs with trt-scatter installed); importing :mod:`.references`
+  (this package does) also puts the four scatter ops in ``pluginref``'s own registry.
 - :class:`ScatterDataLoader` / :func:`load_data`: valid inputs for scatter models.
 - :class:`RegisterTrtScatterPlugins`: a loader that registers the TensorRT plugins first;
   :class:`ValidateTrtScatter` (from :mod:`trt_scatter.passes.validate`): one that validates the model.
 - :func:`get_arg_groups`: the ``polygraphy.run.plugins`` entry point (``--trt-scatter-plugins``,
-  ``--trt-scatter-inputs``).
+  ``--trt-scatter-inputs``, the reference in ``--pluginref``, lowered models in ``--onnxrt``).
 """
 
 from trt_scatter.passes.validate import ValidateTrtScatter
 from trt_scatter.polygraphy_ext import references
 from trt_scatter.polygraphy_ext.data_loader import ScatterDataLoader, load_data
 from trt_scatter.polygraphy_ext.loader import RegisterTrtScatterPlugins, register_plugins
+from trt_scatter.polygraphy_ext.references import ReferenceRunner
 from trt_scatter.polygraphy_ext.run_args import TrtScatterArgs, get_arg_groups
 
 __all__ = [
+    "ReferenceRunner",
     "RegisterTrtScatterPlugins",
     "ScatterDataLoader",
     "TrtScatterArgs",

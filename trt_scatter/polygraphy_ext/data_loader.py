@@ -2,41 +2,51 @@
 
 polygraphy's default ``DataLoader`` fills every input with random values, which breaks scatter
 ops: indices land out of range or repeat (undefined results), and SliceScatter's parameters do
-not match its updates. :class:`ScatterDataLoader` reads the model instead: it finds the scatter
-nodes, sees which graph inputs feed their indices, updates and slice parameters, resolves their
-shapes (given shapes > static dims > ``DEFAULT_DIM``, the same value for the same named dim) and
-generates, per iteration from ``(seed, iteration)``:
+not match its updates. :class:`ScatterDataLoader` reads the model instead:
 
-- ScatterElements: indices distinct along ``axis`` on every line (no two writes hit one element);
-- ScatterND: distinct index rows;
-- (both: about half of the values in their negative form, i - s, which ONNX allows)
-- ScatterUpdate: distinct indices in [0, s-1] (its spec allows no negative ones);
-- SliceScatter: start/stop/step (and axes) whose slice has exactly the updates' shape, with
-  negative forms and negative steps, respecting whichever of them the model holds as constants;
-- every other input: random values of its type.
+1. The model is checked first: :func:`~trt_scatter.passes.validate.validate` for the
+   ``trt_scatter`` nodes (a zero step, parameters of different lengths, 2-D starts...), and every
+   node's inputs must exist. Any model it cannot serve is refused with one line naming the node
+   and the rule (the oracle's :class:`~trt_scatter.oracle.ScatterInputError` wording).
+2. Shapes. Each graph input dimension is a symbol (its ``dim_param``, or a fresh one); ONNX shape
+   inference carries the symbols to every scatter node, whose shape relations are equalities
+   (updates = indices for ScatterElements, ``data[:axis] + indices + data[axis+1:]`` for
+   ScatterUpdate...), solved by merging symbols. Free symbols take ``DEFAULT_DIM``, then grow
+   or shrink to leave room for distinct indices (``indices`` no longer than data on each axis...).
+   Given shapes (``input_shapes``) and static dims are fixed values.
+3. Values, per iteration from ``(seed, iteration)``: ScatterElements indices distinct along
+   ``axis`` on every line, ScatterND distinct rows (about half of both in their negative form),
+   ScatterUpdate distinct indices in [0, s-1], SliceScatter start/stop/step (and axes) whose slice
+   has exactly the updates' shape, with negative forms and steps, fitting whichever of them the
+   model holds as constants; random values for every other input. An integer input that reaches
+   a scatter op's index input through other ops (a write position ``pos`` with ``stop = pos + T``
+   computed by an Add) gets random values tried until the whole-model reference
+   (:class:`trt_scatter.reference.Reference`, i.e. the oracle's own rules) accepts them with
+   distinct targets.
 
-Use it from Python as an iterable of feed dicts (like polygraphy's ``DataLoader``), or from
-``polygraphy run`` with ``--trt-scatter-inputs`` (the trt-scatter extension) or
-``--data-loader-script`` pointing at this file: :func:`load_data` reads the model (and
-``--seed``/``--input-shapes``) of the running ``polygraphy run``, or ``TRT_SCATTER_MODEL``.
+Use it from Python as an iterable of feed dicts (like polygraphy's ``DataLoader``), from
+``polygraphy run`` with ``--trt-scatter-inputs``, or as polygraphy documents data-loader scripts:
+``--data-loader-script`` naming this file of the installed package (its ``load_data`` serves the
+model of that ``polygraphy run``, which trt-scatter's extension tells it)::
+
+    polygraphy run model.onnx --onnxrt --pluginref \\
+        --data-loader-script "$(python -c 'import trt_scatter.polygraphy_ext.data_loader as m; print(m.__file__)')"
 """
 
-import itertools
 import math
 import os
 from collections import OrderedDict
-from types import SimpleNamespace
 
 import numpy as np
 
-from trt_scatter import oracle
+from trt_scatter import ops, oracle
 from trt_scatter.oracle import rules
 from trt_scatter.oracle.rules import ScatterInputError
 from trt_scatter.oracle.scatter_update import axis_value
+from trt_scatter.oracle.slice_scatter import check_slice_scatter_static
 
 DEFAULT_DIM = 4
-MODEL_ENV_VAR = "TRT_SCATTER_MODEL"
-SEED_ENV_VAR = "TRT_SCATTER_SEED"
+TRIES = 100  # random values tried for an input that reaches index inputs through other ops
 
 # What the running `polygraphy run` was given; filled by the extension's argument group.
 RUN_ARGS = {}
@@ -50,6 +60,9 @@ class ScatterDataLoader:
         seed: the same seed gives the same inputs.
         input_shapes: ``{input name: shape}`` (or polygraphy ``TensorMetadata``) for dynamic inputs.
         iterations: how many feed dicts to yield.
+
+    A model it cannot serve raises a ``ValueError`` (a ``ScatterInputError`` or ``ModelError``)
+    with one line naming the node or input and the rule, on first use.
     """
 
     def __init__(self, model, seed=1, input_shapes=None, iterations=1):
@@ -83,22 +96,16 @@ def load_data():
     # polygraphy loads this file as a new module: read what the extension recorded in the package's copy
     from trt_scatter.polygraphy_ext.data_loader import RUN_ARGS
 
-    model = os.environ.get(MODEL_ENV_VAR) or RUN_ARGS.get("model")
-    if not model:
-        raise ValueError(
-            f"trt-scatter load_data: no model: run it under `polygraphy run MODEL` with the trt-scatter extension "
-            f"installed, or set {MODEL_ENV_VAR}=path/to/model.onnx"
-        )
+    if not RUN_ARGS.get("model"):
+        raise ValueError("trt-scatter load_data: no model: use it as `polygraphy run MODEL --data-loader-script ...` with trt-scatter installed (its extension names the model)")
     seed = RUN_ARGS.get("seed")
-    if seed is None:
-        seed = int(os.environ.get(SEED_ENV_VAR, "1"))
-    return ScatterDataLoader(model, seed=seed, input_shapes=RUN_ARGS.get("input_shapes"), iterations=RUN_ARGS.get("iterations") or 1)
+    return ScatterDataLoader(RUN_ARGS["model"], seed=1 if seed is None else seed, input_shapes=RUN_ARGS.get("input_shapes"), iterations=RUN_ARGS.get("iterations") or 1)
 
 
 def _load(model):
-    import onnx
+    from trt_scatter.passes.validate import load_model
 
-    return onnx.load(os.fspath(model)) if isinstance(model, (str, os.PathLike)) else model
+    return load_model(model) if isinstance(model, (str, os.PathLike)) else model
 
 
 def _as_shape_dict(input_shapes):
@@ -108,50 +115,89 @@ def _as_shape_dict(input_shapes):
     return {name: tuple(int(d) for d in getattr(meta, "shape", meta)) for name, meta in input_shapes.items()}
 
 
+# Where each op takes data, indices (or slice parameters) and updates; the oracle's name for it.
+_SCATTER_OPS = {
+    ("", "ScatterElements"): "scatter_elements",
+    ("", "ScatterND"): "scatter_nd",
+    (ops.DOMAIN, "ScatterUpdate"): "scatter_update",
+    (ops.DOMAIN, "SliceScatter"): "slice_scatter",
+}
+
+
+class _Node:
+    """A scatter node under planning: its inputs by name (traced back through Cast/Identity), its label."""
+
+    def __init__(self, node, index, origin):
+        self.proto, self.op = node, _SCATTER_OPS[(node.domain if node.domain != "ai.onnx" else "", node.op_type)]
+        names = ops.OPS[node.op_type].inputs if node.domain == ops.DOMAIN else ("data", "indices", "updates")
+        self.inputs = {name: tensor for name, tensor in zip(names, node.input) if tensor}
+        self.origin = {name: origin(tensor) for name, tensor in self.inputs.items()}
+        self.label = f"{node.op_type} node " + (f"'{node.name}'" if node.name else f"#{index} (output {node.output[0]!r})")
+        self.axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+        self.axes = None  # SliceScatter: the sliced axes, once chosen
+
+    def error(self, err):
+        from trt_scatter.passes.validate import ModelError
+
+        return ModelError(f"{self.label}: {err}", node=self.label)
+
+
 class _Plan:
     """Shapes and value generators for every graph input of one model, fixed once per loader."""
 
-    def __init__(self, model, input_shapes, rng):
-        from onnx import helper, numpy_helper
+    def __init__(self, model, given, rng):
+        from onnx import helper
 
-        graph = model.graph
-        self.constants = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
-        for node in graph.node:
-            if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
-                self.constants[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+        from trt_scatter.passes.tensors import ModelTensors
+        from trt_scatter.passes.validate import validate
 
-        self.inputs = OrderedDict()  # name -> (dtype, declared shape with None/str for dynamic dims)
+        validate(model)
+        self.model, graph = model, model.graph
+        self.tensors = ModelTensors(model)
+        initializers = {init.name for init in graph.initializer}
+        self.inputs = OrderedDict()  # name -> (dtype, declared dims: int, str or None)
         for value in graph.input:
-            if value.name in self.constants:
-                continue
-            tensor_type = value.type.tensor_type
-            dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor_type.shape.dim]
-            self.inputs[value.name] = (helper.tensor_dtype_to_np_dtype(tensor_type.elem_type), dims)
+            if value.name not in initializers:
+                tensor_type = value.type.tensor_type
+                dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor_type.shape.dim]
+                self.inputs[value.name] = (helper.tensor_dtype_to_np_dtype(tensor_type.elem_type), dims)
+        _check_wiring(graph, self.inputs.keys() | initializers)
+        self.given = {name: self._given(name, shape) for name, shape in given.items()}
+        producers = {out: node for node in graph.node for out in node.output}
+        self.nodes = [
+            _Node(node, index, lambda name: _origin(producers, name))
+            for index, node in enumerate(graph.node)
+            if (node.domain if node.domain != "ai.onnx" else "", node.op_type) in _SCATTER_OPS
+        ]
+        self.generators = {}  # graph input -> callable(rng) -> array
+        self.shapes, self.concrete = _Shapes(self, rng).solve()
+        for node in self.nodes:
+            try:
+                _PLANNERS[node.op](self, node, rng)
+            except ScatterInputError as err:
+                raise node.error(err) from None
+        self.searched = _searched_inputs(self)
+        self._reference = None
 
-        self.given = dict(input_shapes)
-        self.named_dims = {}
-        self.shapes = {}  # graph input name -> resolved shape
-        self.known = {}  # tensor name -> shape from ONNX shape inference
-        self.generators = {}  # graph input name -> callable(rng) -> array
-        nodes = [_follow_casts(graph, n) for n in graph.node if n.op_type in _OPS]
-        driven = {name for n in nodes for name in list(n.input)[1:] if name in self.inputs}
-        self.data_hints = {node.input[0]: _data_hints(self, node) for node in reversed(nodes) if node.input[0] in self.inputs}
-        for name in self.inputs:
-            if name not in driven:
-                self.shapes[name] = self._resolve(name, self.inputs[name][1], hints=self.data_hints.get(name))
-        self.known = self._infer_shapes(model)
-        for node in nodes:
-            data_shape = self._shape_of(node.input[0])
-            if data_shape is None:
-                raise ValueError(
-                    f"{_describe(node)}: cannot tell the shape of its 'data' ({node.input[0]!r}); "
-                    "give the shapes of the graph inputs it is computed from"
-                )
-            _OPS[node.op_type](self, node, tuple(data_shape), rng)
-            self.known[node.output[0]] = tuple(data_shape)
-        for name in self.inputs:  # inputs fed only to non-scatter inputs of scatter nodes
-            self.shapes.setdefault(name, self._resolve(name, self.inputs[name][1]))
-        _refuse_unfollowed_indices(self, graph)
+    def _given(self, name, shape):
+        if name not in self.inputs:
+            raise ValueError(f"input {name!r} of the given shapes is not an input of the model (its inputs: {', '.join(self.inputs)})")
+        dims = self.inputs[name][1]
+        if len(shape) != len(dims) or any(isinstance(d, int) and d != g for d, g in zip(dims, shape)):
+            declared = "(" + ", ".join(str(d) if d is not None else "?" for d in dims) + ")"
+            raise ValueError(f"input {name!r}: the given shape {tuple(shape)} does not fit the model's {declared}")
+        return tuple(shape)
+
+    def constant(self, node, name):
+        return self.tensors.constant(node.inputs[name]) if name in node.inputs else None
+
+    def fed(self, node, name):
+        """The graph input behind ``node``'s input ``name`` (through Cast/Identity), if the loader generates it."""
+        origin = node.origin.get(name)
+        return origin if origin in self.inputs and origin not in self.generators else None
+
+    def shape(self, node, name):
+        return self.concrete.get(node.inputs[name]) if name in node.inputs else None
 
     def feed(self, rng):
         feed = OrderedDict()
@@ -159,246 +205,305 @@ class _Plan:
             generate = self.generators.get(name)
             value = generate(rng) if generate else _random_values(rng, self.shapes[name], dtype)
             feed[name] = np.asarray(value).astype(dtype, copy=False)
+        if self.searched:
+            self._search(feed, rng)
         return feed
 
-    # Shapes
+    def _search(self, feed, rng):
+        """Random values for the inputs in ``self.searched`` until the reference accepts the feed with distinct targets."""
+        from trt_scatter.reference import Reference
 
-    def _resolve(self, name, dims, bounds=None, hints=None):
-        """A concrete shape for input ``name``: given > static > named dim > hint > min(DEFAULT_DIM, bound).
-
-        ``hints`` (for a scatter node's data) holds per dim ``(exact, at_least)`` read off the static
-        dims of the node's indices and updates, so that a free dim fits them.
-        """
-        if name in self.given:
-            return self._given(name, dims)
-        shape = []
-        for index, dim in enumerate(dims):
-            bound = bounds[index] if bounds is not None else None
-            exact, at_least = hints[index] if hints is not None else (None, 0)
-            if isinstance(dim, int):
-                shape.append(dim)
-            elif isinstance(dim, str) and dim in self.named_dims:
-                shape.append(self.named_dims[dim])
-            else:
-                value = exact if exact is not None else max(DEFAULT_DIM if bound is None else min(DEFAULT_DIM, bound), at_least)
-                if isinstance(dim, str):
-                    self.named_dims[dim] = value
-                shape.append(value)
-        return tuple(shape)
-
-    def _given(self, name, dims):
-        shape = tuple(self.given[name])
-        if len(shape) != len(dims) or any(isinstance(d, int) and d != g for d, g in zip(dims, shape)):
-            declared = "(" + ", ".join(str(d) if d is not None else "?" for d in dims) + ")"
-            raise ValueError(f"input {name!r}: the given shape {shape} does not fit the model's {declared}")
-        self._name_dims(dims, shape)
-        return shape
-
-    def _infer_shapes(self, model):
-        import onnx
-
-        model = onnx.ModelProto.FromString(model.SerializeToString())
-        for value in model.graph.input:
-            if value.name in self.shapes:
-                for dim, size in zip(value.type.tensor_type.shape.dim, self.shapes[value.name]):
-                    dim.Clear()
-                    dim.dim_value = size
-        try:
-            model = onnx.shape_inference.infer_shapes(model)
-        except Exception:  # custom-domain ops or odd graphs: use what is known without inference
-            pass
-        known = {}
-        for value in list(model.graph.value_info) + list(model.graph.output) + list(model.graph.input):
-            dims = value.type.tensor_type.shape.dim
-            if value.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in dims):
-                known[value.name] = tuple(d.dim_value for d in dims)
-        for name, array in self.constants.items():
-            known[name] = array.shape
-        return known
-
-    def _input_to_generate(self, node, position):
-        """The graph input at ``position`` of ``node`` if the loader should generate it, else None."""
-        if position >= len(node.input) or not node.input[position]:
-            return None
-        name = node.input[position]
-        if name not in self.inputs or name in self.generators:
-            return None
-        return name
-
-    def _shape_of(self, name):
-        """The shape of a constant, a planned graph input or an inferred tensor; None if unknown."""
-        if name in self.constants:
-            return self.constants[name].shape
-        if name in self.shapes:
-            return self.shapes[name]
-        return self.known.get(name)
-
-    def _updates(self, node, position, expected):
-        """Fixes the shape of the updates input at ``position`` to ``expected`` if the loader generates it."""
-        name = self._input_to_generate(node, position)
-        if name is not None:
-            declared = self.inputs[name][1]
-            if name in self.given:
-                shape = self._given(name, declared)
-            elif len(declared) == len(expected):
-                shape = tuple(d if isinstance(d, int) else e for d, e in zip(declared, expected))
-            else:  # a rank the op cannot take: the op's shape check names it
-                shape = self._resolve(name, declared)
-            self._name_dims(declared, shape)
-            self.shapes[name] = shape
-        return self._shape_of(node.input[position])
-
-    def _name_dims(self, declared, shape):
-        for dim, size in zip(declared, shape):
-            if isinstance(dim, str):
-                self.named_dims.setdefault(dim, size)
-
-    def _indices(self, node, position, bound, rank=None, exact=None):
-        """Resolves the shape of the indices input at ``position``; returns (its name if the loader
-        generates it else None, its shape). Free dims are at most ``bound`` (an int or one per dim)
-        and take the ``exact`` values the static dims of the updates fix."""
-        name = self._input_to_generate(node, position)
-        if name is None:
-            return None, self._shape_of(node.input[position])
-        dims = self.inputs[name][1]
-        if rank is not None and len(dims) != rank:
-            dims = [None] * rank
-        hints = [(e, 0) for e in exact] if exact is not None and len(exact) == len(dims) else None
-        shape = self._resolve(name, dims, bound if isinstance(bound, tuple) else [bound] * len(dims), hints)
-        self._name_dims(dims, shape)
-        self.shapes[name] = shape
-        return name, shape
-
-    def _static_dims(self, node, position):
-        """The dims of ``node``'s input at ``position`` that are known before planning (None where not)."""
-        if position >= len(node.input) or not node.input[position]:
-            return None
-        name = node.input[position]
-        if name in self.constants:
-            return self.constants[name].shape
-        if name in self.given:
-            return tuple(self.given[name])
-        return tuple(d if isinstance(d, int) else None for d in self.inputs[name][1]) if name in self.inputs else None
-
-    def _constant(self, node, position):
-        if position >= len(node.input) or not node.input[position]:
-            return None
-        return self.constants.get(node.input[position])
+        if self._reference is None:
+            self._reference = Reference(self.model)
+        bound = max([max(self.concrete.get(node.inputs["data"], ()), default=0) for node in self.nodes] + [DEFAULT_DIM])
+        names = list(dict.fromkeys(name for node in self.nodes for name in node.inputs.values()))
+        last = None
+        for _ in range(TRIES):
+            for name in self.searched:
+                dtype = self.inputs[name][0]
+                feed[name] = rng.integers(-bound - 1, bound + 1, size=self.shapes[name]).astype(dtype)
+            try:
+                values = dict(zip(names, self._reference.evaluator.run(names, dict(feed))))
+                if all(_distinct_targets(node, values) for node in self.nodes):
+                    return
+                last = "two writes to one element"
+            except Exception as err:  # the oracle's rules (ScatterInputError) or another op's
+                last = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        name, (node, key) = next(iter(self.searched.items()))
+        raise node.error(f"input {name!r} gives '{key}', and none of {TRIES} random values of it gave valid inputs (last: {last}); give valid inputs instead (--load-inputs)")
 
 
-# Where each op reads index-like values (indices, axis, start/stop/step/axes).
-_INDEX_POSITIONS = {"ScatterElements": (1,), "ScatterND": (1,), "ScatterUpdate": (1, 3), "SliceScatter": (2, 3, 4, 5)}
-
-
-def _follow_casts(graph, node):
-    """``node`` with each input traced back through Cast/Identity (which keep shape and values), so an
-    input that reaches the op through a Cast (ONNX ScatterND takes int64 indices only) is still generated."""
-    producers = {out: n for n in graph.node for out in n.output}
-
-    def origin(name):
-        while name in producers and producers[name].op_type in ("Cast", "Identity"):
-            name = producers[name].input[0]
-        return name
-
-    return SimpleNamespace(
-        op_type=node.op_type, name=node.name, output=list(node.output), attribute=node.attribute,
-        input=[origin(name) if name else name for name in node.input],
-    )  # fmt: skip
-
-
-def _refuse_unfollowed_indices(plan, graph):
-    """An integer graph input that reaches a scatter op's indices through other ops (a lowered graph)
-    would get random values: refuse, naming the input, instead of feeding out-of-range indices."""
-    consumers = {}
-    for node in graph.node:
+def _check_wiring(graph, defined):
+    """Every node input names a graph input, an initializer or an earlier node's output."""
+    known = set(defined)
+    for index, node in enumerate(graph.node):
         for position, name in enumerate(node.input):
-            consumers.setdefault(name, []).append((node, position))
-    for name, (dtype, _) in plan.inputs.items():
-        if name in plan.generators or np.dtype(dtype).kind not in "iu":
+            if name and name not in known:
+                label = f"'{node.name}'" if node.name else f"#{index} (output {node.output[0]!r})" if node.output else f"#{index}"
+                raise ValueError(f"{node.op_type} node {label}: input {position} {name!r} is not a graph input, an initializer or an earlier node's output")
+        known.update(node.output)
+
+
+def _origin(producers, name):
+    """``name`` traced back through Cast/Identity (which keep shape and values): ONNX's ScatterND takes
+    int64 indices only, so int32 indices reach it through a Cast and are still generated."""
+    while name in producers and producers[name].op_type in ("Cast", "Identity"):
+        name = producers[name].input[0]
+    return name
+
+
+# -- shapes: symbols merged by the ops' equalities
+
+
+class _Shapes:
+    """Symbolic shapes of a model's tensors and the values of their symbols.
+
+    Every graph input dimension is an int (static or given) or a symbol; ONNX shape inference
+    carries them through the graph. The scatter ops' shape rules then say which symbols are equal
+    (a union-find), and which products of dims must not exceed others for distinct indices
+    (``bounds``); constant slices derive updates' dims from data's (``derived``).
+    """
+
+    def __init__(self, plan, rng):
+        self.plan, self.rng = plan, rng
+        self.parent, self.value = {}, {}
+        self.bounds, self.derived = [], []
+        self.symbolic = _symbolic_shapes(plan)
+
+    # union-find over symbols; ints are values
+    def find(self, dim):
+        if isinstance(dim, str):
+            while self.parent.get(dim, dim) != dim:
+                dim = self.parent[dim]
+        return dim
+
+    def equal(self, a, b):
+        a, b = self.find(a), self.find(b)
+        if a is None or b is None or a == b or (isinstance(a, int) and isinstance(b, int)):
+            return  # unknown, the same, or two values (the oracle's shape check names a conflict)
+        if isinstance(a, int):
+            a, b = b, a
+        self.parent[a] = b
+
+    def of(self, dim):
+        dim = self.find(dim)
+        return dim if isinstance(dim, int) or dim is None else self.value.setdefault(dim, DEFAULT_DIM)
+
+    def free(self, dim):
+        return isinstance(self.find(dim), str)
+
+    def shape(self, node, name):
+        return self.symbolic.get(node.inputs[name]) if name in node.inputs else None
+
+    def solve(self):
+        for node in self.plan.nodes:
+            try:
+                _RELATIONS[node.op](self, node)
+            except ScatterInputError as err:
+                raise node.error(err) from None
+        for _ in range(4):  # each pass only moves values toward the bounds
+            for low, high in self.bounds:
+                self._fit(low, high)
+        for node, axis, fixed in self.derived:
+            self._derive(node, axis, fixed)
+        missing = [name for name in self.plan.inputs if self.symbolic.get(name) is None]
+        if missing:
+            raise ValueError(f"input {missing[0]!r} has no shape in the model: give it one (input_shapes, --input-shapes)")
+        concrete = {name: tuple(self.of(d) for d in dims) for name, dims in self.symbolic.items()}
+        return {name: concrete[name] for name in self.plan.inputs}, {name: dims for name, dims in concrete.items() if None not in dims}
+
+    def _size(self, dims):
+        return math.prod(1 if self.of(d) is None else self.of(d) for d in dims)
+
+    def _fit(self, low, high):
+        """Makes prod(low) <= prod(high): grows a free dim of ``high``, else shrinks the free dims of ``low``."""
+        if self._size(low) <= self._size(high):
+            return
+        roots = {self.find(d) for d in low}
+        for d in high:
+            root = self.find(d)
+            rest = self._size([x for x in high if self.find(x) != root])
+            if self.free(d) and root not in roots and rest:
+                self.value[root] = -(-self._size(low) // rest)
+                return
+        for d in low:
+            root = self.find(d)
+            rest = self._size([x for x in low if self.find(x) != root])
+            if self.free(d) and rest:
+                self.value[root] = min(self.value[root], self._size(high) // rest)
+
+    def _derive(self, node, axis, fixed):
+        """Constant slice parameters (``fixed``: some of start/stop/step) on ``axis``: a free updates
+        dim there takes a length the slice can have in data's dim (the oracle's check names a fixed one that cannot)."""
+        data, updates = self.shape(node, "data")[axis], self.shape(node, "updates")[axis]
+        counts = _slices_by_count(self.of(data), fixed) if self.free(updates) else ()
+        if counts and self.of(updates) not in counts:
+            nonzero = sorted(c for c in counts if c) or [0]
+            self.value[self.find(updates)] = nonzero[int(self.rng.integers(len(nonzero)))]
+
+
+def _symbolic_shapes(plan):
+    """``{tensor: tuple of dims}``: ints, symbols (str) or None, after ONNX shape inference from
+    graph inputs whose unknown dims are fresh symbols and given shapes values."""
+    import onnx
+
+    model = onnx.ModelProto()
+    model.CopyFrom(plan.model)
+    for value in model.graph.input:
+        if value.name not in plan.inputs:
             continue
-        frontier, seen, path = [name], {name}, []
-        while frontier:
-            tensor = frontier.pop()
-            for node, position in consumers.get(tensor, []):
-                if position in _INDEX_POSITIONS.get(node.op_type, ()):
-                    raise ValueError(
-                        f"input {name!r} reaches the index input {position} of {_describe(node)} through ops "
-                        f"the loader does not follow ({', '.join(sorted(set(path)))}: a lowered graph?); "
-                        "give valid inputs instead (polygraphy --load-inputs / trt-scatter check --load-inputs, "
-                        "e.g. saved by `trt-scatter check --save-inputs` on the plugin or ONNX-op model)"
-                    )
-                path.append(node.op_type)
-                for out in node.output:
-                    if out not in seen:
-                        seen.add(out)
-                        frontier.append(out)
+        given = plan.given.get(value.name)
+        for i, dim in enumerate(value.type.tensor_type.shape.dim):
+            if given is not None:
+                dim.Clear()
+                dim.dim_value = given[i]
+            elif not dim.HasField("dim_value") and not dim.dim_param:
+                dim.dim_param = f"{value.name}:{i}"
+    return _inferred(model)
 
 
-def _data_hints(plan, node):
-    """Per dim of ``node``'s data: (the value the static dims of its indices/updates fix, a lower bound)."""
-    data_dims = plan.inputs[node.input[0]][1]
-    rank = len(data_dims)
-    hints = [(None, 0)] * rank
+def _inferred(model):
+    """Shapes after ONNX shape inference (dims: int, symbol or None), with trt_scatter nodes' outputs
+    given their data's shape (ONNX does not know them), repeated until no such output is left unknown."""
+    import onnx
+    from onnx import numpy_helper
 
-    indices, updates = plan._static_dims(node, 1), plan._static_dims(node, 2 if node.op_type != "SliceScatter" else 1)
-    if node.op_type == "ScatterElements":
-        for shape in (indices, updates):
-            if shape is not None and len(shape) == rank:
-                hints = [(None, max(low, d or 0)) for (_, low), d in zip(hints, shape)]
-    elif node.op_type == "ScatterUpdate":
-        axis = plan._constant(node, 3)
-        if axis is None or indices is None or updates is None or not -rank <= int(np.asarray(axis).reshape(-1)[0]) < rank:
-            return hints
-        axis = int(np.asarray(axis).reshape(-1)[0]) % rank
-        count = math.prod(d or 1 for d in indices)
-        if len(updates) == rank - 1 + len(indices):
-            hints = [(u, 0) for u in updates[:axis]] + [(None, count)] + [(u, 0) for u in updates[axis + len(indices) :]]
-    elif node.op_type == "ScatterND":
-        if indices is not None and indices and updates is not None:
-            k = indices[-1] if indices[-1] is not None else rank  # as _plan_scatter_nd picks it
-            trailing = list(updates[len(indices) - 1 :])
-            if k <= rank and len(trailing) == rank - k:
-                # room for distinct rows: the free leading dims share what the static ones lack
-                lead = [i if i is not None else u for i, u in zip(indices[:-1], updates)]
-                rows = math.prod(d or 1 for d in lead)
-                free = [i for i in range(k) if not isinstance(data_dims[i], int)]
-                lacking = rows / math.prod(d for d in data_dims[:k] if isinstance(d, int))
-                at_least = math.ceil(lacking ** (1 / len(free)) - 1e-9) if free else 0
-                hints = [(None, at_least)] * k + [(u, 0) for u in trailing]
-    elif node.op_type == "SliceScatter":
-        axes = plan._constant(node, 5)
-        start = plan._constant(node, 2)
-        if updates is not None and len(updates) == rank:
-            sliced = set()
-            if axes is not None:
-                sliced = {int(a) % rank for a in np.atleast_1d(axes) if -rank <= int(a) < rank}
-            elif start is not None:
-                sliced = set(range(len(np.atleast_1d(start))))
-            else:
-                sliced = set(range(rank))  # unknown: every dim may be sliced, so updates give lower bounds only
-            hints = [(None, u or 0) if i in sliced else (u, 0) for i, u in enumerate(updates)]
-    return hints
+    def read(dim):
+        return dim.dim_value if dim.HasField("dim_value") else (dim.dim_param or None)
+
+    shapes = {init.name: tuple(numpy_helper.to_array(init).shape) for init in model.graph.initializer}
+    scatters = [node for node in model.graph.node if node.domain == ops.DOMAIN and node.input and node.output]
+    while True:
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+        except Exception:  # an op without a schema: what the model declares
+            inferred = model
+        graph = inferred.graph
+        for value in list(graph.value_info) + list(graph.output) + list(graph.input):
+            if value.type.tensor_type.HasField("shape"):
+                shapes.setdefault(value.name, tuple(read(d) for d in value.type.tensor_type.shape.dim))
+        added = [node for node in scatters if node.output[0] not in shapes and node.input[0] in shapes]
+        if not added:
+            return shapes
+        types = {v.name: v.type.tensor_type.elem_type for v in list(graph.value_info) + list(graph.input) + list(graph.output)}
+        for node in added:
+            dims = shapes[node.input[0]]
+            model.graph.value_info.append(onnx.helper.make_tensor_value_info(node.output[0], types.get(node.input[0], 0), list(dims)))
+            shapes[node.output[0]] = dims
 
 
-# Per-op planning: each resolves the shapes of the inputs it drives and installs their generators.
+# Each op's shape relations: equalities (merged symbols), bounds for distinct indices, derived dims.
 
 
-def _plan_scatter_elements(plan, node, data_shape, rng):
-    op = "scatter_elements"
-    axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
-    axis = rules.normalize_axis(op, "axis", axis, len(data_shape))
-    name, indices_shape = plan._indices(node, 1, bound=data_shape, rank=len(data_shape), exact=plan._static_dims(node, 2))
-    if indices_shape is None:  # computed inside the graph: nothing to plan
+def _relations_scatter_elements(shapes, node):
+    data, indices, updates = (shapes.shape(node, n) for n in ("data", "indices", "updates"))
+    if data is not None:
+        rules.check_rank_at_least(node.op, "data", data, 1)
+    for a, b in zip(indices or (), updates or ()):
+        shapes.equal(a, b)
+    for a, b in zip(indices or (), data or ()):
+        shapes.bounds.append(([a], [b]))
+
+
+def _relations_scatter_nd(shapes, node):
+    data, indices, updates = (shapes.shape(node, n) for n in ("data", "indices", "updates"))
+    if data is None or indices is None:
         return
-    plan._updates(node, 2, indices_shape)
-    _check_if_known(oracle.check_scatter_elements, data_shape, indices_shape, plan._shape_of(node.input[2]), axis)
+    rules.check_rank_at_least(node.op, "data", data, 1)
+    rules.check_rank_at_least(node.op, "indices", indices, 1)
+    if shapes.free(indices[-1]):  # rows of unknown length address elements
+        shapes.equal(indices[-1], len(data))
+    k = shapes.of(indices[-1])
+    if updates is not None and len(updates) == len(indices) - 1 + len(data) - k:
+        for a, b in zip(updates, list(indices[:-1]) + list(data[k:])):
+            shapes.equal(a, b)
+    shapes.bounds.append((list(indices[:-1]), list(data[:k])))
+
+
+def _update_axis(plan, node, rank):
+    axis = plan.constant(node, "axis")
+    if axis is None:
+        raise ScatterInputError(node.op, "axis", "must be a constant (initializer or Constant node) for generated inputs", node.inputs["axis"])
+    return rules.normalize_axis(node.op, "axis", axis_value(axis), rank)
+
+
+def _relations_scatter_update(shapes, node):
+    data, indices, updates = (shapes.shape(node, n) for n in ("data", "indices", "updates"))
+    if data is None or indices is None:
+        return
+    axis = _update_axis(shapes.plan, node, len(data))
+    expected = list(data[:axis]) + list(indices) + list(data[axis + 1 :])
+    if updates is not None and len(updates) == len(expected):
+        for a, b in zip(updates, expected):
+            shapes.equal(a, b)
+    shapes.bounds.append((list(indices), [data[axis]]))
+
+
+def _relations_slice_scatter(shapes, node):
+    plan = shapes.plan
+    data, updates = shapes.shape(node, "data"), shapes.shape(node, "updates")
+    if data is None or updates is None or len(data) != len(updates):
+        return  # nothing to merge; the oracle's check names a wrong rank
+    params = {key: plan.constant(node, key) for key in ("start", "stop", "step")}
+    node.axes = _slice_axes(shapes, node)
+    for key in ("start", "stop", "step", "axes"):  # fed parameters: one entry per sliced axis
+        if shapes.shape(node, key):
+            shapes.equal(shapes.shape(node, key)[0], len(node.axes))
+    for axis, (a, b) in enumerate(zip(data, updates)):
+        if axis not in node.axes:
+            shapes.equal(a, b)
+            continue
+        position = node.axes.index(axis)
+        fixed = {k: int(np.atleast_1d(v)[position]) for k, v in params.items() if v is not None}
+        if fixed:
+            shapes.derived.append((node, axis, fixed))
+        shapes.bounds.append(([b], [a]))
+
+
+def _slice_axes(shapes, node):
+    """The sliced axes: constant, default (one per start), or, fed, chosen once to fit updates' static dims."""
+    plan, rank = shapes.plan, len(shapes.shape(node, "data"))
+    constant = plan.constant(node, "axes")
+    if constant is not None:
+        return [int(a) % rank for a in np.atleast_1d(constant)]
+    lengths = [len(np.atleast_1d(plan.constant(node, k))) for k in ("start", "stop", "step") if plan.constant(node, k) is not None]
+    lengths += [shapes.find(shapes.shape(node, k)[0]) for k in ("start", "stop", "step", "axes") if k in node.inputs and shapes.shape(node, k)]
+    count = next((n for n in lengths if isinstance(n, int)), rank)  # unknown lengths: every axis
+    if "axes" not in node.inputs:
+        return list(range(count))
+    if plan.fed(node, "axes") is None:
+        raise ScatterInputError(node.op, "axes", "must be a constant or a graph input for generated inputs", node.inputs["axes"])
+    data, updates = shapes.shape(node, "data"), shapes.shape(node, "updates")
+    fixed = [i for i, (d, u) in enumerate(zip(data, updates)) if isinstance(shapes.find(d), int) and isinstance(shapes.find(u), int) and d != u]
+    others = [i for i in shapes.rng.permutation(rank).tolist() if i not in fixed]
+    if len(fixed) > count:
+        raise ScatterInputError(node.op, "axes", f"cannot be chosen for {count} sliced axes of data {tuple(data)}", f"updates {tuple(updates)}")
+    return fixed + others[: count - len(fixed)]
+
+
+_RELATIONS = {
+    "scatter_elements": _relations_scatter_elements,
+    "scatter_nd": _relations_scatter_nd,
+    "scatter_update": _relations_scatter_update,
+    "slice_scatter": _relations_slice_scatter,
+}
+
+
+# -- values: per-op generators of the index inputs fed by graph inputs
+
+
+def _plan_scatter_elements(plan, node, rng):
+    data, indices, updates = (plan.shape(node, n) for n in ("data", "indices", "updates"))
+    name = plan.fed(node, "indices")
+    _check_known(node, oracle.check_scatter_elements, name, data, indices, updates, node.axis)
     if name is None:
         return
-    size = data_shape[axis]
-    if indices_shape[axis] > size:
-        raise ScatterInputError(op, "indices", f"dimension {axis} must be at most data's ({size}) for distinct indices", f"shape {indices_shape}")
+    axis = rules.normalize_axis(node.op, "axis", node.axis, len(data))
+    size = data[axis]
+    if indices[axis] > size:
+        raise ScatterInputError(node.op, "indices", f"dimension {axis} must be at most data's ({size}) for distinct indices", f"shape {indices}")
 
-    def generate(rng, shape=indices_shape):
+    def generate(rng, shape=indices):
         lines = math.prod(shape[:axis] + shape[axis + 1 :])
         moved = shape[:axis] + shape[axis + 1 :] + (shape[axis],)
         # Distinct on every line: a window of one random permutation of range(size), at a random
@@ -411,180 +516,126 @@ def _plan_scatter_elements(plan, node, data_shape, rng):
     plan.generators[name] = generate
 
 
-def _plan_scatter_nd(plan, node, data_shape, rng):
-    name = plan._input_to_generate(node, 1)
+def _plan_scatter_nd(plan, node, rng):
+    data, indices, updates = (plan.shape(node, n) for n in ("data", "indices", "updates"))
+    name = plan.fed(node, "indices")
+    _check_known(node, oracle.check_scatter_nd, name, data, indices, updates)
     if name is None:
-        indices_shape = plan._shape_of(node.input[1])
-    else:
-        declared = plan.inputs[name][1]
-        given = plan.given.get(name)
-        # k (rows' length) from the model or the given shape; unknown k addresses elements
-        k = given[-1] if given else declared[-1] if declared and isinstance(declared[-1], int) else len(data_shape)
-        capacity = math.prod(data_shape[: min(k, len(data_shape))])
-        updates = plan._static_dims(node, 2)
-        leading = len(declared) - 1
-        exact = list(updates[:leading]) + [k] if updates is not None and len(updates) >= leading >= 0 else None
-        name, indices_shape = plan._indices(node, 1, bound=max(capacity, 1), exact=exact)
-        indices_shape = tuple(indices_shape[:-1]) + (k,) if indices_shape else (k,)
-        plan.shapes[name] = indices_shape
-        rows = math.prod(indices_shape[:-1])
-        if k <= len(data_shape) and rows > capacity:
-            raise ScatterInputError("scatter_nd", "indices", f"must have at most {capacity} rows for distinct rows", f"shape {indices_shape}")
-
-        def generate(rng, shape=indices_shape):
-            flat = rng.choice(capacity, size=rows, replace=False)
-            coordinates = np.stack(np.unravel_index(flat, data_shape[:k]), axis=-1) if k else np.zeros((rows, 0), np.int64)
-            return _some_negative(rng, coordinates.reshape(shape), np.array(data_shape[:k], np.int64))
-
-        plan.generators[name] = generate
-    if indices_shape is None:  # computed inside the graph (a lowered graph): nothing to plan
         return
-    k = indices_shape[-1]
-    plan._updates(node, 2, tuple(indices_shape[:-1]) + tuple(data_shape[k:]))
-    _check_if_known(oracle.check_scatter_nd, data_shape, indices_shape, plan._shape_of(node.input[2]))
+    k = indices[-1]
+    capacity, rows = math.prod(data[:k]), math.prod(indices[:-1])
+    if rows > capacity:
+        raise ScatterInputError(node.op, "indices", f"must have at most {capacity} rows for distinct rows", f"shape {indices}")
+
+    def generate(rng, shape=indices):
+        flat = rng.choice(capacity, size=rows, replace=False)
+        coordinates = np.stack(np.unravel_index(flat, data[:k]), axis=-1) if k else np.zeros((rows, 0), np.int64)
+        return _some_negative(rng, coordinates.reshape(shape), np.array(data[:k], np.int64))
+
+    plan.generators[name] = generate
 
 
-def _plan_scatter_update(plan, node, data_shape, rng):
-    op = "scatter_update"
-    axis = plan._constant(node, 3)
-    if axis is None:
-        raise ScatterInputError(op, "axis", "must be a constant (initializer or Constant node) for generated inputs", node.input[3])
-    axis = rules.normalize_axis(op, "axis", axis_value(axis), len(data_shape))
-    size = data_shape[axis]
-    updates = plan._static_dims(node, 2)
-    declared = plan.inputs[node.input[1]][1] if node.input[1] in plan.inputs else ()
-    exact = updates[axis : axis + len(declared)] if updates is not None and len(updates) == len(data_shape) - 1 + len(declared) else None
-    name, indices_shape = plan._indices(node, 1, bound=size, exact=exact)
-    if name is not None:
-        count = math.prod(indices_shape)
-        if count > size:
-            raise ScatterInputError(op, "indices", f"must have at most {size} elements for distinct indices", f"shape {indices_shape}")
-        plan.generators[name] = lambda rng, shape=indices_shape: rng.choice(size, size=count, replace=False).reshape(shape)
-    if indices_shape is None:  # computed inside the graph: nothing to plan
+def _plan_scatter_update(plan, node, rng):
+    data, indices, updates = (plan.shape(node, n) for n in ("data", "indices", "updates"))
+    name = plan.fed(node, "indices")
+    axis = None if data is None else _update_axis(plan, node, len(data))
+    _check_known(node, oracle.check_scatter_update, name, data, indices, updates, axis)
+    if name is None:
         return
-    expected = tuple(data_shape[:axis]) + tuple(indices_shape) + tuple(data_shape[axis + 1 :])
-    plan._updates(node, 2, expected)
-    _check_if_known(oracle.check_scatter_update, data_shape, indices_shape, plan._shape_of(node.input[2]), axis)
+    size, count = data[axis], math.prod(indices)
+    if count > size:
+        raise ScatterInputError(node.op, "indices", f"must have at most {size} elements for distinct indices", f"shape {indices}")
+    plan.generators[name] = lambda rng, shape=indices: rng.choice(size, size=count, replace=False).reshape(shape)
 
 
-def _plan_slice_scatter(plan, node, data_shape, rng):
-    op = "slice_scatter"
-    rank = len(data_shape)
-    params = {key: plan._constant(node, position) for position, key in enumerate(("start", "stop", "step", "axes"), start=2)}
-    inputs = {key: plan._input_to_generate(node, position) for position, key in enumerate(("start", "stop", "step", "axes"), start=2)}
-    if inputs["axes"] is None and params["axes"] is None and len(node.input) > 5 and node.input[5]:
-        raise ScatterInputError(op, "axes", "must be a constant or a graph input for generated inputs", node.input[5])
-    for key in ("start", "stop", "step"):
-        if params[key] is None and inputs[key] is None:
-            raise ScatterInputError(op, key, "must be a constant or a graph input for generated inputs", node.input[2 + ("start", "stop", "step").index(key)])
-
-    # How many axes are sliced: a constant's length, else a static input length, else all of them.
-    lengths = [len(np.atleast_1d(v)) for v in params.values() if v is not None]
-    lengths += [plan.inputs[n][1][0] for n in inputs.values() if n and plan.inputs[n][1] and isinstance(plan.inputs[n][1][0], int)]
-    lengths += [plan.given[n][0] for n in inputs.values() if n and n in plan.given and plan.given[n]]
-    count_axes = lengths[0] if lengths else rank
-    updates_name = plan._input_to_generate(node, 1)
-    updates_dims = plan.given.get(updates_name) or (plan.inputs[updates_name][1] if updates_name else plan._shape_of(node.input[1]))
-    all_constant = all(params[k] is not None for k in ("start", "stop", "step"))
-    all_fed = all(params[k] is None for k in ("start", "stop", "step"))
-    if params["axes"] is not None:
-        axes = [rules.normalize_axis(op, "axes", int(a), rank) for a in np.atleast_1d(params["axes"])]
-    elif inputs["axes"] is not None:
-        axes = _fed_axes(rng, data_shape, updates_dims, count_axes, params if all_constant else None)
-    else:
-        axes = list(range(count_axes))
-
-    # The slice's length on each sliced axis: fixed by constants, else by the updates' static dims,
-    # else random (at least 1, so the slice is not empty).
-    counts, choices = [], []  # choices: per axis, the (start, stop, step) that fit constants and count
-    for i, axis in enumerate(axes):
-        dim = data_shape[axis]
-        fixed = {k: int(np.atleast_1d(params[k])[i]) for k in ("start", "stop", "step") if params[k] is not None}
-        wanted = updates_dims[axis] if updates_dims is not None and len(updates_dims) == rank and isinstance(updates_dims[axis], int) else None
-        if all_constant:
-            counts.append(oracle.slice_geometry(fixed["start"], fixed["stop"], fixed["step"], dim)[1])
-        elif all_fed:
-            if wanted is not None and wanted > dim:
-                raise ScatterInputError(op, "updates", f"dimension {axis} must be at most data's ({dim}) to be a slice of it", wanted)
-            counts.append(wanted if wanted is not None else int(rng.integers(1, dim + 1)) if dim else 0)
-        else:
-            by_count = _slices_by_count(dim, fixed)
-            if wanted is None:
-                wanted = int(rng.choice([c for c in by_count if c] or [0]))
-            if wanted not in by_count:
-                raise ScatterInputError(op, "start/stop/step", f"constants {fixed} cannot take {wanted} elements of a dimension of size {dim}", wanted)
-            counts.append(wanted)
-            choices.append(by_count[wanted])
-    expected = list(data_shape)
-    for axis, count in zip(axes, counts):
-        expected[axis] = count
-    plan._updates(node, 1, tuple(expected))
-
-    def generate_params(rng):
-        values = {k: [] for k in ("start", "stop", "step")}
-        for i, (axis, count) in enumerate(zip(axes, counts)):
-            if choices:  # mixed constants and fed values: one of the fitting slices
-                start, stop, step = choices[i][int(rng.integers(len(choices[i])))]
-            else:
-                start, stop, step = _random_slice(rng, data_shape[axis], count)
-            values["start"].append(start), values["stop"].append(stop), values["step"].append(step)
-        values["axes"] = axes
-        return values
+def _plan_slice_scatter(plan, node, rng):
+    keys = ("start", "stop", "step")
+    data, updates = plan.shape(node, "data"), plan.shape(node, "updates")
+    if data is None or updates is None or node.axes is None:
+        raise ScatterInputError(node.op, "data" if data is None else "updates", "must have a shape the loader can tell; give the shapes of the graph inputs it is computed from", "unknown")
+    constants = {k: plan.constant(node, k) for k in keys}
+    fed = {k: plan.fed(node, k) for k in (*keys, "axes")}
+    known = {k: rules.as_int_vector(node.op, k, v) if v is not None else len(node.axes) for k, v in constants.items()}
+    check_slice_scatter_static(data, updates, **known, **({"axes": node.axes} if "axes" in node.inputs else {}))
+    if fed["axes"]:
+        plan.generators[fed["axes"]] = lambda rng, axes=node.axes: np.array(axes)
+    if all(v is not None for v in constants.values()) or any(constants[k] is None and fed[k] is None for k in keys):
+        return  # nothing to draw; or computed from other tensors: searched (see _searched_inputs)
+    choices = []  # per sliced axis, the (start, stop, step) that take updates' length
+    for position, axis in enumerate(node.axes):
+        dim, count = data[axis], updates[axis]
+        if count > dim:
+            raise ScatterInputError(node.op, "updates", f"dimension {axis} must be at most data's ({dim}) to be a slice of it", count)
+        fixed = {k: int(np.atleast_1d(constants[k])[position]) for k in keys if constants[k] is not None}
+        choices.append(None if not fixed else _slices_by_count(dim, fixed).get(count))
+        if fixed and not choices[-1]:
+            raise ScatterInputError(node.op, "start/stop/step", f"constants {fixed} cannot take {count} elements of a dimension of size {dim}", count)
 
     cache = {}
 
     def generator(key):
         def generate(rng):
-            # start/stop/step/axes are drawn together once per feed; rng identity marks the feed
-            if cache.get("rng") is not rng:
-                cache["rng"], cache["values"] = rng, generate_params(rng)
-            return np.asarray(cache["values"][key])
+            if cache.get("rng") is not rng:  # start/stop/step are drawn together once per feed
+                drawn = [c[int(rng.integers(len(c)))] if c else _random_slice(rng, data[a], updates[a]) for c, a in zip(choices, node.axes)]
+                cache["rng"], cache["values"] = rng, dict(zip(keys, (list(v) for v in zip(*drawn)))) if drawn else dict.fromkeys(keys, [])
+            return np.asarray(cache["values"][key], dtype=np.int64)
 
         return generate
 
-    for key, name in inputs.items():
-        if name is not None:
-            plan.shapes[name] = (len(axes),)
-            plan.generators[name] = generator(key)
-    if all_constant:
-        oracle.check_slice_scatter(
-            data_shape, plan._shape_of(node.input[1]),
-            *(rules.as_int_vector(op, k, params[k]) for k in ("start", "stop", "step")), axes,
-        )  # fmt: skip
+    for key in keys:
+        if fed[key] is not None:
+            plan.generators[fed[key]] = generator(key)
 
 
-def _fed_axes(rng, data_shape, updates_dims, count, constants, tries=100_000):
-    """Random distinct axes for a fed ``axes`` input that fit the updates' static dims: an unsliced
-    axis keeps data's dim, a sliced one takes at most data's dim, or exactly what the ``constants``
-    start/stop/step (all three, or None) take at its position."""
-    rank = len(data_shape)
-    static = list(updates_dims) if updates_dims is not None and len(updates_dims) == rank else [None] * rank
+_PLANNERS = {
+    "scatter_elements": _plan_scatter_elements,
+    "scatter_nd": _plan_scatter_nd,
+    "scatter_update": _plan_scatter_update,
+    "slice_scatter": _plan_slice_scatter,
+}
 
-    def fits(axes):
-        for axis, (dim, wanted) in enumerate(zip(data_shape, static)):
-            if not isinstance(wanted, int):
-                continue
-            if axis not in axes:
-                if wanted != dim:
-                    return False
-            elif constants is not None:
-                slice_params = (int(np.atleast_1d(constants[k])[axes.index(axis)]) for k in ("start", "stop", "step"))
-                if oracle.slice_geometry(*slice_params, dim)[1] != wanted:
-                    return False
-            elif wanted > dim:
-                return False
+
+def _check_known(node, check, fed, data, indices, updates, *more):
+    """The op's shape check (the oracle's) where the shapes are known; to draw ``fed`` indices, data's
+    and indices' shapes must be."""
+    if fed is not None and (data is None or indices is None):
+        raise ScatterInputError(node.op, "data" if data is None else "indices", "must have a shape the loader can tell; give the shapes of the graph inputs it is computed from", "unknown")
+    if None not in (data, indices, updates):
+        check(data, indices, updates, *more)
+
+
+def _searched_inputs(plan):
+    """``{input: (node, index input)}``: integer graph inputs without a generator that a scatter node's
+    index input is computed from (through ops the loader does not follow)."""
+    producers = {out: node for node in plan.model.graph.node for out in node.output}
+    searched = {}
+    for node in plan.nodes:
+        for key, tensor in node.inputs.items():
+            stack, seen = [tensor] if key not in ("data", "updates") else [], set()
+            while stack:
+                name = stack.pop()
+                if name in plan.inputs and name not in plan.generators and np.dtype(plan.inputs[name][0]).kind in "iu":
+                    searched.setdefault(name, (node, key))
+                seen.add(name)
+                stack += [n for n in (producers[name].input if name in producers else ()) if n and n not in seen]
+    return searched
+
+
+def _distinct_targets(node, values):
+    """Whether the index values a scatter node got write no element twice (undefined in every spec)."""
+    data = values[node.inputs["data"]]
+    if node.op == "slice_scatter":
         return True
-
-    for axes in itertools.islice(itertools.permutations(rng.permutation(rank).tolist(), count), tries):
-        if fits(list(axes)):
-            return list(axes)
-    raise ScatterInputError("slice_scatter", "axes", f"cannot be chosen for {count} sliced axes of data {tuple(data_shape)}", f"updates {tuple(static)}")
-
-
-def _check_if_known(check, *shapes_and_more):
-    """Runs an op's shape check unless a shape is unknown (computed inside the graph)."""
-    if all(shape is not None for shape in shapes_and_more[:3]):
-        check(*shapes_and_more)
+    indices = np.asarray(values[node.inputs["indices"]])
+    if node.op == "scatter_update":
+        return len(np.unique(indices)) == indices.size
+    if node.op == "scatter_nd":
+        k = indices.shape[-1]
+        rows = (indices % np.maximum(data.shape[:k], 1)).reshape(-1, k)
+        return len(np.unique(rows, axis=0)) == len(rows)
+    axis = node.axis % data.ndim
+    targets = np.sort(indices % max(data.shape[axis], 1), axis=axis)
+    return not (np.diff(targets, axis=axis) == 0).any()
 
 
 def _some_negative(rng, indices, sizes):
@@ -618,12 +669,8 @@ def _slices_by_count(dim, fixed, limit=300_000):
     starts = [fixed["start"]] if "start" in fixed else values
     stops = [fixed["stop"]] if "stop" in fixed else values
     steps = [fixed["step"]] if "step" in fixed else (1, 2, 3, -1, -2, -3)
-    if 0 in steps:
-        raise ScatterInputError("slice_scatter", "step", "must not contain 0", 0)
     if len(starts) * len(stops) * len(steps) > limit:
-        raise ScatterInputError(
-            "slice_scatter", "start/stop/step", "mix constants and fed values on too large a dimension to search; feed all three", dim
-        )
+        raise ScatterInputError("slice_scatter", "start/stop/step", "mix constants and fed values on too large a dimension to search; feed all three", dim)
     by_count = {}
     for start in starts:
         for stop in stops:
@@ -648,15 +695,3 @@ def _random_values(rng, shape, dtype):
     if dtype.kind == "i":
         return rng.integers(-8, 8, size=shape)
     return rng.uniform(-1.0, 1.0, size=shape).astype(np.float32)  # bfloat16/float16 convert from this
-
-
-def _describe(node):
-    return f"{node.op_type} node {node.name or node.output[0]!r}"
-
-
-_OPS = {
-    "ScatterElements": _plan_scatter_elements,
-    "ScatterND": _plan_scatter_nd,
-    "ScatterUpdate": _plan_scatter_update,
-    "SliceScatter": _plan_slice_scatter,
-}

@@ -1,36 +1,76 @@
-"""trt-scatter's ops in polygraphy's ``pluginref`` backend, so ``polygraphy run --pluginref`` runs them.
+"""trt-scatter's reference in polygraphy: whole models, and the scatter ops in ``pluginref``'s registry.
 
-``pluginref`` executes an ONNX graph node by node with NumPy functions from
-``polygraphy.backend.pluginref.references.OP_REGISTRY``; an op without an entry stops the run.
-Importing this module adds:
+- :class:`ReferenceRunner`: a polygraphy runner over :class:`trt_scatter.reference.Reference`
+  (ONNX's own evaluator for every op it implements, at the model's opsets; the oracle for the
+  four scatter ops). ``polygraphy run --pluginref`` runs it once trt-scatter is installed (the
+  extension, :mod:`.run_args`, puts it in the place of polygraphy's ``PluginRefRunner``), so a
+  model with MatMul, Conv or Sigmoid around scatter nodes runs there; use it in your own tests::
 
-- ScatterElements, ScatterND, SliceScatter and ScatterUpdate, each calling :mod:`trt_scatter.oracle`
-  (looked up at call time, so the oracle stays the one source of semantics);
-- the standard ONNX ops that native lowerings of the scatter ops are built from (constants,
-  shape arithmetic, gathers, reshapes), run by ONNX's own reference evaluator (``onnx.reference``),
-  so a whole lowered graph runs on the oracle's side too. Ops polygraphy already knows keep
-  polygraphy's implementation.
+      from polygraphy.backend.onnx import OnnxFromPath
+      from polygraphy.comparator import Comparator
+      from trt_scatter.polygraphy_ext import ReferenceRunner
 
-Importing it twice is harmless: the registry is a dict.
+      results = Comparator.run([ReferenceRunner(OnnxFromPath("model.onnx")), trt_runner], data_loader=...)
+
+- ``pluginref``'s registry (``polygraphy.backend.pluginref.references.OP_REGISTRY``), for code that
+  builds a ``PluginRefRunner`` itself: importing this module adds ScatterElements, ScatterND,
+  SliceScatter and ScatterUpdate, each calling :mod:`trt_scatter.oracle`. That runner runs a
+  graph node by node with the ops of the registry alone (about 45); for whole models use
+  :class:`ReferenceRunner`.
 """
 
-import functools
+import time
+from collections import OrderedDict
 
-from polygraphy.backend.pluginref.references import OP_REGISTRY, register
+from polygraphy import util
+from polygraphy.backend.base import BaseRunner
+from polygraphy.backend.pluginref.references import register
 
 from trt_scatter import oracle
 from trt_scatter.oracle.rules import ScatterInputError
 
 SCATTER_OPS = ("ScatterElements", "ScatterND", "SliceScatter", "ScatterUpdate")
 
-# Stable in signature from opset 13 on (the evaluator runs each node at the newest opset).
-LOWERING_OPS = (
-    "Abs", "Add", "And", "Cast", "Clip", "Concat", "Constant", "ConstantOfShape", "CumSum", "Div",
-    "Equal", "Expand", "Flatten", "Gather", "GatherElements", "GatherND", "Greater", "GreaterOrEqual",
-    "Less", "LessOrEqual", "Max", "Min", "Mod", "Mul", "Neg", "Not", "Or", "Range", "ReduceMax",
-    "ReduceMin", "ReduceProd", "ReduceSum", "Reshape", "Shape", "Size", "Slice", "Split", "Squeeze",
-    "Sub", "Tile", "Transpose", "Unsqueeze", "Where",
-)  # fmt: skip
+
+class ReferenceRunner(BaseRunner):
+    """Runs a whole ONNX model with :class:`trt_scatter.reference.Reference`.
+
+    Args:
+        model: an ``onnx.ModelProto``, a path, or a callable returning either (e.g. ``OnnxFromPath``).
+        name: the runner's name prefix (polygraphy appends a count and a timestamp).
+    """
+
+    def __init__(self, model, name=None):
+        super().__init__(name=name, prefix="reference-runner")
+        self._model = model
+
+    @util.check_called_by("activate")
+    def activate_impl(self):
+        import onnx
+
+        from trt_scatter.reference import Reference
+
+        model, _ = util.invoke_if_callable(self._model)
+        self.model = onnx.load(model) if isinstance(model, str) else model
+        self.reference = Reference(self.model)
+
+    @util.check_called_by("get_input_metadata")
+    def get_input_metadata_impl(self):
+        from polygraphy.backend.onnx.util import get_input_metadata
+
+        return get_input_metadata(self.model.graph)
+
+    @util.check_called_by("infer")
+    def infer_impl(self, feed_dict):
+        feeds = {name: util.array.to_numpy(value) for name, value in feed_dict.items()}
+        start = time.time()
+        outputs = self.reference.run(feeds)
+        self.inference_time = time.time() - start
+        return OrderedDict(outputs)
+
+    @util.check_called_by("deactivate")
+    def deactivate_impl(self):
+        del self.model, self.reference
 
 
 def _no_reduction(op, attrs):
@@ -60,29 +100,3 @@ def run_slice_scatter(attrs, data, updates, start, stop, step, axes=None):
 @register("ScatterUpdate")
 def run_scatter_update(attrs, data, indices, updates, axis):
     return [oracle.scatter_update(data, indices, updates, axis)]
-
-
-@functools.lru_cache(maxsize=None)
-def _evaluator(node_bytes):
-    import onnx
-    from onnx.reference import ReferenceEvaluator
-
-    return ReferenceEvaluator(onnx.NodeProto.FromString(node_bytes))
-
-
-def _run_with_onnx_reference(node, intermediate_tensors):
-    import onnx_graphsurgeon as gs
-    from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
-
-    feeds = {}
-    for tensor in node.inputs:
-        if tensor.is_empty():
-            continue
-        feeds[tensor.name] = tensor.values if isinstance(tensor, gs.Constant) else intermediate_tensors[tensor.name]
-    proto = OnnxExporter.export_node(node)
-    outputs = _evaluator(proto.SerializeToString()).run(None, feeds)
-    return {tensor.name: value for tensor, value in zip(node.outputs, outputs) if not tensor.is_empty()}
-
-
-for _op in LOWERING_OPS:
-    OP_REGISTRY.setdefault(_op, _run_with_onnx_reference)

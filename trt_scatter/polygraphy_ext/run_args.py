@@ -1,7 +1,16 @@
 """The ``polygraphy run`` extension (entry-point group ``polygraphy.run.plugins``).
 
-Loading it (polygraphy does, on every ``polygraphy run``, once trt-scatter is installed) registers
-the scatter ops with ``--pluginref`` (see :mod:`.references`) and adds two options:
+Loading it (polygraphy does, on every ``polygraphy run``, once trt-scatter is installed):
+
+- ``--pluginref`` runs trt-scatter's whole-model reference (:class:`.ReferenceRunner`: ONNX's
+  evaluator with the oracle for the scatter ops) instead of polygraphy's node-by-node one, so
+  models with MatMul, Conv, Sigmoid... around scatter nodes run there;
+- ``--onnxrt`` runs a model with ``trt_scatter`` nodes lowered to standard ONNX ops
+  (:class:`~trt_scatter.passes.lower.LowerTrtScatter`), which onnxruntime can run; it says so;
+- ``--data-loader-script <trt_scatter/polygraphy_ext/data_loader.py of the installed package>``
+  feeds valid inputs for the model being run (the extension tells the script which one);
+
+and it adds two options:
 
 - ``--trt-scatter-plugins``: validate the model's ``trt_scatter`` nodes
   (:mod:`trt_scatter.passes.validate`: a mistake the model shows ends the run in one line) and
@@ -13,10 +22,12 @@ the scatter ops with ``--pluginref`` (see :mod:`.references`) and adds two optio
 - ``--trt-scatter-inputs``: feed valid inputs (:class:`.ScatterDataLoader`) instead of random
   ones, honouring ``--seed``, ``--input-shapes`` and ``--iterations``; without shapes from the
   user, the TensorRT profile takes the generated shapes.
+
+Each of these goes into the script polygraphy runs (and ``--gen-script`` writes).
 """
 
 from polygraphy.logger import G_LOGGER
-from polygraphy.tools.args import DataLoaderArgs, ModelArgs, PluginRefRunnerArgs, TrtConfigArgs, TrtLoadPluginsArgs
+from polygraphy.tools.args import DataLoaderArgs, ModelArgs, OnnxLoadArgs, OnnxrtSessionArgs, PluginRefRunnerArgs, TrtConfigArgs, TrtLoadPluginsArgs
 from polygraphy.tools.args import util as args_util
 from polygraphy.tools.args.base import BaseArgs
 from polygraphy.tools.script import make_invocable
@@ -31,9 +42,11 @@ class TrtScatterArgs(BaseArgs):
 
     Depends on:
 
+        - ModelArgs, OnnxLoadArgs: the model
+        - PluginRefRunnerArgs: replaced by the whole-model reference, if present
+        - OnnxrtSessionArgs: given the lowered model, if present
         - TrtLoadPluginsArgs: for --trt-scatter-plugins
-        - DataLoaderArgs: for --trt-scatter-inputs
-        - ModelArgs: for --trt-scatter-inputs
+        - DataLoaderArgs: for --trt-scatter-inputs and trt-scatter's --data-loader-script
         - TrtConfigArgs: for --trt-scatter-inputs, if present
     """
 
@@ -62,13 +75,30 @@ class TrtScatterArgs(BaseArgs):
         self.generate_inputs = bool(args_util.get(args, "trt_scatter_inputs"))
         # The generated script (run in this process, or saved by --gen-script) must do what this process did.
         if PluginRefRunnerArgs in self.arg_groups:
-            _after_add_to_script(self.arg_groups[PluginRefRunnerArgs], _import_references)
+            self.arg_groups[PluginRefRunnerArgs].add_to_script_impl = self._add_reference_runner
+        if OnnxrtSessionArgs in self.arg_groups and _has_trt_scatter_nodes(self._onnx_model()):
+            _before_add_to_script(self.arg_groups[OnnxrtSessionArgs], self._lowered_model)
         if self.register_plugins:
             self._validate_model()
         if self.register_plugins and TrtLoadPluginsArgs in self.arg_groups:
             _after_add_to_script(self.arg_groups[TrtLoadPluginsArgs], self._register_plugins_first)
-        if self.generate_inputs:
-            self._use_data_loader(args)
+        if DataLoaderArgs in self.arg_groups:
+            self._tell_data_loader(args)
+
+    def _add_reference_runner(self, script):
+        """In place of ``PluginRefRunnerArgs.add_to_script_impl``: the whole-model reference."""
+        script.add_import(imports=["ReferenceRunner"], frm="trt_scatter.polygraphy_ext")
+        model = self.arg_groups[OnnxLoadArgs].add_to_script(script)
+        script.add_runner(make_invocable("ReferenceRunner", model))
+
+    def _lowered_model(self, script):
+        """The model onnxruntime runs: the user's with its trt_scatter nodes lowered, serialized."""
+        G_LOGGER.info("trt-scatter: onnxrt runs the model with its trt_scatter nodes lowered to standard ONNX ops (trt-scatter lower)")
+        script.add_import(imports=["LowerTrtScatter"], frm="trt_scatter.passes.lower")
+        script.add_import(imports=["BytesFromOnnx"], frm="polygraphy.backend.onnx")
+        model = self.arg_groups[OnnxLoadArgs].add_to_script(script)
+        lowered = script.add_loader(make_invocable("LowerTrtScatter", model), "lower_trt_scatter")
+        return script.add_loader(make_invocable("BytesFromOnnx", lowered), "serialize_lowered")
 
     def _onnx_model(self):
         model_args = self.arg_groups[ModelArgs] if ModelArgs in self.arg_groups else None
@@ -120,26 +150,31 @@ class TrtScatterArgs(BaseArgs):
         script.add_import(imports=imports, frm="trt_scatter.polygraphy_ext")
         return script.add_loader(make_invocable("RegisterTrtScatterPlugins", loader_name, debug=True), "register_trt_scatter_plugins")
 
-    def _use_data_loader(self, args):
+    def _tell_data_loader(self, args):
+        """What :func:`.data_loader.load_data` reads under ``--data-loader-script``: the model and
+        options of this run. ``--trt-scatter-inputs`` puts the loader itself into the script."""
         loader_args = self.arg_groups[DataLoaderArgs]
+        model_args = self.arg_groups[ModelArgs]
+        shapes = {name: list(meta.shape) for name, meta in (model_args.input_shapes or {}).items()} or None
+        options = dict(seed=loader_args.seed if loader_args.seed is not None else 1, input_shapes=shapes, iterations=loader_args.iterations or 1)
+        data_loader.RUN_ARGS.update(model=model_args.path, **options)
+        if not self.generate_inputs:
+            return
         if loader_args.load_inputs_paths or loader_args.data_loader_script:
             G_LOGGER.critical("--trt-scatter-inputs cannot be combined with --load-inputs or --data-loader-script")
-        model_args = self.arg_groups[ModelArgs]
-        data_loader.RUN_ARGS.update(
-            model=model_args.path,
-            seed=loader_args.seed,
-            input_shapes=model_args.input_shapes or None,
-            iterations=loader_args.iterations,
-        )
-        # polygraphy then builds the loader as for --data-loader-script data_loader.py:load_data
-        loader_args.data_loader_script = data_loader.__file__
-        loader_args.data_loader_func_name = "load_data"
         try:  # plan now, so a model the loader cannot serve fails before anything runs
-            shapes = data_loader.load_data().shapes()
-        except ValueError as err:  # ScatterInputError included
+            generated = data_loader.ScatterDataLoader(model_args.path, **options).shapes()
+        except ValueError as err:  # ScatterInputError and ModelError included
             G_LOGGER.critical(f"--trt-scatter-inputs: {err}")
+
+        def add_loader(script, user_input_metadata_str=None):  # in place of polygraphy's random DataLoader
+            script.add_import(imports=["ScatterDataLoader"], frm="trt_scatter.polygraphy_ext")
+            return script.set_data_loader(make_invocable("ScatterDataLoader", model_args.path, **options)), False
+
+        loader_args._add_to_script_helper = add_loader
+        loader_args.data_loader_script = data_loader.__file__  # what polygraphy asks to know it is not random data
         if TrtConfigArgs in self.arg_groups and not self.arg_groups[TrtConfigArgs].profile_dicts:
-            _profile_for(shapes, self.arg_groups[TrtConfigArgs])
+            _profile_for(generated, self.arg_groups[TrtConfigArgs])
 
 
 def _profile_for(shapes, config_args):
@@ -164,9 +199,29 @@ def _after_add_to_script(arg_group, extend):
     arg_group.add_to_script_impl = add_to_script_impl
 
 
-def _import_references(script, name):
-    script.add_import(imports=["references"], frm="trt_scatter.polygraphy_ext")
-    return name
+def _before_add_to_script(arg_group, model_for):
+    """Makes ``arg_group`` (``OnnxrtSessionArgs``) build its session from ``model_for(script)`` unless told which model."""
+    add_original = arg_group.add_to_script_impl
+
+    def add_to_script_impl(script, onnx_name=None):
+        return add_original(script, onnx_name=model_for(script) if onnx_name is None else onnx_name)
+
+    arg_group.add_to_script_impl = add_to_script_impl
+
+
+def _has_trt_scatter_nodes(path):
+    """Whether the ONNX model at ``path`` has trt_scatter nodes (False for None and unreadable files)."""
+    import onnx
+
+    from trt_scatter.ops import is_trt_scatter
+
+    if path is None:
+        return False
+    try:
+        model = onnx.load(path, load_external_data=False)
+    except Exception:  # polygraphy's own loader reports an unreadable model
+        return False
+    return any(is_trt_scatter(node) for node in model.graph.node)
 
 
 def get_arg_groups():

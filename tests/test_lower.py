@@ -1,0 +1,228 @@
+"""passes.lower and `trt-scatter lower`: hand-written models that mix MatMul, Conv, Sigmoid, Relu and Add
+with each scatter op (tests/mixed_models.py), lowered to standard ONNX ops, run in onnxruntime against the
+whole-model reference (ONNX's evaluator with the oracle for the scatter ops) on the original model."""
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+from onnx import helper
+
+import mixed_models
+import onnx_fixtures as fx
+from trt_scatter import oracle
+from trt_scatter.ops import DOMAIN
+from trt_scatter.passes.lower import OPSET, LowerTrtScatter, lower
+from trt_scatter.passes.validate import ModelError
+from trt_scatter.reference import Reference
+
+CASES = list(mixed_models.all_cases())
+
+
+def run_onnxruntime(model, feeds):
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+
+
+def assert_same(case, expected, got):
+    assert expected.keys() == got.keys()
+    for name in expected:
+        want, have = expected[name], got[name]
+        assert want.dtype == have.dtype and want.shape == have.shape, name
+        if name in case.exact_outputs:
+            assert np.array_equal(want, have), f"{case.name}: output {name!r} differs"
+        else:  # after a Sigmoid: NumPy's exp and onnxruntime's approximation differ slightly
+            np.testing.assert_allclose(have, want, rtol=1e-6, atol=1e-6)
+
+
+def check_lowered(case, lowered, seeds=(0, 1, 2)):
+    reference = Reference(case.model)
+    for seed in seeds:
+        feeds = case.feeds(np.random.default_rng(seed))
+        assert_same(case, reference.run(feeds), run_onnxruntime(lowered, feeds))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_lowered_mixed_models_equal_the_reference_in_onnxruntime(case):
+    lowered = lower(case.model)
+    onnx.checker.check_model(lowered, full_check=True)
+    assert not any(node.domain == DOMAIN for node in lowered.graph.node)
+    assert DOMAIN not in {opset.domain for opset in lowered.opset_import}
+    kept = {node.name for node in case.model.graph.node if node.domain != DOMAIN} - {"end_of_write"}  # (stop: updates give the length)
+    assert kept <= {node.name for node in lowered.graph.node}  # other nodes keep their names
+    assert [o.name for o in lowered.graph.output] == [o.name for o in case.model.graph.output]
+    assert [i.name for i in lowered.graph.input] == [i.name for i in case.model.graph.input]
+    check_lowered(case, lowered)
+
+
+@st.composite
+def kv_caches(draw):
+    B, H, D = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 4))
+    S = draw(st.integers(1, 9))
+    T = draw(st.integers(1, S))
+    pos = draw(st.integers(0, S - T))
+    if pos + T < S and draw(st.booleans()):  # the negative form, counting from the end (stop = pos + T stays negative)
+        pos -= S
+    index_dtype = draw(st.sampled_from([np.int32, np.int64]))
+    return dict(B=B, H=H, S=S, D=D, T=T, pos=pos, E=draw(st.integers(1, 5)), index_dtype=index_dtype,
+                runtime=draw(st.booleans()), dynamic=draw(st.booleans()), seed=draw(st.integers(0, 2**16)))  # fmt: skip
+
+
+def kv_expected(feeds, case_args, w):
+    """The KV cache written by the oracle (NumPy for MatMul, Reshape and Transpose)."""
+    B, H, T, D = (case_args[k] for k in ("B", "H", "T", "D"))
+    k = (feeds["x"] @ w).reshape(B, T, H, D).transpose(0, 2, 1, 3)
+    pos = case_args["pos"]
+    return oracle.slice_scatter(feeds["cache"], k, [pos], [pos + T], [1], [2])
+
+
+@given(kv_caches())
+@example(dict(B=2, H=3, S=8, D=4, T=1, pos=7, E=6, index_dtype=np.int64, runtime=True, dynamic=True, seed=0))  # the last row
+@example(dict(B=1, H=1, S=4, D=2, T=4, pos=0, E=1, index_dtype=np.int32, runtime=False, dynamic=False, seed=0))  # all of it
+@example(dict(B=1, H=2, S=5, D=3, T=2, pos=-3, E=2, index_dtype=np.int64, runtime=True, dynamic=False, seed=0))  # from the end
+def test_lowered_kv_cache_equals_the_oracle(args):
+    builder_args = {k: v for k, v in args.items() if k != "seed"}
+    case = mixed_models.kv_cache(**builder_args)
+    lowered = lower(case.model)
+    rng = np.random.default_rng(args["seed"])
+    feeds = {"x": rng.integers(-4, 5, (args["B"], args["T"], args["E"])).astype(np.float32),
+             "cache": rng.integers(-4, 5, (args["B"], args["H"], args["S"], args["D"])).astype(np.float32)}  # fmt: skip
+    if args["runtime"]:
+        feeds["pos"] = np.array([args["pos"]], dtype=args["index_dtype"])
+    w = onnx.numpy_helper.to_array(next(init for init in case.model.graph.initializer if init.name == "w"))
+    got = run_onnxruntime(lowered, feeds)
+    expected = kv_expected(feeds, args, w)
+    assert np.array_equal(got["new_cache"], expected)
+    assert np.array_equal(got["y"], np.maximum(expected, 0))
+    assert np.array_equal(Reference(case.model).run(feeds)["new_cache"], expected)
+
+
+@given(N=st.integers(1, 3), C=st.integers(1, 3), Hh=st.integers(1, 6), W=st.integers(1, 4), data=st.data())
+def test_lowered_conv_update_equals_the_reference(N, C, Hh, W, data):
+    K = data.draw(st.integers(1, Hh))
+    index_dtype = data.draw(st.sampled_from([np.int32, np.int64]))
+    case = mixed_models.conv_update(index_dtype, runtime=True, dynamic=data.draw(st.booleans()), N=N, C=C, Hh=Hh, W=W, K=K)
+    check_lowered(case, lower(case.model), seeds=[data.draw(st.integers(0, 2**16))])
+
+
+def test_a_wrong_lowering_fails(monkeypatch):
+    """The comparison can fail: a lowering that writes one row further is caught."""
+    import trt_scatter.networks.slice_scatter as lowering
+
+    case = mixed_models.kv_cache(runtime=True)
+    real = lowering._offsets
+    monkeypatch.setattr(lowering, "_offsets", lambda graph, count, step: lowering._arith(graph, "add", real(graph, count, step), 1))
+    feeds = case.feeds(np.random.default_rng(0))
+    feeds["pos"] = np.array([3], np.int64)
+    got = run_onnxruntime(lower(case.model), feeds)["new_cache"]
+    assert not np.array_equal(got, Reference(case.model).run(feeds)["new_cache"])
+
+
+def _kv_with(edit):
+    model = onnx.ModelProto()
+    model.CopyFrom(mixed_models.kv_cache(runtime=True).model)
+    edit(model)
+    return model
+
+
+def test_what_the_lowering_cannot_take_is_refused_in_one_line():
+    def runtime_axes(model):
+        model.graph.initializer.remove(next(i for i in model.graph.initializer if i.name == "axes"))
+        model.graph.input.append(helper.make_tensor_value_info("axes", onnx.TensorProto.INT64, [1]))
+
+    with pytest.raises(ModelError) as refused:
+        lower(_kv_with(runtime_axes))
+    assert str(refused.value) == (
+        "SliceScatter node 'write_kv': slice_scatter: 'axes' must be a constant for the native lowering: "
+        "it decides which axes are sliced (got run-time tensor 'axes')"
+    )
+
+    update = mixed_models.conv_update(runtime=True).model
+    update.graph.initializer.remove(next(i for i in update.graph.initializer if i.name == "axis"))
+    update.graph.input.append(helper.make_tensor_value_info("axis", onnx.TensorProto.INT64, [1]))
+    with pytest.raises(ModelError, match=r"^ScatterUpdate node 'update_rows': scatter_update: 'axis' must be a constant for the native lowering"):
+        lower(update)
+
+    def zero_step(model):
+        model.graph.initializer.remove(next(i for i in model.graph.initializer if i.name == "one"))
+        model.graph.initializer.append(onnx.numpy_helper.from_array(np.array([0], np.int64), "one"))
+
+    with pytest.raises(ModelError, match=r"^SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 \(got \[0\]\)$"):
+        lower(_kv_with(zero_step))  # the validator's line, before anything is lowered
+
+
+def test_a_node_in_a_subgraph_is_refused_by_name():
+    inner = mixed_models.kv_cache(runtime=True).model.graph
+    branch = helper.make_graph(list(inner.node), "then", [], [helper.make_tensor_value_info("new_cache", onnx.TensorProto.FLOAT, None)], list(inner.initializer))
+    other = helper.make_graph([helper.make_node("Identity", ["cache"], ["same"])], "else", [], [helper.make_tensor_value_info("same", onnx.TensorProto.FLOAT, None)])
+    node = helper.make_node("If", ["flag"], ["out"], name="choose", then_branch=branch, else_branch=other)
+    inputs = list(inner.input) + [helper.make_tensor_value_info("flag", onnx.TensorProto.BOOL, [])]
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("out", onnx.TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)])
+    with pytest.raises(ModelError, match="SliceScatter node 'write_kv': lies in a subgraph of If node 'choose'"):
+        lower(model)
+
+
+def test_an_old_opset_is_upgraded_and_dead_parameter_nodes_go():
+    case = mixed_models.kv_cache(runtime=True)
+    old = onnx.ModelProto()
+    old.CopyFrom(case.model)
+    old.opset_import[0].version = 13
+    lowered = lower(old)
+    assert {o.domain: o.version for o in lowered.opset_import} == {"": OPSET}
+    onnx.checker.check_model(lowered, full_check=True)
+    assert "end_of_write" not in {node.name for node in lowered.graph.node}  # only the SliceScatter read stop
+    assert not {"one", "axes", "length"} & {init.name for init in lowered.graph.initializer}
+    check_lowered(case, lowered)
+    plain = mixed_models.matmul_elements().model
+    assert lower(plain) is plain  # nothing to lower
+
+
+def test_loader_composes_with_onnx_from_path(tmp_path):
+    from polygraphy.backend.onnx import OnnxFromPath
+
+    case = mixed_models.conv_update(runtime=False)
+    path = fx.save(case.model, tmp_path / "conv.onnx")
+    for source in (OnnxFromPath(path), path):
+        lowered = LowerTrtScatter(source)()
+        assert not any(node.domain == DOMAIN for node in lowered.graph.node)
+        check_lowered(case, lowered, seeds=[0])
+
+
+def test_the_command_line(tmp_path):
+    case = mixed_models.kv_cache(runtime=True, dynamic=True)
+    path, out = fx.save(case.model, tmp_path / "kv.onnx"), tmp_path / "kv.lowered.onnx"
+    result = fx.run_tool("trt-scatter", ["lower", path, out])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"lowered 1 trt_scatter node(s) (SliceScatter) of {path}: {out}")
+    check_lowered(case, onnx.load(str(out)), seeds=[0])
+
+    bad = fx.save(_kv_with(lambda m: m.graph.node[4].input.__setitem__(1, "nowhere")), tmp_path / "bad.onnx")
+    refused = fx.run_tool("trt-scatter", ["lower", bad, tmp_path / "x.onnx"])
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.count("\n") == 1 and refused.stderr.startswith("trt-scatter lower: error: SliceScatter node 'write_kv'")
+    missing = fx.run_tool("trt-scatter", ["lower", tmp_path / "missing.onnx", tmp_path / "x.onnx"])
+    assert missing.returncode == 2 and "cannot read ONNX model" in missing.stderr and missing.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("name", ["kv_cache", "conv_update"])
+def test_lowered_models_build_in_tensorrt_without_plugins(name, dynamic):
+    from lowering_support import build, parse_onnx, profile_for
+
+    case = mixed_models.BUILDERS[name](runtime=True, dynamic=dynamic)
+    builder, network, _ = parse_onnx(lower(case.model))
+    shapes = {name: feed.shape for name, feed in case.feeds(np.random.default_rng(0)).items()}
+    build(builder, network, profile_for(network, shapes, shapes, shapes))
+
+
+def test_a_tensor_of_unknown_rank_is_refused_by_name():
+    model = mixed_models.conv_update(runtime=True).model
+    model.graph.node.insert(0, helper.make_node("Mystery", ["u"], ["mystery"], domain="elsewhere", name="mystery"))
+    model.graph.node[2].input[0] = "mystery"  # Sigmoid reads it: the ScatterUpdate's updates have no shape
+    model.opset_import.append(helper.make_opsetid("elsewhere", 1))
+    with pytest.raises(ModelError, match=r"^ScatterUpdate node 'update_rows': scatter_update: 'updates' must have a known rank for the lowering \(got tensor 'gate' of unknown shape\)$"):
+        lower(model)

@@ -1,0 +1,48 @@
+"""``trt-scatter lower IN.onnx OUT.onnx``: replace every trt_scatter node by standard ONNX ops.
+
+    trt-scatter lower model.onnx model.lowered.onnx
+
+The output runs in onnxruntime, in TensorRT without trt-scatter's plugins, or in any ONNX runtime
+(see :mod:`trt_scatter.passes.lower`). It prints one line saying what it replaced; a model it
+cannot lower ends in one line on stderr naming the node, the input and the rule, and exit code 2.
+"""
+
+import argparse
+
+
+def add_parser(subparsers):
+    parser = subparsers.add_parser(
+        "lower",
+        help="replace the model's trt_scatter nodes by their native lowering (standard ONNX ops)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("model", help="ONNX model with SliceScatter/ScatterUpdate nodes of the trt_scatter domain")
+    parser.add_argument("output", help="where to write the lowered model")
+    parser.set_defaults(func=run)
+
+
+def run(args):
+    import onnx
+
+    from trt_scatter.cli import common
+    from trt_scatter.ops import is_trt_scatter
+    from trt_scatter.passes.lower import lower
+    from trt_scatter.passes.validate import ModelError
+
+    try:
+        common.check_output_path(args.output)
+        model = common.load_model(args.model)  # validated
+        try:
+            lowered = lower(model)
+            onnx.checker.check_model(lowered, full_check=True)
+        except (ModelError, onnx.checker.ValidationError) as err:
+            raise common.CliError(str(err)) from None
+        common.write_output(args.output, lowered.SerializeToString(), "output")
+    except common.CliError as err:
+        return common.report("lower", err)
+    replaced = sorted({node.op_type for node in model.graph.node if is_trt_scatter(node)})
+    count = sum(is_trt_scatter(node) for node in model.graph.node)
+    what = f"{count} trt_scatter node(s) ({', '.join(replaced)})" if count else "no trt_scatter node"
+    print(f"lowered {what} of {args.model}: {args.output} ({len(lowered.graph.node)} nodes, standard ONNX ops only)")
+    return 0

@@ -1,0 +1,201 @@
+"""Replace every ``trt_scatter`` node of a model by its native lowering in standard ONNX ops.
+
+A model with ``SliceScatter``/``ScatterUpdate`` nodes runs only where trt-scatter's plugins are
+registered. Lowered, it runs in onnxruntime, in TensorRT without Python (its ONNX parser), in any
+ONNX runtime. Each node becomes the construction of :mod:`trt_scatter.networks` written by its
+ONNX backend (:class:`~trt_scatter.networks.graph.OnnxGraph`): the same code that adds TensorRT
+layers in ``impl="native"``, so what the tests prove of one holds for the other::
+
+    lowered = lower(onnx.load("model.onnx"))                       # a new ModelProto
+    lowered = LowerTrtScatter(OnnxFromPath("model.onnx"))()       # the polygraphy loader
+
+The pass, in order:
+
+1. :func:`~trt_scatter.passes.validate.validate` the model: a node that breaks a rule is refused
+   with the validator's one line (node, input, rule, value).
+2. Upgrade a default-domain opset below :data:`OPSET` (what the lowerings need: Reshape's
+   ``allowzero``) with ONNX's version converter, or refuse in one line if it cannot.
+3. Replace each node in place, by nodes and initializers named ``<node name>/<op>_<n>`` whose last
+   output keeps the node's output name, so every consumer, graph output and ``value_info`` stays
+   as it was. Parameters the model holds as constants (initializers, ``Constant`` nodes) give
+   constant geometry; parameters computed at run time (graph inputs, other nodes' outputs) give
+   geometry computed by the graph (see :mod:`trt_scatter.networks.slice_scatter`). What a lowering
+   cannot take (run-time ``axes`` or ``axis``, which decide the lowered graph's structure; a
+   tensor of unknown rank) is refused in one line naming the node and the input.
+4. Drop what only the replaced nodes read (initializers and nodes that computed a parameter the
+   lowering does not need, such as a ``stop`` computed from the write position, whose length
+   updates give), and the ``trt_scatter`` opset import; raise the IR version if the opset needs
+   a newer one. Nodes whose outputs nothing read before the pass stay.
+
+The result passes ``onnx.checker.check_model(full_check=True)``. Other nodes, initializers,
+inputs, outputs and metadata are kept as they are.
+"""
+
+import os
+
+from polygraphy import util
+from polygraphy.backend.base import BaseLoader
+
+from trt_scatter import ops
+from trt_scatter.log import logger
+from trt_scatter.networks.graph import OnnxGraph, Value
+from trt_scatter.networks.scatter_update import lower_scatter_update
+from trt_scatter.networks.slice_scatter import lower_slice_scatter
+from trt_scatter.oracle.rules import ScatterInputError
+from trt_scatter.passes.tensors import ModelTensors
+from trt_scatter.passes.validate import ModelError, _Node, load_model, validate
+
+#: The default-domain opset the lowerings need (Reshape with ``allowzero``, so that an empty
+#: dimension is a size and not "copy this dimension").
+OPSET = 14
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def lower(model):
+    """``model`` (a path or an ``onnx.ModelProto``, left unchanged) with every ``trt_scatter`` node
+    replaced by its native lowering; returns a new ``ModelProto`` (``model`` itself if it has no
+    such node). Raises :class:`ModelError`."""
+    import onnx
+
+    model = load_model(model) if isinstance(model, (str, os.PathLike)) else model
+    validate(model)
+    _refuse_nested(model.graph)
+    if not any(ops.is_trt_scatter(node) for node in model.graph.node):
+        return model
+    lowered = _with_opset(model)
+    nodes, initializers = _lowered_nodes(lowered)
+    _replace_nodes(lowered.graph, nodes, initializers)
+    kept = [opset for opset in lowered.opset_import if opset.domain != ops.DOMAIN]
+    del lowered.opset_import[:]
+    lowered.opset_import.extend(kept)
+    lowered.ir_version = max(lowered.ir_version, onnx.helper.find_min_ir_version_for(list(lowered.opset_import), True))
+    return lowered
+
+
+class LowerTrtScatter(BaseLoader):
+    """A polygraphy loader: the model (a path, a ``ModelProto``, or a loader of either, e.g.
+    ``OnnxFromPath``) with its ``trt_scatter`` nodes lowered (:func:`lower`)::
+
+        session = SessionFromOnnx(BytesFromOnnx(LowerTrtScatter(OnnxFromPath("model.onnx"))))
+    """
+
+    def __init__(self, model):
+        self._model = model
+
+    @util.check_called_by("__call__")
+    def call_impl(self):
+        model, _ = util.invoke_if_callable(self._model)
+        return lower(model)
+
+
+def _lowered_nodes(model):
+    """The graph's nodes with each trt_scatter node replaced by its lowering's, and the lowerings' initializers."""
+    tensors, graph = ModelTensors(model), model.graph
+    taken = _names(graph)
+    nodes, initializers = [], []
+    for index, node in enumerate(graph.node):
+        if not ops.is_trt_scatter(node):
+            nodes.append(node)
+            continue
+        builder = OnnxGraph(prefix=f"{node.name or node.output[0]}/", taken=taken)
+        try:
+            output = _lower_node(builder, node, tensors)
+        except ScatterInputError as err:
+            raise _Node(node, index, tensors).error(str(err)) from None
+        builder.bind(output, node.output[0])  # consumers, graph outputs and value_info keep the name
+        nodes.extend(builder.nodes)
+        initializers.extend(builder.live_initializers())
+        logger.debug("lowered %s node %r into %d nodes", node.op_type, node.name, len(builder.nodes))
+    return nodes, initializers
+
+
+def _replace_nodes(graph, nodes, initializers):
+    """Puts ``nodes`` and the new ``initializers`` in ``graph``, without what only the replaced nodes
+    read (a stop computed from pos, constant parameters); what nothing read before stays."""
+    outputs = {value.name for value in graph.output}
+    dropped = _live(graph.node, outputs) - _live(nodes, outputs) - {value.name for value in graph.input}
+    kept_initializers = [init for init in graph.initializer if init.name not in dropped]
+    kept_info = [value for value in graph.value_info if value.name not in dropped]
+    for field, values in ((graph.node, [n for n in nodes if not (n.output and set(n.output) <= dropped)]),
+                          (graph.initializer, kept_initializers + initializers), (graph.value_info, kept_info)):  # fmt: skip
+        del field[:]
+        field.extend(values)
+
+
+def _lower_node(graph, node, tensors):
+    """The lowering of one node on ``graph``; returns its output Value."""
+    op = ops.OPS[node.op_type]
+    given = {name: tensor for name, tensor in zip(op.inputs, node.input) if tensor}
+    args = {}
+    for name, tensor in given.items():
+        constant = tensors.constant(tensor)
+        if name in op.index_inputs and name != "indices" and constant is not None:
+            args[name] = constant  # constant geometry
+            continue
+        shape = tensors.shape(tensor)
+        if shape is None:
+            raise ScatterInputError(op.oracle, name, "must have a known rank for the lowering", f"tensor {tensor!r} of unknown shape")
+        args[name] = Value(tensor, tensors.dtype(tensor), shape)
+    if op is ops.SLICE_SCATTER:
+        return lower_slice_scatter(graph, args["data"], args["updates"], args["start"], args["stop"], args["step"], args.get("axes"))
+    return lower_scatter_update(graph, args["data"], args["indices"], args["updates"], args["axis"])
+
+
+def _with_opset(model):
+    """A copy of ``model`` whose default-domain opset is at least :data:`OPSET`."""
+    import onnx
+    from onnx import version_converter
+
+    version = next((opset.version for opset in model.opset_import if opset.domain in DEFAULT_DOMAINS), None)
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    if version is None:
+        copy.opset_import.append(onnx.helper.make_opsetid("", OPSET))
+        return copy
+    if version >= OPSET:
+        return copy
+    try:
+        converted = version_converter.convert_version(copy, OPSET)
+    except Exception as err:  # the converter raises bare RuntimeErrors from C++
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelError(f"the model imports opset {version} of the default domain; the lowering needs {OPSET}, and ONNX's version converter cannot upgrade it ({reason})") from None
+    logger.info("lower: upgraded the default-domain opset from %d to %d (the lowering needs Reshape's allowzero)", version, OPSET)
+    return converted
+
+
+def _names(graph):
+    """Every node and tensor name of ``graph`` (new names must avoid them)."""
+    names = {name for node in graph.node for name in (node.name, *node.input, *node.output)}
+    names |= {init.name for init in graph.initializer}
+    names |= {value.name for value in (*graph.input, *graph.output, *graph.value_info)}
+    return names
+
+
+def _live(nodes, outputs):
+    """The tensor names the graph ``outputs`` depend on through ``nodes`` (in topological order), themselves included."""
+    live = set(outputs)
+    for node in reversed(nodes):
+        if any(name in live for name in node.output):
+            live |= _reads(node)
+    return live
+
+
+def _reads(node):
+    """The tensor names ``node`` reads, its subgraphs' reads of outer names included."""
+    names = set(node.input)
+    for attribute in node.attribute:
+        for subgraph in list(attribute.graphs) + ([attribute.g] if attribute.HasField("g") else []):
+            for inner in subgraph.node:
+                names |= _reads(inner)
+    return names
+
+
+def _refuse_nested(graph):
+    """The pass lowers the main graph; a ``trt_scatter`` node in a subgraph (If/Loop/Scan body) is refused by name."""
+    for node in graph.node:
+        for attribute in node.attribute:
+            for subgraph in list(attribute.graphs) + ([attribute.g] if attribute.HasField("g") else []):
+                for inner in subgraph.node:
+                    if ops.is_trt_scatter(inner):
+                        raise ModelError(f"{inner.op_type} node {inner.name or inner.output[0]!r}: lies in a subgraph of {node.op_type} node {node.name!r}; lower replaces nodes of the main graph only")
+                _refuse_nested(subgraph)
