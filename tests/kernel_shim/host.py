@@ -75,8 +75,9 @@ class ShimDevice:
     def __init__(self, lib, sm_count=2, grid=None, block=None):
         self.lib, self._sm_count, self.grid, self.block = lib, sm_count, grid, block
         self.calls = []
+        self.capturing = False  # what stream_is_capturing answers
 
-    def kernel(self, kernel, element_size, index_itemsize=None):
+    def kernel(self, kernel, element_size, index_itemsize=None, stream=None):
         suffix = f"_i{8 * index_itemsize}" if index_itemsize else ""
         return getattr(self.lib, f"run_{kernel}_e{element_size}{suffix}"), self._sm_count
 
@@ -93,6 +94,9 @@ class ShimDevice:
 
     def stream_synchronize(self, stream):
         self.calls.append(("sync", stream))
+
+    def stream_is_capturing(self, stream):
+        return self.capturing
 
     def launch(self, function, grid, block, stream, params_address):
         self.calls.append(("launch", function.__name__, grid, block, stream))
