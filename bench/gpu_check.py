@@ -90,7 +90,7 @@ def parse_args(argv=None):
     if args.size_mb < 1:
         parser.error("--size-mb must be at least 1")
     if args.quick:
-        args.no_bench, args.cases = True, min(args.cases, 3)
+        args.no_bench, args.no_torch, args.cases = True, True, min(args.cases, 3)
     if args.sanitize:
         args.size_mb, args.reps, args.cases = min(args.size_mb, 16), 1, min(args.cases, 4)
         args.no_torch, args.overhead_launches = True, 0

@@ -177,7 +177,7 @@ for tool in memcheck racecheck; do
     if [ "$tool" = memcheck ]; then mode=--sanitize; bound=150; else mode=--quick; bound=90; fi
     if [ -z "$sanitizer" ]; then
         echo "compute-sanitizer not found (COMPUTE_SANITIZER, PATH, CUDA_HOME, CUDA_PATH, beside nvcc, /usr/local/cuda*, /opt/nvidia, Python's nvidia packages)" | tee "$out/$tool.log"
-        record "compute-sanitizer $tool" "UNAVAILABLE: compute-sanitizer not found" 0 "$tool.log"
+        record "compute-sanitizer $tool ($mode)" "UNAVAILABLE: compute-sanitizer not found" 0 "$tool.log"
         continue
     fi
     run_step "compute-sanitizer $tool" "$bound" "$tool.log" "$sanitizer" --tool "$tool" --error-exitcode 99 --print-limit 50 \
