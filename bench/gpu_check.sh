@@ -3,9 +3,13 @@
 #
 #   bash bench/gpu_check.sh "$OUT" [arguments for every bench/gpu_check.py run]
 #
-# On the project's device tool, the whole GPU session is the one command `bash bench/gpu_check.sh "$OUT"`
-# (expected 4-6 minutes on an H100; every step is bounded in time and the whole run by
-# GPU_CHECK_BUDGET_S=540 seconds, inside the tool's 10-minute limit). OUT defaults to $OUT.
+# A GPU session of this project runs exactly that one command on the device tool (run, timeout_s 600,
+# nothing to carry) and commits what comes back from $OUT under bench/results/. OUT defaults to $OUT.
+# Expected time on an H100: 3-5 minutes. gpu_check.py 1.5-2.5 min (cold NVRTC of 12 kernels ~10 s,
+# correctness ~15 s, 108 benchmark rows at 256 MB ~60-120 s, most of it the oracle checking each
+# output on the host, Python overhead ~5 s), the GPU tests ~20 s, memcheck 0.5-1 min, racecheck
+# ~0.5 min. Each step is bounded (300/150/150/90 s) and the whole run by GPU_CHECK_BUDGET_S=540 s, so
+# it ends, with its summary, inside the tool's 10-minute limit even if a step hangs.
 # Steps, in order of what matters most if time runs short:
 #   1. bench/gpu_check.py: machine, cold NVRTC compile, correctness against the oracle, benchmarks
 #      (vs cuMemcpyDtoD, in place vs copy, vs torch), Python per launch -> gpu_check.{json,md} (rewritten
@@ -59,7 +63,12 @@ summary="$out/summary.md"
     echo "# GPU check summary"
     echo
     echo "- date (UTC): $(date -u '+%Y-%m-%d %H:%M')"
-    echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
+    if commit="$(git rev-parse --short HEAD 2>/dev/null)"; then
+        git diff --quiet HEAD 2>/dev/null || commit="$commit, with uncommitted changes"
+    else
+        commit="unknown (no git repository here)"
+    fi
+    echo "- commit: $commit"
     echo "- host: $(uname -n), $(uname -r)"
     if command -v nvidia-smi >/dev/null 2>&1; then
         echo "- nvidia-smi: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 4 | tr '\n' ';')"
