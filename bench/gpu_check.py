@@ -679,6 +679,8 @@ def benchmarks(kernels, cuda, stream, size_mb, reps, torch_device=None, plan=Non
             log(row)
             if not row["correct"]:
                 problems.append(f"{what}: output differs from the oracle's")
+            if row.get("torch_error"):
+                problems.append(f"{what}: torch failed: {row['torch_error']}")
             if row.get("torch_same_output") is False:
                 problems.append(f"{what}: torch's output differs from ours (which matches the oracle's)")
         except Exception as error:
@@ -752,8 +754,13 @@ def _benchmark_row(kernels, cuda, memory, timer, stream, entry, reps, host_data,
         row["memcpy_ms"] = round(base, 4)
         row["bw_vs_memcpy"] = round((moved / ms) / (2 * data_bytes / base), 3)
     if torch_side is not None and (entry["op"] == "slice_scatter" or entry["index_itemsize"] == 8):
-        row.update(_torch_row(torch_side, timer, entry, reps, data_pool, updates_pool, out, shape, updates_shape,
-                              element_size, reset if in_place else None, ms))
+        try:
+            row.update(_torch_row(torch_side, timer, entry, reps, data_pool, updates_pool, out, shape, updates_shape,
+                                  element_size, reset if in_place else None, ms))
+        except Exception as error:  # torch's failure is not ours: keep our row, unless the context is gone
+            if context_error(cuda):
+                raise
+            row["torch_error"] = f"{type(error).__name__}: {error}"
     if host_us > flush_ms * 1e3:
         row["note"] = "host slower than the flush: GPU idle between events"
     return row

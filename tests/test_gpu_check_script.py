@@ -350,6 +350,21 @@ def test_benchmarks_report_a_wrong_output(host_gpu, monkeypatch):
 
 
 @needs_gxx
+def test_a_torch_failure_keeps_our_row(host_gpu, monkeypatch):
+    pytest.importorskip("torch")
+    from trt_scatter.plugins import cuda
+
+    def failing(self, entry, data, updates, output):
+        raise RuntimeError("no such torch op")
+
+    monkeypatch.setattr(gpu_check.TorchSide, "operation", failing)
+    plan = gpu_check.benchmark_plan(1)[:1]
+    rows, problems, _ = gpu_check.benchmarks(kernels, cuda, 0x5, size_mb=1, reps=1, torch_device="cpu", plan=plan)
+    assert rows[0]["correct"] and rows[0]["ms"] == 1.5 and rows[0]["torch_error"] == "RuntimeError: no such torch op"
+    assert problems == [f"{rows[0]['what']}: torch failed: RuntimeError: no such torch op"]
+
+
+@needs_gxx
 def test_python_overhead_with_and_without_driver_calls(host_gpu):
     from trt_scatter.plugins import cuda
 
@@ -499,6 +514,13 @@ def test_rehearsal_without_a_gpu_every_skip_fails(rehearsal, tmp_path):
     assert summary_rows(summary) == {"tests/test_kernels_gpu.py (TRT_SCATTER_REQUIRE_GPU=1)": "FAILED (exit 1)"}
     log = (tmp_path / "out" / "pytest_gpu.log").read_text()
     assert "TRT_SCATTER_REQUIRE_GPU=1 and no CUDA GPU" in log and "skipped" not in log
+
+
+def test_rehearsal_a_gpu_test_that_cannot_run_fails(rehearsal, tmp_path):
+    """The stand-in reports 2 GiB free: the 4 GiB test cannot run, and under gpu_check.sh that is a failure."""
+    result, summary = run_shell(rehearsal, tmp_path / "out", GPU_CHECK_STEPS="tests", GPU_CHECK_PYTEST_ARGS="-k offsets_past")
+    assert summary_rows(summary) == {"tests/test_kernels_gpu.py (TRT_SCATTER_REQUIRE_GPU=1)": "FAILED (exit 1)"}
+    assert "this GPU test cannot run: needs about 6 GiB of free GPU memory" in (tmp_path / "out" / "pytest_gpu.log").read_text()
 
 
 @pytest.mark.parametrize("mode, verdict", [
