@@ -37,6 +37,7 @@ behind the real cuda-bindings with the project's stand-in driver (tests/kernel_s
 import argparse
 import ctypes
 import datetime
+import functools
 import json
 import math
 import os
@@ -60,10 +61,12 @@ ROW_BYTES = 16 << 10  # benchmark tensors: rows of 16 KB, as many as the size gi
 FAULT_EXIT = 3
 GOALS = {"copy_bw_vs_memcpy": 0.85, "in_place_speedup_at_1pct": 20, "torch_over_ours": 1.5, "python_us_per_launch": 20}
 
-# The kernel instantiations the check compiles, times and loads. An entry point added to the kernels
-# (e.g. the AOT form of issue 13) adds its instantiations here and its launcher to RUNNERS below.
-INSTANTIATIONS = [("slice_scatter", e, None) for e in (1, 2, 4, 8)] + [
-    ("scatter_update", e, i) for e in (1, 2, 4, 8) for i in (4, 8)
+# The kernel instantiations the check compiles, times and loads: both entry points of each op, the
+# Python plugins' (one by-value struct) and the AOT plugins' (an argument list). Another entry point
+# adds its instantiations here and its launcher to RUNNERS below.
+ENTRY_SUFFIXES = {"struct": "", "aot": "_aot"}
+INSTANTIATIONS = [(f"slice_scatter{suffix}", e, None) for suffix in ENTRY_SUFFIXES.values() for e in (1, 2, 4, 8)] + [
+    (f"scatter_update{suffix}", e, i) for suffix in ENTRY_SUFFIXES.values() for e in (1, 2, 4, 8) for i in (4, 8)
 ]
 
 
@@ -310,37 +313,48 @@ def describe_case(case):
 # Running cases through the launch code (any device backend / memory with alloc, put, get, free)
 
 
-def run_slice_scatter(kernels, memory, stream, case, in_place, error_flag=True):
+def _launched(kernels, memory, stream, launch, arguments, entry, error_flag):
+    """Launches through ``entry``: the plugins' struct entry with an error counter (``error_flag``),
+    or the AOT entry, which has none (error count None)."""
+    if entry == "aot":
+        getattr(kernels, f"{launch}_aot")(**arguments)
+        kernels.device.stream_synchronize(stream)
+        return None
+    flag = memory.put(np.array([0xDEAD], np.uint32)) if error_flag else 0  # stale: the launch must zero it
+    getattr(kernels, launch)(**arguments, error_flag=flag)
+    return kernels.check_error_flag(flag, stream)
+
+
+def run_slice_scatter(kernels, memory, stream, case, in_place, error_flag=True, entry="struct"):
     data, updates = case["data"], case["updates"]
     output = memory.put(data) if in_place else memory.alloc(data.nbytes)
-    flag = memory.put(np.array([0xDEAD], np.uint32)) if error_flag else 0
     param = case["param_dtype"]
-    kernels.launch_slice_scatter(
+    arguments = dict(
         output=output, data=0 if in_place else memory.put(data), updates=memory.put(updates),
         start=memory.put(np.asarray(case["start"], param)), stop=memory.put(np.asarray(case["stop"], param)),
         step=memory.put(np.asarray(case["step"], param)),
         axes=0 if case["axes"] is None else memory.put(np.asarray(case["axes"], np.int32)), num_axes=len(case["start"]),
         data_shape=data.shape, updates_shape=updates.shape, element_size=data.dtype.itemsize,
-        param_itemsize=param.itemsize, axes_itemsize=4, error_flag=flag, stream=stream)
-    count = kernels.check_error_flag(flag, stream)
+        param_itemsize=param.itemsize, axes_itemsize=4, stream=stream)
+    count = _launched(kernels, memory, stream, "launch_slice_scatter", arguments, entry, error_flag)
     return memory.get(output, data.dtype, data.shape), count
 
 
-def run_scatter_update(kernels, memory, stream, case, in_place, error_flag=True):
+def run_scatter_update(kernels, memory, stream, case, in_place, error_flag=True, entry="struct"):
     data, indices, updates = case["data"], case["indices"], case["updates"]
     output = memory.put(data) if in_place else memory.alloc(data.nbytes)
-    flag = memory.put(np.array([0xDEAD], np.uint32)) if error_flag else 0
-    kernels.launch_scatter_update(
+    arguments = dict(
         output=output, data=0 if in_place else memory.put(data), indices=memory.put(indices),
         updates=memory.put(updates), axis=memory.put(np.array([case["axis"]], np.int64)), data_shape=data.shape,
         indices_shape=indices.shape, element_size=data.dtype.itemsize, index_itemsize=indices.dtype.itemsize,
-        axis_itemsize=8, error_flag=flag, stream=stream, updates_shape=updates.shape)
-    count = kernels.check_error_flag(flag, stream)
+        axis_itemsize=8, stream=stream, updates_shape=updates.shape)
+    count = _launched(kernels, memory, stream, "launch_scatter_update", arguments, entry, error_flag)
     return memory.get(output, data.dtype, data.shape), count
 
 
 # op -> {entry point: runner}. Every case of an op runs through each of its entry points.
-RUNNERS = {"slice_scatter": {"struct": run_slice_scatter}, "scatter_update": {"struct": run_scatter_update}}
+RUNNERS = {op: {entry: functools.partial(run, entry=entry) for entry in ENTRY_SUFFIXES}
+           for op, run in (("slice_scatter", run_slice_scatter), ("scatter_update", run_scatter_update))}
 CASE_MAKERS = {"slice_scatter": (random_slice_scatter_case, expected_slice_scatter),
                "scatter_update": (random_scatter_update_case, expected_scatter_update)}
 # Launch configurations the random cases cycle through: the launcher's own, and small grids/blocks.
@@ -358,7 +372,8 @@ def _run_case(kernels, memory, stream, run, expect, case, in_place, launch, cuda
         expected, expected_count = expect(case)
         element = f"u{case['data'].dtype.itemsize}"
         same = np.array_equal(output.view(element), expected.view(element))
-        return None if same and count == expected_count else f"equal={same} count={count} expected={expected_count}"
+        counted = count is None or count == expected_count  # None: an entry without an error counter
+        return None if same and counted else f"equal={same} count={count} expected={expected_count}"
     except Exception as error:  # a failed launch is a failed case, reported
         problem = f"{type(error).__name__}: {error}"
         if cuda is not None and (fault := context_error(cuda)):
@@ -539,12 +554,13 @@ def kernel_resources(cuda):
 
 
 def benchmark_plan(size_mb, element_sizes=BENCH_ELEMENT_SIZES, in_place_fractions=(0.01, 0.1, 0.5),
-                   copy_fractions=(0.01, 0.5)):
+                   copy_fractions=(0.01, 0.5), aot_element_sizes=(4,)):
     """The benchmark configurations (pure): for each element size, data of ``size_mb`` MB in rows
     of 16 KB; SliceScatter on the first axis (a block of rows, every s-th row) and the last (a
     block of columns, every s-th column: rows of one element), ScatterUpdate on the first axis
     (rows) and the last (columns), each updating a fraction of data, in place and on the copy path.
-    ScatterUpdate runs with int64 indices (torch's index_copy needs them) and, in place, also int32."""
+    ScatterUpdate runs with int64 indices (torch's index_copy needs them) and, in place, also int32.
+    Then the AOT entry point (always in place: TensorRT aliases its output) for ``aot_element_sizes``."""
     plan = []
     for element_size in element_sizes:
         cols, rows = ROW_BYTES // element_size, (size_mb << 20) // ROW_BYTES
@@ -566,12 +582,15 @@ def benchmark_plan(size_mb, element_sizes=BENCH_ELEMENT_SIZES, in_place_fraction
                         plan.append({**common, "op": "scatter_update", "layout": layout, "dim": dim, "count": count,
                                      "index_itemsize": index_itemsize,
                                      "updates_shape": (count, cols) if dim == 0 else (rows, count)})
+    plan += [{**entry, "entry": "aot"} for entry in plan if entry["element_size"] in aot_element_sizes
+             and entry["path"] == "in place" and entry.get("index_itemsize", 8) == 8]
     return plan
 
 
 def describe_entry(entry):
     index = f", int{8 * entry['index_itemsize']} indices" if entry["op"] == "scatter_update" else ""
-    return (f"{entry['op']} {entry['element_size']}-byte {entry['path']}, {entry['layout']}, "
+    aot = " (AOT entry)" if entry.get("entry") == "aot" else ""
+    return (f"{entry['op']}{aot} {entry['element_size']}-byte {entry['path']}, {entry['layout']}, "
             f"{entry['fraction']:.0%} of {entry['data_shape']}{index}")
 
 
@@ -721,7 +740,7 @@ def _benchmark_row(kernels, cuda, memory, timer, stream, entry, reps, host_data,
                     step=params[2], axes=memory.put(np.array([entry["dim"]], np.int64)), num_axes=1, data_shape=shape,
                     updates_shape=updates_shape, element_size=element_size, param_itemsize=8, axes_itemsize=8,
                     error_flag=0, stream=stream)
-        launch = kernels.launch_slice_scatter
+        launch = "launch_slice_scatter"
         index_bytes = 0
     else:
         indices = _indices(entry)
@@ -729,8 +748,12 @@ def _benchmark_row(kernels, cuda, memory, timer, stream, entry, reps, host_data,
                     axis=memory.put(np.array([entry["dim"]], np.int64)), data_shape=shape, indices_shape=indices.shape,
                     element_size=element_size, index_itemsize=entry["index_itemsize"], axis_itemsize=8, error_flag=0,
                     stream=stream, updates_shape=updates_shape)
-        launch = kernels.launch_scatter_update
+        launch = "launch_scatter_update"
         index_bytes = indices.nbytes  # read once from DRAM (re-reads hit the caches)
+    if entry.get("entry") == "aot":  # the AOT entry has no error counter
+        launch += "_aot"
+        del args["error_flag"]
+    launch = getattr(kernels, launch)
     if in_place:
         reset()
     else:
@@ -753,7 +776,7 @@ def _benchmark_row(kernels, cuda, memory, timer, stream, entry, reps, host_data,
         copy_ms[key] = ms
         row["memcpy_ms"] = round(base, 4)
         row["bw_vs_memcpy"] = round((moved / ms) / (2 * data_bytes / base), 3)
-    if torch_side is not None and (entry["op"] == "slice_scatter" or entry["index_itemsize"] == 8):
+    if torch_side is not None and entry.get("entry") != "aot" and (entry["op"] == "slice_scatter" or entry["index_itemsize"] == 8):
         try:
             row.update(_torch_row(torch_side, timer, entry, reps, data_pool, updates_pool, out, shape, updates_shape,
                                   element_size, reset if in_place else None, ms))

@@ -5,11 +5,13 @@
 #
 # A GPU session of this project runs exactly that one command on the device tool (run, timeout_s 600,
 # nothing to carry) and commits what comes back from $OUT under bench/results/. OUT defaults to $OUT.
-# Expected time on an H100: 3-5 minutes. gpu_check.py 1.5-2.5 min (cold NVRTC of 12 kernels ~10 s,
-# correctness ~15 s, 108 benchmark rows at 256 MB ~60-120 s, most of it the oracle checking each
-# output on the host, Python overhead ~5 s), the GPU tests ~20 s, memcheck 0.5-1 min, racecheck
-# ~0.5 min. Each step is bounded (300/150/150/90 s) and the whole run by GPU_CHECK_BUDGET_S=540 s, so
-# it ends, with its summary, inside the tool's 10-minute limit even if a step hangs.
+# Expected time on an H100: 3.5-5 minutes. gpu_check.py 2-3 min (cold NVRTC of 24 kernel
+# instantiations ~20 s, correctness ~20 s, 126 benchmark rows at 256 MB 70-130 s, most of it the
+# oracle checking each output on the host, Python overhead ~5 s), the GPU tests ~30 s (with the AOT
+# PTX compiles), memcheck 0.5-1 min, racecheck ~0.5 min. (The same command on the 2-core development
+# CPU with the stand-in driver and --size-mb 1 takes 45 s, 26 s of it NVRTC.) Each step is bounded
+# (300/150/150/90 s) and the whole run by GPU_CHECK_BUDGET_S=540 s, so it ends, with its summary,
+# inside the tool's 10-minute limit even if a step hangs.
 # Steps, in order of what matters most if time runs short:
 #   1. bench/gpu_check.py: machine, cold NVRTC compile, correctness against the oracle, benchmarks
 #      (vs cuMemcpyDtoD, in place vs copy, vs torch), Python per launch -> gpu_check.{json,md} (rewritten

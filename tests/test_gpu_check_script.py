@@ -11,6 +11,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -97,9 +98,11 @@ def grid_passes(work, sms):
 def test_correctness_check_passes_on_the_cpu_shim(monkeypatch):
     monkeypatch.setattr(kernels, "device", host.ShimDevice(host.load(host.shared_library())))
     records = gpu_check.check_correctness(kernels, host.Memory(), stream=0, cases=8, max_elements=2000, large=(1, 32, 2))
-    assert len(records) == 2 * 4 * 2 and {r["entry"] for r in records} == {"struct"}
+    assert len(records) == 2 * 2 * 4 * 2 and {r["entry"] for r in records} == {"struct", "aot"}
     assert all(r["failed"] == 0 for r in records), [r for r in records if r["failed"]]
-    assert sum(r["cases"] for r in records) == 16 * 8 + 4 * 2 * 3 * 2  # large: one index type per element size
+    # per op and entry: 8 random cases per element size and index type; large ones (3 kinds, copy and
+    # in place) for one index type per element size
+    assert sum(r["cases"] for r in records) == 2 * 2 * (4 * 2 * 8 + 4 * 3 * 2)
 
 
 @needs_gxx
@@ -159,6 +162,8 @@ def test_benchmark_plan_covers_the_issue_matrix():
         assert abs(updated - entry["fraction"]) < 0.01 * entry["fraction"] + 1e-3, gpu_check.describe_entry(entry)
         if entry["path"] == "in place" and (entry["op"], entry["element_size"], entry["layout"], entry["fraction"]) in first_copy:
             assert first_copy[(entry["op"], entry["element_size"], entry["layout"], entry["fraction"])] < i  # measured before
+    aot = [e for e in plan if e.get("entry") == "aot"]
+    assert {(e["element_size"], e["path"], e.get("index_itemsize", 8)) for e in aot} == {(4, "in place", 8)} and len(aot) == 18
     tiny = gpu_check.benchmark_plan(1)
     assert all(min(e["updates_shape"]) >= 1 for e in tiny)
 
@@ -306,7 +311,8 @@ def test_compile_times_build_what_the_launcher_loads(monkeypatch):
     monkeypatch.setattr(cuda, "cubin", lambda kernel, size, index, arch: built.append(arch) or (b"", "lowered"))
     monkeypatch.setattr(cuda, "target_arch", lambda arch: {89: 86}[arch])  # an NVRTC without sm_89
     records = gpu_check.compile_times(cuda, 89)
-    assert len(records) == 12 and set(built) == {86} and {r["arch"] for r in records} == {86}
+    assert len(records) == 24 and set(built) == {86} and {r["arch"] for r in records} == {86}
+    assert {r["kernel"].split("<")[0] for r in records} == {"slice_scatter", "slice_scatter_aot", "scatter_update", "scatter_update_aot"}
 
 
 def _torch_device():
@@ -329,7 +335,7 @@ def test_benchmark_code_runs_on_host_memory(host_gpu):
     compared = [row for row in rows if "torch_ms" in row]
     assert host_gpu.memsets >= len(rows) + len(compared)  # an L2 flush before each timed repetition
     if _torch_device():
-        assert len(compared) == len([e for e in plan if e["op"] == "slice_scatter" or e["index_itemsize"] == 8])
+        assert len(compared) == len([e for e in plan if e.get("entry") != "aot" and (e["op"] == "slice_scatter" or e["index_itemsize"] == 8)])
         assert all(row["torch_same_output"] and row["torch_over_ours"] == 1.0 for row in compared)
     assert set(timing["memcpy_ms_by_bytes"]) == {str(1 << 20)}
     assert host_gpu.live == set()  # every buffer freed
@@ -381,7 +387,7 @@ def test_quick_run_end_to_end_on_host_memory(host_gpu, tmp_path, monkeypatch):
     assert gpu_check.main(["--quick", "--out", str(tmp_path), "--cache-dir", str(tmp_path / "cache")]) == 0
     results = json.loads((tmp_path / "gpu_check.json").read_text())
     assert results["all_correct"] and results["machine"]["device"] == "Host Test Device" and results["machine"]["l2_bytes"] == 1 << 16
-    assert len(results["compile"]) == 12 and len(results["correctness"]) == 16 and results["resources"][0]["registers"] == 40
+    assert len(results["compile"]) == 24 and len(results["correctness"]) == 32 and results["resources"][0]["registers"] == 40
     assert set(results["phases"]) == {"compile", "resources", "correctness"}
     assert "All correct: True" in (tmp_path / "gpu_check.md").read_text()
 
@@ -442,7 +448,8 @@ def rehearsal(tmp_path_factory):
     sanitizer = folder / "compute-sanitizer"
     sanitizer.write_text(FAKE_SANITIZER)
     sanitizer.chmod(0o755)
-    env = host.fakecuda_environment(driver, host.shared_library(), sms=1)
+    # sms=1: the large cases stay small; ptx_isa: this NVRTC's PTX loads (a driver 580 takes ISA <= 9.0)
+    env = host.fakecuda_environment(driver, host.shared_library(), sms=1, ptx_isa="99.9")
     env.update(PYTHON=sys.executable, COMPUTE_SANITIZER=str(sanitizer), TRT_SCATTER_CACHE_DIR=str(folder / "cache"),
                HYPOTHESIS_PROFILE="dev", GPU_CHECK_PYTEST_ARGS="--deselect tests/test_kernels_gpu.py::test_offsets_past_4_gib")
     env.pop("TRT_SCATTER_REQUIRE_GPU", None)
@@ -475,10 +482,10 @@ def test_rehearsal_runs_every_step_and_brings_back_every_figure(rehearsal, tmp_p
     results = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
     assert results["machine"]["device"] == "Fake H100 (CPU shim)" and results["all_correct"] and results["problems"] == []
     assert len(results["benchmarks"]) == len(gpu_check.benchmark_plan(1)) and all(row["correct"] for row in results["benchmarks"])
-    assert len(results["python_overhead"]) == 4 and len(results["resources"]) == 12
+    assert len(results["python_overhead"]) == 4 and len(results["resources"]) == 24
     goals = {goal for goal, _, _ in results["goals"]}
     assert len(goals) == (4 if _torch_device() else 3)
-    assert "5 passed, 1 deselected" in (tmp_path / "out" / "pytest_gpu.log").read_text()
+    assert re.search(r"\b\d+ passed, 1 deselected in", (tmp_path / "out" / "pytest_gpu.log").read_text())
     memcheck = (tmp_path / "out" / "memcheck.log").read_text()  # --sanitize: large cases and every benchmark configuration
     assert "| slice_scatter | struct | 1 | int32 | 8 | 0 |  |" in memcheck and "== benchmarks" in memcheck
 
@@ -493,7 +500,7 @@ def test_rehearsal_fault_keeps_results_and_names_the_case(rehearsal, tmp_path):
     assert rows["gpu_check.py"].startswith("FAILED: a sticky CUDA error")
     assert rows["tests/test_kernels_gpu.py (TRT_SCATTER_REQUIRE_GPU=1)"].startswith("FAILED: a sticky CUDA error")
     results = json.loads((out / "gpu_check.json").read_text())
-    assert len(results["compile"]) == 12 and len(results["resources"]) == 12  # written before the fault
+    assert len(results["compile"]) == 24 and len(results["resources"]) == 24  # written before the fault
     fault = results["fault"]
     assert (fault["phase"], fault["op"], fault["element_size"], fault["index_type"]) == ("correctness", "slice_scatter", 2, "int32")
     assert fault["case"] == "random 0, rng [0, 0, 2, 4, 0]" and fault["data_shape"] and "start" in fault
@@ -521,6 +528,23 @@ def test_rehearsal_a_gpu_test_that_cannot_run_fails(rehearsal, tmp_path):
     result, summary = run_shell(rehearsal, tmp_path / "out", GPU_CHECK_STEPS="tests", GPU_CHECK_PYTEST_ARGS="-k offsets_past")
     assert summary_rows(summary) == {"tests/test_kernels_gpu.py (TRT_SCATTER_REQUIRE_GPU=1)": "FAILED (exit 1)"}
     assert "this GPU test cannot run: needs about 6 GiB of free GPU memory" in (tmp_path / "out" / "pytest_gpu.log").read_text()
+
+
+def test_rehearsal_a_driver_older_than_nvrtc_refuses_the_aot_ptx(rehearsal, tmp_path):
+    """The lent GPUs run driver 580 (PTX ISA <= 9.0): if the NVRTC there is newer, the GPU tests say so by name."""
+    from trt_scatter.plugins import cuda
+
+    try:
+        isa = cuda.ptx_isa_version(cuda.aot_ptx("slice_scatter_aot", 4)[1])
+    except cuda.CudaUnavailableError as error:
+        pytest.skip(str(error))
+    if tuple(map(int, isa.split("."))) <= (9, 0):
+        pytest.skip(f"this NVRTC writes PTX ISA {isa}, which driver 580 takes")
+    result, summary = run_shell(rehearsal, tmp_path / "out", GPU_CHECK_STEPS="tests", FAKECUDA_PTX_ISA="9.0",
+                                GPU_CHECK_PYTEST_ARGS="-k aot_ptx_loads")
+    assert summary_rows(summary) == {"tests/test_kernels_gpu.py (TRT_SCATTER_REQUIRE_GPU=1)": "FAILED (exit 1)"}
+    log = (tmp_path / "out" / "pytest_gpu.log").read_text()
+    assert f"cuModuleLoadData(PTX ISA {isa} of " in log and "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" in log
 
 
 @pytest.mark.parametrize("mode, verdict", [

@@ -228,7 +228,7 @@ def test_slice_scatter_aot_launch_passes_inputs_scalars_then_output(recording):
     device = recording(SLICE_AOT_PARAMS)
     kernels.launch_slice_scatter_aot(**_aot(SLICE))
     # TensorRT's copy of data into the aliased output first (here data != output), then one kernel
-    assert device.calls == [("kernel", "slice_scatter_aot", 2, None), ("memcpy", 0x1000, 0x2000, 4 * 5 * 6 * 2, 0x77),
+    assert device.calls == [("kernel", "slice_scatter_aot", 2, None, 0x77), ("memcpy", 0x1000, 0x2000, 4 * 5 * 6 * 2, 0x77),
                             ("launch", "handle", 1, kernels.BLOCK, 0x77)]
     # data's pointer is the output's: in an engine they are aliased
     assert device.args[:6] == [0x1000, 0x3000, 0x4000, 0x4100, 0x4200, 0x4300]
@@ -244,7 +244,7 @@ def test_slice_scatter_aot_launch_passes_inputs_scalars_then_output(recording):
 def test_scatter_update_aot_launch_passes_inputs_scalars_then_output(recording):
     device = recording(UPDATE_AOT_PARAMS)
     kernels.launch_scatter_update_aot(**_aot({**UPDATE, "indices_shape": (3, 1), "updates_shape": (4, 3, 1)}))
-    assert device.calls == [("kernel", "scatter_update_aot", 8, 4), ("launch", "handle", 1, kernels.BLOCK, 0x99)]
+    assert device.calls == [("kernel", "scatter_update_aot", 8, 4, 0x99), ("launch", "handle", 1, kernels.BLOCK, 0x99)]
     assert device.args[:4] == [0x1000, 0x2000, 0x3000, 0x4000]  # data (= output), indices, updates, axis
     assert device.args[4:8] == [2, 2, 3, 8]  # ranks of data, indices, updates; axis_itemsize
     assert device.args[8:16] == [4, 5, 0, 0, 0, 0, 0, 0]

@@ -3,7 +3,8 @@
 // Behind the real cuda-bindings it lets bench/gpu_check.sh and tests/test_kernels_gpu.py run end to
 // end without a GPU: "device" memory is host memory, everything is synchronous, events read the
 // wall clock, and cuLaunchKernel runs the kernels' CPU build (tests/kernel_shim/driver.cpp, found
-// through FAKECUDA_SHIM). Modules are real NVRTC CUBINs (only their ELF header is checked); a kernel
+// through FAKECUDA_SHIM). Modules are real NVRTC CUBINs (only their ELF header is checked) or PTX
+// (only its ISA version is checked, against FAKECUDA_PTX_ISA); a kernel
 // is found by the lowered name NVRTC reports, which is the shim library's own symbol for the same
 // C++ instantiation, and launched by the runner the shim lists for it in `shim_kernels`. So new
 // kernels need no change here: only a line in driver.cpp's table.
@@ -20,6 +21,8 @@
 //   FAKECUDA_L2_KB=N         L2 size reported (default 256: keeps the check's L2 flush cheap here)
 //   FAKECUDA_FREE_MB=N       free memory reported by cuMemGetInfo (default 2048)
 //   FAKECUDA_CAPTURING=1     cuStreamIsCapturing reports an active capture
+//   FAKECUDA_PTX_ISA=M.N     the newest PTX ISA its "JIT" takes (default 9.0, as driver 580 / CUDA 13.0):
+//                            cuModuleLoadData of newer PTX fails with 222, CUDA_ERROR_UNSUPPORTED_PTX_VERSION
 //   FAKECUDA_TRACE=1         log every call on stderr
 // The device is named "Fake H100 (CPU shim)": results from it are rehearsals, never GPU results.
 #define _GNU_SOURCE
@@ -39,8 +42,8 @@ typedef void* CUstream;
 typedef void* CUevent;
 typedef unsigned long long CUdeviceptr;
 
-enum { OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, INVALID_IMAGE = 200, INVALID_CONTEXT = 201, NOT_FOUND = 500,
-       ILLEGAL_ADDRESS = 700, UNKNOWN = 999 };
+enum { OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, INVALID_IMAGE = 200, INVALID_CONTEXT = 201,
+       UNSUPPORTED_PTX_VERSION = 222, NOT_FOUND = 500, ILLEGAL_ADDRESS = 700, UNKNOWN = 999 };
 
 static int trace = -1;
 #define T(...)                                                     \
@@ -178,7 +181,17 @@ typedef struct {
 
 CUresult cuModuleLoadData(CUmodule* module, const void* image) {
     LIVE();
-    if (memcmp(image, "\x7f" "ELF", 4) != 0) return INVALID_IMAGE;  // the check loads CUBINs, never PTX
+    if (memcmp(image, "\x7f" "ELF", 4) != 0) {  // PTX text, as AOT engines carry: JIT-compiled if not too new
+        const char* version = strstr((const char*)image, "\n.version ");
+        int major, minor, newest_major = 9, newest_minor = 0;
+        if (!version || sscanf(version, "\n.version %d.%d", &major, &minor) != 2) return INVALID_IMAGE;
+        const char* newest = getenv("FAKECUDA_PTX_ISA");
+        if (newest) sscanf(newest, "%d.%d", &newest_major, &newest_minor);
+        if (major > newest_major || (major == newest_major && minor > newest_minor)) {
+            T("cuModuleLoadData: PTX ISA %d.%d is newer than this driver's %d.%d", major, minor, newest_major, newest_minor);
+            return UNSUPPORTED_PTX_VERSION;
+        }
+    }
     if (!shim) {
         const char* path = getenv("FAKECUDA_SHIM");
         shim = path ? dlopen(path, RTLD_NOW) : NULL;
