@@ -163,17 +163,21 @@ find_sanitizer() {
     return 1
 }
 
-sanitizer_verdict() {  # exit code, log -> result column
-    local code=$1 log=$2 errors
+sanitizer_verdict() {  # exit code, log -> result column. memcheck ends with "ERROR SUMMARY: N errors",
+    # racecheck with "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)"
+    local code=$1 log=$2 errors hazards
     errors="$(grep -Eo 'ERROR SUMMARY: [0-9]+ error' "$log" | tail -n 1 | grep -Eo '[0-9]+' || true)"
+    hazards="$(grep -Eo 'RACECHECK SUMMARY: [0-9]+ hazard' "$log" | tail -n 1 | grep -Eo '[0-9]+' || true)"
     if [ "$code" -eq 124 ] || [ "$code" -eq 137 ]; then
         echo "TIMED OUT"
     elif grep -qiE '^=+ *(Error: )?.*(device not supported|not supported on this|unable to|failed to initialize)' "$log"; then
         echo "UNAVAILABLE: compute-sanitizer refused this device or could not start (see the log), exit $code"
-    elif [ -z "$errors" ]; then
-        echo "UNAVAILABLE: no ERROR SUMMARY (compute-sanitizer did not run the program to its end), exit $code"
-    elif [ "$errors" -gt 0 ]; then
+    elif [ -z "$errors$hazards" ]; then
+        echo "UNAVAILABLE: no summary (compute-sanitizer did not run the program to its end), exit $code"
+    elif [ "${errors:-0}" -gt 0 ]; then
         echo "FAILED: $errors errors found"
+    elif [ "${hazards:-0}" -gt 0 ]; then
+        echo "FAILED: $hazards race hazards found"
     elif [ "$code" -ne 0 ]; then
         echo "FAILED: 0 errors found, but the program failed under the tool (exit $code)"
     else

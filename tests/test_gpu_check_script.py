@@ -415,17 +415,24 @@ def _without_fakecuda():
 
 FAKE_SANITIZER = textwrap.dedent("""\
     #!/usr/bin/env bash
-    # A stand-in compute-sanitizer. FAKE_SANITIZER: run (the program, then a clean summary), errors
-    # (2 memory errors), refuse (as on gVisor: the device is not supported), hang.
-    while [ $# -gt 0 ]; do case "$1" in --tool|--error-exitcode|--print-limit) shift 2;; --*) shift;; *) break;; esac; done
+    # A stand-in compute-sanitizer. FAKE_SANITIZER: run (the program, then a clean summary in the
+    # tool's own format), errors (2 memory errors), race (3 hazards), refuse (as on gVisor: the device
+    # is not supported), hang.
+    tool=memcheck
+    while [ $# -gt 0 ]; do case "$1" in --tool) tool=$2; shift 2;; --error-exitcode|--print-limit) shift 2;; --*) shift;; *) break;; esac; done
     echo "========= COMPUTE-SANITIZER"
     case "${FAKE_SANITIZER:-run}" in
         errors) echo "========= Invalid __global__ write of size 4 bytes"; echo "========= ERROR SUMMARY: 2 errors"; exit 99 ;;
+        race) echo "========= RACECHECK SUMMARY: 3 hazards displayed (3 errors, 0 warnings)"; exit 99 ;;
         refuse) echo "========= Error: Device not supported"; echo "========= ERROR SUMMARY: 1 error"; exit 1 ;;
         hang) sleep 60 ;;
     esac
     "$@"; code=$?
-    echo "========= ERROR SUMMARY: 0 errors"
+    if [ "$tool" = racecheck ]; then
+        echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
+    else
+        echo "========= ERROR SUMMARY: 0 errors"
+    fi
     exit $code
     """)
 
@@ -549,6 +556,7 @@ def test_rehearsal_a_driver_older_than_nvrtc_refuses_the_aot_ptx(rehearsal, tmp_
 
 @pytest.mark.parametrize("mode, verdict", [
     ("errors", "FAILED: 2 errors found"),
+    ("race", "FAILED: 3 race hazards found"),
     ("refuse", "UNAVAILABLE: compute-sanitizer refused this device or could not start (see the log), exit 1"),
     ("hang", "TIMED OUT"),
     ("missing", "UNAVAILABLE: compute-sanitizer not found"),
@@ -556,12 +564,13 @@ def test_rehearsal_a_driver_older_than_nvrtc_refuses_the_aot_ptx(rehearsal, tmp_
 def test_rehearsal_sanitizer_verdicts(rehearsal, tmp_path, mode, verdict):
     if mode == "missing" and any(Path(p).is_file() for p in ["/usr/local/cuda/bin/compute-sanitizer", shutil.which("compute-sanitizer") or ""]):
         pytest.skip("this machine has a compute-sanitizer")
-    settings = {"FAKE_SANITIZER": mode, "GPU_CHECK_STEPS": "memcheck", "GPU_CHECK_BUDGET_S": 6}
+    tool, mode_flag = ("racecheck", "--quick") if mode == "race" else ("memcheck", "--sanitize")
+    settings = {"FAKE_SANITIZER": mode, "GPU_CHECK_STEPS": tool, "GPU_CHECK_BUDGET_S": 6}
     if mode == "missing":
         settings["COMPUTE_SANITIZER"] = tmp_path / "none"
     result, summary = run_shell(rehearsal, tmp_path / "out", **settings)
     assert result.returncode == 1
-    assert summary_rows(summary) == {"compute-sanitizer memcheck (--sanitize)": verdict}
+    assert summary_rows(summary) == {f"compute-sanitizer {tool} ({mode_flag})": verdict}
 
 
 def test_the_output_folder_is_required(tmp_path):
