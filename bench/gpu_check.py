@@ -13,14 +13,16 @@ what came before):
 1. machine: device, driver, NVRTC, SMs, L2;
 2. compile: every instantiation cold (NVRTC -> CUBIN for this device) and timed, then loaded: its
    registers and local memory per thread;
-3. correctness against the oracle: every element size and index type, copy path and in place, valid
-   and invalid inputs in both, launch grids forced small (every grid-stride loop takes many passes)
-   and cases larger than one wave of the launcher's own grid; exits 1 if any case is wrong;
+3. correctness against the oracle through both entry points of each kernel (the Python plugins' and
+   the AOT one): every element size and index type, copy path and in place, valid and invalid inputs
+   in both, launch grids forced small (every grid-stride loop takes many passes) and cases larger
+   than one wave of the launcher's own grid; exits 1 if any case is wrong;
 4. benchmarks of production launches (no error counter), float32 and 1- and 2-byte elements, first
    and last axis, contiguous and strided, 1/10/50 % of data updated: the copy path against
    ``cuMemcpyDtoD`` of the same bytes, in place against the copy path, and torch (``slice_scatter``,
    a slice's ``copy_``, ``index_copy``/``index_copy_``) on the same buffers, stream and timer, with
-   int64 indices on both sides; every output is checked against the oracle;
+   int64 indices on both sides; the AOT entry in place for 4-byte elements; every output is checked
+   against the oracle;
 5. Python time per launch call with its driver calls, and without them.
 
 Timing: each repetition first queues a memset of 4x the L2 size on the stream. It evicts the L2 and
