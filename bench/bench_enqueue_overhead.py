@@ -32,7 +32,7 @@ TARGET_US = 20
 class NoDriver:
     """``kernels.device`` whose driver calls do nothing: what is left is the Python work."""
 
-    def kernel(self, kernel, element_size, index_itemsize=None):
+    def kernel(self, kernel, element_size, index_itemsize=None, stream=None):
         return self.launch, 132  # an H100's SM count, so the grid is sized as on one
 
     def memset_u32_async(self, *args):

@@ -1,27 +1,45 @@
 """GPU check and benchmark of the SliceScatter / ScatterUpdate kernels, in one run.
 
-Needs a CUDA GPU (e.g. the lent H100/H200); run it with ``bash bench/gpu_check.sh`` (which adds a
-compute-sanitizer memcheck run) or directly::
+Needs a CUDA GPU (e.g. the lent H100/H200). ``bash bench/gpu_check.sh "$OUT"`` runs it together with
+compute-sanitizer and the GPU tests, each step bounded in time; or directly::
 
-    python3 bench/gpu_check.py --out bench/results/ [--size-mb 512] [--quick] [--no-bench]
+    python3 bench/gpu_check.py --out DIR [--size-mb 256] [--quick | --sanitize] [--no-bench] [--no-torch]
 
-Everything goes through ``trt_scatter.plugins.kernels``, the launch code that plugin ``enqueue``
-uses: buffers from ``cuMemAlloc``, a stream from ``cuStreamCreate``. It
+Everything goes through ``trt_scatter.plugins.kernels``, the launch code that plugin ``enqueue`` uses:
+buffers from ``cuMemAlloc``, a stream from ``cuStreamCreate``. Its phases, each written to
+``<out>/gpu_check.json`` and ``<out>/gpu_check.md`` as soon as it ends (a fault or a timeout keeps
+what came before):
 
-1. compiles every instantiation cold (NVRTC -> CUBIN for this device) and times each;
-2. checks every element size and index type against the oracle on random cases (valid ones,
-   out-of-range indices, invalid geometry), both the copy and the in-place path, with the error
-   counter, and exits 1 if any case is wrong;
-3. benchmarks (>= 256 MB): the copy path against ``cuMemcpyDtoD`` of the same data measured in the
-   same run, the in-place path against the bytes it moves, torch's ``slice_scatter`` and
-   ``index_copy_`` if torch imports, and the Python overhead per launch (target < 20 us).
+1. machine: device, driver, NVRTC, SMs, L2;
+2. compile: every instantiation cold (NVRTC -> CUBIN for this device) and timed, then loaded: its
+   registers and local memory per thread;
+3. correctness against the oracle through both entry points of each kernel (the Python plugins' and
+   the AOT one): every element size and index type, copy path and in place, valid and invalid inputs
+   in both, launch grids forced small (every grid-stride loop takes many passes) and cases larger
+   than one wave of the launcher's own grid; exits 1 if any case is wrong;
+4. benchmarks of production launches (no error counter), float32 and 1- and 2-byte elements, first
+   and last axis, contiguous and strided, 1/10/50 % of data updated: the copy path against
+   ``cuMemcpyDtoD`` of the same bytes, in place against the copy path, and torch (``slice_scatter``,
+   a slice's ``copy_``, ``index_copy``/``index_copy_``) on the same buffers, stream and timer, with
+   int64 indices on both sides; the AOT entry in place for 4-byte elements; every output is checked
+   against the oracle;
+5. Python time per launch call with its driver calls, and without them.
 
-Results go to ``<out>/gpu_check.json`` and ``<out>/gpu_check.md``. The script imports without a GPU;
-its pure parts (arguments, case generation, formatting) are tested on the CPU.
+Timing: each repetition first queues a memset of 4x the L2 size on the stream. It evicts the L2 and
+keeps the GPU busy while the host queues the start event and the launch, so the events time the
+kernel alone, from DRAM, not the Python that queues it.
+
+A sticky CUDA error (a faulting kernel poisons the context: every later call fails) ends the run:
+the phase, op, sizes and case are recorded under ``fault``, the results so far are written, exit 3.
+
+The script imports without a GPU; tests run it on the CPU: its pure parts directly, and all of it
+behind the real cuda-bindings with the project's stand-in driver (tests/kernel_shim/fakecuda.c).
 """
 
 import argparse
 import ctypes
+import datetime
+import functools
 import json
 import math
 import os
@@ -30,33 +48,57 @@ import statistics
 import sys
 import tempfile
 import time
+import traceback
 import types
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = ROOT / "bench" / "results"
+DEFAULT_OUT = Path(os.environ["OUT"]) if os.environ.get("OUT") else ROOT / "bench" / "results"
 ELEMENT_DTYPES = {1: np.dtype(np.uint8), 2: np.dtype(np.float16), 4: np.dtype(np.float32), 8: np.dtype(np.int64)}
+TORCH_DTYPES = {1: "uint8", 2: "float16", 4: "float32", 8: "int64"}
+BENCH_ELEMENT_SIZES = (4, 1, 2)
+ROW_BYTES = 16 << 10  # benchmark tensors: rows of 16 KB, as many as the size gives
+FAULT_EXIT = 3
+GOALS = {"copy_bw_vs_memcpy": 0.85, "in_place_speedup_at_1pct": 20, "torch_over_ours": 1.5, "python_us_per_launch": 20}
+
+# The kernel instantiations the check compiles, times and loads: both entry points of each op, the
+# Python plugins' (one by-value struct) and the AOT plugins' (an argument list). Another entry point
+# adds its instantiations here and its launcher to RUNNERS below.
+ENTRY_SUFFIXES = {"struct": "", "aot": "_aot"}
+INSTANTIATIONS = [(f"slice_scatter{suffix}", e, None) for suffix in ENTRY_SUFFIXES.values() for e in (1, 2, 4, 8)] + [
+    (f"scatter_update{suffix}", e, i) for suffix in ENTRY_SUFFIXES.values() for e in (1, 2, 4, 8) for i in (4, 8)
+]
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for gpu_check.json and gpu_check.md")
-    parser.add_argument("--size-mb", type=int, default=512, help="size of the large benchmark tensors (>= 256)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for gpu_check.json and gpu_check.md (default: $OUT)")
+    parser.add_argument("--size-mb", type=int, default=256,
+                        help="size of the benchmarks' data tensor in MB (default 256: 5x an H100's L2; 1 for rehearsals)")
     parser.add_argument("--reps", type=int, default=10, help="timed repetitions per measurement (median reported)")
     parser.add_argument("--cases", type=int, default=12, help="random correctness cases per configuration")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quick", action="store_true", help="small correctness run only (for compute-sanitizer)")
+    parser.add_argument("--quick", action="store_true", help="small correctness cases only (for racecheck)")
+    parser.add_argument("--sanitize", action="store_true",
+                        help="for compute-sanitizer memcheck: every correctness case kind, large ones included, and every "
+                             "benchmark configuration once at <= 16 MB, checked, untimed; no torch")
     parser.add_argument("--no-bench", action="store_true", help="skip the benchmarks")
     parser.add_argument("--no-torch", action="store_true", help="skip the torch comparison")
+    parser.add_argument("--torch-device", default="cuda",
+                        help="torch's device for the comparison (cpu: for the CPU stand-in driver, whose memory is host memory)")
+    parser.add_argument("--overhead-launches", type=int, default=2000, help="launch calls per Python-overhead measurement")
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help="kernel cache folder (default: a new temporary one, so compile times are cold)")
     args = parser.parse_args(argv)
-    if args.size_mb < 256 and not args.quick:
-        parser.error("--size-mb must be at least 256 (the benchmarks are about large tensors)")
+    if args.size_mb < 1:
+        parser.error("--size-mb must be at least 1")
     if args.quick:
-        args.no_bench, args.cases = True, min(args.cases, 3)
+        args.no_bench, args.no_torch, args.cases = True, True, min(args.cases, 3)
+    if args.sanitize:
+        args.size_mb, args.reps, args.cases = min(args.size_mb, 16), 1, min(args.cases, 4)
+        args.no_torch, args.overhead_launches = True, 0
     return args
 
 
@@ -80,8 +122,45 @@ def import_kernels():
     return kernels
 
 
+class Relaunch:
+    """A ``kernels.device`` whose launches use another grid, block or SM count than the launcher
+    chose. The kernels grid-stride, so they must be right for any grid; a small one makes every
+    loop take many passes."""
+
+    def __init__(self, device, grid=None, block=None, sm_count=None):
+        self.device, self.grid, self.block, self.sm_count = device, grid, block, sm_count
+
+    def __getattr__(self, name):
+        return getattr(self.device, name)
+
+    def kernel(self, *key):
+        function, sm_count = self.device.kernel(*key)
+        return function, self.sm_count or sm_count
+
+    def launch(self, function, grid, block, stream, params_address):
+        self.device.launch(function, self.grid or grid, self.block or block, stream, params_address)
+
+
+class DeviceFault(Exception):
+    """A sticky CUDA error: the context is unusable and the run must stop. ``record`` says where."""
+
+    def __init__(self, record):
+        super().__init__(record.get("error"))
+        self.record = record
+
+
+def context_error(cuda):
+    """None while the CUDA context works, else the error ``cuCtxSynchronize`` reports (after a kernel
+    fault every call fails: that error is sticky)."""
+    try:
+        cuda.check(cuda.driver().cuCtxSynchronize(), "cuCtxSynchronize")
+    except cuda.CudaError as error:
+        return str(error)
+    return None
+
+
 # ---------------------------------------------------------------------------------------------
-# Cases (pure NumPy)
+# Correctness cases (pure NumPy)
 
 
 def _bound(rng, dim, dtype):
@@ -116,10 +195,15 @@ def random_slice_scatter_case(rng, element_size, param_dtype, max_elements=200_0
         updates_shape[axis] = oracle.slice_geometry(start[i], stop[i], step[i], shape[axis])[1]
     if broken:
         updates_shape[int(rng.integers(0, rank))] += 1
+    return slice_scatter_case(rng, element_size, param_dtype, shape, updates_shape, start, stop, step,
+                              None if default_axes else axes, broken)
+
+
+def slice_scatter_case(rng, element_size, param_dtype, shape, updates_shape, start, stop, step, axes, broken=False):
     dtype = ELEMENT_DTYPES[element_size]
     return {
         "data": _random_bits(rng, shape, dtype), "updates": _random_bits(rng, updates_shape, dtype),
-        "start": start, "stop": stop, "step": step, "axes": None if default_axes else axes,
+        "start": list(start), "stop": list(stop), "step": list(step), "axes": axes,
         "param_dtype": np.dtype(param_dtype), "broken": bool(broken),
     }
 
@@ -140,11 +224,17 @@ def random_scatter_update_case(rng, element_size, index_dtype, max_elements=200_
     invalid = [int(rng.choice([-1, size, size + 5, info.min, info.max])) for _ in range(count - len(valid))]
     values = rng.permutation(np.array(valid + invalid, dtype=np.int64)) if count else np.zeros(0, np.int64)
     indices = values.astype(index_dtype).reshape(indices_shape)
-    updates_shape = shape[:axis] + indices_shape + shape[axis + 1 :]
+    return scatter_update_case(rng, element_size, shape, indices, axis, broken=broken,
+                               device_axis=axis - rank if rng.integers(0, 2) else axis)
+
+
+def scatter_update_case(rng, element_size, shape, indices, axis, broken=False, device_axis=None):
+    rank = len(shape)
+    updates_shape = list(shape[:axis]) + list(indices.shape) + list(shape[axis + 1 :])
     dtype = ELEMENT_DTYPES[element_size]
     return {
         "data": _random_bits(rng, shape, dtype), "indices": indices, "updates": _random_bits(rng, updates_shape, dtype),
-        "axis": rank if broken else (axis - rank if rng.integers(0, 2) else axis), "normalized_axis": axis,
+        "axis": rank if broken else (axis if device_axis is None else device_axis), "normalized_axis": axis,
         "broken": bool(broken),
     }
 
@@ -152,6 +242,37 @@ def random_scatter_update_case(rng, element_size, index_dtype, max_elements=200_
 def _random_bits(rng, shape, dtype):
     bits = rng.integers(0, 256, size=math.prod(shape) * dtype.itemsize, dtype=np.uint8)
     return bits.view(dtype).reshape(shape)
+
+
+def large_cases(op, element_size, index_dtype, sm_count, block, blocks_per_sm, seed=0):
+    """Cases larger than one wave of the launcher's own grid (``sm_count * blocks_per_sm`` blocks of
+    ``block`` threads), one per loop of the kernels, so each grid-stride loop takes several passes:
+    long rows (the tile loop), short rows (the unit loop), one element per row, many indices."""
+    blocks = sm_count * blocks_per_sm
+    wave = blocks * block
+    rng = np.random.default_rng([seed, element_size, np.dtype(index_dtype).itemsize])
+    row = 4096 // element_size  # 4 KB rows: one tile each
+    cases = []
+    if op == "slice_scatter":
+        rows = 3 * blocks + 1
+        cases.append(("long rows: every 2nd of 2x(3 waves of blocks) rows",
+                      slice_scatter_case(rng, element_size, index_dtype, (2 * rows, row), (rows, row), [0], [2 * rows], [2], [0])))
+        width = 64 // element_size  # 64-byte rows, half of each written: 2 units of 16 bytes
+        cases.append(("short rows: half of each 64-byte row, 4 waves of units",
+                      slice_scatter_case(rng, element_size, index_dtype, (2 * wave, width), (2 * wave, width // 2),
+                                         [width // 2], [width], [1], [1])))
+        cases.append(("one element per row: every 2nd column, 2 waves of rows",
+                      slice_scatter_case(rng, element_size, index_dtype, (2 * wave, 2), (2 * wave, 1), [1], [2], [2], [-1])))
+    else:
+        rows = 3 * blocks + 1
+        indices = rng.permutation(2 * rows)[:rows].astype(index_dtype)
+        cases.append(("long rows: 3 waves of blocks of rows, axis 0", scatter_update_case(rng, element_size, (2 * rows, row), indices, 0)))
+        indices = rng.permutation(3 * wave)[: 2 * wave].astype(index_dtype)
+        cases.append(("many indices: 2 waves of indices of 1-element rows", scatter_update_case(rng, element_size, (3 * wave, 1), indices, 0)))
+        indices = np.array([5, 0, 9, 3, 7], index_dtype)  # 9: out of range, skipped and counted
+        cases.append(("last axis: 5 indices x 1 wave of rows, one out of range",
+                      scatter_update_case(rng, element_size, (wave, 8), indices, 1, device_axis=-1)))
+    return cases
 
 
 def expected_slice_scatter(case):
@@ -175,68 +296,134 @@ def expected_scatter_update(case):
     return expected, int((~in_range).sum())
 
 
+def describe_case(case):
+    """What names a case in a report: shapes and parameters, without the arrays."""
+    described = {"data_shape": list(case["data"].shape), "dtype": case["data"].dtype.name,
+                 "updates_shape": list(case["updates"].shape), "broken": case["broken"]}
+    for key in ("start", "stop", "step", "axes", "axis"):
+        if key in case:
+            described[key] = case[key]
+    if "indices" in case:
+        described["indices"] = {"shape": list(case["indices"].shape), "dtype": case["indices"].dtype.name,
+                                "first": case["indices"].reshape(-1)[:8].tolist()}
+    if "param_dtype" in case:
+        described["param_dtype"] = case["param_dtype"].name
+    return described
+
+
 # ---------------------------------------------------------------------------------------------
 # Running cases through the launch code (any device backend / memory with alloc, put, get, free)
 
 
-def run_slice_scatter(kernels, memory, stream, case, in_place, error_flag=True):
+def _launched(kernels, memory, stream, launch, arguments, entry, error_flag):
+    """Launches through ``entry``: the plugins' struct entry with an error counter (``error_flag``),
+    or the AOT entry, which has none (error count None)."""
+    if entry == "aot":
+        getattr(kernels, f"{launch}_aot")(**arguments)
+        kernels.device.stream_synchronize(stream)
+        return None
+    flag = memory.put(np.array([0xDEAD], np.uint32)) if error_flag else 0  # stale: the launch must zero it
+    getattr(kernels, launch)(**arguments, error_flag=flag)
+    return kernels.check_error_flag(flag, stream)
+
+
+def run_slice_scatter(kernels, memory, stream, case, in_place, error_flag=True, entry="struct"):
     data, updates = case["data"], case["updates"]
     output = memory.put(data) if in_place else memory.alloc(data.nbytes)
-    flag = memory.put(np.array([0xDEAD], np.uint32)) if error_flag else 0
     param = case["param_dtype"]
-    kernels.launch_slice_scatter(
+    arguments = dict(
         output=output, data=0 if in_place else memory.put(data), updates=memory.put(updates),
         start=memory.put(np.asarray(case["start"], param)), stop=memory.put(np.asarray(case["stop"], param)),
         step=memory.put(np.asarray(case["step"], param)),
         axes=0 if case["axes"] is None else memory.put(np.asarray(case["axes"], np.int32)), num_axes=len(case["start"]),
         data_shape=data.shape, updates_shape=updates.shape, element_size=data.dtype.itemsize,
-        param_itemsize=param.itemsize, axes_itemsize=4, error_flag=flag, stream=stream)
-    count = kernels.check_error_flag(flag, stream)
+        param_itemsize=param.itemsize, axes_itemsize=4, stream=stream)
+    count = _launched(kernels, memory, stream, "launch_slice_scatter", arguments, entry, error_flag)
     return memory.get(output, data.dtype, data.shape), count
 
 
-def run_scatter_update(kernels, memory, stream, case, in_place, error_flag=True):
+def run_scatter_update(kernels, memory, stream, case, in_place, error_flag=True, entry="struct"):
     data, indices, updates = case["data"], case["indices"], case["updates"]
     output = memory.put(data) if in_place else memory.alloc(data.nbytes)
-    flag = memory.put(np.array([0xDEAD], np.uint32)) if error_flag else 0
-    kernels.launch_scatter_update(
+    arguments = dict(
         output=output, data=0 if in_place else memory.put(data), indices=memory.put(indices),
         updates=memory.put(updates), axis=memory.put(np.array([case["axis"]], np.int64)), data_shape=data.shape,
         indices_shape=indices.shape, element_size=data.dtype.itemsize, index_itemsize=indices.dtype.itemsize,
-        axis_itemsize=8, error_flag=flag, stream=stream, updates_shape=updates.shape)
-    count = kernels.check_error_flag(flag, stream)
+        axis_itemsize=8, stream=stream, updates_shape=updates.shape)
+    count = _launched(kernels, memory, stream, "launch_scatter_update", arguments, entry, error_flag)
     return memory.get(output, data.dtype, data.shape), count
 
 
-def check_correctness(kernels, memory, stream, cases=12, seed=0, max_elements=200_000):
-    """Every element size x param/index type x {copy, in place} x {valid, broken} on random cases;
-    returns one record per configuration with the number of failed cases and the first failure."""
-    rng = np.random.default_rng(seed)
-    records = []
-    for op, make, run, expect, types_ in (
-        ("slice_scatter", random_slice_scatter_case, run_slice_scatter, expected_slice_scatter, (np.int32, np.int64)),
-        ("scatter_update", random_scatter_update_case, run_scatter_update, expected_scatter_update, (np.int32, np.int64)),
-    ):
-        for element_size in (1, 2, 4, 8):
-            for index_type in types_:
-                failures, first = 0, None
-                for i in range(cases):
-                    case = make(rng, element_size, index_type, max_elements=max_elements, broken=i % 4 == 3)
-                    in_place = bool(i % 2)
-                    try:
-                        output, count = run(kernels, memory, stream, case, in_place)
-                        expected, expected_count = expect(case)
-                        same = np.array_equal(output.view(f"u{element_size}"), expected.view(f"u{element_size}"))
-                        problem = None if same and count == expected_count else f"equal={same} count={count} expected={expected_count}"
-                    except Exception as error:  # a failed launch is a failed case, reported
-                        problem = f"{type(error).__name__}: {error}"
-                    finally:
-                        memory.free()
-                    if problem:
-                        failures += 1
-                        first = first or {"case": i, "in_place": in_place, "shape": list(case["data"].shape), "problem": problem}
-                records.append({"op": op, "element_size": element_size, "index_type": np.dtype(index_type).name,
-                                "cases": cases, "failed": failures, "first_failure": first})
+# op -> {entry point: runner}. Every case of an op runs through each of its entry points.
+RUNNERS = {op: {entry: functools.partial(run, entry=entry) for entry in ENTRY_SUFFIXES}
+           for op, run in (("slice_scatter", run_slice_scatter), ("scatter_update", run_scatter_update))}
+CASE_MAKERS = {"slice_scatter": (random_slice_scatter_case, expected_slice_scatter),
+               "scatter_update": (random_scatter_update_case, expected_scatter_update)}
+# Launch configurations the random cases cycle through: the launcher's own, and small grids/blocks.
+LAUNCHES = (None, {"grid": 1, "block": 32}, {"grid": 3, "block": 5}, {"sm_count": 1, "block": 1024})
+
+
+def _run_case(kernels, memory, stream, run, expect, case, in_place, launch, cuda):
+    """One case on the device; returns None if it matched the oracle, else what was wrong.
+    Raises DeviceFault if the case left the context unusable."""
+    device = kernels.device
+    if launch:
+        kernels.device = Relaunch(device, **launch)
+    try:
+        output, count = run(kernels, memory, stream, case, in_place)
+        expected, expected_count = expect(case)
+        element = f"u{case['data'].dtype.itemsize}"
+        same = np.array_equal(output.view(element), expected.view(element))
+        counted = count is None or count == expected_count  # None: an entry without an error counter
+        return None if same and counted else f"equal={same} count={count} expected={expected_count}"
+    except Exception as error:  # a failed launch is a failed case, reported
+        problem = f"{type(error).__name__}: {error}"
+        if cuda is not None and (fault := context_error(cuda)):
+            raise DeviceFault({"error": problem, "context": fault}) from error
+        return problem
+    finally:
+        kernels.device = device
+        memory.free()
+
+
+def check_correctness(kernels, memory, stream, cases=12, seed=0, max_elements=200_000, large=None, cuda=None, records=None):
+    """Every element size x param/index type x entry point on random cases, copy path and in place,
+    valid and invalid ones in both, the launch configuration cycling through LAUNCHES; then the
+    ``large`` cases (``(sm_count, block, blocks_per_sm)`` of the launcher, or None: none). Returns
+    one record per configuration with the number of failed cases and the first failure, appended
+    to ``records`` as each configuration ends (so a fault keeps the ones before it)."""
+    records = [] if records is None else records
+    for op_index, (op, (make, expect)) in enumerate(CASE_MAKERS.items()):
+        for entry, run in RUNNERS[op].items():
+            for element_size in (1, 2, 4, 8):
+                for index_type in (np.int32, np.int64):
+                    failures, first, count = 0, None, 0
+                    jobs = []
+                    for i in range(cases):
+                        key = [seed, op_index, element_size, np.dtype(index_type).itemsize, i]  # regenerates the case
+                        broken = (i // 2) % 3 == 2  # copy path and in place alike
+                        case = make(np.random.default_rng(key), element_size, index_type, max_elements=max_elements, broken=broken)
+                        jobs.append((f"random {i}, rng {key}", case, bool(i % 2), LAUNCHES[(i // 2) % len(LAUNCHES)]))
+                    # Large cases cost time: one index type per element size.
+                    if large and index_type == (np.int32 if element_size in (1, 4) else np.int64):
+                        for label, case in large_cases(op, element_size, index_type, *large, seed=seed):
+                            jobs += [(f"large: {label}", case, in_place, None) for in_place in (False, True)]
+                    for label, case, in_place, launch in jobs:
+                        count += 1
+                        try:
+                            problem = _run_case(kernels, memory, stream, run, expect, case, in_place, launch, cuda)
+                        except DeviceFault as fault:
+                            fault.record.update(phase="correctness", op=op, entry=entry, element_size=element_size,
+                                                index_type=np.dtype(index_type).name, case=label, in_place=in_place,
+                                                launch=launch, **describe_case(case))
+                            raise
+                        if problem:
+                            failures += 1
+                            first = first or {"case": label, "in_place": in_place, "launch": launch, "problem": problem,
+                                              **describe_case(case)}
+                    records.append({"op": op, "entry": entry, "element_size": element_size,
+                                    "index_type": np.dtype(index_type).name, "cases": count, "failed": failures,
+                                    "first_failure": first})
     return records
 
 
@@ -248,7 +435,7 @@ class DeviceMemory:
     """cuMemAlloc'd buffers with NumPy upload/download; ``free`` releases them all."""
 
     def __init__(self, cuda):
-        self.cuda, self.driver, self.addresses = cuda, cuda.driver(), []
+        self.cuda, self.driver, self.addresses, self.free_errors = cuda, cuda.driver(), [], []
 
     def alloc(self, nbytes, fill=0xCD):
         address = int(self.cuda.check(self.driver.cuMemAlloc(max(1, nbytes)), "cuMemAlloc"))
@@ -270,37 +457,78 @@ class DeviceMemory:
         return out
 
     def free(self):
+        """Frees every buffer; errors are kept, not raised: after a kernel fault the context refuses
+        to free, and that fault (reported by its case) is what matters."""
         for address in self.addresses:
-            self.cuda.check(self.driver.cuMemFree(address), "cuMemFree")
+            try:
+                self.cuda.check(self.driver.cuMemFree(address), "cuMemFree")
+            except self.cuda.CudaError as error:
+                self.free_errors.append(str(error))
         self.addresses = []
 
 
 class Timer:
-    """CUDA events on one stream: ``measure(fn, reps)`` -> median milliseconds of fn()."""
+    """CUDA events on one stream: ``measure(fn, reps)`` -> (median ms of fn() on the GPU, median
+    host us of the fn() call). Before each repetition a memset of ``flush_bytes`` evicts the L2 and
+    keeps the GPU busy while the host queues the start event and fn()."""
 
-    def __init__(self, cuda, stream):
+    def __init__(self, cuda, stream, memory, flush_bytes):
         self.cuda, self.driver, self.stream = cuda, cuda.driver(), stream
         self.begin = cuda.check(self.driver.cuEventCreate(0), "cuEventCreate")
         self.end = cuda.check(self.driver.cuEventCreate(0), "cuEventCreate")
+        self.flush_words = max(1, flush_bytes // 4)
+        self.flush = memory.alloc(4 * self.flush_words)
 
-    def measure(self, fn, reps):
+    def _flush(self):
+        self.cuda.check(self.driver.cuMemsetD32Async(self.flush, 0, self.flush_words, self.stream), "cuMemsetD32Async")
+
+    def measure(self, fn, reps, flush=True):
         fn()  # warm-up (and compile, on first use)
-        times = []
+        times, host = [], []
         for _ in range(reps):
+            if flush:
+                self._flush()
             self.cuda.check(self.driver.cuEventRecord(self.begin, self.stream), "cuEventRecord")
+            started = time.perf_counter()
             fn()
+            host.append(time.perf_counter() - started)
             self.cuda.check(self.driver.cuEventRecord(self.end, self.stream), "cuEventRecord")
             self.cuda.check(self.driver.cuEventSynchronize(self.end), "cuEventSynchronize")
             times.append(self.cuda.check(self.driver.cuEventElapsedTime(self.begin, self.end), "cuEventElapsedTime"))
-        return statistics.median(times)
+        return statistics.median(times), statistics.median(host) * 1e6
+
+    def flush_ms(self, reps=5):
+        """GPU time of the flush memset itself: the host has this long to queue a measured call."""
+        return self.measure(self._flush, reps, flush=False)[0]
+
+
+def machine_info(cuda, kernels, with_torch=True):
+    driver = cuda.driver()
+    arch = cuda.device_arch()
+    device = cuda.check(driver.cuCtxGetDevice(), "cuCtxGetDevice")
+    name = cuda.check(driver.cuDeviceGetName(256, device), "cuDeviceGetName")
+    l2 = cuda.check(driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device),
+                    "cuDeviceGetAttribute")
+    info = {"device": name.split(b"\0")[0].decode(), "arch": f"sm_{arch}", "sms": cuda.sm_count(), "l2_bytes": int(l2),
+            "driver": cuda.check(driver.cuDriverGetVersion(), "cuDriverGetVersion"),
+            "nvrtc": ".".join(map(str, cuda.nvrtc_version())), "nvrtc_options": " ".join(cuda.NVRTC_OPTIONS),
+            "python": platform.python_version(), "numpy": np.__version__, "host": platform.node(),
+            "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
+            "block": kernels.BLOCK, "blocks_per_sm": kernels.BLOCKS_PER_SM}
+    if with_torch:
+        try:
+            import torch
+
+            info["torch"] = f"{torch.__version__} (cuda {torch.version.cuda}, available {torch.cuda.is_available()})"
+        except ImportError:
+            info["torch"] = "not importable"
+    return info
 
 
 def compile_times(cuda, device_arch):
     """Cold NVRTC time of every instantiation, for the arch the launcher loads on this device."""
     arch, records = cuda.target_arch(device_arch), []
-    for kernel, element_size, index in [("slice_scatter", e, None) for e in (1, 2, 4, 8)] + [
-        ("scatter_update", e, i) for e in (1, 2, 4, 8) for i in (4, 8)
-    ]:
+    for kernel, element_size, index in INSTANTIATIONS:
         started = time.perf_counter()
         cuda.cubin(kernel, element_size, index, arch)
         records.append({"kernel": cuda.name_expression(kernel, element_size, index), "arch": arch,
@@ -308,142 +536,335 @@ def compile_times(cuda, device_arch):
     return records
 
 
-def benchmarks(kernels, cuda, stream, size_mb, reps, use_torch, overhead_launches=2000):
-    """Large-tensor timings; every row carries its own baseline from this run."""
-    driver, rows = cuda.driver(), []
+def kernel_resources(cuda):
+    """Each instantiation loaded: registers and local memory per thread (local memory in a
+    memory-bound kernel costs bandwidth: the SliceScatter row map is a lead, issue 12 item 10)."""
+    driver, records = cuda.driver(), []
+    attribute = driver.CUfunction_attribute
+    for kernel, element_size, index in INSTANTIATIONS:
+        function, _ = cuda.kernel(kernel, element_size, index)
+        values = {name: cuda.check(driver.cuFuncGetAttribute(getattr(attribute, f"CU_FUNC_ATTRIBUTE_{key}"), function),
+                                   "cuFuncGetAttribute")
+                  for name, key in (("registers", "NUM_REGS"), ("local_bytes", "LOCAL_SIZE_BYTES"),
+                                    ("max_threads_per_block", "MAX_THREADS_PER_BLOCK"))}
+        records.append({"kernel": cuda.name_expression(kernel, element_size, index), **values})
+    return records
+
+
+# ---------------------------------------------------------------------------------------------
+# Benchmarks
+
+
+def benchmark_plan(size_mb, element_sizes=BENCH_ELEMENT_SIZES, in_place_fractions=(0.01, 0.1, 0.5),
+                   copy_fractions=(0.01, 0.5), aot_element_sizes=(4,)):
+    """The benchmark configurations (pure): for each element size, data of ``size_mb`` MB in rows
+    of 16 KB; SliceScatter on the first axis (a block of rows, every s-th row) and the last (a
+    block of columns, every s-th column: rows of one element), ScatterUpdate on the first axis
+    (rows) and the last (columns), each updating a fraction of data, in place and on the copy path.
+    ScatterUpdate runs with int64 indices (torch's index_copy needs them) and, in place, also int32.
+    Then the AOT entry point (always in place: TensorRT aliases its output) for ``aot_element_sizes``."""
+    plan = []
+    for element_size in element_sizes:
+        cols, rows = ROW_BYTES // element_size, (size_mb << 20) // ROW_BYTES
+        for path, fractions in (("copy", copy_fractions), ("in place", in_place_fractions)):  # copy first: in place compares with it
+            for fraction in fractions:
+                k_rows, k_cols, stride = max(1, round(fraction * rows)), max(1, round(fraction * cols)), round(1 / fraction)
+                common = {"element_size": element_size, "path": path, "fraction": fraction, "data_shape": (rows, cols)}
+                for layout, dim, start, stop, step in (
+                    ("axis 0, contiguous rows", 0, 0, k_rows, 1),
+                    (f"axis 0, rows with step {stride}", 0, 0, rows, stride),
+                    ("axis -1, contiguous columns", 1, 0, k_cols, 1),
+                    (f"axis -1, columns with step {stride}", 1, 0, cols, stride),
+                ):
+                    count = len(range(start, stop, step))
+                    plan.append({**common, "op": "slice_scatter", "layout": layout, "dim": dim, "start": start, "stop": stop,
+                                 "step": step, "updates_shape": (count, cols) if dim == 0 else (rows, count)})
+                for layout, dim, count in (("axis 0, rows", 0, k_rows), ("axis -1, columns", 1, k_cols)):
+                    for index_itemsize in (8, 4) if path == "in place" else (8,):
+                        plan.append({**common, "op": "scatter_update", "layout": layout, "dim": dim, "count": count,
+                                     "index_itemsize": index_itemsize,
+                                     "updates_shape": (count, cols) if dim == 0 else (rows, count)})
+    plan += [{**entry, "entry": "aot"} for entry in plan if entry["element_size"] in aot_element_sizes
+             and entry["path"] == "in place" and entry.get("index_itemsize", 8) == 8]
+    return plan
+
+
+def describe_entry(entry):
+    index = f", int{8 * entry['index_itemsize']} indices" if entry["op"] == "scatter_update" else ""
+    aot = " (AOT entry)" if entry.get("entry") == "aot" else ""
+    return (f"{entry['op']}{aot} {entry['element_size']}-byte {entry['path']}, {entry['layout']}, "
+            f"{entry['fraction']:.0%} of {entry['data_shape']}{index}")
+
+
+def _indices(entry):
+    size = entry["data_shape"][entry["dim"]]
+    rng = np.random.default_rng([size, entry["count"]])
+    return rng.permutation(size)[: entry["count"]].astype(f"i{entry['index_itemsize']}")
+
+
+def expected_output(entry, data, updates):
+    """The oracle's output for one benchmark configuration."""
+    from trt_scatter import oracle
+
+    if entry["op"] == "slice_scatter":
+        return oracle.slice_scatter(data, updates, [entry["start"]], [entry["stop"]], [entry["step"]], [entry["dim"]])
+    return oracle.scatter_update(data, _indices(entry), updates, entry["dim"])
+
+
+class TorchSide:
+    """torch on the same buffers and stream as the kernels, timed by the same Timer: the like-for-like
+    comparison (``device`` "cpu": the stand-in driver's device memory is host memory)."""
+
+    def __init__(self, torch, device, stream):
+        self.torch, self.device = torch, device
+        self.stream = torch.cuda.ExternalStream(stream) if device.startswith("cuda") else None
+
+    def tensor(self, address, shape, element_size):
+        """A torch tensor over ``address`` (not a copy) with ``element_size``'s torch dtype."""
+        torch, dtype = self.torch, getattr(self.torch, TORCH_DTYPES[element_size])
+        if self.stream is None:
+            nbytes = math.prod(shape) * element_size
+            array = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(address))
+            return torch.from_numpy(array).view(dtype).reshape(shape)
+        interface = {"shape": tuple(shape), "typestr": np.dtype(TORCH_DTYPES[element_size]).str, "data": (address, False),
+                     "version": 3, "strides": None}
+        return torch.as_tensor(types.SimpleNamespace(__cuda_array_interface__=interface), device=self.device)
+
+    def operation(self, entry, data, updates, output):
+        """The torch call equal to one configuration: out-of-place for the copy path, in place into ``output``."""
+        torch, dim = self.torch, entry["dim"]
+        if entry["op"] == "slice_scatter":
+            start, stop, step = entry["start"], entry["stop"], entry["step"]
+            if entry["path"] == "copy":
+                return "torch.slice_scatter", lambda: torch.slice_scatter(data, updates, dim, start, stop, step)
+            view = output[(slice(None),) * dim + (slice(start, stop, step),)]
+
+            def copy_into_slice():
+                view.copy_(updates)
+                return output
+
+            return "slice copy_", copy_into_slice
+        index = torch.from_numpy(_indices(entry).astype(np.int64)).to(self.device)
+        if entry["path"] == "copy":
+            return "Tensor.index_copy", lambda: data.index_copy(dim, index, updates)
+        return "Tensor.index_copy_", lambda: output.index_copy_(dim, index, updates)
+
+    def same_bits(self, a, b, element_size):
+        view = {1: self.torch.uint8, 2: self.torch.int16, 4: self.torch.int32, 8: self.torch.int64}[element_size]
+        return bool(self.torch.equal(a.view(view), b.view(view)))
+
+    def run(self, fn):
+        if self.stream is None:
+            return fn()
+        with self.torch.cuda.stream(self.stream):
+            return fn()
+
+
+def benchmarks(kernels, cuda, stream, size_mb, reps, torch_device=None, plan=None, seed=0, log=lambda row: None, rows=None):
+    """Runs every configuration of ``plan`` (default: benchmark_plan(size_mb)); returns (rows,
+    problems, timing facts). Rows are appended to ``rows`` and passed to ``log`` as they come.
+
+    Each row: our time (production launch: no error counter) and the bytes it moves; the copy path
+    also against ``cuMemcpyDtoD`` of data's bytes, in place also against the copy path of the same
+    configuration; torch's time on the same buffers and its ratio to ours. Every output (ours and
+    torch's) is compared with the oracle's."""
+    driver = cuda.driver()
+    plan = benchmark_plan(size_mb) if plan is None else plan
     memory = DeviceMemory(cuda)
-    timer = Timer(cuda, stream)
-    nbytes = size_mb << 20
-    source, target = memory.alloc(nbytes), memory.alloc(nbytes)
-    flag = memory.alloc(4)
+    l2 = machine_l2(cuda)
+    timer = Timer(cuda, stream, memory, 4 * l2)
+    nbytes = max(math.prod(entry["data_shape"]) * entry["element_size"] for entry in plan)
+    rng = np.random.default_rng(seed)
+    host_data, host_updates = _random_bits(rng, (nbytes,), np.dtype(np.uint8)), _random_bits(rng, (nbytes,), np.dtype(np.uint8))
+    data_pool, updates_pool, out = memory.put(host_data), memory.put(host_updates), memory.alloc(nbytes)
+    torch_side = None
+    if torch_device:
+        import torch
+
+        torch_side = TorchSide(torch, torch_device, stream)
+    memcpy_ms, copy_ms, problems = {}, {}, []
+    rows = [] if rows is None else rows
+    flush_ms = timer.flush_ms()
 
     def memcpy(n):
-        return lambda: cuda.check(driver.cuMemcpyDtoDAsync(target, source, n, stream), "cuMemcpyDtoDAsync")
-
-    memcpy_ms = {}
-
-    def baseline(n):
         if n not in memcpy_ms:
-            memcpy_ms[n] = timer.measure(memcpy(n), reps)
+            memcpy_ms[n] = timer.measure(lambda: cuda.check(driver.cuMemcpyDtoDAsync(out, data_pool, n, stream), "cuMemcpyDtoDAsync"), reps)[0]
         return memcpy_ms[n]
 
-    def params(values, dtype=np.int64):
-        return memory.put(np.asarray(values, dtype))
-
-    def row(kind, what, ms, moved, baseline_bytes):
-        base = baseline(baseline_bytes)
-        rows.append({"kind": kind, "what": what, "ms": round(ms, 4), "GB/s": round(moved / ms / 1e6, 1),
-                     "memcpy_ms_same_bytes": round(base, 4), "memcpy_GB/s": round(2 * baseline_bytes / base / 1e6, 1),
-                     "time_vs_memcpy": round(ms / base, 3)})
-
-    # The copy path: output = data (nbytes) with a slice written. Baseline: cuMemcpyDtoD of data.
-    cols = 4096
-    shape = (nbytes // 4 // cols, cols)
-    for label, start, stop, step, axis, updates_shape in (
-        ("one row", [0], [1], [1], [0], (1, cols)),
-        ("every 2nd row (half of data)", [0], [shape[0]], [2], [0], ((shape[0] + 1) // 2, cols)),
-        ("every 2nd column (half of data, strided)", [0], [cols], [2], [1], (shape[0], cols // 2)),
-    ):
-        updates = memory.alloc(math.prod(updates_shape) * 4)
-        args = dict(output=target, data=source, updates=updates, start=params(start), stop=params(stop), step=params(step),
-                    axes=params(axis), num_axes=1, data_shape=shape, updates_shape=updates_shape, element_size=4,
-                    param_itemsize=8, axes_itemsize=8, error_flag=flag, stream=stream)
-        ms = timer.measure(lambda: kernels.launch_slice_scatter(**args), reps)
-        moved = 2 * nbytes + 2 * math.prod(updates_shape) * 4
-        row("copy path", f"slice_scatter f32 {shape}, {label}", ms, moved, nbytes)
-
-    # The in-place path: time against the bytes of updates (read + write). Baseline: memcpy of updates' bytes.
-    for updates_mb in [mb for mb in (1, 16, 64, 256) if 2 * mb <= size_mb]:
-        n = (updates_mb << 20) // 4
-        for label, data_shape, updates_shape, start, stop, step, axis in (
-            ("rows", (2 * n // cols, cols), (n // cols, cols), [0], [n // cols], [1], [0]),
-            ("strided, step 2 on the last axis", (n // cols, 2 * cols), (n // cols, cols), [1], [2 * cols], [2], [1]),
-        ):
-            updates = memory.alloc(n * 4)
-            args = dict(output=target, data=0, updates=updates, start=params(start), stop=params(stop), step=params(step),
-                        axes=params(axis), num_axes=1, data_shape=data_shape, updates_shape=updates_shape, element_size=4,
-                        param_itemsize=8, axes_itemsize=8, error_flag=flag, stream=stream)
-            ms = timer.measure(lambda: kernels.launch_slice_scatter(**args), reps)
-            row("in place", f"slice_scatter f32 {updates_mb} MB updates, {label}", ms, 2 * n * 4, n * 4)
-        for inner in (1, 64, 4096):
-            count = n // inner
-            data_shape, indices = (2 * count, inner), params(np.random.default_rng(0).permutation(2 * count)[:count], np.int32)
-            updates = memory.alloc(n * 4)
-            args = dict(output=target, data=0, indices=indices, updates=updates, axis=params([0]), data_shape=data_shape,
-                        indices_shape=(count,), element_size=4, index_itemsize=4, axis_itemsize=8, error_flag=flag,
-                        stream=stream, updates_shape=(count, inner))
-            ms = timer.measure(lambda: kernels.launch_scatter_update(**args), reps)
-            row("in place", f"scatter_update f32 {updates_mb} MB updates, rows of {inner}", ms, 2 * n * 4 + count * 4, n * 4)
-
-    if use_torch:
-        rows += torch_comparison(nbytes, reps)
-    rows += python_overhead(kernels, memory, stream, flag, overhead_launches)
+    for entry in plan:
+        what = describe_entry(entry)
+        try:
+            row = _benchmark_row(kernels, cuda, memory, timer, stream, entry, reps, host_data, host_updates, data_pool,
+                                 updates_pool, out, memcpy, copy_ms, torch_side, flush_ms)
+            rows.append(row)
+            log(row)
+            if not row["correct"]:
+                problems.append(f"{what}: output differs from the oracle's")
+            if row.get("torch_error"):
+                problems.append(f"{what}: torch failed: {row['torch_error']}")
+            if row.get("torch_same_output") is False:
+                problems.append(f"{what}: torch's output differs from ours (which matches the oracle's)")
+        except Exception as error:
+            fault = context_error(cuda)
+            if fault:
+                raise DeviceFault({"phase": "benchmarks", "case": what, "error": f"{type(error).__name__}: {error}",
+                                   "context": fault, **{k: v for k, v in entry.items() if k != "layout"}}) from error
+            problems.append(f"{what}: {type(error).__name__}: {error}")
+            rows.append({"what": what, "error": f"{type(error).__name__}: {error}"})
+            log(rows[-1])
     memory.free()
-    return rows, {str(k): round(v, 4) for k, v in memcpy_ms.items()}
+    return rows, problems, {"flush_ms": round(flush_ms, 4), "memcpy_ms_by_bytes": {str(k): round(v, 4) for k, v in memcpy_ms.items()}}
 
 
-def torch_comparison(nbytes, reps):
-    try:
-        import torch
-    except ImportError:
-        return [{"kind": "torch", "what": "torch not importable: skipped"}]
-    rows, cols = [], 4096
-    data = torch.empty((nbytes // 4 // cols, cols), dtype=torch.float32, device="cuda")
-    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-
-    def measure(fn):
-        fn()
-        times = []
-        for _ in range(reps):
-            begin.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(begin.elapsed_time(end))
-        return statistics.median(times)
-
-    half_rows = torch.empty(((data.shape[0] + 1) // 2, cols), dtype=torch.float32, device="cuda")
-    rows.append({"kind": "torch", "what": "Tensor.slice_scatter every 2nd row (copy path equivalent)",
-                 "ms": round(measure(lambda: data.slice_scatter(half_rows, 0, 0, data.shape[0], 2)), 4)})
-    half_cols = torch.empty((data.shape[0], cols // 2), dtype=torch.float32, device="cuda")
-    rows.append({"kind": "torch", "what": "Tensor.slice_scatter every 2nd column (copy path equivalent)",
-                 "ms": round(measure(lambda: data.slice_scatter(half_cols, 1, 0, cols, 2)), 4)})
-    for inner in (1, 64, 4096):
-        n = (64 << 20) // 4
-        count = n // inner
-        target = torch.empty((2 * count, inner), dtype=torch.float32, device="cuda")
-        index = torch.randperm(2 * count, device="cuda")[:count]
-        source = torch.empty((count, inner), dtype=torch.float32, device="cuda")
-        rows.append({"kind": "torch", "what": f"index_copy_ 64 MB updates, rows of {inner} (in-place equivalent)",
-                     "ms": round(measure(lambda: target.index_copy_(0, index, source)), 4)})
-    return rows
+def machine_l2(cuda):
+    driver = cuda.driver()
+    device = cuda.check(driver.cuCtxGetDevice(), "cuCtxGetDevice")
+    return int(cuda.check(driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device),
+                          "cuDeviceGetAttribute"))
 
 
-def python_overhead(kernels, memory, stream, flag, launches=2000):
-    """Host time per launch call, tiny tensors (the GPU keeps up, so this is the Python cost)."""
-    data, updates = memory.alloc(64 * 4), memory.alloc(32 * 4)
-    start, stop, step = (memory.put(np.array([v], np.int64)) for v in (0, 64, 2))
+def _benchmark_row(kernels, cuda, memory, timer, stream, entry, reps, host_data, host_updates, data_pool, updates_pool, out,
+                   memcpy, copy_ms, torch_side, flush_ms):
+    element_size, shape, updates_shape = entry["element_size"], entry["data_shape"], entry["updates_shape"]
+    dtype = ELEMENT_DTYPES[element_size]
+    data_bytes, updates_bytes = math.prod(shape) * element_size, math.prod(updates_shape) * element_size
+    data = host_data[:data_bytes].view(dtype).reshape(shape)
+    updates = host_updates[:updates_bytes].view(dtype).reshape(updates_shape)
+    in_place = entry["path"] == "in place"
+    driver = cuda.driver()
+
+    def reset():  # in place: the output holds data before the timed (idempotent) launches
+        cuda.check(driver.cuMemcpyDtoDAsync(out, data_pool, data_bytes, stream), "cuMemcpyDtoDAsync")
+
+    if entry["op"] == "slice_scatter":
+        params = [memory.put(np.array([entry[key]], np.int64)) for key in ("start", "stop", "step")]
+        args = dict(output=out, data=0 if in_place else data_pool, updates=updates_pool, start=params[0], stop=params[1],
+                    step=params[2], axes=memory.put(np.array([entry["dim"]], np.int64)), num_axes=1, data_shape=shape,
+                    updates_shape=updates_shape, element_size=element_size, param_itemsize=8, axes_itemsize=8,
+                    error_flag=0, stream=stream)
+        launch = "launch_slice_scatter"
+        index_bytes = 0
+    else:
+        indices = _indices(entry)
+        args = dict(output=out, data=0 if in_place else data_pool, indices=memory.put(indices), updates=updates_pool,
+                    axis=memory.put(np.array([entry["dim"]], np.int64)), data_shape=shape, indices_shape=indices.shape,
+                    element_size=element_size, index_itemsize=entry["index_itemsize"], axis_itemsize=8, error_flag=0,
+                    stream=stream, updates_shape=updates_shape)
+        launch = "launch_scatter_update"
+        index_bytes = indices.nbytes  # read once from DRAM (re-reads hit the caches)
+    if entry.get("entry") == "aot":  # the AOT entry has no error counter
+        launch += "_aot"
+        del args["error_flag"]
+    launch = getattr(kernels, launch)
+    if in_place:
+        reset()
+    else:
+        base = memcpy(data_bytes)  # before ours: it writes the output buffer too
+    ms, host_us = timer.measure(lambda: launch(**args), reps)
+    expected = expected_output(entry, data, updates)
+    output = memory.get(out, dtype, shape)
+    bits = f"u{element_size}"
+    row = {"what": describe_entry(entry), "op": entry["op"], "element_size": element_size, "path": entry["path"],
+           "layout": entry["layout"], "fraction": entry["fraction"], "ms": round(ms, 4), "host_us": round(host_us, 1),
+           "correct": bool(np.array_equal(output.view(bits), expected.view(bits)))}
+    moved = 2 * updates_bytes + index_bytes + (0 if in_place else 2 * data_bytes)
+    row["GB/s"] = round(moved / ms / 1e6, 1)
+    key = (entry["op"], element_size, entry["layout"], entry["fraction"], entry.get("index_itemsize"))
+    if in_place:
+        row["updated_GB/s"] = round(2 * updates_bytes / ms / 1e6, 1)
+        if key in copy_ms:
+            row["speedup_vs_copy"] = round(copy_ms[key] / ms, 2)
+    else:
+        copy_ms[key] = ms
+        row["memcpy_ms"] = round(base, 4)
+        row["bw_vs_memcpy"] = round((moved / ms) / (2 * data_bytes / base), 3)
+    if torch_side is not None and entry.get("entry") != "aot" and (entry["op"] == "slice_scatter" or entry["index_itemsize"] == 8):
+        try:
+            row.update(_torch_row(torch_side, timer, entry, reps, data_pool, updates_pool, out, shape, updates_shape,
+                                  element_size, reset if in_place else None, ms))
+        except Exception as error:  # torch's failure is not ours: keep our row, unless the context is gone
+            if context_error(cuda):
+                raise
+            row["torch_error"] = f"{type(error).__name__}: {error}"
+    if host_us > flush_ms * 1e3:
+        row["note"] = "host slower than the flush: GPU idle between events"
+    return row
+
+
+def _torch_row(side, timer, entry, reps, data_pool, updates_pool, out, shape, updates_shape, element_size, reset, ours_ms):
+    data = side.tensor(data_pool, shape, element_size)
+    updates = side.tensor(updates_pool, updates_shape, element_size)
+    ours = side.tensor(out, shape, element_size).clone()  # our verified output
+    output = side.tensor(out, shape, element_size)
+    if reset is not None:
+        reset()
+    name, operation = side.operation(entry, data, updates, output)
+    ms, _ = timer.measure(lambda: side.run(operation), reps)
+    result = side.run(operation)
+    return {"torch_op": name, "torch_ms": round(ms, 4), "torch_over_ours": round(ms / ours_ms, 2),
+            "torch_same_output": side.same_bits(result, ours, element_size)}
+
+
+class NoDriver:
+    """A ``kernels.device`` whose driver calls do nothing: what is left of a launch is its Python."""
+
+    def __init__(self, sm_count):
+        self.sm_count = sm_count
+
+    def kernel(self, *key):
+        return None, self.sm_count
+
+    def memset_u32_async(self, *args):
+        pass
+
+    def memcpy_dtod_async(self, *args):
+        pass
+
+    def launch(self, *args):
+        pass
+
+
+def python_overhead(kernels, cuda, stream, launches):
+    """Host time per launch call on tiny tensors (the GPU keeps up, so this is the Python cost), with
+    its driver calls (stream context, launch, and the copy's memcpy or the counter's memset) and,
+    in the same run, without them. Plugin ``enqueue`` adds its own work on top:
+    bench/bench_enqueue_overhead.py measures that part on any CPU."""
+    memory = DeviceMemory(cuda)
+    data, output, flag = memory.alloc(64 * 4), memory.alloc(64 * 4), memory.alloc(4)
+    updates = memory.alloc(32 * 4)
+    start, stop, step, axis = (memory.put(np.array([v], np.int64)) for v in (0, 64, 2, 0))
+    indices = memory.put(np.arange(0, 64, 2, dtype=np.int64))
+    slice_args = dict(output=output, updates=updates, start=start, stop=stop, step=step, axes=0, num_axes=1, data_shape=(64,),
+                      updates_shape=(32,), element_size=4, param_itemsize=8, axes_itemsize=8, stream=stream)
+    update_args = dict(output=output, indices=indices, updates=updates, axis=axis, data_shape=(64,), indices_shape=(32,),
+                       element_size=4, index_itemsize=8, axis_itemsize=8, stream=stream, updates_shape=(32,))
+    cases = (
+        ("launch_slice_scatter, in place", kernels.launch_slice_scatter, dict(slice_args, data=0, error_flag=0)),
+        ("launch_slice_scatter, copy path", kernels.launch_slice_scatter, dict(slice_args, data=data, error_flag=0)),
+        ("launch_scatter_update, in place", kernels.launch_scatter_update, dict(update_args, data=0, error_flag=0)),
+        ("launch_slice_scatter, in place, debug counter", kernels.launch_slice_scatter, dict(slice_args, data=0, error_flag=flag)),
+    )
     records = []
-    for label, extra in (("in place, no error flag", dict(data=0, error_flag=0)),
-                         ("copy path + error flag", dict(data=data, error_flag=flag))):
-        args = dict(output=memory.alloc(64 * 4), updates=updates, start=start, stop=stop, step=step, axes=0, num_axes=1,
-                    data_shape=(64,), updates_shape=(32,), element_size=4, param_itemsize=8, axes_itemsize=8,
-                    stream=stream, **extra)
-        kernels.launch_slice_scatter(**args)
-        kernels.device.stream_synchronize(stream)
-        started = time.perf_counter()
-        for _ in range(launches):
-            kernels.launch_slice_scatter(**args)
-        per_call = (time.perf_counter() - started) / launches
-        kernels.device.stream_synchronize(stream)
-        records.append({"kind": "python overhead", "what": f"launch_slice_scatter, {label}", "us_per_call": round(per_call * 1e6, 2),
-                        "target_us": 20})
-    started = time.perf_counter()
-    for _ in range(launches):
-        kernels.slice_scatter_args(output=1, updates=1, start=1, stop=1, step=1, axes=0, num_axes=1, data_shape=(64,),
-                                   updates_shape=(32,), element_size=4, param_itemsize=8, axes_itemsize=8, error_flag=0)
-    records.append({"kind": "python overhead", "what": "slice_scatter_args (checks + packing only)",
-                    "us_per_call": round((time.perf_counter() - started) / launches * 1e6, 2), "target_us": 20})
+    device = kernels.device
+    for label, launch, args in cases:
+        per_call = {}
+        for driver_calls in (True, False):
+            kernels.device = device if driver_calls else NoDriver(cuda.sm_count())
+            try:
+                rounds = []
+                for _ in range(4):  # the first round warms up; the median of the other three
+                    cuda.stream_synchronize(stream)
+                    started = time.perf_counter()
+                    for _ in range(launches):
+                        launch(**args)
+                    rounds.append((time.perf_counter() - started) / launches * 1e6)
+                per_call[driver_calls] = statistics.median(rounds[1:])
+                cuda.stream_synchronize(stream)
+            finally:
+                kernels.device = device
+        records.append({"what": label, "us_per_call": round(per_call[True], 2), "python_only_us": round(per_call[False], 2),
+                        "driver_calls_us": round(per_call[True] - per_call[False], 2), "goal_us": GOALS["python_us_per_launch"]})
+    memory.free()
     return records
 
 
@@ -451,26 +872,71 @@ def python_overhead(kernels, memory, stream, flag, launches=2000):
 # Report
 
 
+def goals(results):
+    """The issue's goals against what was measured: (goal, worst measured, met) rows."""
+    rows = []
+    bench = [r for r in results.get("benchmarks", []) if "ms" in r]
+    copy = [r["bw_vs_memcpy"] for r in bench if "bw_vs_memcpy" in r]
+    if copy:
+        rows.append(("copy path bandwidth >= 0.85x cuMemcpyDtoD's (on bytes moved)", min(copy), min(copy) >= GOALS["copy_bw_vs_memcpy"]))
+    speedups = [r["speedup_vs_copy"] for r in bench if "speedup_vs_copy" in r and r["fraction"] == 0.01]
+    if speedups:
+        rows.append(("in place >= 20x faster than the copy path at 1 % updates", min(speedups),
+                     min(speedups) >= GOALS["in_place_speedup_at_1pct"]))
+    torch_ratios = [r["torch_over_ours"] for r in bench if "torch_over_ours" in r]
+    if torch_ratios:
+        rows.append(("torch time / ours >= 1.5 (same shapes, buffers, stream)", min(torch_ratios),
+                     min(torch_ratios) >= GOALS["torch_over_ours"]))
+    overhead = [r["us_per_call"] for r in results.get("python_overhead", []) if "debug" not in r["what"]]
+    if overhead:
+        rows.append(("Python per launch call with driver calls <= 20 us", max(overhead), max(overhead) <= GOALS["python_us_per_launch"]))
+    return rows
+
+
+def _table(records, columns=None):
+    if not records:
+        return []
+    if columns is None:
+        columns = []
+        for r in records:
+            columns += [key for key in r if key not in columns]
+    lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
+    lines += ["| " + " | ".join(_cell(r.get(c, "")) for c in columns) + " |" for r in records]
+    return lines
+
+
+def _cell(value):
+    return "" if value is None else str(value).replace("|", "/")
+
+
 def format_markdown(results):
     """The results dict as a Markdown report."""
     lines = ["# trt-scatter kernels: GPU check", ""]
-    machine = results.get("machine", {})
-    lines += [f"- {key}: {value}" for key, value in machine.items()]
-    lines += ["", "## Correctness (against trt_scatter.oracle)", "",
-              "| op | element size | index type | cases | failed | first failure |", "| --- | --- | --- | --- | --- | --- |"]
-    for r in results.get("correctness", []):
-        lines.append(f"| {r['op']} | {r['element_size']} | {r['index_type']} | {r['cases']} | {r['failed']} | {r['first_failure'] or ''} |")
+    lines += [f"- {key}: {value}" for key, value in results.get("machine", {}).items()]
+    if results.get("fault"):
+        lines += ["", "## FAULT: a sticky CUDA error stopped the run", "", "```", json.dumps(results["fault"], indent=2, default=str), "```"]
+    if results.get("phases"):
+        lines += ["", "## Phases", ""] + _table([{"phase": k, **v} for k, v in results["phases"].items()])
+    if results.get("goals"):
+        lines += ["", "## Goals (issue 12)", ""] + _table([{"goal": g, "worst measured": m, "met": ok} for g, m, ok in results["goals"]])
+    if "correctness" in results:
+        lines += ["", "## Correctness (against trt_scatter.oracle)", ""]
+        lines += _table(results["correctness"], ["op", "entry", "element_size", "index_type", "cases", "failed", "first_failure"])
+        lines += ["", f"All correct: {results.get('all_correct')}"]
     if results.get("compile"):
-        lines += ["", "## Cold compile time per instantiation (NVRTC -> CUBIN)", "", "| kernel | arch | seconds |", "| --- | --- | --- |"]
-        lines += [f"| `{r['kernel']}` | sm_{r['arch']} | {r['seconds']} |" for r in results["compile"]]
+        lines += ["", "## Cold compile time per instantiation (NVRTC -> CUBIN)", ""] + _table(results["compile"])
+    if results.get("resources"):
+        lines += ["", "## Registers and local memory per thread", ""] + _table(results["resources"])
     if results.get("benchmarks"):
-        columns = []
-        for r in results["benchmarks"]:
-            columns += [key for key in r if key not in columns]
-        lines += ["", "## Benchmarks", "", "| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
-        lines += ["| " + " | ".join(str(r.get(c, "")) for c in columns) + " |" for r in results["benchmarks"]]
-    lines += ["", f"All correct: {results.get('all_correct')}", ""]
-    return "\n".join(lines)
+        lines += ["", "## Benchmarks (production launches; ms: median of CUDA-event times after an L2 flush)", ""]
+        lines += _table([{k: v for k, v in r.items() if k not in ("op", "element_size", "path", "layout", "fraction")}
+                         for r in results["benchmarks"]])
+    if results.get("python_overhead"):
+        lines += ["", "## Python per launch call (plugin enqueue adds bench/bench_enqueue_overhead.py's part)", ""]
+        lines += _table(results["python_overhead"])
+    if results.get("problems"):
+        lines += ["", "## Problems", ""] + [f"- {p}" for p in results["problems"]]
+    return "\n".join(lines) + "\n"
 
 
 def write_results(results, out):
@@ -488,30 +954,72 @@ def main(argv=None):
         os.environ["TRT_SCATTER_CACHE_DIR"] = str(args.cache_dir)
     kernels = import_kernels()
     cuda = kernels.cuda
-    driver = cuda.driver()
-    arch = cuda.device_arch()
-    device = cuda.check(driver.cuCtxGetDevice(), "cuCtxGetDevice")
-    name = cuda.check(driver.cuDeviceGetName(256, device), "cuDeviceGetName")
-    results = {"machine": {"device": name.split(b"\0")[0].decode(), "arch": f"sm_{arch}", "sms": cuda.sm_count(),
-                           "driver": cuda.check(driver.cuDriverGetVersion(), "cuDriverGetVersion"),
-                           "nvrtc": ".".join(map(str, cuda.nvrtc_version())), "python": platform.python_version(),
-                           "host": platform.node()}}
-    print(results["machine"], flush=True)
-    results["compile"] = compile_times(cuda, arch)
-    print("compiled", results["compile"], flush=True)
-    stream = int(cuda.check(driver.cuStreamCreate(0), "cuStreamCreate"))
-    memory = DeviceMemory(cuda)
-    results["correctness"] = check_correctness(kernels, memory, stream, cases=args.cases, seed=args.seed,
-                                               max_elements=2_000 if args.quick else 200_000)
-    results["all_correct"] = all(r["failed"] == 0 for r in results["correctness"])
-    print("all correct:", results["all_correct"], flush=True)
-    if not args.no_bench:
-        results["benchmarks"], results["memcpy_ms_by_bytes"] = benchmarks(kernels, cuda, stream, args.size_mb, args.reps,
-                                                                          not args.no_torch)
+    results = {"arguments": {k: str(v) for k, v in vars(args).items()}, "phases": {}, "problems": []}
+
+    def phase(name, work):
+        """Runs one phase and writes the results. An error that left the context unusable stops the
+        run (DeviceFault); any other is recorded, and the run goes on with the next phase."""
+        started = time.perf_counter()
+        print(f"== {name}", flush=True)
+        results["phases"][name] = {"seconds": None}
+        try:
+            return work()
+        except DeviceFault as fault:
+            fault.record.setdefault("phase", name)
+            raise
+        except Exception as error:
+            traceback.print_exc()
+            problem = f"{type(error).__name__}: {error}"
+            if fault := context_error(cuda):
+                raise DeviceFault({"phase": name, "error": problem, "context": fault}) from error
+            results["problems"].append(f"phase {name}: {problem}")
+            results["phases"][name]["error"] = problem
+            return None
+        finally:
+            results["phases"][name]["seconds"] = round(time.perf_counter() - started, 2)
+            write_results(results, args.out)
+
+    try:
+        results["machine"] = machine_info(cuda, kernels, with_torch=not args.no_torch)  # no GPU: this raises, and says why
+        print(results["machine"], flush=True)
+        arch = cuda.device_arch()
+        results["compile"] = phase("compile", lambda: compile_times(cuda, arch))
+        results["resources"] = phase("resources", lambda: kernel_resources(cuda))
+        stream = int(cuda.check(cuda.driver().cuStreamCreate(0), "cuStreamCreate"))
+        memory = DeviceMemory(cuda)
+        large = None if args.quick else (cuda.sm_count(), kernels.BLOCK, kernels.BLOCKS_PER_SM)
+        results["correctness"] = []
+        phase("correctness", lambda: check_correctness(
+            kernels, memory, stream, cases=args.cases, seed=args.seed, max_elements=2_000 if args.quick else 200_000,
+            large=large, cuda=cuda, records=results["correctness"]))
+        results["all_correct"] = bool(results["correctness"]) and all(r["failed"] == 0 for r in results["correctness"])
+        print("all correct:", results["all_correct"], flush=True)
+        if not args.no_bench:
+            torch_device = None if args.no_torch else args.torch_device
+            results["benchmarks"] = []
+
+            def log(row):  # each row as it comes, and every 10 rows on disk
+                print(json.dumps(row), flush=True)
+                if len(results["benchmarks"]) % 10 == 0:
+                    write_results(results, args.out)
+
+            _, problems, results["timing"] = phase("benchmarks", lambda: benchmarks(
+                kernels, cuda, stream, args.size_mb, args.reps, torch_device=torch_device, seed=args.seed, log=log,
+                rows=results["benchmarks"])) or (None, [], None)
+            results["problems"] += problems
+            write_results(results, args.out)
+            if args.overhead_launches:
+                results["python_overhead"] = phase("python overhead", lambda: python_overhead(kernels, cuda, stream, args.overhead_launches))
+        results["goals"] = goals(results)
+    except DeviceFault as fault:
+        results["fault"] = fault.record
+        write_results(results, args.out)
+        print(f"FAULT: a sticky CUDA error stopped the run: {json.dumps(fault.record, default=str)}", file=sys.stderr, flush=True)
+        return FAULT_EXIT
     paths = write_results(results, args.out)
     print(format_markdown(results))
     print("wrote", *paths)
-    return 0 if results["all_correct"] else 1
+    return 0 if results["all_correct"] and not results["problems"] else 1
 
 
 if __name__ == "__main__":

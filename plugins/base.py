@@ -84,6 +84,8 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
     its inputs, which are optional, which index inputs share a type). Every input that is not an
     index input, and the output, share ``data``'s type.
 
+    ``KERNEL``: the kernel that ``launch`` runs, loaded ahead in ``on_shape_change``.
+
     Op hooks: ``check_shapes(shapes)`` (classmethod; shapes as tuples, -1 = unknown) raises the
     oracle's ``ScatterInputError`` for shapes the op forbids; ``launch_args(input_desc)`` reads what
     the op's ``kernels.launch_*`` needs from the tensor descriptors (shapes, element and index
@@ -94,6 +96,7 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
     """
 
     SIGNATURE = None
+    KERNEL = None  # the kernel's name in plugins.kernels ("slice_scatter", "scatter_update")
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -172,7 +175,11 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
         # Shapes that fail the check leave nothing behind for an enqueue to reuse.
         self._launch_args = None
         self.check_shapes([dims_shape(desc.dims) for desc in inputs])
-        self._launch_args = self.launch_args(inputs)
+        self._launch_args = args = self.launch_args(inputs)
+        # Compile and load the kernel here, not in the first enqueue, which a user may capture into a CUDA graph.
+        from trt_scatter.plugins import kernels
+
+        kernels.prepare(self.KERNEL, args["element_size"], args.get("index_itemsize"))
 
     def attach_to_context(self, resource_context):
         return self.clone()

@@ -31,7 +31,8 @@ AOT_SUFFIX = "_aot"
 AOT_PTX_ARCH = 75
 HEADERS = ("scatter_common.cuh",)
 CACHE_ENV = "TRT_SCATTER_CACHE_DIR"
-NVRTC_OPTIONS = ("-std=c++17", "-default-device")
+# -lineinfo: compute-sanitizer and profilers name source lines (unlike -G it keeps every optimization).
+NVRTC_OPTIONS = ("-std=c++17", "-default-device", "-lineinfo")
 
 
 class CudaError(RuntimeError):
@@ -319,32 +320,62 @@ def check(result, what):
 
 
 class _ContextState:
-    """What one CUDA context needs remembered: its arch, SM count and loaded functions."""
+    """What one CUDA context needs remembered: the context, its arch, SM count and loaded functions."""
 
-    def __init__(self, arch, sm_count):
-        self.arch, self.sm_count, self.functions = arch, sm_count, {}
+    def __init__(self, context, arch, sm_count):
+        self.context, self.arch, self.sm_count, self.functions = context, arch, sm_count, {}
 
 
 _contexts = {}
 
 
-def _context():
-    """The current context (the primary context of device 0 made current if there is none)."""
+class _made_current:
+    """Makes ``context`` current on this thread for a block (pushed and popped if another one is)."""
+
+    def __init__(self, cuda, context):
+        self.cuda, self.context, self.pushed = cuda, context, False
+
+    def __enter__(self):
+        if int(check(self.cuda.cuCtxGetCurrent(), "cuCtxGetCurrent")) != int(self.context):
+            check(self.cuda.cuCtxPushCurrent(self.context), "cuCtxPushCurrent")
+            self.pushed = True
+
+    def __exit__(self, *exc):
+        if self.pushed:
+            check(self.cuda.cuCtxPopCurrent(), "cuCtxPopCurrent")
+
+
+def _context(stream=None):
+    """The state of ``stream``'s own context; without a stream (or for the legacy stream when no
+    context is current), the current context, else the primary context of device 0 made current.
+
+    The stream's context, not the current one: TensorRT may call ``enqueue`` on a thread where
+    another context (or none) is current, and a function loaded in another context cannot launch there.
+    """
     cuda = driver()
-    context = check(cuda.cuCtxGetCurrent(), "cuCtxGetCurrent")
-    if int(context) == 0:
-        device = check(cuda.cuDeviceGet(0), "cuDeviceGet")
-        context = check(cuda.cuDevicePrimaryCtxRetain(device), "cuDevicePrimaryCtxRetain")
-        check(cuda.cuCtxSetCurrent(context), "cuCtxSetCurrent")
+    context = None
+    if stream is not None:
+        err, context = cuda.cuStreamGetCtx(stream)
+        if err == cuda.CUresult.CUDA_ERROR_INVALID_CONTEXT:  # the legacy stream, no context current
+            context = None
+        else:
+            check((err,), "cuStreamGetCtx")
+    if context is None or int(context) == 0:
+        context = check(cuda.cuCtxGetCurrent(), "cuCtxGetCurrent")
+        if int(context) == 0:
+            device = check(cuda.cuDeviceGet(0), "cuDeviceGet")
+            context = check(cuda.cuDevicePrimaryCtxRetain(device), "cuDevicePrimaryCtxRetain")
+            check(cuda.cuCtxSetCurrent(context), "cuCtxSetCurrent")
     handle = int(context)
     state = _contexts.get(handle)
     if state is None:
-        device = check(cuda.cuCtxGetDevice(), "cuCtxGetDevice")
+        with _made_current(cuda, context):
+            device = check(cuda.cuCtxGetDevice(), "cuCtxGetDevice")
         attribute = cuda.CUdevice_attribute
         major = check(cuda.cuDeviceGetAttribute(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device), "cuDeviceGetAttribute")
         minor = check(cuda.cuDeviceGetAttribute(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device), "cuDeviceGetAttribute")
         sms = check(cuda.cuDeviceGetAttribute(attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device), "cuDeviceGetAttribute")
-        state = _contexts[handle] = _ContextState(10 * major + minor, sms)
+        state = _contexts[handle] = _ContextState(context, 10 * major + minor, sms)
     return state
 
 
@@ -360,10 +391,10 @@ def sm_count():
 _functions_lock = threading.Lock()
 
 
-def kernel(name, element_size, index_itemsize=None):
-    """``(CUfunction, SM count)`` of one instantiation in the current context (compiled and loaded
-    on first use); one context lookup serves both."""
-    state = _context()
+def kernel(name, element_size, index_itemsize=None, stream=None):
+    """``(CUfunction, SM count)`` of one instantiation in ``stream``'s context (without a stream:
+    the current one), compiled and loaded on first use; one context lookup serves both."""
+    state = _context(stream)
     key = (name, element_size, index_itemsize)
     found = state.functions.get(key)
     if found is None:
@@ -372,7 +403,8 @@ def kernel(name, element_size, index_itemsize=None):
             if found is None:
                 cuda = driver()
                 image, lowered = cubin(name, element_size, index_itemsize, target_arch(state.arch))
-                module = check(cuda.cuModuleLoadData(image), f"cuModuleLoadData({lowered})")
+                with _made_current(cuda, state.context):
+                    module = check(cuda.cuModuleLoadData(image), f"cuModuleLoadData({lowered})")
                 found = check(cuda.cuModuleGetFunction(module, lowered.encode()), f"cuModuleGetFunction({lowered})")
                 state.functions[key] = found
     return found, state.sm_count
@@ -421,3 +453,13 @@ def memcpy_dtoh(host_address, source, nbytes):
 
 def stream_synchronize(stream):
     check(driver().cuStreamSynchronize(stream), "cuStreamSynchronize")
+
+
+def stream_is_capturing(stream):
+    """True while ``stream`` is being captured into a CUDA graph, when waiting for it is illegal."""
+    cuda = driver()
+    err, status = cuda.cuStreamIsCapturing(stream)
+    if err == cuda.CUresult.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:  # the legacy stream while another one captures
+        return True
+    check((err,), "cuStreamIsCapturing")
+    return status != cuda.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE

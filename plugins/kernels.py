@@ -31,6 +31,7 @@ import math
 import os
 import struct
 
+from trt_scatter.log import logger
 from trt_scatter.oracle.rules import ScatterInputError
 
 from . import cuda
@@ -49,8 +50,8 @@ AOT_MAX_BLOCKS = 2048
 AOT_LIMITS = f"the AOT form passes shapes as int32: every dimension below 2**31, rank at most {MAX_RANK}"
 
 # The driver backend: plugins.cuda on a GPU. Tests substitute an object with the same functions
-# (kernel, memset_u32_async, memcpy_dtod_async, launch, stream_synchronize, memcpy_dtoh) that
-# runs the kernels on the CPU (tests/kernel_shim/host.py).
+# (kernel, memset_u32_async, memcpy_dtod_async, launch, stream_synchronize, stream_is_capturing,
+# memcpy_dtoh) that runs the kernels on the CPU (tests/kernel_shim/host.py).
 device = cuda
 
 _Shape = ctypes.c_int64 * MAX_RANK
@@ -315,8 +316,21 @@ def grid_size(elements, sm_count):
     return max(1, min(-(-elements // BLOCK), sm_count * BLOCKS_PER_SM))
 
 
+def prepare(kernel, element_size, index_itemsize=None):
+    """Compiles (or reads from the kernel cache) and loads one kernel into the current CUDA context
+    now, so that launches need neither NVRTC nor a module load: plugins call it from
+    ``on_shape_change``, before the first ``enqueue``, which may be inside a CUDA-graph capture.
+    ``kernel`` is "slice_scatter" or "scatter_update" (``index_itemsize``: 4 or 8). Without a usable
+    CUDA driver it does nothing: the launch itself then raises the reason.
+    """
+    try:
+        device.kernel(kernel, element_size, index_itemsize)
+    except cuda.CudaUnavailableError as error:
+        logger.debug("trt-scatter: %s not loaded ahead of its launch: %s", kernel, error)
+
+
 def _launch(kernel, element_size, index_itemsize, args, *, output, data, data_bytes, work, error_flag, stream):
-    function, sm_count = device.kernel(kernel, element_size, index_itemsize)
+    function, sm_count = device.kernel(kernel, element_size, index_itemsize, stream)
     if error_flag:
         device.memset_u32_async(error_flag, 0, 1, stream)
     if data and data != output and data_bytes:
@@ -370,7 +384,7 @@ def _launch_aot(kernel, element_size, index_itemsize, inputs, scalars, *, output
     """Launches an AOT entry as TensorRT does: kernelParams = the input pointers, the int32 scalars, the
     output pointer. The output is aliased with data in TensorRT; where it is not (``data`` given and
     not ``output``) the copy TensorRT would insert comes first."""
-    function, _ = device.kernel(kernel, element_size, index_itemsize)
+    function, _ = device.kernel(kernel, element_size, index_itemsize, stream)
     if data and data != output and data_bytes:
         device.memcpy_dtod_async(output, data, data_bytes, stream)
     values = [ctypes.c_void_p(pointer) for pointer in inputs] + [ctypes.c_int32(value) for value in scalars]
@@ -414,10 +428,24 @@ def launch_scatter_update_aot(*, output, data, indices, updates, axis, data_shap
                 grid=aot_grid(updates_shape), stream=stream)
 
 
+_warned_capture = False
+
+
 def check_error_flag(error_flag, stream):
-    """Waits for ``stream`` and returns the error count of the launches since the flag was zeroed (0 if no flag)."""
+    """Waits for ``stream`` and returns the error count of the launches since the flag was zeroed (0 if no flag).
+
+    While ``stream`` is being captured into a CUDA graph, nothing has run yet and waiting would end
+    the capture with an error: then it returns None (the count is not read) and says so once.
+    """
+    global _warned_capture
     if not error_flag:
         return 0
+    if device.stream_is_capturing(stream):
+        if not _warned_capture:
+            _warned_capture = True
+            logger.warning(f"trt-scatter: {DEBUG_ENV}=1 cannot read the kernels' error count while the stream is "
+                           "being captured into a CUDA graph; launches captured there are not checked")
+        return None
     device.stream_synchronize(stream)
     count = ctypes.c_uint32()
     device.memcpy_dtoh(ctypes.addressof(count), error_flag, 4)

@@ -12,6 +12,7 @@ from trt_scatter.plugins.base import ScatterPlugin, ScatterPluginCreator, dims_s
 
 class ScatterUpdatePlugin(ScatterPlugin):
     SIGNATURE = SCATTER_UPDATE
+    KERNEL = "scatter_update"
 
     @classmethod
     def check_shapes(cls, shapes):

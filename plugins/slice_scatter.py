@@ -18,6 +18,7 @@ PARAMS = ("start", "stop", "step", "axes")
 
 class SliceScatterPlugin(ScatterPlugin):
     SIGNATURE = SLICE_SCATTER
+    KERNEL = "slice_scatter"
 
     @classmethod
     def check_shapes(cls, shapes):

@@ -12,13 +12,15 @@ settings.register_profile("thorough", max_examples=1000, deadline=None, suppress
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-def _has_gpu():
+def _gpu_missing():
+    """None if a CUDA GPU can be used here, else why not."""
     try:
         from cuda.bindings import driver
 
-        return driver.cuInit(0)[0] == driver.CUresult.CUDA_SUCCESS
-    except Exception:
-        return False
+        result = driver.cuInit(0)[0]
+    except Exception as error:
+        return f"cuda-python or the CUDA driver is missing ({type(error).__name__}: {error})"
+    return None if result == driver.CUresult.CUDA_SUCCESS else f"cuInit failed with {getattr(result, 'name', result)}"
 
 
 def _has_full_tensorrt():
@@ -29,10 +31,29 @@ def _has_full_tensorrt():
     return True
 
 
-HAS_GPU = _has_gpu()
+GPU_MISSING = _gpu_missing()
+HAS_GPU = GPU_MISSING is None
+# Set by bench/gpu_check.sh on a GPU machine: a GPU test that would skip fails instead, so a run in
+# which every GPU test skipped cannot pass.
+REQUIRE_GPU = os.environ.get("TRT_SCATTER_REQUIRE_GPU") == "1"
 HAS_FULL_TENSORRT = _has_full_tensorrt()
 HAS_GXX = shutil.which("g++") is not None
 
-needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU (cuInit failed or cuda-python missing)")
+if HAS_GPU or not REQUIRE_GPU:
+    needs_gpu = pytest.mark.skipif(not HAS_GPU, reason=f"needs a CUDA GPU: {GPU_MISSING}")
+else:
+    needs_gpu = pytest.mark.usefixtures("_fail_without_gpu")
+
+
+@pytest.fixture(scope="session")  # before any module-scoped fixture that would need the GPU
+def _fail_without_gpu():
+    pytest.fail(f"TRT_SCATTER_REQUIRE_GPU=1 and no CUDA GPU: {GPU_MISSING}", pytrace=False)
+
+
+def gpu_skip(reason):
+    """Skips a GPU test that cannot run here (e.g. too little GPU memory); fails it under TRT_SCATTER_REQUIRE_GPU=1."""
+    if REQUIRE_GPU:
+        pytest.fail(f"TRT_SCATTER_REQUIRE_GPU=1 and this GPU test cannot run: {reason}", pytrace=False)
+    pytest.skip(reason)
 needs_full_tensorrt = pytest.mark.skipif(not HAS_FULL_TENSORRT, reason="needs full TensorRT ('tensorrt'), not only TensorRT-RTX")
 needs_gxx = pytest.mark.skipif(not HAS_GXX, reason="needs g++ to run the kernels on the CPU")

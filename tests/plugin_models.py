@@ -251,9 +251,13 @@ class HostKernels:
     def __init__(self, debug=False):
         self.debug = debug
         self.launches = []
+        self.prepared = []
 
     def debug_enabled(self):
         return self.debug
+
+    def prepare(self, kernel, element_size, index_itemsize=None):
+        self.prepared.append((kernel, element_size, index_itemsize))
 
     def check_error_flag(self, error_flag, stream):
         return int(_host_view(error_flag, (), np.uint32))

@@ -64,7 +64,7 @@ def test_slice_scatter_launch_sequence_and_packed_arguments(recording):
     device = recording(kernels.SliceScatterArgs)
     kernels.launch_slice_scatter(**SLICE)
     assert device.calls == [
-        ("kernel", "slice_scatter", 2, None),
+        ("kernel", "slice_scatter", 2, None, 0x77),  # loaded in the stream's context
         ("memset", 0x5000, 0, 1, 0x77),
         ("memcpy", 0x1000, 0x2000, 4 * 5 * 6 * 2, 0x77),
         ("launch", "handle", 1, kernels.BLOCK, 0x77),
@@ -91,7 +91,7 @@ def test_data_equal_to_output_is_in_place(recording):
 def test_scatter_update_packed_arguments(recording):
     device = recording(kernels.ScatterUpdateArgs)
     kernels.launch_scatter_update(**{**UPDATE, "updates_shape": (3, 5)})
-    assert device.calls == [("kernel", "scatter_update", 8, 4), ("launch", "handle", 1, kernels.BLOCK, 0x99)]
+    assert device.calls == [("kernel", "scatter_update", 8, 4, 0x99), ("launch", "handle", 1, kernels.BLOCK, 0x99)]
     a = device.args
     assert (a.output, a.updates, a.indices, a.axis, a.error_flag) == (0x1000, 0x3000, 0x2000, 0x4000, None)
     assert list(a.data_shape[:2]) == [4, 5] and a.indices_shape[0] == 3 and list(a.updates_shape[:2]) == [3, 5]
@@ -228,7 +228,7 @@ def test_slice_scatter_aot_launch_passes_inputs_scalars_then_output(recording):
     device = recording(SLICE_AOT_PARAMS)
     kernels.launch_slice_scatter_aot(**_aot(SLICE))
     # TensorRT's copy of data into the aliased output first (here data != output), then one kernel
-    assert device.calls == [("kernel", "slice_scatter_aot", 2, None), ("memcpy", 0x1000, 0x2000, 4 * 5 * 6 * 2, 0x77),
+    assert device.calls == [("kernel", "slice_scatter_aot", 2, None, 0x77), ("memcpy", 0x1000, 0x2000, 4 * 5 * 6 * 2, 0x77),
                             ("launch", "handle", 1, kernels.BLOCK, 0x77)]
     # data's pointer is the output's: in an engine they are aliased
     assert device.args[:6] == [0x1000, 0x3000, 0x4000, 0x4100, 0x4200, 0x4300]
@@ -244,7 +244,7 @@ def test_slice_scatter_aot_launch_passes_inputs_scalars_then_output(recording):
 def test_scatter_update_aot_launch_passes_inputs_scalars_then_output(recording):
     device = recording(UPDATE_AOT_PARAMS)
     kernels.launch_scatter_update_aot(**_aot({**UPDATE, "indices_shape": (3, 1), "updates_shape": (4, 3, 1)}))
-    assert device.calls == [("kernel", "scatter_update_aot", 8, 4), ("launch", "handle", 1, kernels.BLOCK, 0x99)]
+    assert device.calls == [("kernel", "scatter_update_aot", 8, 4, 0x99), ("launch", "handle", 1, kernels.BLOCK, 0x99)]
     assert device.args[:4] == [0x1000, 0x2000, 0x3000, 0x4000]  # data (= output), indices, updates, axis
     assert device.args[4:8] == [2, 2, 3, 8]  # ranks of data, indices, updates; axis_itemsize
     assert device.args[8:16] == [4, 5, 0, 0, 0, 0, 0, 0]
@@ -499,6 +499,12 @@ class FakeDriver:
     class CUresult:
         CUDA_SUCCESS = 0
         CUDA_ERROR_INVALID_VALUE = type("R", (), {"name": "CUDA_ERROR_INVALID_VALUE", "__eq__": lambda s, o: o is s, "__hash__": object.__hash__})()
+        CUDA_ERROR_INVALID_CONTEXT = 201
+        CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906
+
+    class CUstreamCaptureStatus:
+        CU_STREAM_CAPTURE_STATUS_NONE = 0
+        CU_STREAM_CAPTURE_STATUS_ACTIVE = 1
 
     class CUdevice_attribute:
         CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = "major"
@@ -507,6 +513,8 @@ class FakeDriver:
 
     def __init__(self, context=0):
         self.calls, self.context, self.fail = [], context, set()
+        self.streams = {}  # stream -> its context; others belong to the current context
+        self.capture_status = {}  # stream -> cuStreamIsCapturing's answer
 
     def _ok(self, name, *values):
         self.calls.append(name)
@@ -528,10 +536,32 @@ class FakeDriver:
         return self._ok("cuCtxSetCurrent")
 
     def cuCtxGetDevice(self):
-        return self._ok("cuCtxGetDevice", 0)
+        return self._ok("cuCtxGetDevice", {0xC0: 0, 0xC1: 1}.get(self.context, 0))
+
+    def cuCtxPushCurrent(self, context):
+        self.previous, self.context = self.context, context
+        return self._ok(f"cuCtxPushCurrent({context:#x})")
+
+    def cuCtxPopCurrent(self):
+        popped, self.context = self.context, self.previous
+        return self._ok("cuCtxPopCurrent", popped)
+
+    def cuStreamGetCtx(self, stream):
+        context = self.streams.get(stream, self.context)
+        if not context:  # like the legacy stream with no context current
+            self.calls.append("cuStreamGetCtx")
+            return (self.CUresult.CUDA_ERROR_INVALID_CONTEXT, 0)
+        return self._ok("cuStreamGetCtx", context)
+
+    def cuStreamIsCapturing(self, stream):
+        status = self.capture_status.get(stream, 0)
+        if status == "implicit":
+            self.calls.append("cuStreamIsCapturing")
+            return (self.CUresult.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, 0)
+        return self._ok(f"cuStreamIsCapturing({stream:#x})", status)
 
     def cuDeviceGetAttribute(self, attribute, device):
-        return self._ok("cuDeviceGetAttribute", {"major": 8, "minor": 6, "sms": 3}[attribute])
+        return self._ok("cuDeviceGetAttribute", {"major": 8 + device, "minor": 6 - 6 * device, "sms": 3 + device}[attribute])
 
     def cuModuleLoadData(self, image):
         return self._ok("cuModuleLoadData", ("module", image))
@@ -572,9 +602,10 @@ def fake_driver(monkeypatch):
 def test_launch_through_the_driver(fake_driver):
     kernels.launch_scatter_update(**{**UPDATE, "data": 0x2222, "error_flag": 0x5000, "updates_shape": (3, 5)})
     assert fake_driver.calls == [
-        "cuCtxGetCurrent", "cuDeviceGet", "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent",  # no context: the primary one
-        "cuCtxGetDevice", "cuDeviceGetAttribute", "cuDeviceGetAttribute", "cuDeviceGetAttribute",
-        "cuModuleLoadData", "cuModuleGetFunction",
+        "cuStreamGetCtx",  # the stream's context, none here (as for the legacy stream without a current context):
+        "cuCtxGetCurrent", "cuDeviceGet", "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent",  # the primary one
+        "cuCtxGetCurrent", "cuCtxGetDevice", "cuDeviceGetAttribute", "cuDeviceGetAttribute", "cuDeviceGetAttribute",
+        "cuCtxGetCurrent", "cuModuleLoadData", "cuModuleGetFunction",
         "cuMemsetD32Async(0x5000,0,1,0x99)", f"cuMemcpyDtoDAsync(0x1000,0x2222,{4 * 5 * 8},0x99)",
         "cuLaunchKernel",
     ]
@@ -586,12 +617,58 @@ def test_launch_through_the_driver(fake_driver):
 
     fake_driver.calls.clear()
     kernels.launch_scatter_update(**UPDATE)  # cached: no module load, the context's SM count reused
-    assert fake_driver.calls == ["cuCtxGetCurrent", "cuLaunchKernel"]
+    assert fake_driver.calls == ["cuStreamGetCtx", "cuLaunchKernel"]
     assert cuda.device_arch() == 86 and cuda.sm_count() == 3
 
     fake_driver.calls.clear()
     assert kernels.check_error_flag(0x5000, 0x99) == 5
-    assert fake_driver.calls == ["cuStreamSynchronize(0x99)", "cuMemcpyDtoH(0x5000,4)"]
+    assert fake_driver.calls == ["cuStreamIsCapturing(0x99)", "cuStreamSynchronize(0x99)", "cuMemcpyDtoH(0x5000,4)"]
+
+
+def test_launch_loads_the_kernel_in_the_streams_own_context(fake_driver):
+    """TensorRT may enqueue on a thread where another context is current: the stream's context decides."""
+    fake_driver.context = 0xC0
+    fake_driver.streams[0x99] = 0xC1  # a stream of device 1 (sm_90, 4 SMs)
+    kernels.launch_scatter_update(**UPDATE)
+    calls = fake_driver.calls
+    assert calls[0] == "cuStreamGetCtx" and "cuCtxPushCurrent(0xc1)" in calls
+    load = calls.index("cuModuleLoadData")
+    assert calls[load - 1] == "cuCtxPushCurrent(0xc1)" and calls[load + 1] == "cuCtxPopCurrent"
+    assert fake_driver.launched[0] == ("function", b"image-scatter_update-8-4-sm90", b"lowered_scatter_update")
+    assert fake_driver.context == 0xC0  # the thread's own context is current again
+    assert set(cuda._contexts) == {0xC1} and cuda._contexts[0xC1].sm_count == 4
+
+
+def test_prepare_loads_the_kernel_before_any_launch(fake_driver):
+    kernels.prepare("scatter_update", 8, 4)
+    assert "cuModuleLoadData" in fake_driver.calls
+    fake_driver.calls.clear()
+    kernels.launch_scatter_update(**UPDATE)  # same context as the stream's: nothing left to load
+    assert fake_driver.calls == ["cuStreamGetCtx", "cuLaunchKernel"]
+
+
+def test_prepare_without_a_driver_leaves_the_error_to_the_launch(monkeypatch):
+    def unavailable(*args):
+        raise cuda.CudaUnavailableError("the CUDA driver is unavailable: test")
+
+    monkeypatch.setattr(cuda, "kernel", unavailable)
+    monkeypatch.setattr(kernels, "device", cuda)
+    kernels.prepare("slice_scatter", 4)  # no exception
+    with pytest.raises(cuda.CudaUnavailableError, match="test"):
+        kernels.launch_slice_scatter(**SLICE)
+
+
+@pytest.mark.parametrize("status", [1, "implicit"])
+def test_error_count_is_not_read_while_the_stream_is_captured(fake_driver, status, caplog, monkeypatch):
+    """Synchronizing a capturing stream is illegal (and nothing has run yet): no read, a warning once."""
+    fake_driver.capture_status[0x99] = status
+    monkeypatch.setattr(kernels, "_warned_capture", False)
+    with caplog.at_level("WARNING", logger="trt_scatter"):
+        assert kernels.check_error_flag(0x5000, 0x99) is None
+        assert kernels.check_error_flag(0x5000, 0x99) is None
+    assert not [call for call in fake_driver.calls if call.startswith(("cuStreamSynchronize", "cuMemcpyDtoH"))]
+    assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
+    assert "captured into a CUDA graph" in caplog.records[0].message
 
 
 def test_load_aot_ptx_loads_the_ptx_an_engine_carries(fake_driver, monkeypatch):

@@ -193,6 +193,13 @@ def test_real_kernels_count_indices_out_of_range(cpu_kernels):
         models.enqueue(ScatterUpdatePlugin(), arrays)
 
 
+def test_on_shape_change_loads_the_kernel_before_enqueue(monkeypatch):
+    kernels = models.use_host_kernels(monkeypatch)
+    shapes = [((4, 5), "int8"), ((3,), "int64"), ((3, 5), "int8"), ((), "int32")]
+    ScatterUpdatePlugin().on_shape_change([models.tensor_desc(shape, dtype) for shape, dtype in shapes], [])
+    assert kernels.prepared == [("scatter_update", 1, 8)] and kernels.launches == []
+
+
 def test_enqueue_in_debug_mode_raises_on_counted_errors(monkeypatch):
     kernels = models.use_host_kernels(monkeypatch, debug=True)
     arrays = [np.zeros((4, 5), np.float16), np.array([1, 4], np.int64), np.ones((2, 5), np.float16), np.array(0, np.int32)]

@@ -258,6 +258,30 @@ def test_real_kernels_count_a_slice_that_does_not_fit(cpu_kernels):
         models.enqueue(SliceScatterPlugin(), [data, updates] + params)
 
 
+def test_debug_count_is_not_read_while_the_stream_is_captured(cpu_kernels):
+    """In a CUDA-graph capture the launch has not run and synchronizing is illegal: no read, no error."""
+    data, updates = np.zeros((4, 5), np.float32), np.ones((3, 5), np.float32)
+    params = [np.array([0], np.int32), np.array([4], np.int32), np.array([2], np.int32)]
+    cpu_kernels.device.calls.clear()  # the device is shared by the module's tests
+    cpu_kernels.device.capturing = True
+    try:
+        models.enqueue(SliceScatterPlugin(), [data, updates] + params)
+    finally:
+        cpu_kernels.device.capturing = False
+    assert [call[0] for call in cpu_kernels.device.calls] == ["memset", "memcpy", "launch"]  # no sync
+    with pytest.raises(PluginError, match=r"error count 1"):
+        models.enqueue(SliceScatterPlugin(), [data, updates] + params)
+
+
+def test_on_shape_change_loads_the_kernel_before_enqueue(monkeypatch):
+    """Compiling in the first enqueue could land inside a user's CUDA-graph capture: on_shape_change does it."""
+    kernels = models.use_host_kernels(monkeypatch)
+    plugin = SliceScatterPlugin()
+    shapes = [((4, 5), "float16"), ((2, 5), "float16")] + [((1,), "int32")] * 3
+    plugin.on_shape_change([models.tensor_desc(shape, dtype) for shape, dtype in shapes], [])
+    assert kernels.prepared == [("slice_scatter", 2, None)] and kernels.launches == []
+
+
 def test_enqueue_in_debug_mode_raises_on_counted_errors(monkeypatch):
     kernels = models.use_host_kernels(monkeypatch, debug=True)
     data, updates = np.zeros((4, 5), np.float32), np.ones((3, 5), np.float32)  # start:stop:step selects 2 rows, not 3

@@ -61,6 +61,28 @@ SCATTER_UPDATE(4, unsigned int, 64, long long)
 SCATTER_UPDATE(8, unsigned long long, 32, int)
 SCATTER_UPDATE(8, unsigned long long, 64, long long)
 
+// For the stand-in CUDA driver (fakecuda.c): every kernel NVRTC builds, with a runner that launches
+// it from cuLaunchKernel's kernelParams. The stand-in finds a kernel by its lowered name, which is
+// this library's symbol for the same instantiation, then its runner here: a new kernel is one line.
+struct ShimKernel {
+    const void* kernel;
+    void (*run)(void** params, unsigned int grid, unsigned int block);
+};
+
+#define KERNEL(...) \
+    {reinterpret_cast<const void*>(&__VA_ARGS__), [](void** p, unsigned int g, unsigned int b) { run(&__VA_ARGS__, p, g, b); }}
+#define SLICE_SCATTER_KERNELS(type) KERNEL(slice_scatter<type>), KERNEL(slice_scatter_aot<type>)
+#define SCATTER_UPDATE_KERNELS(type)                                                             \
+    KERNEL(scatter_update<type, int>), KERNEL(scatter_update<type, long long>),                 \
+        KERNEL(scatter_update_aot<type, int>), KERNEL(scatter_update_aot<type, long long>)
+extern "C" const ShimKernel shim_kernels[] = {
+    SLICE_SCATTER_KERNELS(unsigned char),  SLICE_SCATTER_KERNELS(unsigned short),
+    SLICE_SCATTER_KERNELS(unsigned int),   SLICE_SCATTER_KERNELS(unsigned long long),
+    SCATTER_UPDATE_KERNELS(unsigned char), SCATTER_UPDATE_KERNELS(unsigned short),
+    SCATTER_UPDATE_KERNELS(unsigned int),  SCATTER_UPDATE_KERNELS(unsigned long long),
+};
+extern "C" const int shim_kernel_count = sizeof(shim_kernels) / sizeof(shim_kernels[0]);
+
 // Device helpers exposed for direct tests over the whole int64 range.
 extern "C" i64 shim_slice_count(i64 start, i64 stop, i64 step, i64 dim, i64* first) {
     return slice_count(start, stop, step, dim, first);

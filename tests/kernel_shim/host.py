@@ -1,4 +1,5 @@
-"""The plugin kernels on the CPU, for tests: build, memory, and a stand-in for plugins.cuda.
+"""The plugin kernels on the CPU, for tests: build, memory, and a stand-in for plugins.cuda; and the
+stand-in CUDA driver (fakecuda.c) that runs them behind the real cuda-bindings.
 
 ``build`` compiles driver.cpp (shim.h, then the exact plugins/*.cu sources) with g++ into a shared
 library. :class:`ShimDevice` offers the functions ``plugins.kernels`` calls on ``plugins.cuda``, with
@@ -75,8 +76,9 @@ class ShimDevice:
     def __init__(self, lib, sm_count=2, grid=None, block=None):
         self.lib, self._sm_count, self.grid, self.block = lib, sm_count, grid, block
         self.calls = []
+        self.capturing = False  # what stream_is_capturing answers
 
-    def kernel(self, kernel, element_size, index_itemsize=None):
+    def kernel(self, kernel, element_size, index_itemsize=None, stream=None):
         suffix = f"_i{8 * index_itemsize}" if index_itemsize else ""
         return getattr(self.lib, f"run_{kernel}_e{element_size}{suffix}"), self._sm_count
 
@@ -93,6 +95,9 @@ class ShimDevice:
 
     def stream_synchronize(self, stream):
         self.calls.append(("sync", stream))
+
+    def stream_is_capturing(self, stream):
+        return self.capturing
 
     def launch(self, function, grid, block, stream, params_address):
         self.calls.append(("launch", function.__name__, grid, block, stream))
@@ -247,6 +252,30 @@ def shared_library(sanitize=False):
         atexit.register(shutil.rmtree, folder, ignore_errors=True)
         _libraries[sanitize] = build(folder, sanitize)
     return _libraries[sanitize]
+
+
+def build_fakecuda(out_dir):
+    """Compiles fakecuda.c, the stand-in CUDA driver, as ``out_dir/libcuda.so.1``; returns ``out_dir``
+    (for ``LD_LIBRARY_PATH``). Raises CalledProcessError (with gcc's message) if it does not build."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    command = ["gcc", "-shared", "-fPIC", "-O2", "-Wall", "-o", str(out / "libcuda.so.1"), str(SHIM_DIR / "fakecuda.c"), "-ldl"]
+    subprocess.run(command, check=True, capture_output=True, text=True)
+    link = out / "libcuda.so"
+    if not link.is_symlink():
+        link.symlink_to("libcuda.so.1")
+    return out
+
+
+def fakecuda_environment(folder, shim, **settings):
+    """The environment of a process that loads the stand-in driver from ``folder`` (before any real
+    one) with the shim library ``shim``; ``settings`` become FAKECUDA_<NAME> variables."""
+    import os
+
+    env = dict(os.environ, FAKECUDA_SHIM=str(shim))
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(folder), env.get("LD_LIBRARY_PATH")]))
+    env.update({f"FAKECUDA_{name.upper()}": str(value) for name, value in settings.items()})
+    return env
 
 
 def asan_environment():
