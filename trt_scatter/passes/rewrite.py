@@ -140,11 +140,13 @@ class _Rewriter:
         self.report = RewriteReport()
         self._constants = {}
         self._names = {tensor for tensor in graph.tensors()} | {node.name for node in graph.nodes}
+        self._created = set()  # names of the Transposes and Identities this rewrite added
 
     def run(self):
         for node in list(self.graph.nodes):
             if node.domain in (None, "", "ai.onnx") and node.op in ("ScatterND", "ScatterElements"):
                 self._rewrite(node, self._scatter_nd if node.op == "ScatterND" else self._scatter_elements)
+        self._fold_transposes()
         self.graph.cleanup().toposort()
         for node in list(self.graph.nodes):
             if is_trt_scatter(node) and node.op == "SliceScatter":
@@ -152,52 +154,177 @@ class _Rewriter:
         self.graph.cleanup().toposort()
 
     def _rewrite(self, node, match):
+        """Runs a matcher, which checks everything before it changes the graph (nodes it added before
+        raising :class:`_Left` feed nothing, and the cleanup removes them)."""
         label = node.name or node.outputs[0].name
-        pattern = node.op
         try:
-            pattern, last, new_node, detail = match(node)
+            if _feeds_a_shape(node.outputs[0]):
+                raise _Left("it computes a shape (TensorRT takes shape tensors only from its own layers)")
+            pattern, result, detail = match(node)
         except _Left as reason:
-            self.report.left.append(Change(label, pattern, None, str(reason)))
+            self.report.left.append(Change(label, node.op, None, str(reason)))
             return
-        output = last.outputs[0]
-        last.outputs.clear()
-        new_node.outputs = [output]
+        self.report.rewritten.append(Change(label, pattern, result, detail))
+
+    def _replace(self, node, new_node, output=None):
+        """``new_node`` computes ``node``'s output (through a Transpose of ``new_node``'s own output when
+        ``output`` gives one: ``(perm, name hint)``)."""
+        import onnx_graphsurgeon as gs
+
+        result = node.outputs[0]
+        node.outputs.clear()
+        node.inputs.clear()  # the node is gone: its inputs lose a consumer now, not at the cleanup
         self.graph.nodes.append(new_node)
-        self.report.rewritten.append(Change(label, pattern, new_node.op, detail))
+        if output is None:
+            new_node.outputs = [result]
+            return
+        perm, hint = output
+        written = gs.Variable(self._name(f"{hint}_written"), dtype=result.dtype)
+        new_node.outputs = [written]
+        transpose = gs.Node("Transpose", name=self._name(f"{hint}_transpose"), inputs=[written], outputs=[result], attrs={"perm": list(perm)})
+        self._created.add(transpose.name)
+        self.graph.nodes.append(transpose)
+
+    def _through_expand(self, node):
+        """Transpose(Expand(A, shape), Q) -> Expand(Transpose(A, Q), shape permuted by Q), for an added Transpose
+        and A of the Expand's rank (the dynamo exporter broadcasts index_put's values under its Transposes)."""
+        expand = _producer(node.inputs[0])
+        if expand is None or expand.op != "Expand" or len(expand.outputs[0].outputs) != 1 or expand.outputs[0] in self.graph.outputs:
+            return False
+        source, shape = expand.inputs
+        perm = [int(p) for p in node.attrs["perm"]]
+        if _rank(source) != len(perm):
+            return False
+        constant = self._constant(shape)
+        if constant is not None:
+            permuted = self._int64(constant[perm], f"{node.name}_shape")
+        else:
+            permuted = self._node("Gather", [shape, self._int64(perm, f"{node.name}_perm")], f"{node.name}_shape", np.int64, axis=0)
+        transposed = self._node("Transpose", [source], f"{node.name}_source", _np_dtype(source), perm=perm)
+        self._created.add(transposed.inputs[0].name)
+        node.op, node.attrs, node.inputs = "Expand", {}, [transposed, permuted]
+        self._created.discard(node.name)
+        return True
+
+    def _sink(self, node):
+        """Moves an added Transpose from the data of a ``trt_scatter`` node to its output (see :meth:`_fold_transposes`)."""
+        import onnx_graphsurgeon as gs
+
+        data = node.inputs[0]
+        transpose = _producer(data)
+        if transpose is None or transpose.op != "Transpose" or transpose.name not in self._created or len(data.outputs) != 1 or data in self.graph.outputs:
+            return False
+        perm = [int(p) for p in transpose.attrs["perm"]]
+        if node.op == "SliceScatter":
+            updates_position, axes_position = 1, 5
+            count = self._length(node.inputs[2])
+            axes = _ints(self._constant(node.inputs[5])) if len(node.inputs) > 5 and not _is_empty(node.inputs[5]) else (None if count is None else list(range(count)))
+        else:
+            updates_position, axes_position = 2, 3
+            axes = _ints(self._constant(node.inputs[3])) if _rank(node.inputs[1]) == 1 else None
+        if axes is None:
+            return False
+        rank = len(perm)
+        label = node.name
+        new_axes = self._int64([perm[a + rank if a < 0 else a] for a in axes], f"{label}_axes_untransposed")
+        updates = self._node("Transpose", [node.inputs[updates_position]], f"{label}_updates_untransposed", _np_dtype(node.inputs[updates_position]), perm=[int(p) for p in np.argsort(perm)])
+        self._created.add(updates.inputs[0].name)
+        inputs = list(node.inputs) + ([] if len(node.inputs) > axes_position else [None] * (axes_position + 1 - len(node.inputs)))
+        inputs[0], inputs[updates_position], inputs[axes_position] = transpose.inputs[0], updates, new_axes
+        result = node.outputs[0]
+        written = gs.Variable(self._name(f"{label}_written"), dtype=result.dtype)
+        node.outputs = [written]
+        node.inputs = inputs
+        output = gs.Node("Transpose", name=self._name(f"{label}_transpose"), inputs=[written], outputs=[result], attrs={"perm": perm})
+        self._created.add(output.name)
+        self.graph.nodes.append(output)
+        return True
 
     # ---- ScatterND ------------------------------------------------------------------------------
 
     def _scatter_nd(self, node):
+        """ScatterND, and the Transposes the dynamo exporter puts around a write on an axis other than 0.
+
+        ``ScatterND(Transpose(X, P), I, U')`` writes X's axis P[0]: it is
+        ``Transpose(write(X, Transpose(U', P^-1)), P)``. The Transposes on the updates and on the output
+        then cancel against the exporter's own (see :meth:`_fold_transposes`). A constant data (the exporter
+        folds a Transpose of a buffer) is transposed back here when the updates come through a Transpose.
+        """
+        import onnx_graphsurgeon as gs
+
         if _attr(node, "reduction", "none") != "none":
             raise _Left(f"reduction={_attr(node, 'reduction')} (a plugin node only writes)")
-        data, indices, updates = node.inputs
-        perm, last, pattern = None, node, "ScatterND"
-        sandwich = self._transposed(node)
-        if sandwich is not None:
-            perm, data, updates, last = sandwich
-            pattern = "Transpose/ScatterND/Transpose"
+        transposed_data, indices, transposed_updates = node.inputs
+        data_producer, updates_producer = _producer(transposed_data), _producer(transposed_updates)
+        perm, data, updates = None, transposed_data, transposed_updates
+        if data_producer is not None and data_producer.op == "Transpose" and data_producer.attrs.get("perm") is not None:
+            perm, data = [int(p) for p in data_producer.attrs["perm"]], data_producer.inputs[0]
+        elif isinstance(transposed_data, gs.Constant) and updates_producer is not None and updates_producer.op == "Transpose" and updates_producer.attrs.get("perm") is not None:
+            perm = [int(p) for p in updates_producer.attrs["perm"]]
+            data = self._constant_tensor(np.transpose(np.asarray(transposed_data.values), np.argsort(perm)), f"{transposed_data.name}_untransposed")
+        if perm == list(range(len(perm or []))):
+            perm = None
         axis_of = (lambda j: perm[j]) if perm else (lambda j: j)
-        write = self._nd_indices(indices, data, node.inputs[0], _dims(node.inputs[0]), axis_of, perm)
+        write = self._nd_indices(indices, data, transposed_data, _dims(transposed_data), axis_of)
         if perm and write.list is not None and _rank(write.list) not in (1, None):
-            raise _Left("an index list of rank > 1 between Transposes")
-        return (pattern, last) + self._emit(node, data, updates, write)
+            raise _Left("an index list of rank > 1 under a Transpose")
+        label = node.name or node.outputs[0].name
+        if perm:
+            if updates_producer is not None and updates_producer.op == "Transpose" and [int(p) for p in updates_producer.attrs.get("perm", [])] == perm:
+                updates = updates_producer.inputs[0]
+            else:
+                updates = self._node("Transpose", [transposed_updates], f"{label}_updates", _np_dtype(transposed_updates), perm=[int(p) for p in np.argsort(perm)])
+                self._created.add(updates.inputs[0].name)
+        new_node, detail = self._emit(node, data, updates, write)
+        self._replace(node, new_node, (perm, label) if perm else None)
+        return ("Transpose/ScatterND" if perm else "ScatterND"), new_node.op, detail
 
-    def _transposed(self, node):
-        """``(perm, data, updates, last Transpose)`` if the ScatterND sits between Transposes that cancel out."""
-        data, updates, output = node.inputs[0], node.inputs[2], node.outputs[0]
-        before = [_producer(t) for t in (data, updates)]
-        if not all(p is not None and p.op == "Transpose" for p in before):
-            return None
-        perm = before[0].attrs.get("perm")
-        if perm is None or list(before[1].attrs.get("perm", [])) != list(perm):
-            return None
-        after = output.outputs
-        inverse = list(np.argsort(perm))
-        if len(after) != 1 or after[0].op != "Transpose" or list(after[0].attrs.get("perm", [])) != inverse or output in self.graph.outputs:
-            return None
-        return [int(p) for p in perm], before[0].inputs[0], before[1].inputs[0], after[0]
+    def _fold_transposes(self):
+        """Cancels the Transposes this rewrite added against their neighbours.
 
-    def _nd_indices(self, indices, data, transposed_data, dims, axis_of, perm):
+        Transpose(Transpose(A, P), Q) -> Transpose(A, P o Q), and none when that is the identity, where
+        either Transpose is one this rewrite added (the user's own pairs are left as they are); and a
+        write whose data comes through an added Transpose runs before it instead:
+        write(Transpose(A, P), axis a, U) = Transpose(write(A, axis P[a], Transpose(U, P^-1)), P), so that
+        two writes in a row meet without Transposes between them.
+        """
+        changed = True
+        while changed:
+            changed = any([self._sink(node) for node in list(self.graph.nodes) if is_trt_scatter(node)])
+            changed = any([self._through_expand(node) for node in list(self.graph.nodes) if node.op == "Transpose" and node.name in self._created]) or changed
+            for node in list(self.graph.nodes):
+                first = _producer(node.inputs[0]) if node.op == "Transpose" and node.inputs else None
+                if first is None or first.op != "Transpose" or not ({node.name, first.name} & self._created):
+                    continue
+                inner, outer = first.attrs.get("perm"), node.attrs.get("perm")
+                if inner is None or outer is None:
+                    continue
+                composed = [int(inner[i]) for i in outer]
+                node.inputs = [first.inputs[0]]
+                self._created.add(node.name)
+                changed = True
+                if composed == list(range(len(composed))):
+                    node.op, node.attrs = "Identity", {}
+                else:
+                    node.attrs["perm"] = composed
+        for node in list(self.graph.nodes):  # the Identities left: consumers read the source directly
+            if node.op != "Identity" or node.name not in self._created:
+                continue
+            source, result = node.inputs[0], node.outputs[0]
+            if result in self.graph.outputs:  # the source's producer writes the graph output itself
+                producer = _producer(source)
+                if producer is None or len(source.outputs) != 1 or source in self.graph.outputs or source in self.graph.inputs:
+                    continue
+                node.outputs.clear()
+                producer.outputs[producer.outputs.index(source)] = result
+                continue
+            for consumer in list(result.outputs):
+                for position, tensor in enumerate(consumer.inputs):
+                    if tensor is result:
+                        consumer.inputs[position] = source
+            node.outputs.clear()
+
+    def _nd_indices(self, indices, data, transposed_data, dims, axis_of):
         constant = self._constant(indices)
         if constant is not None:
             return _grid(constant, dims, axis_of)
@@ -210,7 +337,7 @@ class _Rewriter:
         inner = unsqueeze.inputs[0]
         axis = axis_of(0)
         slice_node = _producer(inner)
-        if slice_node is not None and slice_node.op == "Slice" and self._is_range_of(slice_node.inputs[0], data, transposed_data, axis, perm, dims):
+        if slice_node is not None and slice_node.op == "Slice" and self._is_range_of(slice_node.inputs[0], data, transposed_data, axis, dims):
             return _Write(slices=[(axis, *self._slice_bounds(slice_node))])
         if _dtype_kind(inner) != "i":
             raise _Left("indices of a type that is not a signed integer")
@@ -236,7 +363,7 @@ class _Rewriter:
             bounds.append(int(value.reshape(-1)[0]) if value is not None and value.size == 1 else tensor)
         return bounds[0], bounds[1], step
 
-    def _is_range_of(self, tensor, data, transposed_data, axis, perm, dims):
+    def _is_range_of(self, tensor, data, transposed_data, axis, dims):
         """True if ``tensor`` is ``[0, 1, ..., n-1]`` with n the size of data's ``axis``."""
         size = dims[0] if dims else None
         constant = self._constant(tensor)
@@ -302,7 +429,9 @@ class _Rewriter:
             raise _Left("indices broadcast along the written axis, or updates of unknown size there")
         listed = np.moveaxis(values, axis, 0).reshape(values.shape[axis], -1)[:, 0]
         write = _grid(listed.reshape(-1, 1), (dims[axis],), lambda j: axis)
-        return ("ScatterElements", node) + self._emit(node, data, updates, write)
+        new_node, detail = self._emit(node, data, updates, write)
+        self._replace(node, new_node)
+        return "ScatterElements", new_node.op, detail
 
     # ---- nodes --------------------------------------------------------------------------------
 
@@ -344,7 +473,9 @@ class _Rewriter:
                 size = self._node("Cast", [size], f"{label}_size_cast", dtype, to=_onnx_type(dtype))
         negative = self._node("Less", [indices, self._constant_tensor(np.array(0, dtype), f"{label}_zero")], f"{label}_negative", np.bool_)
         shifted = self._node("Add", [indices, size], f"{label}_shifted", dtype)
-        return self._node("Where", [negative, shifted, indices], f"{label}_wrapped", dtype)
+        wrapped = self._node("Where", [negative, shifted, indices], f"{label}_wrapped", dtype)
+        wrapped.shape = indices.shape
+        return wrapped
 
     def _params(self, values, name):
         """A 1-D int64 tensor of ints and 1-element tensors (a constant when all are ints)."""
@@ -575,6 +706,30 @@ def _progression(values):
 
 
 # ---- small helpers -------------------------------------------------------------------------------
+
+
+# Inputs that TensorRT reads as shape tensors (what a plugin cannot compute): op -> input positions.
+SHAPE_INPUTS = {
+    "Reshape": {1}, "Expand": {1}, "ConstantOfShape": {0}, "Tile": {1}, "Slice": {1, 2, 3, 4}, "Range": {0, 1, 2},
+    "Resize": {2, 3}, "Upsample": {1}, "Pad": {1, 3}, "Unsqueeze": {1}, "Squeeze": {1}, "Split": {1}, "TopK": {1},
+    "OneHot": {1}, "ReduceSum": {1}, "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1}, "ReduceProd": {1},
+}
+
+
+def _feeds_a_shape(tensor, limit=10000):
+    """True if ``tensor`` reaches, through any nodes, an input that TensorRT reads as a shape tensor."""
+    seen, frontier = set(), [tensor]
+    while frontier and len(seen) < limit:
+        current = frontier.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        for consumer in current.outputs:
+            if any(t is current and i in SHAPE_INPUTS.get(consumer.op, ()) for i, t in enumerate(consumer.inputs)):
+                return True
+            if consumer.op not in ("Shape", "Size"):  # these read no value
+                frontier.extend(consumer.outputs)
+    return False
 
 
 def _same_value(a, b):
