@@ -188,7 +188,7 @@ class _Rewriter:
     def _through_expand(self, node):
         """Transpose(Expand(A, shape), Q) -> Expand(Transpose(A, Q), shape permuted by Q), for an added Transpose
         and A of the Expand's rank (the dynamo exporter broadcasts index_put's values under its Transposes)."""
-        expand = _producer(node.inputs[0])
+        expand = _producer(node.inputs[0]) if node.inputs else None
         if expand is None or expand.op != "Expand" or len(expand.outputs[0].outputs) != 1 or expand.outputs[0] in self.graph.outputs:
             return False
         source, shape = expand.inputs
@@ -290,8 +290,8 @@ class _Rewriter:
         """
         changed = True
         while changed:
-            changed = any([self._sink(node) for node in list(self.graph.nodes) if is_trt_scatter(node)])
-            changed = any([self._through_expand(node) for node in list(self.graph.nodes) if node.op == "Transpose" and node.name in self._created]) or changed
+            changed = any([self._sink(node) for node in list(self.graph.nodes) if is_trt_scatter(node) and node.inputs])
+            changed = any([self._through_expand(node) for node in list(self.graph.nodes) if node.op == "Transpose" and node.name in self._created and node.inputs]) or changed
             for node in list(self.graph.nodes):
                 first = _producer(node.inputs[0]) if node.op == "Transpose" and node.inputs else None
                 if first is None or first.op != "Transpose" or not ({node.name, first.name} & self._created):
@@ -301,6 +301,9 @@ class _Rewriter:
                     continue
                 composed = [int(inner[i]) for i in outer]
                 node.inputs = [first.inputs[0]]
+                if not first.outputs[0].outputs and first.outputs[0] not in self.graph.outputs:
+                    first.inputs.clear()  # dead now: detached, so that consumer counts stay true
+                    first.outputs.clear()
                 self._created.add(node.name)
                 changed = True
                 if composed == list(range(len(composed))):

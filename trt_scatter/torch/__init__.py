@@ -108,16 +108,27 @@ def _export_torchscript(model, args, kwargs):
 
 def mark_inplace(model):
     """Sets ``inplace=1`` on the ``trt_scatter`` nodes of ``model`` (in place) whose data is a graph input
-    that nothing else reads but for its shape, and that is no graph output; returns those nodes' names."""
+    that nothing else reads but for its shape, and that is no graph output; returns those nodes' names.
+
+    Shape reads include nodes whose results only Shape nodes read (the TorchScript exporter slices
+    the cache to broadcast the new tokens to the slice's shape)."""
     from onnx import helper
 
     graph = model.graph
     outputs = {output.name for output in graph.output}
-    readers = {}
+    consumers = {}
     for node in graph.node:
-        for name in node.input:
-            if node.op_type != "Shape" or is_trt_scatter(node):
-                readers.setdefault(name, []).append(node)
+        for name in set(node.input):
+            consumers.setdefault(name, []).append(node)
+
+    def shape_only(node, depth=0):
+        """A node whose result feeds only Shape nodes (a Slice whose shape an expand needs): it reads no value."""
+        if node.op_type in ("Shape", "Size"):
+            return True
+        users = [user for output in node.output for user in consumers.get(output, [])]
+        return depth < 8 and bool(users) and not any(o in outputs for o in node.output) and all(shape_only(u, depth + 1) for u in users)
+
+    readers = {name: [n for n in nodes if is_trt_scatter(n) or not shape_only(n)] for name, nodes in consumers.items()}
     written = []
     for name in (graph_input.name for graph_input in graph.input):
         nodes = readers.get(name, [])

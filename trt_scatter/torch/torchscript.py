@@ -33,6 +33,11 @@ _stock = {}  # (name, opset) -> the function registered before ours (None: the e
 def register_symbolics():
     """Registers the symbolics for every opset in :data:`OPSETS` (idempotent)."""
     registry = _registry()
+    for version in range(7, OPSETS[-1] + 1):  # the stock symbolics register when their module is imported
+        try:
+            _exporter_module(f"symbolic_opset{version}")
+        except ImportError:
+            pass
     new = [(name, opset) for name in _SYMBOLICS for opset in OPSETS if (name, opset) not in _stock]
     for name, opset in new:  # all before registering any: a lookup for opset n finds what is registered for n-1
         group = registry.get_function_group(name)
@@ -47,6 +52,10 @@ def unregister_symbolics():
     for name, opset in list(_stock):
         registry.unregister(name, opset)
         del _stock[(name, opset)]
+    for name in _SYMBOLICS:  # a group left empty (no stock symbolic) would make the exporter fail on min([])
+        group = registry.get_function_group(name)
+        if group is not None and not len(getattr(group, "_functions", (None,))):
+            getattr(registry, "_registry", {}).pop(name, None)
 
 
 def slice_scatter(g, self, src, dim, start, end, step, *, stock):
@@ -204,7 +213,9 @@ class _Emitter:
         self.g = g
 
     def op(self, op_type, *inputs, **attributes):
-        if op_type == "Shape" and attributes and self.g.opset < 15:  # Shape takes start/end from opset 15
+        # Shape takes start/end from opset 15, but the exporter's own shape inference reads them as a
+        # whole shape (a [3, 6] piece of a shape came out as 2 elements): a Slice of the Shape instead.
+        if op_type == "Shape" and attributes:
             shape = self.g.op("Shape", *inputs)
             return self.op("Slice", shape, self.ints([attributes.get("start", 0)]), self.ints([attributes.get("end", writes.INT64_MAX)]))
         return self.g.op(op_type, *inputs, **{f"{name}_{_suffix(value)}": value for name, value in attributes.items()})
