@@ -47,18 +47,24 @@ def test_one_plugin_node_per_write_with_eager_values_and_an_engine(tmp_path, nam
     for which in ("example", "same_shape") + (("other_shape",) if dynamic else ()):
         feeds = {name: value for name, value in case.feeds(which).items() if name in names}
         np.testing.assert_array_equal(reference.run(feeds)["output"], case.eager(which), err_msg=which)
-    _build(path, torch_modules.profile(case) if dynamic else {})
+    _build(path, case, dynamic)
 
 
-def _build(path, profile):
+def _build(path, case, dynamic):
     """``trt-scatter build --plugins`` in a forked child: the TensorRT-RTX 1.7.1 heap bug (README) breaks
-    processes that go on creating plugins after a network that hosted one is gone."""
-    arguments = []
-    for flag, index in (("--min", 0), ("--opt", 1), ("--max", 2)) if profile else ():
-        arguments += [flag] + [f"{name}:[{','.join(map(str, shapes[index]))}]" for name, shapes in profile.items()]
+    processes that go on creating plugins after a network that hosted one is gone. Inputs whose values
+    set shapes (read from the network, as a user would from the build's error) get their value range."""
 
     @plugin_models.forked
     def build():
+        from trt_scatter.engine import network_from_onnx
+
+        _, network, _ = network_from_onnx(path, plugins=True)()
+        shape_inputs = [network.get_input(i).name for i in range(network.num_inputs) if network.get_input(i).is_shape_tensor]
+        profile = torch_modules.profile(case, dynamic, shape_inputs)
+        arguments = []
+        for flag, index in (("--min", 0), ("--opt", 1), ("--max", 2)) if profile else ():
+            arguments += [flag] + [f"{name}:[{','.join(map(str, shapes[index]))}]" for name, shapes in profile.items()]
         assert main(["build", str(path), "--plugins", "--out-dir", str(path.parent)] + arguments) == 0
         assert (path.parent / f"{path.stem}.engine").stat().st_size > 0
 
@@ -138,7 +144,7 @@ def test_inplace_model_builds_with_aliased_io(tmp_path, dynamo):
     model = trt_scatter_torch.export(case.module(), tuple(t.clone() for t in case.example), path, dynamo=dynamo, inplace=True,
                                      **torch_modules.export_kwargs(case, dynamo, True))
     assert [a.i for n in model.graph.node if n.domain == "trt_scatter" for a in n.attribute] == [1]
-    _build(path, torch_modules.profile(case))
+    _build(path, case, True)
 
 
 # ---- the TorchScript exporter's state and its symbolics --------------------------------------------

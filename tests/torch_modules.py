@@ -141,6 +141,7 @@ class Case:
     other_shape: tuple
     dynamic: tuple  #: per input: {axis: dimension name} that may vary, or None
     writes: int = 1  #: trt_scatter nodes the export must have
+    values: dict = dataclasses.field(default_factory=dict)  #: integer inputs -> (min, opt, max) values, should they set shapes
 
     @property
     def input_names(self):
@@ -172,9 +173,9 @@ def _cases():
         Case("assign_last", AssignLast, (f(2, 3, 8), f(2, 3, 4)), (f(2, 3, 8), f(2, 3, 4)), (f(3, 3, 10), f(3, 3, 5)), ({0: "batch", 2: "n"}, {0: "batch", 2: "m"})),
         Case("assign_block", AssignBlock, (f(2, 5, 6), f(2, 2, 3)), (f(2, 5, 6), f(2, 2, 3)), (f(3, 6, 9), f(3, 2, 5)), ({0: "batch", 1: "n", 2: "w"}, {0: "batch", 2: "v"})),
         Case("kv_cache_bhsd", KVCacheBHSD, (f(2, 2, 8, 4), f(2, 2, 2, 4), t(3)), (f(2, 2, 8, 4), f(2, 2, 2, 4), t(6)), (f(3, 2, 12, 4), f(3, 2, 3, 4), t(7)),
-             ({0: "batch", 2: "seq"}, {0: "batch", 2: "tokens"}, None)),
+             ({0: "batch", 2: "seq"}, {0: "batch", 2: "tokens"}, None), values={"pos": (0, 3, 9)}),
         Case("kv_cache_bshd", KVCacheBSHD, (f(2, 8, 2, 4), f(2, 2, 2, 4), t(3)), (f(2, 8, 2, 4), f(2, 2, 2, 4), t(0)), (f(3, 12, 2, 4), f(3, 3, 2, 4), t(7)),
-             ({0: "batch", 1: "seq"}, {0: "batch", 1: "tokens"}, None)),
+             ({0: "batch", 1: "seq"}, {0: "batch", 1: "tokens"}, None), values={"pos": (0, 3, 9)}),
         Case("index_copy_first", IndexCopyFirst, (f(6, 4), t([4, 1]), f(2, 4)), (f(6, 4), t([0, 5]), f(2, 4)), (f(9, 5), t([0, 8, 3]), f(3, 5)),
              ({0: "n", 1: "c"}, {0: "k"}, {0: "k", 1: "c"})),
         Case("index_copy_last", IndexCopyLast, (f(2, 3, 6), t([5, 0]), f(2, 3, 2)), (f(2, 3, 6), t([2, 3]), f(2, 3, 2)), (f(3, 3, 7), t([1, 6, 2]), f(3, 3, 3)),
@@ -187,7 +188,8 @@ def _cases():
              ({0: "rows", 1: "n"}, {0: "k"}, {0: "k"})),
         Case("two_writes", TwoWrites, (f(2, 3, 6), f(2, 2, 6), t([4, 1]), f(2, 3, 2)), (f(2, 3, 6), f(2, 2, 6), t([0, 5]), f(2, 3, 2)),
              (f(3, 4, 8), f(3, 2, 8), t([0, 7, 5]), f(3, 4, 3)), ({0: "batch", 1: "c", 2: "n"}, {0: "batch", 2: "n"}, {0: "k"}, {0: "batch", 1: "c", 2: "k"}), writes=2),
-        Case("buffer_cache", BufferCache, (f(1, 2, 2, 4), t(3)), (f(1, 2, 2, 4), t(6)), (f(1, 2, 3, 4), t(5)), ({2: "tokens"}, None)),
+        Case("buffer_cache", BufferCache, (f(1, 2, 2, 4), t(3)), (f(1, 2, 2, 4), t(6)), (f(1, 2, 3, 4), t(5)), ({2: "tokens"}, None),
+             values={"pos": (0, 3, 6)}),
     ]
 
 
@@ -206,9 +208,12 @@ def export_kwargs(case, dynamo, dynamic):
     return kwargs
 
 
-def profile(case):
-    """``{input: (min, opt, max)}`` for a dynamic build: the example's shapes and the other set's, elementwise."""
-    shapes = {}
+def profile(case, dynamic=True, shape_inputs=()):
+    """``{input: (min, opt, max)}`` for a build: for a dynamic one the example's shapes and the other set's,
+    elementwise; for the ``shape_inputs`` (inputs whose values set shapes) the range of their values."""
+    shapes = {name: tuple((v,) for v in case.values[name]) for name in shape_inputs}
+    if not dynamic:
+        return shapes
     for name, axes, small, large in zip(case.input_names, case.dynamic, case.example, case.other_shape):
         if axes:
             low = tuple(min(a, b) for a, b in zip(small.shape, large.shape))
