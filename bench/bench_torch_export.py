@@ -6,9 +6,9 @@ For each case of tests/torch_modules.py, with the dynamo and the TorchScript exp
 dynamic: the ONNX nodes (Constant nodes included), the TensorRT layers of the network TensorRT's
 ONNX parser makes of it (``network.num_layers``, after which the engine is built too, each in a
 forked child process: the TensorRT-RTX 1.7.1 heap bug), and the index bytes per updated element:
-the bytes of every index input of the writes (ScatterND/ScatterElements indices; ScatterUpdate
-indices and axis; SliceScatter start/stop/step/axes) over the elements their updates hold, at the
-example's shapes. Three models per row: the stock export (``torch.onnx.export``), ``rewrite`` of
+the bytes of the index tensors that grow with a write (ScatterND/ScatterElements/ScatterUpdate
+indices; SliceScatter has none: its start/stop/step/axes are 8 bytes per sliced axis) over the
+elements its updates hold, at the example's shapes. Three models per row: the stock export (``torch.onnx.export``), ``rewrite`` of
 it, and ``trt_scatter.torch.export``. Counts are properties of the models, the same on every machine.
 """
 
@@ -28,7 +28,9 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-INDEX_INPUTS = {"ScatterND": (1,), "ScatterElements": (1,), "ScatterUpdate": (1, 3), "SliceScatter": (2, 3, 4, 5)}
+# The index tensors that grow with the write (SliceScatter's start/stop/step/axes and ScatterUpdate's
+# axis are a few bytes per sliced axis whatever the size, and are left out).
+INDEX_INPUTS = {"ScatterND": (1,), "ScatterElements": (1,), "ScatterUpdate": (1,), "SliceScatter": ()}
 UPDATES_INPUT = {"ScatterND": 2, "ScatterElements": 2, "ScatterUpdate": 2, "SliceScatter": 1}
 
 
@@ -80,16 +82,19 @@ def _run(model, feeds, names):
     return onnxruntime.InferenceSession(model.SerializeToString()).run(names, feeds)
 
 
-def tensorrt_layers(model, profile):
-    """``(layers, engine built)`` for a model, parsed and built in a forked child; ``(None, reason)`` if that fails."""
+def tensorrt_layers(model, case, dynamic):
+    """``(layers, engine built)`` for a model, parsed and built in a forked child; ``(None, reason)`` if that fails.
+
+    Inputs whose values set shapes (a position the exporter broadcasts to) get the case's value range."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read)
         try:
-            message = _layers_in_child(model, profile)
+            message = _layers_in_child(model, case, dynamic)
         except BaseException as err:  # noqa: BLE001 (reported to the parent)
             message = f"error {type(err).__name__}: {str(err).splitlines()[0][:80] if str(err) else ''}"
+        message = " ".join(message.split())  # one line: it lands in a table cell
         with os.fdopen(write, "w") as pipe:
             pipe.write(message)
         os._exit(0)
@@ -98,12 +103,14 @@ def tensorrt_layers(model, profile):
         message = pipe.read()
     os.waitpid(pid, 0)
     if message.startswith("error") or not message:
-        return None, message or "the build process died"
-    layers, built = message.split()
-    return int(layers), built == "1"
+        return None, message[len("error: "):] if message else "the build process died"
+    layers, built = message.rsplit(" ", 1)
+    return layers, built == "1"
 
 
-def _layers_in_child(model, profile):
+def _layers_in_child(model, case, dynamic):
+    from torch_modules import profile as case_profile
+
     from trt_scatter.backend import tensorrt
     from trt_scatter.log import trt_logger
 
@@ -116,26 +123,29 @@ def _layers_in_child(model, profile):
     network = builder.create_network(0)
     parser = trt.OnnxParser(network, trt_logger())
     if not parser.parse(model.SerializeToString()):
-        return f"error parse: {parser.get_error(0).desc()[:80]}"
+        return f"error: TensorRT cannot parse it ({parser.get_error(0).desc().splitlines()[0][:60]})"
     config = builder.create_builder_config()
     config.set_preview_feature(trt.PreviewFeature.ALIASED_PLUGIN_IO_10_03, True)
+    shape_inputs = [network.get_input(i).name for i in range(network.num_inputs) if network.get_input(i).is_shape_tensor]
+    profile = case_profile(case, dynamic, shape_inputs)
     if profile:
         optimization_profile = builder.create_optimization_profile()
         for name, shapes in profile.items():
-            optimization_profile.set_shape(name, *shapes)
+            (optimization_profile.set_shape_input if name in shape_inputs else optimization_profile.set_shape)(name, *shapes)
         config.add_optimization_profile(optimization_profile)
     plan = builder.build_serialized_network(network, config)
-    return f"{network.num_layers} {int(plan is not None)}"
+    computing = sum(network.get_layer(i).type != trt.LayerType.CONSTANT for i in range(network.num_layers))
+    return f"{network.num_layers}/{computing}{'*' if shape_inputs else ''} {int(plan is not None)}"
 
 
 def measure(case, dynamo, dynamic):
     """The row of one export: stock, rewrite(stock), trt_scatter.torch.export -> (nodes, layers, index bytes/element) each."""
     import trt_scatter.torch
-    from torch_modules import export_kwargs, profile
+    from torch_modules import export_kwargs
+
     from trt_scatter.passes.rewrite import rewrite
 
     feeds = case.feeds("example")
-    shapes = profile(case) if dynamic else {}
     models = {}
     try:
         models["stock"] = stock_export(case, dynamo, dynamic)
@@ -154,7 +164,7 @@ def measure(case, dynamo, dynamic):
             per_element = index_bytes_per_element(model, {k: v for k, v in feeds.items() if k in names})
         except Exception:  # noqa: BLE001 (a stock export onnxruntime cannot run)
             per_element = "fails to run"
-        layers, built = tensorrt_layers(model, shapes)
+        layers, built = tensorrt_layers(model, case, dynamic)
         layers = layers if layers is not None else built
         if layers is not None and built is False:
             layers = f"{layers} (no engine)"
@@ -188,8 +198,10 @@ def main():
         "",
         f"Machine: {_cpu()}, {os.cpu_count()} cores, no GPU; Python {platform.python_version()}, torch {torch.__version__}, "
         f"onnxscript {onnxscript.__version__}, {trt.__name__} {trt.__version__} (layers counted and engines built on the CPU).",
-        "Command: `.venv/bin/python bench/bench_torch_export.py`. Nodes include Constant nodes; layers are `network.num_layers`",
-        "of TensorRT's ONNX parser; B/elem: index bytes per updated element at the example's shapes.",
+        "Command: `.venv/bin/python bench/bench_torch_export.py`. Nodes include Constant nodes. Layers: `network.num_layers` of",
+        "TensorRT's ONNX parser / those that are not IConstantLayer (`*`: an input sets shapes, the KV position PyTorch",
+        "broadcasts the new tokens to; its value range is in the profile). B/elem: bytes of the index tensors that grow with",
+        "a write per updated element, at the example's shapes (SliceScatter has none: 8 bytes per sliced axis in all).",
         "",
         "| case | exporter | shapes | stock nodes | stock layers | stock B/elem | rewrite nodes | rewrite layers | rewrite B/elem | trt_scatter.torch nodes | layers | B/elem |",
         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",

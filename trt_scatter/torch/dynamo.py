@@ -37,7 +37,29 @@ def slice_scatter(self, src, dim=0, start=None, end=None, step=1):
     axis = _axis(dim, self)
     if axis is None or not (isinstance(step, int) and step > 0):
         return _stock("slice_scatter", "a step that is not a positive int, or data of unknown rank", self, src, dim, start, end, step)
-    return writes.slice_write(_Emitter(), self, src, [(axis, start, end, step)])
+    return writes.slice_write(_Emitter(), self, _unbroadcast(src, self, axis), [(axis, start, end, step)])
+
+
+def _unbroadcast(src, data, axis):
+    """``src`` without the Expand that slice assignment puts on the values (PyTorch's ``copy`` broadcasts them to
+    the slice), where it can only be an identity: static shapes, the values' dimensions equal data's off the
+    sliced axis and not 1 on it (so no broadcast, only equal or an error). The Expand's shape comes from the
+    slice, whose start (a KV cache's position) would otherwise set shapes in the TensorRT network."""
+    producer = src.producer()
+    if producer is not None and producer.op_type == "CastLike" and producer.inputs[0].dtype == src.dtype:
+        producer = producer.inputs[0].producer()  # PyTorch's copy casts to the slice's type, here the same
+    if producer is None or producer.op_type != "Expand" or producer.domain not in ("", "ai.onnx"):
+        return src
+    values = producer.inputs[0]
+    emitter = _Emitter()
+    values_dims, data_dims = emitter.dims(values), emitter.dims(data)
+    if values_dims is None or data_dims is None or len(values_dims) != len(data_dims):
+        return src
+    if not all(isinstance(d, int) for d in values_dims + data_dims):
+        return src
+    if values_dims[axis] == 1 or any(v != d for i, (v, d) in enumerate(zip(values_dims, data_dims)) if i != axis):
+        return src
+    return values
 
 
 def select_scatter(self, src, dim, index):
@@ -103,6 +125,11 @@ class _Emitter:
     def int64(self, value):
         ir = _ir()
         return value if value.dtype == ir.DataType.INT64 else self._op.Cast(value, to=ir.DataType.INT64)
+
+    def scalar(self, value):
+        import numpy as np
+
+        return self._op.Constant(value=_ir().tensor(np.array(value, dtype=np.int64)))
 
     def vector(self, value):
         return self._op.Reshape(self.int64(value), self.ints([1]))

@@ -168,7 +168,15 @@ def _chained_write(g, data):
     # already; otherwise the view is rebuilt from data (the chain in ONNX) for its shape.
     view_sizes, value_sizes = _old_sizes(view_value), _old_sizes(values)
     known = view_sizes is not None and None not in view_sizes and view_sizes == value_sizes
-    if not known and values.node().kind() != "aten::expand_as":
+    expanded = values.node().kind() == "aten::expand_as"
+    source = next(values.node().inputs()) if expanded else None
+    static = [emitter.dims(v) for v in (data, g.env.get(source))] if source is not None and source in g.env else [None]
+    if known and expanded and all(d is not None and all(isinstance(x, int) for x in d) for d in static) and _old_sizes(source) == view_sizes:
+        # Static data and values, which already have the view's shape: the expand_as would only make the view's
+        # start (a KV cache's position) set shapes in the network. A view that comes out shorter at
+        # run time (clamped at the end) makes the plugin write nothing, where PyTorch would raise.
+        updates = g.env[source]
+    elif not known and not expanded:
         view = data
         for step in steps_in_onnx:
             if step[0] == "slice":
@@ -214,10 +222,16 @@ class _Emitter:
 
     def op(self, op_type, *inputs, **attributes):
         # Shape takes start/end from opset 15, but the exporter's own shape inference reads them as a
-        # whole shape (a [3, 6] piece of a shape came out as 2 elements): a Slice of the Shape instead.
+        # whole shape (a [3, 6] piece of a shape came out as 2 elements): a Gather of the dimensions
+        # (or a Slice of the Shape where the rank is not known) instead.
         if op_type == "Shape" and attributes:
             shape = self.g.op("Shape", *inputs)
-            return self.op("Slice", shape, self.ints([attributes.get("start", 0)]), self.ints([attributes.get("end", writes.INT64_MAX)]))
+            rank = len(_sizes(inputs[0])) if _sizes(inputs[0]) is not None else None
+            start, end = attributes.get("start", 0), attributes.get("end", rank if rank is not None else writes.INT64_MAX)
+            if rank is None:
+                return self.op("Slice", shape, self.ints([start]), self.ints([end]))
+            dims = list(range(rank))[start:end]
+            return self.op("Gather", shape, self.ints(dims), axis=0) if dims else self.ints([])
         return self.g.op(op_type, *inputs, **{f"{name}_{_suffix(value)}": value for name, value in attributes.items()})
 
     def ints(self, values):
@@ -235,8 +249,13 @@ class _Emitter:
         return self.g.op("Reshape", self.int64(value), self.ints([1]))
 
     def dims(self, value):
-        sizes = _sizes(value)
-        return None if sizes is None else tuple(sizes)
+        """Sizes, with TorchScript's symbolic dimensions (negative ids, shared by equal dimensions) as names."""
+        kind = value.type().kind() if hasattr(value.type(), "kind") else None
+        sizes = value.type().symbolic_sizes() if kind == "TensorType" else None
+        return None if sizes is None else tuple(d if d >= 0 else f"symbol{-d}" for d in sizes)
+
+    def scalar(self, value):
+        return self.g.op("Constant", value_t=_torch().tensor(value, dtype=_torch().int64))
 
     def plugin(self, op_type, inputs, data):
         output = self.g.op(f"{DOMAIN}::{op_type}", *inputs, inplace_i=0)

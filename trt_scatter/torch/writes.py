@@ -10,6 +10,7 @@ TorchScript's ``GraphContext`` for ``dynamo=False``):
 =======================================  ==================================================
 ``emitter.op(op_type, *inputs, **attrs)``  one standard ONNX node (attributes as Python values)
 ``emitter.ints(values)``                   a 1-D int64 constant
+``emitter.scalar(value)``                  a 0-d int64 constant
 ``emitter.vector(value)``                  a 0-d or 1-element int tensor as 1-D int64
 ``emitter.int64(value)``                   an int tensor as int64 (a Cast only where it is not)
 ``emitter.plugin(op_type, inputs, data)``  the ``trt_scatter`` node, typed like ``data``
@@ -57,8 +58,8 @@ def index_write(emitter, data, indices, updates, axis, wrap_negative):
     """
     if wrap_negative:
         indices = emitter.int64(indices)  # the type of the dimension it adds
-        size = emitter.op("Reshape", emitter.op("Shape", data, start=axis, end=axis + 1), emitter.ints([]))  # 0-d
-        negative = emitter.op("Less", indices, emitter.ints([0]))
+        size = emitter.op("Gather", emitter.op("Shape", data), emitter.scalar(axis), axis=0)  # 0-d: any index rank
+        negative = emitter.op("Less", indices, emitter.scalar(0))
         indices = emitter.op("Where", negative, emitter.op("Add", indices, size), indices)
     return emitter.plugin("ScatterUpdate", [data, indices, updates, emitter.ints([axis])], data)
 
