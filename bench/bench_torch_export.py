@@ -23,8 +23,6 @@ import sys
 import traceback
 import warnings
 
-import numpy as np
-
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 

@@ -32,3 +32,15 @@ def test_enqueue_overhead_benchmark_reports_every_case():
     assert result.returncode in (0, 1), result.stderr  # 1: over the target on this machine, which tests do not judge
     rows = [line for line in result.stdout.splitlines() if line.startswith(("SliceScatter", "ScatterUpdate"))]
     assert len(rows) == 4 and all(len(row.split()) >= 8 for row in rows)
+
+
+def test_torch_export_benchmark_reports_every_variant_of_a_case():
+    import pytest
+
+    pytest.importorskip("torch")
+    pytest.importorskip("onnxscript")
+    result = _run("bench_torch_export.py", "--cases", "index_copy_last")
+    assert result.returncode == 0, result.stderr
+    rows = [line.split("|")[1:-1] for line in result.stdout.splitlines() if line.startswith("| index_copy_last")]
+    assert len(rows) == 4 and all(len(row) == 12 for row in rows)
+    assert all(row[9].strip() == "1" for row in rows)  # trt_scatter.torch: one node (a ScatterUpdate)

@@ -28,7 +28,7 @@ from trt_scatter.ops import DOMAIN, VERSION, is_trt_scatter, register_onnx_schem
 from trt_scatter.torch.dynamo import translation_table
 from trt_scatter.torch.torchscript import register_symbolics, unregister_symbolics
 
-__all__ = ["export", "translation_table", "register_symbolics", "unregister_symbolics"]
+__all__ = ["export", "mark_inplace", "translation_table", "register_symbolics", "unregister_symbolics"]
 
 
 def export(model, args=(), f=None, *, dynamo=True, inplace=False, **kwargs):
@@ -39,7 +39,9 @@ def export(model, args=(), f=None, *, dynamo=True, inplace=False, **kwargs):
     ``inplace=True`` sets ``inplace=1`` on each write whose data is a graph input that nothing
     else reads (shape reads aside) and no output is: the plugin then writes into that input's
     buffer (TensorRT's aliased plugin I/O), the way an in-place update of a KV cache should run.
-    The model is saved to ``f`` (a path or a binary file) when given.
+    The model is saved to ``f`` (a path or a binary file) when given. With ``dynamo=False`` the
+    symbolics serve ``opset_version`` 13 and later (below, PyTorch's own), and the module's
+    parameters and buffers are as they were before (its tracing run writes into them).
     """
     import onnx
     import torch

@@ -25,7 +25,17 @@ from trt_scatter.log import logger
 from trt_scatter.ops import DOMAIN
 from trt_scatter.torch import writes
 
-OPSETS = range(13, 21)  #: the target opsets the symbolics serve (Unsqueeze takes its axes as an input from 13)
+
+def _max_opset():
+    try:
+        from torch.onnx import _constants
+
+        return _constants.ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET
+    except (ImportError, AttributeError):
+        return 20
+
+
+OPSETS = range(13, _max_opset() + 1)  #: target opsets the symbolics serve (Unsqueeze takes its axes as an input from 13; below, the stock ones)
 
 _stock = {}  # (name, opset) -> the function registered before ours (None: the exporter has none)
 
