@@ -43,4 +43,4 @@ def test_torch_export_benchmark_reports_every_variant_of_a_case():
     assert result.returncode == 0, result.stderr
     rows = [line.split("|")[1:-1] for line in result.stdout.splitlines() if line.startswith("| index_copy_last")]
     assert len(rows) == 4 and all(len(row) == 12 for row in rows)
-    assert all(row[9].strip() == "1" for row in rows)  # trt_scatter.torch: one node (a ScatterUpdate)
+    assert all(row[10].strip() == "2/1" for row in rows)  # trt_scatter.torch: the axis constant and one ScatterUpdate
