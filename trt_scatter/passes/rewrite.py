@@ -90,6 +90,10 @@ def rewrite(model):
     graph = gs.import_onnx(inferred)
     rewriter = _Rewriter(graph)
     rewriter.run()
+    if not rewriter.report.rewritten:  # left alone means left alone: not even the inferred shapes are added
+        unchanged = onnx.ModelProto()
+        unchanged.CopyFrom(model)
+        return unchanged, rewriter.report
     result = gs.export_onnx(graph)
     result.ir_version = model.ir_version
     del result.metadata_props[:]
