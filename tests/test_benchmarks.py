@@ -39,3 +39,15 @@ def test_lowered_models_benchmark_reports_every_case():
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.startswith(("KV ", "paged", "[B,S,E]"))]
     assert len(rows) == 6 and all(len(row.split()) > 8 for row in rows)
+
+
+def test_torch_export_benchmark_reports_every_variant_of_a_case():
+    import pytest
+
+    pytest.importorskip("torch")
+    pytest.importorskip("onnxscript")
+    result = _run("bench_torch_export.py", "--cases", "index_copy_last")
+    assert result.returncode == 0, result.stderr
+    rows = [line.split("|")[1:-1] for line in result.stdout.splitlines() if line.startswith("| index_copy_last")]
+    assert len(rows) == 4 and all(len(row) == 12 for row in rows)
+    assert all(row[10].strip() == "2/1" for row in rows)  # trt_scatter.torch: the axis constant and one ScatterUpdate

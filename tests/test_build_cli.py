@@ -213,3 +213,16 @@ def test_aliased_plugin_io_enables_that_preview_feature_and_keeps_the_defaults()
     config = with_aliased_plugin_io(CreateConfig())(builder, network)
     now = {f for f in trt.PreviewFeature.__members__.values() if config.get_preview_feature(f)}
     assert now == enabled | {trt.PreviewFeature.ALIASED_PLUGIN_IO_10_03}
+
+
+def test_input_that_sets_shapes_needs_its_value_range(tmp_path, capsys):
+    """Without one, polygraphy would pin the input's values to 1 in the engine (a KV cache's position, say)."""
+    nodes = [helper.make_node("Add", ["pos", "two"], ["stop"]), helper.make_node("ConstantOfShape", ["stop"], ["output"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("pos", TensorProto.INT64, [1])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [None])],
+                              initializer=[onnx.numpy_helper.from_array(__import__("numpy").array([2], "int64"), "two")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "shape.onnx")
+    assert main(["build", str(tmp_path / "shape.onnx"), "--out-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "input(s) pos set shapes in the network: give the range of their values" in err
+    assert main(["build", str(tmp_path / "shape.onnx"), "--out-dir", str(tmp_path), "--min", "pos:[0]", "--opt", "pos:[3]", "--max", "pos:[9]"]) == 0

@@ -156,6 +156,13 @@ def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, t
     missing = [t.name for t in inputs if any(d < 0 for d in t.shape) and t.name not in profile_shapes]
     if missing:
         raise ValueError(f"dynamic input(s) {', '.join(missing)} need --min/--opt/--max shapes")
+    # An input whose values set shapes (a KV cache's position, when PyTorch broadcasts the new tokens to
+    # the slice it writes) needs the range of its values, or polygraphy would pin it to 1 in the engine.
+    shape_inputs = [network.get_input(i).name for i in range(network.num_inputs) if network.get_input(i).is_shape_tensor]
+    unranged = [name for name in shape_inputs if name not in profile_shapes]
+    if unranged:
+        raise ValueError(f"input(s) {', '.join(unranged)} set shapes in the network: give the range of their values "
+                         f"with --min/--opt/--max NAME:[V,...] (e.g. --min {unranged[0]}:[0] --opt {unranged[0]}:[1] --max {unranged[0]}:[64])")
     profiles = None
     if profile_shapes:
         profile = Profile()

@@ -79,3 +79,54 @@ OPS = {op.name: op for op in (SLICE_SCATTER, SCATTER_UPDATE)}
 def is_trt_scatter(node):
     """True for a node of the ``trt_scatter`` domain (an ``onnx.NodeProto`` or an onnx-graphsurgeon ``Node``)."""
     return node.domain == DOMAIN
+
+
+def register_onnx_schemas():
+    """Registers the ops' ONNX schemas (from :data:`OPS`) with ``onnx.defs``; idempotent.
+
+    Then ``onnx.checker.check_model(model, full_check=True)`` checks ``trt_scatter`` nodes like
+    standard ones (input count, types, the ``inplace`` attribute), ONNX shape inference gives
+    their output data's type and shape, and onnxscript (``torch.onnx.export(dynamo=True)``)
+    can call them (it raises a ``SchemaError`` for a custom op it finds no schema for).
+    """
+    import onnx
+    import onnx.defs
+
+    for signature in OPS.values():
+        if not onnx.defs.has(signature.name, DOMAIN):
+            onnx.defs.register_schema(_onnx_schema(signature, onnx))
+
+
+def _onnx_schema(signature, onnx):
+    from onnx.defs import OpSchema
+
+    def parameter(name, type_str, optional=False):
+        option = OpSchema.FormalParameterOption.Optional if optional else OpSchema.FormalParameterOption.Single
+        return OpSchema.FormalParameter(name, type_str, param_option=option)
+
+    # Element types: every tensor type the ONNX in use knows, but strings and complex numbers.
+    identity = onnx.defs.get_schema("Identity").type_constraints[0].allowed_type_strs
+    elements = [t for t in identity if t.startswith("tensor(") and t not in ("tensor(string)", "tensor(complex64)", "tensor(complex128)")]
+    # One type variable per index group (start/stop/step share one), so the checker ties them as ops.py says.
+    groups = {}
+    for name, group in signature.index_inputs.items():
+        groups.setdefault(group, f"I{len(groups)}")
+    types = {name: groups[group] for name, group in signature.index_inputs.items()}
+    inputs = [parameter(name, types.get(name, "T"), optional=i >= signature.min_inputs) for i, name in enumerate(signature.inputs)]
+    constraints = [("T", elements, "data, updates and the output")]
+    constraints += [(variable, ["tensor(int32)", "tensor(int64)"], f"index inputs {', '.join(n for n, g in types.items() if g == variable)}") for variable in groups.values()]
+    attributes = [OpSchema.Attribute(name, onnx.helper.make_attribute(name, allowed[0]), f"int, one of {allowed}") for name, allowed in ATTRIBUTES.items()]
+    schema = OpSchema(
+        signature.name, DOMAIN, VERSION, f"trt-scatter's {signature.usage()}: the oracle's {signature.oracle} (trt_scatter.oracle).",
+        inputs=inputs, outputs=[parameter("output", "T")], type_constraints=constraints, attributes=attributes,
+    )
+    if hasattr(schema, "set_type_and_shape_inference_function"):  # onnx >= 1.16
+        schema.set_type_and_shape_inference_function(_output_is_data)
+    return schema
+
+
+def _output_is_data(context):
+    """Shape inference: the output has data's type and shape."""
+    data = context.get_input_type(0)
+    if data is not None and data.HasField("tensor_type"):
+        context.set_output_type(0, data)

@@ -4,13 +4,13 @@ that registers it and sets ``func(args) -> int``. Every error is one line on std
 
 import sys
 
-from trt_scatter.cli import build, check, common, lower
+from trt_scatter.cli import build, check, common, lower, rewrite
 
 
 def main(argv=None):
     parser = common.OneLineParser(prog="trt-scatter", description=__doc__.split("\n")[0])
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for subcommand in (build, check, lower):
+    for subcommand in (build, check, lower, rewrite):
         subcommand.add_parser(subparsers)
     args = parser.parse_args(argv)
     try:

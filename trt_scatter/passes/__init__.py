@@ -8,8 +8,11 @@ composes with ``OnnxFromPath``):
 - :mod:`.validate`: refuses a model whose ``trt_scatter`` nodes break a rule that can be seen
   before TensorRT runs (:func:`~.validate.validate`, :class:`~.validate.ValidateTrtScatter`);
 - :mod:`.lower`: replaces every ``trt_scatter`` node by its native lowering in standard ONNX ops
-  (:func:`~.lower.lower`, :class:`~.lower.LowerTrtScatter`; ``trt-scatter lower``).
+  (:func:`~.lower.lower`, :class:`~.lower.LowerTrtScatter`; ``trt-scatter lower``);
 - :mod:`.aot`: hands every ``trt_scatter`` node to the AOT plugins of
   :mod:`trt_scatter.plugins.aot` (:func:`~.aot.to_aot`, :class:`~.aot.ToAotPlugins`;
-  ``trt-scatter build --aot``).
+  ``trt-scatter build --aot``);
+- :mod:`.rewrite`: the scatter patterns PyTorch's exporters write -> ``trt_scatter`` nodes, the
+  inverse of :mod:`.lower` (:func:`~.rewrite.rewrite`, :class:`~.rewrite.RewriteToTrtScatter`;
+  ``trt-scatter rewrite``).
 """

@@ -1,0 +1,355 @@
+"""``trt_scatter.passes.rewrite`` and ``trt-scatter rewrite``: PyTorch's scatter patterns -> plugin nodes.
+
+Every rewritten model is run by ``trt_scatter.reference`` (the oracle for the plugin nodes) against
+the original in onnxruntime, and against eager PyTorch's outputs saved with the fixtures. No torch needed.
+"""
+
+import collections
+import json
+import pathlib
+
+import hypothesis.strategies as st
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from hypothesis import given
+from onnx import TensorProto, helper, numpy_helper
+
+from trt_scatter.cli import main
+from trt_scatter.passes.rewrite import INT64_MAX, RewriteToTrtScatter, rewrite
+from trt_scatter.reference import Reference
+
+FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures" / "torch_exports"
+MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
+EXPORTS = sorted(stem for stem, info in MANIFEST["exports"].items() if "error" not in info)
+SCATTER_OPS = ("ScatterND", "ScatterElements", "Transpose")
+
+# What the rewrite must leave in PyTorch's own exports, and why:
+# - the TorchScript exporter computes its indices at run time from shapes (dynamic dims) or from a
+#   tensor position (KV caches, the buffer): no pattern states them as a slice or an index list;
+# - its index_copy builds its indices with a ScatterElements on a shape vector (a shape computation,
+#   which no plugin may do) and scatters elements along them;
+# - the dynamo exporter's select_scatter with dynamic dims writes updates whose batch dimension has
+#   its own symbol: nothing proves that they span data's batch.
+LEFT = {
+    **{f"{case}.torchscript.dynamic": {"ScatterND": 1} for case in
+       ("assign_block", "assign_last", "assign_middle", "buffer_cache", "kv_cache_bhsd", "kv_cache_bshd", "select_assign", "index_put_columns")},
+    **{f"{case}.torchscript.static": {"ScatterND": 1} for case in ("buffer_cache", "kv_cache_bhsd", "kv_cache_bshd", "index_put_columns")},
+    **{f"index_copy_{where}.torchscript.{shapes}": {"ScatterElements": 2} for where in ("first", "last") for shapes in ("static", "dynamic")},
+    "two_writes.torchscript.static": {"ScatterElements": 2},
+    "two_writes.torchscript.dynamic": {"ScatterND": 1, "ScatterElements": 2},
+    "select_scatter.dynamo.dynamic": {"ScatterElements": 1},
+}
+
+
+def _plugins(model):
+    return [node for node in model.graph.node if node.domain == "trt_scatter"]
+
+
+def _left(model):
+    return dict(collections.Counter(node.op_type for node in model.graph.node if node.op_type in SCATTER_OPS))
+
+
+def test_fixtures_cover_every_export():
+    assert len(MANIFEST["writes"]) >= 12 and len(EXPORTS) >= 50  # a dozen modules, both exporters, static and dynamic
+
+
+@pytest.mark.parametrize("stem", EXPORTS)
+def test_rewrites_pytorch_exports_to_the_same_values(stem):
+    case = stem.split(".")[0]
+    original = onnx.load(FIXTURES / f"{stem}.onnx")
+    model, report = rewrite(original)
+    onnx.checker.check_model(model, full_check=True)
+    assert _left(model) == LEFT.get(stem, {}), "\n".join(report.lines())
+    if stem not in LEFT:
+        assert len(_plugins(model)) == MANIFEST["writes"][case]
+        assert report.rewritten and not report.left
+    assert len(report.left) == sum(LEFT.get(stem, {}).values()) - LEFT.get(stem, {}).get("Transpose", 0)
+    arrays = np.load(FIXTURES / f"{case}.npz")
+    names = [graph_input.name for graph_input in original.graph.input if graph_input.name not in {i.name for i in original.graph.initializer}]
+    session = onnxruntime.InferenceSession(original.SerializeToString())
+    compared = 0
+    for which, stock_equals_eager in MANIFEST["exports"][stem]["eager_equal"].items():
+        if stock_equals_eager not in (True, False):
+            continue  # the stock export itself fails to run in onnxruntime (recorded in the manifest)
+        feeds = {name: arrays[f"{which}/{name}"] for name in names}
+        rewritten = Reference(model).run(feeds)["output"]
+        np.testing.assert_array_equal(rewritten, session.run(["output"], feeds)[0])
+        if stock_equals_eager:
+            np.testing.assert_array_equal(rewritten, arrays[f"{which}/output"])
+        compared += 1
+    assert compared or stem.startswith("index_put_columns.torchscript")
+
+
+def test_the_original_model_is_not_changed():
+    original = onnx.load(FIXTURES / "assign_middle.dynamo.static.onnx")
+    before = original.SerializeToString()
+    rewrite(original)
+    assert original.SerializeToString() == before
+
+
+# ---- models it must leave alone ------------------------------------------------------------------
+
+
+def _scatter_model(op, indices, data_shape=(4, 5), updates_shape=None, indices_input=False, **attributes):
+    indices = np.asarray(indices, np.int64)
+    updates_shape = updates_shape or (indices.shape if op == "ScatterElements" else indices.shape[:-1] + tuple(data_shape[indices.shape[-1]:]))
+    inputs = [helper.make_tensor_value_info("data", TensorProto.FLOAT, data_shape), helper.make_tensor_value_info("updates", TensorProto.FLOAT, updates_shape)]
+    initializers = []
+    if indices_input:
+        inputs.append(helper.make_tensor_value_info("indices", TensorProto.INT64, indices.shape))
+    else:
+        initializers.append(numpy_helper.from_array(indices, "indices"))
+    node = helper.make_node(op, ["data", "indices", "updates"], ["output"], **attributes)
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("output", TensorProto.FLOAT, data_shape)], initializer=initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+@pytest.mark.parametrize(
+    "model, reason",
+    [
+        (_scatter_model("ScatterND", [[0, 1], [2, 3]]), "single points"),
+        (_scatter_model("ScatterND", [[1], [2]], reduction="add"), "reduction=add"),
+        (_scatter_model("ScatterND", [[1], [1]]), "repeated constant indices"),
+        (_scatter_model("ScatterND", [[4], [1]]), "out of range for a dimension of 4"),
+        (_scatter_model("ScatterND", [[[0, 1]], [[2, 3]]], indices_input=True), "computed at run time"),
+        (_scatter_model("ScatterElements", [[0, 1, 2, 3, 0], [1, 2, 3, 0, 1]], axis=0), "vary along other axes"),
+        (_scatter_model("ScatterElements", [[0, 1, 2, 3]], updates_shape=(1, 4), axis=0), "do not span data's other axes"),
+    ],
+)
+def test_leaves_what_is_not_a_slice_or_an_index_list(model, reason):
+    rewritten, report = rewrite(model)
+    assert rewritten.SerializeToString() == model.SerializeToString()
+    assert not report.rewritten and len(report.left) == 1
+    assert reason in report.left[0].detail
+    assert report.left[0].detail in "\n".join(report.lines())
+
+
+def test_leaves_a_scatter_that_computes_a_shape():
+    shape = numpy_helper.from_array(np.array([1, 1], np.int64), "ones")
+    nodes = [
+        helper.make_node("ScatterElements", ["ones", "position", "size"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["output"]),
+    ]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6]), helper.make_tensor_value_info("size", TensorProto.INT64, [1])]
+    position = numpy_helper.from_array(np.array([0], np.int64), "position")
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("output", TensorProto.FLOAT, None)], initializer=[shape, position])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    rewritten, report = rewrite(model)
+    assert [n.op_type for n in rewritten.graph.node] == ["ScatterElements", "Reshape"]
+    assert "computes a shape" in report.left[0].detail
+
+
+def test_a_model_without_scatters_comes_back_as_it_was():
+    node = helper.make_node("Relu", ["x"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    rewritten, report = rewrite(model)
+    assert [n.op_type for n in rewritten.graph.node] == ["Relu"]
+    assert list(report.lines()) == ["no scatter pattern in the model"]
+    assert all(o.domain != "trt_scatter" for o in rewritten.opset_import)
+
+
+# ---- differential: random slices and index lists ------------------------------------------------
+
+
+def _run_both(original, feeds):
+    rewritten, report = rewrite(original)
+    onnx.checker.check_model(rewritten, full_check=True)
+    expected = onnxruntime.InferenceSession(original.SerializeToString()).run(["output"], feeds)[0]
+    np.testing.assert_array_equal(Reference(rewritten).run(feeds)["output"], expected)
+    return rewritten, report
+
+
+@st.composite
+def _slices(draw):
+    """A data shape and a slice (start, stop, step) per sliced axis, each taking at least one element."""
+    shape = draw(st.lists(st.integers(1, 5), min_size=1, max_size=4))
+    sliced = draw(st.lists(st.booleans(), min_size=len(shape), max_size=len(shape)))
+    slices = []
+    for size, cut in zip(shape, sliced):
+        if not cut:
+            slices.append(slice(None))
+            continue
+        step = draw(st.sampled_from([1, 2, 3, -1, -2]))
+        start, stop = draw(st.integers(-size - 2, size + 2)), draw(st.integers(-size - 2, size + 2))
+        if not len(range(size)[slice(start, stop, step)]):
+            start, stop = (0, size) if step > 0 else (size - 1, None)
+        slices.append(slice(start, stop, step))
+    return tuple(shape), tuple(slices)
+
+
+@given(_slices(), st.integers(0, 2**31))
+def test_full_coordinate_indices_become_one_slice_scatter(case, seed):
+    """The TorchScript exporter's form: ScatterND with every coordinate of the slice (here from NumPy's own slicing)."""
+    shape, slices = case
+    coordinates = np.indices(shape)  # [rank, *shape]
+    indices = np.stack([c[slices] for c in coordinates], axis=-1)
+    rng = np.random.default_rng(seed)
+    model = _scatter_model("ScatterND", indices, data_shape=shape)
+    feeds = {"data": rng.standard_normal(shape, np.float32), "updates": rng.standard_normal(indices.shape[:-1], np.float32)}
+    rewritten, report = _run_both(model, feeds)
+    assert [n.op_type for n in rewritten.graph.node] in (["SliceScatter"], ["Identity"])  # Identity: every axis whole
+
+
+@given(st.integers(1, 4), st.data(), st.integers(0, 2**31))
+def test_an_index_list_along_one_axis_becomes_one_node(rank, data, seed):
+    """ScatterElements (the dynamo exporter's select_scatter) and ScatterND under Transposes (its index_copy), constant indices."""
+    shape = tuple(data.draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank)))
+    axis = data.draw(st.integers(0, rank - 1))
+    count = data.draw(st.integers(1, shape[axis]))
+    listed = np.array(data.draw(st.permutations(range(shape[axis]))))[:count]
+    listed = np.where(np.asarray(data.draw(st.lists(st.booleans(), min_size=count, max_size=count))), listed - shape[axis], listed)  # some negative
+    rng = np.random.default_rng(seed)
+    updates_shape = shape[:axis] + (count,) + shape[axis + 1 :]
+    feeds = {"data": rng.standard_normal(shape, np.float32), "updates": rng.standard_normal(updates_shape, np.float32)}
+    elements = np.broadcast_to(listed.reshape((1,) * axis + (count,) + (1,) * (rank - axis - 1)), updates_shape)
+    rewritten, _ = _run_both(_scatter_model("ScatterElements", elements, data_shape=shape, axis=axis), feeds)
+    assert [n.op_type for n in rewritten.graph.node] in (["ScatterUpdate"], ["SliceScatter"], ["Identity"])
+    if axis:  # the exporter transposes for other axes than 0 only
+        rewritten, _ = _run_both(_transposed_scatter_nd(shape, axis, listed), feeds)
+        assert [n.op_type for n in rewritten.graph.node] in (["ScatterUpdate"], ["SliceScatter"], ["Identity"])
+
+
+def _transposed_scatter_nd(shape, axis, listed, indices_input=False):
+    """Transpose(ScatterND(Transpose(data), indices[..., None], Transpose(updates))): a write on ``axis`` the dynamo way."""
+    perm = list(range(len(shape)))
+    perm[0], perm[axis] = perm[axis], perm[0]
+    nodes = [
+        helper.make_node("Transpose", ["data"], ["data_t"], perm=perm),
+        helper.make_node("Transpose", ["updates"], ["updates_t"], perm=perm),
+        helper.make_node("Unsqueeze", ["indices", "minus_one"], ["coordinates"]),
+        helper.make_node("ScatterND", ["data_t", "coordinates", "updates_t"], ["written_t"]),
+        helper.make_node("Transpose", ["written_t"], ["output"], perm=perm),
+    ]
+    updates_shape = list(shape)
+    updates_shape[axis] = len(listed)
+    inputs = [helper.make_tensor_value_info("data", TensorProto.FLOAT, shape), helper.make_tensor_value_info("updates", TensorProto.FLOAT, updates_shape)]
+    initializers = [numpy_helper.from_array(np.array([-1], np.int64), "minus_one")]
+    if indices_input:
+        inputs.append(helper.make_tensor_value_info("indices", TensorProto.INT64, [len(listed)]))
+    else:
+        initializers.append(numpy_helper.from_array(np.asarray(listed, np.int64), "indices"))
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("output", TensorProto.FLOAT, shape)], initializer=initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def test_run_time_index_lists_wrap_negative_indices():
+    """ScatterND reads -1 as the last row; ScatterUpdate takes [0, s-1] only, so the rewrite adds s first."""
+    model = _transposed_scatter_nd((3, 5), 1, [0, 0], indices_input=True)
+    rewritten, report = rewrite(model)
+    assert "negative indices wrapped" in report.rewritten[0].detail
+    assert "Transpose" not in [n.op_type for n in rewritten.graph.node]
+    rng = np.random.default_rng(0)
+    for indices in ([-1, 0], [4, -5], [-2, 3]):
+        feeds = {"data": rng.standard_normal((3, 5), np.float32), "updates": rng.standard_normal((3, 2), np.float32), "indices": np.array(indices)}
+        expected = onnxruntime.InferenceSession(model.SerializeToString()).run(["output"], feeds)[0]
+        np.testing.assert_array_equal(Reference(rewritten).run(feeds)["output"], expected)
+
+
+def _range_slice_model(size, step, dynamic):
+    """The dynamo exporter's slice_scatter: ScatterND(data, Unsqueeze(Slice(Range(0, dim), start, stop, 0, step), -1), updates),
+    start and stop given at run time."""
+    nodes = [
+        helper.make_node("Shape", ["data"], ["shape"]),
+        helper.make_node("Gather", ["shape", "zero"], ["dim"], axis=0),
+        helper.make_node("Range", ["zero", "dim", "one"], ["range"]),
+        helper.make_node("Slice", ["range", "start", "stop", "axis0", "step"], ["positions"]),
+        helper.make_node("Unsqueeze", ["positions", "minus_one"], ["coordinates"]),
+        helper.make_node("ScatterND", ["data", "coordinates", "updates"], ["output"]),
+    ]
+    initializers = [numpy_helper.from_array(np.array(v, np.int64), name) for name, v in
+                    (("zero", 0), ("one", 1), ("axis0", [0]), ("step", [step]), ("minus_one", [-1]))]
+    dims = ["n", 3] if dynamic else [size, 3]
+    inputs = [helper.make_tensor_value_info("data", TensorProto.FLOAT, dims), helper.make_tensor_value_info("updates", TensorProto.FLOAT, ["k", 3]),
+              helper.make_tensor_value_info("start", TensorProto.INT64, [1]), helper.make_tensor_value_info("stop", TensorProto.INT64, [1])]
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("output", TensorProto.FLOAT, dims)], initializer=initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+@given(st.integers(1, 7), st.integers(1, 3), st.integers(-10, 10), st.integers(-10, 10), st.booleans(), st.integers(0, 2**31))
+def test_run_time_slice_bounds_clamp_as_onnx_slice_does(size, step, start, stop, dynamic, seed):
+    """ONNX Slice's clamping (what the ScatterND writes) and SliceScatter-15's (the oracle) agree for positive steps."""
+    count = len(range(size)[slice(start, stop, step)])
+    rng = np.random.default_rng(seed)
+    feeds = {"data": rng.standard_normal((size, 3), np.float32), "updates": rng.standard_normal((count, 3), np.float32),
+             "start": np.array([start]), "stop": np.array([stop])}
+    rewritten, report = _run_both(_range_slice_model(size, step, dynamic), feeds)
+    assert [n.op_type for n in rewritten.graph.node if n.op_type not in ("Shape", "Gather")] == ["SliceScatter"]
+
+
+def test_nested_slice_writes_fuse_into_one_node():
+    """SliceScatter(D, SliceScatter(Slice(D, 1:3 on axis 0), Y, 0:4:2 on axis 1), 1:3 on axis 0): one write over both axes."""
+    constants = {name: np.array(v, np.int64) for name, v in (("s0", [1]), ("e0", [3]), ("a0", [0]), ("st0", [1]), ("s1", [0]), ("e1", [4]), ("a1", [1]), ("st1", [2]))}
+    nodes = [
+        helper.make_node("Slice", ["data", "s0", "e0", "a0", "st0"], ["rows"]),
+        helper.make_node("SliceScatter", ["rows", "updates", "s1", "e1", "st1", "a1"], ["inner"], domain="trt_scatter", inplace=0),
+        helper.make_node("SliceScatter", ["data", "inner", "s0", "e0", "st0", "a0"], ["output"], domain="trt_scatter", inplace=0),
+    ]
+    inputs = [helper.make_tensor_value_info("data", TensorProto.FLOAT, [4, 5]), helper.make_tensor_value_info("updates", TensorProto.FLOAT, [2, 2])]
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("output", TensorProto.FLOAT, [4, 5])],
+                              initializer=[numpy_helper.from_array(v, k) for k, v in constants.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("trt_scatter", 1)])
+    rewritten, report = rewrite(model)
+    assert [n.op_type for n in rewritten.graph.node] == ["SliceScatter"]
+    feeds = {"data": np.arange(20, dtype=np.float32).reshape(4, 5), "updates": -np.ones((2, 2), np.float32)}
+    expected = feeds["data"].copy()
+    expected[1:3, 0:4:2] = feeds["updates"]
+    np.testing.assert_array_equal(Reference(rewritten).run(feeds)["output"], expected)
+    assert report.rewritten[0].pattern == "SliceScatter of a SliceScatter"
+
+
+def test_slices_of_negative_indices_run_to_the_end():
+    from trt_scatter.passes.rewrite import INT64_MIN, _progression
+
+    assert _progression(np.array([-3, -2, -1])) == (-3, INT64_MAX, 1)
+    assert _progression(np.array([2, 1, 0])) == (2, INT64_MIN, -1)
+    assert _progression(np.array([-1, -3])) == (-1, -5, -2)
+    assert _progression(np.array([0, 2, 3])) is None
+
+
+# ---- the loader and the command ------------------------------------------------------------------
+
+
+def test_polygraphy_loader_composes_with_onnx_from_path():
+    from polygraphy.backend.onnx import OnnxFromPath
+
+    loader = RewriteToTrtScatter(OnnxFromPath(str(FIXTURES / "kv_cache_bhsd.dynamo.dynamic.onnx")))
+    model = loader()
+    assert [n.op_type for n in _plugins(model)] == ["SliceScatter"]
+    assert loader.report.rewritten[0].result == "SliceScatter"
+    assert [n.op_type for n in _plugins(RewriteToTrtScatter(str(FIXTURES / "index_copy_last.dynamo.static.onnx"))())] == ["ScatterUpdate"]
+
+
+def test_cli_rewrites_and_reports(tmp_path, capsys):
+    output = tmp_path / "out.onnx"
+    assert main(["rewrite", str(FIXTURES / "two_writes.torchscript.static.onnx"), str(output), "--report"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("rewritten  ") and "-> SliceScatter" in line for line in lines)
+    assert sum(line.startswith("left       ") for line in lines) == 2
+    assert lines[-1] == f"saved    {output} (1 rewritten, 2 left)"
+    assert [n.op_type for n in _plugins(onnx.load(output))] == ["SliceScatter"]
+
+
+def test_cli_without_report_prints_the_summary_only(tmp_path, capsys):
+    assert main(["rewrite", str(FIXTURES / "assign_first.dynamo.static.onnx"), str(tmp_path / "out.onnx")]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"saved    {tmp_path / 'out.onnx'} (1 rewritten, 0 left)"]
+
+
+@pytest.mark.parametrize("setup, message", [
+    (lambda tmp: tmp / "missing.onnx", "no such ONNX file"),
+    (lambda tmp: (tmp / "junk.onnx").write_bytes(b"\xff\xfe not a model") and tmp / "junk.onnx", "is not an ONNX model"),
+])
+def test_cli_bad_input_fails_with_one_line(tmp_path, capsys, setup, message):
+    path = setup(tmp_path)
+    assert main(["rewrite", str(path), str(tmp_path / "out.onnx")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("trt-scatter rewrite: error: ") and message in err
+
+
+def test_cli_unwritable_output_fails_with_one_line(tmp_path, capsys):
+    target = tmp_path / "no" / "such" / "dir" / "out.onnx"
+    assert main(["rewrite", str(FIXTURES / "assign_first.dynamo.static.onnx"), str(target)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "cannot write" in err

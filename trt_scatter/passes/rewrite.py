@@ -1,0 +1,814 @@
+"""Rewrite the scatter patterns PyTorch's ONNX exporters write into ``trt_scatter`` plugin nodes.
+
+For users who only have an ONNX file. PyTorch writes ``slice_scatter``, slice assignment,
+``select_scatter``, ``index_copy`` and ``index_put`` as standard ops that cost TensorRT extra full
+passes over the tensor or a coordinate per element; each pattern below becomes one
+``trt_scatter::SliceScatter`` or ``trt_scatter::ScatterUpdate`` node computing the same values:
+
+- ``Transpose(perm) -> ScatterND -> Transpose(perm^-1)`` around data and updates (the dynamo
+  exporter's write on an axis other than 0) and a plain ``ScatterND``, whose indices are
+  ``Unsqueeze(Slice(Range(0, dim), start, stop, step), -1)`` (a slice, bounds known at run time
+  included), ``Unsqueeze(index, -1)`` (an index list; negative indices are wrapped first, as
+  ScatterND reads them), or a constant (after folding the nodes that compute it from constants
+  and static shapes): a grid of arithmetic progressions (a strided slice on one or more axes,
+  the TorchScript exporter's full coordinate tensors) or one index list along one axis;
+- ``ScatterElements`` whose indices are a constant (or a constant expanded) that varies along its
+  axis only, with updates that span data's other axes: a slice or an index list along that axis;
+- ``SliceScatter(D, SliceScatter(Slice(D, s), Y, t), s)`` on different axes: one SliceScatter over
+  both (the dynamo exporter hands a write over several axes over as nested writes).
+
+A write of a whole tensor becomes an Identity of the updates. Everything else is left as it was,
+and the report says why: reductions, point indices, indices computed at run time from something
+else, repeated or out-of-range constant indices (undefined or an error in ONNX). Nothing is
+rewritten on a guess: the shapes that make a pattern exact (the Range's length, the updates
+spanning data) are checked from constants, static shapes and shared symbolic dimensions.
+
+:func:`rewrite` is the function, :class:`RewriteToTrtScatter` the polygraphy loader, and
+``trt-scatter rewrite IN.onnx OUT.onnx [--report]`` the command::
+
+    model, report = rewrite(onnx.load("model.onnx"))
+    print("\\n".join(report.lines()))
+    network = NetworkFromOnnxBytes(BytesFromOnnx(RewriteToTrtScatter(OnnxFromPath("model.onnx"))))
+
+It is the inverse of ``trt-scatter lower``: ``lower(rewrite(model))`` computes what ``model`` does.
+"""
+
+import dataclasses
+import os
+
+import numpy as np
+from polygraphy import util
+from polygraphy.backend.base import BaseLoader
+
+from trt_scatter.ops import DOMAIN, VERSION, is_trt_scatter, register_onnx_schemas
+
+INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
+MAX_FOLDED_ELEMENTS = 1 << 24  #: constant index tensors larger than this are not folded (and their write is left)
+
+
+@dataclasses.dataclass
+class Change:
+    """One pattern found: the node it ends in, what it was, what it became (``None`` if left) and why."""
+
+    node: str
+    pattern: str
+    result: str = None
+    detail: str = ""
+
+
+@dataclasses.dataclass
+class RewriteReport:
+    """What :func:`rewrite` rewrote and what it left, with the reasons."""
+
+    rewritten: list = dataclasses.field(default_factory=list)
+    left: list = dataclasses.field(default_factory=list)
+
+    def lines(self):
+        for change in self.rewritten:
+            yield f"rewritten  {change.node}: {change.pattern} -> {change.result}" + (f" ({change.detail})" if change.detail else "")
+        for change in self.left:
+            yield f"left       {change.node}: {change.pattern}: {change.detail}"
+        if not self.rewritten and not self.left:
+            yield "no scatter pattern in the model"
+
+
+def rewrite(model):
+    """Rewrites ``model`` (an ``onnx.ModelProto`` or a path); returns ``(onnx.ModelProto, RewriteReport)``.
+
+    The model given is not changed.
+    """
+    import onnx
+    import onnx_graphsurgeon as gs
+
+    register_onnx_schemas()  # so shape inference types the outputs of trt_scatter nodes already there
+    if isinstance(model, (str, os.PathLike)):
+        model = onnx.load(os.fspath(model))
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # a model ONNX cannot infer (too large, unknown ops) keeps what it declares
+        inferred = model
+    graph = gs.import_onnx(inferred)
+    rewriter = _Rewriter(graph)
+    rewriter.run()
+    if not rewriter.report.rewritten:  # left alone means left alone: not even the inferred shapes are added
+        unchanged = onnx.ModelProto()
+        unchanged.CopyFrom(model)
+        return unchanged, rewriter.report
+    result = gs.export_onnx(graph)
+    result.ir_version = model.ir_version
+    del result.metadata_props[:]
+    result.metadata_props.extend(model.metadata_props)
+    if any(is_trt_scatter(node) for node in result.graph.node) and DOMAIN not in {o.domain for o in result.opset_import}:
+        result.opset_import.append(onnx.helper.make_opsetid(DOMAIN, VERSION))
+    return result, rewriter.report
+
+
+class RewriteToTrtScatter(BaseLoader):
+    """Polygraphy loader: rewrites the ``onnx.ModelProto`` that ``model`` is or returns (or the model at a path).
+
+    The report of the last call is :attr:`report`.
+    """
+
+    def __init__(self, model):
+        self._model = model
+        self.report = None
+
+    @util.check_called_by("__call__")
+    def call_impl(self):
+        model, _ = util.invoke_if_callable(self._model)
+        model, self.report = rewrite(model)
+        return model
+
+
+# ---- the rewriter -------------------------------------------------------------------------------
+
+
+class _Left(Exception):
+    """A pattern that cannot be rewritten exactly; the message is the reason."""
+
+
+@dataclasses.dataclass
+class _Write:
+    """What a matched pattern writes: ``slices`` [(axis, start, stop, step)] (ints or 1-D tensors), or
+    one index ``list`` along ``axis`` (an array, or a tensor that ``wrap`` says may hold negative indices)."""
+
+    slices: list = None
+    axis: int = None
+    list: object = None
+    wrap: bool = False
+
+
+class _Rewriter:
+    def __init__(self, graph):
+        self.graph = graph
+        self.report = RewriteReport()
+        self._constants = {}
+        self._names = {tensor for tensor in graph.tensors()} | {node.name for node in graph.nodes}
+        self._created = set()  # names of the Transposes and Identities this rewrite added
+
+    def run(self):
+        for node in list(self.graph.nodes):
+            if node.domain in (None, "", "ai.onnx") and node.op in ("ScatterND", "ScatterElements"):
+                self._rewrite(node, self._scatter_nd if node.op == "ScatterND" else self._scatter_elements)
+        self._fold_transposes()
+        self.graph.cleanup().toposort()
+        for node in list(self.graph.nodes):
+            if is_trt_scatter(node) and node.op == "SliceScatter":
+                self._fuse(node)
+        self.graph.cleanup().toposort()
+
+    def _rewrite(self, node, match):
+        """Runs a matcher, which checks everything before it changes the graph (nodes it added before
+        raising :class:`_Left` feed nothing, and the cleanup removes them)."""
+        label = node.name or node.outputs[0].name
+        try:
+            if _feeds_a_shape(node.outputs[0]):
+                raise _Left("it computes a shape (TensorRT takes shape tensors only from its own layers)")
+            pattern, result, detail = match(node)
+        except _Left as reason:
+            self.report.left.append(Change(label, node.op, None, str(reason)))
+            return
+        self.report.rewritten.append(Change(label, pattern, result, detail))
+
+    def _replace(self, node, new_node, output=None):
+        """``new_node`` computes ``node``'s output (through a Transpose of ``new_node``'s own output when
+        ``output`` gives one: ``(perm, name hint)``)."""
+        import onnx_graphsurgeon as gs
+
+        result = node.outputs[0]
+        node.outputs.clear()
+        node.inputs.clear()  # the node is gone: its inputs lose a consumer now, not at the cleanup
+        self.graph.nodes.append(new_node)
+        if output is None:
+            new_node.outputs = [result]
+            return
+        perm, hint = output
+        written = gs.Variable(self._name(f"{hint}_written"), dtype=result.dtype)
+        new_node.outputs = [written]
+        transpose = gs.Node("Transpose", name=self._name(f"{hint}_transpose"), inputs=[written], outputs=[result], attrs={"perm": list(perm)})
+        self._created.add(transpose.name)
+        self.graph.nodes.append(transpose)
+
+    def _through_expand(self, node):
+        """Transpose(Expand(A, shape), Q) -> Expand(Transpose(A, Q), shape permuted by Q), for an added Transpose
+        and A of the Expand's rank (the dynamo exporter broadcasts index_put's values under its Transposes)."""
+        expand = _producer(node.inputs[0]) if node.inputs else None
+        if expand is None or expand.op != "Expand" or len(expand.outputs[0].outputs) != 1 or expand.outputs[0] in self.graph.outputs:
+            return False
+        source, shape = expand.inputs
+        perm = [int(p) for p in node.attrs["perm"]]
+        if _rank(source) != len(perm):
+            return False
+        constant = self._constant(shape)
+        if constant is not None:
+            permuted = self._int64(constant[perm], f"{node.name}_shape")
+        else:
+            permuted = self._node("Gather", [shape, self._int64(perm, f"{node.name}_perm")], f"{node.name}_shape", np.int64, axis=0)
+        transposed = self._node("Transpose", [source], f"{node.name}_source", _np_dtype(source), perm=perm)
+        self._created.add(transposed.inputs[0].name)
+        node.op, node.attrs, node.inputs = "Expand", {}, [transposed, permuted]
+        self._created.discard(node.name)
+        return True
+
+    def _sink(self, node):
+        """Moves an added Transpose from the data of a ``trt_scatter`` node to its output (see :meth:`_fold_transposes`)."""
+        import onnx_graphsurgeon as gs
+
+        data = node.inputs[0]
+        transpose = _producer(data)
+        if transpose is None or transpose.op != "Transpose" or transpose.name not in self._created or len(data.outputs) != 1 or data in self.graph.outputs:
+            return False
+        perm = [int(p) for p in transpose.attrs["perm"]]
+        if node.op == "SliceScatter":
+            updates_position, axes_position = 1, 5
+            count = self._length(node.inputs[2])
+            axes = _ints(self._constant(node.inputs[5])) if len(node.inputs) > 5 and not _is_empty(node.inputs[5]) else (None if count is None else list(range(count)))
+        else:
+            updates_position, axes_position = 2, 3
+            axes = _ints(self._constant(node.inputs[3])) if _rank(node.inputs[1]) == 1 else None
+        if axes is None:
+            return False
+        rank = len(perm)
+        label = node.name
+        new_axes = self._int64([perm[a + rank if a < 0 else a] for a in axes], f"{label}_axes_untransposed")
+        updates = self._node("Transpose", [node.inputs[updates_position]], f"{label}_updates_untransposed", _np_dtype(node.inputs[updates_position]), perm=[int(p) for p in np.argsort(perm)])
+        self._created.add(updates.inputs[0].name)
+        inputs = list(node.inputs) + ([] if len(node.inputs) > axes_position else [None] * (axes_position + 1 - len(node.inputs)))
+        inputs[0], inputs[updates_position], inputs[axes_position] = transpose.inputs[0], updates, new_axes
+        result = node.outputs[0]
+        written = gs.Variable(self._name(f"{label}_written"), dtype=result.dtype)
+        node.outputs = [written]
+        node.inputs = inputs
+        output = gs.Node("Transpose", name=self._name(f"{label}_transpose"), inputs=[written], outputs=[result], attrs={"perm": perm})
+        self._created.add(output.name)
+        self.graph.nodes.append(output)
+        return True
+
+    # ---- ScatterND ------------------------------------------------------------------------------
+
+    def _scatter_nd(self, node):
+        """ScatterND, and the Transposes the dynamo exporter puts around a write on an axis other than 0.
+
+        ``ScatterND(Transpose(X, P), I, U')`` writes X's axis P[0]: it is
+        ``Transpose(write(X, Transpose(U', P^-1)), P)``. The Transposes on the updates and on the output
+        then cancel against the exporter's own (see :meth:`_fold_transposes`). A constant data (the exporter
+        folds a Transpose of a buffer) is transposed back here when the updates come through a Transpose.
+        """
+        import onnx_graphsurgeon as gs
+
+        if _attr(node, "reduction", "none") != "none":
+            raise _Left(f"reduction={_attr(node, 'reduction')} (a plugin node only writes)")
+        transposed_data, indices, transposed_updates = node.inputs
+        data_producer, updates_producer = _producer(transposed_data), _producer(transposed_updates)
+        perm, data, updates = None, transposed_data, transposed_updates
+        if data_producer is not None and data_producer.op == "Transpose" and data_producer.attrs.get("perm") is not None:
+            perm, data = [int(p) for p in data_producer.attrs["perm"]], data_producer.inputs[0]
+        elif isinstance(transposed_data, gs.Constant) and updates_producer is not None and updates_producer.op == "Transpose" and updates_producer.attrs.get("perm") is not None:
+            perm = [int(p) for p in updates_producer.attrs["perm"]]
+            data = self._constant_tensor(np.transpose(np.asarray(transposed_data.values), np.argsort(perm)), f"{transposed_data.name}_untransposed")
+        if perm == list(range(len(perm or []))):
+            perm = None
+        axis_of = (lambda j: perm[j]) if perm else (lambda j: j)
+        write = self._nd_indices(indices, data, transposed_data, _dims(transposed_data), axis_of)
+        if perm and write.list is not None and _rank(write.list) not in (1, None):
+            raise _Left("an index list of rank > 1 under a Transpose")
+        label = node.name or node.outputs[0].name
+        if perm:
+            if updates_producer is not None and updates_producer.op == "Transpose" and [int(p) for p in updates_producer.attrs.get("perm", [])] == perm:
+                updates = updates_producer.inputs[0]
+            else:
+                updates = self._node("Transpose", [transposed_updates], f"{label}_updates", _np_dtype(transposed_updates), perm=[int(p) for p in np.argsort(perm)])
+                self._created.add(updates.inputs[0].name)
+        new_node, detail = self._emit(node, data, updates, write)
+        self._replace(node, new_node, (perm, label) if perm else None)
+        return ("Transpose/ScatterND" if perm else "ScatterND"), new_node.op, detail
+
+    def _fold_transposes(self):
+        """Cancels the Transposes this rewrite added against their neighbours.
+
+        Transpose(Transpose(A, P), Q) -> Transpose(A, P o Q), and none when that is the identity, where
+        either Transpose is one this rewrite added (the user's own pairs are left as they are); and a
+        write whose data comes through an added Transpose runs before it instead:
+        write(Transpose(A, P), axis a, U) = Transpose(write(A, axis P[a], Transpose(U, P^-1)), P), so that
+        two writes in a row meet without Transposes between them.
+        """
+        changed = True
+        while changed:
+            changed = any([self._sink(node) for node in list(self.graph.nodes) if is_trt_scatter(node) and node.inputs])
+            changed = any([self._through_expand(node) for node in list(self.graph.nodes) if node.op == "Transpose" and node.name in self._created and node.inputs]) or changed
+            for node in list(self.graph.nodes):
+                first = _producer(node.inputs[0]) if node.op == "Transpose" and node.inputs else None
+                if first is None or first.op != "Transpose" or not ({node.name, first.name} & self._created):
+                    continue
+                inner, outer = first.attrs.get("perm"), node.attrs.get("perm")
+                if inner is None or outer is None:
+                    continue
+                composed = [int(inner[i]) for i in outer]
+                node.inputs = [first.inputs[0]]
+                if not first.outputs[0].outputs and first.outputs[0] not in self.graph.outputs:
+                    first.inputs.clear()  # dead now: detached, so that consumer counts stay true
+                    first.outputs.clear()
+                self._created.add(node.name)
+                changed = True
+                if composed == list(range(len(composed))):
+                    node.op, node.attrs = "Identity", {}
+                else:
+                    node.attrs["perm"] = composed
+        for node in list(self.graph.nodes):  # the Identities left: consumers read the source directly
+            if node.op != "Identity" or node.name not in self._created:
+                continue
+            source, result = node.inputs[0], node.outputs[0]
+            if result in self.graph.outputs:  # the source's producer writes the graph output itself
+                producer = _producer(source)
+                if producer is None or len(source.outputs) != 1 or source in self.graph.outputs or source in self.graph.inputs:
+                    continue
+                node.outputs.clear()
+                producer.outputs[producer.outputs.index(source)] = result
+                continue
+            for consumer in list(result.outputs):
+                for position, tensor in enumerate(consumer.inputs):
+                    if tensor is result:
+                        consumer.inputs[position] = source
+            node.outputs.clear()
+
+    def _nd_indices(self, indices, data, transposed_data, dims, axis_of):
+        constant = self._constant(indices)
+        if constant is not None:
+            return _grid(constant, dims, axis_of)
+        shape = _dims(indices)
+        if not shape or shape[-1] != 1:
+            raise _Left("indices computed at run time that are not a slice range or an index list")
+        unsqueeze = _producer(indices)
+        if unsqueeze is None or unsqueeze.op != "Unsqueeze" or self._unsqueeze_axes(unsqueeze) not in ([-1], [len(shape) - 1]):
+            raise _Left("indices computed at run time that are not a slice range or an index list")
+        inner = unsqueeze.inputs[0]
+        axis = axis_of(0)
+        slice_node = _producer(inner)
+        if slice_node is not None and slice_node.op == "Slice" and self._is_range_of(slice_node.inputs[0], data, transposed_data, axis, dims):
+            return _Write(slices=[(axis, *self._slice_bounds(slice_node))])
+        if _dtype_kind(inner) != "i":
+            raise _Left("indices of a type that is not a signed integer")
+        return _Write(axis=axis, list=inner, wrap=True)
+
+    def _slice_bounds(self, node):
+        """``(start, stop, step)`` of a Slice of a 1-D tensor: 1-element tensors or ints."""
+        inputs = list(node.inputs) + [None] * (5 - len(node.inputs))
+        starts, ends, axes, steps = inputs[1:5]
+        if axes is not None and not _is_empty(axes):
+            values = self._constant(axes)
+            if values is None or values.reshape(-1).tolist() not in ([0], [-1]):
+                raise _Left("a slice range whose Slice axes are not constant")
+        step = 1
+        if steps is not None and not _is_empty(steps):
+            values = self._constant(steps)
+            if values is None or values.size != 1 or int(values.reshape(-1)[0]) <= 0:
+                raise _Left("a slice range with a step that is not a positive constant")
+            step = int(values.reshape(-1)[0])
+        bounds = []
+        for tensor in (starts, ends):
+            value = self._constant(tensor)
+            bounds.append(int(value.reshape(-1)[0]) if value is not None and value.size == 1 else tensor)
+        return bounds[0], bounds[1], step
+
+    def _is_range_of(self, tensor, data, transposed_data, axis, dims):
+        """True if ``tensor`` is ``[0, 1, ..., n-1]`` with n the size of data's ``axis``."""
+        size = dims[0] if dims else None
+        constant = self._constant(tensor)
+        if constant is not None:
+            return isinstance(size, int) and constant.ndim == 1 and np.array_equal(constant, np.arange(size))
+        node = _producer(tensor)
+        if node is None or node.op != "Range":
+            return False
+        start, limit, delta = node.inputs
+        if _scalar(self._constant(start)) != 0 or _scalar(self._constant(delta)) != 1:
+            return False
+        if isinstance(size, int) and _scalar(self._constant(limit)) == size:
+            return True
+        return self._is_dimension(limit, data, axis) or self._is_dimension(limit, transposed_data, 0)
+
+    def _is_dimension(self, tensor, source, axis):
+        """True if ``tensor`` is the size of ``source``'s ``axis``: ``Gather(Shape(source, start=s), i)`` with
+        s + i == axis, or ``Squeeze(Shape(source, start=axis, end=axis+1))`` (or a Reshape of it)."""
+        node = _producer(tensor)
+        if node is not None and node.op == "Gather" and _attr(node, "axis", 0) == 0:
+            offset, one_element = _scalar(self._constant(node.inputs[1])), False
+        elif node is not None and node.op in ("Squeeze", "Reshape"):
+            offset, one_element = 0, True
+        else:
+            return False
+        shape = _producer(node.inputs[0])
+        rank = _rank(source)
+        if offset is None or shape is None or shape.op != "Shape" or shape.inputs[0] is not source or rank is None:
+            return False
+        start = _attr(shape, "start", 0)
+        start = start + rank if start < 0 else start
+        if one_element:
+            end = _attr(shape, "end", rank)
+            if (end + rank if end < 0 else end) - start != 1:
+                return False
+        return start + offset == axis
+
+    # ---- ScatterElements ------------------------------------------------------------------------
+
+    def _scatter_elements(self, node):
+        if _attr(node, "reduction", "none") != "none":
+            raise _Left(f"reduction={_attr(node, 'reduction')} (a plugin node only writes)")
+        data, indices, updates = node.inputs
+        dims, update_dims = _dims(data), _dims(updates)
+        if dims is None or update_dims is None or len(dims) != len(update_dims):
+            raise _Left("data or updates of unknown rank")
+        axis = _attr(node, "axis", 0)
+        axis = axis + len(dims) if axis < 0 else axis
+        others = [d for d in range(len(dims)) if d != axis]
+        if not all(_same_dim(dims[d], update_dims[d]) for d in others):
+            raise _Left("updates that do not span data's other axes (a write of single elements)")
+        values = self._constant(indices)
+        if values is None:
+            expand = _producer(indices)
+            if expand is not None and expand.op == "Expand":
+                values = self._constant(expand.inputs[0])
+            if values is None:
+                raise _Left("indices computed at run time")
+        values = values.reshape((1,) * (len(dims) - values.ndim) + values.shape)
+        if values.ndim != len(dims) or not all(np.all(values == values.take([0], axis=d)) for d in others):
+            raise _Left("indices that vary along other axes than the written one")
+        if values.shape[axis] != update_dims[axis]:
+            raise _Left("indices broadcast along the written axis, or updates of unknown size there")
+        listed = np.moveaxis(values, axis, 0).reshape(values.shape[axis], -1)[:, 0]
+        write = _grid(listed.reshape(-1, 1), (dims[axis],), lambda j: axis)
+        new_node, detail = self._emit(node, data, updates, write)
+        self._replace(node, new_node)
+        return "ScatterElements", new_node.op, detail
+
+    # ---- nodes --------------------------------------------------------------------------------
+
+    def _emit(self, node, data, updates, write):
+        """``(new node, detail)`` for a matched write."""
+        import onnx_graphsurgeon as gs
+
+        label = node.name or node.outputs[0].name
+        if write.slices is not None and not write.slices:
+            return gs.Node("Identity", name=self._name(f"{label}_whole"), inputs=[updates]), "a write of the whole tensor"
+        if write.slices is not None:
+            params = [self._params([s[k] for s in write.slices], f"{label}_{name}") for k, name in ((1, "start"), (2, "stop"), (3, "step"))]
+            axes = self._int64([s[0] for s in write.slices], f"{label}_axes")
+            detail = "axes " + ", ".join(str(s[0]) for s in write.slices)
+            return self._plugin("SliceScatter", label, [data, updates, *params, axes]), detail
+        indices = write.list
+        if isinstance(indices, np.ndarray):
+            indices = self._int64(indices, f"{label}_indices")
+        elif write.wrap:
+            indices = self._wrapped(indices, data, write.axis, label)
+        detail = f"axis {write.axis}" + (", negative indices wrapped" if write.wrap else "")
+        return self._plugin("ScatterUpdate", label, [data, indices, updates, self._int64([write.axis], f"{label}_axis")]), detail
+
+    def _plugin(self, op_type, label, inputs):
+        import onnx_graphsurgeon as gs
+
+        return gs.Node(op_type, name=self._name(f"{label}_{op_type}"), domain=DOMAIN, inputs=inputs, attrs={"inplace": 0})
+
+    def _wrapped(self, indices, data, axis, label):
+        """``indices + size`` where negative: ``Where(Less(i, 0), Add(i, Cast(Gather(Shape(data), axis))), i)``."""
+        size = _dims(data)[axis] if _dims(data) else None
+        dtype = _np_dtype(indices) or np.int64
+        if isinstance(size, int):
+            size = self._constant_tensor(np.array(size, dtype), f"{label}_size")
+        else:
+            shape = self._node("Shape", [data], f"{label}_shape", np.int64)
+            size = self._node("Gather", [shape, self._constant_tensor(np.array(axis, np.int64), f"{label}_axis_index")], f"{label}_size", np.int64, axis=0)
+            if dtype != np.int64:
+                size = self._node("Cast", [size], f"{label}_size_cast", dtype, to=_onnx_type(dtype))
+        negative = self._node("Less", [indices, self._constant_tensor(np.array(0, dtype), f"{label}_zero")], f"{label}_negative", np.bool_)
+        shifted = self._node("Add", [indices, size], f"{label}_shifted", dtype)
+        wrapped = self._node("Where", [negative, shifted, indices], f"{label}_wrapped", dtype)
+        wrapped.shape = indices.shape
+        return wrapped
+
+    def _params(self, values, name):
+        """A 1-D int64 tensor of ints and 1-element tensors (a constant when all are ints)."""
+        if all(isinstance(v, int) for v in values):
+            return self._int64(values, name)
+        pieces = [self._int64([v], f"{name}_{i}") if isinstance(v, int) else self._as_int64(v, f"{name}_{i}") for i, v in enumerate(values)]
+        if len(pieces) == 1:
+            return pieces[0]
+        return self._node("Concat", pieces, name, np.int64, axis=0)
+
+    def _as_int64(self, tensor, name):
+        dtype = _np_dtype(tensor)
+        if dtype == np.int64:
+            return tensor
+        if dtype is None or dtype.kind != "i":
+            raise _Left("slice bounds of a type that is not a known signed integer")
+        return self._node("Cast", [tensor], name, np.int64, to=_onnx_type(np.int64))
+
+    def _int64(self, values, name):
+        return self._constant_tensor(np.asarray(values, dtype=np.int64), name)
+
+    def _constant_tensor(self, array, name):
+        import onnx_graphsurgeon as gs
+
+        return gs.Constant(self._name(name), np.asarray(array))
+
+    def _node(self, op_type, inputs, name, dtype, **attributes):
+        import onnx_graphsurgeon as gs
+
+        output = gs.Variable(self._name(name), dtype=np.dtype(dtype))
+        self.graph.nodes.append(gs.Node(op_type, name=self._name(f"{name}_node"), inputs=inputs, outputs=[output], attrs=attributes))
+        return output
+
+    def _name(self, hint):
+        name, counter = hint, 0
+        while name in self._names:
+            counter += 1
+            name = f"{hint}_{counter}"
+        self._names.add(name)
+        return name
+
+    def _unsqueeze_axes(self, node):
+        if "axes" in node.attrs:
+            return [int(a) for a in node.attrs["axes"]]
+        values = self._constant(node.inputs[1]) if len(node.inputs) > 1 else None
+        return None if values is None else [int(a) for a in values.reshape(-1)]
+
+    # ---- nested SliceScatter ---------------------------------------------------------------------
+
+    def _fuse(self, outer):
+        """SliceScatter(D, SliceScatter(Slice(D, s), Y, t), s) on different axes -> SliceScatter(D, Y, s + t)."""
+        label = outer.name or outer.outputs[0].name
+        data, middle = outer.inputs[0], outer.inputs[1]
+        inner = _producer(middle)
+        if inner is None or not is_trt_scatter(inner) or inner.op != "SliceScatter" or len(middle.outputs) != 1 or middle in self.graph.outputs:
+            return
+        view = _producer(inner.inputs[0])
+        if view is None or view.op != "Slice" or view.inputs[0] is not data:
+            return
+        rank = len(_dims(data) or ()) or None
+        outer_params, inner_params = self._slice_params(outer, rank), self._slice_params(inner, rank)
+        view_params = self._slice_params(view, rank, onnx_slice=True)
+        if None in (outer_params, inner_params, view_params) or not self._same_params(outer_params, view_params):
+            return
+        if set(outer_params[3]) & set(inner_params[3]):
+            return
+        try:
+            params = [self._params(list(outer_params[k]) + list(inner_params[k]), f"{label}_fused_{name}") for k, name in ((0, "start"), (1, "stop"), (2, "step"))]
+        except _Left:
+            return
+        axes = self._int64(list(outer_params[3]) + list(inner_params[3]), f"{label}_fused_axes")
+        outer.inputs = [data, inner.inputs[1], *params, axes]
+        self.report.rewritten.append(Change(label, "SliceScatter of a SliceScatter", "SliceScatter", f"axes {', '.join(map(str, outer_params[3] + inner_params[3]))}"))
+
+    def _slice_params(self, node, rank, onnx_slice=False):
+        """``(starts, stops, steps, axes)`` of a SliceScatter (or a Slice): lists of ints or 1-element
+        tensors, axes normalized ints; ``None`` where steps or axes are not positive constants."""
+        first = 1 if onnx_slice else 2
+        inputs = list(node.inputs[first:]) + [None] * 4
+        starts, stops = inputs[0], inputs[1]
+        axes, steps = (inputs[2], inputs[3]) if onnx_slice else (inputs[3], inputs[2])
+        count = self._length(starts)
+        if count is None:
+            return None
+        axes = list(range(count)) if axes is None or _is_empty(axes) else _ints(self._constant(axes))
+        steps = [1] * count if steps is None or _is_empty(steps) else _ints(self._constant(steps))
+        if axes is None or steps is None or any(s <= 0 for s in steps) or (rank is None and any(a < 0 for a in axes)):
+            return None
+        axes = [a + rank if a < 0 else a for a in axes]
+        bounds = []
+        for tensor in (starts, stops):
+            constant = self._constant(tensor)
+            bounds.append(_ints(constant) if constant is not None else ([tensor] if count == 1 else None))
+        if None in bounds:
+            return None
+        return bounds[0], bounds[1], steps, axes
+
+    def _length(self, tensor):
+        constant = self._constant(tensor)
+        if constant is not None:
+            return constant.size
+        dims = _dims(tensor)
+        return dims[0] if dims and len(dims) == 1 and isinstance(dims[0], int) else None
+
+    def _same_params(self, a, b):
+        return all(len(x) == len(y) and all(_same_value(p, q) for p, q in zip(x, y)) for x, y in zip(a, b))
+
+    # ---- constants ------------------------------------------------------------------------------
+
+    def _constant(self, tensor):
+        """The value of ``tensor`` if constants and static shapes fix it (folding the nodes between), else ``None``."""
+        import onnx_graphsurgeon as gs
+
+        if tensor is None or _is_empty(tensor):
+            return None
+        if isinstance(tensor, gs.Constant):
+            return np.asarray(tensor.values)
+        if tensor.name not in self._constants:
+            self._constants[tensor.name] = None  # while evaluating: a cycle reads as "not constant"
+            self._constants[tensor.name] = self._fold(tensor)
+        return self._constants[tensor.name]
+
+    def _fold(self, tensor):
+        from onnx.reference import ReferenceEvaluator
+        from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
+
+        node = _producer(tensor)
+        if node is None or node.domain not in (None, "", "ai.onnx") or len(node.outputs) != 1:
+            return None
+        if node.op == "Shape":
+            dims = _dims(node.inputs[0])
+            if dims is None or not all(isinstance(d, int) for d in dims):
+                return None
+            return np.array(dims, np.int64)[_attr(node, "start", 0) : _attr(node, "end", None)]
+        inputs = [self._constant(t) if not _is_empty(t) else None for t in node.inputs]
+        if any(value is None for value, t in zip(inputs, node.inputs) if not _is_empty(t)) or node.op.startswith("Random"):
+            return None
+        if sum(v.size for v in inputs if v is not None) > MAX_FOLDED_ELEMENTS:
+            return None
+        proto = OnnxExporter.export_node(node)
+        try:
+            evaluator = ReferenceEvaluator(proto, opsets={"": self.graph.opset})
+            names = [name for name in proto.input if name]
+            (value,) = evaluator.run(None, {name: v for name, v in zip(names, [v for v in inputs if v is not None])})
+        except Exception:
+            return None
+        value = np.asarray(value)
+        return value if value.size <= MAX_FOLDED_ELEMENTS else None
+
+
+# ---- constant index analysis -------------------------------------------------------------------
+
+
+def _grid(values, dims, axis_of):
+    """A :class:`_Write` for constant ScatterND ``indices`` (shape S + [k]) into data of static ``dims`` (None if not known).
+
+    ``axis_of(j)`` is the axis of the data the write goes to for the indices' axis j (Transposes).
+    """
+    if values.ndim < 2 or values.dtype.kind not in "iu":
+        raise _Left("constant indices of rank < 2")
+    k = values.shape[-1]
+    dims = tuple(dims) if dims is not None else (None,) * k
+    if k == 1 and values.ndim > 2:
+        return _Write(axis=axis_of(0), list=_index_list(_normalized(values[..., 0], dims[0])))
+    if values.ndim - 1 != k:
+        raise _Left("constant indices that are single points, not a slice or an index list")
+    lists = [values[(0,) * j + (slice(None),) + (0,) * (k - 1 - j) + (j,)] for j in range(k)]
+    grid = np.stack(np.meshgrid(*lists, indexing="ij"), axis=-1) if k > 1 else lists[0].reshape(-1, 1)
+    if grid.shape != values.shape or not np.array_equal(grid, values):
+        raise _Left("constant indices that are single points, not a slice or an index list")
+    slices, listed = [], []
+    for j, values_j in enumerate(lists):
+        size = dims[j] if j < len(dims) else None
+        normalized = _normalized(values_j, size)
+        if isinstance(size, int) and np.array_equal(normalized, np.arange(size)):
+            continue  # the whole axis
+        progression = _progression(normalized)
+        if progression is not None:
+            slices.append((axis_of(j), *progression))
+        else:
+            listed.append((axis_of(j), normalized))
+    if not listed:
+        return _Write(slices=slices)
+    if len(listed) == 1 and not slices:
+        return _Write(axis=listed[0][0], list=_index_list(listed[0][1]))
+    raise _Left("constant indices that slice some axes and list others")
+
+
+def _normalized(values, size):
+    """Distinct constant index values, with ``size`` added to negative ones (checked in [-size, size-1]) when the
+    size is known; of one sign when it is not (a slice can count from the end, a mix cannot be ordered)."""
+    values = values.astype(np.int64)
+    if values.size == 0:
+        raise _Left("no index at all")
+    if len(np.unique(values)) != values.size:
+        raise _Left("repeated constant indices (which element wins is undefined)")
+    if isinstance(size, int):
+        if values.min() < -size or values.max() >= size:
+            raise _Left(f"constant indices out of range for a dimension of {size}")
+        return np.where(values < 0, values + size, values)
+    if values.min() < 0 <= values.max():
+        raise _Left("negative and non-negative constant indices into a dimension of unknown size")
+    return values
+
+
+def _index_list(values):
+    """ScatterUpdate's indices: in [0, s-1] only."""
+    if values.min() < 0:
+        raise _Left("negative constant indices into a dimension of unknown size (not a slice)")
+    return values
+
+
+def _progression(values):
+    """``(start, stop, step)`` of the slice that takes ``values`` (1-D, all of one sign) in order, or ``None``."""
+    values = values.reshape(-1)
+    if values.size == 0:
+        return None
+    step = int(values[1] - values[0]) if values.size > 1 else 1
+    if step == 0 or not np.array_equal(values, values[0] + step * np.arange(values.size)):
+        return None
+    start = int(values[0])
+    stop = int(values[-1]) + step
+    if step > 0 and start < 0 <= stop:
+        stop = INT64_MAX  # the slice runs to the end: a stop of 0 would count from the start
+    if step < 0 and start >= 0 > stop:
+        stop = INT64_MIN  # the slice runs to the first element: a negative stop would count from the end
+    return start, stop, step
+
+
+# ---- small helpers -------------------------------------------------------------------------------
+
+
+# Inputs that TensorRT reads as shape tensors (what a plugin cannot compute): op -> input positions.
+SHAPE_INPUTS = {
+    "Reshape": {1}, "Expand": {1}, "ConstantOfShape": {0}, "Tile": {1}, "Slice": {1, 2, 3, 4}, "Range": {0, 1, 2},
+    "Resize": {2, 3}, "Upsample": {1}, "Pad": {1, 3}, "Unsqueeze": {1}, "Squeeze": {1}, "Split": {1}, "TopK": {1},
+    "OneHot": {1}, "ReduceSum": {1}, "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1}, "ReduceProd": {1},
+}
+
+
+def _feeds_a_shape(tensor, limit=10000):
+    """True if ``tensor`` reaches, through any nodes, an input that TensorRT reads as a shape tensor."""
+    seen, frontier = set(), [tensor]
+    while frontier and len(seen) < limit:
+        current = frontier.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        for consumer in current.outputs:
+            if any(t is current and i in SHAPE_INPUTS.get(consumer.op, ()) for i, t in enumerate(consumer.inputs)):
+                return True
+            if consumer.op not in ("Shape", "Size"):  # these read no value
+                frontier.extend(consumer.outputs)
+    return False
+
+
+def _same_value(a, b):
+    """Equal ints, or tensors that are one run-time value reshaped (the dynamo exporter gives a SymInt to a Slice
+    through an Unsqueeze and to a SliceScatter through a Reshape)."""
+    if isinstance(a, int) or isinstance(b, int):
+        return a == b
+    return _root(a) is _root(b)
+
+
+def _root(tensor):
+    node = _producer(tensor)
+    while node is not None and node.op in ("Reshape", "Unsqueeze", "Squeeze", "Identity"):
+        tensor = node.inputs[0]
+        node = _producer(tensor)
+    return tensor
+
+
+def _producer(tensor):
+    return tensor.inputs[0] if tensor is not None and len(tensor.inputs) == 1 else None
+
+
+def _is_empty(tensor):
+    return tensor is None or (getattr(tensor, "name", "") == "" and not getattr(tensor, "inputs", None))
+
+
+def _attr(node, name, default=None):
+    value = node.attrs.get(name, default)
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _dims(tensor):
+    """Static shape: ints, symbolic names (str), ``None`` for unknown; ``None`` if the rank is not known."""
+    shape = getattr(tensor, "shape", None)
+    if shape is None:
+        return None
+    return tuple(d if isinstance(d, (int, np.integer)) and d >= 0 else (d if isinstance(d, str) and d else None) for d in shape)
+
+
+def _rank(value):
+    if isinstance(value, np.ndarray):
+        return value.ndim
+    dims = _dims(value)
+    return None if dims is None else len(dims)
+
+
+def _same_dim(a, b):
+    return a is not None and a == b
+
+
+def _scalar(value):
+    return int(value.reshape(-1)[0]) if value is not None and value.size == 1 else None
+
+
+def _ints(value):
+    return None if value is None else [int(v) for v in np.asarray(value).reshape(-1)]
+
+
+def _np_dtype(tensor):
+    dtype = getattr(tensor, "dtype", None)
+    try:
+        return np.dtype(dtype) if dtype is not None else None
+    except TypeError:
+        return None
+
+
+def _dtype_kind(tensor):
+    dtype = _np_dtype(tensor)
+    return dtype.kind if dtype is not None else None
+
+
+def _onnx_type(dtype):
+    from onnx import helper
+
+    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))

@@ -1,0 +1,149 @@
+"""From PyTorch to ONNX with one ``trt_scatter`` node per write (the ``torch`` extra).
+
+PyTorch's exporters write ``slice_scatter``, slice assignment, ``select_scatter``, ``index_copy``
+and ``index_put`` as ScatterND or ScatterElements with Transposes around them or full coordinate
+tensors (or not at all). Here each becomes one ``trt_scatter::SliceScatter`` or
+``trt_scatter::ScatterUpdate`` node, which TensorRT's ONNX parser maps onto trt-scatter's plugins::
+
+    import trt_scatter.torch
+
+    model = trt_scatter.torch.export(module, (cache, new, pos), "model.onnx",
+                                     dynamic_shapes=({2: Dim.AUTO}, {2: Dim.AUTO}, None))
+
+- :func:`export`: ``torch.onnx.export`` (either exporter) with the translations below, then
+  :func:`trt_scatter.passes.rewrite.rewrite` (which fuses a write over several axes, which the
+  dynamo exporter hands over as nested writes, into one node), then optionally ``inplace=1``.
+- :func:`translation_table` (``dynamo=True``) and :func:`register_symbolics` /
+  :func:`unregister_symbolics` (``dynamo=False``), for those who call ``torch.onnx.export`` themselves.
+
+What a node cannot express exactly (``index_put`` with ``accumulate=True``, masks or several index
+tensors, a run-time ``select`` index, ...) keeps PyTorch's own translation; the ``trt_scatter``
+logger says which, at debug level (``TRT_SCATTER_VERBOSE=1``).
+"""
+
+import io
+
+from trt_scatter.log import logger
+from trt_scatter.ops import DOMAIN, VERSION, is_trt_scatter, register_onnx_schemas
+from trt_scatter.torch.dynamo import translation_table
+from trt_scatter.torch.torchscript import register_symbolics, unregister_symbolics
+
+__all__ = ["export", "mark_inplace", "translation_table", "register_symbolics", "unregister_symbolics"]
+
+
+def export(model, args=(), f=None, *, dynamo=True, inplace=False, **kwargs):
+    """Exports ``model`` like ``torch.onnx.export(model, args, f, dynamo=dynamo, **kwargs)``; returns the ``onnx.ModelProto``.
+
+    ``kwargs`` are ``torch.onnx.export``'s (``dynamic_shapes``, ``dynamic_axes``, ``input_names``,
+    ``opset_version``, ...); a ``custom_translation_table`` of the caller's is merged over ours.
+    ``inplace=True`` sets ``inplace=1`` on each write whose data is a graph input that nothing
+    else reads (shape reads aside) and no output is: the plugin then writes into that input's
+    buffer (TensorRT's aliased plugin I/O), the way an in-place update of a KV cache should run.
+    The model is saved to ``f`` (a path or a binary file) when given. With ``dynamo=False`` the
+    symbolics serve ``opset_version`` 13 and later (below, PyTorch's own), and the module's
+    parameters and buffers are as they were before (its tracing run writes into them).
+    """
+    import onnx
+    import torch
+
+    from trt_scatter.passes.rewrite import rewrite
+
+    register_onnx_schemas()
+    if dynamo:
+        table = translation_table()
+        table.update(kwargs.pop("custom_translation_table", None) or {})
+        program = torch.onnx.export(model, args, dynamo=True, custom_translation_table=table, **kwargs)
+        proto = program.model_proto
+    else:
+        proto = _export_torchscript(model, args, kwargs)
+    proto, report = rewrite(proto)
+    for line in report.lines():
+        logger.debug("trt_scatter.torch: rewrite: %s", line)
+    if inplace:
+        written = mark_inplace(proto)
+        logger.debug("trt_scatter.torch: inplace=1 on %s", ", ".join(written) or "no node")
+        if not written:
+            logger.warning("trt_scatter.torch: inplace=True, but no write has a graph input of its own as data")
+    if f is not None:
+        onnx.save(proto, f)
+    return proto
+
+
+def _export_torchscript(model, args, kwargs):
+    """``torch.onnx.export(dynamo=False)`` with the symbolics, keeping the module's state as it was.
+
+    That exporter runs ``forward`` to trace it, which performs the module's writes into its own
+    buffers, and then saves the written buffers as initializers: a KV cache registered as a
+    buffer would carry the traced token into every later run. The state is restored after the
+    export, and so are the initializers that hold it.
+    """
+    import onnx
+    import torch
+    from onnx import numpy_helper
+
+    state = {name: tensor.detach().clone() for name, tensor in model.state_dict(keep_vars=True).items()} if isinstance(model, torch.nn.Module) else {}
+    custom_opsets = {DOMAIN: VERSION, **(kwargs.pop("custom_opsets", None) or {})}
+    registered_before = _symbolics_registered()
+    register_symbolics()
+    buffer = io.BytesIO()
+    try:
+        torch.onnx.export(model, args, buffer, dynamo=False, custom_opsets=custom_opsets, **kwargs)
+    finally:
+        if not registered_before:
+            unregister_symbolics()
+        written = {}
+        with torch.no_grad():
+            for name, tensor in model.state_dict(keep_vars=True).items() if state else ():
+                if name in state and not torch.equal(tensor, state[name]):
+                    written[name] = tensor.detach().clone()
+                    tensor.copy_(state[name])
+    proto = onnx.load_from_string(buffer.getvalue())
+    for initializer in proto.graph.initializer:
+        if initializer.name in written:
+            initializer.CopyFrom(numpy_helper.from_array(state[initializer.name].cpu().numpy(), initializer.name))
+            del written[initializer.name]
+    if written:
+        raise ValueError(f"the TorchScript exporter ran forward, which wrote {', '.join(sorted(written))}, and exported values "
+                         "computed from the written state under other names: export with dynamo=True")
+    return proto
+
+
+def mark_inplace(model):
+    """Sets ``inplace=1`` on the ``trt_scatter`` nodes of ``model`` (in place) whose data is a graph input
+    that nothing else reads but for its shape, and that is no graph output; returns those nodes' names.
+
+    Shape reads include nodes whose results only Shape nodes read (the TorchScript exporter slices
+    the cache to broadcast the new tokens to the slice's shape)."""
+    from onnx import helper
+
+    graph = model.graph
+    outputs = {output.name for output in graph.output}
+    consumers = {}
+    for node in graph.node:
+        for name in set(node.input):
+            consumers.setdefault(name, []).append(node)
+
+    def shape_only(node, depth=0):
+        """A node whose result feeds only Shape nodes (a Slice whose shape an expand needs): it reads no value."""
+        if node.op_type in ("Shape", "Size"):
+            return True
+        users = [user for output in node.output for user in consumers.get(output, [])]
+        return depth < 8 and bool(users) and not any(o in outputs for o in node.output) and all(shape_only(u, depth + 1) for u in users)
+
+    readers = {name: [n for n in nodes if is_trt_scatter(n) or not shape_only(n)] for name, nodes in consumers.items()}
+    written = []
+    for name in (graph_input.name for graph_input in graph.input):
+        nodes = readers.get(name, [])
+        if len(nodes) == 1 and is_trt_scatter(nodes[0]) and nodes[0].input[0] == name and list(nodes[0].input).count(name) == 1 and name not in outputs:
+            node = nodes[0]
+            kept = [attribute for attribute in node.attribute if attribute.name != "inplace"]
+            del node.attribute[:]
+            node.attribute.extend(kept + [helper.make_attribute("inplace", 1)])
+            written.append(node.name or node.output[0])
+    return written
+
+
+def _symbolics_registered():
+    from trt_scatter.torch import torchscript
+
+    return bool(torchscript._stock)

@@ -1,0 +1,366 @@
+"""The ``torch.onnx.export(..., dynamo=False)`` (TorchScript) symbolics.
+
+:func:`register_symbolics` puts them in the TorchScript exporter's registry for opsets
+:data:`OPSETS`, ahead of the stock ones, which each falls back to (saying so at debug level)
+for what a ``trt_scatter`` node cannot express exactly:
+
+- ``aten::slice_scatter`` and ``aten::select_scatter``: one SliceScatter (the stock exporter
+  has no translation for either);
+- ``aten::index_copy``: one ScatterUpdate; ``aten::index_put`` with one integer index tensor and
+  ``accumulate=False``: one ScatterUpdate, negative indices wrapped first;
+- slice assignment (``x[:, a:b] = y``, ``cache[:, :, pos:pos + t] = new``, ``x[:, 3] = y``,
+  ``x[:, idx] = y``): the exporter turns ``aten::slice``/``aten::select`` followed by an in-place
+  write into an ``onnx::Placeholder`` whose sub-block holds that chain; its symbolic here reads the
+  chain and writes one SliceScatter over all the sliced and selected axes (or one ScatterUpdate),
+  where the stock one builds a full coordinate tensor for a ScatterND. The registry has no public
+  entry for ``onnx::Placeholder``, so this one uses the exporter's internal registry.
+
+Call ``torch.onnx.export(..., dynamo=False, custom_opsets={"trt_scatter": 1})`` in between, or
+use :func:`trt_scatter.torch.export`, which does both.
+"""
+
+import functools
+
+from trt_scatter.log import logger
+from trt_scatter.ops import DOMAIN
+from trt_scatter.torch import writes
+
+
+def _max_opset():
+    try:
+        from torch.onnx import _constants
+
+        return _constants.ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET
+    except (ImportError, AttributeError):
+        return 20
+
+
+OPSETS = range(13, _max_opset() + 1)  #: target opsets the symbolics serve (Unsqueeze takes its axes as an input from 13; below, the stock ones)
+
+_stock = {}  # (name, opset) -> the function registered before ours (None: the exporter has none)
+
+
+def register_symbolics():
+    """Registers the symbolics for every opset in :data:`OPSETS` (idempotent)."""
+    registry = _registry()
+    for version in range(7, OPSETS[-1] + 1):  # the stock symbolics register when their module is imported
+        try:
+            _exporter_module(f"symbolic_opset{version}")
+        except ImportError:
+            pass
+    new = [(name, opset) for name in _SYMBOLICS for opset in OPSETS if (name, opset) not in _stock]
+    for name, opset in new:  # all before registering any: a lookup for opset n finds what is registered for n-1
+        group = registry.get_function_group(name)
+        _stock[(name, opset)] = group.get(opset) if group is not None else None
+    for name, opset in new:
+        registry.register(name, opset, functools.partial(_SYMBOLICS[name], stock=_stock_caller(name, opset)), custom=True)
+
+
+def unregister_symbolics():
+    """Removes what :func:`register_symbolics` registered; the stock symbolics serve again."""
+    registry = _registry()
+    for name, opset in list(_stock):
+        registry.unregister(name, opset)
+        del _stock[(name, opset)]
+    for name in _SYMBOLICS:  # a group left empty (no stock symbolic) would make the exporter fail on min([])
+        group = registry.get_function_group(name)
+        if group is not None and not len(getattr(group, "_functions", (None,))):
+            getattr(registry, "_registry", {}).pop(name, None)
+
+
+def slice_scatter(g, self, src, dim, start, end, step, *, stock):
+    axis, step = _axis(self, _const(dim)), _const(step)
+    if axis is None or not (isinstance(step, int) and step > 0):
+        return stock(g, "a step that is not a positive int, or data of unknown rank", self, src, dim, start, end, step)
+    return writes.slice_write(_Emitter(g), self, src, [(axis, _const(start), _const(end), step)])
+
+
+def select_scatter(g, self, src, dim, index, *, stock):
+    axis, index = _axis(self, _const(dim)), _const(index)
+    if axis is None or not isinstance(index, int):
+        return stock(g, "an index known only at run time, or data of unknown rank", self, src, dim, index)
+    emitter = _Emitter(g)
+    start, stop = writes.select_slice(index)
+    return writes.slice_write(emitter, self, emitter.op("Unsqueeze", src, emitter.ints([axis])), [(axis, start, stop, 1)])
+
+
+def index_copy(g, self, dim, index, source, *, stock):
+    from torch.onnx import symbolic_helper
+
+    axis, rank = _axis(self, _const(dim)), symbolic_helper._get_tensor_rank(index)
+    if axis is None or rank is None or rank > 1:
+        return stock(g, "data of unknown rank or an index of rank > 1", self, dim, index, source)
+    emitter = _Emitter(g)
+    if rank == 0:
+        index = emitter.op("Reshape", index, emitter.ints([1]))
+    return writes.index_write(emitter, self, index, source, axis, wrap_negative=False)
+
+
+def index_put(g, self, indices, values, accumulate, *, stock):
+    from torch.onnx import symbolic_helper
+
+    written = None
+    if _const(accumulate) in (False, 0) and symbolic_helper._is_packed_list(indices):
+        written = _index_put(_Emitter(g), self, symbolic_helper._unpack_list(indices), values)
+    if written is None:
+        return stock(g, "accumulate=True, a mask, several index tensors or data of unknown rank", self, indices, values, accumulate)
+    return written
+
+
+def placeholder(g, *inputs, stock, **attributes):
+    """``onnx::Placeholder`` of an in-place write through a chain of slices and selects."""
+    written = None
+    if g.original_node.s("name") in ("index_put", "index_put_"):
+        written = _chained_write(g, inputs[0])
+    if written is None:
+        return stock(g, "a chain of views it cannot read as one slice or index list", *inputs, **attributes)
+    return written
+
+
+_SYMBOLICS = {
+    "aten::slice_scatter": slice_scatter,
+    "aten::select_scatter": select_scatter,
+    "aten::index_copy": index_copy,
+    "aten::index_put": index_put,
+    "onnx::Placeholder": placeholder,
+}
+
+
+def _chained_write(g, data):
+    """The Placeholder's sub-block ``slice/select ... -> index_put_(view, indices, values)`` as one write, or ``None``."""
+    block = next(g.original_node.blocks())
+    nodes = list(block.nodes())
+    if not nodes or nodes[-1].kind() not in ("aten::index_put_", "aten::index_put") or len(list(nodes[-1].inputs())) != 4:
+        return None
+    view_value, indices, values, accumulate = nodes[-1].inputs()
+    if _old_const(accumulate, g) not in (False, 0):
+        return None
+    emitter = _Emitter(g)
+    remaining = list(range(len(_sizes(data) or ())))  # original axis of each axis of the view
+    slices, steps_in_onnx = [], []  # (axis, start, stop, step) on data; what reproduces the view
+    previous = None
+    for node in nodes[:-1]:
+        kind, arguments = node.kind(), [_old_const(v, g) for v in node.inputs()]
+        source = next(node.inputs())
+        if kind not in ("aten::slice", "aten::select") or (previous is not None and source is not previous) or not remaining:
+            return None
+        view_axis = arguments[1]
+        if not isinstance(view_axis, int) or not -len(remaining) <= view_axis < len(remaining):
+            return None
+        axis = remaining[view_axis]
+        if any(axis == written_axis for written_axis, *_ in slices):
+            return None  # the same axis sliced twice
+        if kind == "aten::slice":
+            start, stop, step = arguments[2:5]
+            if not (isinstance(step, int) and step > 0):
+                return None
+            slices.append((axis, start, stop, step))
+            steps_in_onnx.append(("slice", view_axis % len(remaining), start, stop, step))
+        else:
+            index = arguments[2]
+            if not isinstance(index, int):
+                return None
+            slices.append((axis, *writes.select_slice(index), 1))
+            steps_in_onnx.append(("select", view_axis % len(remaining), index))
+            remaining.remove(axis)
+        previous = node.output()
+    if previous is not view_value:
+        return None
+    index_tensors = [_old_const(v, g) for v in _old_list(indices)]
+    index_tensors = [emitter.op("Constant", value=v) if isinstance(v, _torch().Tensor) else v for v in index_tensors]
+    if values not in g.env:
+        return None
+    updates = g.env[values]
+    if index_tensors:  # x[:, idx] = v: a slice of everything, then an index list
+        whole = all(step[0] == "slice" and writes._whole_axis(_sizes(data), step[1], step[2], step[3], step[4]) for step in steps_in_onnx)
+        return _index_put(emitter, data, index_tensors, updates) if whole else None
+    # Slice assignment broadcasts the values to the view: the exporter has put an expand_as there
+    # already; otherwise the view is rebuilt from data (the chain in ONNX) for its shape.
+    view_sizes, value_sizes = _old_sizes(view_value), _old_sizes(values)
+    known = view_sizes is not None and None not in view_sizes and view_sizes == value_sizes
+    expanded = values.node().kind() == "aten::expand_as"
+    source = next(values.node().inputs()) if expanded else None
+    static = [emitter.dims(v) for v in (data, g.env.get(source))] if source is not None and source in g.env else [None]
+    if known and expanded and all(d is not None and all(isinstance(x, int) for x in d) for d in static) and _old_sizes(source) == view_sizes:
+        # Static data and values, which already have the view's shape: the expand_as would only make the view's
+        # start (a KV cache's position) set shapes in the network. A view that comes out shorter at
+        # run time (clamped at the end) makes the plugin write nothing, where PyTorch would raise.
+        updates = g.env[source]
+    elif not known and not expanded:
+        view = data
+        for step in steps_in_onnx:
+            if step[0] == "slice":
+                _, view_axis, start, stop, step_size = step
+                bounds = (writes._vector(emitter, [v]) for v in (start or 0, writes.INT64_MAX if stop is None else stop))
+                view = emitter.op("Slice", view, *bounds, emitter.ints([view_axis]), emitter.ints([step_size]))
+            else:
+                view = emitter.op("Gather", view, emitter.op("Constant", value=_torch().tensor(step[2])), axis=step[1])
+        updates = emitter.op("Expand", updates, emitter.op("Shape", view))
+    selected = sorted(axis for (axis, *_), step in zip(slices, steps_in_onnx) if step[0] == "select")
+    if selected:
+        updates = emitter.op("Unsqueeze", updates, emitter.ints(selected))
+    return writes.slice_write(emitter, data, updates, slices)
+
+
+def _index_put(emitter, data, indices, values):
+    """``data[..., index, ...] = values`` with one integer index tensor among ``indices`` (the rest None); ``None`` otherwise."""
+    from torch.onnx import symbolic_helper
+
+    _type_utils = _exporter_module("_type_utils")
+
+    tensors = [(position, index) for position, index in enumerate(indices) if not symbolic_helper._is_none(index)]
+    if len(tensors) != 1:
+        return None
+    axis, index = tensors[0]
+    index_type = _type_utils.JitScalarType.from_value(index, _type_utils.JitScalarType.UNDEFINED)
+    data_dims, index_dims = emitter.dims(data), emitter.dims(index)
+    if index_type not in (_type_utils.JitScalarType.INT64, _type_utils.JitScalarType.INT) or data_dims is None or axis >= len(data_dims):
+        return None
+    target = None if index_dims is None else data_dims[:axis] + index_dims + data_dims[axis + 1 :]
+    pieces = [emitter.op("Shape", data, start=0, end=axis), emitter.op("Shape", index), emitter.op("Shape", data, start=axis + 1)]
+    updates = writes.expand_to(emitter, values, pieces, target)
+    constant = symbolic_helper._maybe_get_const(index, "t")
+    wrap = not (hasattr(constant, "min") and constant.numel() and int(constant.min()) >= 0)
+    return writes.index_write(emitter, data, index, updates, axis, wrap_negative=wrap)
+
+
+class _Emitter:
+    """:mod:`.writes`' emitter over TorchScript's ``GraphContext``."""
+
+    def __init__(self, g):
+        self.g = g
+
+    def op(self, op_type, *inputs, **attributes):
+        # Shape takes start/end from opset 15, but the exporter's own shape inference reads them as a
+        # whole shape (a [3, 6] piece of a shape came out as 2 elements): a Gather of the dimensions
+        # (or a Slice of the Shape where the rank is not known) instead.
+        if op_type == "Shape" and attributes:
+            shape = self.g.op("Shape", *inputs)
+            rank = len(_sizes(inputs[0])) if _sizes(inputs[0]) is not None else None
+            start, end = attributes.get("start", 0), attributes.get("end", rank if rank is not None else writes.INT64_MAX)
+            if rank is None:
+                return self.op("Slice", shape, self.ints([start]), self.ints([end]))
+            dims = list(range(rank))[start:end]
+            return self.op("Gather", shape, self.ints(dims), axis=0) if dims else self.ints([])
+        return self.g.op(op_type, *inputs, **{f"{name}_{_suffix(value)}": value for name, value in attributes.items()})
+
+    def ints(self, values):
+        import torch
+
+        return self.g.op("Constant", value_t=torch.tensor(list(values), dtype=torch.int64))
+
+    def int64(self, value):
+        _type_utils = _exporter_module("_type_utils")
+        if _type_utils.JitScalarType.from_value(value, _type_utils.JitScalarType.UNDEFINED) == _type_utils.JitScalarType.INT64:
+            return value
+        return self.g.op("Cast", value, to_i=_type_utils.JitScalarType.INT64.onnx_type())
+
+    def vector(self, value):
+        return self.g.op("Reshape", self.int64(value), self.ints([1]))
+
+    def dims(self, value):
+        """Sizes, with TorchScript's symbolic dimensions (negative ids, shared by equal dimensions) as names."""
+        kind = value.type().kind() if hasattr(value.type(), "kind") else None
+        sizes = value.type().symbolic_sizes() if kind == "TensorType" else None
+        return None if sizes is None else tuple(d if d >= 0 else f"symbol{-d}" for d in sizes)
+
+    def scalar(self, value):
+        return self.g.op("Constant", value_t=_torch().tensor(value, dtype=_torch().int64))
+
+    def plugin(self, op_type, inputs, data):
+        output = self.g.op(f"{DOMAIN}::{op_type}", *inputs, inplace_i=0)
+        output.setType(data.type())  # what ops.py says; the exporter cannot infer a custom op
+        return output
+
+
+def _suffix(value):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return "t"
+    sample = value[0] if isinstance(value, (list, tuple)) and value else value
+    return {int: "i", float: "f", str: "s"}.get(type(sample), "i")
+
+
+def _sizes(value):
+    from torch.onnx import symbolic_helper
+
+    return symbolic_helper._get_tensor_sizes(value)
+
+
+def _axis(data, dim):
+    sizes = _sizes(data)
+    if sizes is None or not isinstance(dim, int):
+        return None
+    rank = len(sizes)
+    return dim + rank if -rank <= dim < 0 else dim if 0 <= dim < rank else None
+
+
+def _const(value):
+    """A converted argument as a Python int (or bool, or ``None``) where the graph fixes it, else the value itself."""
+    from torch.onnx import symbolic_helper
+
+    if symbolic_helper._is_none(value):
+        return None
+    constant = symbolic_helper._maybe_get_const(value, "i")
+    return int(constant) if isinstance(constant, (int, bool)) or getattr(constant, "ndim", None) == 0 else constant
+
+
+def _old_const(value, g):
+    """An argument of the Placeholder's sub-block (a TorchScript value): its constant, or its converted value."""
+    node = value.node()
+    if node.kind() == "prim::Constant":
+        if node.mustBeNone():
+            return None
+        constant = value.toIValue()
+        if getattr(constant, "ndim", None) == 0:  # the tracer records ints as 0-d tensors
+            constant = constant.item()
+        return int(constant) if isinstance(constant, (bool, int)) else constant
+    return _const(g.env[value]) if value in g.env else None
+
+
+def _old_sizes(value):
+    """The sizes TorchScript recorded for a value (None for a dimension not known), or None."""
+    kind = value.type().kind()
+    return tuple(value.type().varyingSizes()) if kind == "TensorType" and value.type().dim() is not None else None
+
+
+def _old_list(value):
+    node = value.node()
+    return list(node.inputs()) if node.kind() == "prim::ListConstruct" else [value]
+
+
+def _stock_caller(name, opset):
+    def call(g, reason, *inputs, **attributes):
+        logger.debug("trt_scatter.torch: %s with %s: the stock symbolic", name, reason)
+        stock = _stock.get((name, opset))
+        if stock is None:
+            from torch.onnx import symbolic_helper
+
+            return symbolic_helper._unimplemented(name, reason)
+        return stock(g, *inputs, **attributes)
+
+    return call
+
+
+def _registry():
+    return _exporter_module("registration").registry
+
+
+def _exporter_module(name):
+    """A module of the TorchScript exporter: ``torch.onnx._internal.torchscript_exporter`` from torch 2.9, before in
+    ``torch.onnx._internal`` (registration) or ``torch.onnx`` (_type_utils)."""
+    import importlib
+
+    for package in ("torch.onnx._internal.torchscript_exporter", "torch.onnx._internal", "torch.onnx"):
+        try:
+            return importlib.import_module(f"{package}.{name}")
+        except ImportError:
+            continue
+    raise ImportError(f"this torch has no TorchScript exporter module {name}")
+
+
+def _torch():
+    import torch
+
+    return torch
