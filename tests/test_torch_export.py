@@ -147,6 +147,22 @@ def test_inplace_model_builds_with_aliased_io(tmp_path, dynamo):
     _build(path, case, True)
 
 
+def test_aot_export_names_the_aot_plugins_and_computes_the_same():
+    from trt_scatter.ops import AOT_ATTRIBUTES
+    from trt_scatter.passes.validate import validate
+    from trt_scatter.reference import Reference
+
+    case = CASES["slice_scatter_strided"]
+    model = trt_scatter_torch.export(case.module(), tuple(t.clone() for t in case.example), aot=True)
+    plain = trt_scatter_torch.export(case.module(), tuple(t.clone() for t in case.example))
+    (node,) = [n for n in model.graph.node if n.domain == "trt_scatter"]
+    attributes = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    assert attributes == {name: value.encode() if isinstance(value, str) else value for name, value in AOT_ATTRIBUTES.items()}
+    validate(model)
+    feeds = {i.name: t.numpy() for i, t in zip(plain.graph.input, case.example)}
+    np.testing.assert_array_equal(Reference(model).run(feeds)[model.graph.output[0].name], Reference(plain).run(feeds)[plain.graph.output[0].name])
+
+
 # ---- the TorchScript exporter's state and its symbolics --------------------------------------------
 
 

@@ -31,7 +31,7 @@ from trt_scatter.torch.torchscript import register_symbolics, unregister_symboli
 __all__ = ["export", "mark_inplace", "translation_table", "register_symbolics", "unregister_symbolics"]
 
 
-def export(model, args=(), f=None, *, dynamo=True, inplace=False, **kwargs):
+def export(model, args=(), f=None, *, dynamo=True, inplace=False, aot=False, **kwargs):
     """Exports ``model`` like ``torch.onnx.export(model, args, f, dynamo=dynamo, **kwargs)``; returns the ``onnx.ModelProto``.
 
     ``kwargs`` are ``torch.onnx.export``'s (``dynamic_shapes``, ``dynamic_axes``, ``input_names``,
@@ -39,7 +39,9 @@ def export(model, args=(), f=None, *, dynamo=True, inplace=False, **kwargs):
     ``inplace=True`` sets ``inplace=1`` on each write whose data is a graph input that nothing
     else reads (shape reads aside) and no output is: the plugin then writes into that input's
     buffer (TensorRT's aliased plugin I/O), the way an in-place update of a KV cache should run.
-    The model is saved to ``f`` (a path or a binary file) when given. With ``dynamo=False`` the
+    ``aot=True`` hands every write to the AOT plugins instead (:func:`trt_scatter.passes.aot.to_aot`:
+    full TensorRT >= 10.9, an engine that runs without Python; ``inplace`` means nothing there, the
+    AOT form always writes in place). The model is saved to ``f`` (a path or a binary file) when given. With ``dynamo=False`` the
     symbolics serve ``opset_version`` 13 and later (below, PyTorch's own), and the module's
     parameters and buffers are as they were before (its tracing run writes into them).
     """
@@ -64,6 +66,10 @@ def export(model, args=(), f=None, *, dynamo=True, inplace=False, **kwargs):
         logger.debug("trt_scatter.torch: inplace=1 on %s", ", ".join(written) or "no node")
         if not written:
             logger.warning("trt_scatter.torch: inplace=True, but no write has a graph input of its own as data")
+    if aot:
+        from trt_scatter.passes.aot import to_aot
+
+        proto = to_aot(proto)
     if f is not None:
         onnx.save(proto, f)
     return proto
