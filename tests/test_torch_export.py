@@ -106,6 +106,29 @@ def test_a_boolean_mask_keeps_the_stock_translation(caplog):
     assert any("a mask" in record.getMessage() for record in caplog.records)
 
 
+class AssignOtherType(torch.nn.Module):
+    """Slice and select assignment cast the values to the tensor's type (a float16 cache written from float32)."""
+
+    def forward(self, x, y, z):
+        x = x.clone()
+        x[:, 1:3] = y
+        x[:, 4] = z
+        return x
+
+
+@pytest.mark.parametrize("dynamo", [True, False])
+@pytest.mark.parametrize("data_type, values_type", [(torch.float16, torch.float32), (torch.float32, torch.float64), (torch.float32, torch.bool)],
+                         ids=["float32-into-float16", "float64-into-float32", "bool-into-float32"])
+def test_assignment_of_values_of_another_type_casts_them_as_pytorch_does(dynamo, data_type, values_type):
+    x = torch.randn(3, 6).to(data_type)
+    y, z = torch.randn(3, 2).to(values_type), torch.randn(3).to(values_type)
+    model = trt_scatter_torch.export(AssignOtherType(), (x, y, z), dynamo=dynamo, input_names=["x", "y", "z"], output_names=["output"])
+    onnx.checker.check_model(model, full_check=True)
+    assert len([n for n in model.graph.node if n.domain == "trt_scatter"]) == 2
+    feeds = {"x": x.numpy(), "y": y.numpy(), "z": z.numpy()}
+    np.testing.assert_array_equal(Reference(model).run(feeds)["output"], AssignOtherType()(x, y, z).numpy())
+
+
 # ---- in place ------------------------------------------------------------------------------------
 
 

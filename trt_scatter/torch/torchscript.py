@@ -199,7 +199,17 @@ def _chained_write(g, data):
     selected = sorted(axis for (axis, *_), step in zip(slices, steps_in_onnx) if step[0] == "select")
     if selected:
         updates = emitter.op("Unsqueeze", updates, emitter.ints(selected))
-    return writes.slice_write(emitter, data, updates, slices)
+    return writes.slice_write(emitter, data, _cast_like(updates, data, emitter), slices)
+
+
+def _cast_like(values, data, emitter):
+    """``values`` in ``data``'s element type: assignment (``copy_``) converts them, a plugin node takes one type."""
+    _type_utils = _exporter_module("_type_utils")
+    undefined = _type_utils.JitScalarType.UNDEFINED
+    want = _type_utils.JitScalarType.from_value(data, undefined)
+    if want == undefined or _type_utils.JitScalarType.from_value(values, undefined) == want:
+        return values
+    return emitter.g.op("Cast", values, to_i=want.onnx_type())
 
 
 def _index_put(emitter, data, indices, values):
