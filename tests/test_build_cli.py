@@ -226,3 +226,20 @@ def test_input_that_sets_shapes_needs_its_value_range(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "input(s) pos set shapes in the network: give the range of their values" in err
     assert main(["build", str(tmp_path / "shape.onnx"), "--out-dir", str(tmp_path), "--min", "pos:[0]", "--opt", "pos:[3]", "--max", "pos:[9]"]) == 0
+
+
+@pytest.mark.parametrize("flags", [["--plugins"], []], ids=["plugins", "no-flag"])
+def test_a_model_for_the_aot_plugins_without_aot_names_the_flag_in_one_line(tmp_path, capsys, flags):
+    """trt_scatter.torch.export(aot=True) writes nodes that only the AOT plugins serve; --plugins would end in
+    TensorRT's 'Plugin not found' after parsing."""
+    import onnx as onnx_lib
+
+    from trt_scatter.onnx_models import scatter_update_model
+    from trt_scatter.passes.aot import to_aot
+
+    onnx_lib.save(to_aot(scatter_update_model((3, 5), (2,), 1)), tmp_path / "update_aot.onnx")
+    assert main(["build", str(tmp_path / "update_aot.onnx"), *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert err.startswith("trt-scatter build: error: ") and "ScatterUpdate" in err
+    assert "names trt-scatter's AOT plugins (plugin_namespace='trt_scatter', aot=1): build it with --aot" in err

@@ -244,3 +244,19 @@ def test_nan_and_infinities_moved_unchanged_pass_and_changed_ones_fail():
     assert not _verdict(expected, nearly) and _verdict(expected[1:], nearly[1:], atol=1e-2)
     assert not _verdict(expected, np.array([0.0, np.inf, -np.inf, 1.0], dtype=np.float32), atol=1e-2)
     assert not _verdict(expected[1:], np.array([-np.inf, -np.inf, 1.0], dtype=np.float32), atol=1e-2)
+
+
+def test_a_model_for_the_aot_plugins_is_built_with_them(tmp_path):
+    """A model from trt_scatter.torch.export(aot=True) names the AOT plugins: check builds it with them (full
+    TensorRT >= 10.9), and on TensorRT-RTX says that this is what is missing, not TensorRT's 'Plugin not found'."""
+    from trt_scatter import backend
+    from trt_scatter.onnx_models import scatter_update_model
+    from trt_scatter.passes.aot import to_aot
+
+    path = fx.save(to_aot(scatter_update_model((3, 5), (2,), 1)), tmp_path / "update_aot.onnx")
+    result = check(path)
+    assert "Plugin not found" not in output_of(result)
+    if backend.is_rtx():
+        assert result.returncode == 1, output_of(result)
+        assert "engine: FAIL: engine build failed: the AOT plugins need full TensorRT >= 10.9" in result.stdout
+        assert "PASS output: onnxruntime-lowered vs reference" in result.stdout

@@ -91,6 +91,13 @@ def network_from_onnx(path, plugins=False, strongly_typed=True, aot=False):
 
         aot_plugins.register()
         return NetworkFromOnnxBytes(BytesFromOnnx(ToAotPlugins(str(path))), strongly_typed=strongly_typed)
+    import onnx
+
+    node = aot_node(onnx.load(str(path), load_external_data=False))
+    if node is not None:
+        raise ValueError(f"{path}: node {node.name or node.output[0]!r} ({node.op_type}) names trt-scatter's AOT plugins "
+                         "(plugin_namespace='trt_scatter', aot=1): build it with --aot (full TensorRT >= 10.9), or export it "
+                         "without aot=True for the Python plugins")
     if plugins:
         from trt_scatter.plugins import register
 
@@ -110,6 +117,21 @@ def _plugin_ops(path):
 
     model = onnx.load(str(path), load_external_data=False)
     return sorted({node.op_type for node in model.graph.node if is_trt_scatter(node)})
+
+
+def aot_node(model):
+    """The first ``trt_scatter`` node of ``model`` (an ``onnx.ModelProto``) that names the AOT plugins (namespace
+    ``trt_scatter``, as :mod:`trt_scatter.passes.aot` writes it): only those serve it. None if there is none."""
+    from onnx import helper
+
+    from trt_scatter.ops import AOT_ATTRIBUTES, is_trt_scatter
+
+    for node in model.graph.node:
+        namespace = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "plugin_namespace"), b"")
+        namespace = namespace.decode(errors="replace") if isinstance(namespace, bytes) else namespace
+        if is_trt_scatter(node) and namespace == AOT_ATTRIBUTES["plugin_namespace"]:
+            return node
+    return None
 
 
 def needs_aliased_plugin_io(model):

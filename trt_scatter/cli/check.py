@@ -232,7 +232,7 @@ def _build_engine(path, model, feed, has_plugins):
     from polygraphy.backend.trt import CreateConfig, EngineBytesFromNetwork, NetworkFromOnnxPath, Profile
 
     from trt_scatter.cli import common
-    from trt_scatter.engine import needs_aliased_plugin_io, with_aliased_plugin_io
+    from trt_scatter.engine import aot_node, needs_aliased_plugin_io, network_from_onnx, with_aliased_plugin_io
     from trt_scatter.polygraphy_ext import RegisterTrtScatterPlugins
 
     profile = Profile()
@@ -241,11 +241,15 @@ def _build_engine(path, model, feed, has_plugins):
         if value.name in feed and not all(d.HasField("dim_value") for d in dims):
             shape = feed[value.name].shape
             profile.add(value.name, min=shape, opt=shape, max=shape)
-    network = NetworkFromOnnxPath(RegisterTrtScatterPlugins(path) if has_plugins else path, strongly_typed=True)
+    aot = aot_node(model) is not None  # nodes for the AOT plugins (export(aot=True)): only those serve them
     config = CreateConfig(profiles=[profile] if profile else None)
     with common.quiet_tensorrt() as tensorrt_output:
         try:
-            if needs_aliased_plugin_io(model):  # inplace=1 plugins; refused where TensorRT lacks the feature
+            if aot:
+                network = network_from_onnx(path, aot=True)
+            else:
+                network = NetworkFromOnnxPath(RegisterTrtScatterPlugins(path) if has_plugins else path, strongly_typed=True)
+            if aot or needs_aliased_plugin_io(model):  # inplace=1 and AOT plugins; refused where TensorRT lacks the feature
                 config = with_aliased_plugin_io(config)
             return bytes(EngineBytesFromNetwork(network, config=config)()), None
         except Exception as err:  # polygraphy raises PolygraphyException; plugin registration may raise anything
