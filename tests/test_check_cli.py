@@ -260,3 +260,17 @@ def test_a_model_for_the_aot_plugins_is_built_with_them(tmp_path):
         assert result.returncode == 1, output_of(result)
         assert "engine: FAIL: engine build failed: the AOT plugins need full TensorRT >= 10.9" in result.stdout
         assert "PASS output: onnxruntime-lowered vs reference" in result.stdout
+
+
+def test_bfloat16_inputs_are_named_in_one_line(tmp_path):
+    """polygraphy's runners take no bfloat16 NumPy arrays (ml_dtypes), so the run cannot start; the error names
+    the input and says why, where it was the last line of polygraphy's message ('Note: Expected type: bfloat16')."""
+    import ml_dtypes
+
+    from trt_scatter.onnx_models import slice_scatter_model
+
+    path = fx.save(slice_scatter_model((4, 6), [1], [6], [2], [1], dtype=ml_dtypes.bfloat16), tmp_path / "bf16.onnx")
+    result = check(path)
+    assert result.returncode == 2, output_of(result)
+    assert result.stderr.strip().count("\n") == 0
+    assert result.stderr.startswith("trt-scatter check: error: input 'data' is bfloat16")

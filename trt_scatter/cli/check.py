@@ -117,6 +117,8 @@ def run(args):
 
 def _check(args):
     """Builds, runs, compares and prints the verdict lines per output; returns the final verdict."""
+    import onnx
+
     from trt_scatter.cli import common
     from trt_scatter.ops import is_trt_scatter
 
@@ -128,6 +130,11 @@ def _check(args):
     if unknown:
         inputs = ", ".join(value.name for value in model.graph.input)
         raise CheckError(f"--input-shapes names no input of the model: {', '.join(unknown)} (its inputs: {inputs})")
+    bfloat16 = [value.name for value in model.graph.input if value.type.tensor_type.elem_type == onnx.TensorProto.BFLOAT16]
+    if bfloat16:
+        raise CheckError(f"input '{bfloat16[0]}' is bfloat16: polygraphy's runners (reference, onnxruntime, TensorRT) check each "
+                         "input's type and know no bfloat16 NumPy type (ml_dtypes), so no run can start; check a float16 or "
+                         "float32 version of the model (trt-scatter build builds this one)")
     has_plugins = any(is_trt_scatter(node) for node in model.graph.node)
 
     backend_error = _resolve_tensorrt()  # before polygraphy's TensorRT modules load, so both use the same one
