@@ -274,3 +274,16 @@ def test_bfloat16_inputs_are_named_in_one_line(tmp_path):
     assert result.returncode == 2, output_of(result)
     assert result.stderr.strip().count("\n") == 0
     assert result.stderr.startswith("trt-scatter check: error: input 'data' is bfloat16")
+
+
+def test_inputs_the_free_dims_make_invalid_say_to_give_the_shapes(tmp_path):
+    """A free dimension gets 4; where that makes the slice another length than the updates, the error says so."""
+    from trt_scatter.onnx_models import slice_scatter_model
+
+    path = fx.save(slice_scatter_model((4, "n"), [-6], [2**62], [2], [1], updates_shape=(4, 3)), tmp_path / "free.onnx")
+    result = check(path)
+    assert result.returncode == 2, output_of(result)
+    assert result.stderr.strip().count("\n") == 0
+    assert "'updates' must have shape (4, 2)" in result.stderr
+    assert result.stderr.rstrip().endswith("(the model has dynamic input dims: give them with --input-shapes)")
+    assert check(path, "--input-shapes", "data:[4,6]", "--allow-engine-not-run").returncode == 0

@@ -231,7 +231,7 @@ def _inputs(args, model):
     try:
         return list(ScatterDataLoader(model, seed=args.seed, input_shapes=dict(args.input_shapes), iterations=args.iterations))
     except ValueError as err:  # ScatterInputError and ModelError included
-        raise CheckError(f"cannot generate valid inputs: {err}") from None
+        raise CheckError(f"cannot generate valid inputs: {err}{_free_dims_hint(model, args.input_shapes)}") from None
 
 
 def _build_engine(path, model, feed, has_plugins):
@@ -313,9 +313,14 @@ def _run(runners, feeds, model):
     try:
         return Comparator.run(runners, data_loader=feeds)
     except Exception as err:  # PolygraphyException, or the oracle's ScatterInputError from the reference
-        dynamic = any(not d.HasField("dim_value") for value in model.graph.input for d in value.type.tensor_type.shape.dim)
-        hint = " (the model has dynamic input dims: give them with --input-shapes)" if dynamic else ""
-        raise CheckError(f"a run failed: {str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__}{hint}") from None
+        raise CheckError(f"a run failed: {str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__}{_free_dims_hint(model)}") from None
+
+
+def _free_dims_hint(model, given=()):
+    """Where inputs may have failed for the dims the loader chose: a note saying to give them."""
+    given = dict(given)
+    dynamic = any(not d.HasField("dim_value") for value in model.graph.input if value.name not in given for d in value.type.tensor_type.shape.dim)
+    return " (the model has dynamic input dims: give them with --input-shapes)" if dynamic else ""
 
 
 def _counted_plugin_errors(has_plugins):
