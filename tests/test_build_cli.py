@@ -243,3 +243,22 @@ def test_a_model_for_the_aot_plugins_without_aot_names_the_flag_in_one_line(tmp_
     assert err.count("\n") == 0
     assert err.startswith("trt-scatter build: error: ") and "ScatterUpdate" in err
     assert "names trt-scatter's AOT plugins (plugin_namespace='trt_scatter', aot=1): build it with --aot" in err
+
+
+@pytest.mark.parametrize("profile, message", [
+    (_profile_args(1, 2, 4), "input 'data': dimension 0 is 2 in the model, the --min shape has 1 (got min [1, 3, 4, 5], opt [2, 3, 4, 5], max [4, 3, 4, 5])"),
+    (["--min", "data:[2,3,4]", "--opt", "data:[2,3,4]", "--max", "data:[2,3,4]"], "input 'data': rank 4 in the model, the profile's shapes have rank 3"),
+], ids=["static-dim", "rank"])
+def test_a_profile_that_contradicts_the_models_static_shape_names_the_input_and_dim(tmp_path, capsys, profile, message):
+    """TensorRT would say 'API Usage Error (Input tensor data has static dimensions that don't match kMIN ...)' after
+    parsing, as a TensorRT failure (exit 1); it is a bad argument (exit 2)."""
+    model = _scatter_elements_onnx(tmp_path / "static.onnx", batch=2)
+    assert main(["build", model, "--out-dir", str(tmp_path)] + profile) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert err == f"trt-scatter build: error: {message}"
+
+
+def test_a_profile_that_repeats_the_static_shape_builds(tmp_path):
+    model = _scatter_elements_onnx(tmp_path / "static.onnx", batch=2)
+    assert main(["build", model, "--out-dir", str(tmp_path)] + _profile_args(2, 2, 2)) == 0
