@@ -98,6 +98,23 @@ def test_writes_it_cannot_express_keep_the_stock_translation_and_say_so(caplog, 
     np.testing.assert_allclose(Reference(model).run(feeds)["output"], AccumulateRows()(x, index, rows).numpy(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("dynamo", [True, False])
+def test_accumulate_with_the_torchscript_exporter_warns_that_repeated_indices_are_not_summed(caplog, dynamo):
+    """PyTorch's TorchScript translation of index_put(accumulate=True) is ScatterND (no reduction) into zeros plus
+    the tensor: a repeated index is added once, where eager PyTorch sums every value. Not a debug line: a warning."""
+    x, index, rows = torch.randn(5, 3), torch.tensor([1, 1, 4]), torch.randn(3, 3)
+    with caplog.at_level(logging.WARNING, logger="trt_scatter"):
+        model = trt_scatter_torch.export(AccumulateRows(), (x, index, rows), dynamo=dynamo, output_names=["output"])
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "accumulate=True" in r.getMessage()]
+    feeds = {i.name: v.numpy() for i, v in zip(model.graph.input, (x, index, rows))}
+    summed = np.allclose(Reference(model).run(feeds)["output"], AccumulateRows()(x, index, rows).numpy(), rtol=1e-6)
+    assert summed == dynamo  # what the warning is about
+    if dynamo:
+        assert not warnings
+    else:
+        assert len(warnings) == 1 and "repeated indices" in warnings[0] and "dynamo=True" in warnings[0], warnings
+
+
 def test_a_boolean_mask_keeps_the_stock_translation(caplog):
     x, mask = torch.randn(4, 3), torch.tensor([True, False, True, False])
     with caplog.at_level(logging.DEBUG, logger="trt_scatter"):

@@ -102,6 +102,9 @@ def index_put(g, self, indices, values, accumulate, *, stock):
     written = None
     if _const(accumulate) in (False, 0) and symbolic_helper._is_packed_list(indices):
         written = _index_put(_Emitter(g), self, symbolic_helper._unpack_list(indices), values)
+    elif _const(accumulate) not in (False, 0):  # the stock symbolic: ScatterND (no reduction) into zeros, plus self
+        logger.warning("trt_scatter.torch: aten::index_put with accumulate=True: PyTorch's TorchScript translation adds "
+                       "repeated indices once where eager PyTorch sums every value; export with dynamo=True for the sum")
     if written is None:
         return stock(g, "accumulate=True, a mask, several index tensors or data of unknown rank", self, indices, values, accumulate)
     return written
