@@ -280,3 +280,22 @@ def test_verbose_variable_turns_on_debug_logging():
         TRT_SCATTER_VERBOSE="1",
     )
     assert out is True
+
+
+@pytest.mark.parametrize("configured", [False, True], ids=["no-logging-setup", "after-basicConfig"])
+def test_verbose_variable_shows_debug_messages_once(configured):
+    """A script that sets TRT_SCATTER_VERBOSE=1 sees the debug lines (e.g. the exporter's fallbacks), once
+    whether or not it configured Python's logging itself."""
+    code = textwrap.dedent(
+        f"""
+        import logging
+        if {configured}:
+            logging.basicConfig()
+        from trt_scatter.log import logger
+        logger.debug("a debug line of trt_scatter")
+        """
+    )
+    environment = {**os.environ, "TRT_SCATTER_VERBOSE": "1"}
+    result = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("a debug line of trt_scatter") == 1, result.stderr

@@ -226,3 +226,39 @@ def test_input_that_sets_shapes_needs_its_value_range(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "input(s) pos set shapes in the network: give the range of their values" in err
     assert main(["build", str(tmp_path / "shape.onnx"), "--out-dir", str(tmp_path), "--min", "pos:[0]", "--opt", "pos:[3]", "--max", "pos:[9]"]) == 0
+
+
+@pytest.mark.parametrize("flags", [["--plugins"], []], ids=["plugins", "no-flag"])
+def test_a_model_for_the_aot_plugins_without_aot_names_the_flag_in_one_line(tmp_path, capsys, flags):
+    """trt_scatter.torch.export(aot=True) writes nodes that only the AOT plugins serve; --plugins would end in
+    TensorRT's 'Plugin not found' after parsing."""
+    import onnx as onnx_lib
+
+    from trt_scatter.onnx_models import scatter_update_model
+    from trt_scatter.passes.aot import to_aot
+
+    onnx_lib.save(to_aot(scatter_update_model((3, 5), (2,), 1)), tmp_path / "update_aot.onnx")
+    assert main(["build", str(tmp_path / "update_aot.onnx"), *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert err.startswith("trt-scatter build: error: ") and "ScatterUpdate" in err
+    assert "names trt-scatter's AOT plugins (plugin_namespace='trt_scatter', aot=1): build it with --aot" in err
+
+
+@pytest.mark.parametrize("profile, message", [
+    (_profile_args(1, 2, 4), "input 'data': dimension 0 is 2 in the model, the --min shape has 1 (got min [1, 3, 4, 5], opt [2, 3, 4, 5], max [4, 3, 4, 5])"),
+    (["--min", "data:[2,3,4]", "--opt", "data:[2,3,4]", "--max", "data:[2,3,4]"], "input 'data': rank 4 in the model, the profile's shapes have rank 3"),
+], ids=["static-dim", "rank"])
+def test_a_profile_that_contradicts_the_models_static_shape_names_the_input_and_dim(tmp_path, capsys, profile, message):
+    """TensorRT would say 'API Usage Error (Input tensor data has static dimensions that don't match kMIN ...)' after
+    parsing, as a TensorRT failure (exit 1); it is a bad argument (exit 2)."""
+    model = _scatter_elements_onnx(tmp_path / "static.onnx", batch=2)
+    assert main(["build", model, "--out-dir", str(tmp_path)] + profile) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert err == f"trt-scatter build: error: {message}"
+
+
+def test_a_profile_that_repeats_the_static_shape_builds(tmp_path):
+    model = _scatter_elements_onnx(tmp_path / "static.onnx", batch=2)
+    assert main(["build", model, "--out-dir", str(tmp_path)] + _profile_args(2, 2, 2)) == 0

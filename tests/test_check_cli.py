@@ -244,3 +244,46 @@ def test_nan_and_infinities_moved_unchanged_pass_and_changed_ones_fail():
     assert not _verdict(expected, nearly) and _verdict(expected[1:], nearly[1:], atol=1e-2)
     assert not _verdict(expected, np.array([0.0, np.inf, -np.inf, 1.0], dtype=np.float32), atol=1e-2)
     assert not _verdict(expected[1:], np.array([-np.inf, -np.inf, 1.0], dtype=np.float32), atol=1e-2)
+
+
+def test_a_model_for_the_aot_plugins_is_built_with_them(tmp_path):
+    """A model from trt_scatter.torch.export(aot=True) names the AOT plugins: check builds it with them (full
+    TensorRT >= 10.9), and on TensorRT-RTX says that this is what is missing, not TensorRT's 'Plugin not found'."""
+    from trt_scatter import backend
+    from trt_scatter.onnx_models import scatter_update_model
+    from trt_scatter.passes.aot import to_aot
+
+    path = fx.save(to_aot(scatter_update_model((3, 5), (2,), 1)), tmp_path / "update_aot.onnx")
+    result = check(path)
+    assert "Plugin not found" not in output_of(result)
+    if backend.is_rtx():
+        assert result.returncode == 1, output_of(result)
+        assert "engine: FAIL: engine build failed: the AOT plugins need full TensorRT >= 10.9" in result.stdout
+        assert "PASS output: onnxruntime-lowered vs reference" in result.stdout
+
+
+def test_bfloat16_inputs_are_named_in_one_line(tmp_path):
+    """polygraphy's runners take no bfloat16 NumPy arrays (ml_dtypes), so the run cannot start; the error names
+    the input and says why, where it was the last line of polygraphy's message ('Note: Expected type: bfloat16')."""
+    import ml_dtypes
+
+    from trt_scatter.onnx_models import slice_scatter_model
+
+    path = fx.save(slice_scatter_model((4, 6), [1], [6], [2], [1], dtype=ml_dtypes.bfloat16), tmp_path / "bf16.onnx")
+    result = check(path)
+    assert result.returncode == 2, output_of(result)
+    assert result.stderr.strip().count("\n") == 0
+    assert result.stderr.startswith("trt-scatter check: error: input 'data' is bfloat16")
+
+
+def test_inputs_the_free_dims_make_invalid_say_to_give_the_shapes(tmp_path):
+    """A free dimension gets 4; where that makes the slice another length than the updates, the error says so."""
+    from trt_scatter.onnx_models import slice_scatter_model
+
+    path = fx.save(slice_scatter_model((4, "n"), [-6], [2**62], [2], [1], updates_shape=(4, 3)), tmp_path / "free.onnx")
+    result = check(path)
+    assert result.returncode == 2, output_of(result)
+    assert result.stderr.strip().count("\n") == 0
+    assert "'updates' must have shape (4, 2)" in result.stderr
+    assert result.stderr.rstrip().endswith("(the model has dynamic input dims: give them with --input-shapes)")
+    assert check(path, "--input-shapes", "data:[4,6]", "--allow-engine-not-run").returncode == 0

@@ -98,12 +98,52 @@ def test_writes_it_cannot_express_keep_the_stock_translation_and_say_so(caplog, 
     np.testing.assert_allclose(Reference(model).run(feeds)["output"], AccumulateRows()(x, index, rows).numpy(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("dynamo", [True, False])
+def test_accumulate_with_the_torchscript_exporter_warns_that_repeated_indices_are_not_summed(caplog, dynamo):
+    """PyTorch's TorchScript translation of index_put(accumulate=True) is ScatterND (no reduction) into zeros plus
+    the tensor: a repeated index is added once, where eager PyTorch sums every value. Not a debug line: a warning."""
+    x, index, rows = torch.randn(5, 3), torch.tensor([1, 1, 4]), torch.randn(3, 3)
+    with caplog.at_level(logging.WARNING, logger="trt_scatter"):
+        model = trt_scatter_torch.export(AccumulateRows(), (x, index, rows), dynamo=dynamo, output_names=["output"])
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "accumulate=True" in r.getMessage()]
+    feeds = {i.name: v.numpy() for i, v in zip(model.graph.input, (x, index, rows))}
+    summed = np.allclose(Reference(model).run(feeds)["output"], AccumulateRows()(x, index, rows).numpy(), rtol=1e-6)
+    assert summed == dynamo  # what the warning is about
+    if dynamo:
+        assert not warnings
+    else:
+        assert len(warnings) == 1 and "repeated indices" in warnings[0] and "dynamo=True" in warnings[0], warnings
+
+
 def test_a_boolean_mask_keeps_the_stock_translation(caplog):
     x, mask = torch.randn(4, 3), torch.tensor([True, False, True, False])
     with caplog.at_level(logging.DEBUG, logger="trt_scatter"):
         model = trt_scatter_torch.export(MaskedFill(), (x, mask, torch.randn(2, 3)), output_names=["output"])
     assert not [n for n in model.graph.node if n.domain == "trt_scatter"]
     assert any("a mask" in record.getMessage() for record in caplog.records)
+
+
+class AssignOtherType(torch.nn.Module):
+    """Slice and select assignment cast the values to the tensor's type (a float16 cache written from float32)."""
+
+    def forward(self, x, y, z):
+        x = x.clone()
+        x[:, 1:3] = y
+        x[:, 4] = z
+        return x
+
+
+@pytest.mark.parametrize("dynamo", [True, False])
+@pytest.mark.parametrize("data_type, values_type", [(torch.float16, torch.float32), (torch.float32, torch.float64), (torch.float32, torch.bool)],
+                         ids=["float32-into-float16", "float64-into-float32", "bool-into-float32"])
+def test_assignment_of_values_of_another_type_casts_them_as_pytorch_does(dynamo, data_type, values_type):
+    x = torch.randn(3, 6).to(data_type)
+    y, z = torch.randn(3, 2).to(values_type), torch.randn(3).to(values_type)
+    model = trt_scatter_torch.export(AssignOtherType(), (x, y, z), dynamo=dynamo, input_names=["x", "y", "z"], output_names=["output"])
+    onnx.checker.check_model(model, full_check=True)
+    assert len([n for n in model.graph.node if n.domain == "trt_scatter"]) == 2
+    feeds = {"x": x.numpy(), "y": y.numpy(), "z": z.numpy()}
+    np.testing.assert_array_equal(Reference(model).run(feeds)["output"], AssignOtherType()(x, y, z).numpy())
 
 
 # ---- in place ------------------------------------------------------------------------------------

@@ -91,6 +91,13 @@ def network_from_onnx(path, plugins=False, strongly_typed=True, aot=False):
 
         aot_plugins.register()
         return NetworkFromOnnxBytes(BytesFromOnnx(ToAotPlugins(str(path))), strongly_typed=strongly_typed)
+    import onnx
+
+    node = aot_node(onnx.load(str(path), load_external_data=False))
+    if node is not None:
+        raise ValueError(f"{path}: node {node.name or node.output[0]!r} ({node.op_type}) names trt-scatter's AOT plugins "
+                         "(plugin_namespace='trt_scatter', aot=1): build it with --aot (full TensorRT >= 10.9), or export it "
+                         "without aot=True for the Python plugins")
     if plugins:
         from trt_scatter.plugins import register
 
@@ -110,6 +117,21 @@ def _plugin_ops(path):
 
     model = onnx.load(str(path), load_external_data=False)
     return sorted({node.op_type for node in model.graph.node if is_trt_scatter(node)})
+
+
+def aot_node(model):
+    """The first ``trt_scatter`` node of ``model`` (an ``onnx.ModelProto``) that names the AOT plugins (namespace
+    ``trt_scatter``, as :mod:`trt_scatter.passes.aot` writes it): only those serve it. None if there is none."""
+    from onnx import helper
+
+    from trt_scatter.ops import AOT_ATTRIBUTES, is_trt_scatter
+
+    for node in model.graph.node:
+        namespace = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "plugin_namespace"), b"")
+        namespace = namespace.decode(errors="replace") if isinstance(namespace, bytes) else namespace
+        if is_trt_scatter(node) and namespace == AOT_ATTRIBUTES["plugin_namespace"]:
+            return node
+    return None
 
 
 def needs_aliased_plugin_io(model):
@@ -153,12 +175,15 @@ def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, t
     unknown = sorted(set(profile_shapes) - {t.name for t in inputs})
     if unknown:
         raise ValueError(f"shape profile names no input of the network: {', '.join(unknown)}")
+    shape_inputs = [network.get_input(i).name for i in range(network.num_inputs) if network.get_input(i).is_shape_tensor]
+    for tensor in inputs:  # what TensorRT would refuse only after the parse, as a failure of its own
+        if tensor.name in profile_shapes and tensor.name not in shape_inputs:
+            _check_profile_fits(tensor, profile_shapes[tensor.name])
     missing = [t.name for t in inputs if any(d < 0 for d in t.shape) and t.name not in profile_shapes]
     if missing:
         raise ValueError(f"dynamic input(s) {', '.join(missing)} need --min/--opt/--max shapes")
     # An input whose values set shapes (a KV cache's position, when PyTorch broadcasts the new tokens to
     # the slice it writes) needs the range of its values, or polygraphy would pin it to 1 in the engine.
-    shape_inputs = [network.get_input(i).name for i in range(network.num_inputs) if network.get_input(i).is_shape_tensor]
     unranged = [name for name in shape_inputs if name not in profile_shapes]
     if unranged:
         raise ValueError(f"input(s) {', '.join(unranged)} set shapes in the network: give the range of their values "
@@ -184,6 +209,19 @@ def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, t
     summary = BuildSummary(name, inputs, outputs, network.num_layers, seconds, len(engine))
     logger.info("built %s in %.2f s (%d bytes)", name, seconds, len(engine))
     return engine, summary
+
+
+def _check_profile_fits(tensor, shapes):
+    """The profile's (min, opt, max) shapes of an input have its rank and its static dimensions."""
+    given = ", ".join(f"{which} {list(shape)}" for which, shape in zip(("min", "opt", "max"), shapes))
+    if any(len(shape) != len(tensor.shape) for shape in shapes):
+        raise ValueError(f"input '{tensor.name}': rank {len(tensor.shape)} in the model, the profile's shapes have rank "
+                         f"{', '.join(sorted({str(len(shape)) for shape in shapes if len(shape) != len(tensor.shape)}))}")
+    for axis, dim in enumerate(tensor.shape):
+        for which, shape in zip(("min", "opt", "max"), shapes):
+            if dim >= 0 and shape[axis] != dim:
+                raise ValueError(f"input '{tensor.name}': dimension {axis} is {dim} in the model, the --{which} shape has "
+                                 f"{shape[axis]} (got {given})")
 
 
 def with_aliased_plugin_io(create_config):

@@ -9,8 +9,27 @@ import logging
 import os
 
 logger = logging.getLogger("trt_scatter")
+
+
+class _VerboseHandler(logging.StreamHandler):
+    """Prints trt-scatter's records on stderr where no other handler would: Python's own last resort
+    shows warnings and errors only, so a script that asked for TRT_SCATTER_VERBOSE=1 without setting up
+    logging would see no debug line. Once the script has handlers (``logging.basicConfig()``), they do it."""
+
+    def emit(self, record):
+        current = logger
+        while True:
+            if any(handler is not self for handler in current.handlers):
+                return
+            if not current.propagate or current.parent is None:
+                break
+            current = current.parent
+        super().emit(record)
+
+
 if os.environ.get("TRT_SCATTER_VERBOSE", "0") != "0":
     logger.setLevel(logging.DEBUG)
+    logger.addHandler(_VerboseHandler())
 
 
 @functools.lru_cache(maxsize=None)

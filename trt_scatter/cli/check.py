@@ -117,6 +117,8 @@ def run(args):
 
 def _check(args):
     """Builds, runs, compares and prints the verdict lines per output; returns the final verdict."""
+    import onnx
+
     from trt_scatter.cli import common
     from trt_scatter.ops import is_trt_scatter
 
@@ -128,6 +130,11 @@ def _check(args):
     if unknown:
         inputs = ", ".join(value.name for value in model.graph.input)
         raise CheckError(f"--input-shapes names no input of the model: {', '.join(unknown)} (its inputs: {inputs})")
+    bfloat16 = [value.name for value in model.graph.input if value.type.tensor_type.elem_type == onnx.TensorProto.BFLOAT16]
+    if bfloat16:
+        raise CheckError(f"input '{bfloat16[0]}' is bfloat16: polygraphy's runners (reference, onnxruntime, TensorRT) check each "
+                         "input's type and know no bfloat16 NumPy type (ml_dtypes), so no run can start; check a float16 or "
+                         "float32 version of the model (trt-scatter build builds this one)")
     has_plugins = any(is_trt_scatter(node) for node in model.graph.node)
 
     backend_error = _resolve_tensorrt()  # before polygraphy's TensorRT modules load, so both use the same one
@@ -224,7 +231,7 @@ def _inputs(args, model):
     try:
         return list(ScatterDataLoader(model, seed=args.seed, input_shapes=dict(args.input_shapes), iterations=args.iterations))
     except ValueError as err:  # ScatterInputError and ModelError included
-        raise CheckError(f"cannot generate valid inputs: {err}") from None
+        raise CheckError(f"cannot generate valid inputs: {err}{_free_dims_hint(model, args.input_shapes)}") from None
 
 
 def _build_engine(path, model, feed, has_plugins):
@@ -232,7 +239,7 @@ def _build_engine(path, model, feed, has_plugins):
     from polygraphy.backend.trt import CreateConfig, EngineBytesFromNetwork, NetworkFromOnnxPath, Profile
 
     from trt_scatter.cli import common
-    from trt_scatter.engine import needs_aliased_plugin_io, with_aliased_plugin_io
+    from trt_scatter.engine import aot_node, needs_aliased_plugin_io, network_from_onnx, with_aliased_plugin_io
     from trt_scatter.polygraphy_ext import RegisterTrtScatterPlugins
 
     profile = Profile()
@@ -241,11 +248,15 @@ def _build_engine(path, model, feed, has_plugins):
         if value.name in feed and not all(d.HasField("dim_value") for d in dims):
             shape = feed[value.name].shape
             profile.add(value.name, min=shape, opt=shape, max=shape)
-    network = NetworkFromOnnxPath(RegisterTrtScatterPlugins(path) if has_plugins else path, strongly_typed=True)
+    aot = aot_node(model) is not None  # nodes for the AOT plugins (export(aot=True)): only those serve them
     config = CreateConfig(profiles=[profile] if profile else None)
     with common.quiet_tensorrt() as tensorrt_output:
         try:
-            if needs_aliased_plugin_io(model):  # inplace=1 plugins; refused where TensorRT lacks the feature
+            if aot:
+                network = network_from_onnx(path, aot=True)
+            else:
+                network = NetworkFromOnnxPath(RegisterTrtScatterPlugins(path) if has_plugins else path, strongly_typed=True)
+            if aot or needs_aliased_plugin_io(model):  # inplace=1 and AOT plugins; refused where TensorRT lacks the feature
                 config = with_aliased_plugin_io(config)
             return bytes(EngineBytesFromNetwork(network, config=config)()), None
         except Exception as err:  # polygraphy raises PolygraphyException; plugin registration may raise anything
@@ -302,9 +313,14 @@ def _run(runners, feeds, model):
     try:
         return Comparator.run(runners, data_loader=feeds)
     except Exception as err:  # PolygraphyException, or the oracle's ScatterInputError from the reference
-        dynamic = any(not d.HasField("dim_value") for value in model.graph.input for d in value.type.tensor_type.shape.dim)
-        hint = " (the model has dynamic input dims: give them with --input-shapes)" if dynamic else ""
-        raise CheckError(f"a run failed: {str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__}{hint}") from None
+        raise CheckError(f"a run failed: {str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__}{_free_dims_hint(model)}") from None
+
+
+def _free_dims_hint(model, given=()):
+    """Where inputs may have failed for the dims the loader chose: a note saying to give them."""
+    given = dict(given)
+    dynamic = any(not d.HasField("dim_value") for value in model.graph.input if value.name not in given for d in value.type.tensor_type.shape.dim)
+    return " (the model has dynamic input dims: give them with --input-shapes)" if dynamic else ""
 
 
 def _counted_plugin_errors(has_plugins):

@@ -102,6 +102,9 @@ def index_put(g, self, indices, values, accumulate, *, stock):
     written = None
     if _const(accumulate) in (False, 0) and symbolic_helper._is_packed_list(indices):
         written = _index_put(_Emitter(g), self, symbolic_helper._unpack_list(indices), values)
+    elif _const(accumulate) not in (False, 0):  # the stock symbolic: ScatterND (no reduction) into zeros, plus self
+        logger.warning("trt_scatter.torch: aten::index_put with accumulate=True: PyTorch's TorchScript translation adds "
+                       "repeated indices once where eager PyTorch sums every value; export with dynamo=True for the sum")
     if written is None:
         return stock(g, "accumulate=True, a mask, several index tensors or data of unknown rank", self, indices, values, accumulate)
     return written
@@ -199,7 +202,17 @@ def _chained_write(g, data):
     selected = sorted(axis for (axis, *_), step in zip(slices, steps_in_onnx) if step[0] == "select")
     if selected:
         updates = emitter.op("Unsqueeze", updates, emitter.ints(selected))
-    return writes.slice_write(emitter, data, updates, slices)
+    return writes.slice_write(emitter, data, _cast_like(updates, data, emitter), slices)
+
+
+def _cast_like(values, data, emitter):
+    """``values`` in ``data``'s element type: assignment (``copy_``) converts them, a plugin node takes one type."""
+    _type_utils = _exporter_module("_type_utils")
+    undefined = _type_utils.JitScalarType.UNDEFINED
+    want = _type_utils.JitScalarType.from_value(data, undefined)
+    if want == undefined or _type_utils.JitScalarType.from_value(values, undefined) == want:
+        return values
+    return emitter.g.op("Cast", values, to_i=want.onnx_type())
 
 
 def _index_put(emitter, data, indices, values):
