@@ -7,6 +7,7 @@ another batch and length), and ``trt-scatter build --plugins`` must build it on 
 """
 
 import logging
+import sys
 
 import numpy as np
 import onnx
@@ -238,3 +239,10 @@ def test_translation_table_with_torch_onnx_export():
                                 custom_translation_table=trt_scatter_torch.translation_table())
     ops = [n.op_type for n in program.model_proto.graph.node]
     assert ops.count("ScatterUpdate") == 1 and "ScatterND" not in ops and "Transpose" not in ops
+
+
+@pytest.mark.parametrize("entry", ["export", "translation_table", "register_symbolics"])
+def test_without_torch_each_entry_names_the_extra(monkeypatch, entry):
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
+    with pytest.raises(ImportError, match=r"^trt_scatter.torch needs PyTorch and onnxscript \(.*\): pip install 'trt-scatter\[torch\]'$"):
+        getattr(trt_scatter_torch, entry)(*([object(), ()] if entry == "export" else []))

@@ -25,6 +25,7 @@ import io
 
 from trt_scatter.log import logger
 from trt_scatter.ops import DOMAIN, VERSION, is_trt_scatter, register_onnx_schemas
+from trt_scatter.torch import writes
 from trt_scatter.torch.dynamo import translation_table
 from trt_scatter.torch.torchscript import register_symbolics, unregister_symbolics
 
@@ -45,6 +46,7 @@ def export(model, args=(), f=None, *, dynamo=True, inplace=False, aot=False, **k
     symbolics serve ``opset_version`` 13 and later (below, PyTorch's own), and the module's
     parameters and buffers are as they were before (its tracing run writes into them).
     """
+    writes.require_torch()
     import onnx
     import torch
 

@@ -19,6 +19,7 @@ from trt_scatter.torch import writes
 
 def translation_table():
     """``{torch op overload: translation}`` for ``torch.onnx.export(..., dynamo=True, custom_translation_table=...)``."""
+    writes.require_torch()
     import torch
 
     register_onnx_schemas()  # onnxscript needs the schemas to call the ops

@@ -42,6 +42,7 @@ _stock = {}  # (name, opset) -> the function registered before ours (None: the e
 
 def register_symbolics():
     """Registers the symbolics for every opset in :data:`OPSETS` (idempotent)."""
+    writes.require_torch()
     registry = _registry()
     for version in range(7, OPSETS[-1] + 1):  # the stock symbolics register when their module is imported
         try:

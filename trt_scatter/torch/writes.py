@@ -26,6 +26,16 @@ SliceScatter-15's for positive steps, so bounds pass through unchanged.
 INT64_MAX = 2**63 - 1
 
 
+def require_torch():
+    """Imports PyTorch and onnxscript, or raises one ImportError that says which extra installs them
+    (they are not core dependencies of trt-scatter)."""
+    try:
+        import onnxscript  # noqa: F401
+        import torch  # noqa: F401
+    except ImportError as err:
+        raise ImportError(f"trt_scatter.torch needs PyTorch and onnxscript ({err}): pip install 'trt-scatter[torch]'") from None
+
+
 def slice_write(emitter, data, updates, slices):
     """Writes ``updates`` into ``data`` at ``slices``: ``[(axis, start, stop, step), ...]`` on distinct axes in [0, rank).
 
