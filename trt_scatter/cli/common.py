@@ -15,6 +15,8 @@ import os
 import sys
 import tempfile
 
+from trt_scatter.log import first_line
+
 BAD_INPUT = 2
 FAILED = 1
 
@@ -36,12 +38,6 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def first_line(err):
-    """The first non-empty line of an exception's message (its type's name if it has none)."""
-    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    return lines[0] if lines else type(err).__name__
 
 
 def verbose():

@@ -37,7 +37,7 @@ from polygraphy import util
 from polygraphy.backend.base import BaseLoader
 
 from trt_scatter import ops
-from trt_scatter.log import logger
+from trt_scatter.log import first_line, logger
 from trt_scatter.networks.graph import OnnxGraph, Value
 from trt_scatter.networks.scatter_update import lower_scatter_update
 from trt_scatter.networks.slice_scatter import lower_slice_scatter
@@ -157,8 +157,7 @@ def _with_opset(model):
     try:
         converted = version_converter.convert_version(copy, OPSET)
     except Exception as err:  # the converter raises bare RuntimeErrors from C++
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ModelError(f"the model imports opset {version} of the default domain; the lowering needs {OPSET}, and ONNX's version converter cannot upgrade it ({reason})") from None
+        raise ModelError(f"the model imports opset {version} of the default domain; the lowering needs {OPSET}, and ONNX's version converter cannot upgrade it ({first_line(err)})") from None
     logger.info("lower: upgraded the default-domain opset from %d to %d (the lowering needs Reshape's allowzero)", version, OPSET)
     return converted
 

@@ -31,6 +31,7 @@ from polygraphy import util
 from polygraphy.backend.base import BaseLoader
 
 from trt_scatter import ops
+from trt_scatter.log import first_line
 from trt_scatter.oracle import rules
 from trt_scatter.oracle.rules import ScatterInputError
 from trt_scatter.oracle.scatter_update import axis_value, check_axis_shape, check_scatter_update_static
@@ -108,8 +109,7 @@ def load_model(path):
     try:
         model = onnx.load(path, load_external_data=False)  # weights are never index constants; GBs of them need not load
     except (DecodeError, ValueError, RuntimeError, OSError) as err:
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ModelError(f"{path!r} is not an ONNX model ({reason})") from None
+        raise ModelError(f"{path!r} is not an ONNX model ({first_line(err)})") from None
     if not model.HasField("graph") or not model.ir_version:
         raise ModelError(f"{path!r} is not an ONNX model (no graph or IR version)")
     return model

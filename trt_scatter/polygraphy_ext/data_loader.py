@@ -40,6 +40,7 @@ from collections import OrderedDict
 import numpy as np
 
 from trt_scatter import ops, oracle
+from trt_scatter.log import first_line
 from trt_scatter.oracle import rules
 from trt_scatter.oracle.rules import ScatterInputError
 from trt_scatter.oracle.scatter_update import axis_value
@@ -225,7 +226,7 @@ class _Plan:
                     return
                 last = "two writes to one element"
             except Exception as err:  # the oracle's rules (ScatterInputError) or another op's
-                last = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+                last = first_line(err)
         name, (node, key) = next(iter(self.searched.items()))
         raise node.error(f"input {name!r} gives '{key}', and none of {TRIES} random values of it gave valid inputs (last: {last}); give valid inputs instead (--load-inputs)")
 
