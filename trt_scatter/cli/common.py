@@ -135,13 +135,28 @@ def write_output(path, data, what="output"):
 
 
 def load_model(path):
-    """The ONNX model at ``path``, validated (:func:`trt_scatter.passes.validate.validate`); CliError otherwise."""
+    """The ONNX model at ``path``, validated (:func:`trt_scatter.passes.validate.validate`); CliError
+    otherwise. Tensors the model keeps in external files stay there: validation reads no weights."""
     from trt_scatter.passes.validate import ModelError, validate
 
     try:
         return validate(path)
     except ModelError as err:
         raise CliError(str(err)) from None
+
+
+def load_whole_model(path):
+    """:func:`load_model` with the tensors the model keeps in external files read in, for commands that
+    write a model of their own (``lower``, ``rewrite``): the file they write then holds those tensors,
+    whose external references would name files beside the input, not beside the output."""
+    from onnx.external_data_helper import load_external_data_for_model
+
+    model = load_model(path)
+    try:
+        load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
+    except OSError as err:
+        raise CliError(f"cannot read the external data of {os.fspath(path)!r}: {err.strerror or err}") from None
+    return model
 
 
 def report(command, err):

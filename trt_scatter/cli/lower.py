@@ -32,7 +32,7 @@ def run(args):
 
     try:
         common.check_output_path(args.output)
-        model = common.load_model(args.model)  # validated
+        model = common.load_whole_model(args.model)  # validated
         try:
             lowered = lower(model)
             onnx.checker.check_model(lowered, full_check=True)
