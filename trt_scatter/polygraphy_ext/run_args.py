@@ -33,7 +33,7 @@ from polygraphy.tools.args.base import BaseArgs
 from polygraphy.tools.script import make_invocable
 
 from trt_scatter.polygraphy_ext import data_loader, references  # noqa: F401  (registers the references)
-from trt_scatter.polygraphy_ext.loader import DEBUG_ENV
+from trt_scatter.plugins.kernels import DEBUG_ENV
 
 
 class TrtScatterArgs(BaseArgs):
