@@ -96,20 +96,13 @@ def network_from_onnx(path, plugins=False, strongly_typed=True, aot=False):
 
         register()
     else:
-        plugin_ops = _plugin_ops(path)
+        from trt_scatter.ops import trt_scatter_ops
+        from trt_scatter.passes.validate import load_model
+
+        plugin_ops = trt_scatter_ops(load_model(path))
         if plugin_ops:
             raise ValueError(f"{path} has trt-scatter plugin nodes ({', '.join(plugin_ops)}): register the plugins (--plugins)")
     return NetworkFromOnnxPath(str(path), strongly_typed=strongly_typed)
-
-
-def _plugin_ops(path):
-    """The op types of the model's nodes in trt-scatter's plugin domain."""
-    import onnx
-
-    from trt_scatter.ops import is_trt_scatter
-
-    model = onnx.load(str(path), load_external_data=False)
-    return sorted({node.op_type for node in model.graph.node if is_trt_scatter(node)})
 
 
 def needs_aliased_plugin_io(model):
@@ -145,8 +138,8 @@ def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, t
                 f"so give the inputs that type instead (e.g. --dtype {'float16' if flag == 'FP16' else 'bfloat16'})"
             )
 
-    loaded = load_network()
-    builder, network = loaded[0], loaded[1]
+    loaded = load_network()  # (builder, network) or, from ONNX, (builder, network, parser): kept whole, the parser owns weights
+    network = loaded[1]
     inputs = [_info(network.get_input(i)) for i in range(network.num_inputs)]
     outputs = [_info(network.get_output(i)) for i in range(network.num_outputs)]
     profile_shapes = dict(profile_shapes or {})

@@ -60,7 +60,7 @@ def lower(model):
     model = load_model(model) if isinstance(model, (str, os.PathLike)) else model
     validate(model)
     _refuse_nested(model.graph)
-    if not any(ops.is_trt_scatter(node) for node in model.graph.node):
+    if not ops.trt_scatter_ops(model):
         return model
     lowered = _with_opset(model)
     nodes, initializers = _lowered_nodes(lowered)

@@ -211,17 +211,15 @@ def _before_add_to_script(arg_group, model_for):
 
 def _has_trt_scatter_nodes(path):
     """Whether the ONNX model at ``path`` has trt_scatter nodes (False for None and unreadable files)."""
-    import onnx
-
-    from trt_scatter.ops import is_trt_scatter
+    from trt_scatter.ops import trt_scatter_ops
+    from trt_scatter.passes.validate import ModelError, load_model
 
     if path is None:
         return False
     try:
-        model = onnx.load(path, load_external_data=False)
-    except Exception:  # polygraphy's own loader reports an unreadable model
+        return bool(trt_scatter_ops(load_model(path)))
+    except ModelError:  # polygraphy's own loader reports an unreadable model
         return False
-    return any(is_trt_scatter(node) for node in model.graph.node)
 
 
 def get_arg_groups():
