@@ -45,12 +45,22 @@ ENGINE_MAGICS = (b"ftrt", b"vtrt")
 
 class ModelError(ValueError):
     """A model breaks a rule that trt-scatter checks before TensorRT runs. The message is one line
-    naming the node, the input or attribute, the rule and the value; ``node`` is the node's label
-    (``None`` for a file that is not a model at all)."""
+    naming the node (:func:`node_label`), the input or attribute, the rule and the value."""
 
-    def __init__(self, message, node=None):
-        self.node = node
-        super().__init__(message)
+
+def node_label(node, index):
+    """How every message names a node: ``SliceScatter node 'write_kv'``; one without a name by its
+    position ``index`` in its graph and its first output."""
+    name = f"'{node.name}'" if node.name else f"#{index} (output {node.output[0]!r})" if node.output else f"#{index}"
+    return f"{node.op_type} node {name}"
+
+
+def subgraphs(node):
+    """The graphs ``node`` holds in its attributes (If branches, Loop and Scan bodies)."""
+    for attribute in node.attribute:
+        yield from attribute.graphs
+        if attribute.HasField("g"):
+            yield attribute.g
 
 
 def validate(model):
@@ -119,9 +129,8 @@ def _nodes(graph):
     """The nodes of ``graph`` and of its subgraphs (If/Loop/Scan bodies), in order."""
     for node in graph.node:
         yield node
-        for attribute in node.attribute:
-            for subgraph in list(attribute.graphs) + ([attribute.g] if attribute.HasField("g") else []):
-                yield from _nodes(subgraph)
+        for subgraph in subgraphs(node):
+            yield from _nodes(subgraph)
 
 
 class _Node:
@@ -129,11 +138,11 @@ class _Node:
 
     def __init__(self, node, index, tensors):
         self.node, self.tensors = node, tensors
-        self.label = f"'{node.name}'" if node.name else f"#{index} (output {node.output[0]!r})" if node.output else f"#{index}"
+        self.label = node_label(node, index)
         self.op = ops.OPS.get(node.op_type)
 
     def error(self, detail):
-        return ModelError(f"{self.node.op_type} node {self.label}: {detail}", node=self.label)
+        return ModelError(f"{self.label}: {detail}")
 
     def check(self, version):
         try:

@@ -45,6 +45,7 @@ from trt_scatter.oracle import rules
 from trt_scatter.oracle.rules import ScatterInputError
 from trt_scatter.oracle.scatter_update import axis_value
 from trt_scatter.oracle.slice_scatter import check_slice_scatter_static
+from trt_scatter.passes.validate import ModelError, node_label
 
 DEFAULT_DIM = 4
 TRIES = 100  # random values tried for an input that reaches index inputs through other ops
@@ -133,14 +134,12 @@ class _Node:
         names = ops.OPS[node.op_type].inputs if node.domain == ops.DOMAIN else ("data", "indices", "updates")
         self.inputs = {name: tensor for name, tensor in zip(names, node.input) if tensor}
         self.origin = {name: origin(tensor) for name, tensor in self.inputs.items()}
-        self.label = f"{node.op_type} node " + (f"'{node.name}'" if node.name else f"#{index} (output {node.output[0]!r})")
+        self.label = node_label(node, index)
         self.axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
         self.axes = None  # SliceScatter: the sliced axes, once chosen
 
     def error(self, err):
-        from trt_scatter.passes.validate import ModelError
-
-        return ModelError(f"{self.label}: {err}", node=self.label)
+        return ModelError(f"{self.label}: {err}")
 
 
 class _Plan:
@@ -237,8 +236,7 @@ def _check_wiring(graph, defined):
     for index, node in enumerate(graph.node):
         for position, name in enumerate(node.input):
             if name and name not in known:
-                label = f"'{node.name}'" if node.name else f"#{index} (output {node.output[0]!r})" if node.output else f"#{index}"
-                raise ValueError(f"{node.op_type} node {label}: input {position} {name!r} is not a graph input, an initializer or an earlier node's output")
+                raise ModelError(f"{node_label(node, index)}: input {position} {name!r} is not a graph input, an initializer or an earlier node's output")
         known.update(node.output)
 
 
