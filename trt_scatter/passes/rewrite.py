@@ -40,7 +40,7 @@ import numpy as np
 from polygraphy import util
 from polygraphy.backend.base import BaseLoader
 
-from trt_scatter.ops import DOMAIN, VERSION, is_trt_scatter, register_onnx_schemas
+from trt_scatter.ops import DOMAIN, OPS, SLICE_SCATTER, VERSION, is_trt_scatter, register_onnx_schemas
 
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
 MAX_FOLDED_ELEMENTS = 1 << 24  #: constant index tensors larger than this are not folded (and their write is left)
@@ -219,15 +219,17 @@ class _Rewriter:
         if transpose is None or transpose.op != "Transpose" or transpose.name not in self._created or len(data.outputs) != 1 or data in self.graph.outputs:
             return False
         perm = [int(p) for p in transpose.attrs["perm"]]
-        if node.op == "SliceScatter":
-            updates_position, axes_position = 1, 5
-            count = self._length(node.inputs[2])
-            axes = _ints(self._constant(node.inputs[5])) if len(node.inputs) > 5 and not _is_empty(node.inputs[5]) else (None if count is None else list(range(count)))
-        else:
-            updates_position, axes_position = 2, 3
-            axes = _ints(self._constant(node.inputs[3])) if _rank(node.inputs[1]) == 1 else None
+        signature = OPS[node.op]
+        named = dict(zip(signature.inputs, node.inputs))
+        if signature is SLICE_SCATTER:
+            axes_name, count = "axes", self._length(named["start"])
+            axes = _ints(self._constant(named["axes"])) if not _is_empty(named.get("axes")) else (None if count is None else list(range(count)))
+        else:  # ScatterUpdate: one axis, for 1-D indices (which the rewrite writes)
+            axes_name = "axis"
+            axes = _ints(self._constant(named["axis"])) if _rank(named["indices"]) == 1 else None
         if axes is None:
             return False
+        updates_position, axes_position = signature.inputs.index("updates"), signature.inputs.index(axes_name)
         rank = len(perm)
         label = node.name
         new_axes = self._int64([perm[a + rank if a < 0 else a] for a in axes], f"{label}_axes_untransposed")
