@@ -40,6 +40,7 @@ import numpy as np
 from polygraphy import util
 from polygraphy.backend.base import BaseLoader
 
+from trt_scatter.networks.graph import onnx_dtype
 from trt_scatter.ops import DOMAIN, OPS, SLICE_SCATTER, VERSION, is_trt_scatter, register_onnx_schemas
 
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
@@ -479,7 +480,7 @@ class _Rewriter:
             shape = self._node("Shape", [data], f"{label}_shape", np.int64)
             size = self._node("Gather", [shape, self._constant_tensor(np.array(axis, np.int64), f"{label}_axis_index")], f"{label}_size", np.int64, axis=0)
             if dtype != np.int64:
-                size = self._node("Cast", [size], f"{label}_size_cast", dtype, to=_onnx_type(dtype))
+                size = self._node("Cast", [size], f"{label}_size_cast", dtype, to=onnx_dtype(dtype))
         negative = self._node("Less", [indices, self._constant_tensor(np.array(0, dtype), f"{label}_zero")], f"{label}_negative", np.bool_)
         shifted = self._node("Add", [indices, size], f"{label}_shifted", dtype)
         wrapped = self._node("Where", [negative, shifted, indices], f"{label}_wrapped", dtype)
@@ -501,7 +502,7 @@ class _Rewriter:
             return tensor
         if dtype is None or dtype.kind != "i":
             raise _Left("slice bounds of a type that is not a known signed integer")
-        return self._node("Cast", [tensor], name, np.int64, to=_onnx_type(np.int64))
+        return self._node("Cast", [tensor], name, np.int64, to=onnx_dtype(np.int64))
 
     def _int64(self, values, name):
         return self._constant_tensor(np.asarray(values, dtype=np.int64), name)
@@ -808,9 +809,3 @@ def _np_dtype(tensor):
 def _dtype_kind(tensor):
     dtype = _np_dtype(tensor)
     return dtype.kind if dtype is not None else None
-
-
-def _onnx_type(dtype):
-    from onnx import helper
-
-    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
