@@ -179,13 +179,10 @@ def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, t
     return engine, summary
 
 
-def with_aliased_plugin_io(create_config):
-    """A config loader ``(builder, network) -> IBuilderConfig``: ``create_config``'s config (e.g.
-    polygraphy's ``CreateConfig``) with ``PreviewFeature.ALIASED_PLUGIN_IO_10_03`` enabled, which
-    plugins with ``inplace=1`` need. Only that feature changes: TensorRT's defaults stay as they are.
-
-    The feature arrived in TensorRT 10.3 (with ``IPluginV3OneBuildV2``); an older TensorRT is refused here.
-    """
+def aliased_plugin_io_feature():
+    """``PreviewFeature.ALIASED_PLUGIN_IO_10_03``, which plugins with ``inplace=1`` (and the AOT
+    plugins) need. It arrived in TensorRT 10.3, with ``IPluginV3OneBuildV2``: an older TensorRT is
+    refused by a ValueError naming it."""
     trt = tensorrt()
     feature = getattr(trt.PreviewFeature, "ALIASED_PLUGIN_IO_10_03", None)
     if feature is None:
@@ -193,6 +190,14 @@ def with_aliased_plugin_io(create_config):
             f"{backend.name()} {trt.__version__} has no PreviewFeature.ALIASED_PLUGIN_IO_10_03: "
             "plugins with inplace=1 need TensorRT 10.3 or newer (or use inplace=0)"
         )
+    return feature
+
+
+def with_aliased_plugin_io(create_config):
+    """A config loader ``(builder, network) -> IBuilderConfig``: ``create_config``'s config (e.g.
+    polygraphy's ``CreateConfig``) with :func:`aliased_plugin_io_feature` enabled. Only that feature
+    changes: TensorRT's defaults stay as they are."""
+    feature = aliased_plugin_io_feature()
 
     def load(builder, network):
         config = create_config(builder, network)

@@ -129,11 +129,12 @@ class TrtScatterArgs(BaseArgs):
         is on in every TensorRT 10 whatever the list says, and 11.x dropped it)."""
         from polygraphy.tools.args.backend.trt.helper import make_trt_enum_val
 
-        from trt_scatter.backend import tensorrt
+        from trt_scatter.engine import aliased_plugin_io_feature
 
-        if not hasattr(tensorrt().PreviewFeature, "ALIASED_PLUGIN_IO_10_03"):
-            G_LOGGER.critical("--trt-scatter-plugins: the model has plugins with inplace=1, which need "
-                              "PreviewFeature.ALIASED_PLUGIN_IO_10_03 (TensorRT 10.3 or newer)")
+        try:
+            aliased_plugin_io_feature()
+        except ValueError as err:
+            G_LOGGER.critical(f"--trt-scatter-plugins: {err}")
         feature = make_trt_enum_val("PreviewFeature", "ALIASED_PLUGIN_IO_10_03")
         features = list(config_args.preview_features or [])
         if str(feature) not in map(str, features):
