@@ -15,8 +15,9 @@ Plugin fields (``get_fields_to_serialize``, ``creator.create_plugin``, ONNX node
   to the output on the stream. In-place is opt-in because it needs that preview feature and
   because TensorRT must then treat ``data`` as consumed by the plugin.
 
-Formats: ``data``, ``updates`` and the output share one element type, any TensorRT type of 1,
-2, 4 or 8 bytes (the kernels move bytes); index inputs are int32 or int64; everything LINEAR.
+Formats: ``data``, ``updates`` and the output share one element type, the one the network
+declared for them (any TensorRT type of 1, 2, 4 or 8 bytes: the kernels move bytes); index inputs
+are int32 or int64 as declared; everything LINEAR.
 """
 
 import numpy as np

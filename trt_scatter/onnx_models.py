@@ -15,7 +15,7 @@ axis) as initializers. Dimensions may be ints or symbolic strings (dynamic). Mod
   start/stop/step/axes are 1-D and axis a 1-element 1-D initializer, all of ``index_dtype``.
 - ``impl="native"``: the native lowering of :mod:`trt_scatter.networks` written by its ONNX
   backend: standard ops only (Shape, Gather, Add/Sub/Mul/Div/Min/Max/Less, Where, Concat,
-  Reshape, Cast, Range, ConstantOfShape, ScatterElements/ScatterND).
+  Reshape, Cast, Range, Identity, ScatterElements/ScatterND).
 """
 
 import numpy as np
