@@ -328,11 +328,6 @@ def _run_described_launch(op, arrays, shim):
     return result
 
 
-@pytest.fixture(scope="module")
-def shim():
-    return host.load(host.shared_library())
-
-
 @needs_gxx
 @settings(max_examples=cases.scaled(0.5))
 @given(case=cases.slice_scatter_cases())
