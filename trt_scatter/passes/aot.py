@@ -33,6 +33,7 @@ from polygraphy import util
 from polygraphy.backend.base import BaseLoader
 
 from trt_scatter.ops import AOT_ATTRIBUTES, SLICE_SCATTER, is_trt_scatter
+from trt_scatter.passes.tensors import opset_version
 from trt_scatter.passes.validate import ModelError, node_label
 
 RANGE_OPSET = 11  # Range arrives in opset 11 of the default domain
@@ -106,7 +107,7 @@ def _default_axes(model, node, index, initializers):
 
 
 def _check_range_opset(model, node, index):
-    version = next((opset.version for opset in model.opset_import if opset.domain in ("", "ai.onnx")), None)
+    version = opset_version(model)
     if version is not None and version < RANGE_OPSET:
         raise ModelError(f"{node_label(node, index)}: 'axes' is needed by the AOT form and, start not being a constant, "
                          f"is computed with Range, which needs default-domain opset >= {RANGE_OPSET} (got {version})")

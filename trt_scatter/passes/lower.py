@@ -42,13 +42,12 @@ from trt_scatter.networks.graph import OnnxGraph, Value
 from trt_scatter.networks.scatter_update import lower_scatter_update
 from trt_scatter.networks.slice_scatter import lower_slice_scatter
 from trt_scatter.oracle.rules import ScatterInputError
-from trt_scatter.passes.tensors import ModelTensors
+from trt_scatter.passes.tensors import ModelTensors, opset_version
 from trt_scatter.passes.validate import ModelError, load_model, node_label, subgraphs, validate
 
 #: The default-domain opset the lowerings need (Reshape with ``allowzero``, so that an empty
 #: dimension is a size and not "copy this dimension").
 OPSET = 14
-DEFAULT_DOMAINS = ("", "ai.onnx")
 
 
 def lower(model):
@@ -146,7 +145,7 @@ def _with_opset(model):
     import onnx
     from onnx import version_converter
 
-    version = next((opset.version for opset in model.opset_import if opset.domain in DEFAULT_DOMAINS), None)
+    version = opset_version(model)
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
     if version is None:

@@ -25,6 +25,15 @@ from trt_scatter.ops import is_trt_scatter
 from trt_scatter.oracle.rules import BFLOAT16
 
 
+DEFAULT_DOMAINS = ("", "ai.onnx")  #: the two names of ONNX's own domain
+
+
+def opset_version(model, domain=""):
+    """The version at which ``model`` imports ``domain`` (ONNX's own by default), or ``None``."""
+    names = DEFAULT_DOMAINS if domain in DEFAULT_DOMAINS else (domain,)
+    return next((opset.version for opset in model.opset_import if opset.domain in names), None)
+
+
 class ModelTensors:
     """Constant values, shapes and element types of the tensors of ``model`` (an ``onnx.ModelProto`` or a path)."""
 
@@ -37,7 +46,7 @@ class ModelTensors:
         graph = model.graph
         self._constant_protos = {init.name: init for init in graph.initializer}
         for node in graph.node:
-            if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and len(node.output) == 1 and len(node.attribute) == 1:
+            if node.op_type == "Constant" and node.domain in DEFAULT_DOMAINS and len(node.output) == 1 and len(node.attribute) == 1:
                 self._constant_protos[node.output[0]] = node.attribute[0]
         self._constants = {}
         self._types = _value_types(model)

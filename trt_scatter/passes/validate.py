@@ -36,7 +36,7 @@ from trt_scatter.oracle import rules
 from trt_scatter.oracle.rules import ScatterInputError
 from trt_scatter.oracle.scatter_update import axis_value, check_axis_shape, check_scatter_update_static
 from trt_scatter.oracle.slice_scatter import check_slice_scatter_static
-from trt_scatter.passes.tensors import ModelTensors
+from trt_scatter.passes.tensors import ModelTensors, opset_version
 
 # The first bytes of a serialized TensorRT engine: full TensorRT's plans start b"ftrt" (as
 # torch-tensorrt's checks read them), TensorRT-RTX 1.7's b"vtrt" (seen in its plans).
@@ -71,7 +71,7 @@ def validate(model):
     if isinstance(model, (str, os.PathLike)):
         model = load_model(model)
     tensors = None  # read only for a model that has trt_scatter nodes
-    version = next((opset.version for opset in model.opset_import if opset.domain == ops.DOMAIN), None)
+    version = opset_version(model, ops.DOMAIN)
     for index, node in enumerate(_nodes(model.graph)):
         if ops.is_trt_scatter(node):
             tensors = tensors or ModelTensors(model)

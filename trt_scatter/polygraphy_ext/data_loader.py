@@ -45,6 +45,7 @@ from trt_scatter.oracle import rules
 from trt_scatter.oracle.rules import ScatterInputError
 from trt_scatter.oracle.scatter_update import axis_value
 from trt_scatter.oracle.slice_scatter import check_slice_scatter_static
+from trt_scatter.passes.tensors import DEFAULT_DOMAINS
 from trt_scatter.passes.validate import ModelError, node_label
 
 DEFAULT_DIM = 4
@@ -126,11 +127,16 @@ _SCATTER_OPS = {
 }
 
 
+def _op_key(node):
+    """``(domain, op type)`` with ONNX's own domain as ""."""
+    return ("" if node.domain in DEFAULT_DOMAINS else node.domain, node.op_type)
+
+
 class _Node:
     """A scatter node under planning: its inputs by name (traced back through Cast/Identity), its label."""
 
     def __init__(self, node, index, origin):
-        self.proto, self.op = node, _SCATTER_OPS[(node.domain if node.domain != "ai.onnx" else "", node.op_type)]
+        self.proto, self.op = node, _SCATTER_OPS[_op_key(node)]
         names = ops.OPS[node.op_type].inputs if node.domain == ops.DOMAIN else ("data", "indices", "updates")
         self.inputs = {name: tensor for name, tensor in zip(names, node.input) if tensor}
         self.origin = {name: origin(tensor) for name, tensor in self.inputs.items()}
@@ -162,7 +168,7 @@ class _Plan:
         self.nodes = [
             _Node(node, index, lambda name: _origin(producers, name))
             for index, node in enumerate(graph.node)
-            if (node.domain if node.domain != "ai.onnx" else "", node.op_type) in _SCATTER_OPS
+            if _op_key(node) in _SCATTER_OPS
         ]
         self.generators = {}  # graph input -> callable(rng) -> array
         self.shapes, self.concrete = _Shapes(self, rng).solve()
