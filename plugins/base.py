@@ -260,7 +260,9 @@ def fields_to_keep(values):
 
 
 def _flag(plugin, field, value):
+    """A plugin field that is a flag (``inplace``): one int among those ``trt_scatter.ops.ATTRIBUTES`` allows."""
+    allowed = ops.ATTRIBUTES[field]
     values = np.asarray(value).reshape(-1)
-    if values.size != 1 or values.dtype.kind not in "iub" or int(values[0]) not in (0, 1):
-        raise PluginError(f"{plugin}: plugin field '{field}' must be 0 or 1 (got {value!r})")
+    if values.size != 1 or values.dtype.kind not in "iub" or int(values[0]) not in allowed:
+        raise PluginError(f"{plugin}: plugin field '{field}' must be {' or '.join(map(str, allowed))} (got {value!r})")
     return bool(values[0])
