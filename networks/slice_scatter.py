@@ -85,8 +85,7 @@ def check(graph, data, updates, start, stop, step, axes=None, lowering=True):
     for name, value in params.items():
         if is_tensor(value):
             rules.check_index_type(OP, name, graph.dtype_of(value))
-            if len(graph.shape_of(value)) != 1:
-                raise rules.ScatterInputError(OP, name, "must be a 1-D tensor", f"shape {graph.shape_of(value)}")
+            rules.check_vector(OP, name, graph.shape_of(value))
         elif value is not None:
             params[name] = rules.as_int_vector(OP, name, value)
     data_shape, updates_shape = graph.shape_of(data), graph.shape_of(updates)

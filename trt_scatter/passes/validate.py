@@ -228,7 +228,7 @@ class _Node:
         shape = self.tensors.shape(tensor)
         if shape is None:
             return -1
-        rules.check_shape(self.op.oracle, name, shape, (-1,), "a 1-D tensor")
+        rules.check_vector(self.op.oracle, name, shape)
         return shape[0]
 
     def _check_slice_scatter(self, inputs):
