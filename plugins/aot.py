@@ -259,7 +259,7 @@ def compiled_kernel(op, inputs, trtp):
     params.block_x = kernels.BLOCK
     params.shared_mem = 0
     scalars = trtp.SymIntExprs.from_tuple([trtp.SymInt32(value) for value in launch.scalars])
-    logger.info(f"{op.name} (AOT): {name} from PTX ISA {cuda.ptx_isa_version(ptx)}")
+    logger.info("%s (AOT): %s from PTX ISA %s", op.name, name, cuda.ptx_isa_version(ptx))
     return name, ptx, params, scalars
 
 
