@@ -214,11 +214,12 @@ def _info(tensor):
 def dtype_name(trt_dtype):
     """NumPy's name for a TensorRT ``DataType`` (``float32``, ``int64``, ``bfloat16``, ...), or
     TensorRT's own name in lower case for types trt-scatter does not move (``fp8``, ``int4``)."""
-    from trt_scatter.networks.graph import ELEMENT_TYPE_NAMES
+    from trt_scatter.networks.graph import numpy_dtype
 
-    trt = tensorrt()
-    fallback = str(trt_dtype).rsplit(".", 1)[-1].lower()
-    return next((name for name in ELEMENT_TYPE_NAMES if getattr(trt, name) == trt_dtype), fallback)
+    try:
+        return numpy_dtype(trt_dtype).name
+    except TypeError:
+        return str(trt_dtype).rsplit(".", 1)[-1].lower()
 
 
 def _progress_monitor(trt):
