@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+from gpu_check import NoDriver  # beside this file: python puts bench/ on the path
 from trt_scatter.backend import tensorrt
 from trt_scatter.networks.graph import trt_dtype
 from trt_scatter.plugins import kernels
@@ -27,22 +28,6 @@ from trt_scatter.plugins.scatter_update import ScatterUpdatePlugin
 from trt_scatter.plugins.slice_scatter import SliceScatterPlugin
 
 TARGET_US = 20
-
-
-class NoDriver:
-    """``kernels.device`` whose driver calls do nothing: what is left is the Python work."""
-
-    def kernel(self, kernel, element_size, index_itemsize=None, stream=None):
-        return self.launch, 132  # an H100's SM count, so the grid is sized as on one
-
-    def memset_u32_async(self, *args):
-        pass
-
-    def memcpy_dtod_async(self, *args):
-        pass
-
-    def launch(self, *args):
-        pass
 
 
 def desc(shape, dtype):
@@ -84,7 +69,7 @@ def main(argv=None):
     parser.add_argument("--calls", type=int, default=20000, help="enqueue calls per timing (best of 5 timings)")
     args = parser.parse_args(argv)
     trt = tensorrt()
-    kernels.device = NoDriver()
+    kernels.device = NoDriver(132)  # an H100's SM count, so the grid is sized as on one
     print(f"machine: {platform.platform()}, {platform.machine()}; python {platform.python_version()}; "
           f"{trt.__name__} {trt.__version__}; best of 5 x {args.calls} calls; driver calls are no-ops")
     print()

@@ -26,7 +26,8 @@ Out-of-range index values (which the oracle rejects, but which no layer can reje
 time): the builders and lowerings clamp user indices into the indexed dimension, so an engine
 never writes outside its output; what such an input produces is unspecified. Clamping has no
 target in a dimension of size 0: non-empty indices into one are refused at build time where
-the size is known (the oracle's shape rule); a size that is 0 only at run time is not covered.
+the size is known (the oracle's shape rule); where it is known only at run time, the TensorRT
+network asserts that the indices are then empty (``IAssertionLayer``; the ONNX form cannot).
 """
 
 from trt_scatter.networks.scatter_elements import add_scatter_elements, lower_scatter_elements

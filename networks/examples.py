@@ -32,7 +32,7 @@ from trt_scatter.networks.scatter_nd import add_scatter_nd
 from trt_scatter.networks.scatter_update import add_scatter_update
 from trt_scatter.networks.slice_scatter import add_slice_scatter
 from trt_scatter.oracle.rules import as_int_vector, normalize_axis
-from trt_scatter.oracle.slice_scatter import check_slice_scatter, slice_geometry
+from trt_scatter.oracle.slice_scatter import check_slice_scatter, slice_shape
 
 DEFAULTS = {
     "scatter_elements": {"data_shape": (1, 3, 4, 5), "indices_shape": None, "axis": 2},
@@ -77,10 +77,8 @@ def _shapes(name, params):
     if name == "slice_scatter":
         start, stop, step = (as_int_vector(name, key, params[key]) for key in ("start", "stop", "step"))
         axes = None if params["axes"] is None else as_int_vector(name, "axes", params["axes"])
-        updates_shape = list(data_shape)
-        for axis, begin, end, stride in zip(check_slice_scatter(data_shape, (-1,) * len(data_shape), start, stop, step, axes), start, stop, step):
-            updates_shape[axis] = slice_geometry(begin, end, stride, data_shape[axis])[1]
-        return {"data": data_shape, "updates": tuple(updates_shape)}
+        axes = check_slice_scatter(data_shape, (-1,) * len(data_shape), start, stop, step, axes)
+        return {"data": data_shape, "updates": slice_shape(data_shape, start, stop, step, axes)}
     axis = normalize_axis(name, "axis", params["axis"], len(data_shape))
     indices_shape = tuple(params["indices_shape"])
     return {"data": data_shape, "indices": indices_shape, "updates": data_shape[:axis] + indices_shape + data_shape[axis + 1 :]}

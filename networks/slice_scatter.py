@@ -12,10 +12,10 @@ Slice geometry follows OpenVINO (:func:`trt_scatter.oracle.slice_geometry`), com
 is known: on the host for constant start/stop/step and a dimension known when the network is
 built (the coordinates are a constant); with shape layers for constants on a dynamic dimension;
 with elementwise layers on int64 values for run-time start/stop/step (tensors: graph inputs or
-computed, such as a KV cache's write position). Values are clamped to +-2**62 first (on the host
-for constants, by two layers for int64 tensors), which changes no slice (every dimension is
-smaller) and keeps ``dim + start`` and ``span + |step| - 1`` from overflowing int64 for
-INT64_MIN/INT64_MAX inputs.
+computed, such as a KV cache's write position). Constants are clamped to +-2**62 first on the
+host, which changes no slice (every dimension is smaller) and keeps ``dim + start`` and
+``span + |step| - 1`` from overflowing int64 for INT64_MIN/INT64_MAX; run-time values need no
+clamp, as the layers add ``dim`` to negative values only and take the length from updates.
 
 How many elements a run-time slice takes is read from ``updates`` (its dimension on the sliced
 axis), never from the values, as TensorRT's own KV-cache layer does: the network's shapes then
@@ -85,8 +85,7 @@ def check(graph, data, updates, start, stop, step, axes=None, lowering=True):
     for name, value in params.items():
         if is_tensor(value):
             rules.check_index_type(OP, name, graph.dtype_of(value))
-            if len(graph.shape_of(value)) != 1:
-                raise rules.ScatterInputError(OP, name, "must be a 1-D tensor", f"shape {graph.shape_of(value)}")
+            rules.check_vector(OP, name, graph.shape_of(value))
         elif value is not None:
             params[name] = rules.as_int_vector(OP, name, value)
     data_shape, updates_shape = graph.shape_of(data), graph.shape_of(updates)

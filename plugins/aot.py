@@ -259,7 +259,7 @@ def compiled_kernel(op, inputs, trtp):
     params.block_x = kernels.BLOCK
     params.shared_mem = 0
     scalars = trtp.SymIntExprs.from_tuple([trtp.SymInt32(value) for value in launch.scalars])
-    logger.info(f"{op.name} (AOT): {name} from PTX ISA {cuda.ptx_isa_version(ptx)}")
+    logger.info("%s (AOT): %s from PTX ISA %s", op.name, name, cuda.ptx_isa_version(ptx))
     return name, ptx, params, scalars
 
 
@@ -317,4 +317,7 @@ def add_plugin_layer(network, op_name, inputs):
                           + ("; give axes 0..n-1 for the default" if op is SLICE_SCATTER else ""))
     register()
     plugin = getattr(getattr(trtp.op, NAMESPACE), op_name)
-    return network.add_plugin(plugin(*inputs), aot=True).get_output(0)
+    layer = network.add_plugin(plugin(*inputs), aot=True)
+    if layer is None:  # pyGraph.cpp returns addPluginV3's pointer: None where TensorRT refused the layer
+        raise PluginError(f"{op_name} (AOT): TensorRT refused the plugin layer (add_plugin returned None; its log says why)")
+    return layer.get_output(0)

@@ -15,8 +15,9 @@ Plugin fields (``get_fields_to_serialize``, ``creator.create_plugin``, ONNX node
   to the output on the stream. In-place is opt-in because it needs that preview feature and
   because TensorRT must then treat ``data`` as consumed by the plugin.
 
-Formats: ``data``, ``updates`` and the output share one element type, any TensorRT type of 1,
-2, 4 or 8 bytes (the kernels move bytes); index inputs are int32 or int64; everything LINEAR.
+Formats: ``data``, ``updates`` and the output share one element type, the one the network
+declared for them (any TensorRT type of 1, 2, 4 or 8 bytes: the kernels move bytes); index inputs
+are int32 or int64 as declared; everything LINEAR.
 """
 
 import numpy as np
@@ -259,7 +260,9 @@ def fields_to_keep(values):
 
 
 def _flag(plugin, field, value):
+    """A plugin field that is a flag (``inplace``): one int among those ``trt_scatter.ops.ATTRIBUTES`` allows."""
+    allowed = ops.ATTRIBUTES[field]
     values = np.asarray(value).reshape(-1)
-    if values.size != 1 or values.dtype.kind not in "iub" or int(values[0]) not in (0, 1):
-        raise PluginError(f"{plugin}: plugin field '{field}' must be 0 or 1 (got {value!r})")
+    if values.size != 1 or values.dtype.kind not in "iub" or int(values[0]) not in allowed:
+        raise PluginError(f"{plugin}: plugin field '{field}' must be {' or '.join(map(str, allowed))} (got {value!r})")
     return bool(values[0])

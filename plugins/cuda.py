@@ -223,7 +223,7 @@ def aot_ptx(kernel, element_size, index_itemsize=None):
     with _cubins_lock:
         if key not in _aot_ptx:
             arch = aot_ptx_arch()
-            logger.info(f"trt-scatter: compiling {name_expression(kernel, element_size, index_itemsize)} to PTX for compute_{arch}")
+            logger.info("trt-scatter: compiling %s to PTX for compute_%d", name_expression(kernel, element_size, index_itemsize), arch)
             lowered, ptx = _compile(kernel, element_size, index_itemsize, f"compute_{arch}", "PTX")
             _aot_ptx[key] = (lowered, ptx.rstrip(b"\0").decode())
         return _aot_ptx[key]
@@ -260,7 +260,7 @@ def _write_cache_file(path, cubin, lowered):
         temporary.write_bytes(_MAGIC + lowered.encode() + b"\n" + cubin)
         os.replace(temporary, path)  # atomic: concurrent processes never see half a file
     except OSError as error:
-        logger.warning(f"trt-scatter: cannot write the kernel cache {path}: {error}")
+        logger.warning("trt-scatter: cannot write the kernel cache %s: %s", path, error)
 
 
 def cubin(kernel, element_size, index_itemsize, arch):
@@ -272,7 +272,7 @@ def cubin(kernel, element_size, index_itemsize, arch):
         path = cache_dir() / f"{key}.cubin"
         entry = _read_cache_file(path)
         if entry is None:
-            logger.info(f"trt-scatter: compiling {name_expression(kernel, element_size, index_itemsize)} for sm_{arch}")
+            logger.info("trt-scatter: compiling %s for sm_%d", name_expression(kernel, element_size, index_itemsize), arch)
             entry = compile_cubin(kernel, element_size, index_itemsize, arch)
             _write_cache_file(path, *entry)
         _cubins[key] = entry

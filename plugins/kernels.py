@@ -443,8 +443,8 @@ def check_error_flag(error_flag, stream):
     if device.stream_is_capturing(stream):
         if not _warned_capture:
             _warned_capture = True
-            logger.warning(f"trt-scatter: {DEBUG_ENV}=1 cannot read the kernels' error count while the stream is "
-                           "being captured into a CUDA graph; launches captured there are not checked")
+            logger.warning("trt-scatter: %s=1 cannot read the kernels' error count while the stream is "
+                           "being captured into a CUDA graph; launches captured there are not checked", DEBUG_ENV)
         return None
     device.stream_synchronize(stream)
     count = ctypes.c_uint32()

@@ -24,7 +24,7 @@ class SliceScatterPlugin(ScatterPlugin):
     def check_shapes(cls, shapes):
         data, updates, *params = shapes
         for name, shape in zip(PARAMS, params):
-            rules.check_shape(OP, name, shape, (-1,), "a 1-D tensor")
+            rules.check_vector(OP, name, shape)
         lengths = [shape[0] for shape in params] + [None] * (4 - len(params))
         check_slice_scatter_static(data, updates, *lengths)
 

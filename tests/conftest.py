@@ -57,3 +57,11 @@ def gpu_skip(reason):
     pytest.skip(reason)
 needs_full_tensorrt = pytest.mark.skipif(not HAS_FULL_TENSORRT, reason="needs full TensorRT ('tensorrt'), not only TensorRT-RTX")
 needs_gxx = pytest.mark.skipif(not HAS_GXX, reason="needs g++ to run the kernels on the CPU")
+
+
+@pytest.fixture(scope="session")
+def shim():
+    """The kernels' CPU build (tests/kernel_shim), loaded once: tests that run kernels on the CPU take it."""
+    from kernel_shim import host
+
+    return host.load(host.shared_library())

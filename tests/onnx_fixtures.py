@@ -1,7 +1,7 @@
-"""Small ONNX models of the four scatter ops, built with onnx.helper after BRIEF.md's node contract.
-
-Stand-ins for trt_scatter.onnx_models until it lands: graph inputs "data", "indices", "updates";
-constants as initializers; output "output". Shapes may hold strings (named dynamic dims) or None.
+"""Small ONNX models of the four scatter ops, written with onnx.helper after the node contract
+(trt_scatter.ops), independently of trt_scatter.onnx_models: graph inputs "data", "indices",
+"updates"; constants as initializers; output "output". Shapes may hold strings (named dynamic dims)
+or None.
 The native lowerings here compute their constant ScatterND indices with NumPy's own slicing and
 np.indices, never with the oracle, so comparing them with the oracle is a real differential test.
 """

@@ -1,78 +1,41 @@
 """plugins.aot without TensorRT: it imports, says what it needs when used, and its plain functions
-(shapes -> checks, type combinations, kernel, int32 scalars, grid) are right on stand-in descriptors,
-with ints and with symbolic expressions; the launch they describe, run on the CPU shim, matches the
-oracle. The registration itself needs full TensorRT >= 10.9 and a GPU: tests/test_aot_tensorrt.py.
+(shapes -> checks, type combinations, kernel, int32 scalars, grid) are right with ints and with
+symbolic expressions; the decorated functions pass tensorrt.plugin's signature checks and answer its
+calls as NVIDIA's plugin classes make them, on a stand-in of that package (tests/qdp_stand_in.py);
+the launch they describe, run on the CPU shim, matches the oracle. The registration on full
+TensorRT >= 10.9 and a GPU: tests/test_aot_tensorrt.py.
 """
 
 import subprocess
 import sys
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 
+import qdp_stand_in as qdp
 from conftest import needs_gxx
 from kernel_shim import cases, host
 from trt_scatter import oracle
+from trt_scatter.backend import tensorrt
 from trt_scatter.ops import OPS, SCATTER_UPDATE, SLICE_SCATTER
 from trt_scatter.oracle import ScatterInputError
 from trt_scatter.plugins import PluginError, aot, kernels
 
 
-# --- stand-ins for tensorrt.plugin's descriptors --------------------------------------------
+# --- descriptors as tensorrt.plugin hands them over (tests/qdp_stand_in.py) ---------------------
 
 
-@dataclass
-class DataType:
-    name: str
-
-
-@dataclass
-class Dim:
-    """A ``tensorrt.plugin.ShapeExpr`` as ``known_shape`` reads it."""
-
-    value: int = None
-    constant: bool = True
-
-    @property
-    def is_fake(self):
-        return self.value is None
-
-    @property
-    def is_constant(self):
-        return self.constant
-
-    def constant_value(self):
-        return self.value
-
-
-class Dynamic(tuple):
-    """``tensorrt.plugin.Shape`` of a dynamic input: -1 where dynamic, the profile's ``max``."""
-
-    def __new__(cls, dims, max):
-        shape = super().__new__(cls, dims)
-        shape.max = tuple(max)
-        return shape
-
-
-@dataclass
-class Desc:
-    """A ``tensorrt.plugin.TensorDesc``: dtype, shape_expr, shape (in get_launch_params)."""
-
-    dtype: DataType
-    shape_expr: tuple
-    shape: tuple = None
-
-    def aliased(self):
-        return ("aliased", self)
+def dtype(name):
+    """A real ``DataType`` of the TensorRT in use (the registration reads its ``.name``)."""
+    return getattr(tensorrt().DataType, name)
 
 
 BY_SIZE = {1: "UINT8", 2: "HALF", 4: "FLOAT", 8: "INT64"}  # the kernels see only the element size
 
 
-def desc(shape, dtype="FLOAT"):
-    return Desc(DataType(dtype), tuple(shape), tuple(shape))
+def desc(shape, type_name="FLOAT"):
+    return qdp.TensorDesc(dtype(type_name), tuple(shape), tuple(shape))
 
 
 def desc_of(array, index=False):
@@ -125,15 +88,15 @@ def test_plugin_ids_use_the_onnx_domain_as_namespace():
 
 
 def test_known_shape_reads_constants_and_leaves_the_rest_unknown():
-    assert aot.known_shape([Dim(4), Dim(7, constant=False), Dim()]) == (4, -1, -1)
+    assert aot.known_shape([qdp.ShapeExpr(4), qdp.ShapeExpr(7, constant=False), qdp.ShapeExpr()]) == (4, -1, -1)
 
 
 def test_output_is_data_aliased_after_the_oracles_shape_rules():
     shapes = [(4, 6), (4, 3), (1,), (1,), (1,), (1,)]
-    inputs = [Desc(DataType("FLOAT"), tuple(Dim(d) for d in shape)) for shape in shapes]
-    assert aot.output_desc(SLICE_SCATTER, inputs) == ("aliased", inputs[0])
-    fake = [Desc(DataType("FLOAT"), tuple(Dim() for _ in shape)) for shape in shapes]
-    assert aot.output_desc(SLICE_SCATTER, fake) == ("aliased", fake[0])  # output types are asked before shapes exist
+    inputs = [qdp.TensorDesc(dtype("FLOAT"), tuple(qdp.ShapeExpr(d) for d in shape)) for shape in shapes]
+    assert aot.output_desc(SLICE_SCATTER, inputs).get_aliased() is inputs[0]
+    fake = [qdp.TensorDesc(dtype("FLOAT"), tuple(qdp.ShapeExpr() for _ in shape)) for shape in shapes]
+    assert aot.output_desc(SLICE_SCATTER, fake).get_aliased() is fake[0]  # output types are asked before shapes exist
 
 
 @pytest.mark.parametrize("op, shapes, name", [
@@ -145,7 +108,7 @@ def test_output_is_data_aliased_after_the_oracles_shape_rules():
 ])
 def test_shapes_the_op_forbids_fail_at_build_time(op, shapes, name):
     with pytest.raises(ScatterInputError) as caught:
-        aot.output_desc(op, [Desc(DataType("FLOAT"), tuple(Dim(d) for d in shape)) for shape in shapes])
+        aot.output_desc(op, [qdp.TensorDesc(dtype("FLOAT"), tuple(qdp.ShapeExpr(d) for d in shape)) for shape in shapes])
     assert caught.value.input_name == name
 
 
@@ -184,6 +147,98 @@ def test_element_types_are_the_kernels_sizes():
     assert aot.INDEX_TYPES == {"INT32": 4, "INT64": 8}
 
 
+# --- the registration on a stand-in of tensorrt.plugin (tests/qdp_stand_in.py) -----------------
+
+
+@pytest.fixture
+def registered(monkeypatch):
+    """plugins.aot's decorated functions, defined on the stand-in as register() defines them on full
+    TensorRT; returns the (kernel, element size, index itemsize) of each PTX asked for (a stand-in
+    PTX: tests/test_kernels_compile.py compiles the real one)."""
+    monkeypatch.setattr(qdp, "REGISTRY", {})
+    monkeypatch.setattr(qdp, "op", qdp._Op())
+    compiled = []
+
+    def aot_ptx(kernel, element_size, index_itemsize=None):
+        compiled.append((kernel, element_size, index_itemsize))
+        return f"_Z_{kernel}", f".version 9.0\n.entry _Z_{kernel}("
+
+    monkeypatch.setattr(aot.cuda, "aot_ptx", aot_ptx)
+    aot._define(tensorrt(), qdp)
+    return compiled
+
+
+def test_the_decorated_functions_pass_tensorrt_plugins_signature_checks(registered):
+    assert sorted(qdp.REGISTRY) == sorted(aot.plugin_id(name) for name in OPS)
+    for name, op in OPS.items():
+        entry = qdp.REGISTRY[aot.plugin_id(name)]
+        assert entry["inputs"] == list(op.inputs) and {"register", "autotune", "aot_impl"} <= set(entry)
+
+
+@pytest.mark.parametrize("op", [SLICE_SCATTER, SCATTER_UPDATE])
+def test_register_gives_data_aliased_before_and_after_shapes_exist(registered, op):
+    shapes = {"SliceScatter": [(4, 6), (4, 3), (1,), (1,), (1,), (1,)], "ScatterUpdate": [(4, 3), (2,), (2, 3), (1,)]}[op.name]
+    register = qdp.REGISTRY[aot.plugin_id(op.name)]["register"]
+    for dims in ([[qdp.ShapeExpr()] * len(shape) for shape in shapes],  # get_output_data_types: fake shapes
+                 [[qdp.ShapeExpr(d) for d in shape] for shape in shapes]):  # get_output_shapes
+        inputs = [qdp.TensorDesc(dtype("HALF"), shape_expr) for shape_expr in dims]
+        output = register(*inputs)
+        assert output.get_aliased() is inputs[0] and output.dtype == dtype("HALF")
+    bad = [qdp.TensorDesc(dtype("HALF"), [qdp.ShapeExpr(d) for d in shape + (1,) * (i == 1)]) for i, shape in enumerate(shapes)]
+    with pytest.raises(ScatterInputError, match="'updates' must have shape"):
+        register(*bad)
+
+
+@pytest.mark.parametrize("op", [SLICE_SCATTER, SCATTER_UPDATE])
+def test_autotune_type_names_are_datatypes_of_this_tensorrt(registered, op):
+    autotune = qdp.REGISTRY[aot.plugin_id(op.name)]["autotune"]
+    combinations = autotune(*[desc((1,)) for _ in op.inputs], (desc((1,)),))
+    assert all(isinstance(c, qdp.AutoTuneCombination) for c in combinations)  # each name resolved (or raised)
+    element_types = {t for c in combinations for t in c.types[0]}
+    assert element_types == {dtype(name) for name in aot.ELEMENT_TYPES if hasattr(tensorrt().DataType, name)}
+    assert len(combinations) == 2 ** len(set(op.index_inputs.values()))
+
+
+@pytest.mark.parametrize("op, shapes, types", [
+    (SLICE_SCATTER, [(3, 1000), (3, 500), (1,), (1,), (1,), (1,)], ["HALF", "HALF", "INT32", "INT32", "INT32", "INT64"]),
+    (SCATTER_UPDATE, [(7, 9, 2), (4,), (7, 4, 2), (1,)], ["INT8", "INT64", "INT8", "INT32"]),
+])
+def test_aot_impl_hands_tensorrt_the_integer_launch(registered, op, shapes, types):
+    """What get_launch_params receives (kernel, PTX, KernelLaunchParams, SymInt32 scalars) evaluates to
+    the launch the CPU tests run with ints."""
+    plain = [desc(shape, type_name) for shape, type_name in zip(shapes, types)]
+    symbolic = [qdp.TensorDesc(d.dtype, [qdp.ShapeExpr(dim) for dim in d.shape_expr], d.shape) for d in plain]
+    name, ptx, launch, scalars = qdp.get_launch_params(aot.plugin_id(op.name), symbolic, (symbolic[0].aliased(),))
+    expected = aot.kernel_launch(op, plain)
+    assert registered == [(expected.kernel, expected.element_size, expected.index_itemsize)]
+    assert f".entry {name}(" in ptx
+    assert launch == dict(grid_x=expected.grid, grid_y=1, grid_z=1, block_x=kernels.BLOCK, block_y=1, block_z=1, shared_mem=0)
+    assert scalars == expected.scalars
+
+
+class _Network:
+    """The part of full TensorRT's INetworkDefinition that plugins.aot.add_plugin_layer uses."""
+
+    def __init__(self, refuse=False):
+        self.refuse, self.added = refuse, []
+
+    def add_plugin(self, plugin, aot):
+        self.added.append((plugin, aot))
+        return None if self.refuse else type("Layer", (), {"get_output": lambda self, index: ("output", index)})()
+
+
+def test_add_plugin_layer_adds_the_aot_form_and_refuses_a_none_layer(registered, monkeypatch):
+    monkeypatch.setattr(aot, "tensorrt_plugin", lambda: (tensorrt(), qdp))
+    monkeypatch.setattr(aot, "_registered", {name: aot.plugin_id(name) for name in OPS})  # defined by the fixture
+    network = _Network()
+    assert aot.add_plugin_layer(network, "ScatterUpdate", ["d", "i", "u", "a"]) == ("output", 0)
+    assert network.added == [(("plugin", "trt_scatter::ScatterUpdate", ("d", "i", "u", "a")), True)]
+    with pytest.raises(PluginError, match=r"^ScatterUpdate \(AOT\): TensorRT refused the plugin layer"):
+        aot.add_plugin_layer(_Network(refuse=True), "ScatterUpdate", ["d", "i", "u", "a"])
+    with pytest.raises(PluginError, match=r"SliceScatter \(AOT\) takes all of its inputs .*give axes 0..n-1"):
+        aot.add_plugin_layer(network, "SliceScatter", ["d", "u", "b", "e", "s"])
+
+
 # --- aot_impl: kernel, scalars, grid ----------------------------------------------------------
 
 
@@ -211,17 +266,17 @@ def test_lengths_that_differ_reach_the_kernel_as_axes_count_zero():
 
 
 @pytest.mark.parametrize("index, shape, name", [
-    (0, Dynamic((-1, 6), max=(2**31, 6)), "data"),  # a profile's max too large for int32
-    (1, Dynamic((4, -1), max=(4, 2**32)), "updates"),
+    (0, qdp.Shape((-1, 6), max=(2**31, 6)), "data"),  # a profile's max too large for int32
+    (1, qdp.Shape((4, -1), max=(4, 2**32)), "updates"),
     (2, (2**31,), "start"),
 ])
 def test_aot_limits_are_checked_at_build_time_on_the_largest_shape(index, shape, name):
     inputs = [desc((4, 6)), desc((4, 6)), desc((1,), "INT64"), desc((1,), "INT64"), desc((1,), "INT64"), desc((1,), "INT64")]
-    inputs[index] = Desc(inputs[index].dtype, inputs[index].shape_expr, shape)
+    inputs[index] = qdp.TensorDesc(inputs[index].dtype, inputs[index].shape_expr, shape)
     with pytest.raises(ScatterInputError, match=rf"SliceScatter: '{name}' does not fit the AOT form \(the AOT form passes shapes as int32: "
                                                 r"every dimension below 2\*\*31, rank at most 8\)"):
         aot.kernel_launch(SLICE_SCATTER, inputs)
-    inputs[index] = Desc(inputs[index].dtype, inputs[index].shape_expr, Dynamic((-1,) * len(shape), max=(2**31 - 1,) * len(shape)))
+    inputs[index] = qdp.TensorDesc(inputs[index].dtype, inputs[index].shape_expr, qdp.Shape((-1,) * len(shape), max=(2**31 - 1,) * len(shape)))
     aot.kernel_launch(SLICE_SCATTER, inputs)  # the largest that fits
 
 
@@ -234,56 +289,6 @@ def test_types_the_kernels_cannot_move_are_named():
         aot.kernel_launch(SCATTER_UPDATE, inputs)
 
 
-class Expr:
-    """A symbolic dimension as tensorrt.plugin's ShapeExpr behaves: + - * and == (EQUAL: 1 or 0)
-    give new expressions; ints mix in on the right only (no __radd__, __rmul__: as in _tensor.py)."""
-
-    def __init__(self, value):
-        assert isinstance(value, int)
-        self.value = value
-
-    def _other(self, other):
-        return other.value if isinstance(other, Expr) else other
-
-    def __add__(self, other):
-        return Expr(self.value + self._other(other))
-
-    def __sub__(self, other):
-        return Expr(self.value - self._other(other))
-
-    def __mul__(self, other):
-        return Expr(self.value * self._other(other))
-
-    def __eq__(self, other):
-        return Expr(int(self.value == self._other(other)))
-
-    __hash__ = None
-
-
-class FakeTrtp:
-    ShapeExpr = Expr
-
-    @staticmethod
-    def cdiv(a, b):
-        assert isinstance(a, Expr) or isinstance(b, Expr), "tensorrt.plugin.cdiv refuses two ints"
-        a, b = (x.value if isinstance(x, Expr) else x for x in (a, b))
-        return Expr(-(-a // b))
-
-    @staticmethod
-    def min(a, b):
-        assert isinstance(a, Expr) or isinstance(b, Expr)
-        return Expr(min(x.value if isinstance(x, Expr) else x for x in (a, b)))
-
-    @staticmethod
-    def max(a, b):
-        assert isinstance(a, Expr) or isinstance(b, Expr)
-        return Expr(max(x.value if isinstance(x, Expr) else x for x in (a, b)))
-
-
-def _value(x):
-    return x.value if isinstance(x, Expr) else x
-
-
 @pytest.mark.parametrize("op, shapes", [
     (SLICE_SCATTER, [(3, 1000), (3, 500), (1,), (1,), (1,), (1,)]),
     (SLICE_SCATTER, [(2, 5), (2, 5), (2,), (2,), (1,), (2,)]),  # lengths differ: axes_count 0
@@ -294,11 +299,11 @@ def test_symbolic_launch_equals_the_integer_one(op, shapes):
     """The registration's expressions, evaluated, are the numbers the CPU tests launch with."""
     types = {"data": "FLOAT", "updates": "FLOAT"}
     plain = [desc(shape, types.get(name, "INT64")) for name, shape in zip(op.inputs, shapes)]
-    symbolic = [Desc(d.dtype, tuple(Expr(dim) for dim in d.shape_expr), d.shape) for d in plain]
+    symbolic = [qdp.TensorDesc(d.dtype, tuple(qdp.ShapeExpr(dim) for dim in d.shape_expr), d.shape) for d in plain]
     expected = aot.kernel_launch(op, plain)
-    launch = aot.kernel_launch(op, symbolic, aot.SymbolicOps(FakeTrtp))
-    assert _value(launch.grid) == expected.grid
-    assert [_value(x) for x in launch.scalars] == expected.scalars
+    launch = aot.kernel_launch(op, symbolic, aot.SymbolicOps(qdp))
+    assert qdp.value_of(launch.grid) == expected.grid
+    assert [qdp.value_of(x) for x in launch.scalars] == expected.scalars
 
 
 # --- the launch the registration describes, on the CPU shim, against the oracle ---------------
@@ -321,11 +326,6 @@ def _run_described_launch(op, arrays, shim):
     finally:
         memory.free()
     return result
-
-
-@pytest.fixture(scope="module")
-def shim():
-    return host.load(host.shared_library())
 
 
 @needs_gxx

@@ -22,10 +22,13 @@ from trt_scatter.onnx_models import scatter_update_model, slice_scatter_model
 def _aot_available():
     if not (HAS_FULL_TENSORRT and HAS_GPU):
         return False
-    import tensorrt
+    from trt_scatter.plugins import aot
 
-    version = tuple(int(part) for part in tensorrt.__version__.split(".")[:2])
-    return version >= (10, 9) and hasattr(tensorrt, "QuickPluginCreationRequest")
+    try:
+        aot.tensorrt_plugin()  # the one check of what the AOT plugins need
+    except aot.PluginError:
+        return False
+    return True
 
 
 pytestmark = pytest.mark.skipif(

@@ -11,7 +11,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from lowering_support import build, parse_onnx, profile_for, run_onnx, scatter_layers
 
-import trt_scatter.plugins as plugins
 from trt_scatter import oracle
 from trt_scatter.backend import tensorrt
 from trt_scatter.onnx_models import scatter_elements_model, scatter_nd_model, scatter_update_model, slice_scatter_model
@@ -115,8 +114,6 @@ def test_standard_models_parse_and_build_in_tensorrt():
 def test_plugin_models_parse_into_plugins_when_they_are_registered():
     """Needs trt_scatter.plugins.register (the plugins' part); runs in a subprocess, since a missing
     libtensorrt_rtx.so link aborts the process (see ENVIRONMENT.md)."""
-    if not hasattr(plugins, "register"):
-        pytest.skip("trt_scatter.plugins.register() is not available in this checkout")
     script = textwrap.dedent(
         """
         from trt_scatter.backend import tensorrt

@@ -163,6 +163,16 @@ def test_named_dims_get_one_value_and_given_shapes_win():
     assert feed["data"].shape == (7, 6) and feed["indices"].shape == (7, 2)
 
 
+def test_an_input_without_a_declared_shape_takes_the_given_one():
+    model = fx.slice_scatter_model([4, 6], [4, 3], [1], [6], [2], axes=[1])
+    model.graph.input[0].type.tensor_type.ClearField("shape")
+    with pytest.raises(ValueError, match=r"^input 'data' has no shape in the model: give it one"):
+        ScatterDataLoader(model)[0]
+    feed = ScatterDataLoader(model, input_shapes={"data": (4, 6)})[0]
+    assert feed["data"].shape == (4, 6)
+    oracle.slice_scatter(feed["data"], feed["updates"], [1], [6], [2], [1])  # inputs the oracle accepts
+
+
 def test_fed_slice_parameters_cover_negative_forms():
     model = fx.slice_scatter_model([9, 8], [None, None], [0, 0], [0, 0], [0, 0], constant_params=False)
     feeds = list(ScatterDataLoader(model, seed=3, iterations=30))

@@ -1,13 +1,12 @@
-"""`polygraphy run` over trt_scatter.onnx_models (runs once that module is in the tree): for every op,
-pluginref on the plugin/ONNX-op model and onnxruntime on the native lowering agree on the data
-loader's inputs, and both runners agree on each native lowering."""
+"""`polygraphy run` over trt_scatter.onnx_models: for every op, pluginref on the plugin/ONNX-op model
+and onnxruntime on the native lowering agree on the data loader's inputs, and both runners agree on
+each native lowering."""
 
 import numpy as np
 import pytest
 
 import onnx_fixtures as fx
-
-onnx_models = pytest.importorskip("trt_scatter.onnx_models", reason="trt_scatter.onnx_models is not in this tree yet")
+from trt_scatter import onnx_models
 
 EXACT = ["--atol", "0", "--rtol", "0"]
 

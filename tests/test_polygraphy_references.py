@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from onnx import helper, numpy_helper
 
 import onnx_fixtures as fx
+from trt_scatter import oracle
 from trt_scatter.oracle import ScatterInputError
 from trt_scatter.polygraphy_ext import ScatterDataLoader
 
@@ -131,7 +132,11 @@ def test_standard_ops_run_in_the_reference_and_pluginref_knows_only_its_registry
 def test_pluginref_registry_runs_the_scatter_ops_with_the_oracle():
     model = fx.scatter_update_model([4, 3], [2], [4, 2], axis=1)
     feed = {"data": np.zeros((4, 3), np.float32), "indices": np.array([2, 0]), "updates": np.arange(8, dtype=np.float32).reshape(4, 2)}
-    np.testing.assert_array_equal(run_pluginref_registry(model, feed), run_pluginref(model, feed))
+    expected = oracle.scatter_update(feed["data"], feed["indices"], feed["updates"], 1)
+    np.testing.assert_array_equal(run_pluginref_registry(model, feed), expected)
+    model = fx.slice_scatter_model([4, 3], [2, 3], [-1], [-5], [-2])  # without the optional axes
+    feed = {"data": np.zeros((4, 3), np.float32), "updates": np.arange(6, dtype=np.float32).reshape(2, 3)}
+    np.testing.assert_array_equal(run_pluginref_registry(model, feed), oracle.slice_scatter(feed["data"], feed["updates"], [-1], [-5], [-2]))
     elements = fx.scatter_elements_model([4], [2])
     elements.graph.node[0].attribute.append(helper.make_attribute("reduction", "add"))
     feed = {"data": np.zeros(4, np.float32), "indices": np.array([0, 1]), "updates": np.ones(2, np.float32)}

@@ -338,7 +338,7 @@ def test_cli_without_report_prints_the_summary_only(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("setup, message", [
-    (lambda tmp: tmp / "missing.onnx", "no such ONNX file"),
+    (lambda tmp: tmp / "missing.onnx", "cannot read ONNX model"),
     (lambda tmp: (tmp / "junk.onnx").write_bytes(b"\xff\xfe not a model") and tmp / "junk.onnx", "is not an ONNX model"),
 ])
 def test_cli_bad_input_fails_with_one_line(tmp_path, capsys, setup, message):
@@ -348,11 +348,32 @@ def test_cli_bad_input_fails_with_one_line(tmp_path, capsys, setup, message):
     assert err.count("\n") == 0 and err.startswith("trt-scatter rewrite: error: ") and message in err
 
 
-def test_cli_unwritable_output_fails_with_one_line(tmp_path, capsys):
-    target = tmp_path / "no" / "such" / "dir" / "out.onnx"
+def test_cli_unwritable_output_fails_with_one_line_before_any_work(tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    target = tmp_path / "file" / "out.onnx"  # a folder that is a file
     assert main(["rewrite", str(FIXTURES / "assign_first.dynamo.static.onnx"), str(target)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "cannot write" in err
+    assert err == f"trt-scatter rewrite: error: output {str(target)!r} cannot be written: {str(tmp_path / 'file')!r} is not a directory"
+
+
+@pytest.mark.parametrize("command", ["rewrite", "lower"])
+def test_cli_writes_the_weights_a_model_keeps_in_external_files(tmp_path, command):
+    """The written model holds its weights: external references would name files beside the input."""
+    source = tmp_path / "in" / "model.onnx"
+    source.parent.mkdir()
+    model = onnx.load(FIXTURES / "assign_first.dynamo.static.onnx")
+    if command == "lower":
+        model, _ = rewrite(model)
+    model.graph.initializer.append(numpy_helper.from_array(np.arange(1000, dtype=np.float32), "weights"))
+    model.graph.node.append(helper.make_node("Identity", ["weights"], ["weights_out"]))
+    model.graph.output.append(helper.make_tensor_value_info("weights_out", TensorProto.FLOAT, [1000]))
+    onnx.save(model, source, save_as_external_data=True, all_tensors_to_one_file=True, location="weights.bin", size_threshold=0)
+    output = tmp_path / "out" / "model.onnx"
+    assert main([command, str(source), str(output)]) == 0
+    written = onnx.load(output, load_external_data=False)
+    weights = next(init for init in written.graph.initializer if init.name == "weights")
+    assert not onnx.external_data_helper.uses_external_data(weights)
+    np.testing.assert_array_equal(numpy_helper.to_array(weights), np.arange(1000, dtype=np.float32))
 
 
 # ---- rewrite then lower: the inverse passes ------------------------------------------------------

@@ -19,11 +19,6 @@ pytestmark = needs_gxx
 scaled, SETUP = cases.scaled, cases.SETUP
 
 
-@pytest.fixture(scope="module")
-def shim():
-    return host.load(host.shared_library())
-
-
 ENTRIES = pytest.mark.parametrize("entry", host.ENTRIES)
 
 

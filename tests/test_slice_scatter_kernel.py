@@ -29,11 +29,6 @@ I64_MIN, I64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 I32_MIN, I32_MAX = int(np.iinfo(np.int32).min), int(np.iinfo(np.int32).max)
 
 
-@pytest.fixture(scope="module")
-def shim():
-    return host.load(host.shared_library())
-
-
 ENTRIES = pytest.mark.parametrize("entry", host.ENTRIES)
 
 

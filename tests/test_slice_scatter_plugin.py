@@ -84,8 +84,8 @@ def test_check_shapes_rejection_agrees_with_the_oracle(case, axis, grow):
     [
         ([(4, 5), (4, 6), (1,), (1,), (1,)], "updates", "must have shape (?, 5)"),
         ([(4, 5), (4, 5, 1), (1,), (1,), (1,)], "updates", "must have shape (?, 5)"),
-        ([(4, 5), (4, 5), (1, 1), (1,), (1,)], "start", "must have shape (?,) (a 1-D tensor)"),
-        ([(4, 5), (4, 5), (1,), (1,), ()], "step", "must have shape (?,) (a 1-D tensor)"),
+        ([(4, 5), (4, 5), (1, 1), (1,), (1,)], "start", "must be a 1-D tensor (got shape (1, 1))"),
+        ([(4, 5), (4, 5), (1,), (1,), ()], "step", "must be a 1-D tensor (got shape ())"),
         ([(4, 5), (4, 5), (1,), (2,), (1,)], "start/stop/step/axes", "must have equal lengths"),
         ([(4, 5), (4, 5), (1,), (1,), (1,), (2,)], "start/stop/step/axes", "must have equal lengths"),
         ([(4, 5), (4, 5), (3,), (3,), (3,)], "axes", "must be in [-2, 1]"),

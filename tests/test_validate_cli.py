@@ -172,7 +172,7 @@ def test_check_fails_naming_the_op_whose_kernel_skipped_writes(tmp_path, monkeyp
 
     def run(runners, feeds, model):
         plugins.report_counted_error(counted)  # what enqueue records before it raises
-        raise check.CheckError("a run failed: Failed to execute")
+        raise check.common.CliError("a run failed: Failed to execute")
 
     monkeypatch.setattr(check, "_run", run)
     assert main(["check", str(path)]) == 1

@@ -103,20 +103,13 @@ def network_from_onnx(path, plugins=False, strongly_typed=True, aot=False):
 
         register()
     else:
-        plugin_ops = _plugin_ops(path)
+        from trt_scatter.ops import trt_scatter_ops
+        from trt_scatter.passes.validate import load_model
+
+        plugin_ops = trt_scatter_ops(load_model(path))
         if plugin_ops:
             raise ValueError(f"{path} has trt-scatter plugin nodes ({', '.join(plugin_ops)}): register the plugins (--plugins)")
     return NetworkFromOnnxPath(str(path), strongly_typed=strongly_typed)
-
-
-def _plugin_ops(path):
-    """The op types of the model's nodes in trt-scatter's plugin domain."""
-    import onnx
-
-    from trt_scatter.ops import is_trt_scatter
-
-    model = onnx.load(str(path), load_external_data=False)
-    return sorted({node.op_type for node in model.graph.node if is_trt_scatter(node)})
 
 
 def aot_node(model):
@@ -167,8 +160,8 @@ def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, t
                 f"so give the inputs that type instead (e.g. --dtype {'float16' if flag == 'FP16' else 'bfloat16'})"
             )
 
-    loaded = load_network()
-    builder, network = loaded[0], loaded[1]
+    loaded = load_network()  # (builder, network) or, from ONNX, (builder, network, parser): kept whole, the parser owns weights
+    network = loaded[1]
     inputs = [_info(network.get_input(i)) for i in range(network.num_inputs)]
     outputs = [_info(network.get_output(i)) for i in range(network.num_outputs)]
     profile_shapes = dict(profile_shapes or {})
@@ -224,13 +217,10 @@ def _check_profile_fits(tensor, shapes):
                                  f"{shape[axis]} (got {given})")
 
 
-def with_aliased_plugin_io(create_config):
-    """A config loader ``(builder, network) -> IBuilderConfig``: ``create_config``'s config (e.g.
-    polygraphy's ``CreateConfig``) with ``PreviewFeature.ALIASED_PLUGIN_IO_10_03`` enabled, which
-    plugins with ``inplace=1`` need. Only that feature changes: TensorRT's defaults stay as they are.
-
-    The feature arrived in TensorRT 10.3 (with ``IPluginV3OneBuildV2``); an older TensorRT is refused here.
-    """
+def aliased_plugin_io_feature():
+    """``PreviewFeature.ALIASED_PLUGIN_IO_10_03``, which plugins with ``inplace=1`` (and the AOT
+    plugins) need. It arrived in TensorRT 10.3, with ``IPluginV3OneBuildV2``: an older TensorRT is
+    refused by a ValueError naming it."""
     trt = tensorrt()
     feature = getattr(trt.PreviewFeature, "ALIASED_PLUGIN_IO_10_03", None)
     if feature is None:
@@ -238,6 +228,14 @@ def with_aliased_plugin_io(create_config):
             f"{backend.name()} {trt.__version__} has no PreviewFeature.ALIASED_PLUGIN_IO_10_03: "
             "plugins with inplace=1 need TensorRT 10.3 or newer (or use inplace=0)"
         )
+    return feature
+
+
+def with_aliased_plugin_io(create_config):
+    """A config loader ``(builder, network) -> IBuilderConfig``: ``create_config``'s config (e.g.
+    polygraphy's ``CreateConfig``) with :func:`aliased_plugin_io_feature` enabled. Only that feature
+    changes: TensorRT's defaults stay as they are."""
+    feature = aliased_plugin_io_feature()
 
     def load(builder, network):
         config = create_config(builder, network)
@@ -254,11 +252,12 @@ def _info(tensor):
 def dtype_name(trt_dtype):
     """NumPy's name for a TensorRT ``DataType`` (``float32``, ``int64``, ``bfloat16``, ...), or
     TensorRT's own name in lower case for types trt-scatter does not move (``fp8``, ``int4``)."""
-    from trt_scatter.networks.graph import ELEMENT_TYPE_NAMES
+    from trt_scatter.networks.graph import numpy_dtype
 
-    trt = tensorrt()
-    fallback = str(trt_dtype).rsplit(".", 1)[-1].lower()
-    return next((name for name in ELEMENT_TYPE_NAMES if getattr(trt, name) == trt_dtype), fallback)
+    try:
+        return numpy_dtype(trt_dtype).name
+    except TypeError:
+        return str(trt_dtype).rsplit(".", 1)[-1].lower()
 
 
 def _progress_monitor(trt):

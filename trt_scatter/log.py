@@ -1,4 +1,5 @@
-"""The one logger of trt-scatter, and a TensorRT ``ILogger`` that forwards to it.
+"""The one logger of trt-scatter, a TensorRT ``ILogger`` that forwards to it, and :func:`first_line`,
+which every one-line message takes from an exception.
 
 Quiet by default (warnings and errors); ``TRT_SCATTER_VERBOSE=1`` or
 ``logging.getLogger("trt_scatter").setLevel(logging.DEBUG)`` shows more.
@@ -30,6 +31,13 @@ class _VerboseHandler(logging.StreamHandler):
 if os.environ.get("TRT_SCATTER_VERBOSE", "0") != "0":
     logger.setLevel(logging.DEBUG)
     logger.addHandler(_VerboseHandler())
+
+
+def first_line(err):
+    """The first non-empty line of an exception's message (its type's name if it has none): what a
+    one-line error keeps of a library's multi-line message."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return lines[0] if lines else type(err).__name__
 
 
 @functools.lru_cache(maxsize=None)

@@ -8,24 +8,14 @@ axis) as initializers. Dimensions may be ints or symbolic strings (dynamic). Mod
 - :func:`scatter_elements_model`: one ``ScatterElements`` node (``axis`` attribute).
 - :func:`scatter_nd_model`: one ``ScatterND`` node; ONNX's ScatterND takes int64 indices only,
   so int32 ``indices`` go through a ``Cast`` first.
-- ``impl="plugin"``: one custom node that TensorRT's ONNX parser maps onto the plugin of the
-  same name (the plugin contract):
-
-  ===============  ===========  =======  ===============================================
-  op type          domain       version  inputs
-  ===============  ===========  =======  ===============================================
-  ``SliceScatter``  trt_scatter  1        data, updates, start, stop, step[, axes]
-  ``ScatterUpdate`` trt_scatter  1        data, indices, updates, axis
-  ===============  ===========  =======  ===============================================
-
-  One attribute, ``inplace`` (int, 0 or 1, written always so that the parser need not warn
-  about a default): 1 lets the plugin write into data's buffer, which needs the builder's
-  ``PreviewFeature.ALIASED_PLUGIN_IO_10_03``. The model imports opset ("trt_scatter", 1) (so
-  the full checker accepts the node). start/stop/step/axes are 1-D and axis a 1-element 1-D
-  initializer, all of ``index_dtype`` (int32 or int64).
+- ``impl="plugin"``: one ``trt_scatter`` node, which TensorRT's ONNX parser maps onto the plugin
+  of the same name (the contract, inputs and attribute: :mod:`trt_scatter.ops`), with its
+  ``inplace`` attribute written always (so that the parser need not warn about a default), and
+  the model's opset import of the domain (so that the full checker accepts the node).
+  start/stop/step/axes are 1-D and axis a 1-element 1-D initializer, all of ``index_dtype``.
 - ``impl="native"``: the native lowering of :mod:`trt_scatter.networks` written by its ONNX
   backend: standard ops only (Shape, Gather, Add/Sub/Mul/Div/Min/Max/Less, Where, Concat,
-  Reshape, Cast, Range, ConstantOfShape, ScatterElements/ScatterND).
+  Reshape, Cast, Range, Identity, ScatterElements/ScatterND).
 """
 
 import numpy as np
@@ -33,7 +23,7 @@ import numpy as np
 from trt_scatter.networks.graph import INT64, OnnxGraph, Value
 from trt_scatter.networks.scatter_update import lower_scatter_update
 from trt_scatter.networks.slice_scatter import lower_slice_scatter
-from trt_scatter.ops import DOMAIN, VERSION
+from trt_scatter.ops import DOMAIN, INDEX_TYPES, VERSION
 from trt_scatter.oracle import ScatterInputError, rules
 from trt_scatter.oracle.scatter_elements import check_scatter_elements
 from trt_scatter.oracle.scatter_nd import check_scatter_nd
@@ -135,8 +125,7 @@ def _inputs(graph, dtype, index_dtype, data_shape, indices_shape, updates_shape)
 
 def _check_types(op, dtype, index_dtype, index_name="indices"):
     rules.check_data_type(op, "data", dtype)
-    if np.dtype(index_dtype) not in (np.int32, np.int64):
-        raise ScatterInputError(op, index_name, "must be int32 or int64 in an ONNX model", np.dtype(index_dtype))
+    rules.check_type_in(op, index_name, index_dtype, INDEX_TYPES)
 
 
 def _check_impl(op, impl):

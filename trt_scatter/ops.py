@@ -81,6 +81,12 @@ def is_trt_scatter(node):
     return node.domain == DOMAIN
 
 
+def trt_scatter_ops(model):
+    """The op types of the ``trt_scatter`` nodes of ``model``'s main graph (an ``onnx.ModelProto``),
+    sorted: empty for a model that needs none of trt-scatter's plugins."""
+    return sorted({node.op_type for node in model.graph.node if is_trt_scatter(node)})
+
+
 def register_onnx_schemas():
     """Registers the ops' ONNX schemas (from :data:`OPS`) with ``onnx.defs``; idempotent.
 

@@ -26,6 +26,14 @@ from trt_scatter import oracle
 from trt_scatter.ops import DOMAIN, OPS
 
 
+def run_trt_scatter(op_type, inputs):
+    """The output of a ``trt_scatter`` node of ``op_type`` by its oracle function; ``inputs`` in the
+    node's order (:data:`trt_scatter.ops.OPS`), ``None`` for an optional one left out."""
+    signature = OPS[op_type]
+    named = {name: value for name, value in zip(signature.inputs, inputs) if value is not None}
+    return getattr(oracle, signature.oracle)(**named)
+
+
 class _TrtScatterOp(OpRun):
     """A ``trt_scatter`` node run by its oracle function (``inplace`` and the AOT form's attributes
     change no value)."""
@@ -33,9 +41,7 @@ class _TrtScatterOp(OpRun):
     op_domain = DOMAIN
 
     def _run(self, *inputs, inplace=None, aot=None, plugin_namespace=None):
-        signature = OPS[self.onnx_node.op_type]
-        named = {name: value for name, value in zip(signature.inputs, inputs) if value is not None}
-        return (getattr(oracle, signature.oracle)(**named),)
+        return (run_trt_scatter(self.onnx_node.op_type, inputs),)
 
 
 def _no_reduction(reduction):

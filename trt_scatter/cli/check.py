@@ -37,6 +37,8 @@ with the golden reference.
 import argparse
 import json
 
+from trt_scatter.cli import common
+
 SEPARATOR = ":"
 REFERENCE = "reference"
 EXIT_CODES = {"PASSED": 0, "FAILED": 1, "ERROR": 2, "NOT RUN ON TENSORRT": 3}
@@ -96,16 +98,10 @@ def _positive_int(text):
     return value
 
 
-class CheckError(Exception):
-    """Something stopped the check before a verdict (unreadable model or file, invalid inputs)."""
-
-
 def run(args):
-    from trt_scatter.cli import common
-
     try:
         verdict = _check(args)
-    except (CheckError, common.CliError) as err:
+    except common.CliError as err:  # something stopped the check before a verdict: exit 2
         common.report("check", err)
         return EXIT_CODES["ERROR"]
     if verdict == "NOT RUN ON TENSORRT":
@@ -119,8 +115,7 @@ def _check(args):
     """Builds, runs, compares and prints the verdict lines per output; returns the final verdict."""
     import onnx
 
-    from trt_scatter.cli import common
-    from trt_scatter.ops import is_trt_scatter
+    from trt_scatter.ops import trt_scatter_ops
 
     for flag in ("save_inputs", "save_outputs", "save_engine"):  # refused before any work, not after it
         if getattr(args, flag):
@@ -129,13 +124,13 @@ def _check(args):
     unknown = sorted(set(dict(args.input_shapes)) - {value.name for value in model.graph.input})
     if unknown:
         inputs = ", ".join(value.name for value in model.graph.input)
-        raise CheckError(f"--input-shapes names no input of the model: {', '.join(unknown)} (its inputs: {inputs})")
+        raise common.CliError(f"--input-shapes names no input of the model: {', '.join(unknown)} (its inputs: {inputs})")
     bfloat16 = [value.name for value in model.graph.input if value.type.tensor_type.elem_type == onnx.TensorProto.BFLOAT16]
     if bfloat16:
-        raise CheckError(f"input '{bfloat16[0]}' is bfloat16: polygraphy's runners (reference, onnxruntime, TensorRT) check each "
+        raise common.CliError(f"input '{bfloat16[0]}' is bfloat16: polygraphy's runners (reference, onnxruntime, TensorRT) check each "
                          "input's type and know no bfloat16 NumPy type (ml_dtypes), so no run can start; check a float16 or "
                          "float32 version of the model (trt-scatter build builds this one)")
-    has_plugins = any(is_trt_scatter(node) for node in model.graph.node)
+    has_plugins = bool(trt_scatter_ops(model))
 
     backend_error = _resolve_tensorrt()  # before polygraphy's TensorRT modules load, so both use the same one
     from polygraphy.logger import G_LOGGER
@@ -173,7 +168,7 @@ def _check(args):
     try:
         with common.quiet_tensorrt():  # a plugin's exception is printed by TensorRT's bindings: it is counted below
             results = _run(runners, feeds, model)
-    except CheckError:
+    except common.CliError:  # a run failed: the kernels' counts may say why
         counted = _counted_plugin_errors(has_plugins)
         if not counted:
             raise
@@ -222,23 +217,22 @@ def _inputs(args, model):
         try:
             feeds = load_json(args.load_inputs, description="input data")
         except Exception as err:
-            raise CheckError(f"cannot load inputs from {args.load_inputs!r}: {err}") from None
+            raise common.CliError(f"cannot load inputs from {args.load_inputs!r}: {err}") from None
         if not isinstance(feeds, list) or not feeds or not all(isinstance(f, dict) for f in feeds):
-            raise CheckError(f"{args.load_inputs!r} does not hold a list of feed dicts (polygraphy's --save-inputs format)")
+            raise common.CliError(f"{args.load_inputs!r} does not hold a list of feed dicts (polygraphy's --save-inputs format)")
         return feeds
     from trt_scatter.polygraphy_ext import ScatterDataLoader
 
     try:
         return list(ScatterDataLoader(model, seed=args.seed, input_shapes=dict(args.input_shapes), iterations=args.iterations))
     except ValueError as err:  # ScatterInputError and ModelError included
-        raise CheckError(f"cannot generate valid inputs: {err}{_free_dims_hint(model, args.input_shapes)}") from None
+        raise common.CliError(f"cannot generate valid inputs: {err}{_free_dims_hint(model, args.input_shapes)}") from None
 
 
 def _build_engine(path, model, feed, has_plugins):
     """(serialized engine, None) or (None, why the build failed). Dynamic inputs get a profile of the fed shapes."""
     from polygraphy.backend.trt import CreateConfig, EngineBytesFromNetwork, NetworkFromOnnxPath, Profile
 
-    from trt_scatter.cli import common
     from trt_scatter.engine import aot_node, needs_aliased_plugin_io, network_from_onnx, with_aliased_plugin_io
     from trt_scatter.polygraphy_ext import RegisterTrtScatterPlugins
 
@@ -303,7 +297,7 @@ def _onnxruntime_runner(model, lowered):
     try:
         lowered_model = LowerTrtScatter(model)()
     except ModelError as err:
-        raise CheckError(f"cannot lower the model for onnxruntime: {err}") from None
+        raise common.CliError(f"cannot lower the model for onnxruntime: {err}") from None
     return OnnxrtRunner(SessionFromOnnx(BytesFromOnnx(lowered_model)), name="onnxruntime-lowered")
 
 
@@ -313,7 +307,7 @@ def _run(runners, feeds, model):
     try:
         return Comparator.run(runners, data_loader=feeds)
     except Exception as err:  # PolygraphyException, or the oracle's ScatterInputError from the reference
-        raise CheckError(f"a run failed: {str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__}{_free_dims_hint(model)}") from None
+        raise common.CliError(f"a run failed: {str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__}{_free_dims_hint(model)}") from None
 
 
 def _free_dims_hint(model, given=()):
@@ -338,9 +332,9 @@ def _load_golden(path):
     try:
         golden = RunResults.load(path)
     except Exception as err:
-        raise CheckError(f"cannot load golden outputs from {path!r}: {err}") from None
+        raise common.CliError(f"cannot load golden outputs from {path!r}: {err}") from None
     if not len(golden):
-        raise CheckError(f"{path!r} holds no runs")
+        raise common.CliError(f"{path!r} holds no runs")
     return golden
 
 

@@ -15,6 +15,8 @@ import os
 import sys
 import tempfile
 
+from trt_scatter.log import first_line
+
 BAD_INPUT = 2
 FAILED = 1
 
@@ -36,12 +38,6 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def first_line(err):
-    """The first non-empty line of an exception's message (its type's name if it has none)."""
-    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    return lines[0] if lines else type(err).__name__
 
 
 def verbose():
@@ -139,13 +135,28 @@ def write_output(path, data, what="output"):
 
 
 def load_model(path):
-    """The ONNX model at ``path``, validated (:func:`trt_scatter.passes.validate.validate`); CliError otherwise."""
+    """The ONNX model at ``path``, validated (:func:`trt_scatter.passes.validate.validate`); CliError
+    otherwise. Tensors the model keeps in external files stay there: validation reads no weights."""
     from trt_scatter.passes.validate import ModelError, validate
 
     try:
         return validate(path)
     except ModelError as err:
         raise CliError(str(err)) from None
+
+
+def load_whole_model(path):
+    """:func:`load_model` with the tensors the model keeps in external files read in, for commands that
+    write a model of their own (``lower``, ``rewrite``): the file they write then holds those tensors,
+    whose external references would name files beside the input, not beside the output."""
+    from onnx.external_data_helper import load_external_data_for_model
+
+    model = load_model(path)
+    try:
+        load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
+    except OSError as err:
+        raise CliError(f"cannot read the external data of {os.fspath(path)!r}: {err.strerror or err}") from None
+    return model
 
 
 def report(command, err):

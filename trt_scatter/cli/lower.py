@@ -26,13 +26,13 @@ def run(args):
     import onnx
 
     from trt_scatter.cli import common
-    from trt_scatter.ops import is_trt_scatter
+    from trt_scatter.ops import is_trt_scatter, trt_scatter_ops
     from trt_scatter.passes.lower import lower
     from trt_scatter.passes.validate import ModelError
 
     try:
         common.check_output_path(args.output)
-        model = common.load_model(args.model)  # validated
+        model = common.load_whole_model(args.model)  # validated
         try:
             lowered = lower(model)
             onnx.checker.check_model(lowered, full_check=True)
@@ -41,7 +41,7 @@ def run(args):
         common.write_output(args.output, lowered.SerializeToString(), "output")
     except common.CliError as err:
         return common.report("lower", err)
-    replaced = sorted({node.op_type for node in model.graph.node if is_trt_scatter(node)})
+    replaced = trt_scatter_ops(model)
     count = sum(is_trt_scatter(node) for node in model.graph.node)
     what = f"{count} trt_scatter node(s) ({', '.join(replaced)})" if count else "no trt_scatter node"
     print(f"lowered {what} of {args.model}: {args.output} ({len(lowered.graph.node)} nodes, standard ONNX ops only)")

@@ -5,8 +5,6 @@
 """
 
 import argparse
-import os
-import sys
 
 
 def add_parser(subparsers):
@@ -18,24 +16,15 @@ def add_parser(subparsers):
 
 
 def run(args):
-    import onnx
-
+    from trt_scatter.cli import common
     from trt_scatter.passes.rewrite import rewrite
 
-    if not os.path.isfile(args.input):
-        print(f"trt-scatter rewrite: error: no such ONNX file: {args.input}", file=sys.stderr)
-        return 2
     try:
-        model = onnx.load(args.input)
-    except Exception as err:  # protobuf's DecodeError and friends: not a model
-        print(f"trt-scatter rewrite: error: {args.input} is not an ONNX model ({type(err).__name__})", file=sys.stderr)
-        return 2
-    model, report = rewrite(model)
-    try:
-        onnx.save(model, args.output)
-    except OSError as err:
-        print(f"trt-scatter rewrite: error: cannot write {args.output}: {err.strerror}", file=sys.stderr)
-        return 2
+        common.check_output_path(args.output)
+        model, report = rewrite(common.load_whole_model(args.input))  # validated: its trt_scatter nodes, if any
+        common.write_output(args.output, model.SerializeToString(), "output")
+    except common.CliError as err:
+        return common.report("rewrite", err)
     if args.report:
         for line in report.lines():
             print(line)

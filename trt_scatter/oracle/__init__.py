@@ -9,7 +9,7 @@ from trt_scatter.oracle.rules import ScatterInputError
 from trt_scatter.oracle.scatter_elements import check_scatter_elements, scatter_elements
 from trt_scatter.oracle.scatter_nd import check_scatter_nd, scatter_nd, scatter_nd_update
 from trt_scatter.oracle.scatter_update import check_scatter_update, scatter_update
-from trt_scatter.oracle.slice_scatter import check_slice_scatter, slice_geometry, slice_scatter
+from trt_scatter.oracle.slice_scatter import check_slice_scatter, slice_geometry, slice_scatter, slice_shape
 
 __all__ = [
     "ScatterInputError",
@@ -23,4 +23,5 @@ __all__ = [
     "scatter_update",
     "slice_geometry",
     "slice_scatter",
+    "slice_shape",
 ]

@@ -146,13 +146,18 @@ def indices_checked_by_numpy(op, name, indices, dims):
         raise
 
 
+def check_vector(op, name, shape):
+    """``name`` (start, stop, step, axes) must be a 1-D tensor; ``shape`` may hold unknown dimensions."""
+    if len(shape) != 1:
+        raise ScatterInputError(op, name, "must be a 1-D tensor", f"shape {_show(shape)}")
+
+
 def as_int_vector(op, name, values):
     """A 1-D integer input (start, stop, step, axes) as a list of Python ints (exact for any int64)."""
     array = np.asarray(values)
     if array.ndim == 0 and array.dtype.kind in "iu":
         raise ScatterInputError(op, name, "must be a 1-D tensor", f"a scalar {array.item()}")
-    if array.ndim != 1:
-        raise ScatterInputError(op, name, "must be a 1-D tensor", f"shape {array.shape}")
+    check_vector(op, name, array.shape)
     if array.size:
         check_index_type(op, name, array.dtype)
     return [int(v) for v in array.tolist()]

@@ -33,6 +33,16 @@ def slice_geometry(start, stop, step, dim):
     return first, count
 
 
+def slice_shape(data_shape, start, stop, step, axes):
+    """The shape ``updates`` must have: ``data_shape`` with each sliced axis (``axes`` in [0, r-1]) cut
+    to its slice's length, -1 where data's dimension is not known."""
+    shape = list(data_shape)
+    for axis, begin, end, stride in zip(axes, start, stop, step):
+        dim = data_shape[axis]
+        shape[axis] = slice_geometry(begin, end, stride, dim)[1] if rules.is_known(dim) else -1
+    return tuple(shape)
+
+
 def check_slice_scatter(data_shape, updates_shape, start, stop, step, axes=None):
     """Checks a SliceScatter's inputs (start/stop/step/axes as int lists); returns the axes in [0, r-1].
 
@@ -48,10 +58,7 @@ def check_slice_scatter(data_shape, updates_shape, start, stop, step, axes=None)
         raise rules.ScatterInputError(OP, "axes", "must not repeat an axis", axes)
     _check_step(step)
 
-    expected = list(data_shape)
-    for axis, begin, end, stride in zip(axes, start, stop, step):
-        dim = data_shape[axis]
-        expected[axis] = slice_geometry(begin, end, stride, dim)[1] if rules.is_known(dim) else -1
+    expected = slice_shape(data_shape, start, stop, step, axes)
     rules.check_shape(OP, "updates", updates_shape, expected, "data's shape with each sliced axis cut to its slice's length")
     return axes
 

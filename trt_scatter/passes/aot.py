@@ -33,6 +33,8 @@ from polygraphy import util
 from polygraphy.backend.base import BaseLoader
 
 from trt_scatter.ops import AOT_ATTRIBUTES, SLICE_SCATTER, is_trt_scatter
+from trt_scatter.passes.tensors import opset_version
+from trt_scatter.passes.validate import ModelError, node_label
 
 RANGE_OPSET = 11  # Range arrives in opset 11 of the default domain
 
@@ -48,10 +50,10 @@ def to_aot(model):
     graph = converted.graph
     initializers = {init.name: init for init in graph.initializer}
     nodes = []
-    for node in graph.node:
+    for index, node in enumerate(graph.node):
         if is_trt_scatter(node):
             if node.op_type == SLICE_SCATTER.name and _missing_axes(node):
-                nodes.extend(_default_axes(converted, node, initializers))
+                nodes.extend(_default_axes(converted, node, index, initializers))
             _set_aot_attributes(node)
         nodes.append(node)
     del graph.node[:]
@@ -84,7 +86,7 @@ def _set_aot_attributes(node):
     node.attribute.extend(kept + [helper.make_attribute(name, value) for name, value in AOT_ATTRIBUTES.items()])
 
 
-def _default_axes(model, node, initializers):
+def _default_axes(model, node, index, initializers):
     """Sets the node's axes input to 0..len(start)-1; returns the nodes that compute it (none for a constant start)."""
     from onnx import helper, numpy_helper
 
@@ -96,7 +98,7 @@ def _default_axes(model, node, initializers):
         count = int(np.prod(initializers[start].dims)) if initializers[start].dims else 1
         model.graph.initializer.append(numpy_helper.from_array(np.arange(count, dtype=np.int64), name))
         return []
-    _check_range_opset(model, node)
+    _check_range_opset(model, node, index)
     zero, one, size = (_unique(f"{name}_{part}", model) for part in ("zero", "one", "size"))
     model.graph.initializer.extend([numpy_helper.from_array(np.array(0, np.int64), zero),
                                     numpy_helper.from_array(np.array(1, np.int64), one)])
@@ -104,10 +106,10 @@ def _default_axes(model, node, initializers):
             helper.make_node("Range", [zero, size, one], [name], name=name)]
 
 
-def _check_range_opset(model, node):
-    version = next((opset.version for opset in model.opset_import if opset.domain in ("", "ai.onnx")), None)
+def _check_range_opset(model, node, index):
+    version = opset_version(model)
     if version is not None and version < RANGE_OPSET:
-        raise ValueError(f"SliceScatter node {node.name!r}: 'axes' is needed by the AOT form and, start not being a constant, "
+        raise ModelError(f"{node_label(node, index)}: 'axes' is needed by the AOT form and, start not being a constant, "
                          f"is computed with Range, which needs default-domain opset >= {RANGE_OPSET} (got {version})")
 
 

@@ -37,18 +37,17 @@ from polygraphy import util
 from polygraphy.backend.base import BaseLoader
 
 from trt_scatter import ops
-from trt_scatter.log import logger
+from trt_scatter.log import first_line, logger
 from trt_scatter.networks.graph import OnnxGraph, Value
 from trt_scatter.networks.scatter_update import lower_scatter_update
 from trt_scatter.networks.slice_scatter import lower_slice_scatter
 from trt_scatter.oracle.rules import ScatterInputError
-from trt_scatter.passes.tensors import ModelTensors
-from trt_scatter.passes.validate import ModelError, _Node, load_model, validate
+from trt_scatter.passes.tensors import ModelTensors, opset_version
+from trt_scatter.passes.validate import ModelError, load_model, node_label, subgraphs, validate
 
 #: The default-domain opset the lowerings need (Reshape with ``allowzero``, so that an empty
 #: dimension is a size and not "copy this dimension").
 OPSET = 14
-DEFAULT_DOMAINS = ("", "ai.onnx")
 
 
 def lower(model):
@@ -60,7 +59,7 @@ def lower(model):
     model = load_model(model) if isinstance(model, (str, os.PathLike)) else model
     validate(model)
     _refuse_nested(model.graph)
-    if not any(ops.is_trt_scatter(node) for node in model.graph.node):
+    if not ops.trt_scatter_ops(model):
         return model
     lowered = _with_opset(model)
     nodes, initializers = _lowered_nodes(lowered)
@@ -101,7 +100,7 @@ def _lowered_nodes(model):
         try:
             output = _lower_node(builder, node, tensors)
         except ScatterInputError as err:
-            raise _Node(node, index, tensors).error(str(err)) from None
+            raise ModelError(f"{node_label(node, index)}: {err}") from None
         builder.bind(output, node.output[0])  # consumers, graph outputs and value_info keep the name
         nodes.extend(builder.nodes)
         initializers.extend(builder.live_initializers())
@@ -146,7 +145,7 @@ def _with_opset(model):
     import onnx
     from onnx import version_converter
 
-    version = next((opset.version for opset in model.opset_import if opset.domain in DEFAULT_DOMAINS), None)
+    version = opset_version(model)
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
     if version is None:
@@ -157,8 +156,7 @@ def _with_opset(model):
     try:
         converted = version_converter.convert_version(copy, OPSET)
     except Exception as err:  # the converter raises bare RuntimeErrors from C++
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ModelError(f"the model imports opset {version} of the default domain; the lowering needs {OPSET}, and ONNX's version converter cannot upgrade it ({reason})") from None
+        raise ModelError(f"the model imports opset {version} of the default domain; the lowering needs {OPSET}, and ONNX's version converter cannot upgrade it ({first_line(err)})") from None
     logger.info("lower: upgraded the default-domain opset from %d to %d (the lowering needs Reshape's allowzero)", version, OPSET)
     return converted
 
@@ -183,19 +181,17 @@ def _live(nodes, outputs):
 def _reads(node):
     """The tensor names ``node`` reads, its subgraphs' reads of outer names included."""
     names = set(node.input)
-    for attribute in node.attribute:
-        for subgraph in list(attribute.graphs) + ([attribute.g] if attribute.HasField("g") else []):
-            for inner in subgraph.node:
-                names |= _reads(inner)
+    for subgraph in subgraphs(node):
+        for inner in subgraph.node:
+            names |= _reads(inner)
     return names
 
 
 def _refuse_nested(graph):
     """The pass lowers the main graph; a ``trt_scatter`` node in a subgraph (If/Loop/Scan body) is refused by name."""
-    for node in graph.node:
-        for attribute in node.attribute:
-            for subgraph in list(attribute.graphs) + ([attribute.g] if attribute.HasField("g") else []):
-                for inner in subgraph.node:
-                    if ops.is_trt_scatter(inner):
-                        raise ModelError(f"{inner.op_type} node {inner.name or inner.output[0]!r}: lies in a subgraph of {node.op_type} node {node.name!r}; lower replaces nodes of the main graph only")
-                _refuse_nested(subgraph)
+    for index, node in enumerate(graph.node):
+        for subgraph in subgraphs(node):
+            for inner_index, inner in enumerate(subgraph.node):
+                if ops.is_trt_scatter(inner):
+                    raise ModelError(f"{node_label(inner, inner_index)}: lies in a subgraph of {node_label(node, index)}; lower replaces nodes of the main graph only")
+            _refuse_nested(subgraph)

@@ -40,7 +40,8 @@ import numpy as np
 from polygraphy import util
 from polygraphy.backend.base import BaseLoader
 
-from trt_scatter.ops import DOMAIN, VERSION, is_trt_scatter, register_onnx_schemas
+from trt_scatter.networks.graph import onnx_dtype
+from trt_scatter.ops import DOMAIN, OPS, SLICE_SCATTER, VERSION, is_trt_scatter, register_onnx_schemas
 
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
 MAX_FOLDED_ELEMENTS = 1 << 24  #: constant index tensors larger than this are not folded (and their write is left)
@@ -219,15 +220,17 @@ class _Rewriter:
         if transpose is None or transpose.op != "Transpose" or transpose.name not in self._created or len(data.outputs) != 1 or data in self.graph.outputs:
             return False
         perm = [int(p) for p in transpose.attrs["perm"]]
-        if node.op == "SliceScatter":
-            updates_position, axes_position = 1, 5
-            count = self._length(node.inputs[2])
-            axes = _ints(self._constant(node.inputs[5])) if len(node.inputs) > 5 and not _is_empty(node.inputs[5]) else (None if count is None else list(range(count)))
-        else:
-            updates_position, axes_position = 2, 3
-            axes = _ints(self._constant(node.inputs[3])) if _rank(node.inputs[1]) == 1 else None
+        signature = OPS[node.op]
+        named = dict(zip(signature.inputs, node.inputs))
+        if signature is SLICE_SCATTER:
+            axes_name, count = "axes", self._length(named["start"])
+            axes = _ints(self._constant(named["axes"])) if not _is_empty(named.get("axes")) else (None if count is None else list(range(count)))
+        else:  # ScatterUpdate: one axis, for 1-D indices (which the rewrite writes)
+            axes_name = "axis"
+            axes = _ints(self._constant(named["axis"])) if _rank(named["indices"]) == 1 else None
         if axes is None:
             return False
+        updates_position, axes_position = signature.inputs.index("updates"), signature.inputs.index(axes_name)
         rank = len(perm)
         label = node.name
         new_axes = self._int64([perm[a + rank if a < 0 else a] for a in axes], f"{label}_axes_untransposed")
@@ -477,7 +480,7 @@ class _Rewriter:
             shape = self._node("Shape", [data], f"{label}_shape", np.int64)
             size = self._node("Gather", [shape, self._constant_tensor(np.array(axis, np.int64), f"{label}_axis_index")], f"{label}_size", np.int64, axis=0)
             if dtype != np.int64:
-                size = self._node("Cast", [size], f"{label}_size_cast", dtype, to=_onnx_type(dtype))
+                size = self._node("Cast", [size], f"{label}_size_cast", dtype, to=onnx_dtype(dtype))
         negative = self._node("Less", [indices, self._constant_tensor(np.array(0, dtype), f"{label}_zero")], f"{label}_negative", np.bool_)
         shifted = self._node("Add", [indices, size], f"{label}_shifted", dtype)
         wrapped = self._node("Where", [negative, shifted, indices], f"{label}_wrapped", dtype)
@@ -499,7 +502,7 @@ class _Rewriter:
             return tensor
         if dtype is None or dtype.kind != "i":
             raise _Left("slice bounds of a type that is not a known signed integer")
-        return self._node("Cast", [tensor], name, np.int64, to=_onnx_type(np.int64))
+        return self._node("Cast", [tensor], name, np.int64, to=onnx_dtype(np.int64))
 
     def _int64(self, values, name):
         return self._constant_tensor(np.asarray(values, dtype=np.int64), name)
@@ -806,9 +809,3 @@ def _np_dtype(tensor):
 def _dtype_kind(tensor):
     dtype = _np_dtype(tensor)
     return dtype.kind if dtype is not None else None
-
-
-def _onnx_type(dtype):
-    from onnx import helper
-
-    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))

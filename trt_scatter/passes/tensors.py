@@ -6,6 +6,7 @@ answered here once::
     tensors = ModelTensors(model)
     tensors.constant("step")   # np.ndarray, or None if the value is not fixed by the model
     tensors.shape("data")      # (4, -1, 8): -1 for a dimension that is not known; None if the rank is not
+    tensors.symbolic_shape("data")  # (4, "seq", None): symbolic dimensions by name (dim_param)
     tensors.dtype("updates")   # np.dtype, or None if not known
 
 Constants are initializers and ``Constant`` nodes (``value``, ``value_int(s)``, ``value_float(s)``)
@@ -24,6 +25,15 @@ from trt_scatter.ops import is_trt_scatter
 from trt_scatter.oracle.rules import BFLOAT16
 
 
+DEFAULT_DOMAINS = ("", "ai.onnx")  #: the two names of ONNX's own domain
+
+
+def opset_version(model, domain=""):
+    """The version at which ``model`` imports ``domain`` (ONNX's own by default), or ``None``."""
+    names = DEFAULT_DOMAINS if domain in DEFAULT_DOMAINS else (domain,)
+    return next((opset.version for opset in model.opset_import if opset.domain in names), None)
+
+
 class ModelTensors:
     """Constant values, shapes and element types of the tensors of ``model`` (an ``onnx.ModelProto`` or a path)."""
 
@@ -36,7 +46,7 @@ class ModelTensors:
         graph = model.graph
         self._constant_protos = {init.name: init for init in graph.initializer}
         for node in graph.node:
-            if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and len(node.output) == 1 and len(node.attribute) == 1:
+            if node.op_type == "Constant" and node.domain in DEFAULT_DOMAINS and len(node.output) == 1 and len(node.attribute) == 1:
                 self._constant_protos[node.output[0]] = node.attribute[0]
         self._constants = {}
         self._types = _value_types(model)
@@ -49,6 +59,12 @@ class ModelTensors:
 
     def shape(self, name):
         """The static shape of ``name`` as a tuple (-1 for each dimension not known), or ``None`` if its rank is not known."""
+        dims = self.symbolic_shape(name)
+        return None if dims is None else tuple(d if isinstance(d, int) else -1 for d in dims)
+
+    def symbolic_shape(self, name):
+        """The shape of ``name`` with each dimension an int, the name of a symbolic dimension (``dim_param``:
+        dimensions of one name have one size), or ``None`` if not known; ``None`` if the rank is not known."""
         value = self.constant(name)
         if value is not None:
             return tuple(value.shape)
@@ -118,7 +134,7 @@ def _declared(model):
             tensor_type = value.type.tensor_type
             shape = None
             if tensor_type.HasField("shape"):
-                shape = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in tensor_type.shape.dim)
+                shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor_type.shape.dim)
             types[value.name] = (_np_dtype(tensor_type.elem_type), shape)
     return types
 
@@ -143,5 +159,5 @@ def _value_info(name, dtype, shape):
         elem_type = helper.np_dtype_to_tensor_dtype(dtype)
     except Exception:  # None, or a type ONNX cannot name: the shape is still worth giving
         elem_type = 0
-    dims = None if shape is None else [d if d >= 0 else None for d in shape]
+    dims = None if shape is None else [d if isinstance(d, str) or (d is not None and d >= 0) else None for d in shape]
     return helper.make_tensor_value_info(name, elem_type, dims)

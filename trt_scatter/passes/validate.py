@@ -31,11 +31,12 @@ from polygraphy import util
 from polygraphy.backend.base import BaseLoader
 
 from trt_scatter import ops
+from trt_scatter.log import first_line
 from trt_scatter.oracle import rules
 from trt_scatter.oracle.rules import ScatterInputError
 from trt_scatter.oracle.scatter_update import axis_value, check_axis_shape, check_scatter_update_static
 from trt_scatter.oracle.slice_scatter import check_slice_scatter_static
-from trt_scatter.passes.tensors import ModelTensors
+from trt_scatter.passes.tensors import ModelTensors, opset_version
 
 # The first bytes of a serialized TensorRT engine: full TensorRT's plans start b"ftrt" (as
 # torch-tensorrt's checks read them), TensorRT-RTX 1.7's b"vtrt" (seen in its plans).
@@ -44,12 +45,22 @@ ENGINE_MAGICS = (b"ftrt", b"vtrt")
 
 class ModelError(ValueError):
     """A model breaks a rule that trt-scatter checks before TensorRT runs. The message is one line
-    naming the node, the input or attribute, the rule and the value; ``node`` is the node's label
-    (``None`` for a file that is not a model at all)."""
+    naming the node (:func:`node_label`), the input or attribute, the rule and the value."""
 
-    def __init__(self, message, node=None):
-        self.node = node
-        super().__init__(message)
+
+def node_label(node, index):
+    """How every message names a node: ``SliceScatter node 'write_kv'``; one without a name by its
+    position ``index`` in its graph and its first output."""
+    name = f"'{node.name}'" if node.name else f"#{index} (output {node.output[0]!r})" if node.output else f"#{index}"
+    return f"{node.op_type} node {name}"
+
+
+def subgraphs(node):
+    """The graphs ``node`` holds in its attributes (If branches, Loop and Scan bodies)."""
+    for attribute in node.attribute:
+        yield from attribute.graphs
+        if attribute.HasField("g"):
+            yield attribute.g
 
 
 def validate(model):
@@ -60,7 +71,7 @@ def validate(model):
     if isinstance(model, (str, os.PathLike)):
         model = load_model(model)
     tensors = None  # read only for a model that has trt_scatter nodes
-    version = next((opset.version for opset in model.opset_import if opset.domain == ops.DOMAIN), None)
+    version = opset_version(model, ops.DOMAIN)
     for index, node in enumerate(_nodes(model.graph)):
         if ops.is_trt_scatter(node):
             tensors = tensors or ModelTensors(model)
@@ -108,8 +119,7 @@ def load_model(path):
     try:
         model = onnx.load(path, load_external_data=False)  # weights are never index constants; GBs of them need not load
     except (DecodeError, ValueError, RuntimeError, OSError) as err:
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ModelError(f"{path!r} is not an ONNX model ({reason})") from None
+        raise ModelError(f"{path!r} is not an ONNX model ({first_line(err)})") from None
     if not model.HasField("graph") or not model.ir_version:
         raise ModelError(f"{path!r} is not an ONNX model (no graph or IR version)")
     return model
@@ -119,9 +129,8 @@ def _nodes(graph):
     """The nodes of ``graph`` and of its subgraphs (If/Loop/Scan bodies), in order."""
     for node in graph.node:
         yield node
-        for attribute in node.attribute:
-            for subgraph in list(attribute.graphs) + ([attribute.g] if attribute.HasField("g") else []):
-                yield from _nodes(subgraph)
+        for subgraph in subgraphs(node):
+            yield from _nodes(subgraph)
 
 
 class _Node:
@@ -129,11 +138,11 @@ class _Node:
 
     def __init__(self, node, index, tensors):
         self.node, self.tensors = node, tensors
-        self.label = f"'{node.name}'" if node.name else f"#{index} (output {node.output[0]!r})" if node.output else f"#{index}"
+        self.label = node_label(node, index)
         self.op = ops.OPS.get(node.op_type)
 
     def error(self, detail):
-        return ModelError(f"{self.node.op_type} node {self.label}: {detail}", node=self.label)
+        return ModelError(f"{self.label}: {detail}")
 
     def check(self, version):
         try:
@@ -219,7 +228,7 @@ class _Node:
         shape = self.tensors.shape(tensor)
         if shape is None:
             return -1
-        rules.check_shape(self.op.oracle, name, shape, (-1,), "a 1-D tensor")
+        rules.check_vector(self.op.oracle, name, shape)
         return shape[0]
 
     def _check_slice_scatter(self, inputs):

@@ -40,10 +40,13 @@ from collections import OrderedDict
 import numpy as np
 
 from trt_scatter import ops, oracle
+from trt_scatter.log import first_line
 from trt_scatter.oracle import rules
 from trt_scatter.oracle.rules import ScatterInputError
 from trt_scatter.oracle.scatter_update import axis_value
 from trt_scatter.oracle.slice_scatter import check_slice_scatter_static
+from trt_scatter.passes.tensors import DEFAULT_DOMAINS
+from trt_scatter.passes.validate import ModelError, node_label
 
 DEFAULT_DIM = 4
 TRIES = 100  # random values tried for an input that reaches index inputs through other ops
@@ -124,30 +127,31 @@ _SCATTER_OPS = {
 }
 
 
+def _op_key(node):
+    """``(domain, op type)`` with ONNX's own domain as ""."""
+    return ("" if node.domain in DEFAULT_DOMAINS else node.domain, node.op_type)
+
+
 class _Node:
     """A scatter node under planning: its inputs by name (traced back through Cast/Identity), its label."""
 
     def __init__(self, node, index, origin):
-        self.proto, self.op = node, _SCATTER_OPS[(node.domain if node.domain != "ai.onnx" else "", node.op_type)]
+        self.proto, self.op = node, _SCATTER_OPS[_op_key(node)]
         names = ops.OPS[node.op_type].inputs if node.domain == ops.DOMAIN else ("data", "indices", "updates")
         self.inputs = {name: tensor for name, tensor in zip(names, node.input) if tensor}
         self.origin = {name: origin(tensor) for name, tensor in self.inputs.items()}
-        self.label = f"{node.op_type} node " + (f"'{node.name}'" if node.name else f"#{index} (output {node.output[0]!r})")
+        self.label = node_label(node, index)
         self.axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
         self.axes = None  # SliceScatter: the sliced axes, once chosen
 
     def error(self, err):
-        from trt_scatter.passes.validate import ModelError
-
-        return ModelError(f"{self.label}: {err}", node=self.label)
+        return ModelError(f"{self.label}: {err}")
 
 
 class _Plan:
     """Shapes and value generators for every graph input of one model, fixed once per loader."""
 
     def __init__(self, model, given, rng):
-        from onnx import helper
-
         from trt_scatter.passes.tensors import ModelTensors
         from trt_scatter.passes.validate import validate
 
@@ -155,19 +159,16 @@ class _Plan:
         self.model, graph = model, model.graph
         self.tensors = ModelTensors(model)
         initializers = {init.name for init in graph.initializer}
-        self.inputs = OrderedDict()  # name -> (dtype, declared dims: int, str or None)
-        for value in graph.input:
-            if value.name not in initializers:
-                tensor_type = value.type.tensor_type
-                dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor_type.shape.dim]
-                self.inputs[value.name] = (helper.tensor_dtype_to_np_dtype(tensor_type.elem_type), dims)
+        # name -> (dtype, declared dims: int, str or None; None if the rank is not declared)
+        self.inputs = OrderedDict((value.name, (self.tensors.dtype(value.name), self.tensors.symbolic_shape(value.name)))
+                                  for value in graph.input if value.name not in initializers)
         _check_wiring(graph, self.inputs.keys() | initializers)
         self.given = {name: self._given(name, shape) for name, shape in given.items()}
         producers = {out: node for node in graph.node for out in node.output}
         self.nodes = [
             _Node(node, index, lambda name: _origin(producers, name))
             for index, node in enumerate(graph.node)
-            if (node.domain if node.domain != "ai.onnx" else "", node.op_type) in _SCATTER_OPS
+            if _op_key(node) in _SCATTER_OPS
         ]
         self.generators = {}  # graph input -> callable(rng) -> array
         self.shapes, self.concrete = _Shapes(self, rng).solve()
@@ -183,6 +184,8 @@ class _Plan:
         if name not in self.inputs:
             raise ValueError(f"input {name!r} of the given shapes is not an input of the model (its inputs: {', '.join(self.inputs)})")
         dims = self.inputs[name][1]
+        if dims is None:  # the model does not say: any shape
+            return tuple(shape)
         if len(shape) != len(dims) or any(isinstance(d, int) and d != g for d, g in zip(dims, shape)):
             declared = "(" + ", ".join(str(d) if d is not None else "?" for d in dims) + ")"
             raise ValueError(f"input {name!r}: the given shape {tuple(shape)} does not fit the model's {declared}")
@@ -228,7 +231,7 @@ class _Plan:
                     return
                 last = "two writes to one element"
             except Exception as err:  # the oracle's rules (ScatterInputError) or another op's
-                last = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+                last = first_line(err)
         name, (node, key) = next(iter(self.searched.items()))
         raise node.error(f"input {name!r} gives '{key}', and none of {TRIES} random values of it gave valid inputs (last: {last}); give valid inputs instead (--load-inputs)")
 
@@ -239,8 +242,7 @@ def _check_wiring(graph, defined):
     for index, node in enumerate(graph.node):
         for position, name in enumerate(node.input):
             if name and name not in known:
-                label = f"'{node.name}'" if node.name else f"#{index} (output {node.output[0]!r})" if node.output else f"#{index}"
-                raise ValueError(f"{node.op_type} node {label}: input {position} {name!r} is not a graph input, an initializer or an earlier node's output")
+                raise ModelError(f"{node_label(node, index)}: input {position} {name!r} is not a graph input, an initializer or an earlier node's output")
         known.update(node.output)
 
 
@@ -268,7 +270,7 @@ class _Shapes:
         self.plan, self.rng = plan, rng
         self.parent, self.value = {}, {}
         self.bounds, self.derived = [], []
-        self.symbolic = _symbolic_shapes(plan)
+        self.symbolic = _symbolic_shapes(plan)  # a ModelTensors of the model with a symbol for every free input dimension
 
     # union-find over symbols; ints are values
     def find(self, dim):
@@ -293,7 +295,7 @@ class _Shapes:
         return isinstance(self.find(dim), str)
 
     def shape(self, node, name):
-        return self.symbolic.get(node.inputs[name]) if name in node.inputs else None
+        return self.symbolic.symbolic_shape(node.inputs[name]) if name in node.inputs else None
 
     def solve(self):
         for node in self.plan.nodes:
@@ -306,10 +308,12 @@ class _Shapes:
                 self._fit(low, high)
         for node, axis, fixed in self.derived:
             self._derive(node, axis, fixed)
-        missing = [name for name in self.plan.inputs if self.symbolic.get(name) is None]
+        missing = [name for name in self.plan.inputs if self.symbolic.symbolic_shape(name) is None]
         if missing:
             raise ValueError(f"input {missing[0]!r} has no shape in the model: give it one (input_shapes, --input-shapes)")
-        concrete = {name: tuple(self.of(d) for d in dims) for name, dims in self.symbolic.items()}
+        names = list(self.plan.inputs) + [tensor for node in self.plan.nodes for tensor in node.inputs.values()]
+        symbolic = {name: self.symbolic.symbolic_shape(name) for name in names}
+        concrete = {name: tuple(self.of(d) for d in dims) for name, dims in symbolic.items() if dims is not None}
         return {name: concrete[name] for name in self.plan.inputs}, {name: dims for name, dims in concrete.items() if None not in dims}
 
     def _size(self, dims):
@@ -343,53 +347,29 @@ class _Shapes:
 
 
 def _symbolic_shapes(plan):
-    """``{tensor: tuple of dims}``: ints, symbols (str) or None, after ONNX shape inference from
-    graph inputs whose unknown dims are fresh symbols and given shapes values."""
+    """:class:`~trt_scatter.passes.tensors.ModelTensors` of the model whose graph inputs have the given
+    shapes, and a fresh symbol for every other dimension that is neither a value nor a symbol: ONNX
+    shape inference then carries the symbols to every scatter node."""
     import onnx
+
+    from trt_scatter.passes.tensors import ModelTensors
 
     model = onnx.ModelProto()
     model.CopyFrom(plan.model)
     for value in model.graph.input:
         if value.name not in plan.inputs:
             continue
+        shape = value.type.tensor_type.shape
         given = plan.given.get(value.name)
-        for i, dim in enumerate(value.type.tensor_type.shape.dim):
-            if given is not None:
-                dim.Clear()
-                dim.dim_value = given[i]
-            elif not dim.HasField("dim_value") and not dim.dim_param:
+        if given is not None:
+            del shape.dim[:]
+            for size in given:
+                shape.dim.add().dim_value = size
+            continue
+        for i, dim in enumerate(shape.dim):
+            if not dim.HasField("dim_value") and not dim.dim_param:
                 dim.dim_param = f"{value.name}:{i}"
-    return _inferred(model)
-
-
-def _inferred(model):
-    """Shapes after ONNX shape inference (dims: int, symbol or None), with trt_scatter nodes' outputs
-    given their data's shape (ONNX does not know them), repeated until no such output is left unknown."""
-    import onnx
-    from onnx import numpy_helper
-
-    def read(dim):
-        return dim.dim_value if dim.HasField("dim_value") else (dim.dim_param or None)
-
-    shapes = {init.name: tuple(numpy_helper.to_array(init).shape) for init in model.graph.initializer}
-    scatters = [node for node in model.graph.node if node.domain == ops.DOMAIN and node.input and node.output]
-    while True:
-        try:
-            inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
-        except Exception:  # an op without a schema: what the model declares
-            inferred = model
-        graph = inferred.graph
-        for value in list(graph.value_info) + list(graph.output) + list(graph.input):
-            if value.type.tensor_type.HasField("shape"):
-                shapes.setdefault(value.name, tuple(read(d) for d in value.type.tensor_type.shape.dim))
-        added = [node for node in scatters if node.output[0] not in shapes and node.input[0] in shapes]
-        if not added:
-            return shapes
-        types = {v.name: v.type.tensor_type.elem_type for v in list(graph.value_info) + list(graph.input) + list(graph.output)}
-        for node in added:
-            dims = shapes[node.input[0]]
-            model.graph.value_info.append(onnx.helper.make_tensor_value_info(node.output[0], types.get(node.input[0], 0), list(dims)))
-            shapes[node.output[0]] = dims
+    return ModelTensors(model)
 
 
 # Each op's shape relations: equalities (merged symbols), bounds for distinct indices, derived dims.

@@ -5,7 +5,7 @@ import os
 from polygraphy import util
 from polygraphy.backend.base import BaseLoader
 
-DEBUG_ENV = "TRT_SCATTER_DEBUG"  # = trt_scatter.plugins.kernels.DEBUG_ENV (not imported here: it loads CUDA)
+from trt_scatter.plugins.kernels import DEBUG_ENV  # importing it loads neither CUDA nor TensorRT
 
 
 class RegisterTrtScatterPlugins(BaseLoader):

@@ -27,10 +27,9 @@ from polygraphy.backend.base import BaseRunner
 from polygraphy.backend.pluginref.references import register
 
 from trt_scatter import oracle
+from trt_scatter.ops import OPS
 from trt_scatter.oracle.rules import ScatterInputError
-
-SCATTER_OPS = ("ScatterElements", "ScatterND", "SliceScatter", "ScatterUpdate")
-
+from trt_scatter.reference import run_trt_scatter
 
 class ReferenceRunner(BaseRunner):
     """Runs a whole ONNX model with :class:`trt_scatter.reference.Reference`.
@@ -92,11 +91,5 @@ def run_scatter_nd(attrs, data, indices, updates):
     return [oracle.scatter_nd(data, indices, updates)]
 
 
-@register("SliceScatter")
-def run_slice_scatter(attrs, data, updates, start, stop, step, axes=None):
-    return [oracle.slice_scatter(data, updates, start, stop, step, axes)]
-
-
-@register("ScatterUpdate")
-def run_scatter_update(attrs, data, indices, updates, axis):
-    return [oracle.scatter_update(data, indices, updates, axis)]
+for _op_type in OPS:  # SliceScatter, ScatterUpdate: the inputs as trt_scatter.ops lists them
+    register(_op_type)(lambda attrs, *inputs, op_type=_op_type: [run_trt_scatter(op_type, inputs)])

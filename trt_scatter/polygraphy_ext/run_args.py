@@ -33,7 +33,7 @@ from polygraphy.tools.args.base import BaseArgs
 from polygraphy.tools.script import make_invocable
 
 from trt_scatter.polygraphy_ext import data_loader, references  # noqa: F401  (registers the references)
-from trt_scatter.polygraphy_ext.loader import DEBUG_ENV
+from trt_scatter.plugins.kernels import DEBUG_ENV
 
 
 class TrtScatterArgs(BaseArgs):
@@ -129,11 +129,12 @@ class TrtScatterArgs(BaseArgs):
         is on in every TensorRT 10 whatever the list says, and 11.x dropped it)."""
         from polygraphy.tools.args.backend.trt.helper import make_trt_enum_val
 
-        from trt_scatter.backend import tensorrt
+        from trt_scatter.engine import aliased_plugin_io_feature
 
-        if not hasattr(tensorrt().PreviewFeature, "ALIASED_PLUGIN_IO_10_03"):
-            G_LOGGER.critical("--trt-scatter-plugins: the model has plugins with inplace=1, which need "
-                              "PreviewFeature.ALIASED_PLUGIN_IO_10_03 (TensorRT 10.3 or newer)")
+        try:
+            aliased_plugin_io_feature()
+        except ValueError as err:
+            G_LOGGER.critical(f"--trt-scatter-plugins: {err}")
         feature = make_trt_enum_val("PreviewFeature", "ALIASED_PLUGIN_IO_10_03")
         features = list(config_args.preview_features or [])
         if str(feature) not in map(str, features):
@@ -211,17 +212,15 @@ def _before_add_to_script(arg_group, model_for):
 
 def _has_trt_scatter_nodes(path):
     """Whether the ONNX model at ``path`` has trt_scatter nodes (False for None and unreadable files)."""
-    import onnx
-
-    from trt_scatter.ops import is_trt_scatter
+    from trt_scatter.ops import trt_scatter_ops
+    from trt_scatter.passes.validate import ModelError, load_model
 
     if path is None:
         return False
     try:
-        model = onnx.load(path, load_external_data=False)
-    except Exception:  # polygraphy's own loader reports an unreadable model
+        return bool(trt_scatter_ops(load_model(path)))
+    except ModelError:  # polygraphy's own loader reports an unreadable model
         return False
-    return any(is_trt_scatter(node) for node in model.graph.node)
 
 
 def get_arg_groups():
