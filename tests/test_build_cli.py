@@ -215,17 +215,47 @@ def test_aliased_plugin_io_enables_that_preview_feature_and_keeps_the_defaults()
     assert now == enabled | {trt.PreviewFeature.ALIASED_PLUGIN_IO_10_03}
 
 
+def _shape_setting_model(path):
+    """``pos`` (int64 [1]) sets the output's shape through Add and ConstantOfShape; ``x`` has a dynamic dim."""
+    nodes = [helper.make_node("Add", ["pos", "two"], ["stop"]), helper.make_node("ConstantOfShape", ["stop"], ["output"]),
+             helper.make_node("Relu", ["x"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("pos", TensorProto.INT64, [1]),
+                                           helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [None]),
+                               helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 3])],
+                              initializer=[onnx.numpy_helper.from_array(__import__("numpy").array([2], "int64"), "two")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
+
+
 def test_input_that_sets_shapes_needs_its_value_range(tmp_path, capsys):
     """Without one, polygraphy would pin the input's values to 1 in the engine (a KV cache's position, say)."""
-    nodes = [helper.make_node("Add", ["pos", "two"], ["stop"]), helper.make_node("ConstantOfShape", ["stop"], ["output"])]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("pos", TensorProto.INT64, [1])],
-                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [None])],
-                              initializer=[onnx.numpy_helper.from_array(__import__("numpy").array([2], "int64"), "two")])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "shape.onnx")
-    assert main(["build", str(tmp_path / "shape.onnx"), "--out-dir", str(tmp_path)]) == 2
+    _shape_setting_model(tmp_path / "shape.onnx")
+    x = ["--min", "x:[1,3]", "--opt", "x:[2,3]", "--max", "x:[4,3]"]
+    assert main(["build", str(tmp_path / "shape.onnx"), "--out-dir", str(tmp_path), *x]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "input(s) pos set shapes in the network: give the range of their values" in err
-    assert main(["build", str(tmp_path / "shape.onnx"), "--out-dir", str(tmp_path), "--min", "pos:[0]", "--opt", "pos:[3]", "--max", "pos:[9]"]) == 0
+    assert main(["build", str(tmp_path / "shape.onnx"), "--out-dir", str(tmp_path), "--min", "pos:[0]", "--opt", "pos:[3]", "--max", "pos:[9]", *x]) == 0
+
+
+def test_fed_inputs_give_the_profile_shapes_and_the_values_of_inputs_that_set_shapes(tmp_path, monkeypatch):
+    """trt-scatter check builds through build_engine(feeds=...): the engine must take exactly those feeds."""
+    import numpy as np
+    from polygraphy.backend import trt as polygraphy_trt
+
+    from trt_scatter import engine
+
+    recorded = {}
+
+    class RecordingProfile(polygraphy_trt.Profile):
+        def add(self, name, min, opt, max):
+            recorded[name] = (tuple(min), tuple(opt), tuple(max))
+            return super().add(name, min=min, opt=opt, max=max)
+
+    monkeypatch.setattr(polygraphy_trt, "Profile", RecordingProfile)
+    _shape_setting_model(tmp_path / "shape.onnx")
+    feeds = [{"pos": np.array([7]), "x": np.ones((5, 3), np.float32)}, {"pos": np.array([3]), "x": np.ones((2, 3), np.float32)}]
+    plan, _ = engine.build_engine(engine.network_from_onnx(tmp_path / "shape.onnx"), feeds=feeds)
+    assert plan and recorded == {"pos": ((3,), (7,), (7,)), "x": ((2, 3), (5, 3), (5, 3))}
 
 
 @pytest.mark.parametrize("flags", [["--plugins"], []], ids=["plugins", "no-flag"])

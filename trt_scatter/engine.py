@@ -9,6 +9,8 @@ Thin compositions of polygraphy's loaders (``CreateNetwork``, ``NetworkFromOnnxP
 import dataclasses
 import time
 
+import numpy as np
+
 from trt_scatter import backend
 from trt_scatter.backend import tensorrt
 from trt_scatter.log import logger
@@ -140,8 +142,13 @@ def needs_aliased_plugin_io(model):
     )
 
 
-def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, timing_cache=None, progress=False, name="network", aliased_plugin_io=False):
+def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, timing_cache=None, progress=False, name="network", aliased_plugin_io=False, feeds=None):
     """Builds a serialized engine; returns ``(engine_bytes, BuildSummary)``.
+
+    ``feeds`` (a list of ``{input name: array}``, e.g. ``trt-scatter check``'s inputs): where
+    ``profile_shapes`` says nothing, a dynamic input gets a profile of its fed shapes and an input
+    whose values set shapes (a shape tensor, e.g. a KV cache's position) one of its fed values, so
+    the engine takes exactly those feeds.
 
     ``aliased_plugin_io`` enables the preview feature that plugins with ``inplace=1``
     (:func:`needs_aliased_plugin_io`), and the AOT plugins, need. ``fp16``/``bf16`` need a weakly
@@ -169,6 +176,12 @@ def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, t
     if unknown:
         raise ValueError(f"shape profile names no input of the network: {', '.join(unknown)}")
     shape_inputs = [network.get_input(i).name for i in range(network.num_inputs) if network.get_input(i).is_shape_tensor]
+    for tensor in inputs if feeds else ():
+        fed = [np.asarray(feed[tensor.name]) for feed in feeds if tensor.name in feed]
+        if tensor.name not in profile_shapes and fed and (tensor.name in shape_inputs or any(d < 0 for d in tensor.shape)):
+            seen = np.array([array.reshape(-1) if tensor.name in shape_inputs else array.shape for array in fed])
+            low, high = tuple(int(v) for v in seen.min(axis=0)), tuple(int(v) for v in seen.max(axis=0))
+            profile_shapes[tensor.name] = (low, high, high)
     for tensor in inputs:  # what TensorRT would refuse only after the parse, as a failure of its own
         if tensor.name in profile_shapes and tensor.name not in shape_inputs:
             _check_profile_fits(tensor, profile_shapes[tensor.name])

@@ -144,7 +144,7 @@ def _check(args):
         print(f"engine: FAIL: not built: {backend_error}")
         ok = False
     else:
-        engine, build_error = _build_engine(args.model, model, feeds[0], has_plugins)
+        engine, build_error = _build_engine(args.model, model, feeds, has_plugins)
         if build_error:
             print(f"engine: FAIL: {build_error}")
             ok = False
@@ -229,30 +229,17 @@ def _inputs(args, model):
         raise common.CliError(f"cannot generate valid inputs: {err}{_free_dims_hint(model, args.input_shapes)}") from None
 
 
-def _build_engine(path, model, feed, has_plugins):
-    """(serialized engine, None) or (None, why the build failed). Dynamic inputs get a profile of the fed shapes."""
-    from polygraphy.backend.trt import CreateConfig, EngineBytesFromNetwork, NetworkFromOnnxPath, Profile
+def _build_engine(path, model, feeds, has_plugins):
+    """(serialized engine, None) or (None, why the build failed), through :func:`trt_scatter.engine.build_engine`:
+    dynamic inputs get a profile of the fed shapes, inputs that set shapes one of the fed values."""
+    from trt_scatter import engine
 
-    from trt_scatter.engine import aot_node, needs_aliased_plugin_io, network_from_onnx, with_aliased_plugin_io
-    from trt_scatter.polygraphy_ext import RegisterTrtScatterPlugins
-
-    profile = Profile()
-    for value in model.graph.input:
-        dims = value.type.tensor_type.shape.dim
-        if value.name in feed and not all(d.HasField("dim_value") for d in dims):
-            shape = feed[value.name].shape
-            profile.add(value.name, min=shape, opt=shape, max=shape)
-    aot = aot_node(model) is not None  # nodes for the AOT plugins (export(aot=True)): only those serve them
-    config = CreateConfig(profiles=[profile] if profile else None)
+    aot = engine.aot_node(model) is not None  # nodes for the AOT plugins (export(aot=True)): only those serve them
     with common.quiet_tensorrt() as tensorrt_output:
         try:
-            if aot:
-                network = network_from_onnx(path, aot=True)
-            else:
-                network = NetworkFromOnnxPath(RegisterTrtScatterPlugins(path) if has_plugins else path, strongly_typed=True)
-            if aot or needs_aliased_plugin_io(model):  # inplace=1 and AOT plugins; refused where TensorRT lacks the feature
-                config = with_aliased_plugin_io(config)
-            return bytes(EngineBytesFromNetwork(network, config=config)()), None
+            network = engine.network_from_onnx(path, plugins=has_plugins, aot=aot)
+            aliased = aot or engine.needs_aliased_plugin_io(model)  # refused where TensorRT lacks the feature
+            return engine.build_engine(network, name=model.graph.name, aliased_plugin_io=aliased, feeds=feeds)[0], None
         except Exception as err:  # polygraphy raises PolygraphyException; plugin registration may raise anything
             return None, f"engine build failed: {tensorrt_output.reason(err)}"
 
