@@ -475,3 +475,42 @@ def test_scatter_outputs_get_data_type_even_where_onnx_has_no_name_for_it():
     model = make_model([node, after], [info("data", (2, 5), TensorProto.UNDEFINED), info("updates", (2, 5), TensorProto.UNDEFINED)],
                        [const("start", [0]), const("stop", [2]), const("step", [1])])
     assert ModelTensors(model).shape("mid") == (2, 5)
+
+
+# ---- models saved with external data ----------------------------------------------------------
+
+
+def _external_scatter_update(folder, bad_index):
+    """A ScatterUpdate whose 300 constant indices (2400 bytes, over onnx's 1 KiB default threshold) are
+    saved in an external file, as ``onnx.save(..., save_as_external_data=True)`` does."""
+    indices = list(range(300))
+    indices[-1] = 300 if bad_index else 299
+    model = scatter_update(indices=indices, data=(300, 4), updates=(300, 4))
+    onnx.save(model, folder / "m.onnx", save_as_external_data=True, location="m.bin", size_threshold=1024)
+    return folder / "m.onnx"
+
+
+def test_index_constants_in_external_data_are_checked_from_any_working_directory(tmp_path, monkeypatch):
+    """The external file sits beside the model: validation reads it from there, wherever it runs from
+    (it read it from the working directory, so elsewhere an out-of-range index built a silent engine)."""
+    path = _external_scatter_update(tmp_path, bad_index=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    with pytest.raises(ModelError) as caught:
+        validate(path)
+    assert str(caught.value) == "ScatterUpdate node 'update': scatter_update: 'indices' values must be in [0, 299] for a dimension of size 300 (got 300)"
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ModelError):
+        validate(str(path.name))
+
+
+def test_external_tensors_without_their_file_keep_shape_and_type(tmp_path, monkeypatch):
+    """A tensor whose external file is not there has no value, but its shape and type are in the model."""
+    path = _external_scatter_update(tmp_path, bad_index=False)
+    (tmp_path / "m.bin").unlink()
+    monkeypatch.chdir(tmp_path)
+    tensors = ModelTensors(onnx.load(path, load_external_data=False))
+    assert tensors.constant("indices") is None
+    assert tensors.shape("indices") == (300,) and tensors.dtype("indices") == np.int64
+    validate(path)  # nothing to refuse in what is known

@@ -9,7 +9,9 @@ answered here once::
     tensors.dtype("updates")   # np.dtype, or None if not known
 
 Constants are initializers and ``Constant`` nodes (``value``, ``value_int(s)``, ``value_float(s)``)
-of the main graph. Shapes and types come from the constants, the graph's inputs, outputs and
+of the main graph; one kept in external data has a value once loaded (``validate.load_model`` loads
+the index constants; nothing is read from the working directory), and its shape and type in any
+case. Shapes and types come from the constants, the graph's inputs, outputs and
 ``value_info``, and ONNX shape inference where it works (a model it cannot read keeps what it
 declares). ONNX shape inference does not know the ``trt_scatter`` ops, so their outputs are given
 data's shape and type (what :mod:`trt_scatter.ops` says they have) and inference runs again from
@@ -52,6 +54,9 @@ class ModelTensors:
         value = self.constant(name)
         if value is not None:
             return tuple(value.shape)
+        tensor = _tensor_of(self._constant_protos.get(name))
+        if tensor is not None:  # a constant whose value is not here (external data): its dims are
+            return tuple(tensor.dims)
         return self._types.get(name, (None, None))[1]
 
     def dtype(self, name):
@@ -59,26 +64,40 @@ class ModelTensors:
         value = self.constant(name)
         if value is not None:
             return value.dtype
+        tensor = _tensor_of(self._constant_protos.get(name))
+        if tensor is not None:
+            return _np_dtype(tensor.data_type)
         return self._types.get(name, (None, None))[0]
+
+
+def _tensor_of(proto):
+    """The TensorProto of an initializer or of a ``Constant`` node's ``value``, else ``None``."""
+    from onnx import AttributeProto
+
+    if isinstance(proto, AttributeProto):
+        return proto.t if proto.name == "value" else None
+    return proto
 
 
 def _to_array(proto):
     """An initializer or a ``Constant`` node's attribute as an array; ``None`` for what has no plain value."""
-    from onnx import AttributeProto, numpy_helper
+    from onnx import numpy_helper
+    from onnx.external_data_helper import uses_external_data
 
     if proto is None:
         return None
+    tensor = _tensor_of(proto)
+    if tensor is not None and uses_external_data(tensor):
+        return None  # numpy_helper would look in the working directory; validate.load_model reads index constants from the model's
     try:
-        if not isinstance(proto, AttributeProto):
-            return numpy_helper.to_array(proto)
-        if proto.name == "value":
-            return numpy_helper.to_array(proto.t)
+        if tensor is not None:
+            return numpy_helper.to_array(tensor)
         plain = {"value_int": (proto.i, np.int64), "value_ints": (list(proto.ints), np.int64),
                  "value_float": (proto.f, np.float32), "value_floats": (list(proto.floats), np.float32)}
         if proto.name in plain:
             value, dtype = plain[proto.name]
             return np.array(value, dtype=dtype)
-    except Exception:  # external data that is not there, a type NumPy lacks: no value to show
+    except Exception:  # a type NumPy lacks: no value to show
         return None
     return None  # sparse_value, strings: never an index or a shape
 

@@ -87,9 +87,10 @@ class ValidateTrtScatter(BaseLoader):
 
 
 def load_model(path):
-    """Reads an ONNX model without its external data, refusing by name what is not one (missing, a
-    folder, empty, a TensorRT engine, other bytes). Tensors kept in external files (weights, by
-    size) have no value here: validation treats them as values it does not know."""
+    """Reads an ONNX model, refusing by name what is not one (missing, a folder, empty, a TensorRT
+    engine, other bytes). Of the tensors kept in external files it reads only the integer ones that
+    ``trt_scatter`` nodes take (:func:`_read_index_constants`); the others (weights, by size) have
+    no value here, and validation treats them as values it does not know."""
     import onnx
     from google.protobuf.message import DecodeError
 
@@ -106,13 +107,48 @@ def load_model(path):
     if head in ENGINE_MAGICS:
         raise ModelError(f"{path!r} is a serialized TensorRT engine, not an ONNX model")
     try:
-        model = onnx.load(path, load_external_data=False)  # weights are never index constants; GBs of them need not load
+        model = onnx.load(path, load_external_data=False)  # GBs of weights need not load
     except (DecodeError, ValueError, RuntimeError, OSError) as err:
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ModelError(f"{path!r} is not an ONNX model ({reason})") from None
     if not model.HasField("graph") or not model.ir_version:
         raise ModelError(f"{path!r} is not an ONNX model (no graph or IR version)")
+    _read_index_constants(model, os.path.dirname(os.path.abspath(path)))
     return model
+
+
+def _read_index_constants(model, folder):
+    """Reads, from ``folder`` (the model's own), the external data of the integer tensors that
+    ``trt_scatter`` nodes take, and keeps them in the model: ``onnx.save(...,
+    save_as_external_data=True)`` moves every tensor over 1 KiB out (128 int64 indices), and a
+    constant index out of range must be refused wherever trt-scatter runs from. A file that is
+    not there leaves the tensor's value unknown."""
+    from onnx import TensorProto
+    from onnx.external_data_helper import load_external_data_for_tensor, uses_external_data
+
+    taken = {name for node in _nodes(model.graph) if ops.is_trt_scatter(node) for name in node.input}
+    for name, tensor in _constant_tensors(model.graph):
+        if name in taken and uses_external_data(tensor) and tensor.data_type in (TensorProto.INT32, TensorProto.INT64):
+            try:
+                load_external_data_for_tensor(tensor, folder)
+            except Exception:  # onnx raises ValidationError, OSError... for a file that is missing or too short
+                continue
+            tensor.data_location = TensorProto.DEFAULT
+            del tensor.external_data[:]
+
+
+def _constant_tensors(graph):
+    """``(tensor name, TensorProto)`` of the initializers and ``Constant`` values of ``graph`` and its subgraphs."""
+    for init in graph.initializer:
+        yield init.name, init
+    for node in graph.node:
+        if node.op_type == "Constant" and node.output:
+            for attribute in node.attribute:
+                if attribute.name == "value":
+                    yield node.output[0], attribute.t
+        for attribute in node.attribute:
+            for subgraph in list(attribute.graphs) + ([attribute.g] if attribute.HasField("g") else []):
+                yield from _constant_tensors(subgraph)
 
 
 def _nodes(graph):
