@@ -244,3 +244,18 @@ def test_nan_and_infinities_moved_unchanged_pass_and_changed_ones_fail():
     assert not _verdict(expected, nearly) and _verdict(expected[1:], nearly[1:], atol=1e-2)
     assert not _verdict(expected, np.array([0.0, np.inf, -np.inf, 1.0], dtype=np.float32), atol=1e-2)
     assert not _verdict(expected[1:], np.array([-np.inf, -np.inf, 1.0], dtype=np.float32), atol=1e-2)
+
+
+def test_a_model_with_external_data_is_checked_from_any_directory(tmp_path):
+    """Weights and index constants in an external file beside the model: check reads them from there."""
+    import mixed_models
+    import onnx
+
+    (tmp_path / "model").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    path = tmp_path / "model" / "kv.onnx"
+    onnx.save(mixed_models.kv_cache(runtime=True).model, path, save_as_external_data=True, location="kv.bin", size_threshold=0)
+    result = check(path, "--allow-engine-not-run", cwd=tmp_path / "elsewhere")
+    assert result.returncode == 0, output_of(result)
+    assert "engine: built" in result.stdout and "FAIL" not in result.stdout
+    assert result.stdout.count("PASS ") == 2  # new_cache and y

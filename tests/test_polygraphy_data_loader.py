@@ -330,3 +330,14 @@ def test_fed_axes_fit_the_updates_static_dims(seed):
     unfit = fx.slice_scatter_model([4, 6], [2, 3], [0], [0], [0], axes=[0], constant_params=False)
     with pytest.raises(ValueError, match=r"slice_scatter: 'axes' cannot be chosen for 1 sliced axes of data \(4, 6\)"):
         ScatterDataLoader(unfit, seed=seed)[0]
+
+
+def test_a_model_with_external_data_is_served_from_any_directory(tmp_path, monkeypatch):
+    import mixed_models
+
+    (tmp_path / "elsewhere").mkdir()
+    path = tmp_path / "kv.onnx"
+    onnx.save(mixed_models.kv_cache(runtime=True).model, path, save_as_external_data=True, location="kv.bin", size_threshold=0)
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    feed = ScatterDataLoader(path)[0]
+    assert feed["x"].shape == (2, 1, 6) and feed["cache"].shape == (2, 3, 8, 4) and feed["pos"].shape == (1,)

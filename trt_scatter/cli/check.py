@@ -123,7 +123,7 @@ def _check(args):
     for flag in ("save_inputs", "save_outputs", "save_engine"):  # refused before any work, not after it
         if getattr(args, flag):
             common.check_output_path(getattr(args, flag), what="--" + flag.replace("_", "-"))
-    model = common.load_model(args.model)  # validated: a mistake the model shows ends here, in one line
+    model = common.load_model(args.model, external_data=True)  # validated: a mistake the model shows ends here, in one line
     unknown = sorted(set(dict(args.input_shapes)) - {value.name for value in model.graph.input})
     if unknown:
         inputs = ", ".join(value.name for value in model.graph.input)

@@ -138,13 +138,17 @@ def write_output(path, data, what="output"):
         raise CliError(f"cannot write {what} {os.fspath(path)!r}: {err.strerror or err}") from None
 
 
-def load_model(path):
-    """The ONNX model at ``path``, validated (:func:`trt_scatter.passes.validate.validate`); CliError otherwise."""
-    from trt_scatter.passes.validate import ModelError, validate
+def load_model(path, external_data=False):
+    """The ONNX model at ``path``, validated (:func:`trt_scatter.passes.validate.validate`); CliError otherwise.
+
+    ``external_data``: with every tensor the model keeps in external files read (from the model's
+    folder), for a command that runs the model; validation alone reads only integer constants.
+    """
+    from trt_scatter.passes import validate
 
     try:
-        return validate(path)
-    except ModelError as err:
+        return validate.validate(validate.load_model(path, external_data=external_data))
+    except validate.ModelError as err:
         raise CliError(str(err)) from None
 
 

@@ -28,17 +28,22 @@ def run(args):
     from trt_scatter.cli import common
     from trt_scatter.ops import is_trt_scatter
     from trt_scatter.passes.lower import lower
-    from trt_scatter.passes.validate import ModelError
+    from trt_scatter.passes.validate import ModelError, external_tensors, read_external_data
 
     try:
         common.check_output_path(args.output)
         model = common.load_model(args.model)  # validated
+        external = bool(external_tensors(model))
         try:
+            read_external_data(model, args.model)  # from the model's folder, wherever this runs
             lowered = lower(model)
             onnx.checker.check_model(lowered, full_check=True)
         except (ModelError, onnx.checker.ValidationError) as err:
             raise common.CliError(str(err)) from None
-        common.write_output(args.output, lowered.SerializeToString(), "output")
+        if external:  # as the model came: its tensors in a file beside it, named after it
+            _save_with_external_data(lowered, args.output)
+        else:
+            common.write_output(args.output, lowered.SerializeToString(), "output")
     except common.CliError as err:
         return common.report("lower", err)
     replaced = sorted({node.op_type for node in model.graph.node if is_trt_scatter(node)})
@@ -46,3 +51,18 @@ def run(args):
     what = f"{count} trt_scatter node(s) ({', '.join(replaced)})" if count else "no trt_scatter node"
     print(f"lowered {what} of {args.model}: {args.output} ({len(lowered.graph.node)} nodes, standard ONNX ops only)")
     return 0
+
+
+def _save_with_external_data(model, path):
+    """Writes ``model`` to ``path`` with its tensors over 1 KiB in ``<file name>.data`` beside it."""
+    import os
+
+    import onnx
+
+    from trt_scatter.cli import common
+
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        onnx.save_model(model, path, save_as_external_data=True, all_tensors_to_one_file=True, location=os.path.basename(path) + ".data")
+    except (OSError, ValueError) as err:
+        raise common.CliError(f"cannot write output {os.fspath(path)!r}: {common.first_line(err)}") from None

@@ -86,11 +86,12 @@ class ValidateTrtScatter(BaseLoader):
         return model
 
 
-def load_model(path):
+def load_model(path, external_data=False):
     """Reads an ONNX model, refusing by name what is not one (missing, a folder, empty, a TensorRT
-    engine, other bytes). Of the tensors kept in external files it reads only the integer ones that
-    ``trt_scatter`` nodes take (:func:`_read_index_constants`); the others (weights, by size) have
-    no value here, and validation treats them as values it does not know."""
+    engine, other bytes). Of the tensors kept in external files it reads only the integer ones
+    (:func:`_read_index_constants`); the others (weights) have no value here, and validation
+    treats them as values it does not know. ``external_data``: all of them read
+    (:func:`read_external_data`), for running the model."""
     import onnx
     from google.protobuf.message import DecodeError
 
@@ -114,21 +115,47 @@ def load_model(path):
     if not model.HasField("graph") or not model.ir_version:
         raise ModelError(f"{path!r} is not an ONNX model (no graph or IR version)")
     _read_index_constants(model, os.path.dirname(os.path.abspath(path)))
+    if external_data:
+        read_external_data(model, path)
     return model
 
 
+def external_tensors(model):
+    """The tensors ``model`` keeps in external files (initializers and ``Constant`` values, subgraphs included)."""
+    from onnx.external_data_helper import uses_external_data
+
+    return [tensor for _, tensor in _constant_tensors(model.graph) if uses_external_data(tensor)]
+
+
+def read_external_data(model, path):
+    """Reads into ``model`` the external data of its tensors from the folder of ``path`` (the model's
+    file), wherever the process runs from; a ModelError naming the file if one cannot be read."""
+    from onnx import TensorProto
+    from onnx.external_data_helper import load_external_data_for_tensor
+
+    folder = os.path.dirname(os.path.abspath(path))
+    for tensor in external_tensors(model):
+        try:
+            load_external_data_for_tensor(tensor, folder)
+        except Exception as err:  # onnx raises ValidationError, OSError... for a missing or short file
+            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ModelError(f"cannot read the external data of {os.fspath(path)!r}: {reason}") from None
+        tensor.data_location = TensorProto.DEFAULT
+        del tensor.external_data[:]
+
+
 def _read_index_constants(model, folder):
-    """Reads, from ``folder`` (the model's own), the external data of the integer tensors that
-    ``trt_scatter`` nodes take, and keeps them in the model: ``onnx.save(...,
-    save_as_external_data=True)`` moves every tensor over 1 KiB out (128 int64 indices), and a
-    constant index out of range must be refused wherever trt-scatter runs from. A file that is
-    not there leaves the tensor's value unknown."""
+    """Reads, from ``folder`` (the model's own), the external data of the model's int32/int64
+    tensors and keeps them in the model: ``onnx.save(..., save_as_external_data=True)`` moves
+    every tensor over 1 KiB out (128 int64 indices), and a constant index out of range must be
+    refused wherever trt-scatter runs from; shapes computed from integer constants (a Reshape's
+    target) are known then too. Weights (floats) stay where they are. A file that is not there
+    leaves the tensor's value unknown."""
     from onnx import TensorProto
     from onnx.external_data_helper import load_external_data_for_tensor, uses_external_data
 
-    taken = {name for node in _nodes(model.graph) if ops.is_trt_scatter(node) for name in node.input}
-    for name, tensor in _constant_tensors(model.graph):
-        if name in taken and uses_external_data(tensor) and tensor.data_type in (TensorProto.INT32, TensorProto.INT64):
+    for _, tensor in _constant_tensors(model.graph):
+        if uses_external_data(tensor) and tensor.data_type in (TensorProto.INT32, TensorProto.INT64):
             try:
                 load_external_data_for_tensor(tensor, folder)
             except Exception:  # onnx raises ValidationError, OSError... for a file that is missing or too short

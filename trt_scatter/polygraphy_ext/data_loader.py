@@ -105,7 +105,7 @@ def load_data():
 def _load(model):
     from trt_scatter.passes.validate import load_model
 
-    return load_model(model) if isinstance(model, (str, os.PathLike)) else model
+    return load_model(model, external_data=True) if isinstance(model, (str, os.PathLike)) else model  # weights: the reference may run it
 
 
 def _as_shape_dict(input_shapes):
@@ -366,12 +366,11 @@ def _inferred(model):
     """Shapes after ONNX shape inference (dims: int, symbol or None), with trt_scatter nodes' outputs
     given their data's shape (ONNX does not know them), repeated until no such output is left unknown."""
     import onnx
-    from onnx import numpy_helper
 
     def read(dim):
         return dim.dim_value if dim.HasField("dim_value") else (dim.dim_param or None)
 
-    shapes = {init.name: tuple(numpy_helper.to_array(init).shape) for init in model.graph.initializer}
+    shapes = {init.name: tuple(init.dims) for init in model.graph.initializer}  # (the values of external ones are not loaded)
     scatters = [node for node in model.graph.node if node.domain == ops.DOMAIN and node.input and node.output]
     while True:
         try:
