@@ -259,3 +259,13 @@ def test_a_model_with_external_data_is_checked_from_any_directory(tmp_path):
     assert result.returncode == 0, output_of(result)
     assert "engine: built" in result.stdout and "FAIL" not in result.stdout
     assert result.stdout.count("PASS ") == 2  # new_cache and y
+
+
+def test_a_mismatch_is_one_fail_line_without_polygraphy_log_lines(capsys):
+    """The verdict lines are the output: polygraphy's comparison logs ([W] ... [E] FAILED ...) stay out of it."""
+    expected = np.array([0.0, 1.0, 2.0], dtype=np.float32)
+    assert not _verdict(expected, expected + np.float32(0.5))
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("FAIL output: engine vs oracle: max abs diff 0.5, max rel diff "), captured.out
+    assert captured.err == ""

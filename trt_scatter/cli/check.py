@@ -338,6 +338,7 @@ def _compare(results, pairs, atol, rtol):
     import numpy as np
     from polygraphy.comparator import IterationResult
     from polygraphy.comparator.compare import SimpleCompareFunc
+    from polygraphy.logger import G_LOGGER
 
     compare = SimpleCompareFunc(atol=atol, rtol=rtol, check_shapes=True, infinities_compare_equal=True)
     ok = True
@@ -358,7 +359,8 @@ def _compare(results, pairs, atol, rtol):
                 elif want.tobytes() == got.tobytes():
                     passed, detail = True, "max abs diff 0 (identical)"
                 else:
-                    verdict = compare(IterationResult({name: want}), IterationResult({name: got}))[name]
+                    with G_LOGGER.verbosity(G_LOGGER.CRITICAL):  # its log lines would come between the verdict lines
+                        verdict = compare(IterationResult({name: want}), IterationResult({name: got}))[name]
                     passed, detail = bool(verdict), f"max abs diff {verdict.max_absdiff:.6g}, max rel diff {verdict.max_reldiff:.6g}"
                 print(f"{'PASS' if passed else 'FAIL'} {name}{where}: {candidate} vs {reference}: {detail}")
                 ok &= passed
