@@ -269,3 +269,13 @@ def test_a_mismatch_is_one_fail_line_without_polygraphy_log_lines(capsys):
     lines = captured.out.splitlines()
     assert len(lines) == 1 and lines[0].startswith("FAIL output: engine vs oracle: max abs diff 0.5, max rel diff "), captured.out
     assert captured.err == ""
+
+
+def test_loaded_inputs_without_an_input_of_the_model_are_one_line_naming_it(elements_model, tmp_path):
+    from polygraphy.json import save_json
+
+    save_json([{"data": np.zeros((3, 5), np.float32), "updates": np.zeros((3, 3), np.float32)}], str(tmp_path / "feeds.json"))
+    result = check(elements_model, "--load-inputs", tmp_path / "feeds.json")
+    assert result.returncode == 2, output_of(result)
+    assert result.stderr == (f"trt-scatter check: error: --load-inputs {str(tmp_path / 'feeds.json')!r}: iteration 0 has no input "
+                             "'indices' (the model's inputs: data, indices, updates)\n")

@@ -218,6 +218,12 @@ def _inputs(args, model):
             raise CheckError(f"cannot load inputs from {args.load_inputs!r}: {err}") from None
         if not isinstance(feeds, list) or not feeds or not all(isinstance(f, dict) for f in feeds):
             raise CheckError(f"{args.load_inputs!r} does not hold a list of feed dicts (polygraphy's --save-inputs format)")
+        initializers = {init.name for init in model.graph.initializer}
+        names = [value.name for value in model.graph.input if value.name not in initializers]
+        for iteration, feed in enumerate(feeds):
+            missing = [name for name in names if name not in feed]
+            if missing:  # polygraphy would go on without it (a profile without it, a run that names something else)
+                raise CheckError(f"--load-inputs {args.load_inputs!r}: iteration {iteration} has no input {missing[0]!r} (the model's inputs: {', '.join(names)})")
         return feeds
     from trt_scatter.polygraphy_ext import ScatterDataLoader
 
