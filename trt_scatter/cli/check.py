@@ -119,6 +119,7 @@ def _check(args):
     """Builds, runs, compares and prints the verdict lines per output; returns the final verdict."""
     from trt_scatter.cli import common
     from trt_scatter.ops import is_trt_scatter
+    from trt_scatter.passes.validate import all_nodes
 
     for flag in ("save_inputs", "save_outputs", "save_engine"):  # refused before any work, not after it
         if getattr(args, flag):
@@ -128,7 +129,7 @@ def _check(args):
     if unknown:
         inputs = ", ".join(value.name for value in model.graph.input)
         raise CheckError(f"--input-shapes names no input of the model: {', '.join(unknown)} (its inputs: {inputs})")
-    has_plugins = any(is_trt_scatter(node) for node in model.graph.node)
+    has_plugins = any(is_trt_scatter(node) for node in all_nodes(model.graph))  # If/Loop bodies included
 
     backend_error = _resolve_tensorrt()  # before polygraphy's TensorRT modules load, so both use the same one
     from polygraphy.logger import G_LOGGER

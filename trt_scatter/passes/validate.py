@@ -61,7 +61,7 @@ def validate(model):
         model = load_model(model)
     tensors = None  # read only for a model that has trt_scatter nodes
     version = next((opset.version for opset in model.opset_import if opset.domain == ops.DOMAIN), None)
-    for index, node in enumerate(_nodes(model.graph)):
+    for index, node in enumerate(all_nodes(model.graph)):
         if ops.is_trt_scatter(node):
             tensors = tensors or ModelTensors(model)
             _Node(node, index, tensors).check(version)
@@ -178,13 +178,13 @@ def _constant_tensors(graph):
                 yield from _constant_tensors(subgraph)
 
 
-def _nodes(graph):
+def all_nodes(graph):
     """The nodes of ``graph`` and of its subgraphs (If/Loop/Scan bodies), in order."""
     for node in graph.node:
         yield node
         for attribute in node.attribute:
             for subgraph in list(attribute.graphs) + ([attribute.g] if attribute.HasField("g") else []):
-                yield from _nodes(subgraph)
+                yield from all_nodes(subgraph)
 
 
 class _Node:

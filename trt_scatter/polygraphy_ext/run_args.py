@@ -246,6 +246,7 @@ def _has_trt_scatter_nodes(path):
     import onnx
 
     from trt_scatter.ops import is_trt_scatter
+    from trt_scatter.passes.validate import all_nodes
 
     if path is None:
         return False
@@ -253,7 +254,7 @@ def _has_trt_scatter_nodes(path):
         model = onnx.load(path, load_external_data=False)
     except Exception:  # polygraphy's own loader reports an unreadable model
         return False
-    return any(is_trt_scatter(node) for node in model.graph.node)
+    return any(is_trt_scatter(node) for node in all_nodes(model.graph))  # If/Loop bodies included
 
 
 def get_arg_groups():
