@@ -107,19 +107,21 @@ def _plugin_ops(path):
     import onnx
 
     from trt_scatter.ops import is_trt_scatter
+    from trt_scatter.passes.validate import all_nodes
 
     model = onnx.load(str(path), load_external_data=False)
-    return sorted({node.op_type for node in model.graph.node if is_trt_scatter(node)})
+    return sorted({node.op_type for node in all_nodes(model.graph) if is_trt_scatter(node)})  # If/Loop bodies included
 
 
 def needs_aliased_plugin_io(model):
     """True if a ``trt_scatter`` node of ``model`` (an ``onnx.ModelProto``) has ``inplace=1``: its plugin
     then aliases its output with data, which the builder allows only with ``PreviewFeature.ALIASED_PLUGIN_IO_10_03``."""
     from trt_scatter.ops import is_trt_scatter
+    from trt_scatter.passes.validate import all_nodes
 
     return any(
         attribute.name == "inplace" and attribute.i == 1
-        for node in model.graph.node
+        for node in all_nodes(model.graph)  # If/Loop bodies included
         if is_trt_scatter(node)
         for attribute in node.attribute
     )
