@@ -191,6 +191,12 @@ def test_bad_arguments_and_inputs_end_in_one_line(elements_model, tmp_path):
     no_iterations = check(elements_model, "--iterations", "0")
     assert no_iterations.returncode == 2 and "'0' is not a positive integer" in no_iterations.stderr
 
+    negative_seed = check(elements_model, "--seed", "-1")
+    assert negative_seed.returncode == 2 and negative_seed.stderr.startswith("trt-scatter check: error: argument --seed: '-1' is not a non-negative integer")
+    for option, value in (("--atol", "-1"), ("--rtol", "nan")):
+        tolerance = check(elements_model, option, value)
+        assert tolerance.returncode == 2 and f"argument {option}: {value!r} is not a non-negative number" in tolerance.stderr, output_of(tolerance)
+
     missing = check(tmp_path / "missing.onnx")
     assert missing.returncode == 2
     assert missing.stderr.strip().count("\n") == 0 and "trt-scatter check: error: cannot read ONNX model" in missing.stderr

@@ -36,6 +36,7 @@ with the golden reference.
 
 import argparse
 import json
+import math
 
 SEPARATOR = ":"
 REFERENCE = "reference"
@@ -57,10 +58,10 @@ def add_parser(subparsers):
         metavar="NAME:[D0,D1,...]",
         help="shapes of dynamic inputs (others: static dims, named dims alike, free dims 4)",
     )
-    parser.add_argument("--seed", type=int, default=1, help="seed of the generated inputs (default 1)")
+    parser.add_argument("--seed", type=_non_negative_int, default=1, help="seed of the generated inputs (default 1)")
     parser.add_argument("--iterations", type=_positive_int, default=1, help="how many sets of inputs to generate (default 1)")
-    parser.add_argument("--atol", type=float, default=0.0, help="absolute tolerance (default 0: exact)")
-    parser.add_argument("--rtol", type=float, default=0.0, help="relative tolerance (default 0: exact)")
+    parser.add_argument("--atol", type=_tolerance, default=0.0, help="absolute tolerance (default 0: exact)")
+    parser.add_argument("--rtol", type=_tolerance, default=0.0, help="relative tolerance (default 0: exact)")
     parser.add_argument("--load-inputs", metavar="JSON", help="inputs saved by --save-inputs or `polygraphy run --save-inputs`")
     parser.add_argument("--save-inputs", metavar="JSON", help="save the inputs (polygraphy's JSON list of feed dicts)")
     parser.add_argument("--save-outputs", metavar="JSON", help="save every runner's outputs, named by runner (polygraphy RunResults JSON)")
@@ -84,6 +85,26 @@ def _input_shape(text):
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not NAME:[D0,D1,...] with non-negative integer dims") from None
     return name, tuple(shape)
+
+
+def _non_negative_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:  # NumPy's seeds are non-negative
+        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative integer")
+    return value
+
+
+def _tolerance(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value >= 0:  # NaN included
+        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative number")
+    return value
 
 
 def _positive_int(text):
