@@ -164,7 +164,7 @@ def _check(args):
         print(f"engine: FAIL: not built: {backend_error}")
         ok = False
     else:
-        engine, build_error = _build_engine(args.model, model, feeds[0], has_plugins)
+        engine, build_error = _build_engine(args.model, model, feeds, has_plugins)
         if build_error:
             print(f"engine: FAIL: {build_error}")
             ok = False
@@ -255,20 +255,29 @@ def _inputs(args, model):
         raise CheckError(f"cannot generate valid inputs: {err}") from None
 
 
-def _build_engine(path, model, feed, has_plugins):
+def _profile(model, feeds):
+    """The optimization profile of the fed shapes of the model's dynamic inputs: from the smallest to
+    the largest of every iteration (loaded inputs may change shape), the first's as opt."""
+    from polygraphy.backend.trt import Profile
+
+    profile = Profile()
+    for value in model.graph.input:
+        dims = value.type.tensor_type.shape.dim
+        shapes = [tuple(feed[value.name].shape) for feed in feeds if value.name in feed]
+        if shapes and not all(d.HasField("dim_value") for d in dims):
+            profile.add(value.name, min=tuple(map(min, zip(*shapes))), opt=shapes[0], max=tuple(map(max, zip(*shapes))))
+    return profile
+
+
+def _build_engine(path, model, feeds, has_plugins):
     """(serialized engine, None) or (None, why the build failed). Dynamic inputs get a profile of the fed shapes."""
-    from polygraphy.backend.trt import CreateConfig, EngineBytesFromNetwork, NetworkFromOnnxPath, Profile
+    from polygraphy.backend.trt import CreateConfig, EngineBytesFromNetwork, NetworkFromOnnxPath
 
     from trt_scatter.cli import common
     from trt_scatter.engine import needs_aliased_plugin_io, with_aliased_plugin_io
     from trt_scatter.polygraphy_ext import RegisterTrtScatterPlugins
 
-    profile = Profile()
-    for value in model.graph.input:
-        dims = value.type.tensor_type.shape.dim
-        if value.name in feed and not all(d.HasField("dim_value") for d in dims):
-            shape = feed[value.name].shape
-            profile.add(value.name, min=shape, opt=shape, max=shape)
+    profile = _profile(model, feeds)
     network = NetworkFromOnnxPath(RegisterTrtScatterPlugins(path) if has_plugins else path, strongly_typed=True)
     config = CreateConfig(profiles=[profile] if profile else None)
     with common.quiet_tensorrt() as tensorrt_output:
