@@ -68,6 +68,26 @@ class ScatterND(_OnnxScatterND):
 REFERENCE_OPS = [type(name, (_TrtScatterOp,), {}) for name in OPS] + [ScatterElements, ScatterND]
 
 
+def _default_domain_as_empty(model):
+    """``model``, or a copy of it that names the default domain "" where it says "ai.onnx" (the same
+    domain to ONNX; its evaluator knows only "")."""
+    import onnx
+
+    from trt_scatter.passes.validate import all_nodes
+
+    if not any(opset.domain == "ai.onnx" for opset in model.opset_import):
+        return model
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for opset in copy.opset_import:
+        if opset.domain == "ai.onnx":
+            opset.domain = ""
+    for node in all_nodes(copy.graph):
+        if node.domain == "ai.onnx":
+            node.domain = ""
+    return copy
+
+
 class Reference:
     """Runs an ONNX model (a path or an ``onnx.ModelProto``) with :data:`REFERENCE_OPS` for the scatter ops.
 
@@ -77,9 +97,12 @@ class Reference:
     """
 
     def __init__(self, model):
+        import onnx
         from onnx.reference import ReferenceEvaluator
 
-        self.evaluator = ReferenceEvaluator(os.fspath(model) if isinstance(model, os.PathLike) else model, new_ops=REFERENCE_OPS)
+        if isinstance(model, (str, os.PathLike)):
+            model = onnx.load(os.fspath(model))
+        self.evaluator = ReferenceEvaluator(_default_domain_as_empty(model), new_ops=REFERENCE_OPS)
 
     @property
     def input_names(self):
