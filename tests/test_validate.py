@@ -208,6 +208,34 @@ def test_step_0_in_a_constant_node():
     assert refused(model) == "SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])"
 
 
+def test_constants_computed_from_constants_are_checked():
+    """step = Cast(Constant [0]), indices = Unsqueeze(9): constants an exporter may leave unfolded are values
+    the model fixes too (they built engines that skipped every write)."""
+    model = slice_scatter()
+    model.graph.initializer.pop(2)  # step
+    model.graph.node.insert(0, helper.make_node("Cast", ["zero"], ["step"], to=TensorProto.INT64))
+    model.graph.node.insert(0, helper.make_node("Constant", [], ["zero"], value=const("zero", [0], np.int32)))
+    assert refused(model) == "SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])"
+
+    model = scatter_update(indices=[0])
+    model.graph.initializer.pop(0)  # indices
+    model.graph.initializer.extend([const("nine", 9), const("axes0", [0])])
+    model.graph.node.insert(0, helper.make_node("Unsqueeze", ["nine", "axes0"], ["indices"]))
+    assert refused(model) == "ScatterUpdate node 'update': scatter_update: 'indices' values must be in [0, 2] for a dimension of size 3 (got 9)"
+
+
+def test_only_small_integer_tensors_computed_from_constants_are_folded():
+    nodes = [helper.make_node("Add", ["pos", "one"], ["stop"]),  # pos is fed: not constant
+             helper.make_node("Concat", ["one", "one"], ["two"], axis=0),
+             helper.make_node("Mul", ["half", "half"], ["quarter"]),  # floats: weights, not index values
+             helper.make_node("RandomUniformLike", ["one"], ["random"], dtype=TensorProto.INT64)]
+    model = make_model(nodes, [info("pos", (1,), TensorProto.INT64)], [const("one", [1]), const("half", [0.5], np.float32)],
+                       outputs=[info("stop", None, TensorProto.INT64)])
+    tensors = ModelTensors(model)
+    assert tensors.constant("stop") is None and tensors.constant("quarter") is None and tensors.constant("random") is None
+    assert tensors.constant("two").tolist() == [1, 1] and tensors.constant("two").dtype == np.int64
+
+
 def test_parameters_fed_at_run_time_are_checked_by_what_is_known():
     """start/stop fed by the user: step 0 is still refused, and updates must match data on the axes nobody slices."""
     node = helper.make_node("SliceScatter", ["data", "updates", "start", "stop", "step", "axes"], ["output"], domain="trt_scatter", name="n")

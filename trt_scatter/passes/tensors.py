@@ -9,7 +9,8 @@ answered here once::
     tensors.dtype("updates")   # np.dtype, or None if not known
 
 Constants are initializers and ``Constant`` nodes (``value``, ``value_int(s)``, ``value_float(s)``)
-of the main graph; one kept in external data has a value once loaded (``validate.load_model`` loads
+of the main graph, and small integer tensors that standard ops compute from them alone (a ``Cast``
+or ``Unsqueeze`` of a constant, folded by ONNX's evaluator); one kept in external data has a value once loaded (``validate.load_model`` loads
 the index constants; nothing is read from the working directory), and its shape and type in any
 case. Shapes and types come from the constants, the graph's inputs, outputs and
 ``value_info``, and ONNX shape inference where it works (a model it cannot read keeps what it
@@ -40,14 +41,47 @@ class ModelTensors:
         for node in graph.node:
             if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and len(node.output) == 1 and len(node.attribute) == 1:
                 self._constant_protos[node.output[0]] = node.attribute[0]
+        self._producers = {output: node for node in graph.node for output in node.output if output}
         self._constants = {}
         self._types = _value_types(model)
 
     def constant(self, name):
-        """The value of ``name`` if the model fixes it (an initializer or a ``Constant`` node), else ``None``."""
+        """The value of ``name`` if the model fixes it, else ``None``: an initializer, a ``Constant``
+        node, or a small integer tensor that standard ops compute from such values alone (:meth:`_folded`)."""
         if name not in self._constants:
-            self._constants[name] = _to_array(self._constant_protos.get(name))
+            self._constants[name] = None  # while it is computed: a cycle is no constant
+            value = _to_array(self._constant_protos.get(name))
+            if value is None and name in self._producers and name not in self._constant_protos:
+                value = self._folded(self._producers[name])
+            self._constants[name] = value
         return self._constants[name]
+
+    def _folded(self, node):
+        """The value of the integer output of ``node`` that ONNX's evaluator computes from constant inputs,
+        or ``None``. Exporters leave such chains (``step = Cast(Constant)``, ``indices = Unsqueeze(9)``);
+        what they compute is what TensorRT will, so index values are known before it runs. Only
+        integer outputs (index values, not weights) from at most :data:`FOLDED_ELEMENTS` input
+        elements, of deterministic standard ops without subgraphs."""
+        from onnx import AttributeProto, helper, numpy_helper
+        from onnx.reference import ReferenceEvaluator
+
+        output = next((name for name in node.output if name), None)
+        dtype = self._types.get(output, (None, None))[0]
+        if (node.domain not in ("", "ai.onnx") or node.op_type in _NOT_FOLDED or dtype is None or dtype.kind not in "iu"
+                or any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute)):  # fmt: skip
+            return None
+        values = {name: self.constant(name) for name in node.input if name}
+        if any(value is None for value in values.values()) or sum(value.size for value in values.values()) > FOLDED_ELEMENTS:
+            return None
+        alone = helper.make_node(node.op_type, list(node.input), list(node.output))
+        alone.attribute.extend(node.attribute)
+        graph = helper.make_graph([alone], "fold", [], [helper.make_tensor_value_info(output, 0, None)],
+                                  initializer=[numpy_helper.from_array(value, name) for name, value in values.items()])
+        opsets = [helper.make_opsetid("", opset.version) for opset in self.model.opset_import if opset.domain in ("", "ai.onnx")]
+        try:
+            return np.asarray(ReferenceEvaluator(helper.make_model(graph, opset_imports=opsets[:1])).run([output], {})[0])
+        except Exception:  # an op the evaluator lacks, values it refuses: not known here
+            return None
 
     def shape(self, name):
         """The static shape of ``name`` as a tuple (-1 for each dimension not known), or ``None`` if its rank is not known."""
@@ -68,6 +102,12 @@ class ModelTensors:
         if tensor is not None:
             return _np_dtype(tensor.data_type)
         return self._types.get(name, (None, None))[0]
+
+
+#: At most this many input elements for a node folded into a constant (index values are small).
+FOLDED_ELEMENTS = 1 << 16
+#: Standard ops whose outputs are not a function of their inputs.
+_NOT_FOLDED = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli"}
 
 
 def _tensor_of(proto):
