@@ -116,6 +116,9 @@ def _onnx_schema(signature, onnx):
     constraints = [("T", elements, "data, updates and the output")]
     constraints += [(variable, ["tensor(int32)", "tensor(int64)"], f"index inputs {', '.join(n for n, g in types.items() if g == variable)}") for variable in groups.values()]
     attributes = [OpSchema.Attribute(name, onnx.helper.make_attribute(name, allowed[0]), f"int, one of {allowed}") for name, allowed in ATTRIBUTES.items()]
+    # The AOT form's attributes (trt_scatter.passes.aot), optional: the checker must know them too.
+    attributes += [OpSchema.Attribute(name, OpSchema.AttrType.STRING if isinstance(value, str) else OpSchema.AttrType.INT,
+                                      f"{value!r} for trt-scatter's AOT plugins", required=False) for name, value in AOT_ATTRIBUTES.items()]  # fmt: skip
     schema = OpSchema(
         signature.name, DOMAIN, VERSION, f"trt-scatter's {signature.usage()}: the oracle's {signature.oracle} (trt_scatter.oracle).",
         inputs=inputs, outputs=[parameter("output", "T")], type_constraints=constraints, attributes=attributes,
