@@ -277,7 +277,7 @@ def test_inputs_reaching_index_inputs_through_other_ops_get_values_the_reference
     hopeless.graph.node.insert(0, helper.make_node("Add", ["indices", "far"], ["shifted"]))
     hopeless.graph.node[1].input[1] = "shifted"
     hopeless.graph.initializer.append(onnx.numpy_helper.from_array(np.array(1000, np.int64), "far"))
-    with pytest.raises(ValueError, match=r"^ScatterUpdate node #1 \(output 'output'\): input 'indices' gives 'indices', and none of 100 random values of it gave valid inputs \(last: scatter_update: 'indices' values must be in \[0, 2\]"):
+    with pytest.raises(ValueError, match=r"^ScatterUpdate node #1 \(output 'output'\): input 'indices' gives 'indices', and none of 100 random values of it gave valid inputs \(last: ScatterUpdate node \(output 'output'\): scatter_update: 'indices' values must be in \[0, 2\]"):
         ScatterDataLoader(hopeless)[0]
 
 

@@ -223,7 +223,7 @@ def _runtime_axes(model):
         (_runtime_axes, ["--onnxrt", "--trt-scatter-inputs"],
          "[!] --onnxrt: SliceScatter node 'write_kv': slice_scatter: 'axes' must be a constant for the native lowering: it decides which axes are sliced (got run-time tensor 'axes')"),
         (lambda model: None, ["--pluginref", "--val-range", "pos:[20,30]"],
-         "[!] slice_scatter: 'updates' must have shape (2, 3, 0, 4) (data's shape with each sliced axis cut to its slice's length) (got shape (2, 3, 1, 4))"),
+         "[!] SliceScatter node 'write_kv': slice_scatter: 'updates' must have shape (2, 3, 0, 4) (data's shape with each sliced axis cut to its slice's length) (got shape (2, 3, 1, 4))"),
     ],
     ids=["onnxrt_lowering", "data_loader_script", "onnxrt_runtime_axes", "reference_on_random_inputs"],
 )

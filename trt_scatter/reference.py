@@ -24,6 +24,32 @@ from onnx.reference.ops.op_scatternd import ScatterND as _OnnxScatterND
 
 from trt_scatter import oracle
 from trt_scatter.ops import DOMAIN, OPS
+from trt_scatter.oracle.rules import ScatterInputError
+
+
+class NodeInputError(ScatterInputError):
+    """The oracle's :class:`~trt_scatter.oracle.ScatterInputError`, its message led by the node that got
+    the inputs (``"ScatterUpdate node 'update': scatter_update: 'indices' ..."``; ``node``: that label)."""
+
+    def __init__(self, node, err):
+        super().__init__(err.op, err.input_name, err.rule, err.value)
+        output = next((name for name in node.output if name), "")
+        self.node = f"{node.op_type} node " + (f"'{node.name}'" if node.name else f"(output {output!r})")
+        self.args = (f"{self.node}: {err}",)
+
+
+def _naming_the_node(run):
+    """``run`` (an op's ``_run``) with the oracle's errors raised as :class:`NodeInputError`."""
+
+    def named(self, *args, **kwargs):
+        try:
+            return run(self, *args, **kwargs)
+        except NodeInputError:
+            raise
+        except ScatterInputError as err:
+            raise NodeInputError(self.onnx_node, err) from None
+
+    return named
 
 
 class _TrtScatterOp(OpRun):
@@ -32,6 +58,7 @@ class _TrtScatterOp(OpRun):
 
     op_domain = DOMAIN
 
+    @_naming_the_node
     def _run(self, *inputs, inplace=None, aot=None, plugin_namespace=None):
         signature = OPS[self.onnx_node.op_type]
         named = {name: value for name, value in zip(signature.inputs, inputs) if value is not None}
@@ -47,6 +74,7 @@ class ScatterElements(_OnnxScatterElements):
 
     op_domain = ""
 
+    @_naming_the_node
     def _run(self, data, indices, updates, axis=None, reduction=None):
         if not _no_reduction(reduction):
             return super()._run(data, indices, updates, axis=axis, reduction=reduction)
@@ -58,6 +86,7 @@ class ScatterND(_OnnxScatterND):
 
     op_domain = ""
 
+    @_naming_the_node
     def _run(self, data, indices, updates, reduction=None):
         if not _no_reduction(reduction):
             return super()._run(data, indices, updates, reduction=reduction)
@@ -93,7 +122,8 @@ class Reference:
 
     The evaluator is made once per instance; :meth:`run` takes a feed dict and returns
     ``{output name: array}``. The oracle's :class:`~trt_scatter.oracle.ScatterInputError` reaches the
-    caller unchanged, naming the op, the input and the rule.
+    caller as a :class:`NodeInputError` (a ScatterInputError) naming the node, the op, the input
+    and the rule.
     """
 
     def __init__(self, model):

@@ -40,6 +40,7 @@ class ReferenceInputError(ScatterInputError, PolygraphyException):
 
     def __init__(self, err):
         super().__init__(err.op, err.input_name, err.rule, err.value)
+        self.args = err.args  # its message as it was (led by the node's name)
 
 
 class ReferenceRunner(BaseRunner):
