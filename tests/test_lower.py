@@ -231,7 +231,7 @@ def test_a_tensor_of_unknown_rank_is_refused_by_name():
 def test_a_model_with_external_data_is_lowered_from_any_directory(tmp_path):
     """Every tensor of the model in an external file (weights and index constants): `lower` run from another
     folder reads them from the model's, and writes the lowered model's beside it."""
-    case = mixed_models.kv_cache(runtime=True)
+    case = mixed_models.kv_cache(runtime=True, E=64)  # weights of 3 KiB: over onnx's 1 KiB, so external in the output too
     (tmp_path / "model").mkdir()
     path = tmp_path / "model" / "kv.onnx"
     copy = onnx.ModelProto()
@@ -242,3 +242,8 @@ def test_a_model_with_external_data_is_lowered_from_any_directory(tmp_path):
     result = fx.run_tool("trt-scatter", ["lower", path, out], cwd=tmp_path / "elsewhere")
     assert result.returncode == 0, result.stderr
     check_lowered(case, onnx.load(str(out)), seeds=[0])
+    assert (out.parent / "kv.lowered.onnx.data").stat().st_size >= 64 * 12 * 4
+
+    unwritable = fx.run_tool("trt-scatter", ["lower", path, "/proc/kv.lowered.onnx"])  # even root cannot create files there
+    assert unwritable.returncode == 2 and unwritable.stderr.startswith("trt-scatter lower: error: cannot write output '/proc/kv.lowered.onnx'"), unwritable.stderr
+    assert unwritable.stderr.count("\n") == 1

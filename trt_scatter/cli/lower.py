@@ -64,5 +64,5 @@ def _save_with_external_data(model, path):
     try:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         onnx.save_model(model, path, save_as_external_data=True, all_tensors_to_one_file=True, location=os.path.basename(path) + ".data")
-    except (OSError, ValueError) as err:
+    except Exception as err:  # OSError, or onnx's ValidationError for the data file
         raise common.CliError(f"cannot write output {os.fspath(path)!r}: {common.first_line(err)}") from None
