@@ -541,4 +541,15 @@ def test_external_tensors_without_their_file_keep_shape_and_type(tmp_path, monke
     tensors = ModelTensors(onnx.load(path, load_external_data=False))
     assert tensors.constant("indices") is None
     assert tensors.shape("indices") == (300,) and tensors.dtype("indices") == np.int64
-    validate(path)  # nothing to refuse in what is known
+
+
+def test_an_external_data_file_that_is_not_there_is_refused_by_name(tmp_path):
+    """TensorRT's parser would fail on it (exit 1, "Failed to import initializer"): it is the model's file that is missing."""
+    path = _external_scatter_update(tmp_path, bad_index=False)
+    (tmp_path / "m.bin").unlink()
+    with pytest.raises(ModelError) as caught:
+        load_model(path)
+    assert str(caught.value) == f"{str(path)!r} keeps tensor 'indices' in 'm.bin', which is not in {str(tmp_path)!r}"
+    (tmp_path / "m.bin").write_bytes(b"\0" * 16)  # shorter than the tensor
+    with pytest.raises(ModelError, match=r"keeps tensor 'indices' in 'm.bin', which holds 16 bytes, not the 2400 from offset 0"):
+        load_model(path)

@@ -114,6 +114,7 @@ def load_model(path, external_data=False):
         raise ModelError(f"{path!r} is not an ONNX model ({reason})") from None
     if not model.HasField("graph") or not model.ir_version:
         raise ModelError(f"{path!r} is not an ONNX model (no graph or IR version)")
+    _check_external_files(model, path)
     _read_index_constants(model, os.path.dirname(os.path.abspath(path)))
     if external_data:
         read_external_data(model, path)
@@ -142,6 +143,24 @@ def read_external_data(model, path):
             raise ModelError(f"cannot read the external data of {os.fspath(path)!r}: {reason}") from None
         tensor.data_location = TensorProto.DEFAULT
         del tensor.external_data[:]
+
+
+def _check_external_files(model, path):
+    """Every file that holds a tensor of the model is beside it and long enough (TensorRT's parser
+    would fail on it with its own words, as if the model were wrong)."""
+    from onnx.external_data_helper import ExternalDataInfo
+
+    folder = os.path.dirname(os.path.abspath(path))
+    for name, tensor in _constant_tensors(model.graph):
+        if tensor.data_location != tensor.EXTERNAL:
+            continue
+        info = ExternalDataInfo(tensor)
+        file = os.path.join(folder, info.location)
+        if not os.path.isfile(file):
+            raise ModelError(f"{os.fspath(path)!r} keeps tensor {name!r} in {info.location!r}, which is not in {folder!r}")
+        size, offset = os.path.getsize(file), info.offset or 0
+        if info.length and size < offset + info.length:
+            raise ModelError(f"{os.fspath(path)!r} keeps tensor {name!r} in {info.location!r}, which holds {size} bytes, not the {info.length} from offset {offset}")
 
 
 def _read_index_constants(model, folder):
