@@ -61,8 +61,11 @@ def _save_with_external_data(model, path):
 
     from trt_scatter.cli import common
 
+    data = os.path.join(os.path.dirname(os.path.abspath(path)), os.path.basename(path) + ".data")
     try:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        os.makedirs(os.path.dirname(data), exist_ok=True)
+        if os.path.isfile(data):  # onnx appends to it: an earlier output's tensors would stay in it
+            os.remove(data)
         onnx.save_model(model, path, save_as_external_data=True, all_tensors_to_one_file=True, location=os.path.basename(path) + ".data")
     except Exception as err:  # OSError, or onnx's ValidationError for the data file
         raise common.CliError(f"cannot write output {os.fspath(path)!r}: {common.first_line(err)}") from None
