@@ -191,6 +191,12 @@ def test_bad_arguments_and_inputs_end_in_one_line(elements_model, tmp_path):
     no_iterations = check(elements_model, "--iterations", "0")
     assert no_iterations.returncode == 2 and "'0' is not a positive integer" in no_iterations.stderr
 
+    negative_seed = check(elements_model, "--seed", "-1")
+    assert negative_seed.returncode == 2 and negative_seed.stderr.startswith("trt-scatter check: error: argument --seed: '-1' is not a non-negative integer")
+    for option, value in (("--atol", "-1"), ("--rtol", "nan")):
+        tolerance = check(elements_model, option, value)
+        assert tolerance.returncode == 2 and f"argument {option}: {value!r} is not a non-negative number" in tolerance.stderr, output_of(tolerance)
+
     missing = check(tmp_path / "missing.onnx")
     assert missing.returncode == 2
     assert missing.stderr.strip().count("\n") == 0 and "trt-scatter check: error: cannot read ONNX model" in missing.stderr
@@ -287,3 +293,76 @@ def test_inputs_the_free_dims_make_invalid_say_to_give_the_shapes(tmp_path):
     assert "'updates' must have shape (4, 2)" in result.stderr
     assert result.stderr.rstrip().endswith("(the model has dynamic input dims: give them with --input-shapes)")
     assert check(path, "--input-shapes", "data:[4,6]", "--allow-engine-not-run").returncode == 0
+
+
+def test_a_model_with_external_data_is_checked_from_any_directory(tmp_path):
+    """Weights and index constants in an external file beside the model: check reads them from there."""
+    import mixed_models
+    import onnx
+
+    (tmp_path / "model").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    path = tmp_path / "model" / "kv.onnx"
+    onnx.save(mixed_models.kv_cache(runtime=True).model, path, save_as_external_data=True, location="kv.bin", size_threshold=0)
+    result = check(path, "--allow-engine-not-run", cwd=tmp_path / "elsewhere")
+    assert result.returncode == 0, output_of(result)
+    assert "engine: built" in result.stdout and "FAIL" not in result.stdout
+    assert result.stdout.count("PASS ") == 2  # new_cache and y
+
+
+def test_a_mismatch_is_one_fail_line_without_polygraphy_log_lines(capsys):
+    """The verdict lines are the output: polygraphy's comparison logs ([W] ... [E] FAILED ...) stay out of it."""
+    expected = np.array([0.0, 1.0, 2.0], dtype=np.float32)
+    assert not _verdict(expected, expected + np.float32(0.5))
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("FAIL output: engine vs oracle: max abs diff 0.5, max rel diff "), captured.out
+    assert captured.err == ""
+
+
+def test_loaded_inputs_without_an_input_of_the_model_are_one_line_naming_it(elements_model, tmp_path):
+    from polygraphy.json import save_json
+
+    save_json([{"data": np.zeros((3, 5), np.float32), "updates": np.zeros((3, 3), np.float32)}], str(tmp_path / "feeds.json"))
+    result = check(elements_model, "--load-inputs", tmp_path / "feeds.json")
+    assert result.returncode == 2, output_of(result)
+    assert result.stderr == (f"trt-scatter check: error: --load-inputs {str(tmp_path / 'feeds.json')!r}: iteration 0 has no input "
+                             "'indices' (the model's inputs: data, indices, updates)\n")
+
+
+def test_a_plugin_node_in_a_subgraph_registers_the_plugins_and_names_what_cannot_be_lowered(tmp_path):
+    """A SliceScatter in an If branch: the engine gets the plugins (it was built without them: "Plugin not
+    found"), and without a GPU the one line says the lowering takes main-graph nodes only."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    def info(name, shape, elem_type=TensorProto.FLOAT):
+        return helper.make_tensor_value_info(name, elem_type, shape)
+
+    then_branch = helper.make_graph([helper.make_node("SliceScatter", ["data", "updates", "start", "stop", "step"], ["written"],
+                                                      domain="trt_scatter", name="inner")], "then", [], [info("written", [4])])
+    else_branch = helper.make_graph([helper.make_node("Identity", ["data"], ["kept"])], "else", [], [info("kept", [4])])
+    graph = helper.make_graph([helper.make_node("If", ["flag"], ["output"], name="branch", then_branch=then_branch, else_branch=else_branch)], "g",
+                              [info("flag", [], TensorProto.BOOL), info("data", [4]), info("updates", [2])], [info("output", [4])],
+                              [numpy_helper.from_array(np.array([v]), n) for n, v in (("start", 0), ("stop", 4), ("step", 2))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
+    path = tmp_path / "if.onnx"
+    onnx.save(model, path)
+    result = check(path)
+    assert "Plugin not found" not in result.stdout, output_of(result)
+    if not HAS_GPU:
+        assert result.returncode == 2, output_of(result)
+        assert result.stderr == ("trt-scatter check: error: cannot lower the model for onnxruntime: SliceScatter node 'inner': lies in a "
+                                 "subgraph of If node 'branch'; lower replaces nodes of the main graph only\n")
+
+
+def test_the_engine_profile_covers_the_shapes_of_every_loaded_iteration():
+    """Loaded inputs may change shape from one iteration to the next: the profile spans them all (it took the first's)."""
+    import onnx_fixtures as fixtures
+    from trt_scatter.cli.check import _profile
+
+    model = fixtures.scatter_elements_model(["N", 5], ["N", 3], axis=1)
+    feeds = [{"data": np.zeros((n, 5), np.float32), "indices": np.zeros((n, 3), np.int64), "updates": np.zeros((n, 3), np.float32)} for n in (3, 1, 6)]
+    profile = _profile(model, feeds)
+    assert (tuple(profile["data"].min), tuple(profile["data"].opt), tuple(profile["data"].max)) == ((1, 5), (3, 5), (6, 5))
+    assert tuple(profile["indices"].max) == (6, 3) and tuple(profile["updates"].min) == (1, 3)

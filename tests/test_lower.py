@@ -226,3 +226,28 @@ def test_a_tensor_of_unknown_rank_is_refused_by_name():
     model.opset_import.append(helper.make_opsetid("elsewhere", 1))
     with pytest.raises(ModelError, match=r"^ScatterUpdate node 'update_rows': scatter_update: 'updates' must have a known rank for the lowering \(got tensor 'gate' of unknown shape\)$"):
         lower(model)
+
+
+def test_a_model_with_external_data_is_lowered_from_any_directory(tmp_path):
+    """Every tensor of the model in an external file (weights and index constants): `lower` run from another
+    folder reads them from the model's, and writes the lowered model's beside it."""
+    case = mixed_models.kv_cache(runtime=True, E=64)  # weights of 3 KiB: over onnx's 1 KiB, so external in the output too
+    (tmp_path / "model").mkdir()
+    path = tmp_path / "model" / "kv.onnx"
+    copy = onnx.ModelProto()
+    copy.CopyFrom(case.model)  # onnx.save moves the tensors of the model it saves
+    onnx.save(copy, path, save_as_external_data=True, location="kv.bin", size_threshold=0)
+    (tmp_path / "elsewhere").mkdir()
+    out = tmp_path / "out" / "kv.lowered.onnx"
+    result = fx.run_tool("trt-scatter", ["lower", path, out], cwd=tmp_path / "elsewhere")
+    assert result.returncode == 0, result.stderr
+    check_lowered(case, onnx.load(str(out)), seeds=[0])
+    size = (out.parent / "kv.lowered.onnx.data").stat().st_size
+    assert size >= 64 * 12 * 4
+    again = fx.run_tool("trt-scatter", ["lower", path, out])
+    assert again.returncode == 0 and (out.parent / "kv.lowered.onnx.data").stat().st_size == size  # onnx appends to an existing file
+    check_lowered(case, onnx.load(str(out)), seeds=[0])
+
+    unwritable = fx.run_tool("trt-scatter", ["lower", path, "/proc/kv.lowered.onnx"])  # even root cannot create files there
+    assert unwritable.returncode == 2 and unwritable.stderr.startswith("trt-scatter lower: error: cannot write output '/proc/kv.lowered.onnx'"), unwritable.stderr
+    assert unwritable.stderr.count("\n") == 1

@@ -287,7 +287,7 @@ def test_inputs_reaching_index_inputs_through_other_ops_get_values_the_reference
     hopeless.graph.node.insert(0, helper.make_node("Add", ["indices", "far"], ["shifted"]))
     hopeless.graph.node[1].input[1] = "shifted"
     hopeless.graph.initializer.append(onnx.numpy_helper.from_array(np.array(1000, np.int64), "far"))
-    with pytest.raises(ValueError, match=r"^ScatterUpdate node #1 \(output 'output'\): input 'indices' gives 'indices', and none of 100 random values of it gave valid inputs \(last: scatter_update: 'indices' values must be in \[0, 2\]"):
+    with pytest.raises(ValueError, match=r"^ScatterUpdate node #1 \(output 'output'\): input 'indices' gives 'indices', and none of 100 random values of it gave valid inputs \(last: ScatterUpdate node \(output 'output'\): scatter_update: 'indices' values must be in \[0, 2\]"):
         ScatterDataLoader(hopeless)[0]
 
 
@@ -340,3 +340,56 @@ def test_fed_axes_fit_the_updates_static_dims(seed):
     unfit = fx.slice_scatter_model([4, 6], [2, 3], [0], [0], [0], axes=[0], constant_params=False)
     with pytest.raises(ValueError, match=r"slice_scatter: 'axes' cannot be chosen for 1 sliced axes of data \(4, 6\)"):
         ScatterDataLoader(unfit, seed=seed)[0]
+
+
+def test_a_model_with_external_data_is_served_from_any_directory(tmp_path, monkeypatch):
+    import mixed_models
+
+    (tmp_path / "elsewhere").mkdir()
+    path = tmp_path / "kv.onnx"
+    onnx.save(mixed_models.kv_cache(runtime=True).model, path, save_as_external_data=True, location="kv.bin", size_threshold=0)
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    feed = ScatterDataLoader(path)[0]
+    assert feed["x"].shape == (2, 1, 6) and feed["cache"].shape == (2, 3, 8, 4) and feed["pos"].shape == (1,)
+
+
+def _shared_indices(first_rows, second_rows, rows=2):
+    """Two ScatterElements (axis 0) that take the same indices input, on data of ``first_rows`` and ``second_rows`` rows."""
+    from onnx import TensorProto, helper
+
+    def info(name, shape, elem_type=TensorProto.FLOAT):
+        return helper.make_tensor_value_info(name, elem_type, shape)
+
+    nodes = [helper.make_node("ScatterElements", [f"data{i}", "indices", f"updates{i}"], [f"output{i}"], axis=0, name=f"write{i}") for i in (1, 2)]
+    inputs = [info("data1", [first_rows, 2]), info("data2", [second_rows, 2]), info("indices", [rows, 2], TensorProto.INT64),
+              info("updates1", [rows, 2]), info("updates2", [rows, 2])]
+    graph = helper.make_graph(nodes, "g", inputs, [info("output1", [first_rows, 2]), info("output2", [second_rows, 2])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_indices_taken_by_two_nodes_fit_both():
+    """The same positions written into two tensors of different sizes: the indices are valid, and distinct, for both."""
+    for feed in ScatterDataLoader(_shared_indices(6, 3), seed=3, iterations=5):
+        for i, rows in ((1, 6), (2, 3)):
+            oracle.scatter_elements(feed[f"data{i}"], feed["indices"], feed[f"updates{i}"], axis=0)
+            targets = np.sort(feed["indices"] % rows, axis=0)
+            assert not (np.diff(targets, axis=0) == 0).any(), "distinct targets"
+    with pytest.raises(ValueError, match=r"^ScatterElements node 'write2': scatter_elements: 'indices' dimension 0 must be at most data's \(2\) for distinct indices"):
+        ScatterDataLoader(_shared_indices(6, 2, rows=3))[0]
+
+
+def test_indices_that_cannot_fit_both_nodes_taking_them_are_one_line_naming_both():
+    """ScatterElements draws indices distinct per column; the ScatterUpdate that takes them too needs all four distinct in [0, 3]."""
+    from onnx import TensorProto, helper
+
+    def info(name, shape, elem_type=TensorProto.FLOAT):
+        return helper.make_tensor_value_info(name, elem_type, shape)
+
+    nodes = [helper.make_node("ScatterElements", ["a", "indices", "u"], ["out_a"], axis=0, name="write"),
+             helper.make_node("ScatterUpdate", ["b", "indices", "v", "axis"], ["out_b"], domain="trt_scatter", name="update")]
+    graph = helper.make_graph(nodes, "g", [info("a", [3, 2]), info("b", [4]), info("indices", [2, 2], TensorProto.INT64), info("u", [2, 2]), info("v", [2, 2])],
+                              [info("out_a", [3, 2]), info("out_b", [4])], [onnx.numpy_helper.from_array(np.array(0), "axis")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
+    with pytest.raises(ValueError, match=r"^ScatterUpdate node 'update': input 'indices' is drawn for ScatterElements node 'write' too, "
+                                         r"and none of 100 draws fit both \(last: .*\); give valid inputs instead \(--load-inputs\)$"):
+        ScatterDataLoader(model)[0]

@@ -186,3 +186,52 @@ def test_plugin_models_run_in_onnxrt_lowered_and_a_saved_script_runs_alone(tmp_p
     assert "LowerTrtScatter(load_onnx)" in text and f"ScatterDataLoader({str(path)!r}, seed=5, input_shapes={{'cache': [2, 3, 8, 4], 'k': [2, 3, 1, 4]}}" in text
     alone = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert alone.returncode == 0 and "PASSED" in alone.stdout + alone.stderr, alone.stdout + alone.stderr
+
+
+def _data_loader_script():
+    found = subprocess.run([sys.executable, "-c", "import trt_scatter.polygraphy_ext.data_loader as m; print(m.__file__)"], capture_output=True, text=True, check=True)
+    return found.stdout.strip()
+
+
+def _kv_cache_with(change):
+    import mixed_models
+
+    model = mixed_models.kv_cache(runtime=True).model
+    change(model)
+    return model
+
+
+def _step_0(model):
+    from onnx import numpy_helper
+
+    next(init for init in model.graph.initializer if init.name == "one").CopyFrom(numpy_helper.from_array(np.array([0]), "one"))
+
+
+def _runtime_axes(model):
+    from onnx import TensorProto, helper
+
+    model.graph.initializer.remove(next(init for init in model.graph.initializer if init.name == "axes"))
+    model.graph.input.append(helper.make_tensor_value_info("axes", TensorProto.INT64, [1]))
+
+
+@pytest.mark.parametrize(
+    "change, options, line",
+    [
+        (_step_0, ["--onnxrt", "--pluginref"], "[!] --onnxrt: SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])"),
+        (_step_0, ["--pluginref", "--data-loader-script", "SCRIPT"],
+         "[!] --data-loader-script: SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])"),
+        (_runtime_axes, ["--onnxrt", "--trt-scatter-inputs"],
+         "[!] --onnxrt: SliceScatter node 'write_kv': slice_scatter: 'axes' must be a constant for the native lowering: it decides which axes are sliced (got run-time tensor 'axes')"),
+        (lambda model: None, ["--pluginref", "--val-range", "pos:[20,30]"],
+         "[!] SliceScatter node 'write_kv': slice_scatter: 'updates' must have shape (2, 3, 0, 4) (data's shape with each sliced axis cut to its slice's length) (got shape (2, 3, 1, 4))"),
+    ],
+    ids=["onnxrt_lowering", "data_loader_script", "onnxrt_runtime_axes", "reference_on_random_inputs"],
+)
+def test_what_trt_scatter_refuses_in_polygraphy_run_is_one_line_without_a_traceback(tmp_path, change, options, line):
+    path = fx.save(_kv_cache_with(change), tmp_path / "kv.onnx")
+    options = [_data_loader_script() if option == "SCRIPT" else option for option in options]
+    result = fx.run_tool("polygraphy", ["run", path, *options])
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "Traceback" not in output, output
+    assert line in output.splitlines(), output

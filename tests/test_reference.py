@@ -41,3 +41,34 @@ def test_the_oracles_error_reaches_the_caller():
     feeds = {"x": np.ones((3, 4), np.float32), "w": np.ones((4, 6), np.float32), "updates": np.ones((3, 5), np.float32), "start": np.array([0])}
     with pytest.raises(oracle.ScatterInputError, match=r"slice_scatter: 'updates' must have shape \(3, 3\)"):
         Reference(_mixed_model()).run(feeds)
+
+
+def test_a_model_that_imports_the_default_domain_as_ai_onnx_runs():
+    """ONNX names the default domain "" or "ai.onnx" alike; ONNX's evaluator knows only "" (it refused the model)."""
+    nodes = [helper.make_node("ScatterUpdate", ["data", "indices", "updates", "axis"], ["written"], domain=DOMAIN),
+             helper.make_node("Relu", ["written"], ["out"]), helper.make_node("Neg", ["out"], ["output"], domain="ai.onnx")]
+    info = helper.make_tensor_value_info
+    graph = helper.make_graph(nodes, "g", [info("data", TensorProto.FLOAT, [5, 3]), info("updates", TensorProto.FLOAT, [2, 3])],
+                              [info("output", TensorProto.FLOAT, [5, 3])],
+                              [helper.make_tensor("indices", TensorProto.INT64, [2], [4, 1]), helper.make_tensor("axis", TensorProto.INT64, [], [0])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx", 11), helper.make_opsetid(DOMAIN, VERSION)])
+    data, updates = np.arange(15, dtype=np.float32).reshape(5, 3) - 7, np.full((2, 3), -2.0, np.float32)
+    expected = -np.maximum(oracle.scatter_update(data, np.array([4, 1]), updates, 0), 0)
+    assert np.array_equal(Reference(model).run({"data": data, "updates": updates})["output"], expected)
+
+
+def test_the_error_names_the_node_whose_inputs_break_the_rule():
+    """Two ScatterElements on one indices input: the one the values do not fit is named, by name or by output."""
+    info = helper.make_tensor_value_info
+    nodes = [helper.make_node("ScatterElements", ["big", "indices", "updates"], ["out_big"], name="wide", axis=0),
+             helper.make_node("ScatterElements", ["small", "indices", "updates"], ["out_small"], axis=0)]
+    graph = helper.make_graph(nodes, "g", [info("big", TensorProto.FLOAT, [6]), info("small", TensorProto.FLOAT, [3]),
+                                           info("indices", TensorProto.INT64, [2]), info("updates", TensorProto.FLOAT, [2])],
+                              [info("out_big", TensorProto.FLOAT, [6]), info("out_small", TensorProto.FLOAT, [3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    feeds = {"big": np.zeros(6, np.float32), "small": np.zeros(3, np.float32), "indices": np.array([1, 5]), "updates": np.ones(2, np.float32)}
+    with pytest.raises(oracle.ScatterInputError) as caught:
+        Reference(model).run(feeds)
+    assert str(caught.value) == ("ScatterElements node (output 'out_small'): scatter_elements: 'indices' values must be in [-3, 2] "
+                                 "for a dimension of size 3 (got 5)")
+    assert caught.value.input_name == "indices"

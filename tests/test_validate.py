@@ -208,6 +208,34 @@ def test_step_0_in_a_constant_node():
     assert refused(model) == "SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])"
 
 
+def test_constants_computed_from_constants_are_checked():
+    """step = Cast(Constant [0]), indices = Unsqueeze(9): constants an exporter may leave unfolded are values
+    the model fixes too (they built engines that skipped every write)."""
+    model = slice_scatter()
+    model.graph.initializer.pop(2)  # step
+    model.graph.node.insert(0, helper.make_node("Cast", ["zero"], ["step"], to=TensorProto.INT64))
+    model.graph.node.insert(0, helper.make_node("Constant", [], ["zero"], value=const("zero", [0], np.int32)))
+    assert refused(model) == "SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])"
+
+    model = scatter_update(indices=[0])
+    model.graph.initializer.pop(0)  # indices
+    model.graph.initializer.extend([const("nine", 9), const("axes0", [0])])
+    model.graph.node.insert(0, helper.make_node("Unsqueeze", ["nine", "axes0"], ["indices"]))
+    assert refused(model) == "ScatterUpdate node 'update': scatter_update: 'indices' values must be in [0, 2] for a dimension of size 3 (got 9)"
+
+
+def test_only_small_integer_tensors_computed_from_constants_are_folded():
+    nodes = [helper.make_node("Add", ["pos", "one"], ["stop"]),  # pos is fed: not constant
+             helper.make_node("Concat", ["one", "one"], ["two"], axis=0),
+             helper.make_node("Mul", ["half", "half"], ["quarter"]),  # floats: weights, not index values
+             helper.make_node("RandomUniformLike", ["one"], ["random"], dtype=TensorProto.INT64)]
+    model = make_model(nodes, [info("pos", (1,), TensorProto.INT64)], [const("one", [1]), const("half", [0.5], np.float32)],
+                       outputs=[info("stop", None, TensorProto.INT64)])
+    tensors = ModelTensors(model)
+    assert tensors.constant("stop") is None and tensors.constant("quarter") is None and tensors.constant("random") is None
+    assert tensors.constant("two").tolist() == [1, 1] and tensors.constant("two").dtype == np.int64
+
+
 def test_parameters_fed_at_run_time_are_checked_by_what_is_known():
     """start/stop fed by the user: step 0 is still refused, and updates must match data on the axes nobody slices."""
     node = helper.make_node("SliceScatter", ["data", "updates", "start", "stop", "step", "axes"], ["output"], domain="trt_scatter", name="n")
@@ -475,3 +503,53 @@ def test_scatter_outputs_get_data_type_even_where_onnx_has_no_name_for_it():
     model = make_model([node, after], [info("data", (2, 5), TensorProto.UNDEFINED), info("updates", (2, 5), TensorProto.UNDEFINED)],
                        [const("start", [0]), const("stop", [2]), const("step", [1])])
     assert ModelTensors(model).shape("mid") == (2, 5)
+
+
+# ---- models saved with external data ----------------------------------------------------------
+
+
+def _external_scatter_update(folder, bad_index):
+    """A ScatterUpdate whose 300 constant indices (2400 bytes, over onnx's 1 KiB default threshold) are
+    saved in an external file, as ``onnx.save(..., save_as_external_data=True)`` does."""
+    indices = list(range(300))
+    indices[-1] = 300 if bad_index else 299
+    model = scatter_update(indices=indices, data=(300, 4), updates=(300, 4))
+    onnx.save(model, folder / "m.onnx", save_as_external_data=True, location="m.bin", size_threshold=1024)
+    return folder / "m.onnx"
+
+
+def test_index_constants_in_external_data_are_checked_from_any_working_directory(tmp_path, monkeypatch):
+    """The external file sits beside the model: validation reads it from there, wherever it runs from
+    (it read it from the working directory, so elsewhere an out-of-range index built a silent engine)."""
+    path = _external_scatter_update(tmp_path, bad_index=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    with pytest.raises(ModelError) as caught:
+        validate(path)
+    assert str(caught.value) == "ScatterUpdate node 'update': scatter_update: 'indices' values must be in [0, 299] for a dimension of size 300 (got 300)"
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ModelError):
+        validate(str(path.name))
+
+
+def test_external_tensors_without_their_file_keep_shape_and_type(tmp_path, monkeypatch):
+    """A tensor whose external file is not there has no value, but its shape and type are in the model."""
+    path = _external_scatter_update(tmp_path, bad_index=False)
+    (tmp_path / "m.bin").unlink()
+    monkeypatch.chdir(tmp_path)
+    tensors = ModelTensors(onnx.load(path, load_external_data=False))
+    assert tensors.constant("indices") is None
+    assert tensors.shape("indices") == (300,) and tensors.dtype("indices") == np.int64
+
+
+def test_an_external_data_file_that_is_not_there_is_refused_by_name(tmp_path):
+    """TensorRT's parser would fail on it (exit 1, "Failed to import initializer"): it is the model's file that is missing."""
+    path = _external_scatter_update(tmp_path, bad_index=False)
+    (tmp_path / "m.bin").unlink()
+    with pytest.raises(ModelError) as caught:
+        load_model(path)
+    assert str(caught.value) == f"{str(path)!r} keeps tensor 'indices' in 'm.bin', which is not in {str(tmp_path)!r}"
+    (tmp_path / "m.bin").write_bytes(b"\0" * 16)  # shorter than the tensor
+    with pytest.raises(ModelError, match=r"keeps tensor 'indices' in 'm.bin', which holds 16 bytes, not the 2400 from offset 0"):
+        load_model(path)

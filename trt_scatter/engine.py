@@ -120,8 +120,9 @@ def aot_node(model):
     from onnx import helper
 
     from trt_scatter.ops import AOT_ATTRIBUTES, is_trt_scatter
+    from trt_scatter.passes.validate import all_nodes
 
-    for node in model.graph.node:
+    for node in all_nodes(model.graph):  # If/Loop bodies included
         namespace = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "plugin_namespace"), b"")
         namespace = namespace.decode(errors="replace") if isinstance(namespace, bytes) else namespace
         if is_trt_scatter(node) and namespace == AOT_ATTRIBUTES["plugin_namespace"]:
@@ -133,10 +134,11 @@ def needs_aliased_plugin_io(model):
     """True if a ``trt_scatter`` node of ``model`` (an ``onnx.ModelProto``) has ``inplace=1``: its plugin
     then aliases its output with data, which the builder allows only with ``PreviewFeature.ALIASED_PLUGIN_IO_10_03``."""
     from trt_scatter.ops import is_trt_scatter
+    from trt_scatter.passes.validate import all_nodes
 
     return any(
         attribute.name == "inplace" and attribute.i == 1
-        for node in model.graph.node
+        for node in all_nodes(model.graph)  # If/Loop bodies included
         if is_trt_scatter(node)
         for attribute in node.attribute
     )

@@ -82,9 +82,11 @@ def is_trt_scatter(node):
 
 
 def trt_scatter_ops(model):
-    """The op types of the ``trt_scatter`` nodes of ``model``'s main graph (an ``onnx.ModelProto``),
-    sorted: empty for a model that needs none of trt-scatter's plugins."""
-    return sorted({node.op_type for node in model.graph.node if is_trt_scatter(node)})
+    """The op types of the ``trt_scatter`` nodes of ``model`` (an ``onnx.ModelProto``), If/Loop bodies
+    included, sorted: empty for a model that needs none of trt-scatter's plugins."""
+    from trt_scatter.passes.validate import all_nodes
+
+    return sorted({node.op_type for node in all_nodes(model.graph) if is_trt_scatter(node)})
 
 
 def register_onnx_schemas():
@@ -122,6 +124,9 @@ def _onnx_schema(signature, onnx):
     constraints = [("T", elements, "data, updates and the output")]
     constraints += [(variable, ["tensor(int32)", "tensor(int64)"], f"index inputs {', '.join(n for n, g in types.items() if g == variable)}") for variable in groups.values()]
     attributes = [OpSchema.Attribute(name, onnx.helper.make_attribute(name, allowed[0]), f"int, one of {allowed}") for name, allowed in ATTRIBUTES.items()]
+    # The AOT form's attributes (trt_scatter.passes.aot), optional: the checker must know them too.
+    attributes += [OpSchema.Attribute(name, OpSchema.AttrType.STRING if isinstance(value, str) else OpSchema.AttrType.INT,
+                                      f"{value!r} for trt-scatter's AOT plugins", required=False) for name, value in AOT_ATTRIBUTES.items()]  # fmt: skip
     schema = OpSchema(
         signature.name, DOMAIN, VERSION, f"trt-scatter's {signature.usage()}: the oracle's {signature.oracle} (trt_scatter.oracle).",
         inputs=inputs, outputs=[parameter("output", "T")], type_constraints=constraints, attributes=attributes,

@@ -24,6 +24,32 @@ from onnx.reference.ops.op_scatternd import ScatterND as _OnnxScatterND
 
 from trt_scatter import oracle
 from trt_scatter.ops import DOMAIN, OPS
+from trt_scatter.oracle.rules import ScatterInputError
+
+
+class NodeInputError(ScatterInputError):
+    """The oracle's :class:`~trt_scatter.oracle.ScatterInputError`, its message led by the node that got
+    the inputs (``"ScatterUpdate node 'update': scatter_update: 'indices' ..."``; ``node``: that label)."""
+
+    def __init__(self, node, err):
+        super().__init__(err.op, err.input_name, err.rule, err.value)
+        output = next((name for name in node.output if name), "")
+        self.node = f"{node.op_type} node " + (f"'{node.name}'" if node.name else f"(output {output!r})")
+        self.args = (f"{self.node}: {err}",)
+
+
+def _naming_the_node(run):
+    """``run`` (an op's ``_run``) with the oracle's errors raised as :class:`NodeInputError`."""
+
+    def named(self, *args, **kwargs):
+        try:
+            return run(self, *args, **kwargs)
+        except NodeInputError:
+            raise
+        except ScatterInputError as err:
+            raise NodeInputError(self.onnx_node, err) from None
+
+    return named
 
 
 def run_trt_scatter(op_type, inputs):
@@ -40,6 +66,7 @@ class _TrtScatterOp(OpRun):
 
     op_domain = DOMAIN
 
+    @_naming_the_node
     def _run(self, *inputs, inplace=None, aot=None, plugin_namespace=None):
         return (run_trt_scatter(self.onnx_node.op_type, inputs),)
 
@@ -53,6 +80,7 @@ class ScatterElements(_OnnxScatterElements):
 
     op_domain = ""
 
+    @_naming_the_node
     def _run(self, data, indices, updates, axis=None, reduction=None):
         if not _no_reduction(reduction):
             return super()._run(data, indices, updates, axis=axis, reduction=reduction)
@@ -64,6 +92,7 @@ class ScatterND(_OnnxScatterND):
 
     op_domain = ""
 
+    @_naming_the_node
     def _run(self, data, indices, updates, reduction=None):
         if not _no_reduction(reduction):
             return super()._run(data, indices, updates, reduction=reduction)
@@ -74,18 +103,42 @@ class ScatterND(_OnnxScatterND):
 REFERENCE_OPS = [type(name, (_TrtScatterOp,), {}) for name in OPS] + [ScatterElements, ScatterND]
 
 
+def _default_domain_as_empty(model):
+    """``model``, or a copy of it that names the default domain "" where it says "ai.onnx" (the same
+    domain to ONNX; its evaluator knows only "")."""
+    import onnx
+
+    from trt_scatter.passes.validate import all_nodes
+
+    if not any(opset.domain == "ai.onnx" for opset in model.opset_import):
+        return model
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for opset in copy.opset_import:
+        if opset.domain == "ai.onnx":
+            opset.domain = ""
+    for node in all_nodes(copy.graph):
+        if node.domain == "ai.onnx":
+            node.domain = ""
+    return copy
+
+
 class Reference:
     """Runs an ONNX model (a path or an ``onnx.ModelProto``) with :data:`REFERENCE_OPS` for the scatter ops.
 
     The evaluator is made once per instance; :meth:`run` takes a feed dict and returns
     ``{output name: array}``. The oracle's :class:`~trt_scatter.oracle.ScatterInputError` reaches the
-    caller unchanged, naming the op, the input and the rule.
+    caller as a :class:`NodeInputError` (a ScatterInputError) naming the node, the op, the input
+    and the rule.
     """
 
     def __init__(self, model):
+        import onnx
         from onnx.reference import ReferenceEvaluator
 
-        self.evaluator = ReferenceEvaluator(os.fspath(model) if isinstance(model, os.PathLike) else model, new_ops=REFERENCE_OPS)
+        if isinstance(model, (str, os.PathLike)):
+            model = onnx.load(os.fspath(model))
+        self.evaluator = ReferenceEvaluator(_default_domain_as_empty(model), new_ops=REFERENCE_OPS)
 
     @property
     def input_names(self):

@@ -36,6 +36,7 @@ with the golden reference.
 
 import argparse
 import json
+import math
 
 from trt_scatter.cli import common
 
@@ -59,10 +60,10 @@ def add_parser(subparsers):
         metavar="NAME:[D0,D1,...]",
         help="shapes of dynamic inputs (others: static dims, named dims alike, free dims 4)",
     )
-    parser.add_argument("--seed", type=int, default=1, help="seed of the generated inputs (default 1)")
+    parser.add_argument("--seed", type=_non_negative_int, default=1, help="seed of the generated inputs (default 1)")
     parser.add_argument("--iterations", type=_positive_int, default=1, help="how many sets of inputs to generate (default 1)")
-    parser.add_argument("--atol", type=float, default=0.0, help="absolute tolerance (default 0: exact)")
-    parser.add_argument("--rtol", type=float, default=0.0, help="relative tolerance (default 0: exact)")
+    parser.add_argument("--atol", type=_tolerance, default=0.0, help="absolute tolerance (default 0: exact)")
+    parser.add_argument("--rtol", type=_tolerance, default=0.0, help="relative tolerance (default 0: exact)")
     parser.add_argument("--load-inputs", metavar="JSON", help="inputs saved by --save-inputs or `polygraphy run --save-inputs`")
     parser.add_argument("--save-inputs", metavar="JSON", help="save the inputs (polygraphy's JSON list of feed dicts)")
     parser.add_argument("--save-outputs", metavar="JSON", help="save every runner's outputs, named by runner (polygraphy RunResults JSON)")
@@ -86,6 +87,26 @@ def _input_shape(text):
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not NAME:[D0,D1,...] with non-negative integer dims") from None
     return name, tuple(shape)
+
+
+def _non_negative_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:  # NumPy's seeds are non-negative
+        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative integer")
+    return value
+
+
+def _tolerance(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value >= 0:  # NaN included
+        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative number")
+    return value
 
 
 def _positive_int(text):
@@ -120,7 +141,7 @@ def _check(args):
     for flag in ("save_inputs", "save_outputs", "save_engine"):  # refused before any work, not after it
         if getattr(args, flag):
             common.check_output_path(getattr(args, flag), what="--" + flag.replace("_", "-"))
-    model = common.load_model(args.model)  # validated: a mistake the model shows ends here, in one line
+    model = common.load_model(args.model, external_data=True)  # validated: a mistake the model shows ends here, in one line
     unknown = sorted(set(dict(args.input_shapes)) - {value.name for value in model.graph.input})
     if unknown:
         inputs = ", ".join(value.name for value in model.graph.input)
@@ -220,6 +241,12 @@ def _inputs(args, model):
             raise common.CliError(f"cannot load inputs from {args.load_inputs!r}: {err}") from None
         if not isinstance(feeds, list) or not feeds or not all(isinstance(f, dict) for f in feeds):
             raise common.CliError(f"{args.load_inputs!r} does not hold a list of feed dicts (polygraphy's --save-inputs format)")
+        initializers = {init.name for init in model.graph.initializer}
+        names = [value.name for value in model.graph.input if value.name not in initializers]
+        for iteration, feed in enumerate(feeds):
+            missing = [name for name in names if name not in feed]
+            if missing:  # polygraphy would go on without it (a profile without it, a run that names something else)
+                raise common.CliError(f"--load-inputs {args.load_inputs!r}: iteration {iteration} has no input {missing[0]!r} (the model's inputs: {', '.join(names)})")
         return feeds
     from trt_scatter.polygraphy_ext import ScatterDataLoader
 
@@ -335,6 +362,7 @@ def _compare(results, pairs, atol, rtol):
     import numpy as np
     from polygraphy.comparator import IterationResult
     from polygraphy.comparator.compare import SimpleCompareFunc
+    from polygraphy.logger import G_LOGGER
 
     compare = SimpleCompareFunc(atol=atol, rtol=rtol, check_shapes=True, infinities_compare_equal=True)
     ok = True
@@ -355,7 +383,8 @@ def _compare(results, pairs, atol, rtol):
                 elif want.tobytes() == got.tobytes():
                     passed, detail = True, "max abs diff 0 (identical)"
                 else:
-                    verdict = compare(IterationResult({name: want}), IterationResult({name: got}))[name]
+                    with G_LOGGER.verbosity(G_LOGGER.CRITICAL):  # its log lines would come between the verdict lines
+                        verdict = compare(IterationResult({name: want}), IterationResult({name: got}))[name]
                     passed, detail = bool(verdict), f"max abs diff {verdict.max_absdiff:.6g}, max rel diff {verdict.max_reldiff:.6g}"
                 print(f"{'PASS' if passed else 'FAIL'} {name}{where}: {candidate} vs {reference}: {detail}")
                 ok &= passed

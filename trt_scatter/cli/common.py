@@ -134,29 +134,51 @@ def write_output(path, data, what="output"):
         raise CliError(f"cannot write {what} {os.fspath(path)!r}: {err.strerror or err}") from None
 
 
-def load_model(path):
-    """The ONNX model at ``path``, validated (:func:`trt_scatter.passes.validate.validate`); CliError
-    otherwise. Tensors the model keeps in external files stay there: validation reads no weights."""
-    from trt_scatter.passes.validate import ModelError, validate
+def load_model(path, external_data=False):
+    """The ONNX model at ``path``, validated (:func:`trt_scatter.passes.validate.validate`); CliError otherwise.
+
+    ``external_data``: with every tensor the model keeps in external files read (from the model's
+    folder), for a command that runs the model; validation alone reads only integer constants.
+    """
+    from trt_scatter.passes import validate
 
     try:
-        return validate(path)
-    except ModelError as err:
+        return validate.validate(validate.load_model(path, external_data=external_data))
+    except validate.ModelError as err:
         raise CliError(str(err)) from None
 
 
-def load_whole_model(path):
-    """:func:`load_model` with the tensors the model keeps in external files read in, for commands that
-    write a model of their own (``lower``, ``rewrite``): the file they write then holds those tensors,
-    whose external references would name files beside the input, not beside the output."""
-    from onnx.external_data_helper import load_external_data_for_model
+def load_model_to_rewrite(path):
+    """For a command that writes a model of its own (``lower``, ``rewrite``): the validated model at
+    ``path`` with every tensor read in (from the model's folder), and whether it kept tensors in
+    external files, so that :func:`write_model` can keep them so (a model over 2 GiB must)."""
+    from trt_scatter.passes import validate
 
     model = load_model(path)
+    external = bool(validate.external_tensors(model))
     try:
-        load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
-    except OSError as err:
-        raise CliError(f"cannot read the external data of {os.fspath(path)!r}: {err.strerror or err}") from None
-    return model
+        validate.read_external_data(model, path)
+    except validate.ModelError as err:
+        raise CliError(str(err)) from None
+    return model, external
+
+
+def write_model(model, path, external_data=False):
+    """Writes ``model`` to ``path`` (making its folder); with ``external_data``, its tensors over 1 KiB go to
+    ``<file name>.data`` beside it, as the model it came from kept them. One CliError line if that fails."""
+    import onnx
+
+    if not external_data:
+        return write_output(path, model.SerializeToString(), "output")
+    location = os.path.basename(path) + ".data"
+    data = os.path.join(os.path.dirname(os.path.abspath(path)), location)
+    try:
+        os.makedirs(os.path.dirname(data), exist_ok=True)
+        if os.path.isfile(data):  # onnx appends to it: an earlier output's tensors would stay in it
+            os.remove(data)
+        onnx.save_model(model, path, save_as_external_data=True, all_tensors_to_one_file=True, location=location)
+    except Exception as err:  # OSError, or onnx's ValidationError for the data file
+        raise CliError(f"cannot write output {os.fspath(path)!r}: {first_line(err)}") from None
 
 
 def report(command, err):

@@ -32,13 +32,13 @@ def run(args):
 
     try:
         common.check_output_path(args.output)
-        model = common.load_whole_model(args.model)  # validated
+        model, external = common.load_model_to_rewrite(args.model)  # validated
         try:
             lowered = lower(model)
             onnx.checker.check_model(lowered, full_check=True)
         except (ModelError, onnx.checker.ValidationError) as err:
             raise common.CliError(str(err)) from None
-        common.write_output(args.output, lowered.SerializeToString(), "output")
+        common.write_model(lowered, args.output, external_data=external)  # tensors kept as the model kept them
     except common.CliError as err:
         return common.report("lower", err)
     replaced = trt_scatter_ops(model)
@@ -46,3 +46,4 @@ def run(args):
     what = f"{count} trt_scatter node(s) ({', '.join(replaced)})" if count else "no trt_scatter node"
     print(f"lowered {what} of {args.model}: {args.output} ({len(lowered.graph.node)} nodes, standard ONNX ops only)")
     return 0
+

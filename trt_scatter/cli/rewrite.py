@@ -21,8 +21,9 @@ def run(args):
 
     try:
         common.check_output_path(args.output)
-        model, report = rewrite(common.load_whole_model(args.input))  # validated: its trt_scatter nodes, if any
-        common.write_output(args.output, model.SerializeToString(), "output")
+        model, external = common.load_model_to_rewrite(args.input)  # validated: its trt_scatter nodes, if any
+        model, report = rewrite(model)
+        common.write_model(model, args.output, external_data=external)  # tensors kept as the model kept them
     except common.CliError as err:
         return common.report("rewrite", err)
     if args.report:

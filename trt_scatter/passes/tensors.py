@@ -10,7 +10,10 @@ answered here once::
     tensors.dtype("updates")   # np.dtype, or None if not known
 
 Constants are initializers and ``Constant`` nodes (``value``, ``value_int(s)``, ``value_float(s)``)
-of the main graph. Shapes and types come from the constants, the graph's inputs, outputs and
+of the main graph, and small integer tensors that standard ops compute from them alone (a ``Cast``
+or ``Unsqueeze`` of a constant, folded by ONNX's evaluator); one kept in external data has a value once loaded (``validate.load_model`` loads
+the index constants; nothing is read from the working directory), and its shape and type in any
+case. Shapes and types come from the constants, the graph's inputs, outputs and
 ``value_info``, and ONNX shape inference where it works (a model it cannot read keeps what it
 declares). ONNX shape inference does not know the ``trt_scatter`` ops, so their outputs are given
 data's shape and type (what :mod:`trt_scatter.ops` says they have) and inference runs again from
@@ -48,14 +51,47 @@ class ModelTensors:
         for node in graph.node:
             if node.op_type == "Constant" and node.domain in DEFAULT_DOMAINS and len(node.output) == 1 and len(node.attribute) == 1:
                 self._constant_protos[node.output[0]] = node.attribute[0]
+        self._producers = {output: node for node in graph.node for output in node.output if output}
         self._constants = {}
         self._types = _value_types(model)
 
     def constant(self, name):
-        """The value of ``name`` if the model fixes it (an initializer or a ``Constant`` node), else ``None``."""
+        """The value of ``name`` if the model fixes it, else ``None``: an initializer, a ``Constant``
+        node, or a small integer tensor that standard ops compute from such values alone (:meth:`_folded`)."""
         if name not in self._constants:
-            self._constants[name] = _to_array(self._constant_protos.get(name))
+            self._constants[name] = None  # while it is computed: a cycle is no constant
+            value = _to_array(self._constant_protos.get(name))
+            if value is None and name in self._producers and name not in self._constant_protos:
+                value = self._folded(self._producers[name])
+            self._constants[name] = value
         return self._constants[name]
+
+    def _folded(self, node):
+        """The value of the integer output of ``node`` that ONNX's evaluator computes from constant inputs,
+        or ``None``. Exporters leave such chains (``step = Cast(Constant)``, ``indices = Unsqueeze(9)``);
+        what they compute is what TensorRT will, so index values are known before it runs. Only
+        integer outputs (index values, not weights) from at most :data:`FOLDED_ELEMENTS` input
+        elements, of deterministic standard ops without subgraphs."""
+        from onnx import AttributeProto, helper, numpy_helper
+        from onnx.reference import ReferenceEvaluator
+
+        output = next((name for name in node.output if name), None)
+        dtype = self._types.get(output, (None, None))[0]
+        if (node.domain not in ("", "ai.onnx") or node.op_type in _NOT_FOLDED or dtype is None or dtype.kind not in "iu"
+                or any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute)):  # fmt: skip
+            return None
+        values = {name: self.constant(name) for name in node.input if name}
+        if any(value is None for value in values.values()) or sum(value.size for value in values.values()) > FOLDED_ELEMENTS:
+            return None
+        alone = helper.make_node(node.op_type, list(node.input), list(node.output))
+        alone.attribute.extend(node.attribute)
+        graph = helper.make_graph([alone], "fold", [], [helper.make_tensor_value_info(output, 0, None)],
+                                  initializer=[numpy_helper.from_array(value, name) for name, value in values.items()])
+        opsets = [helper.make_opsetid("", opset.version) for opset in self.model.opset_import if opset.domain in ("", "ai.onnx")]
+        try:
+            return np.asarray(ReferenceEvaluator(helper.make_model(graph, opset_imports=opsets[:1])).run([output], {})[0])
+        except Exception:  # an op the evaluator lacks, values it refuses: not known here
+            return None
 
     def shape(self, name):
         """The static shape of ``name`` as a tuple (-1 for each dimension not known), or ``None`` if its rank is not known."""
@@ -68,6 +104,9 @@ class ModelTensors:
         value = self.constant(name)
         if value is not None:
             return tuple(value.shape)
+        tensor = _tensor_of(self._constant_protos.get(name))
+        if tensor is not None:  # a constant whose value is not here (external data): its dims are
+            return tuple(tensor.dims)
         return self._types.get(name, (None, None))[1]
 
     def dtype(self, name):
@@ -75,26 +114,46 @@ class ModelTensors:
         value = self.constant(name)
         if value is not None:
             return value.dtype
+        tensor = _tensor_of(self._constant_protos.get(name))
+        if tensor is not None:
+            return _np_dtype(tensor.data_type)
         return self._types.get(name, (None, None))[0]
+
+
+#: At most this many input elements for a node folded into a constant (index values are small).
+FOLDED_ELEMENTS = 1 << 16
+#: Standard ops whose outputs are not a function of their inputs.
+_NOT_FOLDED = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli"}
+
+
+def _tensor_of(proto):
+    """The TensorProto of an initializer or of a ``Constant`` node's ``value``, else ``None``."""
+    from onnx import AttributeProto
+
+    if isinstance(proto, AttributeProto):
+        return proto.t if proto.name == "value" else None
+    return proto
 
 
 def _to_array(proto):
     """An initializer or a ``Constant`` node's attribute as an array; ``None`` for what has no plain value."""
-    from onnx import AttributeProto, numpy_helper
+    from onnx import numpy_helper
+    from onnx.external_data_helper import uses_external_data
 
     if proto is None:
         return None
+    tensor = _tensor_of(proto)
+    if tensor is not None and uses_external_data(tensor):
+        return None  # numpy_helper would look in the working directory; validate.load_model reads index constants from the model's
     try:
-        if not isinstance(proto, AttributeProto):
-            return numpy_helper.to_array(proto)
-        if proto.name == "value":
-            return numpy_helper.to_array(proto.t)
+        if tensor is not None:
+            return numpy_helper.to_array(tensor)
         plain = {"value_int": (proto.i, np.int64), "value_ints": (list(proto.ints), np.int64),
                  "value_float": (proto.f, np.float32), "value_floats": (list(proto.floats), np.float32)}
         if proto.name in plain:
             value, dtype = plain[proto.name]
             return np.array(value, dtype=dtype)
-    except Exception:  # external data that is not there, a type NumPy lacks: no value to show
+    except Exception:  # a type NumPy lacks: no value to show
         return None
     return None  # sparse_value, strings: never an index or a shape
 

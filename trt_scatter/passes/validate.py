@@ -72,7 +72,7 @@ def validate(model):
         model = load_model(model)
     tensors = None  # read only for a model that has trt_scatter nodes
     version = opset_version(model, ops.DOMAIN)
-    for index, node in enumerate(_nodes(model.graph)):
+    for index, node in enumerate(all_nodes(model.graph)):
         if ops.is_trt_scatter(node):
             tensors = tensors or ModelTensors(model)
             _Node(node, index, tensors).check(version)
@@ -97,10 +97,12 @@ class ValidateTrtScatter(BaseLoader):
         return model
 
 
-def load_model(path):
-    """Reads an ONNX model without its external data, refusing by name what is not one (missing, a
-    folder, empty, a TensorRT engine, other bytes). Tensors kept in external files (weights, by
-    size) have no value here: validation treats them as values it does not know."""
+def load_model(path, external_data=False):
+    """Reads an ONNX model, refusing by name what is not one (missing, a folder, empty, a TensorRT
+    engine, other bytes). Of the tensors kept in external files it reads only the integer ones
+    (:func:`_read_index_constants`); the others (weights) have no value here, and validation
+    treats them as values it does not know. ``external_data``: all of them read
+    (:func:`read_external_data`), for running the model."""
     import onnx
     from google.protobuf.message import DecodeError
 
@@ -117,20 +119,100 @@ def load_model(path):
     if head in ENGINE_MAGICS:
         raise ModelError(f"{path!r} is a serialized TensorRT engine, not an ONNX model")
     try:
-        model = onnx.load(path, load_external_data=False)  # weights are never index constants; GBs of them need not load
+        model = onnx.load(path, load_external_data=False)  # GBs of weights need not load
     except (DecodeError, ValueError, RuntimeError, OSError) as err:
         raise ModelError(f"{path!r} is not an ONNX model ({first_line(err)})") from None
     if not model.HasField("graph") or not model.ir_version:
         raise ModelError(f"{path!r} is not an ONNX model (no graph or IR version)")
+    _check_external_files(model, path)
+    _read_index_constants(model, os.path.dirname(os.path.abspath(path)))
+    if external_data:
+        read_external_data(model, path)
     return model
 
 
-def _nodes(graph):
+def external_tensors(model):
+    """The tensors ``model`` keeps in external files (initializers and ``Constant`` values, subgraphs included)."""
+    from onnx.external_data_helper import uses_external_data
+
+    return [tensor for _, tensor in _constant_tensors(model.graph) if uses_external_data(tensor)]
+
+
+def read_external_data(model, path):
+    """Reads into ``model`` the external data of its tensors from the folder of ``path`` (the model's
+    file), wherever the process runs from; a ModelError naming the file if one cannot be read."""
+    from onnx import TensorProto
+    from onnx.external_data_helper import load_external_data_for_tensor
+
+    folder = os.path.dirname(os.path.abspath(path))
+    for tensor in external_tensors(model):
+        try:
+            load_external_data_for_tensor(tensor, folder)
+        except Exception as err:  # onnx raises ValidationError, OSError... for a missing or short file
+            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ModelError(f"cannot read the external data of {os.fspath(path)!r}: {reason}") from None
+        tensor.data_location = TensorProto.DEFAULT
+        del tensor.external_data[:]
+
+
+def _check_external_files(model, path):
+    """Every file that holds a tensor of the model is beside it and long enough (TensorRT's parser
+    would fail on it with its own words, as if the model were wrong)."""
+    from onnx.external_data_helper import ExternalDataInfo
+
+    folder = os.path.dirname(os.path.abspath(path))
+    for name, tensor in _constant_tensors(model.graph):
+        if tensor.data_location != tensor.EXTERNAL:
+            continue
+        info = ExternalDataInfo(tensor)
+        file = os.path.join(folder, info.location)
+        if not os.path.isfile(file):
+            raise ModelError(f"{os.fspath(path)!r} keeps tensor {name!r} in {info.location!r}, which is not in {folder!r}")
+        size, offset = os.path.getsize(file), info.offset or 0
+        if info.length and size < offset + info.length:
+            raise ModelError(f"{os.fspath(path)!r} keeps tensor {name!r} in {info.location!r}, which holds {size} bytes, not the {info.length} from offset {offset}")
+
+
+def _read_index_constants(model, folder):
+    """Reads, from ``folder`` (the model's own), the external data of the model's int32/int64
+    tensors and keeps them in the model: ``onnx.save(..., save_as_external_data=True)`` moves
+    every tensor over 1 KiB out (128 int64 indices), and a constant index out of range must be
+    refused wherever trt-scatter runs from; shapes computed from integer constants (a Reshape's
+    target) are known then too. Weights (floats) stay where they are. A file that is not there
+    leaves the tensor's value unknown."""
+    from onnx import TensorProto
+    from onnx.external_data_helper import load_external_data_for_tensor, uses_external_data
+
+    for _, tensor in _constant_tensors(model.graph):
+        if uses_external_data(tensor) and tensor.data_type in (TensorProto.INT32, TensorProto.INT64):
+            try:
+                load_external_data_for_tensor(tensor, folder)
+            except Exception:  # onnx raises ValidationError, OSError... for a file that is missing or too short
+                continue
+            tensor.data_location = TensorProto.DEFAULT
+            del tensor.external_data[:]
+
+
+def _constant_tensors(graph):
+    """``(tensor name, TensorProto)`` of the initializers and ``Constant`` values of ``graph`` and its subgraphs."""
+    for init in graph.initializer:
+        yield init.name, init
+    for node in graph.node:
+        if node.op_type == "Constant" and node.output:
+            for attribute in node.attribute:
+                if attribute.name == "value":
+                    yield node.output[0], attribute.t
+        for attribute in node.attribute:
+            for subgraph in list(attribute.graphs) + ([attribute.g] if attribute.HasField("g") else []):
+                yield from _constant_tensors(subgraph)
+
+
+def all_nodes(graph):
     """The nodes of ``graph`` and of its subgraphs (If/Loop/Scan bodies), in order."""
     for node in graph.node:
         yield node
         for subgraph in subgraphs(node):
-            yield from _nodes(subgraph)
+            yield from all_nodes(subgraph)
 
 
 class _Node:

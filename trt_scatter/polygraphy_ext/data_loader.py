@@ -22,7 +22,9 @@ not match its updates. :class:`ScatterDataLoader` reads the model instead:
    a scatter op's index input through other ops (a write position ``pos`` with ``stop = pos + T``
    computed by an Add) gets random values tried until the whole-model reference
    (:class:`trt_scatter.reference.Reference`, i.e. the oracle's own rules) accepts them with
-   distinct targets.
+   distinct targets. An input that several scatter nodes take (K and V caches written at the
+   same positions) is drawn for the node whose indices address the fewest elements, and drawn
+   again until the reference accepts it for all of them.
 
 Use it from Python as an iterable of feed dicts (like polygraphy's ``DataLoader``), from
 ``polygraphy run`` with ``--trt-scatter-inputs``, or as polygraphy documents data-loader scripts:
@@ -108,7 +110,7 @@ def load_data():
 def _load(model):
     from trt_scatter.passes.validate import load_model
 
-    return load_model(model) if isinstance(model, (str, os.PathLike)) else model
+    return load_model(model, external_data=True) if isinstance(model, (str, os.PathLike)) else model  # weights: the reference may run it
 
 
 def _as_shape_dict(input_shapes):
@@ -171,8 +173,12 @@ class _Plan:
             if _op_key(node) in _SCATTER_OPS
         ]
         self.generators = {}  # graph input -> callable(rng) -> array
+        self.drawn_for = {}  # graph input -> the node its generator serves
+        self.shared = {}  # generated input -> (another node that takes it, its input there)
         self.shapes, self.concrete = _Shapes(self, rng).solve()
-        for node in self.nodes:
+        # An input that several nodes take is drawn for the first planned: the one whose indices
+        # address the fewest elements, so that the values fit the others too, or mostly (see _search).
+        for node in sorted(self.nodes, key=self._addressed):
             try:
                 _PLANNERS[node.op](self, node, rng)
             except ScatterInputError as err:
@@ -194,10 +200,35 @@ class _Plan:
     def constant(self, node, name):
         return self.tensors.constant(node.inputs[name]) if name in node.inputs else None
 
+    def _addressed(self, node):
+        """How many elements (rows, slices) ``node``'s index input can address (inf where not known)."""
+        data = self.concrete.get(node.inputs["data"])
+        if not data:
+            return math.inf
+        if node.op == "scatter_nd":
+            indices = self.concrete.get(node.inputs.get("indices"))
+            return math.prod(data[: indices[-1]]) if indices and indices[-1] <= len(data) else math.inf
+        if node.op == "scatter_update":
+            axis = self.constant(node, "axis")
+            return data[axis_value(axis) % len(data)] if axis is not None and -len(data) <= axis_value(axis) < len(data) else math.inf
+        if node.op == "scatter_elements":
+            return data[node.axis % len(data)] if -len(data) <= node.axis < len(data) else math.inf
+        return min(data)
+
+    def generate(self, name, node, generator):
+        """Graph input ``name`` gets its values from ``generator(rng)``, drawn for ``node``."""
+        self.generators[name] = generator
+        self.drawn_for[name] = node
+
     def fed(self, node, name):
-        """The graph input behind ``node``'s input ``name`` (through Cast/Identity), if the loader generates it."""
+        """The graph input behind ``node``'s input ``name`` (through Cast/Identity), if the loader generates
+        it for this node; one already generated for another node is drawn for that one and kept for
+        ``node`` only where it fits it too (``shared``, see :meth:`_search`)."""
         origin = node.origin.get(name)
-        return origin if origin in self.inputs and origin not in self.generators else None
+        if origin in self.generators and self.drawn_for.get(origin) is not node:
+            self.shared.setdefault(origin, (node, name))
+            return None
+        return origin if origin in self.inputs else None
 
     def shape(self, node, name):
         return self.concrete.get(node.inputs[name]) if name in node.inputs else None
@@ -208,12 +239,13 @@ class _Plan:
             generate = self.generators.get(name)
             value = generate(rng) if generate else _random_values(rng, self.shapes[name], dtype)
             feed[name] = np.asarray(value).astype(dtype, copy=False)
-        if self.searched:
+        if self.searched or self.shared:
             self._search(feed, rng)
         return feed
 
     def _search(self, feed, rng):
-        """Random values for the inputs in ``self.searched`` until the reference accepts the feed with distinct targets."""
+        """Values for the inputs in ``self.searched`` (random) and ``self.shared`` (drawn again by their
+        generators) until the reference accepts the feed with distinct targets."""
         from trt_scatter.reference import Reference
 
         if self._reference is None:
@@ -225,6 +257,9 @@ class _Plan:
             for name in self.searched:
                 dtype = self.inputs[name][0]
                 feed[name] = rng.integers(-bound - 1, bound + 1, size=self.shapes[name]).astype(dtype)
+            draw = np.random.default_rng(rng.integers(2**63))  # one per try: start/stop/step are drawn together per rng
+            for name in self.shared:
+                feed[name] = np.asarray(self.generators[name](draw)).astype(self.inputs[name][0], copy=False)
             try:
                 values = dict(zip(names, self._reference.evaluator.run(names, dict(feed))))
                 if all(_distinct_targets(node, values) for node in self.nodes):
@@ -232,6 +267,9 @@ class _Plan:
                 last = "two writes to one element"
             except Exception as err:  # the oracle's rules (ScatterInputError) or another op's
                 last = first_line(err)
+        if self.shared:
+            name, (node, key) = next(iter(self.shared.items()))
+            raise node.error(f"input {name!r} is drawn for {self.drawn_for[name].label} too, and none of {TRIES} draws fit both (last: {last}); give valid inputs instead (--load-inputs)")
         name, (node, key) = next(iter(self.searched.items()))
         raise node.error(f"input {name!r} gives '{key}', and none of {TRIES} random values of it gave valid inputs (last: {last}); give valid inputs instead (--load-inputs)")
 
@@ -493,7 +531,7 @@ def _plan_scatter_elements(plan, node, rng):
         order = permutation[(shifts + np.arange(shape[axis])) % max(size, 1)]
         return _some_negative(rng, np.moveaxis(order.reshape(moved), -1, axis), size)
 
-    plan.generators[name] = generate
+    plan.generate(name, node, generate)
 
 
 def _plan_scatter_nd(plan, node, rng):
@@ -512,7 +550,7 @@ def _plan_scatter_nd(plan, node, rng):
         coordinates = np.stack(np.unravel_index(flat, data[:k]), axis=-1) if k else np.zeros((rows, 0), np.int64)
         return _some_negative(rng, coordinates.reshape(shape), np.array(data[:k], np.int64))
 
-    plan.generators[name] = generate
+    plan.generate(name, node, generate)
 
 
 def _plan_scatter_update(plan, node, rng):
@@ -525,7 +563,7 @@ def _plan_scatter_update(plan, node, rng):
     size, count = data[axis], math.prod(indices)
     if count > size:
         raise ScatterInputError(node.op, "indices", f"must have at most {size} elements for distinct indices", f"shape {indices}")
-    plan.generators[name] = lambda rng, shape=indices: rng.choice(size, size=count, replace=False).reshape(shape)
+    plan.generate(name, node, lambda rng, shape=indices: rng.choice(size, size=count, replace=False).reshape(shape))
 
 
 def _plan_slice_scatter(plan, node, rng):
@@ -538,7 +576,7 @@ def _plan_slice_scatter(plan, node, rng):
     known = {k: rules.as_int_vector(node.op, k, v) if v is not None else len(node.axes) for k, v in constants.items()}
     check_slice_scatter_static(data, updates, **known, **({"axes": node.axes} if "axes" in node.inputs else {}))
     if fed["axes"]:
-        plan.generators[fed["axes"]] = lambda rng, axes=node.axes: np.array(axes)
+        plan.generate(fed["axes"], node, lambda rng, axes=node.axes: np.array(axes))
     if all(v is not None for v in constants.values()) or any(constants[k] is None and fed[k] is None for k in keys):
         return  # nothing to draw; or computed from other tensors: searched (see _searched_inputs)
     choices = []  # per sliced axis, the (start, stop, step) that take updates' length
@@ -564,7 +602,7 @@ def _plan_slice_scatter(plan, node, rng):
 
     for key in keys:
         if fed[key] is not None:
-            plan.generators[fed[key]] = generator(key)
+            plan.generate(fed[key], node, generator(key))
 
 
 _PLANNERS = {

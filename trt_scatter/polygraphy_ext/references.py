@@ -25,14 +25,29 @@ from collections import OrderedDict
 from polygraphy import util
 from polygraphy.backend.base import BaseRunner
 from polygraphy.backend.pluginref.references import register
+from polygraphy.exception import PolygraphyException
+from polygraphy.logger import G_LOGGER
 
 from trt_scatter import oracle
 from trt_scatter.ops import OPS
 from trt_scatter.oracle.rules import ScatterInputError
 from trt_scatter.reference import run_trt_scatter
 
+class ReferenceInputError(ScatterInputError, PolygraphyException):
+    """The oracle's :class:`~trt_scatter.oracle.ScatterInputError` for inputs the reference refuses,
+    also a ``PolygraphyException`` (a user's error to polygraphy's tools)."""
+
+    def __init__(self, err):
+        super().__init__(err.op, err.input_name, err.rule, err.value)
+        self.args = err.args  # its message as it was (led by the node's name)
+
+
 class ReferenceRunner(BaseRunner):
     """Runs a whole ONNX model with :class:`trt_scatter.reference.Reference`.
+
+    Inputs that break a scatter op's rule end the inference with a :class:`ReferenceInputError`:
+    the oracle's ScatterInputError, logged and raised as polygraphy's runners do (a
+    ``PolygraphyException``, which ``polygraphy run`` reports in one line, without a traceback).
 
     Args:
         model: an ``onnx.ModelProto``, a path, or a callable returning either (e.g. ``OnnxFromPath``).
@@ -63,7 +78,11 @@ class ReferenceRunner(BaseRunner):
     def infer_impl(self, feed_dict):
         feeds = {name: util.array.to_numpy(value) for name, value in feed_dict.items()}
         start = time.time()
-        outputs = self.reference.run(feeds)
+        try:
+            outputs = self.reference.run(feeds)
+        except ScatterInputError as err:  # inputs the spec forbids: polygraphy's one line, not a traceback
+            G_LOGGER.log(str(err), G_LOGGER.CRITICAL)
+            raise ReferenceInputError(err) from None
         self.inference_time = time.time() - start
         return OrderedDict(outputs)
 

@@ -77,6 +77,8 @@ class TrtScatterArgs(BaseArgs):
         if PluginRefRunnerArgs in self.arg_groups:
             self.arg_groups[PluginRefRunnerArgs].add_to_script_impl = self._add_reference_runner
         if OnnxrtSessionArgs in self.arg_groups and _has_trt_scatter_nodes(self._onnx_model()):
+            if "onnxrt" in (args_util.get(args, "runners") or []):
+                self._check_lowering()
             _before_add_to_script(self.arg_groups[OnnxrtSessionArgs], self._lowered_model)
         if self.register_plugins:
             self._validate_model()
@@ -99,6 +101,17 @@ class TrtScatterArgs(BaseArgs):
         model = self.arg_groups[OnnxLoadArgs].add_to_script(script)
         lowered = script.add_loader(make_invocable("LowerTrtScatter", model), "lower_trt_scatter")
         return script.add_loader(make_invocable("BytesFromOnnx", lowered), "serialize_lowered")
+
+    def _check_lowering(self):
+        """Lowers the model now, so that one the lowering refuses (a mistake, run-time axes) fails before
+        anything runs, in one line, not in a traceback from the session's loader."""
+        from trt_scatter.passes.lower import lower
+        from trt_scatter.passes.validate import ModelError
+
+        try:
+            lower(self._onnx_model())
+        except ModelError as err:
+            G_LOGGER.critical(f"--onnxrt: {err}")
 
     def _onnx_model(self):
         model_args = self.arg_groups[ModelArgs] if ModelArgs in self.arg_groups else None
@@ -160,13 +173,12 @@ class TrtScatterArgs(BaseArgs):
         options = dict(seed=loader_args.seed if loader_args.seed is not None else 1, input_shapes=shapes, iterations=loader_args.iterations or 1)
         data_loader.RUN_ARGS.update(model=model_args.path, **options)
         if not self.generate_inputs:
+            if _is_this_data_loader(loader_args.data_loader_script):
+                self._plan_inputs("--data-loader-script", model_args.path, options)
             return
         if loader_args.load_inputs_paths or loader_args.data_loader_script:
             G_LOGGER.critical("--trt-scatter-inputs cannot be combined with --load-inputs or --data-loader-script")
-        try:  # plan now, so a model the loader cannot serve fails before anything runs
-            generated = data_loader.ScatterDataLoader(model_args.path, **options).shapes()
-        except ValueError as err:  # ScatterInputError and ModelError included
-            G_LOGGER.critical(f"--trt-scatter-inputs: {err}")
+        generated = self._plan_inputs("--trt-scatter-inputs", model_args.path, options)
 
         def add_loader(script, user_input_metadata_str=None):  # in place of polygraphy's random DataLoader
             script.add_import(imports=["ScatterDataLoader"], frm="trt_scatter.polygraphy_ext")
@@ -176,6 +188,26 @@ class TrtScatterArgs(BaseArgs):
         loader_args.data_loader_script = data_loader.__file__  # what polygraphy asks to know it is not random data
         if TrtConfigArgs in self.arg_groups and not self.arg_groups[TrtConfigArgs].profile_dicts:
             _profile_for(generated, self.arg_groups[TrtConfigArgs])
+
+
+    @staticmethod
+    def _plan_inputs(option, model, options):
+        """The shapes of the inputs the data loader generates, planned now, so that a model it cannot
+        serve fails before anything runs, in one line; returns them."""
+        try:
+            return data_loader.ScatterDataLoader(model, **options).shapes()
+        except ValueError as err:  # ScatterInputError and ModelError included
+            G_LOGGER.critical(f"{option}: {err}")
+
+
+def _is_this_data_loader(script):
+    """Whether ``script`` (``--data-loader-script``'s file) is :mod:`.data_loader` of this package."""
+    import os
+
+    try:
+        return bool(script) and os.path.samefile(script, data_loader.__file__)
+    except OSError:  # polygraphy names a file that is not there
+        return False
 
 
 def _profile_for(shapes, config_args):
