@@ -355,14 +355,3 @@ def test_a_plugin_node_in_a_subgraph_registers_the_plugins_and_names_what_cannot
         assert result.stderr == ("trt-scatter check: error: cannot lower the model for onnxruntime: SliceScatter node 'inner': lies in a "
                                  "subgraph of If node 'branch'; lower replaces nodes of the main graph only\n")
 
-
-def test_the_engine_profile_covers_the_shapes_of_every_loaded_iteration():
-    """Loaded inputs may change shape from one iteration to the next: the profile spans them all (it took the first's)."""
-    import onnx_fixtures as fixtures
-    from trt_scatter.cli.check import _profile
-
-    model = fixtures.scatter_elements_model(["N", 5], ["N", 3], axis=1)
-    feeds = [{"data": np.zeros((n, 5), np.float32), "indices": np.zeros((n, 3), np.int64), "updates": np.zeros((n, 3), np.float32)} for n in (3, 1, 6)]
-    profile = _profile(model, feeds)
-    assert (tuple(profile["data"].min), tuple(profile["data"].opt), tuple(profile["data"].max)) == ((1, 5), (3, 5), (6, 5))
-    assert tuple(profile["indices"].max) == (6, 3) and tuple(profile["updates"].min) == (1, 3)
