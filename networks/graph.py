@@ -248,14 +248,18 @@ class _Composites:
         return self._shapes[key]
 
     def strides(self, tensor):
-        """The C-order strides of ``tensor`` (in elements) as a 1-D int64 tensor of its rank."""
+        """The C-order strides of ``tensor`` (in elements), one dimension (int or 1-element tensor) per axis."""
         dims = [self.dim(tensor, axis) for axis in range(len(self.shape_of(tensor)))]
         strides = [1]
         for dim in reversed(dims[1:]):
             strides.insert(0, self.product([strides[0], dim]))
-        if not any(is_tensor(stride) for stride in strides):
-            return self.constant(_as_int64(strides))
-        return self.concat([self.as_tensor(stride) for stride in strides])
+        return strides
+
+    def vector(self, dims):
+        """Dimensions as one 1-D int64 tensor: a constant where all are ints, else a concat."""
+        if not any(is_tensor(dim) for dim in dims):
+            return self.constant(_as_int64(dims))
+        return self.concat([self.as_tensor(dim) for dim in dims])
 
     def axes_in_range(self, axes, rank):
         """Run-time ``axes`` (any integer type, 0-D or 1-D) as a 1-D int64 tensor of axes in [0, rank-1].

@@ -226,15 +226,16 @@ def _lower_runtime_axes(graph, data, updates, start, step, axes):
        ``sum_d (first_d + i_d * step_d) * s_d`` (data's strides ``s``). With ``q_d = e div u_d``,
        ``i_d = q_d - n_d * q_{d-1}`` (``n``: updates' shape), so the destination is
        ``base + sum_d q_d * c_d`` with ``base = sum_d first_d * s_d``, ``w_d = step_d * s_d`` and
-       ``c_d = w_d - n_{d+1} * w_{d+1}``: one division, one product and one reduction over an
-       (N, r) tensor, whatever the rank.
+       ``c_d = w_d - n_{d+1} * w_{d+1}``: per axis, one division, one product and one sum of
+       N-element int64 tensors (all element-wise, so TensorRT can fuse them; no intermediate is
+       larger than the destinations themselves).
 
     Repeated or out-of-range axes (the spec forbids them; a constant ``axes`` is refused, a run-time
     one cannot be) and slices whose length differs from updates' give an unspecified result, never
     a write outside the output: destinations are clamped into data.
     """
     rank = len(graph.shape_of(data))
-    dims, strides = graph.shape_vector(data), graph.strides(data)
+    dims, strides = graph.shape_vector(data), graph.vector(graph.strides(data))
     first, steps = graph.constant(np.zeros(rank, INT64)), graph.constant(np.ones(rank, INT64))
     if graph.shape_of(axes)[0] != 0:  # no axis: nothing sliced, updates replace data
         rows = graph.reshape(graph.axes_in_range(axes, rank), (-1, 1))
@@ -243,16 +244,17 @@ def _lower_runtime_axes(graph, data, updates, start, step, axes):
         bound = graph.binary("max", dims, graph.as_tensor(1))
         steps = graph.binary("min", graph.binary("max", steps, graph.binary("sub", graph.as_tensor(0), bound)), bound)
     first = _clamped(graph, first, dims, steps)
-    base = graph.reshape(graph.reduce("sum", graph.binary("mul", first, strides)), (1, 1))
     weights = graph.binary("mul", steps, strides)
     coefficients = weights
     if rank > 1:
         following = graph.binary("mul", graph.gather(graph.shape_vector(updates), list(range(1, rank))), graph.gather(weights, list(range(1, rank))))
         coefficients = graph.binary("sub", weights, graph.concat([following, graph.constant(np.zeros(1, INT64))]))
-    elements = graph.reshape(graph.arange(graph.as_tensor(graph.volume(updates))), (-1, 1))
-    divisors = graph.binary("max", graph.reshape(graph.strides(updates), (1, rank)), graph.constant(np.ones((1, 1), INT64)))  # 0 only if updates is empty
-    quotients = graph.binary("div", elements, divisors)
-    destinations = graph.binary("add", graph.reduce("sum", graph.binary("mul", quotients, graph.reshape(coefficients, (1, rank))), axis=1), base)
+    elements = graph.arange(graph.as_tensor(graph.volume(updates)))
+    destinations = graph.reduce("sum", graph.binary("mul", first, strides))  # base
+    for axis, stride in enumerate(graph.strides(updates)):
+        quotients = elements if axis == rank - 1 else graph.binary("div", elements, graph.as_tensor(_arith(graph, "max", stride, 1)))  # stride 0: no element
+        destinations = graph.binary("add", graph.binary("mul", quotients, graph.gather(coefficients, [axis])), destinations)
+    destinations = graph.reshape(destinations, (-1, 1))
     return graph.scatter_flat(OP, "updates", data, destinations, updates)
 
 

@@ -128,15 +128,16 @@ def _kv_with(edit):
     return model
 
 
-RUNTIME_AXES_CASES = [
-    mixed_models.BUILDERS[name](index_dtype=index_dtype, runtime=runtime, dynamic=dynamic, axes_from=axes_from)
+RUNTIME_AXES_CASES = {
+    f"{name}-axes-{axes_from}-{np.dtype(index_dtype).name}-{'runtime' if runtime else 'constant'}-{'dynamic' if dynamic else 'static'}":
+        mixed_models.BUILDERS[name](index_dtype=index_dtype, runtime=runtime, dynamic=dynamic, axes_from=axes_from)
     for name in ("kv_cache", "conv_update")
     for axes_from in ("input", "computed")
     for index_dtype, runtime, dynamic in ((np.int32, True, True), (np.int64, False, False), (np.int64, True, True))
-]
+} | {"conv_update-0d-axis-input": mixed_models.conv_update(index_dtype=np.int32, axes_from="input", axis_shape=())}  # fmt: skip
 
 
-@pytest.mark.parametrize("case", RUNTIME_AXES_CASES, ids=lambda c: "-".join(i.name for i in c.model.graph.input))
+@pytest.mark.parametrize("case", RUNTIME_AXES_CASES.values(), ids=RUNTIME_AXES_CASES.keys())
 def test_runtime_axes_are_lowered_and_equal_the_reference(case):
     """SliceScatter's axes / ScatterUpdate's axis from a graph input or computed by nodes: the element-wise lowering."""
     lowered = lower(case.model)
@@ -218,6 +219,13 @@ def test_the_command_line(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"lowered 1 trt_scatter node(s) (SliceScatter) of {path}: {out}")
     check_lowered(case, onnx.load(str(out)), seeds=[0])
+
+    for axes_from in ("input", "computed"):  # which axis is written: known at run time only
+        case = mixed_models.kv_cache(runtime=True, dynamic=True, axes_from=axes_from)
+        path = fx.save(case.model, tmp_path / f"kv_{axes_from}.onnx")
+        result = fx.run_tool("trt-scatter", ["lower", path, out])
+        assert result.returncode == 0 and result.stdout.startswith(f"lowered 1 trt_scatter node(s) (SliceScatter) of {path}: {out}"), result.stderr
+        check_lowered(case, onnx.load(str(out)), seeds=[0, 1])
 
     bad = fx.save(_kv_with(lambda m: m.graph.node[4].input.__setitem__(1, "nowhere")), tmp_path / "bad.onnx")
     refused = fx.run_tool("trt-scatter", ["lower", bad, tmp_path / "x.onnx"])
