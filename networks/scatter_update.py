@@ -13,6 +13,11 @@ Index values: the spec allows [0, s-1] only and the oracle raises on others; no 
 can raise at run time, so the lowering clamps indices to [0, s-1] (two fused elementwise
 layers): a forbidden index writes to a valid row, never outside the output, and its result is
 unspecified (the plugin instead skips such indices and counts them).
+
+A run-time ``axis`` (a tensor) decides which dimension is indexed, hence the row length, which no
+shape may take from a value: :func:`_lower_runtime_axis` then gives every element of ``updates``
+its own flat destination in data (8 index bytes per updated element). It is used only for a
+run-time ``axis``; a constant one keeps the row lowering.
 """
 
 import numpy as np
@@ -29,7 +34,8 @@ def add_scatter_update(network, data, indices, updates, axis, impl="native"):
     """Adds ScatterUpdate(data, indices, updates, axis) to ``network``; returns the output ITensor.
 
     ``indices`` is an ITensor (values known at run time). ``axis`` is a constant (an int, or a
-    0-D/1-element integer array), or for ``impl="plugin"`` also a 1-element int32/int64 ITensor.
+    0-D/1-element integer array) or a 0-D/1-element int32/int64 ITensor (its value known at run
+    time only: the native lowering then writes element by element, see :func:`_lower_runtime_axis`).
     ``impl="plugin"`` adds the ScatterUpdate plugin (needs full TensorRT's ``add_plugin_v3``) with
     a constant ``axis`` as a 1-element constant input (an array's int32/int64 type is kept; an int
     becomes int64).
@@ -106,10 +112,10 @@ def _lower_runtime_axis(graph, data, indices, updates, axis):
     if not (isinstance(count, int) and count > 0):  # a valid updates is empty then; any other reads a 0, never past the end
         flat = graph.concat([flat, graph.constant(np.zeros(1, INT64))])
         count = graph.binary("max", graph.as_tensor(count), one)
-    elements = graph.arange(graph.as_tensor(graph.volume(updates)))
-    rows = graph.binary("div", elements, graph.binary("max", inner, one))
-    outer = graph.binary("div", rows, graph.as_tensor(count))
-    chosen = graph.gather(flat, graph.binary("sub", rows, graph.binary("mul", outer, graph.as_tensor(count))))
+    elements = graph.arange(graph.as_tensor(graph.volume(updates)))  # e
+    rows = graph.binary("div", elements, graph.binary("max", inner, one))  # t (inner is 0 only for an empty updates)
+    blocks = graph.binary("div", rows, graph.as_tensor(count))  # o
+    chosen = graph.gather(flat, graph.binary("sub", rows, graph.binary("mul", blocks, graph.as_tensor(count))))  # indices[j]
     shift = graph.binary("mul", graph.binary("sub", chosen, rows), inner)
-    destinations = graph.binary("add", graph.binary("add", elements, shift), graph.binary("mul", outer, graph.binary("mul", size, inner)))
+    destinations = graph.binary("add", graph.binary("add", elements, shift), graph.binary("mul", blocks, graph.binary("mul", size, inner)))
     return graph.scatter_flat(OP, "indices", data, graph.reshape(destinations, (-1, 1)), updates)

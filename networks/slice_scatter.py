@@ -23,7 +23,12 @@ never depend on tensor values, so the values may come from any layer. The spec m
 equal; for values whose slice has another length (which the oracle rejects, but no layer can
 reject at run time) the coordinates are clamped into the dimension, so the engine never writes
 outside its output, and the result is unspecified (the plugin writes nothing and counts it).
-``axes`` must be a constant: it decides which axes are sliced, i.e. the lowered graph itself.
+
+Run-time ``axes`` (a tensor) decide which axes are sliced, so no row of data can be formed when
+the network is built: :func:`_lower_runtime_axes` then gives every element of ``updates`` its own
+flat destination in data (8 index bytes per updated element, against ``8 / prod(data.shape[k:])``
+above), with the same clamping and the same slice lengths (updates'). It is used only for a
+run-time ``axes``; constant axes keep the row lowering.
 
 The updates' shape is checked at build time where it is known (the oracle's rule); at run time
 TensorRT rejects updates whose shape differs from the computed slice for constant start/stop/step,
@@ -44,7 +49,8 @@ def add_slice_scatter(network, data, updates, start, stop, step, axes=None, impl
     """Adds SliceScatter(data, updates, start, stop, step[, axes]) to ``network``; returns the output ITensor.
 
     ``start``/``stop``/``step``/``axes`` are 1-D integer constants (lists or arrays) or 1-D int32/int64
-    ITensors (values known at run time only; ``impl="native"`` needs ``axes`` constant).
+    ITensors (values known at run time only; a run-time ``axes`` costs the native lowering one
+    int64 destination per updated element, see :func:`_lower_runtime_axes`).
     ``impl="plugin"`` adds the SliceScatter plugin (needs full TensorRT's ``add_plugin_v3``):
     ITensors are its inputs as they are, constants keep the arrays' int32/int64 type (lists become int64).
     """
