@@ -59,7 +59,7 @@ def add_slice_scatter(network, data, updates, start, stop, step, axes=None, impl
     if impl == "native":
         return lower_slice_scatter(graph, data, updates, start, stop, step, axes)
     if impl == "plugin":
-        checked = check(graph, data, updates, start, stop, step, axes, lowering=False)[:3]
+        checked = check(graph, data, updates, start, stop, step, axes)[:3]
         params = [start, stop, step] + ([] if axes is None else [axes])
         values = list(checked) + ([] if axes is None else [axes if is_tensor(axes) else rules.as_int_vector(OP, "axes", axes)])
         from trt_scatter.plugins import add_plugin_layer
@@ -78,13 +78,13 @@ def index_constant(original, values):
     return np.array([min(max(v, bounds.min), bounds.max) for v in values], dtype=dtype if dtype in (np.int32, np.int64) else INT64)
 
 
-def check(graph, data, updates, start, stop, step, axes=None, lowering=True):
+def check(graph, data, updates, start, stop, step, axes=None):
     """The oracle's rules on what is known at build time.
 
     Returns start, stop, step (each an int list, or the tensor itself where its values are known
-    at run time only) and axes (in [0, r-1], or the tensor itself for run-time ``axes``).
-    ``lowering``: also refuse, for run-time axes, non-empty updates where a static dimension of data
-    is 0 (any axis may be sliced, and no element of such data can be written).
+    at run time only) and axes (in [0, r-1], or the tensor itself for run-time ``axes``, for which
+    non-empty updates are refused where a static dimension of data is 0: whichever axes are sliced,
+    updates are then empty).
     """
     rules.check_data_type(OP, "data", graph.dtype_of(data))
     rules.check_same_type(OP, "updates", graph.dtype_of(updates), graph.dtype_of(data))
@@ -103,8 +103,7 @@ def check(graph, data, updates, start, stop, step, axes=None, lowering=True):
     check_slice_scatter_static(data_shape, updates_shape, **known)
     start, stop, step, axes = (params[name] for name in ("start", "stop", "step", "axes"))
     if is_tensor(axes):
-        if lowering:
-            rules.check_indices_can_exist(OP, "updates", updates_shape, list(enumerate(data_shape)))
+        rules.check_indices_can_exist(OP, "updates", updates_shape, list(enumerate(data_shape)))
         return start, stop, step, axes
     if axes is None:
         count = max(len(v) if isinstance(v, list) else v for v in known.values())  # equal where known (checked), else -1

@@ -264,6 +264,9 @@ def test_runtime_parameters_of_another_type_shape_or_length_are_refused_by_name(
         add_slice_scatter(network, data, updates, [0], [5], [2], two)  # run-time axes
     with pytest.raises(oracle.ScatterInputError, match=r"'axes' must have an integer element type \(got float32\)"):
         add_slice_scatter(network, data, updates, [0], [5], [2], start)
+    empty = add_input(network, "empty", np.float32, (2, 0))
+    with pytest.raises(oracle.ScatterInputError, match=r"^slice_scatter: 'updates' must be empty: data's dimension 1 has size 0, so no index is in range \(got shape \(2, 3\)\)$"):
+        add_slice_scatter(network, empty, updates, [0], [5], [2], add_input(network, "axes", np.int64, (1,)))  # whichever axis is sliced
     assert network.num_layers == 0
 
 
