@@ -252,7 +252,8 @@ def _lower_runtime_axes(graph, data, updates, start, step, axes):
     weights = graph.binary("mul", steps, strides)
     coefficients = weights
     if rank > 1:
-        following = graph.binary("mul", graph.gather(graph.shape_vector(updates), list(range(1, rank))), graph.gather(weights, list(range(1, rank))))
+        trailing = graph.vector([graph.dim(updates, axis) for axis in range(1, rank)])
+        following = graph.binary("mul", trailing, graph.gather(weights, list(range(1, rank))))
         coefficients = graph.binary("sub", weights, graph.concat([following, graph.constant(np.zeros(1, INT64))]))
     elements = graph.arange(graph.as_tensor(graph.volume(updates)))
     destinations = graph.reduce("sum", graph.binary("mul", first, strides))  # base
