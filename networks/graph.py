@@ -13,7 +13,7 @@ constant       IConstantLayer                   initializer
 shape          IShapeLayer (int64)              Shape
 gather         IGatherLayer (DEFAULT mode)      Gather
 binary         IElementWiseLayer                Add/Sub/Mul/Div/Min/Max/Less
-reduce         IReduceLayer (SUM / PROD)        ReduceSum / ReduceProd
+reduce (all)   IReduceLayer (SUM / PROD)        ReduceSum / ReduceProd
 where          ISelectLayer                     Where
 concat         IConcatenationLayer              Concat
 reshape        IShuffleLayer                    Reshape (allowzero=1)
@@ -89,12 +89,12 @@ class _Composites:
                 return None
         return self.constant(_NUMPY_OPS[op](x, y).astype(bool if op == "less" else x.dtype))
 
-    def _folded_reduce(self, op, tensor, axis):
-        """The constant result of ``reduce(op, tensor, axis)`` when ``tensor`` is a constant, else None."""
+    def _folded_reduce(self, op, tensor):
+        """The constant result of ``reduce(op, tensor)`` when ``tensor`` is a constant, else None."""
         x = self._constant_value(tensor)
         if x is None:
             return None
-        return self.constant(REDUCE_OPS[op][2](x, axis=axis, keepdims=True).astype(x.dtype))
+        return self.constant(REDUCE_OPS[op][2](x, keepdims=True).astype(x.dtype))
 
     def dim(self, tensor, axis):
         """Dimension ``axis`` of ``tensor``: its static size, or a gather from its shape (both cached)."""
@@ -376,12 +376,12 @@ class TensorRTGraph(_Composites):
             return folded
         return self.network.add_elementwise(a, b, getattr(self.trt.ElementWiseOperation, BINARY_OPS[op][0])).get_output(0)
 
-    def reduce(self, op, tensor, axis=None):
-        """``op`` ("sum" or "prod") over ``axis``, or over every axis if None; the reduced axes stay (size 1)."""
-        folded = self._folded_reduce(op, tensor, axis)
+    def reduce(self, op, tensor):
+        """``op`` ("sum" or "prod") over every element; the reduced axes stay (size 1)."""
+        folded = self._folded_reduce(op, tensor)
         if folded is not None:
             return folded
-        axes = (1 << len(self.shape_of(tensor))) - 1 if axis is None else 1 << axis
+        axes = (1 << len(self.shape_of(tensor))) - 1
         return self.network.add_reduce(tensor, getattr(self.trt.ReduceOperation, REDUCE_OPS[op][0]), axes, True).get_output(0)
 
     def where(self, condition, a, b):
@@ -562,18 +562,13 @@ class OnnxGraph(_Composites):
         dtype = np.dtype(bool) if op == "less" else a.dtype
         return self.node(BINARY_OPS[op][1], [a, b], dtype, _broadcast(a.shape, b.shape))
 
-    def reduce(self, op, value, axis=None):
-        """``op`` over ``axis`` or every axis; kept dims. A chosen axis is for "sum" only: ReduceSum takes
-        its axes as an input from opset 13 (the lowerings need 14), ReduceProd only from opset 18."""
-        folded = self._folded_reduce(op, value, axis)
+    def reduce(self, op, value):
+        """``op`` over every element, kept dims. No ``axes``: ReduceProd takes them as an attribute
+        before opset 18 and as an input from it, and the lowered node must suit the model's opset."""
+        folded = self._folded_reduce(op, value)
         if folded is not None:
             return folded
-        if axis is None:
-            return self.node(REDUCE_OPS[op][1], [value], value.dtype, (1,) * len(value.shape), keepdims=1)
-        if op != "sum":
-            raise ValueError(f"OnnxGraph.reduce: only 'sum' reduces a chosen axis (got {op!r})")
-        shape = value.shape[:axis] + (1,) + value.shape[axis + 1 :]
-        return self.node("ReduceSum", [value, self.constant(_as_int64([axis]))], value.dtype, shape, keepdims=1)
+        return self.node(REDUCE_OPS[op][1], [value], value.dtype, (1,) * len(value.shape), keepdims=1)
 
     def where(self, condition, a, b):
         return self.node("Where", [condition, a, b], a.dtype, _broadcast(condition.shape, _broadcast(a.shape, b.shape)))
