@@ -38,15 +38,17 @@ def _model(nodes, inputs, outputs, initializers):
     return model
 
 
-def kv_cache(B, H, S, D, T, runtime=True, dtype=np.float16):
-    """cache[B,H,S,D] with k[B,H,T,D] written at pos on axis 2 (stop = pos + T)."""
+def kv_cache(B, H, S, D, T, runtime=True, dtype=np.float16, runtime_axes=False):
+    """cache[B,H,S,D] with k[B,H,T,D] written at pos on axis 2 (stop = pos + T); ``runtime_axes``: the axis a graph input."""
     elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
     nodes = [
         helper.make_node("Add", ["pos", "T"], ["end"], name="end"),
         helper.make_node("SliceScatter", ["cache", "k", "pos", "end", "one", "axes"], ["new_cache"], name="write_kv", domain=DOMAIN, inplace=0),
     ]
     inputs = [helper.make_tensor_value_info("cache", elem, [B, H, S, D]), helper.make_tensor_value_info("k", elem, [B, H, T, D])]
-    inits = [numpy_helper.from_array(np.array([v], np.int64), n) for n, v in (("T", T), ("one", 1), ("axes", 2))]
+    inits = [numpy_helper.from_array(np.array([v], np.int64), n) for n, v in (("T", T), ("one", 1)) + ((("axes", 2),) if not runtime_axes else ())]
+    if runtime_axes:
+        inputs.append(helper.make_tensor_value_info("axes", TensorProto.INT64, [1]))
     if runtime:
         inputs.append(helper.make_tensor_value_info("pos", TensorProto.INT64, [1]))
     else:
@@ -56,20 +58,27 @@ def kv_cache(B, H, S, D, T, runtime=True, dtype=np.float16):
     feeds = {"cache": rng.standard_normal((B, H, S, D)).astype(dtype), "k": rng.standard_normal((B, H, T, D)).astype(dtype)}
     if runtime:
         feeds["pos"] = np.array([S // 2], np.int64)
+    if runtime_axes:
+        feeds["axes"] = np.array([-2], np.int64)
     return model, feeds, B * H * T * D
 
 
-def cache_update(shape, axis, count, dtype=np.float16):
-    """ScatterUpdate of ``count`` run-time indices along ``axis`` of a cache of ``shape``."""
+def cache_update(shape, axis, count, dtype=np.float16, runtime_axis=False):
+    """ScatterUpdate of ``count`` run-time indices along ``axis`` of a cache of ``shape``; ``runtime_axis``: the axis a graph input."""
     elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
     updates = list(shape[:axis]) + [count] + list(shape[axis + 1 :])
     node = helper.make_node("ScatterUpdate", ["cache", "slots", "new", "axis"], ["updated"], name="update_slots", domain=DOMAIN, inplace=0)
     inputs = [helper.make_tensor_value_info("cache", elem, list(shape)), helper.make_tensor_value_info("slots", TensorProto.INT32, [count]),
               helper.make_tensor_value_info("new", elem, updates)]  # fmt: skip
-    model = _model([node], inputs, [helper.make_tensor_value_info("updated", elem, list(shape))], [numpy_helper.from_array(np.array([axis], np.int32), "axis")])
+    inits = [] if runtime_axis else [numpy_helper.from_array(np.array([axis], np.int32), "axis")]
+    if runtime_axis:
+        inputs.append(helper.make_tensor_value_info("axis", TensorProto.INT32, [1]))
+    model = _model([node], inputs, [helper.make_tensor_value_info("updated", elem, list(shape))], inits)
     rng = np.random.default_rng(1)
     feeds = {"cache": rng.standard_normal(shape).astype(dtype), "slots": rng.choice(shape[axis], count, replace=False).astype(np.int32),
              "new": rng.standard_normal(updates).astype(dtype)}  # fmt: skip
+    if runtime_axis:
+        feeds["axis"] = np.array([axis], np.int32)
     return model, feeds, int(np.prod(updates))
 
 
@@ -80,6 +89,10 @@ CASES = [
     ("KV decode, constant pos", "1x32x4096x128", lambda: kv_cache(1, 32, 4096, 128, 1, runtime=False)),
     ("paged cache: 8 blocks at run-time slots", "1024x16x8x128", lambda: cache_update((1024, 16, 8, 128), 0, 8)),
     ("[B,S,E] cache: 4 positions at run-time slots", "8x2048x1024", lambda: cache_update((8, 2048, 1024), 1, 4)),
+    ("KV decode, run-time pos and axes", "1x32x4096x128", lambda: kv_cache(1, 32, 4096, 128, 1, runtime_axes=True)),
+    ("KV prefill chunk of 512, run-time pos, axes", "1x32x4096x128", lambda: kv_cache(1, 32, 4096, 128, 512, runtime_axes=True)),
+    ("paged cache: 8 blocks, run-time slots, axis", "1024x16x8x128", lambda: cache_update((1024, 16, 8, 128), 0, 8, runtime_axis=True)),
+    ("[B,S,E] cache: 4 positions, run-time axis", "8x2048x1024", lambda: cache_update((8, 2048, 1024), 1, 4, runtime_axis=True)),
 ]
 SMALL = {  # --small: the same structures on small shapes (tests)
     "KV decode, run-time pos": lambda: kv_cache(1, 2, 16, 4, 1),
@@ -88,6 +101,10 @@ SMALL = {  # --small: the same structures on small shapes (tests)
     "KV decode, constant pos": lambda: kv_cache(1, 2, 16, 4, 1, runtime=False),
     "paged cache: 8 blocks at run-time slots": lambda: cache_update((16, 4, 2, 4), 0, 3),
     "[B,S,E] cache: 4 positions at run-time slots": lambda: cache_update((2, 16, 8), 1, 4),
+    "KV decode, run-time pos and axes": lambda: kv_cache(1, 2, 16, 4, 1, runtime_axes=True),
+    "KV prefill chunk of 512, run-time pos, axes": lambda: kv_cache(1, 2, 16, 4, 4, runtime_axes=True),
+    "paged cache: 8 blocks, run-time slots, axis": lambda: cache_update((16, 4, 2, 4), 0, 3, runtime_axis=True),
+    "[B,S,E] cache: 4 positions, run-time axis": lambda: cache_update((2, 16, 8), 1, 4, runtime_axis=True),
 }
 
 

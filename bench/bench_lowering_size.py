@@ -31,6 +31,13 @@ CASES = [
     ("scatter_update", "spec ex.1: axis 1, 2-D indices", (1000, 256, 10, 15), dict(indices=(125, 20), axis=1)),
     ("scatter_update", "rows: axis 0", (1000, 256), dict(indices=(100,), axis=0)),
     ("scatter_update", "last axis", (64, 256), dict(indices=(16,), axis=1)),
+    # run-time axes / axis (an input of the network): one destination per updated element
+    ("slice_scatter", "spec ex.2, run-time axes", (2, 5), dict(start=[-25], stop=[25], step=[2], axes=[1], runtime_axes=True)),
+    ("slice_scatter", "NCHW, axis 0 (N), run-time axes", (8, 16, 32, 32), dict(start=[0], stop=[8], step=[2], axes=[0], runtime_axes=True)),
+    ("slice_scatter", "NCHW, axes 2,3, run-time axes", (8, 16, 32, 32), dict(start=[0, 0], stop=[32, 32], step=[2, 2], axes=[2, 3], runtime_axes=True)),
+    ("scatter_update", "spec ex.2, run-time axis", (3, 5), dict(indices=(2,), axis=1, runtime_axes=True)),
+    ("scatter_update", "spec ex.1, run-time axis", (1000, 256, 10, 15), dict(indices=(125, 20), axis=1, runtime_axes=True)),
+    ("scatter_update", "rows: axis 0, run-time axis", (1000, 256), dict(indices=(100,), axis=0, runtime_axes=True)),
     ("scatter_elements", "builder (wrap + clamp)", (1, 3, 4, 5), dict(indices=(1, 3, 4, 5), axis=2)),
     ("scatter_nd", "builder (wrap + clamp)", (1000, 256), dict(indices=(100, 1))),
 ]
@@ -64,24 +71,29 @@ def measure(op, shape, params, dynamic):
     data = add("data", np.float32, shape)
     indices = add("indices", np.int32, params["indices"], static_last=op == "scatter_nd") if "indices" in params else None  # ND's k is static
     updates = add("updates", np.float32, updates_shape)
+    axes = params.get("axes", params.get("axis"))
+    if params.get("runtime_axes"):
+        axes = network.add_input("axes", trt.int64, (len(np.atleast_1d(axes)),))
     base = network.num_layers
     if op == "slice_scatter":
-        add_slice_scatter(network, data, updates, params["start"], params["stop"], params["step"], params["axes"])
+        add_slice_scatter(network, data, updates, params["start"], params["stop"], params["step"], axes)
     elif op == "scatter_update":
-        add_scatter_update(network, data, indices, updates, params["axis"])
+        add_scatter_update(network, data, indices, updates, axes)
     elif op == "scatter_elements":
         add_scatter_elements(network, data, indices, updates, params["axis"])
     else:
         add_scatter_nd(network, data, indices, updates)
     layers = [network.get_layer(i) for i in range(base, network.num_layers)]
     non_constant = [layer for layer in layers if layer.type != trt.LayerType.CONSTANT]
-    (scatter,) = [layer for layer in layers if layer.type == trt.LayerType.SCATTER]
+    # the scatter that writes data (run-time axes add two that place start and step at the axes)
+    (scatter,) = [layer for layer in layers if layer.type == trt.LayerType.SCATTER and layer.get_input(2).dtype == trt.float32]
     scatter.__class__ = trt.IScatterLayer
     mode = "ELEMENT" if scatter.mode == trt.ScatterMode.ELEMENT else "ND"
     index = scatter.get_input(1)
     index_bytes = None
-    if not dynamic:
-        index_bytes = int(np.prod(index.shape)) * np.dtype(np.int64 if index.dtype == trt.int64 else np.int32).itemsize
+    if not dynamic:  # a run-time length (arange of updates' size) shows as -1: one row per updated element
+        rows = int(np.prod([d if d >= 0 else np.prod(updates_shape) for d in index.shape]))
+        index_bytes = rows * np.dtype(np.int64 if index.dtype == trt.int64 else np.int32).itemsize
     return len(layers), len(non_constant), mode, index_bytes, int(np.prod(updates_shape))
 
 

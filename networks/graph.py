@@ -13,6 +13,7 @@ constant       IConstantLayer                   initializer
 shape          IShapeLayer (int64)              Shape
 gather         IGatherLayer (DEFAULT mode)      Gather
 binary         IElementWiseLayer                Add/Sub/Mul/Div/Min/Max/Less
+reduce (all)   IReduceLayer (SUM / PROD)        ReduceSum / ReduceProd
 where          ISelectLayer                     Where
 concat         IConcatenationLayer              Concat
 reshape        IShuffleLayer                    Reshape (allowzero=1)
@@ -51,6 +52,9 @@ BINARY_OPS = {
     "less": ("LESS", "Less"),
 }
 
+#: reduction name -> (TensorRT ``ReduceOperation`` name, ONNX op type, NumPy function)
+REDUCE_OPS = {"sum": ("SUM", "ReduceSum", np.sum), "prod": ("PROD", "ReduceProd", np.prod)}
+
 _NUMPY_OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.floor_divide, "min": np.minimum, "max": np.maximum, "less": np.less}
 
 
@@ -84,6 +88,13 @@ class _Composites:
             except ValueError:  # -1 next to a 0: left to the backend's reshape
                 return None
         return self.constant(_NUMPY_OPS[op](x, y).astype(bool if op == "less" else x.dtype))
+
+    def _folded_reduce(self, op, tensor):
+        """The constant result of ``reduce(op, tensor)`` when ``tensor`` is a constant, else None."""
+        x = self._constant_value(tensor)
+        if x is None:
+            return None
+        return self.constant(REDUCE_OPS[op][2](x, keepdims=True).astype(x.dtype))
 
     def dim(self, tensor, axis):
         """Dimension ``axis`` of ``tensor``: its static size, or a gather from its shape (both cached)."""
@@ -218,6 +229,83 @@ class _Composites:
             return self.constant(np.full((1,) * rank, dim, dtype=INT64))
         return self.reshape(dim, (1,) * rank)
 
+    # -- element-wise scatters, for geometry that only the run time knows (run-time axes)
+
+    def shape_vector(self, tensor):
+        """``tensor``'s shape as a 1-D int64 tensor: a constant where it is static, else its shape layer."""
+        shape = self.shape_of(tensor)
+        return self.constant(_as_int64(shape)) if all(d >= 0 for d in shape) else self.shape_tensor(tensor)
+
+    def volume(self, tensor):
+        """The number of elements of ``tensor``: an int where its shape is static, else a 1-element
+        tensor (one reduction of its shape)."""
+        shape = self.shape_of(tensor)
+        if all(d >= 0 for d in shape):
+            return int(np.prod(shape, dtype=np.int64))
+        key = ("volume", self._key(tensor))
+        if key not in self._shapes:
+            self._shapes[key] = self.reduce("prod", self.shape_tensor(tensor))
+        return self._shapes[key]
+
+    def strides(self, tensor):
+        """The C-order strides of ``tensor`` (in elements), one dimension (int or 1-element tensor) per axis."""
+        dims = [self.dim(tensor, axis) for axis in range(len(self.shape_of(tensor)))]
+        strides = [1]
+        for dim in reversed(dims[1:]):
+            strides.insert(0, self.product([strides[0], dim]))
+        return strides
+
+    def vector(self, dims):
+        """Dimensions as one 1-D int64 tensor: a constant where all are ints, else a concat."""
+        if not any(is_tensor(dim) for dim in dims):
+            return self.constant(_as_int64(dims))
+        return self.concat([self.as_tensor(dim) for dim in dims])
+
+    def axes_in_range(self, axes, rank):
+        """Run-time ``axes`` (any integer type, 0-D or 1-D) as a 1-D int64 tensor of axes in [0, rank-1].
+
+        Negative axes count from the end (adds ``rank``); then values are clamped into [0, rank-1]:
+        an axis out of range (which the spec forbids and no layer can refuse at run time) then
+        names some axis of data, so what it writes stays inside the output, unspecified.
+        """
+        axes = axes if self.dtype_of(axes) == INT64 else self.cast(axes, INT64)
+        axes = axes if len(self.shape_of(axes)) == 1 else self.reshape(axes, (-1,))
+        zero = self.constant(np.zeros(1, INT64))
+        axes = self.where(self.binary("less", axes, zero), self.binary("add", axes, self.constant(_as_int64([rank]))), axes)
+        return self.binary("min", self.binary("max", axes, zero), self.constant(_as_int64([rank - 1])))
+
+    def scatter_flat(self, op, name, data, destinations, updates):
+        """Writes element ``m`` of ``updates`` (in C order) to element ``destinations[m]`` of ``data``
+        flattened (``destinations``: int64 of shape (N, 1), N = updates' size); returns data's shape.
+
+        One ND scatter (k = 1) on data seen as 1-D: 8 index bytes per updated element, the price of
+        a geometry that only the run time knows (no shape may depend on a tensor's values, so rows
+        of a run-time length cannot be formed). Destinations are clamped into [0, size-1], so
+        whatever the run-time values, nothing is written outside the output. That cannot help when
+        data is empty at run time: there the graph asserts that ``updates`` is empty too (``name``
+        is the input the oracle names for that rule), as :meth:`_assert_indices_can_exist` does.
+        """
+        size = self.volume(data)
+        if isinstance(size, int) and size > 0:
+            highest = self.constant(_as_int64([[size - 1]]))
+        else:
+            highest = self.reshape(self.binary("sub", self.as_tensor(size), self.constant(_as_int64([1]))), (1, 1))
+            self._assert_not_empty(op, name, size, updates)
+        destinations = self.binary("min", self.binary("max", destinations, self.constant(np.zeros((1, 1), INT64))), highest)
+        written = self.scatter(self.reshape(data, (-1,)), destinations, self.reshape(updates, (-1,)), "nd")
+        data_shape = self.shape_of(data)
+        return self.reshape(written, data_shape if all(d >= 0 for d in data_shape) else self.shape_tensor(data))
+
+    def _assert_not_empty(self, op, name, size, updates):
+        """``updates`` must be empty where ``size`` (data's, an int or a 1-element tensor) is 0 at run time."""
+        count = self.volume(updates) if self.RUNTIME_ASSERTIONS else 0
+        if isinstance(count, int) and count == 0:
+            return
+        one = self.constant(np.ones(1, INT64))
+        nothing_to_write = one if isinstance(count, int) else self.binary("sub", one, self.binary("min", self.as_tensor(count), one))
+        fits = self.binary("less", self.constant(np.zeros(1, INT64)), self.binary("max", self.as_tensor(size), nothing_to_write))
+        self.assertion(fits, f"{op}: '{name}' must be empty when 'data' is empty at run time: no element of data is then in range")
+
 
 class TensorRTGraph(_Composites):
     """Adds layers to a TensorRT ``INetworkDefinition`` (``tensorrt`` or ``tensorrt_rtx``)."""
@@ -287,6 +375,14 @@ class TensorRTGraph(_Composites):
         if folded is not None:
             return folded
         return self.network.add_elementwise(a, b, getattr(self.trt.ElementWiseOperation, BINARY_OPS[op][0])).get_output(0)
+
+    def reduce(self, op, tensor):
+        """``op`` ("sum" or "prod") over every element; the reduced axes stay (size 1)."""
+        folded = self._folded_reduce(op, tensor)
+        if folded is not None:
+            return folded
+        axes = (1 << len(self.shape_of(tensor))) - 1
+        return self.network.add_reduce(tensor, getattr(self.trt.ReduceOperation, REDUCE_OPS[op][0]), axes, True).get_output(0)
 
     def where(self, condition, a, b):
         return self.network.add_select(condition, a, b).get_output(0)
@@ -465,6 +561,14 @@ class OnnxGraph(_Composites):
             return folded
         dtype = np.dtype(bool) if op == "less" else a.dtype
         return self.node(BINARY_OPS[op][1], [a, b], dtype, _broadcast(a.shape, b.shape))
+
+    def reduce(self, op, value):
+        """``op`` over every element, kept dims. No ``axes``: ReduceProd takes them as an attribute
+        before opset 18 and as an input from it, and the lowered node must suit the model's opset."""
+        folded = self._folded_reduce(op, value)
+        if folded is not None:
+            return folded
+        return self.node(REDUCE_OPS[op][1], [value], value.dtype, (1,) * len(value.shape), keepdims=1)
 
     def where(self, condition, a, b):
         return self.node("Where", [condition, a, b], a.dtype, _broadcast(condition.shape, _broadcast(a.shape, b.shape)))

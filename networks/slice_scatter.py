@@ -23,7 +23,12 @@ never depend on tensor values, so the values may come from any layer. The spec m
 equal; for values whose slice has another length (which the oracle rejects, but no layer can
 reject at run time) the coordinates are clamped into the dimension, so the engine never writes
 outside its output, and the result is unspecified (the plugin writes nothing and counts it).
-``axes`` must be a constant: it decides which axes are sliced, i.e. the lowered graph itself.
+
+Run-time ``axes`` (a tensor) decide which axes are sliced, so no row of data can be formed when
+the network is built: :func:`_lower_runtime_axes` then gives every element of ``updates`` its own
+flat destination in data (8 index bytes per updated element, against ``8 / prod(data.shape[k:])``
+above), with the same clamping and the same slice lengths (updates'). It is used only for a
+run-time ``axes``; constant axes keep the row lowering.
 
 The updates' shape is checked at build time where it is known (the oracle's rule); at run time
 TensorRT rejects updates whose shape differs from the computed slice for constant start/stop/step,
@@ -32,7 +37,7 @@ since the index tensor is shaped from the computed geometry, never from updates.
 
 import numpy as np
 
-from trt_scatter.networks.graph import INT64, TensorRTGraph, describe, is_tensor
+from trt_scatter.networks.graph import INT64, TensorRTGraph, is_tensor
 from trt_scatter.oracle import rules
 from trt_scatter.oracle.slice_scatter import OP, check_slice_scatter, check_slice_scatter_static, slice_geometry
 
@@ -44,7 +49,8 @@ def add_slice_scatter(network, data, updates, start, stop, step, axes=None, impl
     """Adds SliceScatter(data, updates, start, stop, step[, axes]) to ``network``; returns the output ITensor.
 
     ``start``/``stop``/``step``/``axes`` are 1-D integer constants (lists or arrays) or 1-D int32/int64
-    ITensors (values known at run time only; ``impl="native"`` needs ``axes`` constant).
+    ITensors (values known at run time only; a run-time ``axes`` costs the native lowering one
+    int64 destination per updated element, see :func:`_lower_runtime_axes`).
     ``impl="plugin"`` adds the SliceScatter plugin (needs full TensorRT's ``add_plugin_v3``):
     ITensors are its inputs as they are, constants keep the arrays' int32/int64 type (lists become int64).
     """
@@ -53,7 +59,7 @@ def add_slice_scatter(network, data, updates, start, stop, step, axes=None, impl
     if impl == "native":
         return lower_slice_scatter(graph, data, updates, start, stop, step, axes)
     if impl == "plugin":
-        checked = check(graph, data, updates, start, stop, step, axes, lowering=False)[:3]
+        checked = check(graph, data, updates, start, stop, step, axes)[:3]
         params = [start, stop, step] + ([] if axes is None else [axes])
         values = list(checked) + ([] if axes is None else [axes if is_tensor(axes) else rules.as_int_vector(OP, "axes", axes)])
         from trt_scatter.plugins import add_plugin_layer
@@ -72,12 +78,13 @@ def index_constant(original, values):
     return np.array([min(max(v, bounds.min), bounds.max) for v in values], dtype=dtype if dtype in (np.int32, np.int64) else INT64)
 
 
-def check(graph, data, updates, start, stop, step, axes=None, lowering=True):
+def check(graph, data, updates, start, stop, step, axes=None):
     """The oracle's rules on what is known at build time.
 
     Returns start, stop, step (each an int list, or the tensor itself where its values are known
-    at run time only) and axes (in [0, r-1]; the tensor itself for a run-time ``axes``, which
-    only the plugin takes: ``lowering`` refuses it).
+    at run time only) and axes (in [0, r-1], or the tensor itself for run-time ``axes``, for which
+    non-empty updates are refused where a static dimension of data is 0: whichever axes are sliced,
+    updates are then empty).
     """
     rules.check_data_type(OP, "data", graph.dtype_of(data))
     rules.check_same_type(OP, "updates", graph.dtype_of(updates), graph.dtype_of(data))
@@ -91,12 +98,11 @@ def check(graph, data, updates, start, stop, step, axes=None, lowering=True):
     data_shape, updates_shape = graph.shape_of(data), graph.shape_of(updates)
     if not any(is_tensor(value) for value in params.values()):
         return (*(params[name] for name in ("start", "stop", "step")), check_slice_scatter(data_shape, updates_shape, **params))
-    if lowering and is_tensor(axes):
-        raise rules.ScatterInputError(OP, "axes", "must be a constant for the native lowering: it decides which axes are sliced", describe(axes))
     known = {name: graph.shape_of(value)[0] if is_tensor(value) else value for name, value in params.items() if value is not None}
     check_slice_scatter_static(data_shape, updates_shape, **known)
     start, stop, step, axes = (params[name] for name in ("start", "stop", "step", "axes"))
     if is_tensor(axes):
+        rules.check_indices_can_exist(OP, "updates", updates_shape, list(enumerate(data_shape)))
         return start, stop, step, axes
     if axes is None:
         count = max(len(v) if isinstance(v, list) else v for v in known.values())  # equal where known (checked), else -1
@@ -109,6 +115,8 @@ def check(graph, data, updates, start, stop, step, axes=None, lowering=True):
 def lower_slice_scatter(graph, data, updates, start, stop, step, axes=None):
     """The native lowering on ``graph`` (a :class:`~trt_scatter.networks.graph.TensorRTGraph` or ``OnnxGraph``)."""
     start, stop, step, axes = check(graph, data, updates, start, stop, step, axes)
+    if is_tensor(axes):
+        return _lower_runtime_axes(graph, data, updates, start, step, axes)
     if not axes:  # no sliced axis: updates replace all of data, i.e. a full slice of axis 0
         start, stop, step, axes = [0], [LIMIT], [1], [0]
     if any(is_tensor(values) for values in (start, stop, step)):
@@ -202,3 +210,61 @@ def _arith(graph, op, a, b):
     if op in ("add", "mul") and not is_tensor(a) and a == (0 if op == "add" else 1):
         return b
     return graph.binary(op, graph.as_tensor(a), graph.as_tensor(b))
+
+
+def _lower_runtime_axes(graph, data, updates, start, step, axes):
+    """The lowering for run-time ``axes``: every element of ``updates`` scattered to its flat position in data.
+
+    Which axes are sliced is known at run time only, so no row of data can be formed at build
+    time: data is seen as 1-D and each element gets its own destination (8 index bytes per
+    updated element, :meth:`~trt_scatter.networks.graph._Composites.scatter_flat`). Every shape
+    still comes from data's and updates' shapes, never from a value:
+
+    1. per-dimension vectors of length r: the axes (negative ones normalized, out-of-range ones
+       clamped) scatter start and step into the defaults 0 and 1 (one ND scatter each); each step
+       is clamped to [-max(d, 1), max(d, 1)], which changes no slice (a larger one takes at most
+       one element) and keeps ``step * stride`` from overflowing int64;
+    2. ``first`` from start with OpenVINO's clamping (:func:`_clamped`, on the whole vector); as
+       for run-time start/stop/step, each slice takes as many elements as updates has on its axis;
+    3. element ``e`` of updates has multi-index ``i`` (updates' strides ``u``) and destination
+       ``sum_d (first_d + i_d * step_d) * s_d`` (data's strides ``s``). With ``q_d = e div u_d``,
+       ``i_d = q_d - n_d * q_{d-1}`` (``n``: updates' shape), so the destination is
+       ``base + sum_d q_d * c_d`` with ``base = sum_d first_d * s_d``, ``w_d = step_d * s_d`` and
+       ``c_d = w_d - n_{d+1} * w_{d+1}``: per axis, one division, one product and one sum of
+       N-element int64 tensors (all element-wise, so TensorRT can fuse them; no intermediate is
+       larger than the destinations themselves).
+
+    Repeated or out-of-range axes (the spec forbids them; a constant ``axes`` is refused, a run-time
+    one cannot be) and slices whose length differs from updates' give an unspecified result, never
+    a write outside the output: destinations are clamped into data.
+    """
+    rank = len(graph.shape_of(data))
+    dims, strides = graph.shape_vector(data), graph.vector(graph.strides(data))
+    first, steps = graph.constant(np.zeros(rank, INT64)), graph.constant(np.ones(rank, INT64))
+    if graph.shape_of(axes)[0] != 0:  # no axis: nothing sliced, updates replace data
+        rows = graph.reshape(graph.axes_in_range(axes, rank), (-1, 1))
+        first = graph.scatter(first, rows, _as_int64_vector(graph, start), "nd")
+        steps = graph.scatter(steps, rows, _as_int64_vector(graph, step), "nd")
+        bound = graph.binary("max", dims, graph.as_tensor(1))
+        steps = graph.binary("min", graph.binary("max", steps, graph.binary("sub", graph.as_tensor(0), bound)), bound)
+    first = _clamped(graph, first, dims, steps)
+    weights = graph.binary("mul", steps, strides)
+    coefficients = weights
+    if rank > 1:
+        trailing = graph.vector([graph.dim(updates, axis) for axis in range(1, rank)])
+        following = graph.binary("mul", trailing, graph.gather(weights, list(range(1, rank))))
+        coefficients = graph.binary("sub", weights, graph.concat([following, graph.constant(np.zeros(1, INT64))]))
+    elements = graph.arange(graph.as_tensor(graph.volume(updates)))
+    destinations = graph.reduce("sum", graph.binary("mul", first, strides))  # base
+    for axis, stride in enumerate(graph.strides(updates)):
+        quotients = elements if axis == rank - 1 else graph.binary("div", elements, graph.as_tensor(_arith(graph, "max", stride, 1)))  # stride 0: no element
+        destinations = graph.binary("add", graph.binary("mul", quotients, graph.gather(coefficients, [axis])), destinations)
+    destinations = graph.reshape(destinations, (-1, 1))
+    return graph.scatter_flat(OP, "updates", data, destinations, updates)
+
+
+def _as_int64_vector(graph, values):
+    """start or step as a 1-D int64 tensor: a constant (values beyond int64 clamped to its bounds) or the tensor cast."""
+    if not is_tensor(values):
+        return graph.constant(index_constant(np.int64(0), values))
+    return values if graph.dtype_of(values) == INT64 else graph.cast(values, INT64)

@@ -9,7 +9,10 @@ models that end in a Sigmoid also output the tensor before it (``exact_outputs``
 
 Parameters: ``index_dtype`` (int32/int64) of every index input; ``runtime``: scatter parameters
 computed by the graph from graph inputs (a write position ``pos``, ``stop = pos + T``, indices
-from an input) instead of initializers; ``dynamic``: batch-like dims symbolic.
+from an input) instead of initializers; ``dynamic``: batch-like dims symbolic; ``axes_from``
+(SliceScatter's ``axes``, ScatterUpdate's ``axis``): ``"constant"`` (an initializer), ``"input"``
+(a graph input, fed the axis or its negative form) or ``"computed"`` (the data's rank minus 2,
+computed by Shape, Shape, Sub and, for int32, Cast nodes: a value no pass can read from the model).
 """
 
 import dataclasses
@@ -50,7 +53,30 @@ def _ints(rng, shape, dtype=np.float32, low=-4, high=5):
     return rng.integers(low, high, size=shape).astype(dtype)
 
 
-def kv_cache(index_dtype=np.int64, runtime=True, dynamic=False, B=2, H=3, S=8, D=4, T=1, E=6, pos=None, project=True):
+def _axes(axes_from, name, source, index_dtype, shape, nodes, inputs, inits):
+    """Adds tensor ``name`` holding axis 2 of the rank-4 tensor ``source`` as ``axes_from`` says; returns
+    a feeds function for it (a graph input is fed 2 or -2)."""
+    if axes_from == "constant":
+        inits.append(_const(name, np.full(shape, 2), index_dtype))
+    elif axes_from == "input":
+        inputs.append(_info(name, index_dtype, list(shape)))
+        return lambda rng: {name: np.full(shape, rng.choice([2, -2]), dtype=index_dtype)}
+    elif axes_from == "computed":
+        if shape != (1,):
+            raise ValueError("computed axes have shape (1,)")
+        int64 = np.dtype(index_dtype) == np.int64
+        nodes[:0] = [
+            helper.make_node("Shape", [source], [f"{name}_shape"], name=f"{name}_shape"),
+            helper.make_node("Shape", [f"{name}_shape"], [f"{name}_rank"], name=f"{name}_rank"),
+            helper.make_node("Sub", [f"{name}_rank", f"{name}_two"], [name if int64 else f"{name}_int64"], name=f"{name}_minus_two"),
+        ] + ([] if int64 else [helper.make_node("Cast", [f"{name}_int64"], [name], name=f"{name}_cast", to=TensorProto.INT32)])
+        inits.append(_const(f"{name}_two", [2], np.int64))
+    else:
+        raise ValueError(f"axes_from: constant, input or computed (got {axes_from!r})")
+    return lambda rng: {}
+
+
+def kv_cache(index_dtype=np.int64, runtime=True, dynamic=False, B=2, H=3, S=8, D=4, T=1, E=6, pos=None, project=True, axes_from="constant"):
     """x[B,T,E] -MatMul-> [B,T,H*D] -Reshape,Transpose-> k[B,H,T,D], written into cache[B,H,S,D] at
     ``pos`` on axis 2 by SliceScatter (start=pos, stop=pos+T: an Add node, step 1); then Relu.
     ``runtime``: pos is a graph input (int), else ``pos`` is a constant. ``project=False``: k is
@@ -70,7 +96,6 @@ def kv_cache(index_dtype=np.int64, runtime=True, dynamic=False, B=2, H=3, S=8, D
         _const("heads", [-1, T, H, D], np.int64),
         _const("length", [T], index_dtype),
         _const("one", [1], index_dtype),
-        _const("axes", [2], index_dtype),
     ]
     if runtime:
         inputs.append(_info("pos", index_dtype, [1]))
@@ -79,6 +104,7 @@ def kv_cache(index_dtype=np.int64, runtime=True, dynamic=False, B=2, H=3, S=8, D
     if not project:
         nodes, inputs[0] = nodes[3:], _info("k", np.float32, [batch, H, T, D])
         inits = inits[2:]
+    axes_feeds = _axes(axes_from, "axes", "cache", index_dtype, (1,), nodes, inputs, inits)
     outputs = [_info("new_cache", np.float32, [batch, H, seq, D]), _info("y", np.float32, [batch, H, seq, D])]
     model = _model("kv_cache", nodes, inputs, outputs, inits)
 
@@ -88,14 +114,15 @@ def kv_cache(index_dtype=np.int64, runtime=True, dynamic=False, B=2, H=3, S=8, D
             first = int(rng.integers(0, S - T + 1)) if pos is None else pos
             negative = first + T < S and rng.random() < 0.3  # the negative form: stop = pos + T must stay negative
             feed["pos"] = np.array([first - S if negative else first], dtype=index_dtype)
-        return feed
+        return feed | axes_feeds(rng)
 
     return Case("kv_cache", model, feeds, ("new_cache", "y"))
 
 
-def conv_update(index_dtype=np.int64, runtime=True, dynamic=False, N=2, C=3, Hh=5, W=4, K=2):
+def conv_update(index_dtype=np.int64, runtime=True, dynamic=False, N=2, C=3, Hh=5, W=4, K=2, axes_from="constant", axis_shape=(1,)):
     """x[N,C,H,W] -Conv(3x3, pad 1)-> data; Sigmoid(u) scattered into rows ``indices`` of axis 2 by
-    ScatterUpdate (axis 2); + bias. ``runtime``: indices a graph input, else a constant."""
+    ScatterUpdate (axis 2, of shape ``axis_shape``: (1,) or ()); + bias. ``runtime``: indices a
+    graph input, else a constant."""
     batch = "n" if dynamic else N
     nodes = [
         helper.make_node("Conv", ["x", "kernel"], ["features"], name="conv", pads=[1, 1, 1, 1]),
@@ -107,19 +134,19 @@ def conv_update(index_dtype=np.int64, runtime=True, dynamic=False, N=2, C=3, Hh=
     inits = [
         _const("kernel", np.random.default_rng(1).integers(-1, 2, (C, C, 3, 3)), np.float32),
         _const("bias", np.arange(W), np.float32),
-        _const("axis", [2], index_dtype),
     ]
     if runtime:
         inputs.append(_info("rows", index_dtype, [K]))
     else:
         inits.append(_const("rows", np.arange(K)[::-1] * 2 % Hh, index_dtype))
+    axis_feeds = _axes(axes_from, "axis", "x", index_dtype, tuple(axis_shape), nodes, inputs, inits)
     model = _model("conv_update", nodes, inputs, [_info("y", np.float32, [batch, C, Hh, W])], inits)
 
     def feeds(rng):
         feed = {"x": _ints(rng, (N, C, Hh, W)), "u": np.zeros((N, C, K, W), np.float32)}  # Sigmoid(0) = 0.5 exactly
         if runtime:
             feed["rows"] = rng.choice(Hh, size=K, replace=False).astype(index_dtype)
-        return feed
+        return feed | axis_feeds(rng)
 
     return Case("conv_update", model, feeds, ("y",))
 

@@ -24,7 +24,8 @@ def test_lowering_size_benchmark_reports_every_case():
     result = _run("bench_lowering_size.py")
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.split()[:1] and line.split()[0] in {"slice_scatter", "scatter_elements", "scatter_nd", "scatter_update"}]
-    assert len(rows) == 12
+    assert len(rows) == 18
+    assert all(row.split()[-1] == "8" for row in rows if "run-time ax" in row)  # one int64 destination per updated element
 
 
 def test_enqueue_overhead_benchmark_reports_every_case():
@@ -38,7 +39,7 @@ def test_lowered_models_benchmark_reports_every_case():
     result = _run("bench_lowered_models.py", "--small")
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.startswith(("KV ", "paged", "[B,S,E]"))]
-    assert len(rows) == 6 and all(len(row.split()) > 8 for row in rows)
+    assert len(rows) == 10 and all(len(row.split()) > 8 for row in rows)
 
 
 def test_torch_export_benchmark_reports_every_variant_of_a_case():

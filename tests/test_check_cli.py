@@ -165,6 +165,29 @@ def test_models_with_other_ops_around_the_scatter_ops_are_checked(name, tmp_path
     assert "FAIL" not in result.stdout and result.stdout.count("PASS ") == 2 * len(case.model.graph.output)
 
 
+@pytest.mark.parametrize("name, axes_from", [("kv_cache", "input"), ("kv_cache", "computed"), ("conv_update", "input")])
+def test_models_with_runtime_axes_are_checked_through_their_lowering(name, axes_from, tmp_path):
+    """Axes from a graph input (inputs generated, axes included) or computed by the model (inputs
+    loaded: generated inputs need constant or fed axes); without a GPU the lowered model is compared."""
+    from polygraphy.json import save_json
+
+    import mixed_models
+
+    case = mixed_models.BUILDERS[name](runtime=True, dynamic=True, axes_from=axes_from)
+    path = fx.save(case.model, tmp_path / f"{name}.onnx")
+    if name == "kv_cache" and axes_from == "input":
+        args = ["--input-shapes", "x:[2,1,6]", "cache:[2,3,8,4]", "--iterations", "3"]
+    else:
+        save_json([case.feeds(np.random.default_rng(seed)) for seed in range(3)], str(tmp_path / "inputs.json"))
+        args = ["--load-inputs", tmp_path / "inputs.json"]
+    result = check(path, *args, "--atol", "1e-5", "--rtol", "1e-5")
+    assert result.returncode == _exit_code_without_tensorrt_run(result), output_of(result)
+    assert "engine: built" in result.stdout and "FAIL" not in result.stdout
+    assert result.stdout.count("PASS ") == 3 * len(case.model.graph.output)
+    if not HAS_GPU:
+        assert result.stdout.count("onnxruntime-lowered vs reference") == 3 * len(case.model.graph.output)
+
+
 def test_exit_codes_of_each_verdict(elements_model, tmp_path):
     """0 passed (the engine ran, or its not running accepted), 1 failed, 2 error, 3 passed without running the engine."""
     not_run = check(elements_model)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from lowering_support import add_input, build, layers, new_network, run_onnx, scatter_layers
 
 from trt_scatter.backend import tensorrt
-from trt_scatter.networks import add_scatter_elements, add_scatter_nd, add_scatter_update
+from trt_scatter.networks import add_scatter_elements, add_scatter_nd, add_scatter_update, add_slice_scatter
 from trt_scatter.networks.graph import OnnxGraph, TensorRTGraph, numpy_dtype, trt_dtype
 from trt_scatter.oracle.rules import BFLOAT16
 
@@ -52,6 +52,23 @@ def test_arange_on_a_run_time_length(count):
     x = np.zeros((count, 2), dtype=np.float32)
     got = _run(lambda g, x: g.arange(g.dim(x, 0)), {"x": x}, {"x": ("n", 2)})
     assert got.dtype == np.int64 and np.array_equal(got, np.arange(count))
+
+
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=3), st.booleans())
+def test_reductions_volume_and_strides_match_numpy(shape, dynamic):
+    x = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape) - 5
+    dims = {"x": tuple(f"d{i}" for i in range(len(shape)))} if dynamic else None
+    assert np.array_equal(_run(lambda g, x: g.reduce("prod", x), {"x": x}, dims), np.prod(x, keepdims=True))
+    assert np.array_equal(_run(lambda g, x: g.reduce("sum", x), {"x": x}, dims), np.sum(x, keepdims=True))
+    assert _run(lambda g, x: g.as_tensor(g.volume(x)), {"x": x}, dims).tolist() == [x.size]
+    assert _run(lambda g, x: g.vector(g.strides(x)), {"x": x}, dims).tolist() == [int(np.prod(shape[i + 1 :])) for i in range(len(shape))]
+    assert np.array_equal(_run(lambda g, x: g.shape_vector(x), {"x": x}, dims), shape)
+
+
+@given(st.lists(st.integers(-9, 9), min_size=1, max_size=4), st.integers(1, 5), st.sampled_from([np.int32, np.int64]))
+def test_axes_in_range_count_negative_axes_from_the_end_and_clamp_the_rest(axes, rank, dtype):
+    got = _run(lambda g, axes: g.axes_in_range(axes, rank), {"axes": np.array(axes, dtype)}, {"axes": ("n",)})
+    assert got.dtype == np.int64 and got.tolist() == [min(max(a + rank if a < 0 else a, 0), rank - 1) for a in axes]
 
 
 @given(st.lists(st.integers(1, 4), min_size=1, max_size=3), st.booleans())
@@ -144,6 +161,7 @@ def test_tensorrt_backend_adds_one_layer_per_primitive_and_builds():
     both = added(trt.LayerType.CONCATENATION, lambda: graph.concat([rows, one]))
     added(trt.LayerType.SHUFFLE, lambda: graph.reshape(data, both))
     added(trt.LayerType.CAST, lambda: graph.cast(rows, np.int32))
+    added(trt.LayerType.REDUCE, lambda: graph.reduce("prod", shape))
     count = added(trt.LayerType.FILL, lambda: graph.arange(rows))
     indices = graph.reshape(count, (-1, 1))
     output = added(trt.LayerType.SCATTER, lambda: graph.scatter(data, indices, data, "nd"))
@@ -299,3 +317,41 @@ def test_no_assertion_where_the_indexed_dimension_is_known():
     data, indices, updates = (add_input(network, n, t, s) for n, t, s in (("data", np.float32, (3, -1)), ("indices", np.int64, (-1, 1)), ("updates", np.float32, (-1, -1))))
     network.mark_output(add_scatter_nd(network, data, indices, updates))
     assert trt.LayerType.ASSERTION not in {layer.type for layer in layers(network)}
+
+
+def _build_flat_scatter(add, data_rows, updates_rows, caplog):
+    """Builds ``add`` (a lowering with a run-time axis) for data of ``data_rows`` rows and updates of
+    ``updates_rows`` (rows of 4) fixed by the profile; returns (plan or None, error log)."""
+    trt = tensorrt()
+    builder, network = new_network()
+    data, updates = add_input(network, "data", np.float32, (-1, 4)), add_input(network, "updates", np.float32, (-1, 4))
+    indices, axis = add_input(network, "indices", np.int32, (-1,)), add_input(network, "axis", np.int64, (1,))
+    network.mark_output(add(network, data, indices, updates, axis))
+    assert trt.LayerType.ASSERTION in {layer.type for layer in layers(network)}
+    config = builder.create_builder_config()
+    profile = builder.create_optimization_profile()
+    for name, shape in (("data", (data_rows, 4)), ("updates", (updates_rows, 4)), ("indices", (updates_rows,))):
+        profile.set_shape(name, shape, shape, shape)
+    config.add_optimization_profile(profile)
+    caplog.clear()
+    with caplog.at_level(logging.ERROR, logger="trt_scatter"):
+        plan = builder.build_serialized_network(network, config)
+    return plan, caplog.text
+
+
+FLAT_SCATTERS = {
+    "scatter_update": (add_scatter_update, "scatter_update: 'indices' must be empty when 'data' is empty at run time"),
+    "slice_scatter": (lambda n, d, i, u, axis: add_slice_scatter(n, d, u, [0], [2], [1], axis), "slice_scatter: 'updates' must be empty when 'data' is empty at run time"),
+}
+
+
+@pytest.mark.parametrize("op", sorted(FLAT_SCATTERS))
+def test_a_run_time_axis_into_data_that_is_empty_at_run_time_fails_by_name(op, caplog):
+    """Destinations clamped into data cannot make a write into empty data safe: the network asserts
+    that updates are then empty (decided at build time here, where the profile fixes the shapes)."""
+    add, message = FLAT_SCATTERS[op]
+    plan, errors = _build_flat_scatter(add, 0, 2, caplog)
+    assert plan is None and message in errors
+    for data_rows, updates_rows in ((0, 0), (3, 2)):
+        plan, errors = _build_flat_scatter(add, data_rows, updates_rows, caplog)
+        assert plan is not None, errors

@@ -128,24 +128,44 @@ def _kv_with(edit):
     return model
 
 
+RUNTIME_AXES_CASES = {
+    f"{name}-axes-{axes_from}-{np.dtype(index_dtype).name}-{'runtime' if runtime else 'constant'}-{'dynamic' if dynamic else 'static'}":
+        mixed_models.BUILDERS[name](index_dtype=index_dtype, runtime=runtime, dynamic=dynamic, axes_from=axes_from)
+    for name in ("kv_cache", "conv_update")
+    for axes_from in ("input", "computed")
+    for index_dtype, runtime, dynamic in ((np.int32, True, True), (np.int64, False, False), (np.int64, True, True))
+} | {"conv_update-0d-axis-input": mixed_models.conv_update(index_dtype=np.int32, axes_from="input", axis_shape=())}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", RUNTIME_AXES_CASES.values(), ids=RUNTIME_AXES_CASES.keys())
+def test_runtime_axes_are_lowered_and_equal_the_reference(case):
+    """SliceScatter's axes / ScatterUpdate's axis from a graph input or computed by nodes: the element-wise lowering."""
+    lowered = lower(case.model)
+    onnx.checker.check_model(lowered, full_check=True)
+    assert not any(node.domain == DOMAIN for node in lowered.graph.node)
+    assert [i.name for i in lowered.graph.input] == [i.name for i in case.model.graph.input]
+    assert "Range" in {node.op_type for node in lowered.graph.node}  # one destination per element of updates
+    check_lowered(case, lowered, seeds=range(6))
+
+
+@given(S=st.integers(1, 6), T=st.integers(1, 6), data=st.data())
+def test_runtime_axes_of_a_kv_cache_equal_the_oracle(S, T, data):
+    """The write position, the axis (fed 2 or -2) and the cache's length vary; the oracle gives the expected cache."""
+    T = min(T, S)
+    pos = data.draw(st.integers(0, S - T))
+    if pos + T < S and data.draw(st.booleans()):  # the negative form (stop = pos + T stays negative)
+        pos -= S
+    index_dtype = data.draw(st.sampled_from([np.int32, np.int64]))
+    case = mixed_models.kv_cache(index_dtype=index_dtype, runtime=True, dynamic=data.draw(st.booleans()), S=S, T=T, B=2, H=2, D=3, project=False, axes_from="input")
+    axis = data.draw(st.sampled_from([2, -2]))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    feeds = {"k": rng.integers(-9, 9, (2, 2, T, 3)).astype(np.float32), "cache": rng.integers(-9, 9, (2, 2, S, 3)).astype(np.float32),
+             "pos": np.array([pos], index_dtype), "axes": np.array([axis], index_dtype)}  # fmt: skip
+    got = run_onnxruntime(lower(case.model), feeds)["new_cache"]
+    assert np.array_equal(got, oracle.slice_scatter(feeds["cache"], feeds["k"], [pos], [pos + T], [1], [axis]))
+
+
 def test_what_the_lowering_cannot_take_is_refused_in_one_line():
-    def runtime_axes(model):
-        model.graph.initializer.remove(next(i for i in model.graph.initializer if i.name == "axes"))
-        model.graph.input.append(helper.make_tensor_value_info("axes", onnx.TensorProto.INT64, [1]))
-
-    with pytest.raises(ModelError) as refused:
-        lower(_kv_with(runtime_axes))
-    assert str(refused.value) == (
-        "SliceScatter node 'write_kv': slice_scatter: 'axes' must be a constant for the native lowering: "
-        "it decides which axes are sliced (got run-time tensor 'axes')"
-    )
-
-    update = mixed_models.conv_update(runtime=True).model
-    update.graph.initializer.remove(next(i for i in update.graph.initializer if i.name == "axis"))
-    update.graph.input.append(helper.make_tensor_value_info("axis", onnx.TensorProto.INT64, [1]))
-    with pytest.raises(ModelError, match=r"^ScatterUpdate node 'update_rows': scatter_update: 'axis' must be a constant for the native lowering"):
-        lower(update)
-
     def zero_step(model):
         model.graph.initializer.remove(next(i for i in model.graph.initializer if i.name == "one"))
         model.graph.initializer.append(onnx.numpy_helper.from_array(np.array([0], np.int64), "one"))
@@ -200,6 +220,13 @@ def test_the_command_line(tmp_path):
     assert result.stdout.startswith(f"lowered 1 trt_scatter node(s) (SliceScatter) of {path}: {out}")
     check_lowered(case, onnx.load(str(out)), seeds=[0])
 
+    for axes_from in ("input", "computed"):  # which axis is written: known at run time only
+        case = mixed_models.kv_cache(runtime=True, dynamic=True, axes_from=axes_from)
+        path = fx.save(case.model, tmp_path / f"kv_{axes_from}.onnx")
+        result = fx.run_tool("trt-scatter", ["lower", path, out])
+        assert result.returncode == 0 and result.stdout.startswith(f"lowered 1 trt_scatter node(s) (SliceScatter) of {path}: {out}"), result.stderr
+        check_lowered(case, onnx.load(str(out)), seeds=[0, 1])
+
     bad = fx.save(_kv_with(lambda m: m.graph.node[4].input.__setitem__(1, "nowhere")), tmp_path / "bad.onnx")
     refused = fx.run_tool("trt-scatter", ["lower", bad, tmp_path / "x.onnx"])
     assert refused.returncode == 2 and refused.stdout == ""
@@ -208,12 +235,13 @@ def test_the_command_line(tmp_path):
     assert missing.returncode == 2 and "cannot read ONNX model" in missing.stderr and missing.stderr.count("\n") == 1
 
 
+@pytest.mark.parametrize("axes_from", ["constant", "input", "computed"])
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
 @pytest.mark.parametrize("name", ["kv_cache", "conv_update"])
-def test_lowered_models_build_in_tensorrt_without_plugins(name, dynamic):
+def test_lowered_models_build_in_tensorrt_without_plugins(name, dynamic, axes_from):
     from lowering_support import build, parse_onnx, profile_for
 
-    case = mixed_models.BUILDERS[name](runtime=True, dynamic=dynamic)
+    case = mixed_models.BUILDERS[name](runtime=True, dynamic=dynamic, axes_from=axes_from)
     builder, network, _ = parse_onnx(lower(case.model))
     shapes = {name: feed.shape for name, feed in case.feeds(np.random.default_rng(0)).items()}
     build(builder, network, profile_for(network, shapes, shapes, shapes))

@@ -8,7 +8,8 @@ from lowering_support import add_input, build, layers, new_network, parse_onnx, 
 
 from trt_scatter import oracle
 from trt_scatter.backend import tensorrt
-from trt_scatter.networks import add_scatter_update
+from trt_scatter.networks import add_scatter_update, lower_scatter_update
+from trt_scatter.networks.graph import OnnxGraph
 from trt_scatter.onnx_models import scatter_update_model
 
 DTYPES = [np.float32, np.float16, np.int8, np.int32, np.int64, np.bool_]  # onnxruntime takes no bfloat16 from Python
@@ -141,10 +142,86 @@ def test_forbidden_indices_write_inside_the_output(dynamic):
     assert np.array_equal(got, oracle.scatter_update(data, np.clip(indices, 0, 3), updates, 1))
 
 
-def test_a_runtime_axis_is_refused_by_the_lowering_by_name():
-    _, network = new_network()
-    data, updates = add_input(network, "data", np.float32, (3, 5)), add_input(network, "updates", np.float32, (3, 2))
-    indices, axis = add_input(network, "indices", np.int32, (2,)), add_input(network, "axis", np.int64, (1,))
-    with pytest.raises(oracle.ScatterInputError, match=r"scatter_update: 'axis' must be a constant for the native lowering.*\(got ITensor 'axis'\)"):
-        add_scatter_update(network, data, indices, updates, axis)
-    assert network.num_layers == 0
+# -- a run-time axis: a graph input (or a computed tensor) decides which dimension is indexed
+
+
+@st.composite
+def runtime_axis_cases(draw):
+    """Ranks 1-5, the axis fed as a 1-D or 0-D tensor (int32/int64, negative too), 0-D to 2-D indices."""
+    rank = draw(st.integers(1, 5))
+    shape = tuple(draw(st.lists(st.integers(0, 4), min_size=rank, max_size=rank)))
+    axis = draw(st.integers(-rank, rank - 1))
+    indices_shape = tuple(draw(st.lists(st.integers(1, 3), min_size=0, max_size=2)))
+    if int(np.prod(indices_shape)) > shape[axis]:  # unique indices only: duplicates are undefined
+        indices_shape = (shape[axis],)
+    dynamic = draw(st.booleans())
+    return shape, indices_shape, axis, draw(st.sampled_from([(1,), ()])), dynamic, draw(st.sampled_from(DTYPES)), draw(st.sampled_from([np.int32, np.int64])), draw(st.integers(0, 2**16))
+
+
+def _runtime_axis_model(data_shape, indices_shape, updates_shape, axis_shape, dtype, index_dtype):
+    graph = OnnxGraph()
+    data = graph.add_input("data", dtype, data_shape)
+    indices = graph.add_input("indices", index_dtype, indices_shape)
+    updates = graph.add_input("updates", dtype, updates_shape)
+    axis = graph.add_input("axis", index_dtype, axis_shape)
+    return graph.model({"output": lower_scatter_update(graph, data, indices, updates, axis)})
+
+
+@given(runtime_axis_cases())
+@example(((3, 5), (2,), 1, (1,), False, np.float32, np.int32, 0))  # the spec's example 2
+@example(((3, 5), (), -2, (), True, np.float32, np.int64, 0))  # a 0-D index and a 0-D axis
+@example(((2, 3, 4, 2, 3), (2, 1), -3, (1,), True, np.int8, np.int64, 1))
+@example(((2, 0, 3), (), 0, (1,), True, np.float32, np.int32, 0))  # empty data and updates
+def test_runtime_axis_matches_the_oracle_in_onnxruntime(case):
+    shape, indices_shape, axis, axis_shape, dynamic, dtype, index_dtype, seed = case
+    rng = np.random.default_rng(seed)
+    data = values(rng, shape, dtype)
+    indices = rng.permutation(shape[axis])[: int(np.prod(indices_shape))].reshape(indices_shape).astype(index_dtype)
+    norm = axis % len(shape)
+    updates = values(rng, shape[:norm] + indices_shape + shape[norm + 1 :], dtype)
+    expected = oracle.scatter_update(data, indices, updates, axis)
+
+    shapes = [symbolic(s, [dynamic] * len(s), prefix)[0] for s, prefix in ((shape, "d"), (indices_shape, "i"), (updates.shape, "u"))]
+    model = _runtime_axis_model(*shapes, axis_shape, dtype, index_dtype)
+    got = run_onnx(model, {"data": data, "indices": indices, "updates": updates, "axis": np.full(axis_shape, axis, index_dtype)})
+    assert got.dtype == expected.dtype and np.array_equal(got, expected)
+
+
+def test_runtime_axes_the_spec_forbids_write_inside_the_output():
+    """An axis out of range, updates that fit another axis than the one fed, or indices out of range:
+    an unspecified result, never a failure or a write outside data."""
+    data, indices, updates = np.zeros((3, 4), np.float32), np.array([2, 0]), np.arange(1, 7, dtype=np.float32).reshape(3, 2)
+    model = scatter_update_model(("a", "b"), ("k",), 1, impl="native", runtime=["axis"])
+    for axis, rows in ((5, [2, 0]), (-7, [2, 0]), (0, [2, 0]), (1, [-4, 9])):
+        got = run_onnx(model, {"data": data, "indices": np.array(rows), "updates": updates, "axis": np.array([axis])})
+        assert got.shape == data.shape and set(got.ravel()) <= set(updates.ravel()) | {0.0}, axis
+    got = run_onnx(model, {"data": data, "indices": np.array([-4, 9]), "updates": updates, "axis": np.array([1])})
+    assert np.array_equal(got, oracle.scatter_update(data, np.array([0, 3]), updates, 1))  # clamped, as with a constant axis
+    assert np.array_equal(run_onnx(model, {"data": data, "indices": indices, "updates": updates, "axis": np.array([-1])}), oracle.scatter_update(data, indices, updates, 1))
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("axis_shape", [(1,), ()], ids=["1-d", "0-d"])
+def test_tensorrt_network_with_a_runtime_axis_builds(dynamic, axis_shape):
+    """One flat ND scatter with an int64 destination per updated element; no value shapes anything."""
+    trt = tensorrt()
+    builder, network = new_network()
+    data = add_input(network, "data", np.float16, (-1, 3, -1) if dynamic else (4, 3, 5))
+    indices = add_input(network, "indices", np.int32, (-1,) if dynamic else (2,))
+    updates = add_input(network, "updates", np.float16, (-1, 3, -1) if dynamic else (4, 3, 2))
+    axis = add_input(network, "axis", np.int64, axis_shape)
+    output = add_scatter_update(network, data, indices, updates, axis)
+    network.mark_output(output)
+    (scatter,) = scatter_layers(network)
+    assert scatter.mode == trt.ScatterMode.ND and len(scatter.get_input(0).shape) == 1 and scatter.get_input(1).dtype == trt.int64
+    assert tuple(output.shape) == tuple(data.shape) and output.dtype == trt.float16
+    assert not axis.is_shape_tensor and not indices.is_shape_tensor
+    low = {"data": (4, 3, 5), "indices": (2,), "updates": (4, 3, 2)}
+    build(builder, network, profile_for(network, low, low, {"data": (8, 3, 10), "indices": (4,), "updates": (8, 3, 4)}))
+
+
+def test_onnx_form_with_a_runtime_axis_parses_and_builds_in_tensorrt():
+    model = scatter_update_model(("n", "m"), ("k",), 1, dtype=np.int32, index_dtype=np.int32, impl="native", runtime=["axis"])
+    builder, network, _ = parse_onnx(model)
+    low = {"data": (3, 5), "indices": (2,), "updates": (3, 2)}
+    build(builder, network, profile_for(network, low, low, {"data": (6, 10), "indices": (4,), "updates": (6, 4)}))

@@ -248,12 +248,9 @@ def test_runtime_slices_that_do_not_fit_updates_write_inside_the_output():
     assert np.array_equal(got, oracle.slice_scatter(data, updates[:, :2], [3], [5], [1], [1]))  # columns 3, 4, 4
 
 
-def test_runtime_axes_are_refused_by_the_lowering_by_name():
+def test_runtime_parameters_of_another_type_shape_or_length_are_refused_by_name():
     _, network = new_network()
     data, updates = add_input(network, "data", np.float32, (2, 5)), add_input(network, "updates", np.float32, (2, 3))
-    axes = add_input(network, "axes", np.int64, (1,))
-    with pytest.raises(oracle.ScatterInputError, match=r"slice_scatter: 'axes' must be a constant for the native lowering.*\(got ITensor .axes.\)"):
-        add_slice_scatter(network, data, updates, [0], [5], [2], axes)
     start = add_input(network, "start", np.float32, (1,))
     with pytest.raises(oracle.ScatterInputError, match="'start' must have an integer element type"):
         add_slice_scatter(network, data, updates, start, [5], [2], [1])
@@ -263,6 +260,14 @@ def test_runtime_axes_are_refused_by_the_lowering_by_name():
     two = add_input(network, "two", np.int64, (2,))
     with pytest.raises(oracle.ScatterInputError, match="must have equal lengths"):
         add_slice_scatter(network, data, updates, two, [5], [2], [1])
+    with pytest.raises(oracle.ScatterInputError, match="must have equal lengths"):
+        add_slice_scatter(network, data, updates, [0], [5], [2], two)  # run-time axes
+    with pytest.raises(oracle.ScatterInputError, match=r"'axes' must have an integer element type \(got float32\)"):
+        add_slice_scatter(network, data, updates, [0], [5], [2], start)
+    empty = add_input(network, "empty", np.float32, (2, 0))
+    with pytest.raises(oracle.ScatterInputError, match=r"^slice_scatter: 'updates' must be empty: data's dimension 1 has size 0, so no index is in range \(got shape \(2, 3\)\)$"):
+        add_slice_scatter(network, empty, updates, [0], [5], [2], add_input(network, "axes", np.int64, (1,)))  # whichever axis is sliced
+    assert network.num_layers == 0
 
 
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
@@ -281,3 +286,111 @@ def test_tensorrt_network_with_runtime_parameters_builds(dynamic, index_dtype):
     assert not pos.is_shape_tensor and not step.is_shape_tensor  # values never shape anything
     profile = {"data": ((1, 3, 1, 4), (2, 3, 8, 4), (4, 3, 16, 4)), "updates": ((1, 3, 1, 4), (2, 3, 1, 4), (4, 3, 2, 4))} if dynamic else None
     build(builder, network, profile)
+
+
+# -- run-time axes: a graph input (or a computed tensor) decides which axes are sliced
+
+
+@st.composite
+def runtime_axes_cases(draw):
+    """Ranks 1-5, any subset of the axes in any order (some negative), start/stop/step with
+    negative steps and int64 extremes, any of them a graph input too, static and dynamic dims."""
+    rank = draw(st.integers(1, 5))
+    shape = tuple(draw(st.lists(st.integers(0, 4), min_size=rank, max_size=rank)))
+    count = draw(st.integers(0, rank))
+    axes = [a - rank if draw(st.booleans()) else a for a in draw(st.permutations(range(rank)))[:count]]
+    bound = st.one_of(st.integers(-6, 6), st.sampled_from(EXTREMES))
+    start = [draw(bound) for _ in axes]
+    stop = [draw(bound) for _ in axes]
+    step = [draw(st.one_of(st.sampled_from([-3, -2, -1, 1, 2, 3]), st.sampled_from([INT64_MAX, INT64_MIN, 2**40]))) for _ in axes]
+    fed = ["axes"] + draw(st.lists(st.sampled_from(["start", "stop", "step"]), max_size=3, unique=True))
+    dynamic = draw(st.lists(st.booleans(), min_size=rank, max_size=rank))
+    dtype = draw(st.sampled_from(DTYPES))
+    index_dtype = draw(st.sampled_from([np.int32, np.int64]))
+    return shape, start, stop, step, axes, fed, dynamic, dtype, index_dtype, draw(st.integers(0, 2**16))
+
+
+@given(runtime_axes_cases())
+@example(((2, 3, 8, 4), [5], [6], [1], [2], ["axes", "start"], [False] * 4, np.float32, np.int64, 0))  # a KV cache at pos 5
+@example(((2, 3, 8, 4), [5], [6], [1], [-2], ["axes", "start"], [True, False, True, False], np.float16, np.int32, 0))
+@example(((4, 3, 5), [INT64_MAX, 0], [INT64_MIN, 5], [-1, 2], [0, -1], ["axes"], [True] * 3, np.int8, np.int64, 1))  # reversed, strided
+@example(((3, 4, 2, 5, 2), [1, -1, 0, 4, 0], [3, -5, 2, 0, 2], [1, -2, 1, -3, 1], [-5, 1, 4, 3, 2], ["axes", "step"], [False, True, False, True, False], np.int64, np.int32, 2))
+@example(((3, 0, 2), [0], [1], [1], [0], ["axes"], [False, False, True], np.float32, np.int64, 0))  # empty data
+@example(((3, 2), [], [], [], [], ["axes"], [True, True], np.bool_, np.int64, 0))  # no axis: updates replace data
+def test_runtime_axes_match_the_oracle_in_onnxruntime(case):
+    shape, start, stop, step, axes, fed, dynamic, dtype, index_dtype, seed = case
+    if index_dtype == np.int32:  # the values the graph sees
+        start, stop, step = ([int(v) for v in _fed_values(p, np.int32)] if name in fed else p for name, p in (("start", start), ("stop", stop), ("step", step)))
+    rng = np.random.default_rng(seed)
+    data = values(rng, shape, dtype)
+    updates = values(rng, _updates_shape(shape, start, stop, step, [a % len(shape) for a in axes]), dtype)
+    expected = oracle.slice_scatter(data, updates, start, stop, step, axes)
+
+    data_shape, _ = symbolic(shape, dynamic, "d")
+    updates_shape, _ = symbolic(updates.shape, dynamic, "u")
+    model = slice_scatter_model(data_shape, start, stop, step, axes, dtype=dtype, index_dtype=index_dtype, impl="native",
+                                updates_shape=updates_shape, runtime=fed)  # fmt: skip
+    feeds = {"data": data, "updates": updates, "axes": np.array(axes, dtype=index_dtype)}
+    feeds |= {name: _fed_values(v, index_dtype) for name, v in (("start", start), ("stop", stop), ("step", step)) if name in fed}
+    got = run_onnx(model, feeds)
+    assert got.dtype == expected.dtype and np.array_equal(got, expected)
+
+
+def test_runtime_axes_the_spec_forbids_write_inside_the_output():
+    """Repeated or out-of-range run-time axes, and slices that do not fit updates, give an unspecified
+    result but never fail or write outside data: every element outside the written ones stays."""
+    data, updates = np.zeros((3, 4), np.float32), np.arange(1, 7, dtype=np.float32).reshape(3, 2)
+    model = slice_scatter_model(("a", "b"), [0, 0], [2, 2], [1, 1], [0, 1], impl="native", updates_shape=("a", 2), runtime=["axes"])
+    for axes in ([1, 1], [7, -9], [-1, 5]):
+        got = run_onnx(model, {"data": data, "updates": updates, "axes": np.array(axes)})
+        assert got.shape == data.shape and set(got.ravel()) <= set(updates.ravel()) | {0.0}, axes
+    model = slice_scatter_model((3, 4), [0, 2], [3, 4], [1, 1], [0, 1], impl="native", runtime=["axes", "start"])
+    for start in ([0, 3], [-1, 2]):  # a slice of 1 column or of 1 row, for updates of 3 rows and 2 columns
+        with pytest.raises(oracle.ScatterInputError):
+            oracle.slice_scatter(data, updates, start, [3, 4], [1, 1], [0, 1])
+        got = run_onnx(model, {"data": data, "updates": updates, "axes": np.array([0, 1]), "start": np.array(start)})
+        assert got.shape == data.shape and set(got.ravel()) <= set(updates.ravel()) | {0.0}, start
+    got = run_onnx(model, {"data": data, "updates": updates, "axes": np.array([0, 1]), "start": np.array([0, 2])})
+    assert np.array_equal(got, oracle.slice_scatter(data, updates, [0, 2], [3, 4], [1, 1], [0, 1]))  # the slice fits
+
+
+def test_a_wrong_runtime_axes_lowering_fails(monkeypatch):
+    """The comparison can fail: destinations one element further are caught."""
+    import trt_scatter.networks.graph as graph
+
+    real = graph._Composites.scatter_flat
+    monkeypatch.setattr(graph._Composites, "scatter_flat", lambda g, op, name, data, d, u: real(g, op, name, data, g.binary("add", d, g.constant(np.ones((1, 1), np.int64))), u))
+    data, updates = np.zeros((3, 4), np.float32), np.ones((3, 2), np.float32)
+    model = slice_scatter_model((3, 4), [0], [2], [1], [1], impl="native", runtime=["axes"])
+    assert not np.array_equal(run_onnx(model, {"data": data, "updates": updates, "axes": np.array([1])}), oracle.slice_scatter(data, updates, [0], [2], [1], [1]))
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_tensorrt_network_with_runtime_axes_builds(dynamic, index_dtype):
+    """A KV cache [B, H, S, D] written on a run-time axis at a run-time position: one flat ND scatter
+    with an int64 destination per updated element, and no value shapes anything."""
+    trt = tensorrt()
+    builder, network = new_network()
+    data = add_input(network, "data", np.float16, (-1, 3, -1, 4) if dynamic else (2, 3, 8, 4))
+    updates = add_input(network, "updates", np.float16, (-1, 3, -1, 4) if dynamic else (2, 3, 1, 4))
+    pos, axes = add_input(network, "pos", index_dtype, (1,)), add_input(network, "axes", index_dtype, (1,))
+    output = add_slice_scatter(network, data, updates, pos, [INT64_MAX], [1], axes)
+    network.mark_output(output)
+    assert tuple(output.shape) == tuple(data.shape) and output.dtype == trt.float16
+    written = [layer for layer in scatter_layers(network) if layer.get_input(2).dtype == trt.float16]
+    (scatter,) = written  # the others place start and step at the axes (int64 vectors of the rank)
+    assert scatter.mode == trt.ScatterMode.ND and len(scatter.get_input(0).shape) == 1
+    destinations = scatter.get_input(1)
+    assert destinations.dtype == trt.int64 and destinations.shape[-1] == 1  # 8 bytes per element of updates
+    assert trt.LayerType.PLUGIN_V3 not in {layer.type for layer in layers(network)}
+    assert not pos.is_shape_tensor and not axes.is_shape_tensor  # values never shape anything
+    profile = {"data": ((1, 3, 1, 4), (2, 3, 8, 4), (4, 3, 16, 4)), "updates": ((1, 3, 1, 4), (2, 3, 1, 4), (4, 3, 2, 4))} if dynamic else None
+    build(builder, network, profile)
+
+
+def test_onnx_form_with_runtime_axes_parses_and_builds_in_tensorrt():
+    model = slice_scatter_model(("n", 5, "m"), [0, -1], [3, -6], [2, -1], [0, 2], impl="native", updates_shape=("u", 5, "v"), runtime=["axes", "step"], index_dtype=np.int32)
+    builder, network, _ = parse_onnx(model)
+    low = {"data": (3, 5, 4), "updates": (2, 5, 4)}
+    build(builder, network, profile_for(network, low, low, {"data": (6, 5, 8), "updates": (3, 5, 8)}))

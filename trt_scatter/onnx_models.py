@@ -64,7 +64,7 @@ def slice_scatter_model(data_shape, start, stop, step, axes=None, dtype=np.float
 
     ``updates_shape`` defaults to the slice's shape where data's dimension is known; a sliced
     dynamic dimension becomes the symbolic dimension ``"updates_<axis>"``. ``runtime`` names the
-    parameters (of start, stop, step) that are graph inputs of ``index_dtype`` (their values
+    parameters (of start, stop, step, axes) that are graph inputs of ``index_dtype`` (their values
     here only shape the updates), the rest are initializers.
     """
     _check_impl("slice_scatter", impl)
@@ -83,8 +83,13 @@ def slice_scatter_model(data_shape, start, stop, step, axes=None, dtype=np.float
     data = graph.add_input("data", dtype, data_shape)
     updates = graph.add_input("updates", dtype, updates_shape)
     params = {"start": start, "stop": stop, "step": step}
+    if "axes" in runtime:
+        if axes is None:
+            raise ScatterInputError("slice_scatter", "axes", "must be given to be a graph input", None)
+        axes = graph.add_input("axes", index_dtype, [len(axes)])
     for name in runtime:
-        params[name] = graph.add_input(name, index_dtype, [len(params[name])])
+        if name != "axes":
+            params[name] = graph.add_input(name, index_dtype, [len(params[name])])
     if impl == "native":
         return graph.model({"output": lower_slice_scatter(graph, data, updates, *params.values(), axes)})
     params = list(params.values()) + ([] if axes is None else [axes])
@@ -92,10 +97,11 @@ def slice_scatter_model(data_shape, start, stop, step, axes=None, dtype=np.float
     return graph.model({"output": _plugin_node(graph, "SliceScatter", [data, updates] + inputs, data, inplace)})
 
 
-def scatter_update_model(data_shape, indices_shape, axis, dtype=np.float32, index_dtype=np.int64, impl="plugin", inplace=False):
+def scatter_update_model(data_shape, indices_shape, axis, dtype=np.float32, index_dtype=np.int64, impl="plugin", inplace=False, runtime=()):
     """ScatterUpdate(data, indices, updates, axis) as a plugin node or the native lowering.
 
-    updates have shape ``data.shape[:axis] + indices.shape + data.shape[axis+1:]``.
+    updates have shape ``data.shape[:axis] + indices.shape + data.shape[axis+1:]``. ``runtime=("axis",)``
+    makes ``axis`` a graph input of shape (1,) and ``index_dtype`` (its value here only shapes the updates).
     """
     _check_impl("scatter_update", impl)
     _check_types("scatter_update", dtype, index_dtype)
@@ -104,9 +110,11 @@ def scatter_update_model(data_shape, indices_shape, axis, dtype=np.float32, inde
     check_scatter_update(_known(data_shape), _known(indices_shape), _known(updates_shape), axis)
     graph = OnnxGraph()
     data, indices, updates = _inputs(graph, dtype, index_dtype, data_shape, indices_shape, updates_shape)
+    if "axis" in runtime:
+        axis = graph.add_input("axis", index_dtype, [1])
     if impl == "native":
         return graph.model({"output": lower_scatter_update(graph, data, indices, updates, axis)})
-    axis_input = graph.constant(np.array([axis], dtype=index_dtype))
+    axis_input = axis if "axis" in runtime else graph.constant(np.array([axis], dtype=index_dtype))
     return graph.model({"output": _plugin_node(graph, "ScatterUpdate", [data, indices, updates, axis_input], data, inplace)})
 
 

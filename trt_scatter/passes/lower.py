@@ -19,9 +19,10 @@ The pass, in order:
    output keeps the node's output name, so every consumer, graph output and ``value_info`` stays
    as it was. Parameters the model holds as constants (initializers, ``Constant`` nodes) give
    constant geometry; parameters computed at run time (graph inputs, other nodes' outputs) give
-   geometry computed by the graph (see :mod:`trt_scatter.networks.slice_scatter`). What a lowering
-   cannot take (run-time ``axes`` or ``axis``, which decide the lowered graph's structure; a
-   tensor of unknown rank) is refused in one line naming the node and the input.
+   geometry computed by the graph (see :mod:`trt_scatter.networks.slice_scatter`); run-time
+   ``axes`` or ``axis`` give a lowering that writes element by element (one int64 destination per
+   updated element). What a lowering cannot take (a tensor of unknown rank) is refused in one line
+   naming the node and the input.
 4. Drop what only the replaced nodes read (initializers and nodes that computed a parameter the
    lowering does not need, such as a ``stop`` computed from the write position, whose length
    updates give), and the ``trt_scatter`` opset import; raise the IR version if the opset needs
