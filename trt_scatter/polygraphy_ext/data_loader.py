@@ -4,27 +4,21 @@ polygraphy's default ``DataLoader`` fills every input with random values, which 
 ops: indices land out of range or repeat (undefined results), and SliceScatter's parameters do
 not match its updates. :class:`ScatterDataLoader` reads the model instead:
 
-1. The model is checked first: :func:`~trt_scatter.passes.validate.validate` for the
-   ``trt_scatter`` nodes (a zero step, parameters of different lengths, 2-D starts...), and every
-   node's inputs must exist. Any model it cannot serve is refused with one line naming the node
-   and the rule (the oracle's :class:`~trt_scatter.oracle.ScatterInputError` wording).
-2. Shapes. Each graph input dimension is a symbol (its ``dim_param``, or a fresh one); ONNX shape
-   inference carries the symbols to every scatter node, whose shape relations are equalities
-   (updates = indices for ScatterElements, ``data[:axis] + indices + data[axis+1:]`` for
-   ScatterUpdate...), solved by merging symbols. Free symbols take ``DEFAULT_DIM``, then grow
-   or shrink to leave room for distinct indices (``indices`` no longer than data on each axis...).
-   Given shapes (``input_shapes``) and static dims are fixed values.
-3. Values, per iteration from ``(seed, iteration)``: ScatterElements indices distinct along
-   ``axis`` on every line, ScatterND distinct rows (about half of both in their negative form),
-   ScatterUpdate distinct indices in [0, s-1], SliceScatter start/stop/step (and axes) whose slice
-   has exactly the updates' shape, with negative forms and steps, fitting whichever of them the
-   model holds as constants; random values for every other input. An integer input that reaches
-   a scatter op's index input through other ops (a write position ``pos`` with ``stop = pos + T``
-   computed by an Add) gets random values tried until the whole-model reference
-   (:class:`trt_scatter.reference.Reference`, i.e. the oracle's own rules) accepts them with
-   distinct targets. An input that several scatter nodes take (K and V caches written at the
-   same positions) is drawn for the node whose indices address the fewest elements, and drawn
-   again until the reference accepts it for all of them.
+1. Checks: :func:`~trt_scatter.passes.validate.validate` for the ``trt_scatter`` nodes, and every
+   node input must exist. A model it cannot serve is refused with one line naming the node and
+   the rule (the oracle's :class:`~trt_scatter.oracle.ScatterInputError` wording).
+2. Shapes. Each free graph input dimension is a symbol; ONNX shape inference carries the symbols
+   to every scatter node, whose shape relations are equalities (updates = indices for
+   ScatterElements...), solved by merging symbols. Free symbols take ``DEFAULT_DIM``, then grow or
+   shrink to leave room for distinct indices. Given shapes and static dims are fixed values.
+3. Values, per iteration from ``(seed, iteration)``: distinct indices (about half of
+   ScatterElements' and ScatterND's in their negative form), SliceScatter start/stop/step (and
+   axes) whose slice has exactly the updates' shape, in all the forms the spec allows, fitting
+   whichever of them the model holds as constants; random values for every other input. An
+   integer input that reaches an index input through other ops (``stop = pos + T``) gets random
+   values until the whole-model reference (:class:`trt_scatter.reference.Reference`, the oracle's
+   rules) accepts them with distinct targets; so does an input that several scatter nodes take
+   (drawn for the node whose indices address the fewest elements, then checked for all).
 
 Use it from Python as an iterable of feed dicts (like polygraphy's ``DataLoader``), from
 ``polygraphy run`` with ``--trt-scatter-inputs``, or as polygraphy documents data-loader scripts:
@@ -155,14 +149,9 @@ class _Plan:
                                   for value in graph.input if value.name not in initializers)
         _check_wiring(graph, self.inputs.keys() | initializers)
         self.given = {name: self._given(name, shape) for name, shape in given.items()}
-        producers = {out: node for node in graph.node for out in node.output}
-        self.nodes = [
-            _Node(node, index, lambda name: _origin(producers, name))
-            for index, node in enumerate(graph.node)
-            if _scatter_op(node)
-        ]
-        self.generators = {}  # graph input -> callable(rng) -> array
-        self.drawn_for = {}  # graph input -> the node its generator serves
+        self.producers = {out: node for node in graph.node for out in node.output}
+        self.nodes = [_Node(node, index, self._origin) for index, node in enumerate(graph.node) if _scatter_op(node)]
+        self.generators = {}  # graph input -> (the node it is drawn for, callable(rng) -> array)
         self.shared = {}  # generated input -> (another node that takes it, its input there)
         self.shapes, self.concrete = _Shapes(self, rng).solve()
         # An input that several nodes take is drawn for the first planned: the one whose indices
@@ -186,6 +175,13 @@ class _Plan:
             raise ValueError(f"input {name!r}: the given shape {tuple(shape)} does not fit the model's {declared}")
         return tuple(shape)
 
+    def _origin(self, name):
+        """``name`` traced back through Cast/Identity (which keep shape and values): ONNX's ScatterND takes
+        int64 indices only, so int32 indices reach it through a Cast and are still generated."""
+        while name in self.producers and self.producers[name].op_type in ("Cast", "Identity"):
+            name = self.producers[name].input[0]
+        return name
+
     def constant(self, node, name):
         return self.tensors.constant(node.inputs[name]) if name in node.inputs else None
 
@@ -204,17 +200,12 @@ class _Plan:
             return data[node.axis % len(data)] if -len(data) <= node.axis < len(data) else math.inf
         return min(data)
 
-    def generate(self, name, node, generator):
-        """Graph input ``name`` gets its values from ``generator(rng)``, drawn for ``node``."""
-        self.generators[name] = generator
-        self.drawn_for[name] = node
-
     def fed(self, node, name):
         """The graph input behind ``node``'s input ``name`` (through Cast/Identity), if the loader generates
         it for this node; one already generated for another node is drawn for that one and kept for
         ``node`` only where it fits it too (``shared``, see :meth:`_search`)."""
         origin = node.origin.get(name)
-        if origin in self.generators and self.drawn_for.get(origin) is not node:
+        if origin in self.generators and self.generators[origin][0] is not node:
             self.shared.setdefault(origin, (node, name))
             return None
         return origin if origin in self.inputs else None
@@ -225,8 +216,7 @@ class _Plan:
     def feed(self, rng):
         feed = OrderedDict()
         for name, (dtype, _) in self.inputs.items():
-            generate = self.generators.get(name)
-            value = generate(rng) if generate else _random_values(rng, self.shapes[name], dtype)
+            value = self.generators[name][1](rng) if name in self.generators else _random_values(rng, self.shapes[name], dtype)
             feed[name] = np.asarray(value).astype(dtype, copy=False)
         if self.searched or self.shared:
             self._search(feed, rng)
@@ -248,7 +238,7 @@ class _Plan:
                 feed[name] = rng.integers(-bound - 1, bound + 1, size=self.shapes[name]).astype(dtype)
             draw = np.random.default_rng(rng.integers(2**63))  # one per try: start/stop/step are drawn together per rng
             for name in self.shared:
-                feed[name] = np.asarray(self.generators[name](draw)).astype(self.inputs[name][0], copy=False)
+                feed[name] = np.asarray(self.generators[name][1](draw)).astype(self.inputs[name][0], copy=False)
             try:
                 values = dict(zip(names, self._reference.evaluator.run(names, dict(feed))))
                 if all(_distinct_targets(node, values) for node in self.nodes):
@@ -258,7 +248,7 @@ class _Plan:
                 last = first_line(err)
         if self.shared:
             name, (node, key) = next(iter(self.shared.items()))
-            raise node.error(f"input {name!r} is drawn for {self.drawn_for[name].label} too, and none of {TRIES} draws fit both (last: {last}); give valid inputs instead (--load-inputs)")
+            raise node.error(f"input {name!r} is drawn for {self.generators[name][0].label} too, and none of {TRIES} draws fit both (last: {last}); give valid inputs instead (--load-inputs)")
         name, (node, key) = next(iter(self.searched.items()))
         raise node.error(f"input {name!r} gives '{key}', and none of {TRIES} random values of it gave valid inputs (last: {last}); give valid inputs instead (--load-inputs)")
 
@@ -271,14 +261,6 @@ def _check_wiring(graph, defined):
             if name and name not in known:
                 raise ModelError(f"{node_label(node, index)}: input {position} {name!r} is not a graph input, an initializer or an earlier node's output")
         known.update(node.output)
-
-
-def _origin(producers, name):
-    """``name`` traced back through Cast/Identity (which keep shape and values): ONNX's ScatterND takes
-    int64 indices only, so int32 indices reach it through a Cast and are still generated."""
-    while name in producers and producers[name].op_type in ("Cast", "Identity"):
-        name = producers[name].input[0]
-    return name
 
 
 # -- shapes: symbols merged by the ops' equalities
@@ -383,17 +365,12 @@ def _symbolic_shapes(plan):
     model = onnx.ModelProto()
     model.CopyFrom(plan.model)
     for value in model.graph.input:
-        if value.name not in plan.inputs:
-            continue
         shape = value.type.tensor_type.shape
-        given = plan.given.get(value.name)
-        if given is not None:
+        if value.name in plan.given:
             del shape.dim[:]
-            for size in given:
-                shape.dim.add().dim_value = size
-            continue
+            shape.dim.extend(onnx.TensorShapeProto.Dimension(dim_value=size) for size in plan.given[value.name])
         for i, dim in enumerate(shape.dim):
-            if not dim.HasField("dim_value") and not dim.dim_param:
+            if value.name in plan.inputs and not dim.HasField("dim_value") and not dim.dim_param:
                 dim.dim_param = f"{value.name}:{i}"
     return ModelTensors(model)
 
@@ -511,7 +488,7 @@ def _plan_scatter_elements(plan, node, rng):
         order = permutation[(shifts + np.arange(shape[axis])) % max(size, 1)]
         return _some_negative(rng, np.moveaxis(order.reshape(moved), -1, axis), size)
 
-    plan.generate(name, node, generate)
+    plan.generators[name] = (node, generate)
 
 
 def _plan_scatter_nd(plan, node, rng):
@@ -530,7 +507,7 @@ def _plan_scatter_nd(plan, node, rng):
         coordinates = np.stack(np.unravel_index(flat, data[:k]), axis=-1) if k else np.zeros((rows, 0), np.int64)
         return _some_negative(rng, coordinates.reshape(shape), np.array(data[:k], np.int64))
 
-    plan.generate(name, node, generate)
+    plan.generators[name] = (node, generate)
 
 
 def _plan_scatter_update(plan, node, rng):
@@ -543,20 +520,20 @@ def _plan_scatter_update(plan, node, rng):
     size, count = data[axis], math.prod(indices)
     if count > size:
         raise ScatterInputError(node.op, "indices", f"must have at most {size} elements for distinct indices", f"shape {indices}")
-    plan.generate(name, node, lambda rng, shape=indices: rng.choice(size, size=count, replace=False).reshape(shape))
+    plan.generators[name] = (node, lambda rng, shape=indices: rng.choice(size, size=count, replace=False).reshape(shape))
 
 
 def _plan_slice_scatter(plan, node, rng):
     keys = ("start", "stop", "step")
     data, updates = plan.shape(node, "data"), plan.shape(node, "updates")
     if data is None or updates is None or node.axes is None:
-        raise ScatterInputError(node.op, "data" if data is None else "updates", "must have a shape the loader can tell; give the shapes of the graph inputs it is computed from", "unknown")
+        raise _unknown_shape(node, "data" if data is None else "updates")
     constants = {k: plan.constant(node, k) for k in keys}
     fed = {k: plan.fed(node, k) for k in (*keys, "axes")}
     known = {k: rules.as_int_vector(node.op, k, v) if v is not None else len(node.axes) for k, v in constants.items()}
     check_slice_scatter_static(data, updates, **known, **({"axes": node.axes} if "axes" in node.inputs else {}))
     if fed["axes"]:
-        plan.generate(fed["axes"], node, lambda rng, axes=node.axes: np.array(axes))
+        plan.generators[fed["axes"]] = (node, lambda rng, axes=node.axes: np.array(axes))
     if all(v is not None for v in constants.values()) or any(constants[k] is None and fed[k] is None for k in keys):
         return  # nothing to draw; or computed from other tensors: searched (see _searched_inputs)
     choices = []  # per sliced axis, the (start, stop, step) that take updates' length
@@ -582,7 +559,7 @@ def _plan_slice_scatter(plan, node, rng):
 
     for key in keys:
         if fed[key] is not None:
-            plan.generate(fed[key], node, generator(key))
+            plan.generators[fed[key]] = (node, generator(key))
 
 
 # Each op's shape relations (before the shapes are solved) and planner (generators, after).
@@ -598,16 +575,19 @@ def _check_known(node, check, fed, data, indices, updates, *more):
     """The op's shape check (the oracle's) where the shapes are known; to draw ``fed`` indices, data's
     and indices' shapes must be."""
     if fed is not None and (data is None or indices is None):
-        raise ScatterInputError(node.op, "data" if data is None else "indices", "must have a shape the loader can tell; give the shapes of the graph inputs it is computed from", "unknown")
+        raise _unknown_shape(node, "data" if data is None else "indices")
     if None not in (data, indices, updates):
         check(data, indices, updates, *more)
+
+
+def _unknown_shape(node, name):
+    return ScatterInputError(node.op, name, "must have a shape the loader can tell; give the shapes of the graph inputs it is computed from", "unknown")
 
 
 def _searched_inputs(plan):
     """``{input: (node, index input)}``: integer graph inputs without a generator that a scatter node's
     index input is computed from (through ops the loader does not follow)."""
-    producers = {out: node for node in plan.model.graph.node for out in node.output}
-    searched = {}
+    producers, searched = plan.producers, {}
     for node in plan.nodes:
         for key, tensor in node.inputs.items():
             stack, seen = [tensor] if key not in ("data", "updates") else [], set()
