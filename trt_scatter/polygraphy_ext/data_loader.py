@@ -269,10 +269,9 @@ def _check_wiring(graph, defined):
 class _Shapes:
     """Symbolic shapes of a model's tensors and the values of their symbols.
 
-    Every graph input dimension is an int (static or given) or a symbol; ONNX shape inference
-    carries them through the graph. The scatter ops' shape rules then say which symbols are equal
-    (a union-find), and which products of dims must not exceed others for distinct indices
-    (``bounds``); constant slices derive updates' dims from data's (``derived``).
+    The scatter ops' shape rules say which symbols are equal (a union-find), and which products of
+    dims must not exceed others for distinct indices (``bounds``); constant slice parameters derive
+    updates' dims from data's (``_Node.fixed``).
     """
 
     def __init__(self, plan, rng):
@@ -295,6 +294,12 @@ class _Shapes:
         if isinstance(a, int):
             a, b = b, a
         self.parent[a] = b
+
+    def equal_shapes(self, a, b):
+        """Each dim of shape ``a`` equals the same dim of ``b``, where both ranks are known and agree."""
+        if a is not None and b is not None and len(a) == len(b):
+            for x, y in zip(a, b):
+                self.equal(x, y)
 
     def of(self, dim):
         dim = self.find(dim)
@@ -382,8 +387,7 @@ def _relations_scatter_elements(shapes, node):
     data, indices, updates = (shapes.shape(node, n) for n in ("data", "indices", "updates"))
     if data is not None:
         rules.check_rank_at_least(node.op, "data", data, 1)
-    for a, b in zip(indices or (), updates or ()):
-        shapes.equal(a, b)
+    shapes.equal_shapes(indices, updates)
     for a, b in zip(indices or (), data or ()):
         shapes.bounds.append(([a], [b]))
 
@@ -397,9 +401,7 @@ def _relations_scatter_nd(shapes, node):
     if shapes.free(indices[-1]):  # rows of unknown length address elements
         shapes.equal(indices[-1], len(data))
     k = shapes.of(indices[-1])
-    if updates is not None and len(updates) == len(indices) - 1 + len(data) - k:
-        for a, b in zip(updates, list(indices[:-1]) + list(data[k:])):
-            shapes.equal(a, b)
+    shapes.equal_shapes(updates, list(indices[:-1]) + list(data[k:]))
     shapes.bounds.append((list(indices[:-1]), list(data[:k])))
 
 
@@ -415,10 +417,7 @@ def _relations_scatter_update(shapes, node):
     if data is None or indices is None:
         return
     axis = _update_axis(shapes.plan, node, len(data))
-    expected = list(data[:axis]) + list(indices) + list(data[axis + 1 :])
-    if updates is not None and len(updates) == len(expected):
-        for a, b in zip(updates, expected):
-            shapes.equal(a, b)
+    shapes.equal_shapes(updates, list(data[:axis]) + list(indices) + list(data[axis + 1 :]))
     shapes.bounds.append((list(indices), [data[axis]]))
 
 
@@ -548,18 +547,16 @@ def _plan_slice_scatter(plan, node, rng):
 
     cache = {}
 
-    def generator(key):
-        def generate(rng):
-            if cache.get("rng") is not rng:  # start/stop/step are drawn together once per feed
-                drawn = [c[int(rng.integers(len(c)))] if c else _random_slice(rng, data[a], updates[a]) for c, a in zip(choices, node.axes)]
-                cache["rng"], cache["values"] = rng, dict(zip(keys, (list(v) for v in zip(*drawn)))) if drawn else dict.fromkeys(keys, [])
-            return np.asarray(cache["values"][key], dtype=np.int64)
+    def draw(rng):
+        """Rows start, stop, step: drawn together, once per feed (``rng``)."""
+        if cache.get("rng") is not rng:
+            slices = [c[int(rng.integers(len(c)))] if c else _random_slice(rng, data[a], updates[a]) for c, a in zip(choices, node.axes)]
+            cache.update(rng=rng, slices=np.array(slices, np.int64).reshape(-1, 3).T)
+        return cache["slices"]
 
-        return generate
-
-    for key in keys:
+    for row, key in enumerate(keys):
         if fed[key] is not None:
-            plan.generators[fed[key]] = (node, generator(key))
+            plan.generators[fed[key]] = (node, lambda rng, row=row: draw(rng)[row])
 
 
 # Each op's shape relations (before the shapes are solved) and planner (generators, after).
