@@ -393,3 +393,24 @@ def test_indices_that_cannot_fit_both_nodes_taking_them_are_one_line_naming_both
     with pytest.raises(ValueError, match=r"^ScatterUpdate node 'update': input 'indices' is drawn for ScatterElements node 'write' too, "
                                          r"and none of 100 draws fit both \(last: .*\); give valid inputs instead \(--load-inputs\)$"):
         ScatterDataLoader(model)[0]
+
+
+def test_edge_cases_users_meet_get_inputs_or_one_line():
+    """Paths no random model reaches: an empty slice, a given shape for no input, axes computed from
+    another input, constant and fed slice parameters mixed on a dimension too large to search."""
+    from onnx import helper
+
+    empty = ScatterDataLoader(fx.slice_scatter_model([5, 2], [0, 2], [0], [0], [0], constant_params=False), seed=1, iterations=4)
+    for feed in empty:
+        assert feed["updates"].shape == (0, 2)
+        oracle.slice_scatter(feed["data"], feed["updates"], feed["start"], feed["stop"], feed["step"])
+    with pytest.raises(ValueError, match=r"^input 'nope' of the given shapes is not an input of the model \(its inputs: data, indices, updates\)$"):
+        ScatterDataLoader(fx.scatter_elements_model([4], [2]), input_shapes={"nope": (1,)})[0]
+    computed_axes = fx.slice_scatter_model([4, 6], [2, 6], [0], [0], [0], axes=[0], constant_params=False)
+    computed_axes.graph.node.insert(0, helper.make_node("Neg", ["axes"], ["negated"]))
+    computed_axes.graph.node[1].input[5] = "negated"
+    with pytest.raises(ValueError, match=r"^SliceScatter node #1 \(output 'output'\): slice_scatter: 'axes' must be a constant or a graph input for generated inputs \(got negated\)$"):
+        ScatterDataLoader(computed_axes)[0]
+    large = fx.slice_scatter_model([400], [3], [0], [0], [1], constant_params=("step",))
+    with pytest.raises(ValueError, match=r"^SliceScatter node #0 \(output 'output'\): slice_scatter: 'start/stop/step' mix constants and fed values on too large a dimension to search; feed all three \(got 400\)$"):
+        ScatterDataLoader(large)[0]
