@@ -414,3 +414,11 @@ def test_edge_cases_users_meet_get_inputs_or_one_line():
     large = fx.slice_scatter_model([400], [3], [0], [0], [1], constant_params=("step",))
     with pytest.raises(ValueError, match=r"^SliceScatter node #0 \(output 'output'\): slice_scatter: 'start/stop/step' mix constants and fed values on too large a dimension to search; feed all three \(got 400\)$"):
         ScatterDataLoader(large)[0]
+
+
+def test_too_large_to_search_names_the_node_when_updates_dim_is_free():
+    """The same refusal as above, reached while sizing a free updates dimension (shape solving), still
+    names the node: the loader wraps every per-node step, not only the planners."""
+    large = fx.slice_scatter_model([400], ["T"], [0], [0], [1], constant_params=("step",))
+    with pytest.raises(ValueError, match=r"^SliceScatter node #0 \(output 'output'\): slice_scatter: 'start/stop/step' mix constants and fed values on too large a dimension to search; feed all three \(got 400\)$"):
+        ScatterDataLoader(large)[0]

@@ -321,8 +321,11 @@ class _Shapes:
             for low, high in self.bounds:
                 self._fit(low, high)
         for node in self.plan.nodes:
-            for axis, fixed in node.fixed.items():
-                self._derive(node, axis, fixed)
+            try:
+                for axis, fixed in node.fixed.items():
+                    self._derive(node, axis, fixed)
+            except ScatterInputError as err:
+                raise node.error(err) from None
         missing = [name for name in self.plan.inputs if self.symbolic.symbolic_shape(name) is None]
         if missing:
             raise ValueError(f"input {missing[0]!r} has no shape in the model: give it one (input_shapes, --input-shapes)")
