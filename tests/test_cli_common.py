@@ -79,3 +79,12 @@ def test_top_level_help_says_what_the_tool_does(capsys):
     out = capsys.readouterr().out
     assert "add_parser" not in out and "``" not in out
     assert "Scatter operations for TensorRT" in out
+
+
+@pytest.mark.parametrize("command", ["build", "check", "lower", "rewrite"])
+def test_command_help_has_no_docstring_markup(capsys, command):
+    with pytest.raises(SystemExit) as exited:
+        main([command, "--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    assert "``" not in out and ":mod:" not in out and f"trt-scatter {command}" in out

@@ -21,7 +21,7 @@ _SHAPE = re.compile(r"^(?P<name>[^:]+):\[(?P<dims>[0-9,\s]*)\]$")
 
 
 def add_parser(subparsers):
-    parser = subparsers.add_parser("build", help="build and save a TensorRT engine", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = subparsers.add_parser("build", help="build and save a TensorRT engine", description=common.help_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", nargs="?", help="an example network name or an .onnx file")
     parser.add_argument("--all", action="store_true", help="build every example network (static and dynamic) into --out-dir")
     parser.add_argument("-o", "--output", help="engine file (default: <target>.engine in --out-dir)")
