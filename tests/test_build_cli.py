@@ -320,3 +320,48 @@ def test_plugin_nodes_in_subgraphs_count_as_the_models(tmp_path, capsys):
     assert "has trt-scatter plugin nodes (SliceScatter): register the plugins (--plugins)" in capsys.readouterr().err
     assert needs_aliased_plugin_io(_plugin_node_in_an_if_branch(inplace=1))
     assert not needs_aliased_plugin_io(_plugin_node_in_an_if_branch(inplace=0))
+
+
+@pytest.mark.parametrize("setup", ["unknown backend name", "no TensorRT importable"])
+def test_an_unusable_tensorrt_is_a_one_line_error_not_an_internal_one(tmp_path, setup):
+    """A bad TRT_SCATTER_BACKEND or no TensorRT is the user's setup, not a trt-scatter bug: 'error:', exit 2."""
+    import onnx_fixtures as fx
+
+    if setup == "unknown backend name":
+        env, line = {"TRT_SCATTER_BACKEND": "foo"}, "TRT_SCATTER_BACKEND='foo' is not one of tensorrt, tensorrt_rtx\n"
+    else:  # a sitecustomize that makes `import tensorrt` and `import tensorrt_rtx` fail
+        (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['tensorrt'] = sys.modules['tensorrt_rtx'] = None\n")
+        env, line = {"PYTHONPATH": str(tmp_path), "TRT_SCATTER_BACKEND": ""}, "trt-scatter needs TensorRT. Install 'trt-scatter[trt]'"
+    result = fx.run_tool("trt-scatter", ["build", "slice_scatter", "-o", tmp_path / "e.engine"], env=env)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"trt-scatter build: error: {line}") and result.stderr.count("\n") == 1, result.stderr
+    assert not (tmp_path / "e.engine").exists()
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--dtype", "float16"], "--dtype applies to example networks; an ONNX model's inputs keep the types it declares"),
+        (["--index-dtype", "int64"], "--index-dtype applies to example networks; an ONNX model's inputs keep the types it declares"),
+        (["--dynamic"], "--dynamic applies to example networks; an ONNX model's dynamic dimensions get --min/--opt/--max"),
+    ],
+)
+def test_example_network_flags_on_an_onnx_model_are_refused_not_ignored(tmp_path, capsys, flags, message):
+    model = _scatter_elements_onnx(tmp_path / "static.onnx", batch=2)
+    assert main(["build", model, "-o", str(tmp_path / "e.engine")] + flags) == 2
+    assert capsys.readouterr().err == f"trt-scatter build: error: {message}\n"
+    assert not (tmp_path / "e.engine").exists()
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["build", "slice_scatter", "--plugins"], "--plugins applies to ONNX models (their trt_scatter nodes); the example networks use the native lowerings"),
+        (["build", "--all", "--min", "data:[1,5]", "--opt", "data:[2,5]", "--max", "data:[4,5]"],
+         "--all builds the example networks with their own profiles; give no --min/--opt/--max"),
+    ],
+)
+def test_flags_that_would_do_nothing_on_example_networks_are_refused(tmp_path, capsys, argv, message):
+    assert main(argv + ["--out-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"trt-scatter build: error: {message}\n"
+    assert not list(tmp_path.glob("*.engine"))

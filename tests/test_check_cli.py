@@ -378,3 +378,20 @@ def test_a_plugin_node_in_a_subgraph_registers_the_plugins_and_names_what_cannot
         assert result.stderr == ("trt-scatter check: error: cannot lower the model for onnxruntime: SliceScatter node 'inner': lies in a "
                                  "subgraph of If node 'branch'; lower replaces nodes of the main graph only\n")
 
+
+
+@pytest.mark.parametrize("mixup", ["inputs file as golden outputs", "golden outputs as inputs", "not JSON"])
+def test_a_json_file_of_the_wrong_kind_is_one_line_without_polygraphys_log(elements_model, tmp_path, mixup):
+    """Swapping --load-inputs and --load-outputs is an easy mistake: one line on stderr, not polygraphy's [!] block too."""
+    inputs, outputs = tmp_path / "inputs.json", tmp_path / "outputs.json"
+    saved = check(elements_model, "--input-shapes", "data:[3,5]", "indices:[3,3]", "updates:[3,3]", "--save-inputs", inputs, "--save-outputs", outputs)
+    assert saved.returncode in (0, 3), output_of(saved)
+    (tmp_path / "text.json").write_text("not json\n")
+    args = {
+        "inputs file as golden outputs": ["--load-inputs", inputs, "--load-outputs", inputs],
+        "golden outputs as inputs": ["--load-inputs", outputs],
+        "not JSON": ["--load-inputs", inputs, "--load-outputs", tmp_path / "text.json"],
+    }[mixup]
+    result = check(elements_model, *args)
+    assert result.returncode == 2, output_of(result)
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("trt-scatter check: error: "), result.stderr

@@ -69,3 +69,22 @@ def test_outputs_without_write_permission_are_refused(tmp_path, monkeypatch):
         common.check_output_path(path)
     with pytest.raises(common.CliError, match=rf"^output '.*new.engine' cannot be written: no permission to write in '{tmp_path}'$"):
         common.check_output_path(tmp_path / "new.engine")
+
+
+def test_top_level_help_says_what_the_tool_does(capsys):
+    """`trt-scatter --help` is read by users: no developer note (it showed half of the module docstring)."""
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    assert "add_parser" not in out and "``" not in out
+    assert "Scatter operations for TensorRT" in out
+
+
+@pytest.mark.parametrize("command", ["build", "check", "lower", "rewrite"])
+def test_command_help_has_no_docstring_markup(capsys, command):
+    with pytest.raises(SystemExit) as exited:
+        main([command, "--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    assert "``" not in out and ":mod:" not in out and f"trt-scatter {command}" in out

@@ -77,3 +77,16 @@ def test_from_pytorch_example_exports_and_builds(tmp_path):
     built = subprocess.run(["bash", "-c", shell], cwd=tmp_path, capture_output=True, text=True, timeout=600, env=environment)
     assert built.returncode == 0, built.stderr
     assert "network  kv_cache:" in built.stdout and (tmp_path / "engines" / "kv_cache.engine").stat().st_size > 0
+
+
+def test_building_engines_commands_run(tmp_path):
+    """The section's shell block, verbatim, in an empty folder: each command exits 0 (the ONNX model it
+    builds is made by the block itself) and the engines it names are written."""
+    text = _sections()["## Building engines"]
+    (shell,) = re.findall(r"```bash\n(.*?)```", text, re.S)
+    env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+    result = subprocess.run(["bash", "-e", "-c", shell], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stderr == "", result.stderr
+    for engine in ("slice_scatter.engine", "engines/scatter_update_dynamic.engine", "engines/model.engine", "engines/scatter_nd.engine"):
+        assert (tmp_path / engine).stat().st_size > 0, engine

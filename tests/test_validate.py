@@ -553,3 +553,44 @@ def test_an_external_data_file_that_is_not_there_is_refused_by_name(tmp_path):
     (tmp_path / "m.bin").write_bytes(b"\0" * 16)  # shorter than the tensor
     with pytest.raises(ModelError, match=r"keeps tensor 'indices' in 'm.bin', which holds 16 bytes, not the 2400 from offset 0"):
         load_model(path)
+
+
+# ---- ONNX's own ScatterND/ScatterElements: constant indices out of range ------------------------
+# TensorRT's IScatterLayer has no bounds check (the builders clamp for that reason); ONNX says such an
+# index is an error. A constant one is visible before TensorRT runs, so it is refused like a plugin's.
+
+
+def standard_scatter(op, indices, data=(8,), axis=None, name="scatter", domain=""):
+    indices = np.array(indices, np.int64)
+    updates = indices.shape[:-1] + tuple(data[indices.shape[-1]:]) if op == "ScatterND" else indices.shape
+    node = helper.make_node(op, ["data", "indices", "updates"], ["output"], name=name, domain=domain, **({} if axis is None else {"axis": axis}))
+    return make_model([node], [info("data", data), info("updates", updates)], [const("indices", indices)], opsets=(("", 17),))
+
+
+@pytest.mark.parametrize(
+    "model, message",
+    [
+        (standard_scatter("ScatterND", [[9]]), "ScatterND node 'scatter': scatter_nd: 'indices' values must be in [-8, 7] for a dimension of size 8 (got 9)"),
+        (standard_scatter("ScatterND", [[1, 0], [2, -5]], data=(3, 4)),
+         "ScatterND node 'scatter': scatter_nd: 'indices' values in column 1 must be in [-4, 3] for a dimension of size 4 (got -5)"),
+        (standard_scatter("ScatterElements", [[0, 3]], data=(2, 3), axis=1),
+         "ScatterElements node 'scatter': scatter_elements: 'indices' values must be in [-3, 2] for a dimension of size 3 (got 3)"),
+        (standard_scatter("ScatterElements", [[0, 2]], data=(2, 3), axis=-2),
+         "ScatterElements node 'scatter': scatter_elements: 'indices' values must be in [-2, 1] for a dimension of size 2 (got 2)"),
+        (standard_scatter("ScatterND", [[8]], domain="ai.onnx"), "ScatterND node 'scatter': scatter_nd: 'indices' values must be in [-8, 7] for a dimension of size 8 (got 8)"),
+    ],
+)
+def test_standard_scatter_with_constant_indices_out_of_range(model, message):
+    assert refused(model) == message
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        standard_scatter("ScatterND", [[-8], [7]]),
+        standard_scatter("ScatterElements", [[-3, 2]], data=(2, 3), axis=1),
+        standard_scatter("ScatterND", [[9]], data=("n",)),  # data's size not known: TensorRT's run time decides
+    ],
+)
+def test_standard_scatter_with_indices_in_range_or_unknown_sizes_passes(model):
+    assert validate(model) is model

@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 import pytest
 from conftest import HAS_FULL_TENSORRT
-from test_validate import scatter_update, slice_scatter
+from test_validate import scatter_update, slice_scatter, standard_scatter
 
 import onnx_fixtures as fx
 import plugin_models as models
@@ -41,6 +41,7 @@ OUT_OF_RANGE = "ScatterUpdate node 'update': scatter_update: 'indices' values mu
     [
         (slice_scatter(step=(0,)), STEP_0),
         (scatter_update(indices=(5,)), OUT_OF_RANGE),
+        (standard_scatter("ScatterND", [[9]]), "ScatterND node 'scatter': scatter_nd: 'indices' values must be in [-8, 7] for a dimension of size 8 (got 9)"),
         (slice_scatter(attrs={"inplace": 2}), "SliceScatter node 'write_kv': attribute 'inplace' must be the int 0 or 1 (got 2)"),
         (scatter_update(index_dtype=np.float32), "ScatterUpdate node 'update': scatter_update: 'indices' must be int32 or int64 (got float32)"),
         (slice_scatter(updates=(2, 4), stop=(1,)), "SliceScatter node 'write_kv': slice_scatter: 'updates' must have shape (1, 5) "

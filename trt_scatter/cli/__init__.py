@@ -8,7 +8,8 @@ from trt_scatter.cli import build, check, common, lower, rewrite
 
 
 def main(argv=None):
-    parser = common.OneLineParser(prog="trt-scatter", description=__doc__.split("\n")[0])
+    parser = common.OneLineParser(prog="trt-scatter", description="Scatter operations for TensorRT: build engines, check models "
+                                  "against the reference, lower or rewrite their scatter nodes (see each command's --help).")
     subparsers = parser.add_subparsers(dest="command", required=True)
     for subcommand in (build, check, lower, rewrite):
         subcommand.add_parser(subparsers)

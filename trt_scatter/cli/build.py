@@ -21,7 +21,7 @@ _SHAPE = re.compile(r"^(?P<name>[^:]+):\[(?P<dims>[0-9,\s]*)\]$")
 
 
 def add_parser(subparsers):
-    parser = subparsers.add_parser("build", help="build and save a TensorRT engine", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = subparsers.add_parser("build", help="build and save a TensorRT engine", description=common.help_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", nargs="?", help="an example network name or an .onnx file")
     parser.add_argument("--all", action="store_true", help="build every example network (static and dynamic) into --out-dir")
     parser.add_argument("-o", "--output", help="engine file (default: <target>.engine in --out-dir)")
@@ -29,8 +29,8 @@ def add_parser(subparsers):
     for bound in ("min", "opt", "max"):
         parser.add_argument(f"--{bound}", nargs="+", action="extend", default=[], metavar="NAME:[D,...]", help=f"{bound} shape of a dynamic input in the optimization profile")
     parser.add_argument("--dynamic", action="store_true", help="example networks: dynamic input dimensions with a built-in profile")
-    parser.add_argument("--dtype", default="float32", help="example networks: element type of data/updates (default: float32)")
-    parser.add_argument("--index-dtype", default="int32", choices=["int32", "int64"], help="example networks: index type (default: int32)")
+    parser.add_argument("--dtype", help="example networks: element type of data/updates (default: float32)")
+    parser.add_argument("--index-dtype", choices=["int32", "int64"], help="example networks: index type (default: int32)")
     parser.add_argument("--fp16", action="store_true", help="full TensorRT 10.x: a weakly typed network that may run layers in FP16 (trt-scatter's plugins keep their declared types)")
     parser.add_argument("--bf16", action="store_true", help="full TensorRT 10.x: as --fp16, with BF16")
     parser.add_argument("--timing-cache", help="timing cache file to load from and save to")
@@ -84,6 +84,7 @@ def _build_one(args, target, output, dynamic):
     is_model = target not in EXAMPLES and (target.endswith(".onnx") or os.path.exists(target))
     if args.aot and not is_model:
         raise ValueError("--aot applies to ONNX models (their trt_scatter nodes); give an .onnx file")
+    _refuse_flags_that_would_do_nothing(args, is_model)
     name = pathlib.Path(target).stem if is_model else target + ("_dynamic" if dynamic else "")
     output = pathlib.Path(output or pathlib.Path(args.out_dir) / f"{name}.engine")
     common.check_output_path(output)
@@ -93,7 +94,7 @@ def _build_one(args, target, output, dynamic):
         aliased_plugin_io = args.aot or (args.plugins and engine.needs_aliased_plugin_io(model))  # AOT plugins always alias
         load = engine.network_from_onnx(target, plugins=args.plugins, strongly_typed=strongly_typed, aot=args.aot)
     else:
-        params = dict(dtype=_dtype(args.dtype), index_dtype=np.dtype(args.index_dtype), dynamic=dynamic)
+        params = dict(dtype=_dtype(args.dtype or "float32"), index_dtype=np.dtype(args.index_dtype or "int32"), dynamic=dynamic)
         load = engine.network_from_example(target, profile, strongly_typed=strongly_typed, **params)
     with common.quiet_tensorrt(show=args.verbose or args.progress) as tensorrt_output:
         try:
@@ -105,12 +106,26 @@ def _build_one(args, target, output, dynamic):
     return output, summary
 
 
+def _refuse_flags_that_would_do_nothing(args, is_model):
+    """A flag for the other kind of target would be silently ignored: one line instead."""
+    if is_model:
+        for flag, given in (("--dtype", args.dtype), ("--index-dtype", args.index_dtype)):
+            if given is not None:
+                raise ValueError(f"{flag} applies to example networks; an ONNX model's inputs keep the types it declares")
+        if args.dynamic:
+            raise ValueError("--dynamic applies to example networks; an ONNX model's dynamic dimensions get --min/--opt/--max")
+    elif args.plugins:
+        raise ValueError("--plugins applies to ONNX models (their trt_scatter nodes); the example networks use the native lowerings")
+
+
 def run(args):
-    _set_verbosity(args.verbose)
     try:
+        _set_verbosity(args.verbose)  # resolves TensorRT: a bad TRT_SCATTER_BACKEND or none installed is one line
         if args.all:
             if args.target or args.output:
                 raise ValueError("--all builds every example network; give no target or -o")
+            if args.min or args.opt or args.max:
+                raise ValueError("--all builds the example networks with their own profiles; give no --min/--opt/--max")
             return _build_all(args)
         if not args.target:
             raise ValueError("give an example network name or an .onnx file, or --all")
@@ -144,7 +159,6 @@ def _build_all(args):
     rows = []
     for name in sorted(EXAMPLES):
         for dynamic in (False, True):
-            args.min, args.opt, args.max = [], [], []
             output, summary = _build_one(args, name, None, dynamic)
             rows.append((summary.name, summary.num_layers, summary.build_seconds, summary.engine_bytes, output))
     header = ("network", "layers", "build s", "engine KiB", "file")

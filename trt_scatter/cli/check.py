@@ -344,7 +344,8 @@ def _load_golden(path):
     from polygraphy.comparator import RunResults
 
     try:
-        golden = RunResults.load(path)
+        with common.quiet_tensorrt():  # polygraphy logs a wrong kind of JSON (an inputs file) as a [!] block before raising
+            golden = RunResults.load(path)
     except Exception as err:
         raise common.CliError(f"cannot load golden outputs from {path!r}: {err}") from None
     if not len(golden):

@@ -12,6 +12,7 @@ import contextlib
 import ctypes
 import io
 import os
+import re
 import sys
 import tempfile
 
@@ -38,6 +39,11 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def help_text(docstring):
+    """A module docstring as ``--help`` shows it: without reStructuredText's ``literal`` and :role:`x` markup."""
+    return re.sub(r":\w+:`([^`]*)`", r"\1", docstring).replace("``", "")
 
 
 def verbose():

@@ -9,12 +9,14 @@ cannot lower ends in one line on stderr naming the node, the input and the rule,
 
 import argparse
 
+from trt_scatter.cli import common
+
 
 def add_parser(subparsers):
     parser = subparsers.add_parser(
         "lower",
         help="replace the model's trt_scatter nodes by their native lowering (standard ONNX ops)",
-        description=__doc__,
+        description=common.help_text(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("model", help="ONNX model with SliceScatter/ScatterUpdate nodes of the trt_scatter domain")

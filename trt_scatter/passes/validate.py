@@ -14,6 +14,10 @@ read those constants, so it checks every ``trt_scatter`` node first, with the or
   (step 0, repeated or out-of-range axes, parameters of different lengths, updates that do not
   fit the slice or the indices, ScatterUpdate indices outside [0, s-1], which its spec says raise).
 
+ONNX's own ``ScatterND`` and ``ScatterElements`` nodes get one check too: constant indices outside
+[-s, s-1] of a known dimension, which ONNX calls an error and TensorRT's ``IScatterLayer`` does not
+check at run time (the network builders clamp for that reason; a parsed node is not clamped).
+
 The first broken rule raises :class:`ModelError`, whose message is one line naming the node, the
 input or attribute, the rule and the value::
 
@@ -36,7 +40,7 @@ from trt_scatter.oracle import rules
 from trt_scatter.oracle.rules import ScatterInputError
 from trt_scatter.oracle.scatter_update import axis_value, check_axis_shape, check_scatter_update_static
 from trt_scatter.oracle.slice_scatter import check_slice_scatter_static
-from trt_scatter.passes.tensors import ModelTensors, opset_version
+from trt_scatter.passes.tensors import DEFAULT_DOMAINS, ModelTensors, opset_version
 
 # The first bytes of a serialized TensorRT engine: full TensorRT's plans start b"ftrt" (as
 # torch-tensorrt's checks read them), TensorRT-RTX 1.7's b"vtrt" (seen in its plans).
@@ -76,7 +80,34 @@ def validate(model):
         if ops.is_trt_scatter(node):
             tensors = tensors or ModelTensors(model)
             _Node(node, index, tensors).check(version)
+        elif node.op_type in _STANDARD_SCATTERS and node.domain in DEFAULT_DOMAINS and len(node.input) >= 2:
+            tensors = tensors or ModelTensors(model)
+            _check_standard_scatter_indices(node, index, tensors)
     return model
+
+
+_STANDARD_SCATTERS = {"ScatterND": "scatter_nd", "ScatterElements": "scatter_elements"}
+
+
+def _check_standard_scatter_indices(node, index, tensors):
+    """Constant indices of ONNX's ScatterND/ScatterElements in [-s, s-1] for each known dimension they index."""
+    from onnx import helper
+
+    indices, data = tensors.constant(node.input[1]), tensors.shape(node.input[0])
+    if indices is None or data is None or indices.dtype.kind not in "iu" or indices.ndim == 0:
+        return  # other mistakes (types, shapes) are TensorRT's parser's to report
+    op = _STANDARD_SCATTERS[node.op_type]
+    try:
+        if node.op_type == "ScatterND":
+            if indices.shape[-1] > len(data):
+                return  # more index columns than data has axes: the parser says so
+            dims = data[: indices.shape[-1]]
+        else:
+            axis = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "axis"), 0)
+            dims = (data[rules.normalize_axis(op, "axis", axis, len(data))],)
+        rules.check_indices_in_range(op, "indices", indices, dims, allow_negative=True)
+    except ScatterInputError as err:
+        raise ModelError(f"{node_label(node, index)}: {err}") from None
 
 
 class ValidateTrtScatter(BaseLoader):
