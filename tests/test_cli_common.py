@@ -88,3 +88,12 @@ def test_command_help_has_no_docstring_markup(capsys, command):
     assert exited.value.code == 0
     out = capsys.readouterr().out
     assert "``" not in out and ":mod:" not in out and f"trt-scatter {command}" in out
+
+
+def test_version_is_the_installed_distributions(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"trt-scatter {version('trt-scatter')}"

@@ -4,12 +4,14 @@ that registers it and sets ``func(args) -> int``. Every error is one line on std
 
 import sys
 
+from trt_scatter import __version__
 from trt_scatter.cli import build, check, common, lower, rewrite
 
 
 def main(argv=None):
     parser = common.OneLineParser(prog="trt-scatter", description="Scatter operations for TensorRT: build engines, check models "
                                   "against the reference, lower or rewrite their scatter nodes (see each command's --help).")
+    parser.add_argument("--version", action="version", version=f"trt-scatter {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
     for subcommand in (build, check, lower, rewrite):
         subcommand.add_parser(subparsers)
