@@ -72,3 +72,18 @@ def test_the_error_names_the_node_whose_inputs_break_the_rule():
     assert str(caught.value) == ("ScatterElements node (output 'out_small'): scatter_elements: 'indices' values must be in [-3, 2] "
                                  "for a dimension of size 3 (got 5)")
     assert caught.value.input_name == "indices"
+
+
+@pytest.mark.parametrize("drop, extra, message", [
+    ("start", None, r"^Reference\.run: no feed for the model's input 'start' \(its inputs: x, w, updates, start\)$"),
+    (None, "strat", r"^Reference\.run: 'strat' is not an input of the model \(its inputs: x, w, updates, start\)$"),
+])
+def test_a_missing_or_unknown_feed_is_named(drop, extra, message):
+    """A feed dict that misses an input, or names one the model lacks (a typo would otherwise be
+    ignored and the input left to an initializer, or to onnx.reference's message), is one line."""
+    feeds = {"x": np.ones((3, 4), np.float32), "w": np.ones((4, 6), np.float32), "updates": np.ones((3, 2), np.float32), "start": np.array([0])}
+    feeds.pop(drop, None)
+    if extra:
+        feeds[extra] = np.array([0])
+    with pytest.raises(ValueError, match=message):
+        Reference(_mixed_model()).run(feeds)

@@ -139,6 +139,7 @@ class Reference:
         if isinstance(model, (str, os.PathLike)):
             model = onnx.load(os.fspath(model))
         self.evaluator = ReferenceEvaluator(_default_domain_as_empty(model), new_ops=REFERENCE_OPS)
+        self._defaults = {init.name for init in model.graph.initializer}  # inputs an initializer fills when not fed
 
     @property
     def input_names(self):
@@ -149,5 +150,15 @@ class Reference:
         return list(self.evaluator.output_names)
 
     def run(self, feeds):
+        """``{output name: array}`` for ``feeds`` (``{input name: array}``: every input without an
+        initializer, and nothing else, so that a misspelt name is an error, not an input left out)."""
+        names = self.input_names
+        known = ", ".join(names)
+        for name in feeds:
+            if name not in names:
+                raise ValueError(f"Reference.run: {name!r} is not an input of the model (its inputs: {known})")
+        for name in names:
+            if name not in feeds and name not in self._defaults:
+                raise ValueError(f"Reference.run: no feed for the model's input {name!r} (its inputs: {known})")
         values = self.evaluator.run(None, {name: np.asarray(value) for name, value in feeds.items()})
         return dict(zip(self.output_names, values))
