@@ -472,18 +472,62 @@ def _transposed_write(updates_node=None, back_perm=True, extra_outputs=(), consu
     return _model(nodes, inputs, [("output", FLOAT, None), *extra_outputs], constants, opsets=opsets)
 
 
-def _nested(view_inputs=("data", "s0", "e0", "a0", "st0"), outer_start="s0", inner_axes="a1", extra_nodes=(), extra_inputs=(), constants=None, opsets=None):
-    """SliceScatter(D, SliceScatter(Slice(D, 1:3 on axis 0), Y, 0:4:2 on axis 1), 1:3 on axis 0), as in the test above, with variations."""
+def _nested(view_inputs=("data", "s0", "e0", "a0", "st0"), outer_start="s0", inner_axes="a1", extra_nodes=(), extra_inputs=(), constants=None, opsets=None,
+            view_attributes=None, int32=(), outer=("e0", "st0", "a0"), value_info=()):
+    """SliceScatter(D, SliceScatter(Slice(D, 1:3 on axis 0), Y, 0:4:2 on axis 1), 1:3 on axis 0), as in the test above, with variations
+    (``int32``: the constants of that type)."""
     constants = {"s0": [1], "e0": [3], "a0": [0], "st0": [1], "s1": [0], "e1": [4], "a1": [1], "st1": [2], **(constants or {})}
     nodes = [
         *extra_nodes,
-        helper.make_node("Slice", list(view_inputs), ["rows"]),
+        helper.make_node("Slice", list(view_inputs), ["rows"], **(view_attributes or {})),
         helper.make_node("SliceScatter", ["rows", "updates", "s1", "e1", "st1", inner_axes], ["inner"], domain="trt_scatter", inplace=0),
-        helper.make_node("SliceScatter", ["data", "inner", outer_start, "e0", "st0", "a0"], ["output"], domain="trt_scatter", inplace=0),
+        helper.make_node("SliceScatter", ["data", "inner", outer_start, *outer], ["output"], domain="trt_scatter", inplace=0),
     ]
     inputs = [("data", FLOAT, [4, 5]), ("updates", FLOAT, [2, 2]), *extra_inputs]
-    return _model(nodes, inputs, [("output", FLOAT, [4, 5])], {k: v for k, v in constants.items() if k not in {i[0] for i in extra_inputs}},
-                  opsets=opsets or {"": 18, "trt_scatter": 1})
+    model = _model(nodes, inputs, [("output", FLOAT, [4, 5])], {k: v for k, v in constants.items() if k not in {i[0] for i in extra_inputs}},
+                   value_info=value_info, opsets=opsets or {"": 18, "trt_scatter": 1})
+    for initializer in model.graph.initializer:
+        if initializer.name in int32:
+            initializer.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(initializer).astype(np.int32), initializer.name))
+    return model
+
+
+_POSITION = [helper.make_node("Reshape", ["position", "one_element"], ["position_reshaped"])]  # the dynamo exporter's SymInt, as a SliceScatter takes it
+
+
+@pytest.mark.parametrize("model, feeds", [
+    (_nested(view_inputs=("data", "position", "e0", "a0", "st0"), outer_start="position_reshaped", extra_nodes=_POSITION,
+             extra_inputs=[("position", INT64, [1])], constants={"one_element": [1]}), {"position": np.array([1])}),
+    (_nested(view_inputs=("data", "position", "e0", "a0", "st0"), outer_start="position_reshaped", extra_nodes=_POSITION,
+             extra_inputs=[("position", TensorProto.INT32, [1])], constants={"one_element": [1]}, int32=("e0", "a0", "st0")), {"position": np.array([1], np.int32)}),
+])
+def test_nested_slice_writes_at_a_run_time_position_fuse_into_one_node(model, feeds):
+    rewritten, report = rewrite(model)
+    onnx.checker.check_model(rewritten, full_check=True)
+    assert [n.op_type for n in _plugins(rewritten)] == ["SliceScatter"], "\n".join(report.lines())
+    feeds = {**NESTED_FEEDS, **feeds}
+    np.testing.assert_array_equal(Reference(rewritten).run(feeds)["output"], Reference(model).run(feeds)["output"])
+
+
+@pytest.mark.parametrize("model", [
+    pytest.param(_nested(view_inputs=("other", "s0", "e0", "a0", "st0"), extra_inputs=[("other", FLOAT, [4, 5])]), id="a-view-of-another-tensor"),
+    pytest.param(_nested(view_inputs=("data", "zero", "e0", "a0", "st0"), constants={"zero": [0]}), id="a-view-of-other-rows"),
+    pytest.param(_nested(inner_axes="a0"), id="both-on-one-axis"),
+    pytest.param(_nested(view_inputs=("data", "position", "e0", "a0", "st0"), outer_start="position", extra_inputs=[("position", INT64, ["m"])]),
+                 id="a-start-of-unknown-length"),
+    pytest.param(_nested(view_inputs=("data", "s0", "e0", "a0", "back"), constants={"back": [-1]}), id="a-negative-step"),
+    pytest.param(_nested(view_inputs=("data", "two", "e2", "a2", "st2"), outer_start="two", outer=("e2", "st2", "a2"),
+                         constants={"e2": [3, 5], "a2": [0, 2], "st2": [1, 1]}, extra_inputs=[("two", INT64, [2])]), id="two-run-time-starts"),
+    pytest.param(_nested(view_inputs=("data", "position", "e0", "a0", "st0"), outer_start="position", extra_nodes=[helper.make_node("Foo", ["p"], ["position"], domain="custom")],
+                         extra_inputs=[("p", INT64, [1])], opsets={"": 18, "trt_scatter": 1, "custom": 1},
+                         value_info=[helper.make_tensor_value_info("position", TensorProto.UNDEFINED, [1])]), id="a-start-of-unknown-type"),
+    pytest.param(_nested(view_inputs=("data",), view_attributes={"starts": [1], "ends": [3], "axes": [0]}, opsets={"": 9, "trt_scatter": 1}), id="an-opset-9-slice"),
+])
+def test_nested_slice_writes_that_cannot_fuse_are_left(model):
+    """Each refuses one condition of the fusion: nothing changes, and there is no write the report would name."""
+    rewritten, report = rewrite(model)
+    assert rewritten.SerializeToString() == model.SerializeToString()
+    assert list(report.lines()) == ["no scatter pattern in the model"]
 
 
 RNG = np.random.default_rng(0)
@@ -518,6 +562,8 @@ NESTED_FEEDS = {"data": np.arange(20, dtype=np.float32).reshape(4, 5), "updates"
                                    extra_inputs=[("rows", FLOAT, [1, 3]), *[(name, INT64, ["m"]) for name in ("s", "e", "st")]]),
                  {"data": DATA, "updates": UPDATES, "rows": np.ones((1, 3), np.float32), "s": np.array([4]), "e": np.array([5]), "st": np.array([1])},
                  ["SliceScatter", "Transpose", "SliceScatter"], id="a-slice-write-of-unknown-rank-into-the-transposed-write"),
+    pytest.param(_transposed_scatter_nd((3, 5), 1, [0, 3, 1]), {"data": DATA, "updates": RNG.standard_normal((3, 3), np.float32)}, ["ScatterUpdate"],
+                 id="a-constant-index-list-under-the-transposes"),
     pytest.param(_range_slice_model(5, 1, True, positions=["from_one"]), _range_feeds(1, 3), ["ScatterUpdate"],
                  id="a-range-from-1-is-an-index-list"),
     pytest.param(_range_slice_model(5, 1, True, positions=["given"]), _range_feeds(1, 3, given=np.array([4, 0, 3, 1, 2])),
@@ -560,3 +606,13 @@ def test_rewrites_less_common_forms_to_the_same_values(model, feeds, ops):
     assert expected.keys() == got.keys()
     for name in expected:
         np.testing.assert_array_equal(got[name], expected[name])
+
+
+@pytest.mark.parametrize("limit", [2, 4])  # 2: not even the Shape is folded; 4: the Range's bounds are, not the Range
+def test_tensors_too_large_to_fold_are_read_from_their_nodes(monkeypatch, limit):
+    """The Range over a static dimension, too large to fold: still a slice, known from its bounds."""
+    from trt_scatter.passes import rewrite as module
+
+    monkeypatch.setattr(module, "MAX_FOLDED_ELEMENTS", limit)
+    rewritten, report = _run_both(_range_slice_model(5, 1, False), _range_feeds(1, 4))
+    assert [n.op_type for n in _plugins(rewritten)] == ["SliceScatter"], "\n".join(report.lines())
