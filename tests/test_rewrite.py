@@ -420,6 +420,29 @@ def test_cli_writes_the_weights_a_model_keeps_in_external_files(tmp_path, comman
     np.testing.assert_array_equal(numpy_helper.to_array(weights), np.arange(1000, dtype=np.float32))
 
 
+@pytest.mark.parametrize("command", ["rewrite", "lower"])
+def test_cli_refuses_weights_kept_outside_the_models_folder_in_one_line(tmp_path, capsys, command):
+    """onnx reads external data only from the model's folder: a location like '../w.bin' is one error line, not a traceback."""
+    source = tmp_path / "in" / "model.onnx"
+    source.parent.mkdir()
+    model = onnx.load(FIXTURES / "assign_first.dynamo.static.onnx")
+    if command == "lower":
+        model, _ = rewrite(model)
+    onnx.save(model, source, save_as_external_data=True, all_tensors_to_one_file=True, location="w.bin", size_threshold=0)
+    (source.parent / "w.bin").rename(tmp_path / "w.bin")
+    moved = onnx.load(source, load_external_data=False)
+    for tensor in moved.graph.initializer:
+        for entry in tensor.external_data:
+            if entry.key == "location":
+                entry.value = "../w.bin"
+    onnx.save(moved, source)
+    assert main([command, str(source), str(tmp_path / "out.onnx")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"trt-scatter {command}: error: cannot read the external data of {str(source)!r}: ")
+    assert "points outside the directory" in err
+    assert not (tmp_path / "out.onnx").exists()
+
+
 # ---- rewrite then lower: the inverse passes ------------------------------------------------------
 
 
