@@ -446,6 +446,20 @@ def test_model_tensors_without_shape_inference():
     assert tensors.shape("written") == (2, 3) and tensors.dtype("written") == np.float32
 
 
+def test_model_tensors_know_nothing_of_what_they_cannot_read():
+    """A fold the evaluator refuses, an initializer whose bytes do not fill its shape, an element type
+    ONNX has no NumPy type for: not known (``None``), never an exception."""
+    broken = TensorProto(name="broken", data_type=TensorProto.INT64, dims=[4], raw_data=b"\x01\x02\x03")
+    reshape = helper.make_node("Reshape", ["six", "four"], ["reshaped"])  # 6 elements into 4
+    model = make_model([reshape, helper.make_node("Identity", ["x"], ["y"])], [info("x", (2,))],
+                       [const("six", np.arange(6)), const("four", [4]), broken], outputs=[info("y", (2,))])
+    model.graph.input[0].type.tensor_type.elem_type = 99  # no such TensorProto.DataType
+    tensors = ModelTensors(model)
+    assert tensors.constant("reshaped") is None
+    assert tensors.constant("broken") is None and tensors.shape("broken") == (4,)
+    assert tensors.dtype("x") is None and tensors.shape("x") == (2,)
+
+
 # ---- the oracle's static checks on partly known SliceScatters (what validation and the plugin use) ----
 
 
@@ -616,21 +630,9 @@ def test_standard_scatter_with_constant_indices_out_of_range(model, message):
         standard_scatter("ScatterND", [[-8], [7]]),
         standard_scatter("ScatterElements", [[-3, 2]], data=(2, 3), axis=1),
         standard_scatter("ScatterND", [[9]], data=("n",)),  # data's size not known: TensorRT's run time decides
+        standard_scatter("ScatterND", [[1, 2]]),  # more index columns than data has axes: the parser's to report
     ],
 )
 def test_standard_scatter_with_indices_in_range_or_unknown_sizes_passes(model):
     assert validate(model) is model
 
-
-def test_model_tensors_know_nothing_of_what_they_cannot_read():
-    """A fold the evaluator refuses, an initializer whose bytes do not fill its shape, an element type
-    ONNX has no NumPy type for: not known (``None``), never an exception."""
-    broken = TensorProto(name="broken", data_type=TensorProto.INT64, dims=[4], raw_data=b"\x01\x02\x03")
-    reshape = helper.make_node("Reshape", ["six", "four"], ["reshaped"])  # 6 elements into 4
-    model = make_model([reshape, helper.make_node("Identity", ["x"], ["y"])], [info("x", (2,))],
-                       [const("six", np.arange(6)), const("four", [4]), broken], outputs=[info("y", (2,))])
-    model.graph.input[0].type.tensor_type.elem_type = 99  # no such TensorProto.DataType
-    tensors = ModelTensors(model)
-    assert tensors.constant("reshaped") is None
-    assert tensors.constant("broken") is None and tensors.shape("broken") == (4,)
-    assert tensors.dtype("x") is None and tensors.shape("x") == (2,)
