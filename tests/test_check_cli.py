@@ -191,13 +191,15 @@ def test_models_with_runtime_axes_are_checked_through_their_lowering(name, axes_
 def test_exit_codes_of_each_verdict(elements_model, tmp_path):
     """0 passed (the engine ran, or its not running accepted), 1 failed, 2 error, 3 passed without running the engine."""
     not_run = check(elements_model)
-    accepted = check(elements_model, "--allow-engine-not-run")
+    accepted = check(elements_model, "--allow-engine-not-run", "--save-engine", tmp_path / "saved" / "elements.plan")
     if HAS_GPU:
         assert not_run.returncode == 0 and not_run.stdout.rstrip().endswith("PASSED")
     else:
         assert not_run.returncode == 3 and not_run.stdout.rstrip().endswith("(--allow-engine-not-run accepts it)")
         assert accepted.stdout.rstrip().endswith(NOT_RUN)
     assert accepted.returncode == 0, output_of(accepted)
+    size = (tmp_path / "saved" / "elements.plan").stat().st_size
+    assert size > 0 and f"engine: built ({size} bytes)" in accepted.stdout
 
     no_tensorrt = check(elements_model, env={"TRT_SCATTER_BACKEND": "no-such-backend"})
     assert no_tensorrt.returncode == 1 and "engine: FAIL: not built" in no_tensorrt.stdout, output_of(no_tensorrt)
@@ -231,6 +233,25 @@ def test_bad_arguments_and_inputs_end_in_one_line(elements_model, tmp_path):
     (tmp_path / "not_feeds.json").write_text("{}")
     not_feeds = check(elements_model, "--load-inputs", tmp_path / "not_feeds.json")
     assert not_feeds.returncode == 2 and "does not hold a list of feed dicts" in not_feeds.stderr
+
+
+@pytest.mark.parametrize("arguments, line", [
+    (["--input-shapes", "data:[3,-1]"], "argument --input-shapes: 'data:[3,-1]' is not NAME:[D0,D1,...] with non-negative integer dims"),
+    (["--input-shapes", "[3,1]"], "argument --input-shapes: '[3,1]' is not NAME:[D0,D1,...] with non-negative integer dims"),
+    (["--seed", "one"], "argument --seed: 'one' is not a non-negative integer"),
+    (["--iterations", "two"], "argument --iterations: 'two' is not a positive integer"),
+    (["--atol", "tiny"], "argument --atol: 'tiny' is not a non-negative number"),
+    (["--input-shapes", "nothing:[2]"], "--input-shapes names no input of the model: nothing (its inputs: data, indices, updates)"),
+])
+def test_arguments_that_mean_nothing_end_in_one_line_before_any_work(elements_model, capsys, arguments, line):
+    from trt_scatter.cli import main
+
+    try:
+        code = main(["check", elements_model, *arguments])
+    except SystemExit as exited:  # argparse's own errors
+        code = exited.code
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and err.startswith("trt-scatter check: error: ") and line in err, err
 
 
 def test_multiple_iterations_get_one_verdict_each(tmp_path):
