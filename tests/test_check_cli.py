@@ -416,3 +416,24 @@ def test_a_json_file_of_the_wrong_kind_is_one_line_without_polygraphys_log(eleme
     result = check(elements_model, *args)
     assert result.returncode == 2, output_of(result)
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("trt-scatter check: error: "), result.stderr
+
+
+def test_golden_data_that_does_not_fit_the_run_and_inputs_the_reference_refuses(elements_model, tmp_path):
+    from polygraphy.comparator import RunResults
+    from polygraphy.json import save_json
+
+    golden = tmp_path / "two.json"
+    saved = check(elements_model, "--iterations", "2", "--save-outputs", golden, "--allow-engine-not-run")
+    assert saved.returncode == 0, output_of(saved)
+    fewer = check(elements_model, "--load-outputs", golden, "--allow-engine-not-run")  # 1 iteration against 2 golden ones
+    assert fewer.returncode == 1 and "iterations, expected 2" in fewer.stdout and fewer.stdout.rstrip().endswith("FAILED"), output_of(fewer)
+
+    RunResults().save(str(tmp_path / "empty.json"))
+    empty = check(elements_model, "--load-outputs", tmp_path / "empty.json")
+    assert empty.returncode == 2 and empty.stderr.count("\n") == 1 and f"{str(tmp_path / 'empty.json')!r} holds no runs" in empty.stderr, output_of(empty)
+
+    feeds = {"data": np.zeros((2, 5), np.float32), "indices": np.array([[0, 1, 5], [0, 1, 2]]), "updates": np.ones((2, 3), np.float32)}
+    save_json([feeds], str(tmp_path / "out_of_range.json"))
+    refused = check(elements_model, "--load-inputs", tmp_path / "out_of_range.json")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, output_of(refused)
+    assert refused.stderr.startswith("trt-scatter check: error: a run failed: ") and "'indices' values must be in [-5, 4]" in refused.stderr
