@@ -175,6 +175,30 @@ def test_slice_assignment_broadcasts_the_values_as_pytorch_does(dynamo):
     np.testing.assert_array_equal(Reference(model).run({"x": x.numpy(), "y": y.numpy()})["output"], AssignBroadcast()(x, y).numpy())
 
 
+class AssignConstants(torch.nn.Module):
+    """A number into a slice and a select, and values at indices written in the code (constants of the trace)."""
+
+    def forward(self, x, v):
+        x = x.clone()
+        x[:, 1:3] = 0.5
+        x[:, 3] = -1.0
+        x[:, torch.tensor([4, 0])] = v
+        return x
+
+
+@pytest.mark.parametrize("dynamo", [True, False])
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_numbers_and_constant_indices_are_written_by_plugin_nodes(dynamo, dynamic):
+    x, v = torch.randn(3, 5), torch.randn(3, 2)
+    kwargs = {"dynamic_shapes": {"x": {0: torch.export.Dim("n")}, "v": {0: torch.export.Dim("n")}}} if dynamo else {"dynamic_axes": {"x": {0: "n"}, "v": {0: "n"}}}
+    model = trt_scatter_torch.export(AssignConstants(), (x, v), dynamo=dynamo, input_names=["x", "v"], output_names=["output"], **(kwargs if dynamic else {}))
+    onnx.checker.check_model(model, full_check=True)
+    assert sorted(n.op_type for n in model.graph.node if n.domain == "trt_scatter") == ["ScatterUpdate", "SliceScatter", "SliceScatter"]
+    for rows in (3, 4) if dynamic else (3,):
+        x, v = torch.randn(rows, 5), torch.randn(rows, 2)
+        np.testing.assert_array_equal(Reference(model).run({"x": x.numpy(), "v": v.numpy()})["output"], AssignConstants()(x, v).numpy())
+
+
 class AssignSlicedTwice(torch.nn.Module):
     def forward(self, x, y):
         x = x.clone()
@@ -303,6 +327,27 @@ def test_symbolics_register_and_unregister():
         trt_scatter_torch.unregister_symbolics()
     with pytest.raises(Exception, match="slice_scatter"):  # the stock TorchScript exporter has no slice_scatter
         torch.onnx.export(case.module(), args, io.BytesIO(), dynamo=False)
+
+
+def test_a_fallback_without_a_stock_symbolic_is_pytorchs_unsupported_error_with_the_reason():
+    """The TorchScript exporter has no slice_scatter: a SliceScatter the symbolic cannot write ends in PyTorch's own
+    'unsupported' error, which says why trt-scatter declined."""
+    from trt_scatter.torch import torchscript
+
+    trt_scatter_torch.register_symbolics()
+    try:
+        fallback = torchscript._stock_caller("aten::slice_scatter", torchscript.OPSETS[-1])
+        with pytest.raises(Exception, match=r"Unsupported: ONNX export of operator aten::slice_scatter, a step that is not a positive int"):
+            fallback(None, "a step that is not a positive int")
+    finally:
+        trt_scatter_torch.unregister_symbolics()
+
+
+def test_a_torch_without_the_torchscript_exporter_module_is_named():
+    from trt_scatter.torch import torchscript
+
+    with pytest.raises(ImportError, match="this torch has no TorchScript exporter module no_such_module"):
+        torchscript._exporter_module("no_such_module")
 
 
 def test_translation_table_with_torch_onnx_export():
