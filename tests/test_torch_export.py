@@ -313,6 +313,23 @@ def test_torchscript_export_keeps_the_module_state_and_exports_the_initial_buffe
     assert not cache.any()
 
 
+class Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", torch.zeros(3))
+
+    def forward(self, x):
+        self.count += 1
+        return x + self.count * 2  # folded by the exporter from the written count, into a constant of another name
+
+
+def test_torchscript_export_refuses_a_written_state_it_cannot_restore_in_the_model():
+    module = Counter()
+    with pytest.raises(ValueError, match=r"^the TorchScript exporter ran forward, which wrote count, and exported values computed from the written state under other names: export with dynamo=True$"):
+        trt_scatter_torch.export(module, (torch.randn(3),), dynamo=False, output_names=["output"])
+    assert torch.count_nonzero(module.count) == 0  # the module's state is as it was
+
+
 def test_symbolics_register_and_unregister():
     case = CASES["slice_scatter_strided"]
     args = tuple(t.clone() for t in case.example)
