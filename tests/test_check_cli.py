@@ -401,7 +401,7 @@ def test_a_plugin_node_in_a_subgraph_registers_the_plugins_and_names_what_cannot
 
 
 
-@pytest.mark.parametrize("mixup", ["inputs file as golden outputs", "golden outputs as inputs", "not JSON"])
+@pytest.mark.parametrize("mixup", ["inputs file as golden outputs", "golden outputs as inputs", "not JSON", "inputs not JSON"])
 def test_a_json_file_of_the_wrong_kind_is_one_line_without_polygraphys_log(elements_model, tmp_path, mixup):
     """Swapping --load-inputs and --load-outputs is an easy mistake: one line on stderr, not polygraphy's [!] block too."""
     inputs, outputs = tmp_path / "inputs.json", tmp_path / "outputs.json"
@@ -412,6 +412,7 @@ def test_a_json_file_of_the_wrong_kind_is_one_line_without_polygraphys_log(eleme
         "inputs file as golden outputs": ["--load-inputs", inputs, "--load-outputs", inputs],
         "golden outputs as inputs": ["--load-inputs", outputs],
         "not JSON": ["--load-inputs", inputs, "--load-outputs", tmp_path / "text.json"],
+        "inputs not JSON": ["--load-inputs", tmp_path / "text.json"],
     }[mixup]
     result = check(elements_model, *args)
     assert result.returncode == 2, output_of(result)
@@ -427,6 +428,14 @@ def test_golden_data_that_does_not_fit_the_run_and_inputs_the_reference_refuses(
     assert saved.returncode == 0, output_of(saved)
     fewer = check(elements_model, "--load-outputs", golden, "--allow-engine-not-run")  # 1 iteration against 2 golden ones
     assert fewer.returncode == 1 and "iterations, expected 2" in fewer.stdout and fewer.stdout.rstrip().endswith("FAILED"), output_of(fewer)
+
+    renamed = fx.scatter_elements_model(["N", 5], ["N", 3], axis=1)
+    renamed.graph.output[0].name = renamed.graph.node[-1].output[0] = "result"
+    other = check(fx.save(renamed, tmp_path / "renamed.onnx"), "--iterations", "2", "--load-outputs", golden, "--allow-engine-not-run")
+    assert other.returncode == 1 and other.stdout.rstrip().endswith("FAILED"), output_of(other)
+    lines = other.stdout.splitlines()
+    assert "FAIL output (iteration 0): reference vs golden reference: missing in reference" in lines, output_of(other)
+    assert "FAIL result (iteration 0): reference vs golden reference: missing in golden reference" in lines, output_of(other)
 
     RunResults().save(str(tmp_path / "empty.json"))
     empty = check(elements_model, "--load-outputs", tmp_path / "empty.json")
