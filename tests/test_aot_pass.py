@@ -101,6 +101,22 @@ def test_default_axes_for_a_runtime_start_are_computed_from_its_size():
     np.testing.assert_array_equal(Reference(converted).run(feeds)["output"], Reference(model).run(feeds)["output"])
 
 
+def test_names_the_model_uses_already_are_not_taken_again():
+    model = _runtime_start_model()
+    model.graph.input.append(helper.make_tensor_value_info("write_default_axes", TensorProto.FLOAT, [2]))  # what the axes would be named
+    model.graph.node.append(helper.make_node("Relu", ["write_default_axes"], ["other"]))
+    model.graph.output.append(helper.make_tensor_value_info("other", TensorProto.FLOAT, [2]))
+    converted = to_aot(model)
+    onnx.checker.check_model(converted, full_check=True)
+    assert _scatter_nodes(converted)[0].input[5] == "write_default_axes_1"
+    feeds = {"data": RNG.standard_normal((4, 6)).astype(np.float32), "updates": RNG.standard_normal((4, 2)).astype(np.float32),
+             "start": np.array([0, 1], np.int64), "stop": np.array([4, 6], np.int64), "step": np.array([1, 3], np.int64),
+             "write_default_axes": np.array([-1, 2], np.float32)}
+    expected, got = Reference(model).run(feeds), Reference(converted).run(feeds)
+    for name in ("output", "other"):
+        np.testing.assert_array_equal(got[name], expected[name])
+
+
 def test_a_runtime_start_in_an_opset_without_range_is_refused_in_one_line():
     with pytest.raises(ValueError, match=r"^SliceScatter node 'write': 'axes' is needed by the AOT form .* needs default-domain opset >= 11 \(got 10\)$"):
         to_aot(_runtime_start_model(opset=10))

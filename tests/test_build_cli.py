@@ -365,3 +365,11 @@ def test_flags_that_would_do_nothing_on_example_networks_are_refused(tmp_path, c
     assert main(argv + ["--out-dir", str(tmp_path)]) == 2
     assert capsys.readouterr().err == f"trt-scatter build: error: {message}\n"
     assert not list(tmp_path.glob("*.engine"))
+
+
+def test_dtype_names_are_numpys_or_tensorrts_own():
+    from trt_scatter.engine import dtype_name
+
+    trt = backend.tensorrt()
+    assert [dtype_name(t) for t in (trt.float32, trt.float16, trt.bfloat16, trt.int64, trt.bool)] == ["float32", "float16", "bfloat16", "int64", "bool"]
+    assert dtype_name(trt.DataType.FP8) == "fp8" and dtype_name(trt.DataType.INT4) == "int4"  # no NumPy type: TensorRT's name

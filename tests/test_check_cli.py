@@ -191,13 +191,15 @@ def test_models_with_runtime_axes_are_checked_through_their_lowering(name, axes_
 def test_exit_codes_of_each_verdict(elements_model, tmp_path):
     """0 passed (the engine ran, or its not running accepted), 1 failed, 2 error, 3 passed without running the engine."""
     not_run = check(elements_model)
-    accepted = check(elements_model, "--allow-engine-not-run")
+    accepted = check(elements_model, "--allow-engine-not-run", "--save-engine", tmp_path / "saved" / "elements.plan")
     if HAS_GPU:
         assert not_run.returncode == 0 and not_run.stdout.rstrip().endswith("PASSED")
     else:
         assert not_run.returncode == 3 and not_run.stdout.rstrip().endswith("(--allow-engine-not-run accepts it)")
         assert accepted.stdout.rstrip().endswith(NOT_RUN)
     assert accepted.returncode == 0, output_of(accepted)
+    size = (tmp_path / "saved" / "elements.plan").stat().st_size
+    assert size > 0 and f"engine: built ({size} bytes)" in accepted.stdout
 
     no_tensorrt = check(elements_model, env={"TRT_SCATTER_BACKEND": "no-such-backend"})
     assert no_tensorrt.returncode == 1 and "engine: FAIL: not built" in no_tensorrt.stdout, output_of(no_tensorrt)
@@ -231,6 +233,25 @@ def test_bad_arguments_and_inputs_end_in_one_line(elements_model, tmp_path):
     (tmp_path / "not_feeds.json").write_text("{}")
     not_feeds = check(elements_model, "--load-inputs", tmp_path / "not_feeds.json")
     assert not_feeds.returncode == 2 and "does not hold a list of feed dicts" in not_feeds.stderr
+
+
+@pytest.mark.parametrize("arguments, line", [
+    (["--input-shapes", "data:[3,-1]"], "argument --input-shapes: 'data:[3,-1]' is not NAME:[D0,D1,...] with non-negative integer dims"),
+    (["--input-shapes", "[3,1]"], "argument --input-shapes: '[3,1]' is not NAME:[D0,D1,...] with non-negative integer dims"),
+    (["--seed", "one"], "argument --seed: 'one' is not a non-negative integer"),
+    (["--iterations", "two"], "argument --iterations: 'two' is not a positive integer"),
+    (["--atol", "tiny"], "argument --atol: 'tiny' is not a non-negative number"),
+    (["--input-shapes", "nothing:[2]"], "--input-shapes names no input of the model: nothing (its inputs: data, indices, updates)"),
+])
+def test_arguments_that_mean_nothing_end_in_one_line_before_any_work(elements_model, capsys, arguments, line):
+    from trt_scatter.cli import main
+
+    try:
+        code = main(["check", elements_model, *arguments])
+    except SystemExit as exited:  # argparse's own errors
+        code = exited.code
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and err.startswith("trt-scatter check: error: ") and line in err, err
 
 
 def test_multiple_iterations_get_one_verdict_each(tmp_path):
@@ -380,7 +401,7 @@ def test_a_plugin_node_in_a_subgraph_registers_the_plugins_and_names_what_cannot
 
 
 
-@pytest.mark.parametrize("mixup", ["inputs file as golden outputs", "golden outputs as inputs", "not JSON"])
+@pytest.mark.parametrize("mixup", ["inputs file as golden outputs", "golden outputs as inputs", "not JSON", "inputs not JSON"])
 def test_a_json_file_of_the_wrong_kind_is_one_line_without_polygraphys_log(elements_model, tmp_path, mixup):
     """Swapping --load-inputs and --load-outputs is an easy mistake: one line on stderr, not polygraphy's [!] block too."""
     inputs, outputs = tmp_path / "inputs.json", tmp_path / "outputs.json"
@@ -391,7 +412,37 @@ def test_a_json_file_of_the_wrong_kind_is_one_line_without_polygraphys_log(eleme
         "inputs file as golden outputs": ["--load-inputs", inputs, "--load-outputs", inputs],
         "golden outputs as inputs": ["--load-inputs", outputs],
         "not JSON": ["--load-inputs", inputs, "--load-outputs", tmp_path / "text.json"],
+        "inputs not JSON": ["--load-inputs", tmp_path / "text.json"],
     }[mixup]
     result = check(elements_model, *args)
     assert result.returncode == 2, output_of(result)
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("trt-scatter check: error: "), result.stderr
+
+
+def test_golden_data_that_does_not_fit_the_run_and_inputs_the_reference_refuses(elements_model, tmp_path):
+    from polygraphy.comparator import RunResults
+    from polygraphy.json import save_json
+
+    golden = tmp_path / "two.json"
+    saved = check(elements_model, "--iterations", "2", "--save-outputs", golden, "--allow-engine-not-run")
+    assert saved.returncode == 0, output_of(saved)
+    fewer = check(elements_model, "--load-outputs", golden, "--allow-engine-not-run")  # 1 iteration against 2 golden ones
+    assert fewer.returncode == 1 and "iterations, expected 2" in fewer.stdout and fewer.stdout.rstrip().endswith("FAILED"), output_of(fewer)
+
+    renamed = fx.scatter_elements_model(["N", 5], ["N", 3], axis=1)
+    renamed.graph.output[0].name = renamed.graph.node[-1].output[0] = "result"
+    other = check(fx.save(renamed, tmp_path / "renamed.onnx"), "--iterations", "2", "--load-outputs", golden, "--allow-engine-not-run")
+    assert other.returncode == 1 and other.stdout.rstrip().endswith("FAILED"), output_of(other)
+    lines = other.stdout.splitlines()
+    assert "FAIL output (iteration 0): reference vs golden reference: missing in reference" in lines, output_of(other)
+    assert "FAIL result (iteration 0): reference vs golden reference: missing in golden reference" in lines, output_of(other)
+
+    RunResults().save(str(tmp_path / "empty.json"))
+    empty = check(elements_model, "--load-outputs", tmp_path / "empty.json")
+    assert empty.returncode == 2 and empty.stderr.count("\n") == 1 and f"{str(tmp_path / 'empty.json')!r} holds no runs" in empty.stderr, output_of(empty)
+
+    feeds = {"data": np.zeros((2, 5), np.float32), "indices": np.array([[0, 1, 5], [0, 1, 2]]), "updates": np.ones((2, 3), np.float32)}
+    save_json([feeds], str(tmp_path / "out_of_range.json"))
+    refused = check(elements_model, "--load-inputs", tmp_path / "out_of_range.json")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, output_of(refused)
+    assert refused.stderr.startswith("trt-scatter check: error: a run failed: ") and "'indices' values must be in [-5, 4]" in refused.stderr

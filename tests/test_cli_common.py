@@ -97,3 +97,13 @@ def test_version_is_the_installed_distributions(capsys):
         main(["--version"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.strip() == f"trt-scatter {version('trt-scatter')}"
+
+
+def test_python_dash_m_is_the_command():
+    import subprocess
+    from importlib.metadata import version
+
+    result = subprocess.run([sys.executable, "-m", "trt_scatter.cli", "--version"], capture_output=True, text=True, timeout=120)
+    assert (result.returncode, result.stdout.strip()) == (0, f"trt-scatter {version('trt-scatter')}"), result.stderr
+    result = subprocess.run([sys.executable, "-m", "trt_scatter.cli", "rewrite", "missing.onnx", "out.onnx"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "cannot read ONNX model" in result.stderr

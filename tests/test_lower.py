@@ -201,6 +201,60 @@ def test_an_old_opset_is_upgraded_and_dead_parameter_nodes_go():
     assert lower(plain) is plain  # nothing to lower
 
 
+def _slice_write(extra_nodes=(), extra_outputs=(), opset=17):
+    """SliceScatter(data (4, 5), updates (2, 5), rows 1:3), constant parameters; ``opset=None``: no default-domain import."""
+    nodes = [helper.make_node("SliceScatter", ["data", "updates", "start", "stop", "step"], ["written"], domain=DOMAIN, inplace=0), *extra_nodes]
+    initializers = [onnx.numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("start", [1]), ("stop", [3]), ("step", [1]))]
+    inputs = [helper.make_tensor_value_info("data", onnx.TensorProto.FLOAT, [4, 5]), helper.make_tensor_value_info("updates", onnx.TensorProto.FLOAT, [2, 5])]
+    outputs = [helper.make_tensor_value_info("written", onnx.TensorProto.FLOAT, [4, 5]), *extra_outputs]
+    opsets = [helper.make_opsetid(DOMAIN, 1)] + ([helper.make_opsetid("", opset)] if opset else [])
+    return helper.make_model(helper.make_graph(nodes, "g", inputs, outputs, initializers), opset_imports=opsets)
+
+
+def _same_in_onnxruntime(model, lowered):
+    rng = np.random.default_rng(0)
+    feeds = {"data": rng.standard_normal((4, 5)).astype(np.float32), "updates": rng.standard_normal((2, 5)).astype(np.float32)}
+    expected, got = Reference(model).run(feeds), run_onnxruntime(lowered, feeds)
+    assert expected.keys() == got.keys()
+    for name in expected:
+        np.testing.assert_array_equal(got[name], expected[name])
+
+
+def test_a_model_of_plugin_nodes_only_gets_the_default_domain_it_needs():
+    model = _slice_write(opset=None)
+    lowered = lower(model)
+    assert {o.domain: o.version for o in lowered.opset_import} == {"": OPSET}
+    onnx.checker.check_model(lowered, full_check=True)
+    _same_in_onnxruntime(model, lowered)
+
+
+def test_a_parameter_a_subgraph_reads_too_is_kept():
+    """The lowering reads the constant stop no more; the If's branch still does, so it stays."""
+    then = helper.make_graph([helper.make_node("Identity", ["stop"], ["chosen_then"])], "then", [], [helper.make_tensor_value_info("chosen_then", onnx.TensorProto.INT64, [1])])
+    other = helper.make_graph([helper.make_node("Identity", ["start"], ["chosen_else"])], "else", [], [helper.make_tensor_value_info("chosen_else", onnx.TensorProto.INT64, [1])])
+    condition = helper.make_node("Constant", [], ["flag"], value=onnx.numpy_helper.from_array(np.array(True)))
+    choose = helper.make_node("If", ["flag"], ["chosen"], then_branch=then, else_branch=other)
+    model = _slice_write([condition, choose], [helper.make_tensor_value_info("chosen", onnx.TensorProto.INT64, [1])])
+    lowered = lower(model)
+    onnx.checker.check_model(lowered, full_check=True)
+    assert {"start", "stop"} <= {init.name for init in lowered.graph.initializer}
+    _same_in_onnxruntime(model, lowered)
+
+
+def test_an_opset_the_version_converter_cannot_upgrade_is_one_line():
+    """Scan-8 with sequence lengths: ONNX's converter has no way to opset 9."""
+    body = helper.make_graph([helper.make_node("Identity", ["state_in"], ["state_out"]), helper.make_node("Identity", ["element"], ["element_out"])], "body",
+                             [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, [5]) for n in ("state_in", "element")],
+                             [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, [5]) for n in ("state_out", "element_out")])
+    lengths = helper.make_node("Constant", [], ["lengths"], value=onnx.numpy_helper.from_array(np.array([2], np.int32)))
+    initial = helper.make_node("Constant", [], ["initial"], value=onnx.numpy_helper.from_array(np.zeros((1, 5), np.float32)))
+    sequence = helper.make_node("Unsqueeze", ["updates"], ["sequence"], axes=[0])
+    scan = helper.make_node("Scan", ["lengths", "initial", "sequence"], ["final", "scanned"], body=body, num_scan_inputs=1)
+    model = _slice_write([lengths, initial, sequence, scan], [helper.make_tensor_value_info("scanned", onnx.TensorProto.FLOAT, None)], opset=8)
+    with pytest.raises(ModelError, match=rf"^the model imports opset 8 of the default domain; the lowering needs {OPSET}, and ONNX's version converter cannot upgrade it \(.+\)$"):
+        lower(model)
+
+
 def test_loader_composes_with_onnx_from_path(tmp_path):
     from polygraphy.backend.onnx import OnnxFromPath
 

@@ -154,3 +154,5 @@ def test_bad_parameters_are_refused_with_the_oracles_rules():
         scatter_nd_model((3, 4), (2, "k"))
     with pytest.raises(oracle.ScatterInputError, match="'axis' must be in"):
         scatter_update_model((3, 5), (2,), -3, impl="native")
+    with pytest.raises(oracle.ScatterInputError, match="slice_scatter: 'axes' must be given to be a graph input"):
+        slice_scatter_model((2, 5), [0], [5], [1], runtime=("axes",))

@@ -299,6 +299,12 @@ def test_models_the_loader_cannot_serve_are_one_line_errors_naming_node_and_rule
     unknown_data.graph.node[1].input[0] = "mystery"
     with pytest.raises(ValueError, match=r"^ScatterElements node #1 \(output 'output'\): scatter_elements: 'data' must have a shape the loader can tell"):
         ScatterDataLoader(unknown_data)[0]
+    for model, op in ((fx.scatter_nd_model([4, 2], [3, 1], [3, 2]), "scatter_nd"), (fx.scatter_update_model([4, 3], [2], [2, 3], axis=0), "scatter_update"),
+                      (fx.slice_scatter_model([6], [3], [0], [6], [2]), "slice_scatter")):
+        model.graph.node.insert(0, helper.make_node("Mystery", ["data"], ["mystery"], domain="elsewhere"))
+        model.graph.node[1].input[0] = "mystery"
+        with pytest.raises(ValueError, match=rf"^\w+ node #1 \(output 'output'\): {op}: 'data' must have a shape the loader can tell"):
+            ScatterDataLoader(model)[0]
 
     too_wide = fx.slice_scatter_model([3], [5], [0], [0], [0], constant_params=False)
     with pytest.raises(ValueError, match=r"^SliceScatter node #0 \(output 'output'\): slice_scatter: 'updates' dimension 0 must be at most data's \(3\)"):

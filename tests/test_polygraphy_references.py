@@ -178,3 +178,16 @@ def test_constant_inputs_from_constant_nodes_reach_the_references():
     plugin = constants_as_nodes(fx.scatter_update_model([3, 4], [2], updates_shape, axis=1))
     feed = {"data": rng.random((3, 4), dtype=np.float32), "updates": rng.random(updates_shape, dtype=np.float32)}
     np.testing.assert_array_equal(run_pluginref(plugin, {**feed, "indices": np.array([2, 0])}), run_onnxruntime(native, feed))
+
+
+def test_pluginref_registry_runs_standard_scatters_with_the_oracle():
+    """polygraphy's registry runs ScatterElements and ScatterND (without a reduction) with the oracle, as onnxruntime does."""
+    model = fx.scatter_elements_model([4, 3], [2, 3], axis=0)
+    feed = {"data": np.zeros((4, 3), np.float32), "indices": np.array([[3, 0, 1], [1, 2, 0]]), "updates": np.arange(6, dtype=np.float32).reshape(2, 3)}
+    np.testing.assert_array_equal(run_pluginref_registry(model, feed), run_onnxruntime(model, feed))
+    model = fx.scatter_nd_model([4, 3], [2, 1], [2, 3])
+    feed = {"data": np.zeros((4, 3), np.float32), "indices": np.array([[3], [1]]), "updates": np.arange(6, dtype=np.float32).reshape(2, 3)}
+    np.testing.assert_array_equal(run_pluginref_registry(model, feed), run_onnxruntime(model, feed))
+    model.graph.node[0].attribute.append(helper.make_attribute("reduction", "mul"))
+    with pytest.raises(ScatterInputError, match="scatter_nd: 'reduction' must be 'none'"):
+        run_pluginref_registry(model, feed)

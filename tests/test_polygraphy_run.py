@@ -3,6 +3,7 @@ scatter ops run in --pluginref, --trt-scatter-inputs feeds valid inputs, and a c
 makes the comparison fail. polygraphy runs as a subprocess, as a user runs it."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -143,7 +144,21 @@ def test_register_loader_registers_then_passes_through(monkeypatch):
     assert RegisterTrtScatterPlugins("model.onnx")() == "model.onnx"
     assert RegisterTrtScatterPlugins(lambda: calls.append("parse") or "network")() == "network"
     assert calls == ["register", "register", "parse"]
+    from trt_scatter.plugins.kernels import DEBUG_ENV
 
+    monkeypatch.delenv(DEBUG_ENV, raising=False)
+    RegisterTrtScatterPlugins("model.onnx", debug=True)()  # what polygraphy's script asks for: the kernels' bounds checks on
+    assert os.environ[DEBUG_ENV] == "1"
+
+
+def test_the_extension_takes_missing_or_unreadable_files_as_not_its_own(tmp_path):
+    """What polygraphy names may not be there or not be a model: polygraphy's own loaders report that, not the extension."""
+    from trt_scatter.polygraphy_ext.run_args import _has_trt_scatter_nodes, _is_this_data_loader
+
+    assert not _is_this_data_loader(str(tmp_path / "missing.py"))
+    assert not _has_trt_scatter_nodes(None)
+    (tmp_path / "junk.onnx").write_bytes(b"not a model")
+    assert not _has_trt_scatter_nodes(str(tmp_path / "junk.onnx"))
 
 def test_conflicting_data_options_are_refused(model_paths, tmp_path):
     result = fx.run_tool("polygraphy", ["run", model_paths["scatter_nd"], "--pluginref", "--trt-scatter-inputs", "--load-inputs", tmp_path / "x.json"])

@@ -87,3 +87,15 @@ def test_a_missing_or_unknown_feed_is_named(drop, extra, message):
         feeds[extra] = np.array([0])
     with pytest.raises(ValueError, match=message):
         Reference(_mixed_model()).run(feeds)
+
+
+def test_a_model_is_read_from_its_path(tmp_path):
+    import onnx
+
+    onnx.save(_mixed_model(), tmp_path / "mixed.onnx")
+    rng = np.random.default_rng(0)
+    x, w, updates = (rng.standard_normal(s).astype(np.float32) for s in ((3, 4), (4, 6), (3, 2)))
+    feeds = {"x": x, "w": w, "updates": updates, "start": np.array([2])}
+    written = oracle.slice_scatter(x @ w, updates, [2], [2**62], [2], [-1])
+    for source in (str(tmp_path / "mixed.onnx"), tmp_path / "mixed.onnx"):
+        np.testing.assert_allclose(Reference(source).run(feeds)["y"], 1 / (1 + np.exp(-written)), rtol=1e-6)

@@ -16,7 +16,7 @@ from oracle_helpers import (
     snapshot,
 )
 
-from trt_scatter.oracle import check_scatter_update, scatter_update
+from trt_scatter.oracle import ScatterInputError, check_scatter_update, scatter_update
 
 
 def scatter_update_by_loop(data, indices, updates, axis):
@@ -121,3 +121,14 @@ def test_slices_not_indexed_keep_data(dtype, seed, index_type):
     assert_bitwise_equal(out[:, untouched], data[:, untouched])
     assert_bitwise_equal(out[:, 4], updates[:, 0, 0])
     assert_bitwise_equal(out[:, 1], updates[:, 0, 1])
+
+
+def test_static_check_with_shapes_not_known():
+    """Before anything runs (validation, the plugin's build): only what is known is checked."""
+    from trt_scatter.oracle.scatter_update import check_scatter_update_static
+
+    assert check_scatter_update_static(None, (2,), (2, 5), 0) is None  # data's rank not known: nothing to normalize against
+    assert check_scatter_update_static((3, 5), None, None, -1) == 1
+    assert check_scatter_update_static((3, 5), None, (2, 5)) is None
+    with pytest.raises(ScatterInputError, match="scatter_update: 'axis' must be in"):
+        check_scatter_update_static((3, 5), None, None, 2)

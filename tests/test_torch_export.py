@@ -124,6 +124,102 @@ def test_a_boolean_mask_keeps_the_stock_translation(caplog):
     assert any("a mask" in record.getMessage() for record in caplog.records)
 
 
+class IndexCopyOneRow(torch.nn.Module):
+    def forward(self, x, index, row):
+        return x.index_copy(0, index, row)
+
+
+@pytest.mark.parametrize("dynamo", [True, False])
+def test_index_copy_with_a_0d_index_is_one_scatter_update(dynamo):
+    x, index, row = torch.randn(4, 3), torch.tensor(2), torch.randn(1, 3)
+    model = trt_scatter_torch.export(IndexCopyOneRow(), (x, index, row), dynamo=dynamo, input_names=["x", "index", "row"], output_names=["output"])
+    onnx.checker.check_model(model, full_check=True)
+    assert [n.op_type for n in model.graph.node if n.domain == "trt_scatter"] == ["ScatterUpdate"]
+    for position in (0, 3):
+        index = torch.tensor(position)
+        feeds = {"x": x.numpy(), "index": index.numpy(), "row": row.numpy()}
+        np.testing.assert_array_equal(Reference(model).run(feeds)["output"], IndexCopyOneRow()(x, index, row).numpy())
+
+
+class AssignPoints(torch.nn.Module):
+    def forward(self, x, rows, columns, values):
+        x = x.clone()
+        x[rows, columns] = values
+        return x
+
+
+@pytest.mark.parametrize("dynamo", [True, False])
+def test_several_index_tensors_keep_the_stock_translation(caplog, dynamo):
+    x, rows, columns, values = torch.randn(4, 5), torch.tensor([0, 2]), torch.tensor([1, 3]), torch.randn(2)
+    with caplog.at_level(logging.DEBUG, logger="trt_scatter"):
+        model = trt_scatter_torch.export(AssignPoints(), (x, rows, columns, values), dynamo=dynamo, output_names=["output"])
+    assert not [n for n in model.graph.node if n.domain == "trt_scatter"]
+    assert any("several index tensors" in record.getMessage() and "stock" in record.getMessage() for record in caplog.records)
+    feeds = {i.name: v.numpy() for i, v in zip(model.graph.input, (x, rows, columns, values))}
+    np.testing.assert_array_equal(Reference(model).run(feeds)["output"], AssignPoints()(x, rows, columns, values).numpy())
+
+
+class AssignBroadcast(torch.nn.Module):
+    def forward(self, x, y):
+        x = x.clone()
+        x[:, 1:3] = y  # y (3, 1): broadcast along the slice
+        return x
+
+
+@pytest.mark.parametrize("dynamo", [True, False])
+def test_slice_assignment_broadcasts_the_values_as_pytorch_does(dynamo):
+    x, y = torch.randn(3, 5), torch.randn(3, 1)
+    model = trt_scatter_torch.export(AssignBroadcast(), (x, y), dynamo=dynamo, input_names=["x", "y"], output_names=["output"])
+    onnx.checker.check_model(model, full_check=True)
+    assert [n.op_type for n in model.graph.node if n.domain == "trt_scatter"] == ["SliceScatter"]
+    np.testing.assert_array_equal(Reference(model).run({"x": x.numpy(), "y": y.numpy()})["output"], AssignBroadcast()(x, y).numpy())
+
+
+class AssignConstants(torch.nn.Module):
+    """A number into a slice and a select, and values at indices written in the code (constants of the trace)."""
+
+    def forward(self, x, v):
+        x = x.clone()
+        x[:, 1:3] = 0.5
+        x[:, 3] = -1.0
+        x[:, torch.tensor([4, 0])] = v
+        return x
+
+
+@pytest.mark.parametrize("dynamo", [True, False])
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_numbers_and_constant_indices_are_written_by_plugin_nodes(dynamo, dynamic):
+    x, v = torch.randn(3, 5), torch.randn(3, 2)
+    kwargs = {"dynamic_shapes": {"x": {0: torch.export.Dim("n")}, "v": {0: torch.export.Dim("n")}}} if dynamo else {"dynamic_axes": {"x": {0: "n"}, "v": {0: "n"}}}
+    model = trt_scatter_torch.export(AssignConstants(), (x, v), dynamo=dynamo, input_names=["x", "v"], output_names=["output"], **(kwargs if dynamic else {}))
+    onnx.checker.check_model(model, full_check=True)
+    assert sorted(n.op_type for n in model.graph.node if n.domain == "trt_scatter") == ["ScatterUpdate", "SliceScatter", "SliceScatter"]
+    for rows in (3, 4) if dynamic else (3,):
+        x, v = torch.randn(rows, 5), torch.randn(rows, 2)
+        np.testing.assert_array_equal(Reference(model).run({"x": x.numpy(), "v": v.numpy()})["output"], AssignConstants()(x, v).numpy())
+
+
+class AssignSlicedTwice(torch.nn.Module):
+    def forward(self, x, y):
+        x = x.clone()
+        x[1:4][1:3] = y  # rows 2 and 3, through two slices of axis 0
+        return x
+
+
+def test_a_view_sliced_twice_on_one_axis_is_left_to_the_stock_symbolic(caplog):
+    """The Placeholder reads one slice per axis; the stock symbolic gets the chain (PyTorch 2.13's own fails an
+    internal assert on it: then the export fails, as it would without trt_scatter)."""
+    x, y = torch.randn(5, 3), torch.randn(2, 3)
+    with caplog.at_level(logging.DEBUG, logger="trt_scatter"):
+        try:
+            model = trt_scatter_torch.export(AssignSlicedTwice(), (x, y), dynamo=False, input_names=["x", "y"], output_names=["output"])
+        except RuntimeError:
+            model = None
+    assert any("a chain of views it cannot read" in record.getMessage() for record in caplog.records)
+    if model is not None:
+        np.testing.assert_array_equal(Reference(model).run({"x": x.numpy(), "y": y.numpy()})["output"], AssignSlicedTwice()(x, y).numpy())
+
+
 class AssignOtherType(torch.nn.Module):
     """Slice and select assignment cast the values to the tensor's type (a float16 cache written from float32)."""
 
@@ -217,6 +313,23 @@ def test_torchscript_export_keeps_the_module_state_and_exports_the_initial_buffe
     assert not cache.any()
 
 
+class Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", torch.zeros(3))
+
+    def forward(self, x):
+        self.count += 1
+        return x + self.count * 2  # folded by the exporter from the written count, into a constant of another name
+
+
+def test_torchscript_export_refuses_a_written_state_it_cannot_restore_in_the_model():
+    module = Counter()
+    with pytest.raises(ValueError, match=r"^the TorchScript exporter ran forward, which wrote count, and exported values computed from the written state under other names: export with dynamo=True$"):
+        trt_scatter_torch.export(module, (torch.randn(3),), dynamo=False, output_names=["output"])
+    assert torch.count_nonzero(module.count) == 0  # the module's state is as it was
+
+
 def test_symbolics_register_and_unregister():
     case = CASES["slice_scatter_strided"]
     args = tuple(t.clone() for t in case.example)
@@ -231,6 +344,27 @@ def test_symbolics_register_and_unregister():
         trt_scatter_torch.unregister_symbolics()
     with pytest.raises(Exception, match="slice_scatter"):  # the stock TorchScript exporter has no slice_scatter
         torch.onnx.export(case.module(), args, io.BytesIO(), dynamo=False)
+
+
+def test_a_fallback_without_a_stock_symbolic_is_pytorchs_unsupported_error_with_the_reason():
+    """The TorchScript exporter has no slice_scatter: a SliceScatter the symbolic cannot write ends in PyTorch's own
+    'unsupported' error, which says why trt-scatter declined."""
+    from trt_scatter.torch import torchscript
+
+    trt_scatter_torch.register_symbolics()
+    try:
+        fallback = torchscript._stock_caller("aten::slice_scatter", torchscript.OPSETS[-1])
+        with pytest.raises(Exception, match=r"Unsupported: ONNX export of operator aten::slice_scatter, a step that is not a positive int"):
+            fallback(None, "a step that is not a positive int")
+    finally:
+        trt_scatter_torch.unregister_symbolics()
+
+
+def test_a_torch_without_the_torchscript_exporter_module_is_named():
+    from trt_scatter.torch import torchscript
+
+    with pytest.raises(ImportError, match="this torch has no TorchScript exporter module no_such_module"):
+        torchscript._exporter_module("no_such_module")
 
 
 def test_translation_table_with_torch_onnx_export():

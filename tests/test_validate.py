@@ -253,8 +253,30 @@ def test_parameters_fed_at_run_time_are_checked_by_what_is_known():
     assert "'start/stop/step/axes' must have equal lengths" in refused(model)
 
 
-def test_data_computed_by_an_earlier_scatter_is_known():
-    """Shape inference stops at the custom ops; their output has data's shape, so a second scatter is checked too."""
+@pytest.fixture(params=[False, True], ids=["schemas-unregistered", "schemas-registered"])
+def trt_scatter_schemas(request):
+    """Both states a process can be in: ONNX shape inference knows the trt_scatter ops once anything called
+    ``register_onnx_schemas`` (rewrite, the exporters), and stops at them before."""
+    import onnx.defs
+
+    from trt_scatter.ops import DOMAIN, OPS, VERSION, register_onnx_schemas
+
+    registered = [name for name in OPS if onnx.defs.has(name, DOMAIN)]
+    for name in registered:
+        onnx.defs.deregister_schema(name, VERSION, DOMAIN)
+    if request.param:
+        register_onnx_schemas()
+    yield request.param
+    for name in OPS:
+        if onnx.defs.has(name, DOMAIN):
+            onnx.defs.deregister_schema(name, VERSION, DOMAIN)
+    if registered:
+        register_onnx_schemas()
+
+
+def test_data_computed_by_an_earlier_scatter_is_known(trt_scatter_schemas):
+    """Shape inference stops at the custom ops (unless their schemas are registered); their output has data's
+    shape, so a second scatter is checked too."""
     first = helper.make_node("SliceScatter", ["data", "updates", "start", "stop", "step"], ["mid"], domain="trt_scatter", name="first")
     relu = helper.make_node("Relu", ["mid"], ["relu"])
     second = helper.make_node("SliceScatter", ["relu", "updates", "start", "stop", "step2"], ["output"], domain="trt_scatter", name="second")
@@ -413,11 +435,29 @@ def test_model_tensors_reads_constants_shapes_and_types():
 
 
 def test_model_tensors_without_shape_inference():
-    """A graph ONNX shape inference refuses keeps what it declares."""
+    """A graph ONNX shape inference refuses keeps what it declares, and a scatter's output gets its data's shape."""
     node = helper.make_node("Add", ["x", "y"], ["z"])
     model = make_model([node], [info("x", (2, 3)), info("y", (4, 5))], outputs=[info("z", (7,))])
     tensors = ModelTensors(model)
     assert tensors.shape("x") == (2, 3) and tensors.shape("z") == (7,)
+    model.graph.node.append(helper.make_node("SliceScatter", ["x", "x", "start", "stop", "step"], ["written"], domain="trt_scatter"))
+    model.graph.initializer.extend([const("start", [0]), const("stop", [2]), const("step", [1])])
+    tensors = ModelTensors(model)
+    assert tensors.shape("written") == (2, 3) and tensors.dtype("written") == np.float32
+
+
+def test_model_tensors_know_nothing_of_what_they_cannot_read():
+    """A fold the evaluator refuses, an initializer whose bytes do not fill its shape, an element type
+    ONNX has no NumPy type for: not known (``None``), never an exception."""
+    broken = TensorProto(name="broken", data_type=TensorProto.INT64, dims=[4], raw_data=b"\x01\x02\x03")
+    reshape = helper.make_node("Reshape", ["six", "four"], ["reshaped"])  # 6 elements into 4
+    model = make_model([reshape, helper.make_node("Identity", ["x"], ["y"])], [info("x", (2,))],
+                       [const("six", np.arange(6)), const("four", [4]), broken], outputs=[info("y", (2,))])
+    model.graph.input[0].type.tensor_type.elem_type = 99  # no such TensorProto.DataType
+    tensors = ModelTensors(model)
+    assert tensors.constant("reshaped") is None
+    assert tensors.constant("broken") is None and tensors.shape("broken") == (4,)
+    assert tensors.dtype("x") is None and tensors.shape("x") == (2,)
 
 
 # ---- the oracle's static checks on partly known SliceScatters (what validation and the plugin use) ----
@@ -496,7 +536,7 @@ def test_model_tensors_of_a_path_and_values_it_cannot_show(tmp_path):
     assert ModelTensors(str(path)).shape("updates") == (2, 5)
 
 
-def test_scatter_outputs_get_data_type_even_where_onnx_has_no_name_for_it():
+def test_scatter_outputs_get_data_type_even_where_onnx_has_no_name_for_it(trt_scatter_schemas):
     """data of an element type ONNX inference cannot pass on: the scatter's output still gets data's shape."""
     node = helper.make_node("SliceScatter", ["data", "updates", "start", "stop", "step"], ["mid"], domain="trt_scatter")
     after = helper.make_node("Identity", ["mid"], ["output"])
@@ -590,7 +630,9 @@ def test_standard_scatter_with_constant_indices_out_of_range(model, message):
         standard_scatter("ScatterND", [[-8], [7]]),
         standard_scatter("ScatterElements", [[-3, 2]], data=(2, 3), axis=1),
         standard_scatter("ScatterND", [[9]], data=("n",)),  # data's size not known: TensorRT's run time decides
+        standard_scatter("ScatterND", [[1, 2]]),  # more index columns than data has axes: the parser's to report
     ],
 )
 def test_standard_scatter_with_indices_in_range_or_unknown_sizes_passes(model):
     assert validate(model) is model
+

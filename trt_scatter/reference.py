@@ -44,9 +44,7 @@ def _naming_the_node(run):
     def named(self, *args, **kwargs):
         try:
             return run(self, *args, **kwargs)
-        except NodeInputError:
-            raise
-        except ScatterInputError as err:
+        except ScatterInputError as err:  # the oracle's own: the scatter ops run no other node
             raise NodeInputError(self.onnx_node, err) from None
 
     return named

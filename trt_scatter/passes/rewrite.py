@@ -41,7 +41,7 @@ from polygraphy import util
 from polygraphy.backend.base import BaseLoader
 
 from trt_scatter.networks.graph import onnx_dtype
-from trt_scatter.ops import DOMAIN, OPS, SLICE_SCATTER, VERSION, is_trt_scatter, register_onnx_schemas
+from trt_scatter.ops import DOMAIN, OPS, SLICE_SCATTER, is_trt_scatter, register_onnx_schemas
 
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
 MAX_FOLDED_ELEMENTS = 1 << 24  #: constant index tensors larger than this are not folded (and their write is left)
@@ -99,9 +99,7 @@ def rewrite(model):
     result.ir_version = model.ir_version
     del result.metadata_props[:]
     result.metadata_props.extend(model.metadata_props)
-    if any(is_trt_scatter(node) for node in result.graph.node) and DOMAIN not in {o.domain for o in result.opset_import}:
-        result.opset_import.append(onnx.helper.make_opsetid(DOMAIN, VERSION))
-    return result, rewriter.report
+    return result, rewriter.report  # onnx-graphsurgeon imports every domain the nodes use (trt_scatter at version 1)
 
 
 class RewriteToTrtScatter(BaseLoader):
@@ -699,10 +697,8 @@ def _index_list(values):
 
 
 def _progression(values):
-    """``(start, stop, step)`` of the slice that takes ``values`` (1-D, all of one sign) in order, or ``None``."""
+    """``(start, stop, step)`` of the slice that takes ``values`` (1-D, not empty, all of one sign) in order, or ``None``."""
     values = values.reshape(-1)
-    if values.size == 0:
-        return None
     step = int(values[1] - values[0]) if values.size > 1 else 1
     if step == 0 or not np.array_equal(values, values[0] + step * np.arange(values.size)):
         return None
