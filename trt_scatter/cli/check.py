@@ -89,34 +89,24 @@ def _input_shape(text):
     return name, tuple(shape)
 
 
-def _non_negative_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:  # NumPy's seeds are non-negative
-        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative integer")
-    return value
+def _number_at_least(convert, minimum, what):
+    """An argparse type: ``convert(text)`` if it is at least ``minimum`` (NaN is not), else ``what`` it is not."""
+
+    def parse(text):
+        try:
+            value = convert(text)
+        except ValueError:
+            value = math.nan
+        if not value >= minimum:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+        return value
+
+    return parse
 
 
-def _tolerance(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not value >= 0:  # NaN included
-        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative number")
-    return value
-
-
-def _positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return value
+_non_negative_int = _number_at_least(int, 0, "a non-negative integer")  # NumPy's seeds are non-negative
+_tolerance = _number_at_least(float, 0.0, "a non-negative number")
+_positive_int = _number_at_least(int, 1, "a positive integer")
 
 
 def run(args):
