@@ -42,6 +42,8 @@ from polygraphy.backend.base import BaseLoader
 
 from trt_scatter.networks.graph import onnx_dtype
 from trt_scatter.ops import DOMAIN, OPS, SLICE_SCATTER, is_trt_scatter, register_onnx_schemas
+from trt_scatter.passes.tensors import DEFAULT_DOMAINS
+from trt_scatter.passes.validate import STANDARD_SCATTERS
 
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
 MAX_FOLDED_ELEMENTS = 1 << 24  #: constant index tensors larger than this are not folded (and their write is left)
@@ -147,7 +149,7 @@ class _Rewriter:
 
     def run(self):
         for node in list(self.graph.nodes):
-            if node.domain in (None, "", "ai.onnx") and node.op in ("ScatterND", "ScatterElements"):
+            if node.domain in (None, *DEFAULT_DOMAINS) and node.op in STANDARD_SCATTERS:  # onnx-graphsurgeon leaves no domain as None
                 self._rewrite(node, self._scatter_nd if node.op == "ScatterND" else self._scatter_elements)
         self._fold_transposes()
         self.graph.cleanup().toposort()

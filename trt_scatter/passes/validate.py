@@ -80,13 +80,13 @@ def validate(model):
         if ops.is_trt_scatter(node):
             tensors = tensors or ModelTensors(model)
             _Node(node, index, tensors).check(version)
-        elif node.op_type in _STANDARD_SCATTERS and node.domain in DEFAULT_DOMAINS and len(node.input) >= 2:
+        elif node.op_type in STANDARD_SCATTERS and node.domain in DEFAULT_DOMAINS and len(node.input) >= 2:
             tensors = tensors or ModelTensors(model)
             _check_standard_scatter_indices(node, index, tensors)
     return model
 
 
-_STANDARD_SCATTERS = {"ScatterND": "scatter_nd", "ScatterElements": "scatter_elements"}
+STANDARD_SCATTERS = {"ScatterND": "scatter_nd", "ScatterElements": "scatter_elements"}  #: ONNX's own scatter ops, by the oracle's names
 
 
 def _check_standard_scatter_indices(node, index, tensors):
@@ -96,7 +96,7 @@ def _check_standard_scatter_indices(node, index, tensors):
     indices, data = tensors.constant(node.input[1]), tensors.shape(node.input[0])
     if indices is None or data is None or indices.dtype.kind not in "iu" or indices.ndim == 0:
         return  # other mistakes (types, shapes) are TensorRT's parser's to report
-    op = _STANDARD_SCATTERS[node.op_type]
+    op = STANDARD_SCATTERS[node.op_type]
     try:
         if node.op_type == "ScatterND":
             if indices.shape[-1] > len(data):

@@ -42,7 +42,7 @@ from trt_scatter.oracle.rules import ScatterInputError
 from trt_scatter.oracle.scatter_update import axis_value
 from trt_scatter.oracle.slice_scatter import check_slice_scatter_static
 from trt_scatter.passes.tensors import DEFAULT_DOMAINS, ModelTensors
-from trt_scatter.passes.validate import ModelError, load_model, node_label, validate
+from trt_scatter.passes.validate import STANDARD_SCATTERS, ModelError, load_model, node_label, validate
 
 DEFAULT_DIM = 4
 TRIES = 100  # random values tried for an input that reaches index inputs through other ops
@@ -116,7 +116,7 @@ def _scatter_op(node):
     """The oracle's name of the scatter op ``node`` runs (validated ``trt_scatter`` nodes, ONNX's two), or ``None``."""
     if node.domain == ops.DOMAIN:
         return ops.OPS[node.op_type].oracle
-    return {"ScatterElements": "scatter_elements", "ScatterND": "scatter_nd"}.get(node.op_type) if node.domain in DEFAULT_DOMAINS else None
+    return STANDARD_SCATTERS.get(node.op_type) if node.domain in DEFAULT_DOMAINS else None
 
 
 class _Node:
