@@ -183,6 +183,22 @@ class _using:
         kernels.device = self.previous
 
 
+def _launch(device, memory, op, entry, arguments, data):
+    """Launches ``kernels.launch_<op>`` (or ``launch_<op>_aot``, which takes no error flag) with
+    ``arguments`` on ``device``; returns (output, error count), the count None for the AOT entry."""
+    with _using(device):
+        if entry == "aot":
+            del arguments["error_flag"]
+            getattr(kernels, f"launch_{op}_aot")(**arguments)
+            count = None
+        else:
+            getattr(kernels, f"launch_{op}")(**arguments)
+            count = kernels.check_error_flag(arguments["error_flag"], arguments["stream"])
+    result = memory.get(arguments["output"], data.dtype, data.shape)
+    memory.check_guards()
+    return result, count
+
+
 def run_slice_scatter(device, memory, data, updates, start, stop, step, axes, *, param_dtype, axes_dtype,
                       in_place, error_flag=True, stream=0, entry="struct"):
     """SliceScatter through ``kernels.launch_slice_scatter`` (or ``launch_slice_scatter_aot``) on
@@ -198,17 +214,7 @@ def run_slice_scatter(device, memory, data, updates, start, stop, step, axes, *,
         num_axes=len(start), data_shape=data.shape, updates_shape=updates.shape, element_size=data.dtype.itemsize,
         param_itemsize=np.dtype(param_dtype).itemsize, axes_itemsize=np.dtype(axes_dtype).itemsize,
         error_flag=flag, stream=stream)
-    with _using(device):
-        if entry == "aot":
-            del arguments["error_flag"]
-            kernels.launch_slice_scatter_aot(**arguments)
-            count = None
-        else:
-            kernels.launch_slice_scatter(**arguments)
-            count = kernels.check_error_flag(flag, stream)
-    result = memory.get(output, data.dtype, data.shape)
-    memory.check_guards()
-    return result, count
+    return _launch(device, memory, "slice_scatter", entry, arguments, data)
 
 
 def run_scatter_update(device, memory, data, indices, updates, axis, *, axis_dtype, axis_shape, in_place,
@@ -225,17 +231,7 @@ def run_scatter_update(device, memory, data, indices, updates, axis, *, axis_dty
         indices_shape=indices.shape, element_size=data.dtype.itemsize, index_itemsize=indices.dtype.itemsize,
         axis_itemsize=np.dtype(axis_dtype).itemsize, error_flag=flag, stream=stream,
         updates_shape=updates.shape)
-    with _using(device):
-        if entry == "aot":
-            del arguments["error_flag"]
-            kernels.launch_scatter_update_aot(**arguments)
-            count = None
-        else:
-            kernels.launch_scatter_update(**arguments)
-            count = kernels.check_error_flag(flag, stream)
-    result = memory.get(output, data.dtype, data.shape)
-    memory.check_guards()
-    return result, count
+    return _launch(device, memory, "scatter_update", entry, arguments, data)
 
 
 _libraries = {}
