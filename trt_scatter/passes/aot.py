@@ -33,7 +33,7 @@ from polygraphy import util
 from polygraphy.backend.base import BaseLoader
 
 from trt_scatter.ops import AOT_ATTRIBUTES, SLICE_SCATTER, is_trt_scatter
-from trt_scatter.passes.tensors import opset_version
+from trt_scatter.passes.tensors import fresh_name, graph_names, opset_version
 from trt_scatter.passes.validate import ModelError, node_label
 
 RANGE_OPSET = 11  # Range arrives in opset 11 of the default domain
@@ -49,11 +49,12 @@ def to_aot(model):
     converted.CopyFrom(model)
     graph = converted.graph
     initializers = {init.name: init for init in graph.initializer}
+    taken = graph_names(graph)
     nodes = []
     for index, node in enumerate(graph.node):
         if is_trt_scatter(node):
             if node.op_type == SLICE_SCATTER.name and _missing_axes(node):
-                nodes.extend(_default_axes(converted, node, index, initializers))
+                nodes.extend(_default_axes(converted, node, index, initializers, taken))
             _set_aot_attributes(node)
         nodes.append(node)
     del graph.node[:]
@@ -86,12 +87,12 @@ def _set_aot_attributes(node):
     node.attribute.extend(kept + [helper.make_attribute(name, value) for name, value in AOT_ATTRIBUTES.items()])
 
 
-def _default_axes(model, node, index, initializers):
+def _default_axes(model, node, index, initializers, taken):
     """Sets the node's axes input to 0..len(start)-1; returns the nodes that compute it (none for a constant start)."""
     from onnx import helper, numpy_helper
 
     start = node.input[SLICE_SCATTER.inputs.index("start")]
-    name = _unique(f"{node.name or node.output[0]}_default_axes", model)
+    name = fresh_name(f"{node.name or node.output[0]}_default_axes", taken)
     del node.input[SLICE_SCATTER.inputs.index("axes"):]
     node.input.append(name)
     if start in initializers:
@@ -99,7 +100,7 @@ def _default_axes(model, node, index, initializers):
         model.graph.initializer.append(numpy_helper.from_array(np.arange(count, dtype=np.int64), name))
         return []
     _check_range_opset(model, node, index)
-    zero, one, size = (_unique(f"{name}_{part}", model) for part in ("zero", "one", "size"))
+    zero, one, size = (fresh_name(f"{name}_{part}", taken) for part in ("zero", "one", "size"))
     model.graph.initializer.extend([numpy_helper.from_array(np.array(0, np.int64), zero),
                                     numpy_helper.from_array(np.array(1, np.int64), one)])
     return [helper.make_node("Size", [start], [size], name=size),
@@ -112,12 +113,3 @@ def _check_range_opset(model, node, index):
         raise ModelError(f"{node_label(node, index)}: 'axes' is needed by the AOT form and, start not being a constant, "
                          f"is computed with Range, which needs default-domain opset >= {RANGE_OPSET} (got {version})")
 
-
-def _unique(base, model):
-    taken = {name for node in model.graph.node for name in (*node.input, *node.output, node.name)}
-    taken |= {init.name for init in model.graph.initializer} | {value.name for value in model.graph.input}
-    name, index = base, 0
-    while name in taken:
-        index += 1
-        name = f"{base}_{index}"
-    return name

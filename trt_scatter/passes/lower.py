@@ -43,7 +43,7 @@ from trt_scatter.networks.graph import OnnxGraph, Value
 from trt_scatter.networks.scatter_update import lower_scatter_update
 from trt_scatter.networks.slice_scatter import lower_slice_scatter
 from trt_scatter.oracle.rules import ScatterInputError
-from trt_scatter.passes.tensors import ModelTensors, opset_version
+from trt_scatter.passes.tensors import ModelTensors, graph_names, opset_version
 from trt_scatter.passes.validate import ModelError, load_model, node_label, subgraphs, validate
 
 #: The default-domain opset the lowerings need (Reshape with ``allowzero``, so that an empty
@@ -91,7 +91,7 @@ class LowerTrtScatter(BaseLoader):
 def _lowered_nodes(model):
     """The graph's nodes with each trt_scatter node replaced by its lowering's, and the lowerings' initializers."""
     tensors, graph = ModelTensors(model), model.graph
-    taken = _names(graph)
+    taken = graph_names(graph)
     nodes, initializers = [], []
     for index, node in enumerate(graph.node):
         if not ops.is_trt_scatter(node):
@@ -160,14 +160,6 @@ def _with_opset(model):
         raise ModelError(f"the model imports opset {version} of the default domain; the lowering needs {OPSET}, and ONNX's version converter cannot upgrade it ({first_line(err)})") from None
     logger.info("lower: upgraded the default-domain opset from %d to %d (the lowering needs Reshape's allowzero)", version, OPSET)
     return converted
-
-
-def _names(graph):
-    """Every node and tensor name of ``graph`` (new names must avoid them)."""
-    names = {name for node in graph.node for name in (node.name, *node.input, *node.output)}
-    names |= {init.name for init in graph.initializer}
-    names |= {value.name for value in (*graph.input, *graph.output, *graph.value_info)}
-    return names
 
 
 def _live(nodes, outputs):

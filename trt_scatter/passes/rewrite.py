@@ -42,7 +42,7 @@ from polygraphy.backend.base import BaseLoader
 
 from trt_scatter.networks.graph import onnx_dtype
 from trt_scatter.ops import DOMAIN, OPS, SLICE_SCATTER, is_trt_scatter, register_onnx_schemas
-from trt_scatter.passes.tensors import DEFAULT_DOMAINS
+from trt_scatter.passes.tensors import DEFAULT_DOMAINS, fresh_name
 from trt_scatter.passes.validate import STANDARD_SCATTERS
 
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
@@ -520,12 +520,7 @@ class _Rewriter:
         return output
 
     def _name(self, hint):
-        name, counter = hint, 0
-        while name in self._names:
-            counter += 1
-            name = f"{hint}_{counter}"
-        self._names.add(name)
-        return name
+        return fresh_name(hint, self._names)
 
     def _unsqueeze_axes(self, node):
         if "axes" in node.attrs:

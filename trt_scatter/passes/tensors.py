@@ -18,6 +18,8 @@ case. Shapes and types come from the constants, the graph's inputs, outputs and
 declares). ONNX shape inference does not know the ``trt_scatter`` ops, so their outputs are given
 data's shape and type (what :mod:`trt_scatter.ops` says they have) and inference runs again from
 there: tensors computed from a scatter's output are known too.
+
+Passes that add nodes take their new names from :func:`fresh_name`, avoiding :func:`graph_names`.
 """
 
 import os
@@ -35,6 +37,24 @@ def opset_version(model, domain=""):
     """The version at which ``model`` imports ``domain`` (ONNX's own by default), or ``None``."""
     names = DEFAULT_DOMAINS if domain in DEFAULT_DOMAINS else (domain,)
     return next((opset.version for opset in model.opset_import if opset.domain in names), None)
+
+
+def graph_names(graph):
+    """Every node and tensor name of ``graph``: the names a pass that adds nodes must avoid."""
+    names = {name for node in graph.node for name in (node.name, *node.input, *node.output)}
+    names |= {init.name for init in graph.initializer}
+    names |= {value.name for value in (*graph.input, *graph.output, *graph.value_info)}
+    return names
+
+
+def fresh_name(hint, taken):
+    """``hint``, or ``hint_1``, ``hint_2``... whichever ``taken`` (a set of names) lacks first; adds it to ``taken``."""
+    name, counter = hint, 0
+    while name in taken:
+        counter += 1
+        name = f"{hint}_{counter}"
+    taken.add(name)
+    return name
 
 
 class ModelTensors:
