@@ -156,9 +156,10 @@ def load_model(path, external_data=False):
     if not model.HasField("graph") or not model.ir_version:
         raise ModelError(f"{path!r} is not an ONNX model (no graph or IR version)")
     _check_external_files(model, path)
-    _read_index_constants(model, os.path.dirname(os.path.abspath(path)))
     if external_data:
         read_external_data(model, path)
+    else:
+        _read_index_constants(model, os.path.dirname(os.path.abspath(path)))
     return model
 
 
@@ -172,18 +173,12 @@ def external_tensors(model):
 def read_external_data(model, path):
     """Reads into ``model`` the external data of its tensors from the folder of ``path`` (the model's
     file), wherever the process runs from; a ModelError naming the file if one cannot be read."""
-    from onnx import TensorProto
-    from onnx.external_data_helper import load_external_data_for_tensor
-
     folder = os.path.dirname(os.path.abspath(path))
     for tensor in external_tensors(model):
         try:
-            load_external_data_for_tensor(tensor, folder)
+            _load_external(tensor, folder)
         except Exception as err:  # onnx raises ValidationError, OSError... for a missing or short file
-            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise ModelError(f"cannot read the external data of {os.fspath(path)!r}: {reason}") from None
-        tensor.data_location = TensorProto.DEFAULT
-        del tensor.external_data[:]
+            raise ModelError(f"cannot read the external data of {os.fspath(path)!r}: {first_line(err)}") from None
 
 
 def _check_external_files(model, path):
@@ -212,16 +207,23 @@ def _read_index_constants(model, folder):
     target) are known then too. Weights (floats) stay where they are. A file that is not there
     leaves the tensor's value unknown."""
     from onnx import TensorProto
-    from onnx.external_data_helper import load_external_data_for_tensor, uses_external_data
 
-    for _, tensor in _constant_tensors(model.graph):
-        if uses_external_data(tensor) and tensor.data_type in (TensorProto.INT32, TensorProto.INT64):
+    for tensor in external_tensors(model):
+        if tensor.data_type in (TensorProto.INT32, TensorProto.INT64):
             try:
-                load_external_data_for_tensor(tensor, folder)
+                _load_external(tensor, folder)
             except Exception:  # onnx raises ValidationError, OSError... for a file that is missing or too short
                 continue
-            tensor.data_location = TensorProto.DEFAULT
-            del tensor.external_data[:]
+
+
+def _load_external(tensor, folder):
+    """Reads ``tensor``'s external data from ``folder`` into the tensor itself, which then keeps it."""
+    from onnx import TensorProto
+    from onnx.external_data_helper import load_external_data_for_tensor
+
+    load_external_data_for_tensor(tensor, folder)
+    tensor.data_location = TensorProto.DEFAULT
+    del tensor.external_data[:]
 
 
 def _constant_tensors(graph):
@@ -233,9 +235,8 @@ def _constant_tensors(graph):
             for attribute in node.attribute:
                 if attribute.name == "value":
                     yield node.output[0], attribute.t
-        for attribute in node.attribute:
-            for subgraph in list(attribute.graphs) + ([attribute.g] if attribute.HasField("g") else []):
-                yield from _constant_tensors(subgraph)
+        for subgraph in subgraphs(node):
+            yield from _constant_tensors(subgraph)
 
 
 def all_nodes(graph):
