@@ -122,7 +122,7 @@ def _onnx_schema(signature, onnx):
     types = {name: groups[group] for name, group in signature.index_inputs.items()}
     inputs = [parameter(name, types.get(name, "T"), optional=i >= signature.min_inputs) for i, name in enumerate(signature.inputs)]
     constraints = [("T", elements, "data, updates and the output")]
-    constraints += [(variable, ["tensor(int32)", "tensor(int64)"], f"index inputs {', '.join(n for n, g in types.items() if g == variable)}") for variable in groups.values()]
+    constraints += [(variable, [f"tensor({name})" for name in INDEX_TYPES], f"index inputs {', '.join(n for n, g in types.items() if g == variable)}") for variable in groups.values()]
     attributes = [OpSchema.Attribute(name, onnx.helper.make_attribute(name, allowed[0]), f"int, one of {allowed}") for name, allowed in ATTRIBUTES.items()]
     # The AOT form's attributes (trt_scatter.passes.aot), optional: the checker must know them too.
     attributes += [OpSchema.Attribute(name, OpSchema.AttrType.STRING if isinstance(value, str) else OpSchema.AttrType.INT,

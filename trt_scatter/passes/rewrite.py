@@ -608,7 +608,7 @@ class _Rewriter:
         from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
 
         node = _producer(tensor)
-        if node is None or node.domain not in (None, "", "ai.onnx") or len(node.outputs) != 1:
+        if node is None or node.domain not in (None, *DEFAULT_DOMAINS) or len(node.outputs) != 1:
             return None
         if node.op == "Shape":
             dims = _dims(node.inputs[0])

@@ -97,7 +97,7 @@ class ModelTensors:
 
         output = next((name for name in node.output if name), None)
         dtype = self._types.get(output, (None, None))[0]
-        if (node.domain not in ("", "ai.onnx") or node.op_type in _NOT_FOLDED or dtype is None or dtype.kind not in "iu"
+        if (node.domain not in DEFAULT_DOMAINS or node.op_type in _NOT_FOLDED or dtype is None or dtype.kind not in "iu"
                 or any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute)):  # fmt: skip
             return None
         values = {name: self.constant(name) for name in node.input if name}
@@ -107,9 +107,10 @@ class ModelTensors:
         alone.attribute.extend(node.attribute)
         graph = helper.make_graph([alone], "fold", [], [helper.make_tensor_value_info(output, 0, None)],
                                   initializer=[numpy_helper.from_array(value, name) for name, value in values.items()])
-        opsets = [helper.make_opsetid("", opset.version) for opset in self.model.opset_import if opset.domain in ("", "ai.onnx")]
+        version = opset_version(self.model)
+        opsets = [] if version is None else [helper.make_opsetid("", version)]
         try:
-            return np.asarray(ReferenceEvaluator(helper.make_model(graph, opset_imports=opsets[:1])).run([output], {})[0])
+            return np.asarray(ReferenceEvaluator(helper.make_model(graph, opset_imports=opsets)).run([output], {})[0])
         except Exception:  # an op the evaluator lacks, values it refuses: not known here
             return None
 
