@@ -203,32 +203,22 @@ def _chained_write(g, data):
     selected = sorted(axis for (axis, *_), step in zip(slices, steps_in_onnx) if step[0] == "select")
     if selected:
         updates = emitter.op("Unsqueeze", updates, emitter.ints(selected))
-    return writes.slice_write(emitter, data, _cast_like(updates, data, emitter), slices)
-
-
-def _cast_like(values, data, emitter):
-    """``values`` in ``data``'s element type: assignment (``copy_``) converts them, a plugin node takes one type."""
-    _type_utils = _exporter_module("_type_utils")
-    undefined = _type_utils.JitScalarType.UNDEFINED
-    want = _type_utils.JitScalarType.from_value(data, undefined)
-    if want == undefined or _type_utils.JitScalarType.from_value(values, undefined) == want:
-        return values
-    return emitter.g.op("Cast", values, to_i=want.onnx_type())
+    # Assignment (copy_) converts the values to data's element type; a plugin node takes one type.
+    return writes.slice_write(emitter, data, emitter.cast(updates, emitter.scalar_type(data)), slices)
 
 
 def _index_put(emitter, data, indices, values):
     """``data[..., index, ...] = values`` with one integer index tensor among ``indices`` (the rest None); ``None`` otherwise."""
     from torch.onnx import symbolic_helper
 
-    _type_utils = _exporter_module("_type_utils")
+    scalar_type = _exporter_module("_type_utils").JitScalarType
 
     tensors = [(position, index) for position, index in enumerate(indices) if not symbolic_helper._is_none(index)]
     if len(tensors) != 1:
         return None
     axis, index = tensors[0]
-    index_type = _type_utils.JitScalarType.from_value(index, _type_utils.JitScalarType.UNDEFINED)
     data_dims, index_dims = emitter.dims(data), emitter.dims(index)
-    if index_type not in (_type_utils.JitScalarType.INT64, _type_utils.JitScalarType.INT) or data_dims is None or axis >= len(data_dims):
+    if emitter.scalar_type(index) not in (scalar_type.INT64, scalar_type.INT) or data_dims is None or axis >= len(data_dims):
         return None
     target = None if index_dims is None else data_dims[:axis] + index_dims + data_dims[axis + 1 :]
     pieces = [emitter.op("Shape", data, start=0, end=axis), emitter.op("Shape", index), emitter.op("Shape", data, start=axis + 1)]
@@ -263,11 +253,20 @@ class _Emitter:
 
         return self.g.op("Constant", value_t=torch.tensor(list(values), dtype=torch.int64))
 
-    def int64(self, value):
-        _type_utils = _exporter_module("_type_utils")
-        if _type_utils.JitScalarType.from_value(value, _type_utils.JitScalarType.UNDEFINED) == _type_utils.JitScalarType.INT64:
+    def scalar_type(self, value):
+        """``value``'s element type (a ``JitScalarType``), UNDEFINED where the graph does not say."""
+        scalar_type = _exporter_module("_type_utils").JitScalarType
+        return scalar_type.from_value(value, scalar_type.UNDEFINED)
+
+    def cast(self, value, to):
+        """``value`` as element type ``to`` (a ``JitScalarType``): a Cast only where its type is not ``to``
+        already; with ``to`` UNDEFINED, ``value`` as it is."""
+        if to in (self.scalar_type(value), _exporter_module("_type_utils").JitScalarType.UNDEFINED):
             return value
-        return self.g.op("Cast", value, to_i=_type_utils.JitScalarType.INT64.onnx_type())
+        return self.g.op("Cast", value, to_i=to.onnx_type())
+
+    def int64(self, value):
+        return self.cast(value, _exporter_module("_type_utils").JitScalarType.INT64)
 
     def vector(self, value):
         return self.g.op("Reshape", self.int64(value), self.ints([1]))
