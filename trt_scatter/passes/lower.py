@@ -58,12 +58,13 @@ def lower(model):
     import onnx
 
     model = load_model(model) if isinstance(model, (str, os.PathLike)) else model
-    validate(model)
+    tensors = ModelTensors(model) if ops.trt_scatter_ops(model) else None
+    validate(model, tensors)
     _refuse_nested(model.graph)
-    if not ops.trt_scatter_ops(model):
+    if tensors is None:
         return model
-    lowered = _with_opset(model)
-    nodes, initializers = _lowered_nodes(lowered)
+    lowered = _with_opset(model)  # the same tensors with the same values, shapes and types
+    nodes, initializers = _lowered_nodes(lowered, tensors)
     _replace_nodes(lowered.graph, nodes, initializers)
     kept = [opset for opset in lowered.opset_import if opset.domain != ops.DOMAIN]
     del lowered.opset_import[:]
@@ -88,9 +89,10 @@ class LowerTrtScatter(BaseLoader):
         return lower(model)
 
 
-def _lowered_nodes(model):
-    """The graph's nodes with each trt_scatter node replaced by its lowering's, and the lowerings' initializers."""
-    tensors, graph = ModelTensors(model), model.graph
+def _lowered_nodes(model, tensors):
+    """The graph's nodes with each trt_scatter node replaced by its lowering's, and the lowerings'
+    initializers; ``tensors``: what the model says of its tensors (:class:`ModelTensors`)."""
+    graph = model.graph
     taken = graph_names(graph)
     nodes, initializers = [], []
     for index, node in enumerate(graph.node):

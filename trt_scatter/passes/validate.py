@@ -67,14 +67,15 @@ def subgraphs(node):
             yield attribute.g
 
 
-def validate(model):
+def validate(model, tensors=None):
     """Checks every ``trt_scatter`` node of ``model`` (a path or an ``onnx.ModelProto``); returns the ModelProto unchanged.
 
     Raises :class:`ModelError` for the first broken rule (a path that is no ONNX model included).
+    ``tensors``: the model's :class:`ModelTensors`, where the caller has them already (shape
+    inference need not run twice); otherwise they are read only for a model with scatter nodes.
     """
     if isinstance(model, (str, os.PathLike)):
         model = load_model(model)
-    tensors = None  # read only for a model that has trt_scatter nodes
     version = opset_version(model, ops.DOMAIN)
     for index, node in enumerate(all_nodes(model.graph)):
         if ops.is_trt_scatter(node):

@@ -140,9 +140,9 @@ class _Plan:
     """Shapes and value generators for every graph input of one model, fixed once per loader."""
 
     def __init__(self, model, given, rng):
-        validate(model)
         self.model, graph = model, model.graph
         self.tensors = ModelTensors(model)
+        validate(model, self.tensors)
         initializers = {init.name for init in graph.initializer}
         # name -> (dtype, declared dims: int, str or None; None if the rank is not declared)
         self.inputs = OrderedDict((value.name, (self.tensors.dtype(value.name), self.tensors.symbolic_shape(value.name)))
