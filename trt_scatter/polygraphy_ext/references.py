@@ -31,7 +31,6 @@ from polygraphy.logger import G_LOGGER
 from trt_scatter import oracle
 from trt_scatter.ops import OPS
 from trt_scatter.oracle.rules import ScatterInputError
-from trt_scatter.reference import run_trt_scatter
 
 class ReferenceInputError(ScatterInputError, PolygraphyException):
     """The oracle's :class:`~trt_scatter.oracle.ScatterInputError` for inputs the reference refuses,
@@ -110,5 +109,12 @@ def run_scatter_nd(attrs, data, indices, updates):
     return [oracle.scatter_nd(data, indices, updates)]
 
 
+def _run_trt_scatter(op_type, inputs):
+    # trt_scatter.reference imports onnx.reference (~0.1 s): on use, not on every `polygraphy run`.
+    from trt_scatter.reference import run_trt_scatter
+
+    return [run_trt_scatter(op_type, inputs)]
+
+
 for _op_type in OPS:  # SliceScatter, ScatterUpdate: the inputs as trt_scatter.ops lists them
-    register(_op_type)(lambda attrs, *inputs, op_type=_op_type: [run_trt_scatter(op_type, inputs)])
+    register(_op_type)(lambda attrs, *inputs, op_type=_op_type: _run_trt_scatter(op_type, inputs))
