@@ -33,7 +33,6 @@ from polygraphy.tools.args.base import BaseArgs
 from polygraphy.tools.script import make_invocable
 
 from trt_scatter.polygraphy_ext import data_loader, references  # noqa: F401  (registers the references)
-from trt_scatter.plugins.kernels import DEBUG_ENV
 
 
 class TrtScatterArgs(BaseArgs):
@@ -121,12 +120,9 @@ class TrtScatterArgs(BaseArgs):
 
     def _validate_model(self):
         """Validates an ONNX model now, so that a mistake it shows fails before anything runs, in one line."""
-        import os
-
         from trt_scatter.engine import needs_aliased_plugin_io
         from trt_scatter.passes.validate import ModelError, validate
 
-        os.environ.setdefault(DEBUG_ENV, "1")
         path = self._onnx_model()
         if path is None:
             return
