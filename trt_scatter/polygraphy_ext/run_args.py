@@ -75,9 +75,10 @@ class TrtScatterArgs(BaseArgs):
         # The generated script (run in this process, or saved by --gen-script) must do what this process did.
         if PluginRefRunnerArgs in self.arg_groups:
             self.arg_groups[PluginRefRunnerArgs].add_to_script_impl = self._add_reference_runner
-        if OnnxrtSessionArgs in self.arg_groups and _has_trt_scatter_nodes(self._onnx_model()):
-            if "onnxrt" in (args_util.get(args, "runners") or []):
-                self._check_lowering()
+        # Only the onnxrt runner builds a session (OnnxrtSessionArgs.add_to_script): other runs need not read the model.
+        runs_onnxrt = OnnxrtSessionArgs in self.arg_groups and "onnxrt" in (args_util.get(args, "runners") or [])
+        if runs_onnxrt and _has_trt_scatter_nodes(self._onnx_model()):
+            self._check_lowering()
             _before_add_to_script(self.arg_groups[OnnxrtSessionArgs], self._lowered_model)
         if self.register_plugins:
             self._validate_model()
