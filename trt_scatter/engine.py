@@ -93,9 +93,10 @@ def network_from_onnx(path, plugins=False, strongly_typed=True, aot=False):
 
         aot_plugins.register()
         return NetworkFromOnnxBytes(BytesFromOnnx(ToAotPlugins(str(path))), strongly_typed=strongly_typed)
-    import onnx
+    from trt_scatter.passes.validate import load_model
 
-    node = aot_node(onnx.load(str(path), load_external_data=False))
+    model = load_model(path)
+    node = aot_node(model)
     if node is not None:
         raise ValueError(f"{path}: node {node.name or node.output[0]!r} ({node.op_type}) names trt-scatter's AOT plugins "
                          "(plugin_namespace='trt_scatter', aot=1): build it with --aot (full TensorRT >= 10.9), or export it "
@@ -106,9 +107,8 @@ def network_from_onnx(path, plugins=False, strongly_typed=True, aot=False):
         register()
     else:
         from trt_scatter.ops import trt_scatter_ops
-        from trt_scatter.passes.validate import load_model
 
-        plugin_ops = trt_scatter_ops(load_model(path))
+        plugin_ops = trt_scatter_ops(model)
         if plugin_ops:
             raise ValueError(f"{path} has trt-scatter plugin nodes ({', '.join(plugin_ops)}): register the plugins (--plugins)")
     return NetworkFromOnnxPath(str(path), strongly_typed=strongly_typed)
