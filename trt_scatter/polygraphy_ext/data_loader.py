@@ -47,7 +47,7 @@ from trt_scatter.passes.validate import STANDARD_SCATTERS, ModelError, load_mode
 DEFAULT_DIM = 4
 TRIES = 100  # random values tried for an input that reaches index inputs through other ops
 
-# What the running `polygraphy run` was given; filled by the extension's argument group.
+# What the running `polygraphy run` was given, as ScatterDataLoader's arguments; filled by the extension's argument group.
 RUN_ARGS = {}
 
 
@@ -97,8 +97,7 @@ def load_data():
 
     if not RUN_ARGS.get("model"):
         raise ValueError("trt-scatter load_data: no model: use it as `polygraphy run MODEL --data-loader-script ...` with trt-scatter installed (its extension names the model)")
-    seed = RUN_ARGS.get("seed")
-    return ScatterDataLoader(RUN_ARGS["model"], seed=1 if seed is None else seed, input_shapes=RUN_ARGS.get("input_shapes"), iterations=RUN_ARGS.get("iterations") or 1)
+    return ScatterDataLoader(**RUN_ARGS)  # the extension recorded the loader's arguments, polygraphy's defaults applied
 
 
 def _load(model):
