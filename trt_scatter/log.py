@@ -28,7 +28,12 @@ class _VerboseHandler(logging.StreamHandler):
         super().emit(record)
 
 
-if os.environ.get("TRT_SCATTER_VERBOSE", "0") != "0":
+def verbose():
+    """Whether ``TRT_SCATTER_VERBOSE`` asks for trt-scatter's debug log (and, from the CLI, tracebacks)."""
+    return os.environ.get("TRT_SCATTER_VERBOSE", "0") != "0"
+
+
+if verbose():
     logger.setLevel(logging.DEBUG)
     logger.addHandler(_VerboseHandler())
 

@@ -6,6 +6,7 @@ import sys
 
 from trt_scatter import __version__
 from trt_scatter.cli import build, check, common, lower, rewrite
+from trt_scatter.log import first_line, verbose
 
 
 def main(argv=None):
@@ -22,8 +23,8 @@ def main(argv=None):
         print(f"trt-scatter {args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception as err:  # a bug of trt-scatter's: still one line, the traceback on request
-        if common.verbose():
+        if verbose():
             raise
-        print(f"trt-scatter {args.command}: internal error: {type(err).__name__}: {common.first_line(err)} "
+        print(f"trt-scatter {args.command}: internal error: {type(err).__name__}: {first_line(err)} "
               "(TRT_SCATTER_VERBOSE=1 shows the traceback)", file=sys.stderr)
         return 1

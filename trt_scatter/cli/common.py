@@ -46,10 +46,6 @@ def help_text(docstring):
     return re.sub(r":\w+:`([^`]*)`", r"\1", docstring).replace("``", "")
 
 
-def verbose():
-    return os.environ.get("TRT_SCATTER_VERBOSE", "0") != "0"
-
-
 class TensorRTOutput:
     """What TensorRT and polygraphy printed while :func:`quiet_tensorrt` held their output."""
 
