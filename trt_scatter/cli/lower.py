@@ -27,7 +27,6 @@ def add_parser(subparsers):
 def run(args):
     import onnx
 
-    from trt_scatter.cli import common
     from trt_scatter.ops import is_trt_scatter, trt_scatter_ops
     from trt_scatter.passes.lower import lower
     from trt_scatter.passes.validate import ModelError

@@ -18,7 +18,6 @@ def add_parser(subparsers):
 
 
 def run(args):
-    from trt_scatter.cli import common
     from trt_scatter.passes.rewrite import rewrite
 
     try:
