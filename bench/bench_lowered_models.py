@@ -28,7 +28,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-DOMAIN = "trt_scatter"
+from trt_scatter.onnx_models import scatter_update_model
+from trt_scatter.ops import DOMAIN
 
 
 def _model(nodes, inputs, outputs, initializers):
@@ -65,18 +66,11 @@ def kv_cache(B, H, S, D, T, runtime=True, dtype=np.float16, runtime_axes=False):
 
 def cache_update(shape, axis, count, dtype=np.float16, runtime_axis=False):
     """ScatterUpdate of ``count`` run-time indices along ``axis`` of a cache of ``shape``; ``runtime_axis``: the axis a graph input."""
-    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    model = scatter_update_model(shape, (count,), axis, dtype=dtype, index_dtype=np.int32, runtime=("axis",) if runtime_axis else ())
     updates = list(shape[:axis]) + [count] + list(shape[axis + 1 :])
-    node = helper.make_node("ScatterUpdate", ["cache", "slots", "new", "axis"], ["updated"], name="update_slots", domain=DOMAIN, inplace=0)
-    inputs = [helper.make_tensor_value_info("cache", elem, list(shape)), helper.make_tensor_value_info("slots", TensorProto.INT32, [count]),
-              helper.make_tensor_value_info("new", elem, updates)]  # fmt: skip
-    inits = [] if runtime_axis else [numpy_helper.from_array(np.array([axis], np.int32), "axis")]
-    if runtime_axis:
-        inputs.append(helper.make_tensor_value_info("axis", TensorProto.INT32, [1]))
-    model = _model([node], inputs, [helper.make_tensor_value_info("updated", elem, list(shape))], inits)
     rng = np.random.default_rng(1)
-    feeds = {"cache": rng.standard_normal(shape).astype(dtype), "slots": rng.choice(shape[axis], count, replace=False).astype(np.int32),
-             "new": rng.standard_normal(updates).astype(dtype)}  # fmt: skip
+    feeds = {"data": rng.standard_normal(shape).astype(dtype), "indices": rng.choice(shape[axis], count, replace=False).astype(np.int32),
+             "updates": rng.standard_normal(updates).astype(dtype)}  # fmt: skip
     if runtime_axis:
         feeds["axis"] = np.array([axis], np.int32)
     return model, feeds, int(np.prod(updates))
