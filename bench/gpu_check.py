@@ -57,7 +57,6 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = Path(os.environ["OUT"]) if os.environ.get("OUT") else ROOT / "bench" / "results"
 ELEMENT_DTYPES = {1: np.dtype(np.uint8), 2: np.dtype(np.float16), 4: np.dtype(np.float32), 8: np.dtype(np.int64)}
-TORCH_DTYPES = {1: "uint8", 2: "float16", 4: "float32", 8: "int64"}
 BENCH_ELEMENT_SIZES = (4, 1, 2)
 ROW_BYTES = 16 << 10  # benchmark tensors: rows of 16 KB, as many as the size gives
 FAULT_EXIT = 3
@@ -507,9 +506,7 @@ def machine_info(cuda, kernels, with_torch=True):
     arch = cuda.device_arch()
     device = cuda.check(driver.cuCtxGetDevice(), "cuCtxGetDevice")
     name = cuda.check(driver.cuDeviceGetName(256, device), "cuDeviceGetName")
-    l2 = cuda.check(driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device),
-                    "cuDeviceGetAttribute")
-    info = {"device": name.split(b"\0")[0].decode(), "arch": f"sm_{arch}", "sms": cuda.sm_count(), "l2_bytes": int(l2),
+    info = {"device": name.split(b"\0")[0].decode(), "arch": f"sm_{arch}", "sms": cuda.sm_count(), "l2_bytes": machine_l2(cuda),
             "driver": cuda.check(driver.cuDriverGetVersion(), "cuDriverGetVersion"),
             "nvrtc": ".".join(map(str, cuda.nvrtc_version())), "nvrtc_options": " ".join(cuda.NVRTC_OPTIONS),
             "python": platform.python_version(), "numpy": np.__version__, "host": platform.node(),
@@ -621,12 +618,12 @@ class TorchSide:
 
     def tensor(self, address, shape, element_size):
         """A torch tensor over ``address`` (not a copy) with ``element_size``'s torch dtype."""
-        torch, dtype = self.torch, getattr(self.torch, TORCH_DTYPES[element_size])
+        torch, dtype = self.torch, getattr(self.torch, ELEMENT_DTYPES[element_size].name)  # numpy's names are torch's here
         if self.stream is None:
             nbytes = math.prod(shape) * element_size
             array = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(address))
             return torch.from_numpy(array).view(dtype).reshape(shape)
-        interface = {"shape": tuple(shape), "typestr": np.dtype(TORCH_DTYPES[element_size]).str, "data": (address, False),
+        interface = {"shape": tuple(shape), "typestr": ELEMENT_DTYPES[element_size].str, "data": (address, False),
                      "version": 3, "strides": None}
         return torch.as_tensor(types.SimpleNamespace(__cuda_array_interface__=interface), device=self.device)
 
