@@ -253,10 +253,6 @@ class IntegerOps:
     def add(a, b):
         return a + b
 
-    @staticmethod
-    def sub(a, b):
-        return a - b
-
 
 def _product(shape, ops):
     result = 1
