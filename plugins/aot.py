@@ -65,9 +65,11 @@ import itertools
 import typing
 from dataclasses import dataclass
 
+import numpy as np
+
 from trt_scatter import backend
 from trt_scatter.log import logger
-from trt_scatter.ops import DOMAIN, OPS, SCATTER_UPDATE, SLICE_SCATTER
+from trt_scatter.ops import DOMAIN, INDEX_TYPES as INDEX_DTYPES, OPS, SCATTER_UPDATE, SLICE_SCATTER
 from trt_scatter.oracle.rules import ScatterInputError
 from trt_scatter.plugins import PluginError, cuda, kernels
 
@@ -76,7 +78,7 @@ MIN_TENSORRT = (10, 9)
 #: TensorRT element types (``DataType`` names) the kernels can move, by size in bytes.
 ELEMENT_TYPES = {"FLOAT": 4, "HALF": 2, "BF16": 2, "INT8": 1, "UINT8": 1, "BOOL": 1, "FP8": 1, "E8M0": 1,
                  "INT32": 4, "INT64": 8}
-INDEX_TYPES = {"INT32": 4, "INT64": 8}
+INDEX_TYPES = {name.upper(): np.dtype(name).itemsize for name in INDEX_DTYPES}  #: ops.INDEX_TYPES by TensorRT's names
 KERNELS = {SLICE_SCATTER.name: "slice_scatter_aot", SCATTER_UPDATE.name: "scatter_update_aot"}
 
 
@@ -161,7 +163,7 @@ def kernel_launch(op, inputs, ops=kernels.IntegerOps):
     grid = kernels.aot_grid(updates_shape, ops)
 
     def index_size(name):
-        return _size(op, name, named[name], INDEX_TYPES, "type int32 or int64")
+        return _size(op, name, named[name], INDEX_TYPES, f"type {' or '.join(INDEX_DTYPES)}")
 
     if op is SLICE_SCATTER:
         lengths = [named[name].shape_expr[0] for name in ("start", "stop", "step", "axes")]
@@ -197,9 +199,6 @@ class SymbolicOps:
 
     def add(self, a, b):
         return self._binary(a, b, lambda x, y: x + y, lambda x, y: x + y)
-
-    def sub(self, a, b):
-        return self._binary(a, b, lambda x, y: x - y, lambda x, y: x - y)
 
     def eq(self, a, b):
         return self._binary(a, b, lambda x, y: int(x == y), lambda x, y: x == y)  # EQUAL: 1 or 0
