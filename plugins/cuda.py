@@ -196,9 +196,9 @@ def compile_cubin(kernel, element_size, index_itemsize, arch):
 
 
 def compile_ptx(kernel, element_size, index_itemsize, arch):
-    """The PTX of one instantiation for ``compute_<arch>``, as text."""
-    _, ptx = _compile(kernel, element_size, index_itemsize, f"compute_{arch}", "PTX")
-    return ptx.rstrip(b"\0").decode()
+    """Compiles one instantiation with NVRTC for ``compute_<arch>``; returns ``(PTX text, lowered name)``."""
+    lowered, ptx = _compile(kernel, element_size, index_itemsize, f"compute_{arch}", "PTX")
+    return ptx.rstrip(b"\0").decode(), lowered
 
 
 def aot_ptx_arch(supported=None):
@@ -224,8 +224,8 @@ def aot_ptx(kernel, element_size, index_itemsize=None):
         if key not in _aot_ptx:
             arch = aot_ptx_arch()
             logger.info("trt-scatter: compiling %s to PTX for compute_%d", name_expression(kernel, element_size, index_itemsize), arch)
-            lowered, ptx = _compile(kernel, element_size, index_itemsize, f"compute_{arch}", "PTX")
-            _aot_ptx[key] = (lowered, ptx.rstrip(b"\0").decode())
+            ptx, lowered = compile_ptx(kernel, element_size, index_itemsize, arch)
+            _aot_ptx[key] = (lowered, ptx)
         return _aot_ptx[key]
 
 

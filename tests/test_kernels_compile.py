@@ -55,7 +55,7 @@ def test_instantiation_compiles_to_cubin(kernel, element_size, index_itemsize, a
 
 def test_row_copies_use_128_bit_loads_and_stores():
     _nvrtc_or_skip()
-    ptx = cuda.compile_ptx("scatter_update", 1, 4, 90)
+    ptx, _ = cuda.compile_ptx("scatter_update", 1, 4, 90)
     assert re.search(r"ld\.global(\.nc)?\.v(4\.u32|2\.u64|4\.b32|2\.b64)", ptx), "no 128-bit global load"
     assert re.search(r"st\.global\.v(4\.u32|2\.u64|4\.b32|2\.b64)", ptx), "no 128-bit global store"
 
