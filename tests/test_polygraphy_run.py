@@ -160,6 +160,35 @@ def test_the_extension_takes_missing_or_unreadable_files_as_not_its_own(tmp_path
     (tmp_path / "junk.onnx").write_bytes(b"not a model")
     assert not _has_trt_scatter_nodes(str(tmp_path / "junk.onnx"))
 
+def _parsed(argv):
+    """The extension's argument group after polygraphy's ModelArgs and it parsed ``argv``, in this process."""
+    import argparse
+
+    from polygraphy.tools.args import ModelArgs
+
+    from trt_scatter.polygraphy_ext.run_args import TrtScatterArgs
+
+    groups = {ModelArgs: ModelArgs(), TrtScatterArgs: TrtScatterArgs()}
+    for group in groups.values():
+        group.register(groups)
+    parser = argparse.ArgumentParser()
+    for group in groups.values():
+        group.add_parser_args(parser)
+    args = parser.parse_args(argv)
+    for group in groups.values():
+        group.parse(args)
+    return groups[TrtScatterArgs]
+
+
+def test_plugins_flag_validates_onnx_models_and_leaves_engines_to_tensorrt(tmp_path):
+    from polygraphy.exception import PolygraphyException
+
+    engine_run = _parsed([str(tmp_path / "model.engine"), "--trt-scatter-plugins"])  # no ONNX model: nothing to validate
+    assert engine_run.register_plugins and engine_run._onnx_model() is None
+    with pytest.raises(PolygraphyException, match=r"^--trt-scatter-plugins: cannot read ONNX model '.*model\.onnx': No such file or directory$"):
+        _parsed([str(tmp_path / "model.onnx"), "--trt-scatter-plugins"])
+
+
 def test_conflicting_data_options_are_refused(model_paths, tmp_path):
     result = fx.run_tool("polygraphy", ["run", model_paths["scatter_nd"], "--pluginref", "--trt-scatter-inputs", "--load-inputs", tmp_path / "x.json"])
     assert result.returncode != 0
