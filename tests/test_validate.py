@@ -131,6 +131,18 @@ def test_nodes_in_subgraphs_are_checked():
     assert refused(model) == "SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])"
 
 
+def test_unnamed_node_is_numbered_in_its_own_graph_whatever_the_subgraphs_before_it():
+    # The lowering and the data loader number a node by its place in its graph: so must validate,
+    # or one node has two names. Here an If with two nodes per branch comes first.
+    body = helper.make_graph([helper.make_node("Identity", ["flag"], [f"out_{i}"]) for i in range(2)], "body", [],
+                             [info("out_1", (), TensorProto.BOOL)])
+    branch = helper.make_node("If", ["flag"], ["branch_out"], then_branch=body, else_branch=body)
+    model = slice_scatter(step=(0,), name="")
+    model.graph.node.insert(0, branch)
+    model.graph.input.append(info("flag", (), TensorProto.BOOL))
+    assert refused(model).startswith("SliceScatter node #1 (output 'output'): slice_scatter: 'step' must not contain 0")
+
+
 # ---- element types ----------------------------------------------------------------------------
 
 

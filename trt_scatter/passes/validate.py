@@ -77,7 +77,7 @@ def validate(model, tensors=None):
     if isinstance(model, (str, os.PathLike)):
         model = load_model(model)
     version = opset_version(model, ops.DOMAIN)
-    for index, node in enumerate(all_nodes(model.graph)):
+    for index, node in indexed_nodes(model.graph):
         if ops.is_trt_scatter(node):
             tensors = tensors or ModelTensors(model)
             _Node(node, index, tensors).check(version)
@@ -242,10 +242,16 @@ def _constant_tensors(graph):
 
 def all_nodes(graph):
     """The nodes of ``graph`` and of its subgraphs (If/Loop/Scan bodies), in order."""
-    for node in graph.node:
-        yield node
+    return (node for _, node in indexed_nodes(graph))
+
+
+def indexed_nodes(graph):
+    """``(index, node)`` for :func:`all_nodes`, ``index`` being the node's position in its own graph
+    (If/Loop/Scan bodies count from 0): how :func:`node_label` numbers a node without a name."""
+    for index, node in enumerate(graph.node):
+        yield index, node
         for subgraph in subgraphs(node):
-            yield from all_nodes(subgraph)
+            yield from indexed_nodes(subgraph)
 
 
 class _Node:
