@@ -32,9 +32,10 @@ class NodeInputError(ScatterInputError):
     the inputs (``"ScatterUpdate node 'update': scatter_update: 'indices' ..."``; ``node``: that label)."""
 
     def __init__(self, node, err):
+        from trt_scatter.passes.validate import node_label
+
         super().__init__(err.op, err.input_name, err.rule, err.value)
-        output = next((name for name in node.output if name), "")
-        self.node = f"{node.op_type} node " + (f"'{node.name}'" if node.name else f"(output {output!r})")
+        self.node = node_label(node)  # the evaluator does not say where the node is in its graph
         self.args = (f"{self.node}: {err}",)
 
 

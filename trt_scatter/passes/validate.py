@@ -52,11 +52,13 @@ class ModelError(ValueError):
     naming the node (:func:`node_label`), the input or attribute, the rule and the value."""
 
 
-def node_label(node, index):
+def node_label(node, index=None):
     """How every message names a node: ``SliceScatter node 'write_kv'``; one without a name by its
-    position ``index`` in its graph and its first output."""
-    name = f"'{node.name}'" if node.name else f"#{index} (output {node.output[0]!r})" if node.output else f"#{index}"
-    return f"{node.op_type} node {name}"
+    position ``index`` in its graph (where the caller knows it) and its first output."""
+    if node.name:
+        return f"{node.op_type} node '{node.name}'"
+    where = ([] if index is None else [f"#{index}"]) + ([f"(output {node.output[0]!r})"] if node.output else [])
+    return " ".join([f"{node.op_type} node", *where])
 
 
 def subgraphs(node):
