@@ -153,12 +153,20 @@ def test_register_loader_registers_then_passes_through(monkeypatch):
 
 def test_the_extension_takes_missing_or_unreadable_files_as_not_its_own(tmp_path):
     """What polygraphy names may not be there or not be a model: polygraphy's own loaders report that, not the extension."""
-    from trt_scatter.polygraphy_ext.run_args import _has_trt_scatter_nodes, _is_this_data_loader
+    import onnx
+
+    from trt_scatter import onnx_models
+    from trt_scatter.polygraphy_ext.run_args import _is_this_data_loader, _model_with_trt_scatter_nodes
 
     assert not _is_this_data_loader(str(tmp_path / "missing.py"))
-    assert not _has_trt_scatter_nodes(None)
+    assert _model_with_trt_scatter_nodes(None) is None
     (tmp_path / "junk.onnx").write_bytes(b"not a model")
-    assert not _has_trt_scatter_nodes(str(tmp_path / "junk.onnx"))
+    assert _model_with_trt_scatter_nodes(str(tmp_path / "junk.onnx")) is None
+    onnx.save(onnx_models.scatter_nd_model((4, 3), (2, 1)), tmp_path / "standard.onnx")
+    assert _model_with_trt_scatter_nodes(str(tmp_path / "standard.onnx")) is None  # nothing for the extension to lower
+    onnx.save(onnx_models.scatter_update_model((4, 3), (2,), 0), tmp_path / "plugin.onnx")
+    model = _model_with_trt_scatter_nodes(str(tmp_path / "plugin.onnx"))
+    assert [node.op_type for node in model.graph.node] == ["ScatterUpdate"]  # read once, handed to the lowering check
 
 def _parsed(argv):
     """The extension's argument group after polygraphy's ModelArgs and it parsed ``argv``, in this process."""

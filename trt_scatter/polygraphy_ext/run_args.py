@@ -77,8 +77,9 @@ class TrtScatterArgs(BaseArgs):
             self.arg_groups[PluginRefRunnerArgs].add_to_script_impl = self._add_reference_runner
         # Only the onnxrt runner builds a session (OnnxrtSessionArgs.add_to_script): other runs need not read the model.
         runs_onnxrt = OnnxrtSessionArgs in self.arg_groups and "onnxrt" in (args_util.get(args, "runners") or [])
-        if runs_onnxrt and _has_trt_scatter_nodes(self._onnx_model()):
-            self._check_lowering()
+        model = _model_with_trt_scatter_nodes(self._onnx_model()) if runs_onnxrt else None
+        if model is not None:
+            self._check_lowering(model)
             _before_add_to_script(self.arg_groups[OnnxrtSessionArgs], self._lowered_model)
         if self.register_plugins:
             self._validate_model()
@@ -102,14 +103,14 @@ class TrtScatterArgs(BaseArgs):
         lowered = script.add_loader(make_invocable("LowerTrtScatter", model), "lower_trt_scatter")
         return script.add_loader(make_invocable("BytesFromOnnx", lowered), "serialize_lowered")
 
-    def _check_lowering(self):
-        """Lowers the model now, so that one the lowering refuses (a mistake, run-time axes) fails before
-        anything runs, in one line, not in a traceback from the session's loader."""
+    def _check_lowering(self, model):
+        """Lowers ``model`` (the run's, read) now, so that one the lowering refuses (a mistake) fails
+        before anything runs, in one line, not in a traceback from the session's loader."""
         from trt_scatter.passes.lower import lower
         from trt_scatter.passes.validate import ModelError
 
         try:
-            lower(self._onnx_model())
+            lower(model)
         except ModelError as err:
             G_LOGGER.critical(f"--onnxrt: {err}")
 
@@ -239,17 +240,19 @@ def _before_add_to_script(arg_group, model_for):
     arg_group.add_to_script_impl = add_to_script_impl
 
 
-def _has_trt_scatter_nodes(path):
-    """Whether the ONNX model at ``path`` has trt_scatter nodes (False for None and unreadable files)."""
+def _model_with_trt_scatter_nodes(path):
+    """The ONNX model at ``path`` (read by :func:`~trt_scatter.passes.validate.load_model`) if it has
+    trt_scatter nodes; ``None`` for one without, for no path and for an unreadable file."""
     from trt_scatter.ops import trt_scatter_ops
     from trt_scatter.passes.validate import ModelError, load_model
 
     if path is None:
-        return False
+        return None
     try:
-        return bool(trt_scatter_ops(load_model(path)))
+        model = load_model(path)
     except ModelError:  # polygraphy's own loader reports an unreadable model
-        return False
+        return None
+    return model if trt_scatter_ops(model) else None
 
 
 def get_arg_groups():
