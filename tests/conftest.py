@@ -65,3 +65,11 @@ def shim():
     from kernel_shim import host
 
     return host.load(host.shared_library())
+
+
+@pytest.fixture
+def debug_env_unset(monkeypatch):
+    """TRT_SCATTER_DEBUG unset during the test and restored after it, whatever the code under test set:
+    ``monkeypatch.delenv`` of an unset variable records nothing to restore, so set it first."""
+    monkeypatch.setenv("TRT_SCATTER_DEBUG", "")
+    monkeypatch.delenv("TRT_SCATTER_DEBUG")
