@@ -19,6 +19,22 @@ PLUGIN_DOMAIN = "trt_scatter"
 OPSET = 17
 
 
+def info(name, shape, elem_type=onnx.TensorProto.FLOAT):
+    """A value_info of ONNX element type ``elem_type``; ``shape`` None: rank not known."""
+    return helper.make_tensor_value_info(name, elem_type, None if shape is None else list(shape))
+
+
+def slice_scatter_in_an_if_branch(inplace=0):
+    """A SliceScatter node 'inner' (with ``inplace``) in the then-branch of If node 'branch'; data (4,), updates (2,)."""
+    node = helper.make_node("SliceScatter", ["data", "updates", "start", "stop", "step"], ["written"], domain=PLUGIN_DOMAIN, name="inner", inplace=inplace)
+    then_branch = helper.make_graph([node], "then", [], [info("written", [4])])
+    else_branch = helper.make_graph([helper.make_node("Identity", ["data"], ["kept"])], "else", [], [info("kept", [4])])
+    graph = helper.make_graph([helper.make_node("If", ["flag"], ["output"], name="branch", then_branch=then_branch, else_branch=else_branch)], "g",
+                              [info("flag", [], onnx.TensorProto.BOOL), info("data", [4]), info("updates", [2])], [info("output", [4])],
+                              [numpy_helper.from_array(np.array([v]), n) for n, v in (("start", 0), ("stop", 4), ("step", 2))])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(PLUGIN_DOMAIN, 1)])
+
+
 def _info(name, dtype, shape):
     return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), shape)
 

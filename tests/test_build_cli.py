@@ -4,6 +4,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+import onnx_fixtures as fx
 from trt_scatter import backend
 from trt_scatter.cli import main
 from trt_scatter.cli.build import parse_profile
@@ -294,32 +295,15 @@ def test_a_profile_that_repeats_the_static_shape_builds(tmp_path):
     assert main(["build", model, "--out-dir", str(tmp_path)] + _profile_args(2, 2, 2)) == 0
 
 
-def _plugin_node_in_an_if_branch(inplace=0):
-    """A SliceScatter node (with ``inplace``) in the then-branch of an If."""
-    import numpy as np
-    from onnx import numpy_helper
-
-    def info(name, shape, elem_type=TensorProto.FLOAT):
-        return helper.make_tensor_value_info(name, elem_type, shape)
-
-    node = helper.make_node("SliceScatter", ["data", "updates", "start", "stop", "step"], ["written"], domain="trt_scatter", name="inner", inplace=inplace)
-    then_branch = helper.make_graph([node], "then", [], [info("written", [4])])
-    else_branch = helper.make_graph([helper.make_node("Identity", ["data"], ["kept"])], "else", [], [info("kept", [4])])
-    graph = helper.make_graph([helper.make_node("If", ["flag"], ["output"], name="branch", then_branch=then_branch, else_branch=else_branch)], "g",
-                              [info("flag", [], TensorProto.BOOL), info("data", [4]), info("updates", [2])], [info("output", [4])],
-                              [numpy_helper.from_array(np.array([v]), n) for n, v in (("start", 0), ("stop", 4), ("step", 2))])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
-
-
 def test_plugin_nodes_in_subgraphs_count_as_the_models(tmp_path, capsys):
     """A plugin node in an If branch needs --plugins (and, with inplace=1, aliased plugin I/O) as one in the main graph does."""
     from trt_scatter.engine import needs_aliased_plugin_io
 
-    onnx.save(_plugin_node_in_an_if_branch(), tmp_path / "if.onnx")
+    onnx.save(fx.slice_scatter_in_an_if_branch(), tmp_path / "if.onnx")
     assert main(["build", str(tmp_path / "if.onnx")]) == 2
     assert "has trt-scatter plugin nodes (SliceScatter): register the plugins (--plugins)" in capsys.readouterr().err
-    assert needs_aliased_plugin_io(_plugin_node_in_an_if_branch(inplace=1))
-    assert not needs_aliased_plugin_io(_plugin_node_in_an_if_branch(inplace=0))
+    assert needs_aliased_plugin_io(fx.slice_scatter_in_an_if_branch(inplace=1))
+    assert not needs_aliased_plugin_io(fx.slice_scatter_in_an_if_branch(inplace=0))
 
 
 @pytest.mark.parametrize("setup", ["unknown backend name", "no TensorRT importable"])

@@ -378,18 +378,8 @@ def test_a_plugin_node_in_a_subgraph_registers_the_plugins_and_names_what_cannot
     """A SliceScatter in an If branch: the engine gets the plugins (it was built without them: "Plugin not
     found"), and without a GPU the one line says the lowering takes main-graph nodes only."""
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
 
-    def info(name, shape, elem_type=TensorProto.FLOAT):
-        return helper.make_tensor_value_info(name, elem_type, shape)
-
-    then_branch = helper.make_graph([helper.make_node("SliceScatter", ["data", "updates", "start", "stop", "step"], ["written"],
-                                                      domain="trt_scatter", name="inner")], "then", [], [info("written", [4])])
-    else_branch = helper.make_graph([helper.make_node("Identity", ["data"], ["kept"])], "else", [], [info("kept", [4])])
-    graph = helper.make_graph([helper.make_node("If", ["flag"], ["output"], name="branch", then_branch=then_branch, else_branch=else_branch)], "g",
-                              [info("flag", [], TensorProto.BOOL), info("data", [4]), info("updates", [2])], [info("output", [4])],
-                              [numpy_helper.from_array(np.array([v]), n) for n, v in (("start", 0), ("stop", 4), ("step", 2))])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
+    model = fx.slice_scatter_in_an_if_branch()
     path = tmp_path / "if.onnx"
     onnx.save(model, path)
     result = check(path)

@@ -10,6 +10,7 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 import onnx_fixtures as fx
+from onnx_fixtures import info
 from trt_scatter import oracle
 from trt_scatter.oracle import ScatterInputError
 from trt_scatter.polygraphy_ext import ScatterDataLoader, load_data
@@ -363,9 +364,6 @@ def _shared_indices(first_rows, second_rows, rows=2):
     """Two ScatterElements (axis 0) that take the same indices input, on data of ``first_rows`` and ``second_rows`` rows."""
     from onnx import TensorProto, helper
 
-    def info(name, shape, elem_type=TensorProto.FLOAT):
-        return helper.make_tensor_value_info(name, elem_type, shape)
-
     nodes = [helper.make_node("ScatterElements", [f"data{i}", "indices", f"updates{i}"], [f"output{i}"], axis=0, name=f"write{i}") for i in (1, 2)]
     inputs = [info("data1", [first_rows, 2]), info("data2", [second_rows, 2]), info("indices", [rows, 2], TensorProto.INT64),
               info("updates1", [rows, 2]), info("updates2", [rows, 2])]
@@ -387,9 +385,6 @@ def test_indices_taken_by_two_nodes_fit_both():
 def test_indices_that_cannot_fit_both_nodes_taking_them_are_one_line_naming_both():
     """ScatterElements draws indices distinct per column; the ScatterUpdate that takes them too needs all four distinct in [0, 3]."""
     from onnx import TensorProto, helper
-
-    def info(name, shape, elem_type=TensorProto.FLOAT):
-        return helper.make_tensor_value_info(name, elem_type, shape)
 
     nodes = [helper.make_node("ScatterElements", ["a", "indices", "u"], ["out_a"], axis=0, name="write"),
              helper.make_node("ScatterUpdate", ["b", "indices", "v", "axis"], ["out_b"], domain="trt_scatter", name="update")]

@@ -14,16 +14,13 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 from polygraphy.backend.onnx import OnnxFromPath
 
+from onnx_fixtures import info
 from trt_scatter import oracle
 from trt_scatter.oracle.slice_scatter import check_slice_scatter_static
 from trt_scatter.passes.tensors import ModelTensors
 from trt_scatter.passes.validate import ModelError, ValidateTrtScatter, load_model, validate
 
 FLOAT = TensorProto.FLOAT
-
-
-def info(name, shape, elem_type=FLOAT):
-    return helper.make_tensor_value_info(name, elem_type, None if shape is None else list(shape))
 
 
 def const(name, values, dtype=np.int64):
