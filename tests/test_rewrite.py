@@ -324,16 +324,7 @@ def test_run_time_slice_bounds_clamp_as_onnx_slice_does(size, step, start, stop,
 
 def test_nested_slice_writes_fuse_into_one_node():
     """SliceScatter(D, SliceScatter(Slice(D, 1:3 on axis 0), Y, 0:4:2 on axis 1), 1:3 on axis 0): one write over both axes."""
-    constants = {name: np.array(v, np.int64) for name, v in (("s0", [1]), ("e0", [3]), ("a0", [0]), ("st0", [1]), ("s1", [0]), ("e1", [4]), ("a1", [1]), ("st1", [2]))}
-    nodes = [
-        helper.make_node("Slice", ["data", "s0", "e0", "a0", "st0"], ["rows"]),
-        helper.make_node("SliceScatter", ["rows", "updates", "s1", "e1", "st1", "a1"], ["inner"], domain="trt_scatter", inplace=0),
-        helper.make_node("SliceScatter", ["data", "inner", "s0", "e0", "st0", "a0"], ["output"], domain="trt_scatter", inplace=0),
-    ]
-    inputs = [helper.make_tensor_value_info("data", TensorProto.FLOAT, [4, 5]), helper.make_tensor_value_info("updates", TensorProto.FLOAT, [2, 2])]
-    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("output", TensorProto.FLOAT, [4, 5])],
-                              initializer=[numpy_helper.from_array(v, k) for k, v in constants.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("trt_scatter", 1)])
+    model = _nested()
     rewritten, report = rewrite(model)
     assert [n.op_type for n in rewritten.graph.node] == ["SliceScatter"]
     feeds = {"data": np.arange(20, dtype=np.float32).reshape(4, 5), "updates": -np.ones((2, 2), np.float32)}
@@ -497,8 +488,8 @@ def _transposed_write(updates_node=None, back_perm=True, extra_outputs=(), consu
 
 def _nested(view_inputs=("data", "s0", "e0", "a0", "st0"), outer_start="s0", inner_axes="a1", extra_nodes=(), extra_inputs=(), constants=None, opsets=None,
             view_attributes=None, int32=(), outer=("e0", "st0", "a0"), value_info=()):
-    """SliceScatter(D, SliceScatter(Slice(D, 1:3 on axis 0), Y, 0:4:2 on axis 1), 1:3 on axis 0), as in the test above, with variations
-    (``int32``: the constants of that type)."""
+    """SliceScatter(D, SliceScatter(Slice(D, 1:3 on axis 0), Y, 0:4:2 on axis 1), 1:3 on axis 0), the model of
+    :func:`test_nested_slice_writes_fuse_into_one_node`, with variations (``int32``: the constants of that type)."""
     constants = {"s0": [1], "e0": [3], "a0": [0], "st0": [1], "s1": [0], "e1": [4], "a1": [1], "st1": [2], **(constants or {})}
     nodes = [
         *extra_nodes,
