@@ -390,25 +390,27 @@ def test_cli_unwritable_output_fails_with_one_line_before_any_work(tmp_path, cap
     assert err == f"trt-scatter rewrite: error: output {str(target)!r} cannot be written: {str(tmp_path / 'file')!r} is not a directory"
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])  # int64: read with the index constants, still kept outside
 @pytest.mark.parametrize("command", ["rewrite", "lower"])
-def test_cli_writes_the_weights_a_model_keeps_in_external_files(tmp_path, command):
+def test_cli_writes_the_weights_a_model_keeps_in_external_files(tmp_path, command, dtype):
     """The written model keeps its weights as the input did, in a file beside it (not references to the input's)."""
     source = tmp_path / "in" / "model.onnx"
     source.parent.mkdir()
     model = onnx.load(FIXTURES / "assign_first.dynamo.static.onnx")
     if command == "lower":
         model, _ = rewrite(model)
-    model.graph.initializer.append(numpy_helper.from_array(np.arange(1000, dtype=np.float32), "weights"))
+    model.graph.initializer.append(numpy_helper.from_array(np.arange(1000, dtype=dtype), "weights"))
     model.graph.node.append(helper.make_node("Identity", ["weights"], ["weights_out"]))
-    model.graph.output.append(helper.make_tensor_value_info("weights_out", TensorProto.FLOAT, [1000]))
-    onnx.save(model, source, save_as_external_data=True, all_tensors_to_one_file=True, location="weights.bin", size_threshold=0)
+    model.graph.output.append(helper.make_tensor_value_info("weights_out", helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), [1000]))
+    # Only the weights are over the threshold: the model's other tensors stay in it.
+    onnx.save(model, source, save_as_external_data=True, all_tensors_to_one_file=True, location="weights.bin", size_threshold=1024)
     output = tmp_path / "out" / "model.onnx"
     assert main([command, str(source), str(output)]) == 0
     assert (output.parent / "model.onnx.data").is_file()
     (source.parent / "weights.bin").unlink()  # the written model must not need the input's file
     written = onnx.load(output)
     weights = next(init for init in written.graph.initializer if init.name == "weights")
-    np.testing.assert_array_equal(numpy_helper.to_array(weights), np.arange(1000, dtype=np.float32))
+    np.testing.assert_array_equal(numpy_helper.to_array(weights), np.arange(1000, dtype=dtype))
 
 
 @pytest.mark.parametrize("command", ["rewrite", "lower"])

@@ -156,13 +156,13 @@ def load_model_to_rewrite(path):
     external files, so that :func:`write_model` can keep them so (a model over 2 GiB must)."""
     from trt_scatter.passes import validate
 
-    model = load_model(path)
-    external = bool(validate.external_tensors(model))
     try:
+        model = validate.read_model(path)
+        external = bool(validate.external_tensors(model))  # before they are read: index constants too
         validate.read_external_data(model, path)
+        return validate.validate(model), external
     except validate.ModelError as err:
         raise CliError(str(err)) from None
-    return model, external
 
 
 def write_model(model, path, external_data=False):

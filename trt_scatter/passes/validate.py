@@ -132,11 +132,22 @@ class ValidateTrtScatter(BaseLoader):
 
 
 def load_model(path, external_data=False):
-    """Reads an ONNX model, refusing by name what is not one (missing, a folder, empty, a TensorRT
-    engine, other bytes). Of the tensors kept in external files it reads only the integer ones
-    (:func:`_read_index_constants`); the others (weights) have no value here, and validation
-    treats them as values it does not know. ``external_data``: all of them read
+    """Reads an ONNX model (:func:`read_model`). Of the tensors kept in external files it reads only
+    the integer ones (:func:`_read_index_constants`); the others (weights) have no value here, and
+    validation treats them as values it does not know. ``external_data``: all of them read
     (:func:`read_external_data`), for running the model."""
+    model = read_model(path)
+    if external_data:
+        read_external_data(model, path)
+    else:
+        _read_index_constants(model, os.path.dirname(os.path.abspath(path)))
+    return model
+
+
+def read_model(path):
+    """Reads an ONNX model without the data of its external tensors (:func:`external_tensors`),
+    refusing by name what is not one (missing, a folder, empty, a TensorRT engine, other bytes)
+    and external files that are not beside it or are too short."""
     import onnx
     from google.protobuf.message import DecodeError
 
@@ -159,10 +170,6 @@ def load_model(path, external_data=False):
     if not model.HasField("graph") or not model.ir_version:
         raise ModelError(f"{path!r} is not an ONNX model (no graph or IR version)")
     _check_external_files(model, path)
-    if external_data:
-        read_external_data(model, path)
-    else:
-        _read_index_constants(model, os.path.dirname(os.path.abspath(path)))
     return model
 
 
