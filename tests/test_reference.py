@@ -99,3 +99,11 @@ def test_a_model_is_read_from_its_path(tmp_path):
     written = oracle.slice_scatter(x @ w, updates, [2], [2**62], [2], [-1])
     for source in (str(tmp_path / "mixed.onnx"), tmp_path / "mixed.onnx"):
         np.testing.assert_allclose(Reference(source).run(feeds)["y"], 1 / (1 + np.exp(-written)), rtol=1e-6)
+
+
+def test_a_file_that_is_no_model_is_refused_in_one_line(tmp_path):
+    from trt_scatter.passes.validate import ModelError
+
+    (tmp_path / "junk.onnx").write_bytes(b"\xff\xfe not a model")
+    with pytest.raises(ModelError, match=r"^'.*junk\.onnx' is not an ONNX model \([^\n]*\)$"):
+        Reference(tmp_path / "junk.onnx")

@@ -132,11 +132,13 @@ class Reference:
     """
 
     def __init__(self, model):
-        import onnx
         from onnx.reference import ReferenceEvaluator
 
+        from trt_scatter.passes.validate import load_model
+
         if isinstance(model, (str, os.PathLike)):
-            model = onnx.load(os.fspath(model))
+            model = load_model(model, external_data=True)  # a file that is no model: one ModelError line
+        self.model = model  #: the ModelProto it runs, as given or read
         self.evaluator = ReferenceEvaluator(_default_domain_as_empty(model), new_ops=REFERENCE_OPS)
         self._defaults = {init.name for init in model.graph.initializer}  # inputs an initializer fills when not fed
 

@@ -59,13 +59,11 @@ class ReferenceRunner(BaseRunner):
 
     @util.check_called_by("activate")
     def activate_impl(self):
-        import onnx
-
         from trt_scatter.reference import Reference
 
         model, _ = util.invoke_if_callable(self._model)
-        self.model = onnx.load(model) if isinstance(model, str) else model
-        self.reference = Reference(self.model)
+        self.reference = Reference(model)
+        self.model = self.reference.model
 
     @util.check_called_by("get_input_metadata")
     def get_input_metadata_impl(self):
