@@ -395,7 +395,7 @@ def test_indices_that_cannot_fit_both_nodes_taking_them_are_one_line_naming_both
 
 def test_edge_cases_users_meet_get_inputs_or_one_line():
     """Paths no random model reaches: an empty slice, a given shape for no input, axes computed from
-    another input, constant and fed slice parameters mixed on a dimension too large to search."""
+    another input."""
     from onnx import helper
 
     empty = ScatterDataLoader(fx.slice_scatter_model([5, 2], [0, 2], [0], [0], [0], constant_params=False), seed=1, iterations=4)
@@ -409,14 +409,13 @@ def test_edge_cases_users_meet_get_inputs_or_one_line():
     computed_axes.graph.node[1].input[5] = "negated"
     with pytest.raises(ValueError, match=r"^SliceScatter node #1 \(output 'output'\): slice_scatter: 'axes' must be a constant or a graph input for generated inputs \(got negated\)$"):
         ScatterDataLoader(computed_axes)[0]
-    large = fx.slice_scatter_model([400], [3], [0], [0], [1], constant_params=("step",))
-    with pytest.raises(ValueError, match=r"^SliceScatter node #0 \(output 'output'\): slice_scatter: 'start/stop/step' mix constants and fed values on too large a dimension to search; feed all three \(got 400\)$"):
-        ScatterDataLoader(large)[0]
 
 
-def test_too_large_to_search_names_the_node_when_updates_dim_is_free():
-    """The same refusal as above, reached while sizing a free updates dimension (shape solving), still
-    names the node: the loader wraps every per-node step, not only the planners."""
-    large = fx.slice_scatter_model([400], ["T"], [0], [0], [1], constant_params=("step",))
+@pytest.mark.parametrize("updates_shape", [[3], ["T"]], ids=["fixed-updates", "free-updates"])
+def test_constant_and_fed_slice_parameters_on_a_dimension_too_large_to_search_are_one_line(updates_shape):
+    """Constant and fed slice parameters mixed on a dimension too large to search: refused in one line that
+    names the node, also when reached while sizing a free updates dimension (shape solving): the loader
+    wraps every per-node step, not only the planners."""
+    large = fx.slice_scatter_model([400], updates_shape, [0], [0], [1], constant_params=("step",))
     with pytest.raises(ValueError, match=r"^SliceScatter node #0 \(output 'output'\): slice_scatter: 'start/stop/step' mix constants and fed values on too large a dimension to search; feed all three \(got 400\)$"):
         ScatterDataLoader(large)[0]
