@@ -103,13 +103,12 @@ def _model(nodes, inputs, outputs, initializers=(), value_info=(), opsets=None):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid(domain, version) for domain, version in (opsets or {"": 18}).items()])
 
 
-def _range_slice_model(size, step, dynamic, axes_input=False, step_input=False, positions=()):
+def _range_slice_model(size, step, dynamic, axes_input=False, step_input=False, positions=(), shape_start=None):
     """The dynamo exporter's slice_scatter: ScatterND(data, Unsqueeze(Slice(Range(0, dim), start, stop, 0, step), -1), updates),
     start and stop given at run time (the Slice's axes and step too, where asked); ``positions`` varies what is sliced:
     ``from_one`` Range(1, dim), ``given`` a graph input, ``squeezed`` Range(0, Squeeze(Shape(data, start=0, end=1)))
-    (``start=-1``: of dimension 1 instead), ``of_updates`` Range(0, updates' dimension 0)."""
-    shape_attributes = dict(item.split("=") for item in positions if "=" in item)
-    shape_attributes = {"start": 0, "end": 1} if "squeezed" in positions and not shape_attributes else {k: int(v) for k, v in shape_attributes.items()}
+    (``shape_start=-1``: Shape(data, start=-1), of dimension 1 instead), ``of_updates`` Range(0, updates' dimension 0)."""
+    shape_attributes = {"start": shape_start} if shape_start is not None else {"start": 0, "end": 1} if "squeezed" in positions else {}
     nodes = [
         helper.make_node("Shape", ["updates" if "of_updates" in positions else "data"], ["shape"], **shape_attributes),
         helper.make_node("Squeeze", ["shape"], ["dim"]) if "squeezed" in positions else helper.make_node("Gather", ["shape", "zero"], ["dim"], axis=0),
@@ -586,7 +585,7 @@ NESTED_FEEDS = {"data": np.arange(20, dtype=np.float32).reshape(4, 5), "updates"
                  ["ScatterUpdate"], id="a-slice-of-positions-given-is-an-index-list"),
     pytest.param(_range_slice_model(5, 1, True, positions=["squeezed"]), _range_feeds(1, 4), ["SliceScatter"],
                  id="a-range-to-a-squeezed-dimension-is-a-slice"),
-    pytest.param(_range_slice_model(5, 1, True, positions=["squeezed", "start=-1"]), _range_feeds(0, 2), ["ScatterUpdate"],
+    pytest.param(_range_slice_model(5, 1, True, positions=["squeezed"], shape_start=-1), _range_feeds(0, 2), ["ScatterUpdate"],
                  id="a-range-to-another-dimension-is-an-index-list"),
     pytest.param(_range_slice_model(5, 1, True, positions=["of_updates"]), _range_feeds(0, 2), ["ScatterUpdate"],
                  id="a-range-to-another-tensor's-dimension-is-an-index-list"),
