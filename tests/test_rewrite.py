@@ -326,10 +326,9 @@ def test_nested_slice_writes_fuse_into_one_node():
     model = _nested()
     rewritten, report = rewrite(model)
     assert [n.op_type for n in rewritten.graph.node] == ["SliceScatter"]
-    feeds = {"data": np.arange(20, dtype=np.float32).reshape(4, 5), "updates": -np.ones((2, 2), np.float32)}
-    expected = feeds["data"].copy()
-    expected[1:3, 0:4:2] = feeds["updates"]
-    np.testing.assert_array_equal(Reference(rewritten).run(feeds)["output"], expected)
+    expected = NESTED_FEEDS["data"].copy()
+    expected[1:3, 0:4:2] = NESTED_FEEDS["updates"]
+    np.testing.assert_array_equal(Reference(rewritten).run(NESTED_FEEDS)["output"], expected)
     assert report.rewritten[0].pattern == "SliceScatter of a SliceScatter"
 
 
@@ -507,6 +506,7 @@ def _nested(view_inputs=("data", "s0", "e0", "a0", "st0"), outer_start="s0", inn
     return model
 
 
+NESTED_FEEDS = {"data": np.arange(20, dtype=np.float32).reshape(4, 5), "updates": -np.ones((2, 2), np.float32)}  # for _nested()
 _POSITION = [helper.make_node("Reshape", ["position", "one_element"], ["position_reshaped"])]  # the dynamo exporter's SymInt, as a SliceScatter takes it
 
 
@@ -554,7 +554,6 @@ def _range_feeds(start, stop, **more):
     return {"data": RNG.standard_normal((5, 3), np.float32), "updates": RNG.standard_normal((count, 3), np.float32),
             "start": np.array([start]), "stop": np.array([stop]), **more}
 DATA, UPDATES = RNG.standard_normal((3, 5), np.float32), RNG.standard_normal((3, 2), np.float32)
-NESTED_FEEDS = {"data": np.arange(20, dtype=np.float32).reshape(4, 5), "updates": -np.ones((2, 2), np.float32)}
 
 
 @pytest.mark.parametrize("model, feeds, ops", [
