@@ -216,11 +216,22 @@ def test_a_model_without_scatters_comes_back_as_it_was():
 # ---- differential: random slices and index lists ------------------------------------------------
 
 
+def _outputs(model, feeds):
+    """Every output of ``model``: onnxruntime's for a standard model, the reference's (the oracle's) where plugin nodes are in it."""
+    if _plugins(model):
+        return Reference(model).run(feeds)
+    session = onnxruntime.InferenceSession(model.SerializeToString())
+    return dict(zip([o.name for o in model.graph.output], session.run(None, feeds)))
+
+
 def _run_both(original, feeds):
+    """Rewrites ``original``: a valid model whose every output (the reference's) equals the original's (:func:`_outputs`)."""
     rewritten, report = rewrite(original)
     onnx.checker.check_model(rewritten, full_check=True)
-    expected = onnxruntime.InferenceSession(original.SerializeToString()).run(["output"], feeds)[0]
-    np.testing.assert_array_equal(Reference(rewritten).run(feeds)["output"], expected)
+    expected, got = _outputs(original, feeds), Reference(rewritten).run(feeds)
+    assert expected.keys() == got.keys()
+    for name in expected:
+        np.testing.assert_array_equal(got[name], expected[name])
     return rewritten, report
 
 
@@ -466,14 +477,6 @@ def test_rewrite_then_lower_computes_what_the_original_does(stem):
 # ---- less common forms: rewritten to the same values, or left as they are ------------------------
 
 
-def _outputs(model, feeds):
-    """Every output of ``model``: onnxruntime's for a standard model, the reference's (the oracle's) where plugin nodes are in it."""
-    if _plugins(model):
-        return Reference(model).run(feeds)
-    session = onnxruntime.InferenceSession(model.SerializeToString())
-    return dict(zip([o.name for o in model.graph.output], session.run(None, feeds)))
-
-
 def _transposed_write(updates_node=None, back_perm=True, extra_outputs=(), consumer=None, extra_inputs=()):
     """ScatterND(Transpose(data (3, 5)), [[1], [3]], updates_t) on axis 1 the dynamo way, with variations."""
     nodes = [helper.make_node("Transpose", ["data"], ["data_t"], perm=[1, 0])]
@@ -611,15 +614,10 @@ DATA, UPDATES = RNG.standard_normal((3, 5), np.float32), RNG.standard_normal((3,
                  ["SliceScatter", "SliceScatter"], id="a-model-onnx-cannot-infer"),
 ])
 def test_rewrites_less_common_forms_to_the_same_values(model, feeds, ops):
-    rewritten, report = rewrite(model)
-    onnx.checker.check_model(rewritten, full_check=True)
+    rewritten, report = _run_both(model, feeds)
     counted = {*ops, "SliceScatter", "ScatterUpdate", "Transpose", "Identity", *SCATTER_OPS}  # the rest computes indices as the original did
     assert sorted(n.op_type for n in rewritten.graph.node if n.op_type in counted) == sorted(ops), "\n".join(report.lines())
     assert report.rewritten and not report.left
-    expected, got = _outputs(model, feeds), Reference(rewritten).run(feeds)
-    assert expected.keys() == got.keys()
-    for name in expected:
-        np.testing.assert_array_equal(got[name], expected[name])
 
 
 @pytest.mark.parametrize("limit", [2, 4])  # 2: not even the Shape is folded; 4: the Range's bounds are, not the Range
