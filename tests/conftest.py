@@ -73,3 +73,25 @@ def debug_env_unset(monkeypatch):
     ``monkeypatch.delenv`` of an unset variable records nothing to restore, so set it first."""
     monkeypatch.setenv("TRT_SCATTER_DEBUG", "")
     monkeypatch.delenv("TRT_SCATTER_DEBUG")
+
+
+@pytest.fixture(params=[False, True], ids=["schemas-unregistered", "schemas-registered"])
+def trt_scatter_schemas(request):
+    """Both states a process can be in: ONNX shape inference and the full checker know the trt_scatter ops once
+    anything called ``register_onnx_schemas`` (rewrite, the exporters), and stop at them before. The test runs
+    in each; the state the process was in is restored after it, so no test depends on the ones before it."""
+    import onnx.defs
+
+    from trt_scatter.ops import DOMAIN, OPS, VERSION, register_onnx_schemas
+
+    registered = [name for name in OPS if onnx.defs.has(name, DOMAIN)]
+    for name in registered:
+        onnx.defs.deregister_schema(name, VERSION, DOMAIN)
+    if request.param:
+        register_onnx_schemas()
+    yield request.param
+    for name in OPS:
+        if onnx.defs.has(name, DOMAIN):
+            onnx.defs.deregister_schema(name, VERSION, DOMAIN)
+    if registered:
+        register_onnx_schemas()

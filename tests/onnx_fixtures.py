@@ -19,8 +19,10 @@ PLUGIN_DOMAIN = "trt_scatter"
 OPSET = 17
 
 
-def info(name, shape, elem_type=onnx.TensorProto.FLOAT):
-    """A value_info of ONNX element type ``elem_type``; ``shape`` None: rank not known."""
+def info(name, shape, dtype=np.float32):
+    """A value_info; ``dtype`` a NumPy dtype or an ONNX element type (``TensorProto.INT64``, ``TensorProto.UNDEFINED``,
+    ...); ``shape`` None: rank not known."""
+    elem_type = dtype if isinstance(dtype, int) else helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
     return helper.make_tensor_value_info(name, elem_type, None if shape is None else list(shape))
 
 
@@ -35,10 +37,6 @@ def slice_scatter_in_an_if_branch(inplace=0):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(PLUGIN_DOMAIN, 1)])
 
 
-def _info(name, dtype, shape):
-    return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), shape)
-
-
 def _model(nodes, inputs, output, initializers=(), plugin=False):
     graph = helper.make_graph(nodes, "scatter", inputs, [output], initializer=list(initializers))
     opsets = [helper.make_opsetid("", OPSET)] + ([helper.make_opsetid(PLUGIN_DOMAIN, 1)] if plugin else [])
@@ -50,14 +48,14 @@ def _model(nodes, inputs, output, initializers=(), plugin=False):
 
 def scatter_elements_model(data_shape, indices_shape, axis=0, dtype=np.float32, index_dtype=np.int64):
     node = helper.make_node("ScatterElements", ["data", "indices", "updates"], ["output"], axis=axis)
-    inputs = [_info("data", dtype, data_shape), _info("indices", index_dtype, indices_shape), _info("updates", dtype, indices_shape)]
-    return _model([node], inputs, _info("output", dtype, data_shape))
+    inputs = [info("data", data_shape, dtype), info("indices", indices_shape, index_dtype), info("updates", indices_shape, dtype)]
+    return _model([node], inputs, info("output", data_shape, dtype))
 
 
 def scatter_nd_model(data_shape, indices_shape, updates_shape, dtype=np.float32, index_dtype=np.int64):
     node = helper.make_node("ScatterND", ["data", "indices", "updates"], ["output"])
-    inputs = [_info("data", dtype, data_shape), _info("indices", index_dtype, indices_shape), _info("updates", dtype, updates_shape)]
-    return _model([node], inputs, _info("output", dtype, data_shape))
+    inputs = [info("data", data_shape, dtype), info("indices", indices_shape, index_dtype), info("updates", updates_shape, dtype)]
+    return _model([node], inputs, info("output", data_shape, dtype))
 
 
 def slice_scatter_model(data_shape, updates_shape, start, stop, step, axes=None, dtype=np.float32, param_dtype=np.int64,
@@ -67,30 +65,30 @@ def slice_scatter_model(data_shape, updates_shape, start, stop, step, axes=None,
     names = ["start", "stop", "step"] + (["axes"] if axes is not None else [])
     values = [start, stop, step] + ([axes] if axes is not None else [])
     node = helper.make_node("SliceScatter", ["data", "updates"] + names, ["output"], domain=PLUGIN_DOMAIN)
-    inputs = [_info("data", dtype, data_shape), _info("updates", dtype, updates_shape)]
+    inputs = [info("data", data_shape, dtype), info("updates", updates_shape, dtype)]
     initializers = []
     for name, value in zip(names, values):
         if constant_params is True or (constant_params is not False and name in constant_params):
             initializers.append(numpy_helper.from_array(np.asarray(value, dtype=param_dtype), name))
         else:
-            inputs.append(_info(name, param_dtype, [len(value)]))
-    return _model([node], inputs, _info("output", dtype, data_shape), initializers, plugin=True)
+            inputs.append(info(name, [len(value)], param_dtype))
+    return _model([node], inputs, info("output", data_shape, dtype), initializers, plugin=True)
 
 
 def scatter_update_model(data_shape, indices_shape, updates_shape, axis, dtype=np.float32, index_dtype=np.int64):
     """A ScatterUpdate plugin node with indices and updates as graph inputs and a constant axis."""
     node = helper.make_node("ScatterUpdate", ["data", "indices", "updates", "axis"], ["output"], domain=PLUGIN_DOMAIN)
-    inputs = [_info("data", dtype, data_shape), _info("indices", index_dtype, indices_shape), _info("updates", dtype, updates_shape)]
+    inputs = [info("data", data_shape, dtype), info("indices", indices_shape, index_dtype), info("updates", updates_shape, dtype)]
     axis_init = numpy_helper.from_array(np.asarray(axis, dtype=index_dtype), "axis")
-    return _model([node], inputs, _info("output", dtype, data_shape), [axis_init], plugin=True)
+    return _model([node], inputs, info("output", data_shape, dtype), [axis_init], plugin=True)
 
 
 def _native_scatter_nd(data_shape, updates_shape, coordinates, dtype):
     """ScatterND(data, constant coordinates, updates) with coordinates of shape updates_shape + [rank]."""
     node = helper.make_node("ScatterND", ["data", "scatter_indices", "updates"], ["output"])
-    inputs = [_info("data", dtype, data_shape), _info("updates", dtype, updates_shape)]
+    inputs = [info("data", data_shape, dtype), info("updates", updates_shape, dtype)]
     init = numpy_helper.from_array(coordinates.astype(np.int64), "scatter_indices")
-    return _model([node], inputs, _info("output", dtype, data_shape), [init])
+    return _model([node], inputs, info("output", data_shape, dtype), [init])
 
 
 def slice_scatter_native_model(data_shape, start, stop, step, axes=None, dtype=np.float32):

@@ -14,6 +14,11 @@ from trt_scatter.reference import Reference
 
 RNG = np.random.default_rng(7)
 
+# Every test in both states of the ops' ONNX schemas (conftest): trt_scatter.torch and rewrite register them, and the
+# full checker then knows the trt_scatter ops and their attributes (it refused the AOT form's `plugin_namespace`,
+# so these tests failed after those in the same process).
+pytestmark = pytest.mark.usefixtures("trt_scatter_schemas")
+
 
 def _attributes(node):
     values = {a.name: helper.get_attribute_value(a) for a in node.attribute}
@@ -154,13 +159,3 @@ def test_validate_accepts_what_to_aot_writes_and_names_a_wrong_namespace():
             attribute.CopyFrom(helper.make_attribute("plugin_namespace", "other"))
     with pytest.raises(ModelError, match=r"attribute 'plugin_namespace' must be 'trt_scatter' for trt-scatter's AOT plugins \(got 'other'\)"):
         validate(model)
-
-
-def test_aot_nodes_pass_the_full_checker_with_the_ops_schemas_registered():
-    """trt_scatter.torch and rewrite register the ops' ONNX schemas; the checker then knows the AOT attributes
-    too (it refused `plugin_namespace`, so these tests failed after those in the same process)."""
-    from trt_scatter.ops import register_onnx_schemas
-
-    register_onnx_schemas()
-    for name in ("slice_scatter_default_axes", "scatter_update"):
-        onnx.checker.check_model(to_aot(MODELS[name]()), full_check=True)

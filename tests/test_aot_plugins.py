@@ -201,11 +201,15 @@ def test_autotune_type_names_are_datatypes_of_this_tensorrt(registered, op):
 
 @pytest.mark.parametrize("op, shapes, types", [
     (SLICE_SCATTER, [(3, 1000), (3, 500), (1,), (1,), (1,), (1,)], ["HALF", "HALF", "INT32", "INT32", "INT32", "INT64"]),
+    (SLICE_SCATTER, [(3, 1000), (3, 500), (1,), (1,), (1,), (1,)], ["FLOAT", "FLOAT", "INT64", "INT64", "INT64", "INT64"]),
+    (SLICE_SCATTER, [(2, 5), (2, 5), (2,), (2,), (1,), (2,)], ["FLOAT", "FLOAT", "INT64", "INT64", "INT64", "INT64"]),  # lengths differ: axes_count 0
     (SCATTER_UPDATE, [(7, 9, 2), (4,), (7, 4, 2), (1,)], ["INT8", "INT64", "INT8", "INT32"]),
+    (SCATTER_UPDATE, [(7, 9, 2), (4,), (7, 4, 2), (1,)], ["FLOAT", "INT64", "FLOAT", "INT64"]),
+    (SCATTER_UPDATE, [(9,), (), (), (1,)], ["FLOAT", "INT64", "FLOAT", "INT64"]),  # 0-D indices and updates: the grid is a plain 1
 ])
 def test_aot_impl_hands_tensorrt_the_integer_launch(registered, op, shapes, types):
     """What get_launch_params receives (kernel, PTX, KernelLaunchParams, SymInt32 scalars) evaluates to
-    the launch the CPU tests run with ints."""
+    the launch the CPU tests run with ints: the registration's expressions, evaluated, are those numbers."""
     plain = [desc(shape, type_name) for shape, type_name in zip(shapes, types)]
     symbolic = [qdp.TensorDesc(d.dtype, [qdp.ShapeExpr(dim) for dim in d.shape_expr], d.shape) for d in plain]
     name, ptx, launch, scalars = qdp.get_launch_params(aot.plugin_id(op.name), symbolic, (symbolic[0].aliased(),))
@@ -287,23 +291,6 @@ def test_types_the_kernels_cannot_move_are_named():
     inputs = [desc((4, 3)), desc((2,), "UINT8"), desc((2, 3)), desc((1,), "INT32")]
     with pytest.raises(ScatterInputError, match=r"'indices' must have type int32 or int64"):
         aot.kernel_launch(SCATTER_UPDATE, inputs)
-
-
-@pytest.mark.parametrize("op, shapes", [
-    (SLICE_SCATTER, [(3, 1000), (3, 500), (1,), (1,), (1,), (1,)]),
-    (SLICE_SCATTER, [(2, 5), (2, 5), (2,), (2,), (1,), (2,)]),  # lengths differ: axes_count 0
-    (SCATTER_UPDATE, [(7, 9, 2), (4,), (7, 4, 2), (1,)]),
-    (SCATTER_UPDATE, [(9,), (), (), (1,)]),  # 0-D indices and updates: the grid is a plain 1
-])
-def test_symbolic_launch_equals_the_integer_one(op, shapes):
-    """The registration's expressions, evaluated, are the numbers the CPU tests launch with."""
-    types = {"data": "FLOAT", "updates": "FLOAT"}
-    plain = [desc(shape, types.get(name, "INT64")) for name, shape in zip(op.inputs, shapes)]
-    symbolic = [qdp.TensorDesc(d.dtype, tuple(qdp.ShapeExpr(dim) for dim in d.shape_expr), d.shape) for d in plain]
-    expected = aot.kernel_launch(op, plain)
-    launch = aot.kernel_launch(op, symbolic, aot.SymbolicOps(qdp))
-    assert qdp.value_of(launch.grid) == expected.grid
-    assert [qdp.value_of(x) for x in launch.scalars] == expected.scalars
 
 
 # --- the launch the registration describes, on the CPU shim, against the oracle ---------------

@@ -295,16 +295,13 @@ def test_inputs_reaching_index_inputs_through_other_ops_get_values_the_reference
 def test_models_the_loader_cannot_serve_are_one_line_errors_naming_node_and_rule():
     from onnx import helper
 
-    unknown_data = fx.scatter_elements_model([4], [2])
-    unknown_data.graph.node.insert(0, helper.make_node("Mystery", ["data"], ["mystery"], domain="elsewhere"))
-    unknown_data.graph.node[1].input[0] = "mystery"
-    with pytest.raises(ValueError, match=r"^ScatterElements node #1 \(output 'output'\): scatter_elements: 'data' must have a shape the loader can tell"):
-        ScatterDataLoader(unknown_data)[0]
-    for model, op in ((fx.scatter_nd_model([4, 2], [3, 1], [3, 2]), "scatter_nd"), (fx.scatter_update_model([4, 3], [2], [2, 3], axis=0), "scatter_update"),
-                      (fx.slice_scatter_model([6], [3], [0], [6], [2]), "slice_scatter")):
+    for model, op_type, op in ((fx.scatter_elements_model([4], [2]), "ScatterElements", "scatter_elements"),
+                               (fx.scatter_nd_model([4, 2], [3, 1], [3, 2]), "ScatterND", "scatter_nd"),
+                               (fx.scatter_update_model([4, 3], [2], [2, 3], axis=0), "ScatterUpdate", "scatter_update"),
+                               (fx.slice_scatter_model([6], [3], [0], [6], [2]), "SliceScatter", "slice_scatter")):
         model.graph.node.insert(0, helper.make_node("Mystery", ["data"], ["mystery"], domain="elsewhere"))
         model.graph.node[1].input[0] = "mystery"
-        with pytest.raises(ValueError, match=rf"^\w+ node #1 \(output 'output'\): {op}: 'data' must have a shape the loader can tell"):
+        with pytest.raises(ValueError, match=rf"^{op_type} node #1 \(output 'output'\): {op}: 'data' must have a shape the loader can tell"):
             ScatterDataLoader(model)[0]
 
     too_wide = fx.slice_scatter_model([3], [5], [0], [0], [0], constant_params=False)
@@ -398,7 +395,7 @@ def test_indices_that_cannot_fit_both_nodes_taking_them_are_one_line_naming_both
 
 def test_edge_cases_users_meet_get_inputs_or_one_line():
     """Paths no random model reaches: an empty slice, a given shape for no input, axes computed from
-    another input, constant and fed slice parameters mixed on a dimension too large to search."""
+    another input."""
     from onnx import helper
 
     empty = ScatterDataLoader(fx.slice_scatter_model([5, 2], [0, 2], [0], [0], [0], constant_params=False), seed=1, iterations=4)
@@ -412,14 +409,13 @@ def test_edge_cases_users_meet_get_inputs_or_one_line():
     computed_axes.graph.node[1].input[5] = "negated"
     with pytest.raises(ValueError, match=r"^SliceScatter node #1 \(output 'output'\): slice_scatter: 'axes' must be a constant or a graph input for generated inputs \(got negated\)$"):
         ScatterDataLoader(computed_axes)[0]
-    large = fx.slice_scatter_model([400], [3], [0], [0], [1], constant_params=("step",))
-    with pytest.raises(ValueError, match=r"^SliceScatter node #0 \(output 'output'\): slice_scatter: 'start/stop/step' mix constants and fed values on too large a dimension to search; feed all three \(got 400\)$"):
-        ScatterDataLoader(large)[0]
 
 
-def test_too_large_to_search_names_the_node_when_updates_dim_is_free():
-    """The same refusal as above, reached while sizing a free updates dimension (shape solving), still
-    names the node: the loader wraps every per-node step, not only the planners."""
-    large = fx.slice_scatter_model([400], ["T"], [0], [0], [1], constant_params=("step",))
+@pytest.mark.parametrize("updates_shape", [[3], ["T"]], ids=["fixed-updates", "free-updates"])
+def test_constant_and_fed_slice_parameters_on_a_dimension_too_large_to_search_are_one_line(updates_shape):
+    """Constant and fed slice parameters mixed on a dimension too large to search: refused in one line that
+    names the node, also when reached while sizing a free updates dimension (shape solving): the loader
+    wraps every per-node step, not only the planners."""
+    large = fx.slice_scatter_model([400], updates_shape, [0], [0], [1], constant_params=("step",))
     with pytest.raises(ValueError, match=r"^SliceScatter node #0 \(output 'output'\): slice_scatter: 'start/stop/step' mix constants and fed values on too large a dimension to search; feed all three \(got 400\)$"):
         ScatterDataLoader(large)[0]

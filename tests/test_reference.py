@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
+import onnx_fixtures as fx
 from trt_scatter import oracle
 from trt_scatter.ops import DOMAIN, VERSION
 from trt_scatter.reference import Reference
@@ -47,9 +48,8 @@ def test_a_model_that_imports_the_default_domain_as_ai_onnx_runs():
     """ONNX names the default domain "" or "ai.onnx" alike; ONNX's evaluator knows only "" (it refused the model)."""
     nodes = [helper.make_node("ScatterUpdate", ["data", "indices", "updates", "axis"], ["written"], domain=DOMAIN),
              helper.make_node("Relu", ["written"], ["out"]), helper.make_node("Neg", ["out"], ["output"], domain="ai.onnx")]
-    info = helper.make_tensor_value_info
-    graph = helper.make_graph(nodes, "g", [info("data", TensorProto.FLOAT, [5, 3]), info("updates", TensorProto.FLOAT, [2, 3])],
-                              [info("output", TensorProto.FLOAT, [5, 3])],
+    graph = helper.make_graph(nodes, "g", [fx.info("data", [5, 3]), fx.info("updates", [2, 3])],
+                              [fx.info("output", [5, 3])],
                               [helper.make_tensor("indices", TensorProto.INT64, [2], [4, 1]), helper.make_tensor("axis", TensorProto.INT64, [], [0])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx", 11), helper.make_opsetid(DOMAIN, VERSION)])
     data, updates = np.arange(15, dtype=np.float32).reshape(5, 3) - 7, np.full((2, 3), -2.0, np.float32)
@@ -59,12 +59,11 @@ def test_a_model_that_imports_the_default_domain_as_ai_onnx_runs():
 
 def test_the_error_names_the_node_whose_inputs_break_the_rule():
     """Two ScatterElements on one indices input: the one the values do not fit is named, by name or by output."""
-    info = helper.make_tensor_value_info
     nodes = [helper.make_node("ScatterElements", ["big", "indices", "updates"], ["out_big"], name="wide", axis=0),
              helper.make_node("ScatterElements", ["small", "indices", "updates"], ["out_small"], axis=0)]
-    graph = helper.make_graph(nodes, "g", [info("big", TensorProto.FLOAT, [6]), info("small", TensorProto.FLOAT, [3]),
-                                           info("indices", TensorProto.INT64, [2]), info("updates", TensorProto.FLOAT, [2])],
-                              [info("out_big", TensorProto.FLOAT, [6]), info("out_small", TensorProto.FLOAT, [3])])
+    graph = helper.make_graph(nodes, "g", [fx.info("big", [6]), fx.info("small", [3]),
+                                           fx.info("indices", [2], TensorProto.INT64), fx.info("updates", [2])],
+                              [fx.info("out_big", [6]), fx.info("out_small", [3])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     feeds = {"big": np.zeros(6, np.float32), "small": np.zeros(3, np.float32), "indices": np.array([1, 5]), "updates": np.ones(2, np.float32)}
     with pytest.raises(oracle.ScatterInputError) as caught:

@@ -103,13 +103,12 @@ def _model(nodes, inputs, outputs, initializers=(), value_info=(), opsets=None):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid(domain, version) for domain, version in (opsets or {"": 18}).items()])
 
 
-def _range_slice_model(size, step, dynamic, axes_input=False, step_input=False, positions=()):
+def _range_slice_model(size, step, dynamic, axes_input=False, step_input=False, positions=(), shape_start=None):
     """The dynamo exporter's slice_scatter: ScatterND(data, Unsqueeze(Slice(Range(0, dim), start, stop, 0, step), -1), updates),
     start and stop given at run time (the Slice's axes and step too, where asked); ``positions`` varies what is sliced:
     ``from_one`` Range(1, dim), ``given`` a graph input, ``squeezed`` Range(0, Squeeze(Shape(data, start=0, end=1)))
-    (``start=-1``: of dimension 1 instead), ``of_updates`` Range(0, updates' dimension 0)."""
-    shape_attributes = dict(item.split("=") for item in positions if "=" in item)
-    shape_attributes = {"start": 0, "end": 1} if "squeezed" in positions and not shape_attributes else {k: int(v) for k, v in shape_attributes.items()}
+    (``shape_start=-1``: Shape(data, start=-1), of dimension 1 instead), ``of_updates`` Range(0, updates' dimension 0)."""
+    shape_attributes = {"start": shape_start} if shape_start is not None else {"start": 0, "end": 1} if "squeezed" in positions else {}
     nodes = [
         helper.make_node("Shape", ["updates" if "of_updates" in positions else "data"], ["shape"], **shape_attributes),
         helper.make_node("Squeeze", ["shape"], ["dim"]) if "squeezed" in positions else helper.make_node("Gather", ["shape", "zero"], ["dim"], axis=0),
@@ -217,11 +216,22 @@ def test_a_model_without_scatters_comes_back_as_it_was():
 # ---- differential: random slices and index lists ------------------------------------------------
 
 
+def _outputs(model, feeds):
+    """Every output of ``model``: onnxruntime's for a standard model, the reference's (the oracle's) where plugin nodes are in it."""
+    if _plugins(model):
+        return Reference(model).run(feeds)
+    session = onnxruntime.InferenceSession(model.SerializeToString())
+    return dict(zip([o.name for o in model.graph.output], session.run(None, feeds)))
+
+
 def _run_both(original, feeds):
+    """Rewrites ``original``: a valid model whose every output (the reference's) equals the original's (:func:`_outputs`)."""
     rewritten, report = rewrite(original)
     onnx.checker.check_model(rewritten, full_check=True)
-    expected = onnxruntime.InferenceSession(original.SerializeToString()).run(["output"], feeds)[0]
-    np.testing.assert_array_equal(Reference(rewritten).run(feeds)["output"], expected)
+    expected, got = _outputs(original, feeds), Reference(rewritten).run(feeds)
+    assert expected.keys() == got.keys()
+    for name in expected:
+        np.testing.assert_array_equal(got[name], expected[name])
     return rewritten, report
 
 
@@ -327,10 +337,9 @@ def test_nested_slice_writes_fuse_into_one_node():
     model = _nested()
     rewritten, report = rewrite(model)
     assert [n.op_type for n in rewritten.graph.node] == ["SliceScatter"]
-    feeds = {"data": np.arange(20, dtype=np.float32).reshape(4, 5), "updates": -np.ones((2, 2), np.float32)}
-    expected = feeds["data"].copy()
-    expected[1:3, 0:4:2] = feeds["updates"]
-    np.testing.assert_array_equal(Reference(rewritten).run(feeds)["output"], expected)
+    expected = NESTED_FEEDS["data"].copy()
+    expected[1:3, 0:4:2] = NESTED_FEEDS["updates"]
+    np.testing.assert_array_equal(Reference(rewritten).run(NESTED_FEEDS)["output"], expected)
     assert report.rewritten[0].pattern == "SliceScatter of a SliceScatter"
 
 
@@ -468,14 +477,6 @@ def test_rewrite_then_lower_computes_what_the_original_does(stem):
 # ---- less common forms: rewritten to the same values, or left as they are ------------------------
 
 
-def _outputs(model, feeds):
-    """Every output of ``model``: onnxruntime's for a standard model, the reference's (the oracle's) where plugin nodes are in it."""
-    if _plugins(model):
-        return Reference(model).run(feeds)
-    session = onnxruntime.InferenceSession(model.SerializeToString())
-    return dict(zip([o.name for o in model.graph.output], session.run(None, feeds)))
-
-
 def _transposed_write(updates_node=None, back_perm=True, extra_outputs=(), consumer=None, extra_inputs=()):
     """ScatterND(Transpose(data (3, 5)), [[1], [3]], updates_t) on axis 1 the dynamo way, with variations."""
     nodes = [helper.make_node("Transpose", ["data"], ["data_t"], perm=[1, 0])]
@@ -508,6 +509,7 @@ def _nested(view_inputs=("data", "s0", "e0", "a0", "st0"), outer_start="s0", inn
     return model
 
 
+NESTED_FEEDS = {"data": np.arange(20, dtype=np.float32).reshape(4, 5), "updates": -np.ones((2, 2), np.float32)}  # for _nested()
 _POSITION = [helper.make_node("Reshape", ["position", "one_element"], ["position_reshaped"])]  # the dynamo exporter's SymInt, as a SliceScatter takes it
 
 
@@ -555,7 +557,6 @@ def _range_feeds(start, stop, **more):
     return {"data": RNG.standard_normal((5, 3), np.float32), "updates": RNG.standard_normal((count, 3), np.float32),
             "start": np.array([start]), "stop": np.array([stop]), **more}
 DATA, UPDATES = RNG.standard_normal((3, 5), np.float32), RNG.standard_normal((3, 2), np.float32)
-NESTED_FEEDS = {"data": np.arange(20, dtype=np.float32).reshape(4, 5), "updates": -np.ones((2, 2), np.float32)}
 
 
 @pytest.mark.parametrize("model, feeds, ops", [
@@ -586,7 +587,7 @@ NESTED_FEEDS = {"data": np.arange(20, dtype=np.float32).reshape(4, 5), "updates"
                  ["ScatterUpdate"], id="a-slice-of-positions-given-is-an-index-list"),
     pytest.param(_range_slice_model(5, 1, True, positions=["squeezed"]), _range_feeds(1, 4), ["SliceScatter"],
                  id="a-range-to-a-squeezed-dimension-is-a-slice"),
-    pytest.param(_range_slice_model(5, 1, True, positions=["squeezed", "start=-1"]), _range_feeds(0, 2), ["ScatterUpdate"],
+    pytest.param(_range_slice_model(5, 1, True, positions=["squeezed"], shape_start=-1), _range_feeds(0, 2), ["ScatterUpdate"],
                  id="a-range-to-another-dimension-is-an-index-list"),
     pytest.param(_range_slice_model(5, 1, True, positions=["of_updates"]), _range_feeds(0, 2), ["ScatterUpdate"],
                  id="a-range-to-another-tensor's-dimension-is-an-index-list"),
@@ -613,15 +614,10 @@ NESTED_FEEDS = {"data": np.arange(20, dtype=np.float32).reshape(4, 5), "updates"
                  ["SliceScatter", "SliceScatter"], id="a-model-onnx-cannot-infer"),
 ])
 def test_rewrites_less_common_forms_to_the_same_values(model, feeds, ops):
-    rewritten, report = rewrite(model)
-    onnx.checker.check_model(rewritten, full_check=True)
+    rewritten, report = _run_both(model, feeds)
     counted = {*ops, "SliceScatter", "ScatterUpdate", "Transpose", "Identity", *SCATTER_OPS}  # the rest computes indices as the original did
     assert sorted(n.op_type for n in rewritten.graph.node if n.op_type in counted) == sorted(ops), "\n".join(report.lines())
     assert report.rewritten and not report.left
-    expected, got = _outputs(model, feeds), Reference(rewritten).run(feeds)
-    assert expected.keys() == got.keys()
-    for name in expected:
-        np.testing.assert_array_equal(got[name], expected[name])
 
 
 @pytest.mark.parametrize("limit", [2, 4])  # 2: not even the Shape is folded; 4: the Range's bounds are, not the Range

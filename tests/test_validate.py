@@ -262,27 +262,6 @@ def test_parameters_fed_at_run_time_are_checked_by_what_is_known():
     assert "'start/stop/step/axes' must have equal lengths" in refused(model)
 
 
-@pytest.fixture(params=[False, True], ids=["schemas-unregistered", "schemas-registered"])
-def trt_scatter_schemas(request):
-    """Both states a process can be in: ONNX shape inference knows the trt_scatter ops once anything called
-    ``register_onnx_schemas`` (rewrite, the exporters), and stops at them before."""
-    import onnx.defs
-
-    from trt_scatter.ops import DOMAIN, OPS, VERSION, register_onnx_schemas
-
-    registered = [name for name in OPS if onnx.defs.has(name, DOMAIN)]
-    for name in registered:
-        onnx.defs.deregister_schema(name, VERSION, DOMAIN)
-    if request.param:
-        register_onnx_schemas()
-    yield request.param
-    for name in OPS:
-        if onnx.defs.has(name, DOMAIN):
-            onnx.defs.deregister_schema(name, VERSION, DOMAIN)
-    if registered:
-        register_onnx_schemas()
-
-
 def test_data_computed_by_an_earlier_scatter_is_known(trt_scatter_schemas):
     """Shape inference stops at the custom ops (unless their schemas are registered); their output has data's
     shape, so a second scatter is checked too."""
