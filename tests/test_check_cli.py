@@ -384,22 +384,31 @@ def test_a_plugin_node_in_a_subgraph_registers_the_plugins_and_names_what_cannot
 
 
 
+@pytest.fixture(scope="module")
+def golden_files(elements_model, tmp_path_factory):
+    """Saved inputs and golden outputs (one check run, engine build included) for the tests that only read them."""
+    return _golden(elements_model, tmp_path_factory.mktemp("golden"))
+
+
 @pytest.mark.parametrize("mixup", ["inputs file as golden outputs", "golden outputs as inputs", "not JSON", "inputs not JSON"])
-def test_a_json_file_of_the_wrong_kind_is_one_line_without_polygraphys_log(elements_model, tmp_path, mixup):
-    """Swapping --load-inputs and --load-outputs is an easy mistake: one line on stderr, not polygraphy's [!] block too."""
-    inputs, outputs = tmp_path / "inputs.json", tmp_path / "outputs.json"
-    saved = check(elements_model, "--input-shapes", "data:[3,5]", "indices:[3,3]", "updates:[3,3]", "--save-inputs", inputs, "--save-outputs", outputs)
-    assert saved.returncode in (0, 3), output_of(saved)
-    (tmp_path / "text.json").write_text("not json\n")
-    args = {
-        "inputs file as golden outputs": ["--load-inputs", inputs, "--load-outputs", inputs],
-        "golden outputs as inputs": ["--load-inputs", outputs],
-        "not JSON": ["--load-inputs", inputs, "--load-outputs", tmp_path / "text.json"],
-        "inputs not JSON": ["--load-inputs", tmp_path / "text.json"],
-    }[mixup]
+def test_a_json_file_of_the_wrong_kind_is_one_line_without_polygraphys_log(elements_model, golden_files, tmp_path, mixup):
+    """Swapping --load-inputs and --load-outputs is an easy mistake: one line on stderr that names the file and
+    what it is not, not polygraphy's [!] block too."""
+    inputs, outputs = golden_files
+    text = tmp_path / "text.json"
+    text.write_text("not json\n")
+    args, line = {
+        "inputs file as golden outputs": (["--load-inputs", inputs, "--load-outputs", inputs],
+                                          f"cannot load golden outputs from {str(inputs)!r}: Provided JSON cannot be decoded into a RunResults."),
+        "golden outputs as inputs": (["--load-inputs", outputs],
+                                     f"{str(outputs)!r} does not hold a list of feed dicts (polygraphy's --save-inputs format)"),
+        "not JSON": (["--load-inputs", inputs, "--load-outputs", text],
+                     f"cannot load golden outputs from {str(text)!r}: Expecting value: line 1 column 1 (char 0)"),
+        "inputs not JSON": (["--load-inputs", text], f"cannot load inputs from {str(text)!r}: Expecting value: line 1 column 1 (char 0)"),
+    }[mixup]  # fmt: skip
     result = check(elements_model, *args)
     assert result.returncode == 2, output_of(result)
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith("trt-scatter check: error: "), result.stderr
+    assert result.stderr == f"trt-scatter check: error: {line}\n"
 
 
 def test_golden_data_that_does_not_fit_the_run_and_inputs_the_reference_refuses(elements_model, tmp_path):
