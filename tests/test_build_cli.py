@@ -309,8 +309,6 @@ def test_plugin_nodes_in_subgraphs_count_as_the_models(tmp_path, capsys):
 @pytest.mark.parametrize("setup", ["unknown backend name", "no TensorRT importable"])
 def test_an_unusable_tensorrt_is_a_one_line_error_not_an_internal_one(tmp_path, setup):
     """A bad TRT_SCATTER_BACKEND or no TensorRT is the user's setup, not a trt-scatter bug: 'error:', exit 2."""
-    import onnx_fixtures as fx
-
     if setup == "unknown backend name":
         env, line = {"TRT_SCATTER_BACKEND": "foo"}, "TRT_SCATTER_BACKEND='foo' is not one of tensorrt, tensorrt_rtx\n"
     else:  # a sitecustomize that makes `import tensorrt` and `import tensorrt_rtx` fail

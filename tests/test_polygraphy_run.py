@@ -45,8 +45,7 @@ def test_data_loader_script_as_polygraphy_documents_it(model_paths, tmp_path):
     """`--data-loader-script` names the installed package's file (found as the README says); no environment variable."""
     import mixed_models
 
-    found = subprocess.run([sys.executable, "-c", "import trt_scatter.polygraphy_ext.data_loader as m; print(m.__file__)"], capture_output=True, text=True, check=True)
-    script = found.stdout.strip()
+    script = _data_loader_script()
     plugin = fx.save(mixed_models.kv_cache(runtime=True).model, tmp_path / "kv.onnx")
     for path in (model_paths["scatter_nd"], plugin):
         result = fx.run_tool("polygraphy", ["run", path, "--onnxrt", "--pluginref", "--data-loader-script", script, "--iterations", "2", *EXACT],
