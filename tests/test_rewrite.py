@@ -399,15 +399,19 @@ def test_cli_unwritable_output_fails_with_one_line_before_any_work(tmp_path, cap
     assert err == f"trt-scatter rewrite: error: output {str(target)!r} cannot be written: {str(tmp_path / 'file')!r} is not a directory"
 
 
+def _cli_input(command):
+    """A model ``trt-scatter COMMAND`` works on: PyTorch's export for rewrite, its rewritten form (plugin nodes) for lower."""
+    model = onnx.load(FIXTURES / "assign_first.dynamo.static.onnx")
+    return rewrite(model)[0] if command == "lower" else model
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.int64])  # int64: read with the index constants, still kept outside
 @pytest.mark.parametrize("command", ["rewrite", "lower"])
 def test_cli_writes_the_weights_a_model_keeps_in_external_files(tmp_path, command, dtype):
     """The written model keeps its weights as the input did, in a file beside it (not references to the input's)."""
     source = tmp_path / "in" / "model.onnx"
     source.parent.mkdir()
-    model = onnx.load(FIXTURES / "assign_first.dynamo.static.onnx")
-    if command == "lower":
-        model, _ = rewrite(model)
+    model = _cli_input(command)
     model.graph.initializer.append(numpy_helper.from_array(np.arange(1000, dtype=dtype), "weights"))
     model.graph.node.append(helper.make_node("Identity", ["weights"], ["weights_out"]))
     model.graph.output.append(helper.make_tensor_value_info("weights_out", helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), [1000]))
@@ -427,9 +431,7 @@ def test_cli_refuses_weights_kept_outside_the_models_folder_in_one_line(tmp_path
     """onnx reads external data only from the model's folder: a location like '../w.bin' is one error line, not a traceback."""
     source = tmp_path / "in" / "model.onnx"
     source.parent.mkdir()
-    model = onnx.load(FIXTURES / "assign_first.dynamo.static.onnx")
-    if command == "lower":
-        model, _ = rewrite(model)
+    model = _cli_input(command)
     onnx.save(model, source, save_as_external_data=True, all_tensors_to_one_file=True, location="w.bin", size_threshold=0)
     (source.parent / "w.bin").rename(tmp_path / "w.bin")
     moved = onnx.load(source, load_external_data=False)
