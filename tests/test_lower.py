@@ -289,6 +289,19 @@ def test_the_command_line(tmp_path):
     assert missing.returncode == 2 and "cannot read ONNX model" in missing.stderr and missing.stderr.count("\n") == 1
 
 
+def test_the_command_reads_the_models_tensors_once(tmp_path, monkeypatch):
+    """Shape inference over a large model takes seconds: the lowering validates the model, the command
+    does not validate it again first."""
+    from trt_scatter.cli import main
+    from trt_scatter.passes.tensors import ModelTensors
+
+    reads, init = [], ModelTensors.__init__
+    monkeypatch.setattr(ModelTensors, "__init__", lambda self, *args, **kwargs: reads.append(1) or init(self, *args, **kwargs))
+    path = fx.save(mixed_models.kv_cache(runtime=True).model, tmp_path / "kv.onnx")
+    assert main(["lower", str(path), str(tmp_path / "kv.lowered.onnx")]) == 0
+    assert len(reads) == 1
+
+
 @pytest.mark.parametrize("axes_from", ["constant", "input", "computed"])
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
 @pytest.mark.parametrize("name", ["kv_cache", "conv_update"])

@@ -48,12 +48,13 @@ OUT_OF_RANGE = "ScatterUpdate node 'update': scatter_update: 'indices' values mu
          "(data's shape with each sliced axis cut to its slice's length) (got shape (2, 4))"),
     ],
 )
-@pytest.mark.parametrize("command", ["build", "check"])
+@pytest.mark.parametrize("command", ["build", "check", "lower", "rewrite"])
 def test_a_mistake_in_the_model_is_one_line(tmp_path, command, model, line):
     path = save(model, tmp_path / "model.onnx")
-    args = ["build", path, "--plugins", "-o", tmp_path / "m.engine"] if command == "build" else ["check", path]
+    output = tmp_path / ("m.engine" if command == "build" else "out.onnx")
+    args = {"build": ["build", path, "--plugins", "-o", output], "check": ["check", path]}.get(command, [command, path, output])
     assert_one_line(fx.run_tool("trt-scatter", args), f"trt-scatter {command}: error: {line}")
-    assert not (tmp_path / "m.engine").exists()
+    assert not output.exists()
 
 
 def test_polygraphy_run_with_the_plugin_flag_refuses_the_mistake_in_one_line(tmp_path):

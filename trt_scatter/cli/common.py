@@ -151,16 +151,17 @@ def load_model(path, external_data=False):
 
 
 def load_model_to_rewrite(path):
-    """For a command that writes a model of its own (``lower``, ``rewrite``): the validated model at
-    ``path`` with every tensor read in (from the model's folder), and whether it kept tensors in
-    external files, so that :func:`write_model` can keep them so (a model over 2 GiB must)."""
+    """For a command that writes a model of its own (``lower``, ``rewrite``): the model at ``path``
+    with every tensor read in (from the model's folder), and whether it kept tensors in external
+    files, so that :func:`write_model` can keep them so (a model over 2 GiB must). Not validated:
+    the command's pass validates it (``lower`` always does; ``rewrite``'s command calls it), once."""
     from trt_scatter.passes import validate
 
     try:
         model = validate.read_model(path)
         external = bool(validate.external_tensors(model))  # before they are read: index constants too
         validate.read_external_data(model, path)
-        return validate.validate(model), external
+        return model, external
     except validate.ModelError as err:
         raise CliError(str(err)) from None
 

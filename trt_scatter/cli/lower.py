@@ -33,7 +33,7 @@ def run(args):
 
     try:
         common.check_output_path(args.output)
-        model, external = common.load_model_to_rewrite(args.model)  # validated
+        model, external = common.load_model_to_rewrite(args.model)
         try:
             lowered = lower(model)
             onnx.checker.check_model(lowered, full_check=True)

@@ -19,10 +19,15 @@ def add_parser(subparsers):
 
 def run(args):
     from trt_scatter.passes.rewrite import rewrite
+    from trt_scatter.passes.validate import ModelError, validate
 
     try:
         common.check_output_path(args.output)
-        model, external = common.load_model_to_rewrite(args.input)  # validated: its trt_scatter nodes, if any
+        model, external = common.load_model_to_rewrite(args.input)
+        try:
+            validate(model)  # the rewrite pass keeps the model's trt_scatter nodes as they are: they must hold
+        except ModelError as err:
+            raise common.CliError(str(err)) from None
         model, report = rewrite(model)
         common.write_model(model, args.output, external_data=external)  # tensors kept as the model kept them
     except common.CliError as err:
