@@ -20,6 +20,8 @@ import dataclasses
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
+import onnx_fixtures as fx
+
 DOMAIN = "trt_scatter"
 
 
@@ -29,10 +31,6 @@ class Case:
     model: object
     feeds: object  # callable(rng) -> {input name: array}
     exact_outputs: tuple  # outputs that every runtime computes bit for bit
-
-
-def _info(name, dtype, shape):
-    return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), shape)
 
 
 def _model(name, nodes, inputs, outputs, initializers, opset=17):
@@ -59,7 +57,7 @@ def _axes(axes_from, name, source, index_dtype, shape, nodes, inputs, inits):
     if axes_from == "constant":
         inits.append(_const(name, np.full(shape, 2), index_dtype))
     elif axes_from == "input":
-        inputs.append(_info(name, index_dtype, list(shape)))
+        inputs.append(fx.info(name, shape, index_dtype))
         return lambda rng: {name: np.full(shape, rng.choice([2, -2]), dtype=index_dtype)}
     elif axes_from == "computed":
         if shape != (1,):
@@ -90,7 +88,7 @@ def kv_cache(index_dtype=np.int64, runtime=True, dynamic=False, B=2, H=3, S=8, D
         helper.make_node("SliceScatter", ["cache", "k", "pos", "end", "one", "axes"], ["new_cache"], name="write_kv", domain=DOMAIN, inplace=0),
         helper.make_node("Relu", ["new_cache"], ["y"], name="act"),
     ]
-    inputs = [_info("x", np.float32, [batch, T, E]), _info("cache", np.float32, [batch, H, seq, D])]
+    inputs = [fx.info("x", [batch, T, E]), fx.info("cache", [batch, H, seq, D])]
     inits = [
         _const("w", np.random.default_rng(0).integers(-2, 3, (E, H * D)), np.float32),
         _const("heads", [-1, T, H, D], np.int64),
@@ -98,14 +96,14 @@ def kv_cache(index_dtype=np.int64, runtime=True, dynamic=False, B=2, H=3, S=8, D
         _const("one", [1], index_dtype),
     ]
     if runtime:
-        inputs.append(_info("pos", index_dtype, [1]))
+        inputs.append(fx.info("pos", [1], index_dtype))
     else:
         inits.append(_const("pos", [S - T if pos is None else pos], index_dtype))
     if not project:
-        nodes, inputs[0] = nodes[3:], _info("k", np.float32, [batch, H, T, D])
+        nodes, inputs[0] = nodes[3:], fx.info("k", [batch, H, T, D])
         inits = inits[2:]
     axes_feeds = _axes(axes_from, "axes", "cache", index_dtype, (1,), nodes, inputs, inits)
-    outputs = [_info("new_cache", np.float32, [batch, H, seq, D]), _info("y", np.float32, [batch, H, seq, D])]
+    outputs = [fx.info("new_cache", [batch, H, seq, D]), fx.info("y", [batch, H, seq, D])]
     model = _model("kv_cache", nodes, inputs, outputs, inits)
 
     def feeds(rng):
@@ -130,17 +128,17 @@ def conv_update(index_dtype=np.int64, runtime=True, dynamic=False, N=2, C=3, Hh=
         helper.make_node("ScatterUpdate", ["features", "rows", "gate", "axis"], ["updated"], name="update_rows", domain=DOMAIN, inplace=0),
         helper.make_node("Add", ["updated", "bias"], ["y"], name="add_bias"),
     ]
-    inputs = [_info("x", np.float32, [batch, C, Hh, W]), _info("u", np.float32, [batch, C, K, W])]
+    inputs = [fx.info("x", [batch, C, Hh, W]), fx.info("u", [batch, C, K, W])]
     inits = [
         _const("kernel", np.random.default_rng(1).integers(-1, 2, (C, C, 3, 3)), np.float32),
         _const("bias", np.arange(W), np.float32),
     ]
     if runtime:
-        inputs.append(_info("rows", index_dtype, [K]))
+        inputs.append(fx.info("rows", [K], index_dtype))
     else:
         inits.append(_const("rows", np.arange(K)[::-1] * 2 % Hh, index_dtype))
     axis_feeds = _axes(axes_from, "axis", "x", index_dtype, tuple(axis_shape), nodes, inputs, inits)
-    model = _model("conv_update", nodes, inputs, [_info("y", np.float32, [batch, C, Hh, W])], inits)
+    model = _model("conv_update", nodes, inputs, [fx.info("y", [batch, C, Hh, W])], inits)
 
     def feeds(rng):
         feed = {"x": _ints(rng, (N, C, Hh, W)), "u": np.zeros((N, C, K, W), np.float32)}  # Sigmoid(0) = 0.5 exactly
@@ -160,13 +158,13 @@ def matmul_elements(index_dtype=np.int64, runtime=True, dynamic=False, M=3, K=4,
         helper.make_node("ScatterElements", ["product", "indices", "positive"], ["scattered"], name="scatter", axis=1),
         helper.make_node("Sigmoid", ["scattered"], ["y"], name="sigmoid"),
     ]
-    inputs = [_info("a", np.float32, [rows, K]), _info("u", np.float32, [rows, R])]
+    inputs = [fx.info("a", [rows, K]), fx.info("u", [rows, R])]
     inits = [_const("b", np.random.default_rng(2).integers(-2, 3, (K, N)), np.float32)]
     if runtime:
-        inputs.append(_info("indices", index_dtype, [rows, R]))
+        inputs.append(fx.info("indices", [rows, R], index_dtype))
     else:
         inits.append(_const("indices", (np.arange(M)[:, None] + np.arange(R)) % N - N * (np.arange(R) % 2), index_dtype))
-    outputs = [_info("scattered", np.float32, [rows, N]), _info("y", np.float32, [rows, N])]
+    outputs = [fx.info("scattered", [rows, N]), fx.info("y", [rows, N])]
     model = _model("matmul_elements", nodes, inputs, outputs, inits)
 
     def feeds(rng):
@@ -192,13 +190,13 @@ def add_nd(index_dtype=np.int64, runtime=True, dynamic=False, A=4, Bd=3, R=2):
         nodes.insert(2, helper.make_node("Cast", ["rows"], ["rows64"], name="rows_to_int64", to=TensorProto.INT64))
     else:
         nodes[2].input[1] = "rows"
-    inputs = [_info("x", np.float32, [A, cols]), _info("y", np.float32, [A, cols]), _info("u", np.float32, [R, cols])]
+    inputs = [fx.info("x", [A, cols]), fx.info("y", [A, cols]), fx.info("u", [R, cols])]
     inits = []
     if runtime:
-        inputs.append(_info("rows", index_dtype, [R, 1]))
+        inputs.append(fx.info("rows", [R, 1], index_dtype))
     else:
         inits.append(_const("rows", [[A - 1], [0]][:R], index_dtype))
-    model = _model("add_nd", nodes, inputs, [_info("out", np.float32, [A, cols])], inits)
+    model = _model("add_nd", nodes, inputs, [fx.info("out", [A, cols])], inits)
 
     def feeds(rng):
         feed = {"x": _ints(rng, (A, Bd)), "y": _ints(rng, (A, Bd)), "u": _ints(rng, (R, Bd))}
