@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 import onnx_fixtures as fx
 from onnx_fixtures import info
 from trt_scatter import oracle
-from trt_scatter.oracle import ScatterInputError
 from trt_scatter.polygraphy_ext import ScatterDataLoader, load_data
 from trt_scatter.polygraphy_ext import data_loader
 from trt_scatter.polygraphy_ext.data_loader import DEFAULT_DIM

@@ -166,6 +166,7 @@ def test_the_extension_takes_missing_or_unreadable_files_as_not_its_own(tmp_path
     model = _model_with_trt_scatter_nodes(str(tmp_path / "plugin.onnx"))
     assert [node.op_type for node in model.graph.node] == ["ScatterUpdate"]  # read once, handed to the lowering check
 
+
 def _parsed(argv):
     """The extension's argument group after polygraphy's ModelArgs and it parsed ``argv``, in this process."""
     import argparse

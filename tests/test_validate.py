@@ -623,4 +623,3 @@ def test_standard_scatter_with_constant_indices_out_of_range(model, message):
 )
 def test_standard_scatter_with_indices_in_range_or_unknown_sizes_passes(model):
     assert validate(model) is model
-
