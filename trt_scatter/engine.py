@@ -93,9 +93,9 @@ def network_from_onnx(path, plugins=False, strongly_typed=True, aot=False):
 
         aot_plugins.register()
         return NetworkFromOnnxBytes(BytesFromOnnx(ToAotPlugins(str(path))), strongly_typed=strongly_typed)
-    from trt_scatter.passes.validate import load_model
+    from trt_scatter.passes.validate import read_model
 
-    model = load_model(path)
+    model = read_model(path)  # its nodes only: no tensor data is read
     node = aot_node(model)
     if node is not None:
         raise ValueError(f"{path}: node {node.name or node.output[0]!r} ({node.op_type}) names trt-scatter's AOT plugins "
