@@ -93,12 +93,12 @@ def network_from_onnx(path, plugins=False, strongly_typed=True, aot=False):
 
         aot_plugins.register()
         return NetworkFromOnnxBytes(BytesFromOnnx(ToAotPlugins(str(path))), strongly_typed=strongly_typed)
-    from trt_scatter.passes.validate import read_model
+    from trt_scatter.passes.validate import node_label, read_model
 
     model = read_model(path)  # its nodes only: no tensor data is read
     node = aot_node(model)
     if node is not None:
-        raise ValueError(f"{path}: node {node.name or node.output[0]!r} ({node.op_type}) names trt-scatter's AOT plugins "
+        raise ValueError(f"{path}: {node_label(node)} names trt-scatter's AOT plugins "
                          "(plugin_namespace='trt_scatter', aot=1): build it with --aot (full TensorRT >= 10.9), or export it "
                          "without aot=True for the Python plugins")
     if plugins:
