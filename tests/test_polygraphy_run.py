@@ -154,28 +154,29 @@ def test_the_extension_takes_missing_or_unreadable_files_as_not_its_own(tmp_path
     import onnx
 
     from trt_scatter import onnx_models
-    from trt_scatter.polygraphy_ext.run_args import _is_this_data_loader, _model_with_trt_scatter_nodes
+    from trt_scatter.polygraphy_ext.run_args import _is_this_data_loader
 
     assert not _is_this_data_loader(str(tmp_path / "missing.py"))
-    assert _model_with_trt_scatter_nodes(None) is None
+    assert _parsed([str(tmp_path / "model.engine")])._model_to_lower() is None  # no ONNX model
     (tmp_path / "junk.onnx").write_bytes(b"not a model")
-    assert _model_with_trt_scatter_nodes(str(tmp_path / "junk.onnx")) is None
+    assert _parsed([str(tmp_path / "junk.onnx")])._model_to_lower() is None
     onnx.save(onnx_models.scatter_nd_model((4, 3), (2, 1)), tmp_path / "standard.onnx")
-    assert _model_with_trt_scatter_nodes(str(tmp_path / "standard.onnx")) is None  # nothing for the extension to lower
+    assert _parsed([str(tmp_path / "standard.onnx")])._model_to_lower() is None  # nothing for the extension to lower
     onnx.save(onnx_models.scatter_update_model((4, 3), (2,), 0), tmp_path / "plugin.onnx")
-    model = _model_with_trt_scatter_nodes(str(tmp_path / "plugin.onnx"))
+    model = _parsed([str(tmp_path / "plugin.onnx")])._model_to_lower()
     assert [node.op_type for node in model.graph.node] == ["ScatterUpdate"]  # read once, handed to the lowering check
 
 
-def _parsed(argv):
-    """The extension's argument group after polygraphy's ModelArgs and it parsed ``argv``, in this process."""
+def _parsed(argv, *groups):
+    """The extension's argument group after polygraphy's ModelArgs, ``groups`` (more of polygraphy's
+    argument group classes) and it parsed ``argv``, in this process."""
     import argparse
 
     from polygraphy.tools.args import ModelArgs
 
     from trt_scatter.polygraphy_ext.run_args import TrtScatterArgs
 
-    groups = {ModelArgs: ModelArgs(), TrtScatterArgs: TrtScatterArgs()}
+    groups = {group: group() for group in (ModelArgs, *groups, TrtScatterArgs)}
     for group in groups.values():
         group.register(groups)
     parser = argparse.ArgumentParser()
@@ -185,6 +186,23 @@ def _parsed(argv):
     for group in groups.values():
         group.parse(args)
     return groups[TrtScatterArgs]
+
+
+def test_onnxrt_and_plugins_flags_read_the_model_once(tmp_path, monkeypatch):
+    """The lowering check (--onnxrt) and the validation (--trt-scatter-plugins) look at one read of the model."""
+    import onnx
+    from polygraphy.tools.args import OnnxInferShapesArgs, OnnxLoadArgs, OnnxrtRunnerArgs, OnnxrtSessionArgs, RunnerSelectArgs
+
+    from trt_scatter import onnx_models
+    from trt_scatter.passes import validate
+
+    path = tmp_path / "plugin.onnx"
+    onnx.save(onnx_models.scatter_update_model((4, 3), (2,), 0), path)
+    reads, load_model = [], validate.load_model
+    monkeypatch.setattr(validate, "load_model", lambda *args, **kwargs: reads.append(args) or load_model(*args, **kwargs))
+    run = _parsed([str(path), "--onnxrt", "--trt-scatter-plugins"],
+                  OnnxInferShapesArgs, OnnxLoadArgs, OnnxrtSessionArgs, OnnxrtRunnerArgs, RunnerSelectArgs)  # fmt: skip
+    assert run.register_plugins and reads == [(str(path),)]
 
 
 def test_plugins_flag_validates_onnx_models_and_leaves_engines_to_tensorrt(tmp_path):

@@ -75,9 +75,10 @@ class TrtScatterArgs(BaseArgs):
         # The generated script (run in this process, or saved by --gen-script) must do what this process did.
         if PluginRefRunnerArgs in self.arg_groups:
             self.arg_groups[PluginRefRunnerArgs].add_to_script_impl = self._add_reference_runner
+        self._model = None  # the run's ONNX model once read (_read_model): every check below reads it once
         # Only the onnxrt runner builds a session (OnnxrtSessionArgs.add_to_script): other runs need not read the model.
         runs_onnxrt = OnnxrtSessionArgs in self.arg_groups and "onnxrt" in (args_util.get(args, "runners") or [])
-        model = _model_with_trt_scatter_nodes(self._onnx_model()) if runs_onnxrt else None
+        model = self._model_to_lower() if runs_onnxrt else None
         if model is not None:
             self._check_lowering(model)
             _before_add_to_script(self.arg_groups[OnnxrtSessionArgs], self._lowered_model)
@@ -120,16 +121,38 @@ class TrtScatterArgs(BaseArgs):
             return None
         return model_args.path
 
+    def _read_model(self):
+        """The run's ONNX model as :func:`~trt_scatter.passes.validate.load_model` reads it, read once
+        per parse; ``None`` where the run has no ONNX model. A ModelError for a file that is no model."""
+        from trt_scatter.passes.validate import load_model
+
+        path = self._onnx_model()
+        if self._model is None and path is not None:
+            self._model = load_model(path)
+        return self._model
+
+    def _model_to_lower(self):
+        """The run's ONNX model if it has trt_scatter nodes; ``None`` for one without, for no ONNX
+        model and for an unreadable file (polygraphy's own loader reports that)."""
+        from trt_scatter.ops import trt_scatter_ops
+        from trt_scatter.passes.validate import ModelError
+
+        try:
+            model = self._read_model()
+        except ModelError:
+            return None
+        return model if model is not None and trt_scatter_ops(model) else None
+
     def _validate_model(self):
         """Validates an ONNX model now, so that a mistake it shows fails before anything runs, in one line."""
         from trt_scatter.engine import needs_aliased_plugin_io
         from trt_scatter.passes.validate import ModelError, validate
 
-        path = self._onnx_model()
-        if path is None:
-            return
         try:
-            model = validate(path)
+            model = self._read_model()
+            if model is None:
+                return
+            validate(model)
         except ModelError as err:
             G_LOGGER.critical(f"--trt-scatter-plugins: {err}")
         if needs_aliased_plugin_io(model) and TrtConfigArgs in self.arg_groups:
@@ -238,21 +261,6 @@ def _before_add_to_script(arg_group, model_for):
         return add_original(script, onnx_name=model_for(script) if onnx_name is None else onnx_name)
 
     arg_group.add_to_script_impl = add_to_script_impl
-
-
-def _model_with_trt_scatter_nodes(path):
-    """The ONNX model at ``path`` (read by :func:`~trt_scatter.passes.validate.load_model`) if it has
-    trt_scatter nodes; ``None`` for one without, for no path and for an unreadable file."""
-    from trt_scatter.ops import trt_scatter_ops
-    from trt_scatter.passes.validate import ModelError, load_model
-
-    if path is None:
-        return None
-    try:
-        model = load_model(path)
-    except ModelError:  # polygraphy's own loader reports an unreadable model
-        return None
-    return model if trt_scatter_ops(model) else None
 
 
 def get_arg_groups():
