@@ -151,7 +151,7 @@ def _trt_layers(model):
     """Layers of TensorRT-RTX's parse of ``model`` (no engine is built), or '-' without TensorRT."""
     try:
         from trt_scatter.backend import tensorrt
-        from trt_scatter.log import trt_logger
+        from trt_scatter.backend import trt_logger
 
         trt = tensorrt()
     except ImportError:

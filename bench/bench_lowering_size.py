@@ -14,9 +14,9 @@ import argparse
 import numpy as np
 
 from trt_scatter.backend import tensorrt
-from trt_scatter.log import trt_logger
+from trt_scatter.backend import trt_logger
 from trt_scatter.networks import add_scatter_elements, add_scatter_nd, add_scatter_update, add_slice_scatter
-from trt_scatter.networks.graph import trt_dtype
+from trt_scatter.dtypes import to_tensorrt
 from trt_scatter.oracle import slice_geometry
 
 # (op, label, data shape, parameters)
@@ -66,7 +66,7 @@ def measure(op, shape, params, dynamic):
     def add(name, dtype, dims, static_last=False):
         if dynamic:
             dims = tuple(-1 for _ in dims[:-1]) + (dims[-1:] if static_last else tuple(-1 for _ in dims[-1:]))
-        return network.add_input(name, trt_dtype(dtype), dims)
+        return network.add_input(name, to_tensorrt(dtype), dims)
 
     data = add("data", np.float32, shape)
     indices = add("indices", np.int32, params["indices"], static_last=op == "scatter_nd") if "indices" in params else None  # ND's k is static

@@ -110,7 +110,7 @@ def _layers_in_child(model, case, dynamic):
     from torch_modules import profile as case_profile
 
     from trt_scatter.backend import tensorrt
-    from trt_scatter.log import trt_logger
+    from trt_scatter.backend import trt_logger
 
     trt = tensorrt()
     if any(node.domain == "trt_scatter" for node in model.graph.node):

@@ -1,6 +1,7 @@
-"""GPU check and benchmark of the SliceScatter / ScatterUpdate kernels, in one run.
+"""GPU check and benchmark of the trt-scatter kernels (SliceScatter, ScatterUpdate, TensorScatter (CacheScatter), and the
+deterministic reductions ScatterElementsReduce and ScatterNDReduce), in one run.
 
-Needs a CUDA GPU (e.g. the lent H100/H200). ``bash bench/gpu_check.sh "$OUT"`` runs it together with
+Needs a CUDA GPU (e.g. an H100 or H200). ``bash bench/gpu_check.sh "$OUT"`` runs it together with
 compute-sanitizer and the GPU tests, each step bounded in time; or directly::
 
     python3 bench/gpu_check.py --out DIR [--size-mb 256] [--quick | --sanitize] [--no-bench] [--no-torch]
@@ -16,14 +17,26 @@ what came before):
 3. correctness against the oracle through both entry points of each kernel (the Python plugins' and
    the AOT one): every element size and index type, copy path and in place, valid and invalid inputs
    in both, launch grids forced small (every grid-stride loop takes many passes) and cases larger
-   than one wave of the launcher's own grid; exits 1 if any case is wrong;
+   than one wave of the launcher's own grid; the reductions with repeated targets, every element type
+   their kernels combine (the AOT entry: int32, int64); exits 1 if any case is wrong;
+   then determinism: each reduction op launched ``--determinism-runs`` (100) times on sums whose rounding
+   depends on their order, grids cycling: one output, bit for bit, the oracle's (torch's float-atomic
+   ``index_add_`` on the same buffers beside it, for comparison);
 4. benchmarks of production launches (no error counter), float32 and 1- and 2-byte elements, first
    and last axis, contiguous and strided, 1/10/50 % of data updated: the copy path against
    ``cuMemcpyDtoD`` of the same bytes, in place against the copy path, and torch (``slice_scatter``,
    a slice's ``copy_``, ``index_copy``/``index_copy_``) on the same buffers, stream and timer, with
    int64 indices on both sides; the AOT entry in place for 4-byte elements; every output is checked
    against the oracle;
-5. Python time per launch call with its driver calls, and without them.
+5. KV cache: TensorScatter in place into a float16 cache [64, 8, 4096, 128] (smaller with ``--size-mb`` below 256),
+   a one-token decode and a 16-token prefill, each batch row at its own position and all at one, against one launch's
+   latency (the same kernel writing one element) and torch on the same buffers and stream (``index_copy_`` where
+   every row writes at one position, ``index_put_`` with a batch and a position index otherwise); every output checked;
+6. the reductions against torch (ScatterNDReduce in place; index_add_ and scatter_reduce_ amax/mean, with
+   their atomics and with ``torch.use_deterministic_algorithms(True)``) on the same buffers: 10M updates into
+   1M targets of 64 floats, and a GNN's 1M edges into 100k nodes of 128 features (scaled by ``--size-mb``);
+   each output checked against the oracle on sampled targets and bit-identical over two runs;
+7. Python time per launch call with its driver calls, and without them.
 
 Timing: each repetition first queues a memset of 4x the L2 size on the stream. It evicts the L2 and
 keeps the GPU busy while the host queues the start event and the launch, so the events time the
@@ -60,15 +73,20 @@ ELEMENT_DTYPES = {1: np.dtype(np.uint8), 2: np.dtype(np.float16), 4: np.dtype(np
 BENCH_ELEMENT_SIZES = (4, 1, 2)
 ROW_BYTES = 16 << 10  # benchmark tensors: rows of 16 KB, as many as the size gives
 FAULT_EXIT = 3
-GOALS = {"copy_bw_vs_memcpy": 0.85, "in_place_speedup_at_1pct": 20, "torch_over_ours": 1.5, "python_us_per_launch": 20}
+GOALS = {"copy_bw_vs_memcpy": 0.85, "in_place_speedup_at_1pct": 20, "torch_over_ours": 1.5, "python_us_per_launch": 20,
+         "decode_over_launch": 3,
+         "reduction_over_torch_atomic": 2.0, "torch_deterministic_over_reduction": 1.5}
+KV_CACHE_SHAPE = (64, 8, 4096, 128)  # batch, heads, positions, head dim: float16, 512 MiB
 
 # The kernel instantiations the check compiles, times and loads: both entry points of each op, the
 # Python plugins' (one by-value struct) and the AOT plugins' (an argument list). Another entry point
 # adds its instantiations here and its launcher to RUNNERS below.
 ENTRY_SUFFIXES = {"struct": "", "aot": "_aot"}
+REDUCE_OPS = ("scatter_elements_reduce", "scatter_nd_reduce")
 INSTANTIATIONS = [(f"slice_scatter{suffix}", e, None) for suffix in ENTRY_SUFFIXES.values() for e in (1, 2, 4, 8)] + [
-    (f"scatter_update{suffix}", e, i) for suffix in ENTRY_SUFFIXES.values() for e in (1, 2, 4, 8) for i in (4, 8)
-]
+    (f"{op}{suffix}", e, i) for op in ("scatter_update",) + REDUCE_OPS for suffix in ENTRY_SUFFIXES.values() for e in (1, 2, 4, 8)
+    for i in (4, 8)
+] + [(f"tensor_scatter{suffix}", e, None) for suffix in ENTRY_SUFFIXES.values() for e in (1, 2, 4, 8)]
 
 
 def parse_args(argv=None):
@@ -88,16 +106,17 @@ def parse_args(argv=None):
     parser.add_argument("--torch-device", default="cuda",
                         help="torch's device for the comparison (cpu: for the CPU stand-in driver, whose memory is host memory)")
     parser.add_argument("--overhead-launches", type=int, default=2000, help="launch calls per Python-overhead measurement")
+    parser.add_argument("--determinism-runs", type=int, default=100, help="launches of each reduction op whose outputs must be bit-identical")
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help="kernel cache folder (default: a new temporary one, so compile times are cold)")
     args = parser.parse_args(argv)
     if args.size_mb < 1:
         parser.error("--size-mb must be at least 1")
     if args.quick:
-        args.no_bench, args.no_torch, args.cases = True, True, min(args.cases, 3)
+        args.no_bench, args.no_torch, args.cases, args.determinism_runs = True, True, min(args.cases, 3), min(args.determinism_runs, 3)
     if args.sanitize:
         args.size_mb, args.reps, args.cases = min(args.size_mb, 16), 1, min(args.cases, 4)
-        args.no_torch, args.overhead_launches = True, 0
+        args.no_torch, args.overhead_launches, args.determinism_runs = True, 0, min(args.determinism_runs, 2)
     return args
 
 
@@ -119,6 +138,14 @@ def import_kernels():
         sys.modules["trt_scatter.plugins"] = trt_scatter.plugins = package
         from trt_scatter.plugins import kernels
     return kernels
+
+
+def launcher(name):
+    """``launch_<op>`` or ``launch_<op>_aot`` of the op's kernel module, ``trt_scatter.plugins.<op>`` (import_kernels first)."""
+    import importlib
+
+    op = name.removeprefix("launch_").removesuffix("_aot")
+    return getattr(importlib.import_module(f"trt_scatter.plugins.{op}"), name)
 
 
 class Relaunch:
@@ -169,7 +196,7 @@ def _bound(rng, dim, dtype):
     return int(rng.integers(-dim - 3, dim + 4))
 
 
-def random_slice_scatter_case(rng, element_size, param_dtype, max_elements=200_000, broken=False):
+def random_slice_scatter_case(rng, element_size, param_dtype, max_elements=200_000, broken=False, entry="struct"):
     """A random SliceScatter case as a dict; ``broken``: updates one longer on some axis."""
     from trt_scatter import oracle
 
@@ -207,7 +234,7 @@ def slice_scatter_case(rng, element_size, param_dtype, shape, updates_shape, sta
     }
 
 
-def random_scatter_update_case(rng, element_size, index_dtype, max_elements=200_000, broken=False):
+def random_scatter_update_case(rng, element_size, index_dtype, max_elements=200_000, broken=False, entry="struct"):
     """A random ScatterUpdate case: unique in-range indices plus some out-of-range ones; ``broken``:
     an axis out of range."""
     rank = int(rng.integers(1, 6))
@@ -238,12 +265,42 @@ def scatter_update_case(rng, element_size, shape, indices, axis, broken=False, d
     }
 
 
+def random_tensor_scatter_case(rng, element_size, index_dtype, max_elements=200_000, broken=False, entry="struct"):
+    """A random TensorScatter case: rank 2-5, any axis but 0, both modes, write indices of ``index_dtype`` (sometimes
+    none) with some batch rows out of range (skipped and counted); ``broken``: an update one longer than the cache on
+    the axis (nothing written, one error)."""
+    rank = int(rng.integers(2, 6))
+    shape = [int(rng.integers(1, 7)) for _ in range(rank)]
+    shape[-1] = int(rng.choice([shape[-1], 300, 2048]))
+    while math.prod(shape) > max_elements:
+        shape[shape.index(max(shape))] //= 2
+    axis = int(rng.integers(1, rank))
+    mode = str(rng.choice(["linear", "circular"]))
+    size = shape[axis]
+    count = int(rng.integers(0, size + 1))
+    indices = None
+    if rng.integers(0, 4):
+        high = 3 * size if mode == "circular" else size - count
+        values = [int(rng.integers(0, high + 1)) if rng.integers(0, 5) else int(rng.choice([-1, size - count + 1, np.iinfo(index_dtype).max]))
+                  for _ in range(shape[0])]
+        indices = np.array(values, np.int64).astype(index_dtype)
+    return tensor_scatter_case(rng, element_size, shape, size + 1 if broken else count, axis, mode, indices, broken)
+
+
+def tensor_scatter_case(rng, element_size, shape, count, axis, mode, indices, broken=False):
+    update_shape = list(shape)
+    update_shape[axis] = count
+    dtype = ELEMENT_DTYPES[element_size]
+    return {"data": _random_bits(rng, shape, dtype), "updates": _random_bits(rng, update_shape, dtype), "write_indices": indices,
+            "axis": axis, "mode": mode, "broken": bool(broken)}
+
+
 def _random_bits(rng, shape, dtype):
     bits = rng.integers(0, 256, size=math.prod(shape) * dtype.itemsize, dtype=np.uint8)
     return bits.view(dtype).reshape(shape)
 
 
-def large_cases(op, element_size, index_dtype, sm_count, block, blocks_per_sm, seed=0):
+def large_cases(op, element_size, index_dtype, sm_count, block, blocks_per_sm, seed=0, entry="struct"):
     """Cases larger than one wave of the launcher's own grid (``sm_count * blocks_per_sm`` blocks of
     ``block`` threads), one per loop of the kernels, so each grid-stride loop takes several passes:
     long rows (the tile loop), short rows (the unit loop), one element per row, many indices."""
@@ -252,6 +309,16 @@ def large_cases(op, element_size, index_dtype, sm_count, block, blocks_per_sm, s
     rng = np.random.default_rng([seed, element_size, np.dtype(index_dtype).itemsize])
     row = 4096 // element_size  # 4 KB rows: one tile each
     cases = []
+    if op == "tensor_scatter":
+        positions = np.arange(3 * blocks + 1) % 3
+        cases.append(("long rows: one 4 KB entry per batch row, 3 waves of blocks of rows",
+                      tensor_scatter_case(rng, element_size, (3 * blocks + 1, 3, row), 1, 1, "linear", positions.astype(index_dtype))))
+        positions = (np.arange(4 * wave // 8 + 1) * 3).astype(index_dtype)  # past the end: they wrap
+        cases.append(("short rows: 16-byte entries, 4 waves of units, circular",
+                      tensor_scatter_case(rng, element_size, (4 * wave // 8 + 1, 2, 4, 16 // element_size), 3, 2, "circular", positions)))
+        cases.append(("one element per entry: 2 waves of rows, no write indices",
+                      tensor_scatter_case(rng, element_size, (2 * wave // 4, 4, 6, 1), 4, 2, "linear", None)))
+        return cases
     if op == "slice_scatter":
         rows = 3 * blocks + 1
         cases.append(("long rows: every 2nd of 2x(3 waves of blocks) rows",
@@ -262,6 +329,26 @@ def large_cases(op, element_size, index_dtype, sm_count, block, blocks_per_sm, s
                                          [width // 2], [width], [1], [1])))
         cases.append(("one element per row: every 2nd column, 2 waves of rows",
                       slice_scatter_case(rng, element_size, index_dtype, (2 * wave, 2), (2 * wave, 1), [1], [2], [2], [-1])))
+    elif op in REDUCE_OPS:
+        dtype = _numpy_type(REDUCE_TYPES[entry][element_size][0])
+        base = {"op": op, "axis": 0, "reduction": "add" if entry == "aot" else "mean", "include_self": 1 if entry == "aot" else 0,
+                "broken": False}
+        targets = max(1, wave // 4)
+        if op == "scatter_nd_reduce":  # 3 waves of index rows of one element into a quarter wave of targets; then 256 B rows
+            indices = rng.integers(0, targets, size=(3 * wave, 1)).astype(index_dtype)
+            cases.append(("many rows: 3 waves of index rows into a quarter wave of targets",
+                          {**base, "data": reduce_values(rng, (targets,), dtype), "indices": indices,
+                           "updates": reduce_values(rng, (3 * wave,), dtype)}))
+            width = 256 // element_size
+            indices = rng.integers(0, blocks, size=(3 * blocks, 1)).astype(index_dtype)
+            cases.append(("long rows: 3 waves of blocks of 256-byte rows into a wave of target rows",
+                          {**base, "data": reduce_values(rng, (blocks, width), dtype), "indices": indices,
+                           "updates": reduce_values(rng, (3 * blocks, width), dtype)}))
+        else:  # every element its own row: 3 waves of positions into a quarter wave of elements
+            indices = rng.integers(0, targets, size=(3 * wave,)).astype(index_dtype)
+            cases.append(("many positions: 3 waves of updates into a quarter wave of elements",
+                          {**base, "data": reduce_values(rng, (targets,), dtype), "indices": indices,
+                           "updates": reduce_values(rng, (3 * wave,), dtype)}))
     else:
         rows = 3 * blocks + 1
         indices = rng.permutation(2 * rows)[:rows].astype(index_dtype)
@@ -272,6 +359,24 @@ def large_cases(op, element_size, index_dtype, sm_count, block, blocks_per_sm, s
         cases.append(("last axis: 5 indices x 1 wave of rows, one out of range",
                       scatter_update_case(rng, element_size, (wave, 8), indices, 1, device_axis=-1)))
     return cases
+
+
+def expected_tensor_scatter(case):
+    """The oracle on the batch rows whose write index fits; the number of the others (skipped and counted)."""
+    from trt_scatter import oracle
+
+    data, updates, indices = case["data"], case["updates"], case["write_indices"]
+    if case["broken"]:
+        return data, 1
+    if indices is None:
+        return oracle.tensor_scatter(data, updates, None, case["axis"], case["mode"]), 0
+    size, count = data.shape[case["axis"]], updates.shape[case["axis"]]
+    wide = indices.astype(np.int64)
+    fits = (wide >= 0) & ((wide <= size - count) | (case["mode"] == "circular"))
+    expected = data.copy()
+    if fits.any():
+        expected[fits] = oracle.tensor_scatter(data[fits], updates[fits], wide[fits], case["axis"], case["mode"])
+    return expected, int((~fits).sum())
 
 
 def expected_slice_scatter(case):
@@ -299,9 +404,11 @@ def describe_case(case):
     """What names a case in a report: shapes and parameters, without the arrays."""
     described = {"data_shape": list(case["data"].shape), "dtype": case["data"].dtype.name,
                  "updates_shape": list(case["updates"].shape), "broken": case["broken"]}
-    for key in ("start", "stop", "step", "axes", "axis"):
+    for key in ("start", "stop", "step", "axes", "axis", "mode", "reduction", "include_self"):
         if key in case:
             described[key] = case[key]
+    if case.get("write_indices") is not None:
+        described["write_indices"] = {"dtype": case["write_indices"].dtype.name, "first": case["write_indices"][:8].tolist()}
     if "indices" in case:
         described["indices"] = {"shape": list(case["indices"].shape), "dtype": case["indices"].dtype.name,
                                 "first": case["indices"].reshape(-1)[:8].tolist()}
@@ -318,11 +425,11 @@ def _launched(kernels, memory, stream, launch, arguments, entry, error_flag):
     """Launches through ``entry``: the plugins' struct entry with an error counter (``error_flag``),
     or the AOT entry, which has none (error count None)."""
     if entry == "aot":
-        getattr(kernels, f"{launch}_aot")(**arguments)
+        launcher(f"{launch}_aot")(**arguments)
         kernels.device.stream_synchronize(stream)
         return None
     flag = memory.put(np.array([0xDEAD], np.uint32)) if error_flag else 0  # stale: the launch must zero it
-    getattr(kernels, launch)(**arguments, error_flag=flag)
+    launcher(launch)(**arguments, error_flag=flag)
     return kernels.check_error_flag(flag, stream)
 
 
@@ -353,11 +460,130 @@ def run_scatter_update(kernels, memory, stream, case, in_place, error_flag=True,
     return memory.get(output, data.dtype, data.shape), count
 
 
+def run_tensor_scatter(kernels, memory, stream, case, in_place, error_flag=True, entry="struct"):
+    data, updates, indices = case["data"], case["updates"], case["write_indices"]
+    if entry == "aot" and indices is None:  # the AOT form always has write indices (passes.aot writes the zeros in)
+        indices = np.zeros(data.shape[0], np.int64)
+    output = memory.put(data) if in_place else memory.alloc(data.nbytes)
+    arguments = dict(
+        output=output, data=0 if in_place else memory.put(data), update=memory.put(updates),
+        write_indices=0 if indices is None else memory.put(indices), data_shape=data.shape, update_shape=updates.shape,
+        index_count=0 if indices is None else indices.size, axis=case["axis"], mode=case["mode"], element_size=data.dtype.itemsize,
+        write_index_itemsize=8 if indices is None else indices.dtype.itemsize, stream=stream)
+    count = _launched(kernels, memory, stream, "launch_tensor_scatter", arguments, entry, error_flag)
+    return memory.get(output, data.dtype, data.shape), count
+
+
+# ---- the reduction ops: repeated targets, out-of-range indices (skipped, counted), every element type
+
+#: element types of the reduction cases by entry and element size (alternating per case): the AOT entry takes int32/int64
+REDUCE_TYPES = {"struct": {1: ("int8", "uint8"), 2: ("float16", "bfloat16"), 4: ("float32", "int32"), 8: ("int64",)},
+                "aot": {4: ("int32",), 8: ("int64",)}}
+
+
+def entry_takes(op, entry, element_size):
+    """Whether ``op``'s ``entry`` takes elements of this size (the reductions' AOT entry: int32 and int64 only)."""
+    return op not in REDUCE_OPS or element_size in REDUCE_TYPES[entry]
+
+
+def _numpy_type(name):
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+def reduce_values(rng, shape, dtype):
+    """Values whose sums stay finite in every type (float16 sums of a few hundred of them included): floats of mixed
+    sign and magnitude (2**-4 .. 2**8), integers in [-9, 9] (unsigned: [0, 9])."""
+    if dtype.kind in "iu":
+        return rng.integers(0 if dtype.kind == "u" else -9, 10, size=shape).astype(dtype)
+    return (rng.standard_normal(size=shape) * np.exp2(rng.integers(-4, 6, size=shape))).astype(np.float32).astype(dtype)
+
+
+def random_reduce_case(op, rng, element_size, index_dtype, max_elements=200_000, broken=False, entry="struct"):
+    """A random ScatterElementsReduce (``op``) or ScatterNDReduce case with repeated targets; ``broken``: some indices out
+    of range (skipped and counted)."""
+    types = REDUCE_TYPES[entry][element_size]
+    dtype = _numpy_type(types[int(rng.integers(len(types)))])
+    rank = int(rng.integers(1, 5))
+    shape = [int(rng.integers(1, 9)) for _ in range(rank)]
+    shape[-1] = int(rng.choice([shape[-1], 64, 300]))
+    while math.prod(shape) > max_elements:
+        shape[shape.index(max(shape))] //= 2
+    shape = tuple(shape)
+    if op == "scatter_elements_reduce":
+        axis = int(rng.integers(0, rank))
+        indices_shape = tuple(int(rng.integers(1, 3 * n + 1)) if d == axis else int(rng.integers(1, n + 1)) for d, n in enumerate(shape))
+        while math.prod(indices_shape) > max_elements:
+            indices_shape = tuple(max(1, d // 2) for d in indices_shape)
+        sizes, updates_shape = np.array([shape[axis]]), indices_shape
+    else:
+        axis, k = 0, int(rng.integers(0, rank + 1))
+        rows = int(rng.integers(1, 4 * max(math.prod(shape[:k]), 1) + 1))
+        while rows * math.prod(shape[k:]) > max_elements and rows > 1:
+            rows //= 2
+        indices_shape, sizes, updates_shape = (rows, k), np.array(shape[:k], np.int64), (rows,) + shape[k:]
+    indices = rng.integers(-sizes, sizes, size=indices_shape) if sizes.size else np.zeros(indices_shape, np.int64)
+    if broken and sizes.size:  # (k = 0 rows address all of data: no index to put out of range)
+        info = np.iinfo(index_dtype)
+        bad = rng.choice(np.array([-int(sizes.max()) - 1, int(sizes.max()), info.min, info.max], np.int64), size=indices_shape)
+        indices = np.where(rng.random(indices_shape) < 0.1, bad, indices)
+    reductions = ("add", "mul", "min", "max") if entry == "aot" else ("add", "mul", "min", "max", "mean")
+    return {"op": op, "data": reduce_values(rng, shape, dtype), "indices": indices.astype(index_dtype),
+            "updates": reduce_values(rng, updates_shape, dtype), "axis": axis, "reduction": str(rng.choice(reductions)),
+            "include_self": 1 if entry == "aot" else int(rng.integers(0, 2)), "broken": bool(broken)}
+
+
+def expected_reduce(case):
+    """The oracle on the in-range indices; how many positions (ScatterNDReduce: rows) are out of range."""
+    from trt_scatter.oracle import reductions
+    from trt_scatter.oracle.scatter_nd_reduce import scatter_nd_reduce
+
+    data, indices, updates = case["data"], case["indices"].astype(np.int64), case["updates"]
+    if case["op"] == "scatter_nd_reduce":
+        k = indices.shape[-1]
+        lead = np.array(data.shape[:k], np.int64)
+        valid = ((indices >= -lead) & (indices < lead)).all(axis=-1)
+        return scatter_nd_reduce(data, indices[valid], updates[valid], case["reduction"], case["include_self"]), int((~valid).sum())
+    size = data.shape[case["axis"]]
+    valid = (indices >= -size) & (indices < size)
+    coordinates = list(np.indices(indices.shape))
+    coordinates[case["axis"]] = np.where(indices < 0, indices + size, indices)
+    targets = np.ravel_multi_index(tuple(c[valid] for c in coordinates), data.shape)
+    out = reductions.reduce_rows(data.reshape(-1, 1), targets, updates[valid].reshape(-1, 1), case["reduction"], case["include_self"])
+    return out.reshape(data.shape), int((~valid).sum())
+
+
+def run_reduce(kernels, memory, stream, case, in_place, error_flag=True, entry="struct"):
+    """A reduction case through its launcher (the struct entry with a workspace of the op's size) or its AOT entry."""
+    import importlib
+
+    from trt_scatter.dtypes import name
+
+    op, data, indices, updates = case["op"], case["data"], case["indices"], case["updates"]
+    output = memory.put(data) if in_place else memory.alloc(data.nbytes)
+    arguments = dict(output=output, data=0 if in_place else memory.put(data), indices=memory.put(indices), updates=memory.put(updates),
+                     data_shape=data.shape, indices_shape=indices.shape, element_size=data.dtype.itemsize, element_type=name(data.dtype),
+                     index_itemsize=indices.dtype.itemsize, reduction=case["reduction"], include_self=case["include_self"], stream=stream)
+    if op == "scatter_elements_reduce":
+        arguments["axis"] = case["axis"]
+    if entry == "struct":
+        size = importlib.import_module(f"trt_scatter.plugins.{op}").workspace_size([data.shape, indices.shape, updates.shape], [])
+        arguments["workspace"] = memory.alloc(size) if size else 0
+    count = _launched(kernels, memory, stream, f"launch_{op}", arguments, entry, error_flag)
+    return memory.get(output, data.dtype, data.shape), count
+
+
 # op -> {entry point: runner}. Every case of an op runs through each of its entry points.
 RUNNERS = {op: {entry: functools.partial(run, entry=entry) for entry in ENTRY_SUFFIXES}
-           for op, run in (("slice_scatter", run_slice_scatter), ("scatter_update", run_scatter_update))}
+           for op, run in (("slice_scatter", run_slice_scatter), ("scatter_update", run_scatter_update), ("tensor_scatter", run_tensor_scatter),
+                           *((op, run_reduce) for op in REDUCE_OPS))}
 CASE_MAKERS = {"slice_scatter": (random_slice_scatter_case, expected_slice_scatter),
-               "scatter_update": (random_scatter_update_case, expected_scatter_update)}
+               "scatter_update": (random_scatter_update_case, expected_scatter_update),
+               "tensor_scatter": (random_tensor_scatter_case, expected_tensor_scatter),
+               **{op: (functools.partial(random_reduce_case, op), expected_reduce) for op in REDUCE_OPS}}
 # Launch configurations the random cases cycle through: the launcher's own, and small grids/blocks.
 LAUNCHES = (None, {"grid": 1, "block": 32}, {"grid": 3, "block": 5}, {"sm_count": 1, "block": 1024})
 
@@ -395,17 +621,20 @@ def check_correctness(kernels, memory, stream, cases=12, seed=0, max_elements=20
     for op_index, (op, (make, expect)) in enumerate(CASE_MAKERS.items()):
         for entry, run in RUNNERS[op].items():
             for element_size in (1, 2, 4, 8):
+                if not entry_takes(op, entry, element_size):
+                    continue
                 for index_type in (np.int32, np.int64):
                     failures, first, count = 0, None, 0
                     jobs = []
                     for i in range(cases):
                         key = [seed, op_index, element_size, np.dtype(index_type).itemsize, i]  # regenerates the case
                         broken = (i // 2) % 3 == 2  # copy path and in place alike
-                        case = make(np.random.default_rng(key), element_size, index_type, max_elements=max_elements, broken=broken)
+                        case = make(np.random.default_rng(key), element_size, index_type, max_elements=max_elements, broken=broken,
+                                    entry=entry)
                         jobs.append((f"random {i}, rng {key}", case, bool(i % 2), LAUNCHES[(i // 2) % len(LAUNCHES)]))
                     # Large cases cost time: one index type per element size.
                     if large and index_type == (np.int32 if element_size in (1, 4) else np.int64):
-                        for label, case in large_cases(op, element_size, index_type, *large, seed=seed):
+                        for label, case in large_cases(op, element_size, index_type, *large, seed=seed, entry=entry):
                             jobs += [(f"large: {label}", case, in_place, None) for in_place in (False, True)]
                     for label, case, in_place, launch in jobs:
                         count += 1
@@ -535,7 +764,7 @@ def compile_times(cuda, device_arch):
 
 def kernel_resources(cuda):
     """Each instantiation loaded: registers and local memory per thread (local memory in a
-    memory-bound kernel costs bandwidth: the SliceScatter row map is a lead, issue 12 item 10)."""
+    memory-bound kernel costs bandwidth; the reductions keep 256 counters per thread in it while they sort)."""
     driver, records = cuda.driver(), []
     attribute = driver.CUfunction_attribute
     for kernel, element_size, index in INSTANTIATIONS:
@@ -713,6 +942,208 @@ def benchmarks(kernels, cuda, stream, size_mb, reps, torch_device=None, plan=Non
     return rows, problems, {"flush_ms": round(flush_ms, 4), "memcpy_ms_by_bytes": {str(k): round(v, 4) for k, v in memcpy_ms.items()}}
 
 
+# ---------------------------------------------------------------------------------------------
+# The reduction ops: determinism over many launches, and time against torch on the same buffers
+
+#: (what, update rows, target rows, elements per row) at --size-mb 256; smaller sizes scale rows and targets
+REDUCE_BENCH = (("10M updates into 1M targets of 64 floats", 10_000_000, 1_000_000, 64),
+                ("GNN: 1M edges into 100k nodes of 128 features", 1_000_000, 100_000, 128))
+#: (reduction, include_self, torch's call on the same buffers): PyG's sum, max and mean aggregations
+REDUCE_TORCH = (("add", 1, "index_add_"), ("max", 0, "scatter_reduce_(amax, include_self=False)"),
+                ("mean", 0, "scatter_reduce_(mean, include_self=False)"))
+
+
+def reduction_plan(size_mb):
+    """The reduction benchmarks (pure): each shape of REDUCE_BENCH (scaled by ``size_mb / 256``) with each of REDUCE_TORCH."""
+    scale = min(1.0, size_mb / 256)
+    return [{"what": what, "rows": max(1024, int(rows * scale)), "targets": max(64, int(targets * scale)), "columns": columns,
+             "reduction": reduction, "include_self": include_self, "torch_op": torch_op}
+            for what, rows, targets, columns in REDUCE_BENCH for reduction, include_self, torch_op in REDUCE_TORCH]
+
+
+def _reduce_launch(stream, output, data, indices, updates, workspace, shape, entry, error_flag=0):
+    """A launch of ScatterNDReduce (index rows of one index) with the arrays' device addresses; ``shape``: (rows, targets, columns)."""
+    rows, targets, columns = shape
+    return lambda: launcher("launch_scatter_nd_reduce")(
+        output=output, data=data, indices=indices, updates=updates, workspace=workspace, data_shape=(targets, columns),
+        indices_shape=(rows, 1), element_size=4, element_type="float32", index_itemsize=8, reduction=entry["reduction"],
+        include_self=entry["include_self"], error_flag=error_flag, stream=stream)
+
+
+def _sampled_check(output, data, indices, updates, reduction, include_self, rng, count=256):
+    """Whether ``output`` has the oracle's bits on ``count`` random target rows (their updates in ascending position)."""
+    from trt_scatter.oracle import reductions
+
+    targets = np.sort(rng.choice(data.shape[0], size=min(count, data.shape[0]), replace=False))
+    rows = np.flatnonzero(np.isin(indices, targets))
+    expected = reductions.reduce_rows(data[targets], np.searchsorted(targets, indices[rows]), updates[rows], reduction, include_self)
+    return bool(np.array_equal(output[targets].view(np.uint32), expected.view(np.uint32)))
+
+
+def determinism(kernels, cuda, stream, runs=100, size_mb=256, seed=0, torch_device=None):
+    """Each reduction op ``runs`` times on one input whose float sums depend on their order (magnitudes 2**-20 .. 2**20),
+    the launch configuration cycling through LAUNCHES (and the GPU running blocks in whatever order it does): the
+    number of different outputs (1: bit-identical) and whether the output is the oracle's. Beside it, the same for
+    torch's ``index_add_`` on the same buffers (float atomics on a GPU)."""
+    import hashlib
+
+    from trt_scatter.oracle.scatter_elements_reduce import scatter_elements_reduce
+    from trt_scatter.oracle.scatter_nd_reduce import scatter_nd_reduce
+
+    rng = np.random.default_rng([seed, 7])
+    rows, targets, columns = max(2000, 200_000 * size_mb // 256), 1000, 16
+    records = []
+    device = kernels.device
+    for op in REDUCE_OPS:
+        memory = DeviceMemory(cuda)
+        shape = (rows, columns) if op == "scatter_nd_reduce" else (rows,)
+        data = np.zeros((targets, columns) if op == "scatter_nd_reduce" else (targets,), np.float32)
+        indices = rng.integers(0, targets, size=(rows, 1) if op == "scatter_nd_reduce" else (rows,))
+        updates = (rng.standard_normal(shape) * np.exp2(rng.integers(-20, 20, size=shape))).astype(np.float32)
+        arguments = dict(output=memory.alloc(data.nbytes), data=memory.put(data), indices=memory.put(indices), updates=memory.put(updates),
+                         data_shape=data.shape, indices_shape=indices.shape, element_size=4, element_type="float32", index_itemsize=8,
+                         reduction="add", include_self=1, error_flag=0, stream=stream)
+        if op == "scatter_elements_reduce":
+            arguments["axis"] = 0
+        size = importlib_module(op).workspace_size([data.shape, indices.shape, updates.shape], [])
+        arguments["workspace"] = memory.alloc(size)
+        digests, output = set(), None
+        for run in range(runs):
+            launch = LAUNCHES[run % len(LAUNCHES)]
+            kernels.device = Relaunch(device, **launch) if launch else device
+            try:
+                launcher(f"launch_{op}")(**arguments)
+            finally:
+                kernels.device = device
+            output = memory.get(arguments["output"], np.float32, data.shape)
+            digests.add(hashlib.sha256(output.tobytes()).hexdigest())
+        oracle = scatter_nd_reduce(data, indices, updates) if op == "scatter_nd_reduce" else scatter_elements_reduce(data, indices, updates)
+        record = {"op": op, "runs": runs, "shape": f"{rows} updates into {targets} targets" + (f" of {columns}" if op == "scatter_nd_reduce" else ""),
+                  "distinct_outputs": len(digests), "identical": len(digests) == 1,
+                  "oracle": bool(np.array_equal(output.view(np.uint32), oracle.view(np.uint32)))}
+        if torch_device and op == "scatter_nd_reduce":
+            try:
+                import torch
+
+                side = TorchSide(torch, torch_device, stream)
+                base = side.tensor(arguments["data"], data.shape, 4)
+                index = side.tensor(arguments["indices"], (rows,), 8)
+                source = side.tensor(arguments["updates"], updates.shape, 4)
+                outputs = {side.run(lambda base=base, index=index, source=source: base.clone().index_add_(0, index, source)).cpu().numpy().tobytes() for _ in range(runs)}
+                record["torch_index_add_distinct_outputs"] = len(outputs)
+            except Exception as error:  # torch's failure is not ours
+                if context_error(cuda):
+                    raise
+                record["torch_error"] = f"{type(error).__name__}: {error}"
+        records.append(record)
+        memory.free()
+    return records
+
+
+def importlib_module(op):
+    import importlib
+
+    return importlib.import_module(f"trt_scatter.plugins.{op}")
+
+
+def reduction_benchmarks(kernels, cuda, stream, size_mb, reps, torch_device=None, seed=0, log=lambda row: None, rows=None):
+    """Every configuration of :func:`reduction_plan`: ours (ScatterNDReduce, in place, production launches), checked
+    against the oracle on sampled targets and bit-identical over two runs; torch's call on the same buffers, stream
+    and timer with its atomics and with ``torch.use_deterministic_algorithms(True)``."""
+    rows = [] if rows is None else rows
+    memory = DeviceMemory(cuda)
+    timer = Timer(cuda, stream, memory, 4 * machine_l2(cuda))
+    driver = cuda.driver()
+    side = None
+    if torch_device:
+        import torch
+
+        side = TorchSide(torch, torch_device, stream)
+    rng = np.random.default_rng([seed, 11])
+    prepared = {}
+    for entry in reduction_plan(size_mb):
+        shape = (entry["rows"], entry["targets"], entry["columns"])
+        if shape not in prepared:  # one set of buffers per shape
+            for buffers in prepared.values():
+                buffers["memory"].free()
+            prepared.clear()
+            buffers_memory = DeviceMemory(cuda)
+            data = rng.standard_normal((shape[1], shape[2]), dtype=np.float32)
+            indices = rng.integers(0, shape[1], size=shape[0])
+            updates = rng.standard_normal((shape[0], shape[2]), dtype=np.float32)
+            size = importlib_module("scatter_nd_reduce").workspace_size([data.shape, (shape[0], 1), updates.shape], [])
+            prepared[shape] = dict(memory=buffers_memory, host=(data, indices, updates), data=buffers_memory.put(data),
+                                   indices=buffers_memory.put(indices), updates=buffers_memory.put(updates),
+                                   output=buffers_memory.alloc(data.nbytes), workspace=buffers_memory.alloc(size))
+        buffers = prepared[shape]
+        data, indices, updates = buffers["host"]
+        data_bytes = data.nbytes
+
+        def reset(buffers=buffers, data_bytes=data_bytes):
+            cuda.check(driver.cuMemcpyDtoDAsync(buffers["output"], buffers["data"], data_bytes, stream), "cuMemcpyDtoDAsync")
+
+        ours = _reduce_launch(stream, buffers["output"], 0, buffers["indices"], buffers["updates"], buffers["workspace"], shape, entry)
+        row = {k: entry[k] for k in ("what", "reduction", "include_self", "torch_op")}
+        try:
+            reset()
+            ms, host_us = timer.measure(ours, reps)
+            outputs = []
+            for _ in range(2):
+                reset()
+                ours()
+                outputs.append(memory.get(buffers["output"], np.float32, data.shape))
+            row.update(ms=round(ms, 4), host_us=round(host_us, 1), identical=bool(np.array_equal(outputs[0].view(np.uint32), outputs[1].view(np.uint32))),
+                       correct=_sampled_check(outputs[0], data, indices, updates, entry["reduction"], entry["include_self"], rng))
+            passes = -(-shape[1].bit_length() // 8)
+            moved = shape[0] * 8 + passes * 40 * shape[0] + updates.nbytes + 2 * data_bytes
+            row["GB/s"] = round(moved / ms / 1e6, 1)
+        except Exception as error:
+            if context_error(cuda):
+                raise DeviceFault({"phase": "reduction benchmarks", "case": entry["what"], "error": f"{type(error).__name__}: {error}",
+                                   "context": context_error(cuda)}) from error
+            row["error"] = f"{type(error).__name__}: {error}"
+        if side is not None and "ms" in row:
+            row.update(_torch_reduction(side, timer, entry, reps, buffers, shape, reset, row["ms"]))
+        rows.append(row)
+        log(row)
+    for buffers in prepared.values():
+        buffers["memory"].free()
+    memory.free()
+    return rows
+
+
+def _torch_reduction(side, timer, entry, reps, buffers, shape, reset, ours_ms):
+    """torch's call for ``entry`` on our buffers, timed with its atomics and deterministic: ms and ratios (or the error)."""
+    torch = side.torch
+    rows, targets, columns = shape
+    output = side.tensor(buffers["output"], (targets, columns), 4)
+    index = side.tensor(buffers["indices"], (rows,), 8)
+    source = side.tensor(buffers["updates"], (rows, columns), 4)
+    if entry["reduction"] == "add":
+        call = lambda: output.index_add_(0, index, source)  # noqa: E731
+    else:
+        expanded = index.view(-1, 1).expand(-1, columns)
+        reduce = {"max": "amax", "mean": "mean"}[entry["reduction"]]
+        call = lambda: output.scatter_reduce_(0, expanded, source, reduce, include_self=bool(entry["include_self"]))  # noqa: E731
+    row = {}
+    for mode, deterministic in (("atomic", False), ("deterministic", True)):
+        previous = torch.are_deterministic_algorithms_enabled()
+        try:
+            torch.use_deterministic_algorithms(deterministic)
+            reset()
+            ms, _ = timer.measure(lambda: side.run(call), reps)
+            row[f"torch_{mode}_ms"] = round(ms, 4)
+        except Exception as error:  # e.g. an op without a deterministic implementation: torch's, recorded
+            row[f"torch_{mode}_error"] = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+        finally:
+            torch.use_deterministic_algorithms(previous)
+    if "torch_atomic_ms" in row:
+        row["ours_over_torch_atomic"] = round(ours_ms / row["torch_atomic_ms"], 2)
+    if "torch_deterministic_ms" in row:
+        row["torch_deterministic_over_ours"] = round(row["torch_deterministic_ms"] / ours_ms, 2)
+    return row
+
+
 def machine_l2(cuda):
     driver = cuda.driver()
     device = cuda.check(driver.cuCtxGetDevice(), "cuCtxGetDevice")
@@ -752,12 +1183,12 @@ def _benchmark_row(kernels, cuda, memory, timer, stream, entry, reps, host_data,
     if entry.get("entry") == "aot":  # the AOT entry has no error counter
         launch += "_aot"
         del args["error_flag"]
-    launch = getattr(kernels, launch)
+    launch = launcher(launch)
     if in_place:
         reset()
     else:
         base = memcpy(data_bytes)  # before ours: it writes the output buffer too
-    ms, host_us = timer.measure(lambda: launch(**args), reps)
+    ms, host_us = timer.measure(lambda args=args: launch(**args), reps)
     expected = expected_output(entry, data, updates)
     output = memory.get(out, dtype, shape)
     bits = f"u{element_size}"
@@ -802,6 +1233,115 @@ def _torch_row(side, timer, entry, reps, data_pool, updates_pool, out, shape, up
             "torch_same_output": side.same_bits(result, ours, element_size)}
 
 
+def kv_cache_plan(size_mb):
+    """The KV-cache configurations (pure): float16 TensorScatter in place into KV_CACHE_SHAPE (its positions cut to fit
+    ``size_mb`` when that is below 256), written on axis 2: a one-token decode and a 16-token prefill, each batch row at
+    its own position ("per row") and every row at one ("one position", what a static cache's index_copy_ writes)."""
+    batch, heads, positions, dim = KV_CACHE_SHAPE
+    if size_mb < 256:
+        positions = min(positions, max(32, (size_mb << 20) // (batch * heads * dim * 2)))
+    plan = []
+    for tokens in (1, 16):
+        for positions_kind in ("per row", "one position"):
+            plan.append({"op": "tensor_scatter", "cache_shape": (batch, heads, positions, dim), "tokens": tokens,
+                         "positions": positions_kind, "step": "decode" if tokens == 1 else f"prefill of {tokens}"})
+    return plan
+
+
+def _kv_positions(entry):
+    batch, _, size, _ = entry["cache_shape"]
+    rng = np.random.default_rng([batch, size, entry["tokens"]])
+    if entry["positions"] == "one position":
+        return np.full(batch, int(rng.integers(0, size - entry["tokens"] + 1)), np.int64)
+    return rng.integers(0, size - entry["tokens"] + 1, batch).astype(np.int64)
+
+
+def kv_cache_benchmarks(kernels, cuda, stream, size_mb, reps, torch_device=None, plan=None, seed=0, log=lambda row: None):
+    """Runs every KV-cache configuration: our in-place launch (production: no error counter) timed with CUDA events after
+    an L2 flush, against one launch's latency (the same kernel on a one-element cache, timed the same way) and against
+    torch on the same buffers and stream; outputs compared with the oracle's. Returns (rows, problems)."""
+    plan = kv_cache_plan(size_mb) if plan is None else plan
+    memory = DeviceMemory(cuda)
+    timer = Timer(cuda, stream, memory, 4 * machine_l2(cuda))
+    launch = launcher("launch_tensor_scatter")
+    tiny = memory.put(np.zeros((1, 1, 1, 1), np.float16))
+    tiny_update, tiny_index = memory.put(np.ones((1, 1, 1, 1), np.float16)), memory.put(np.zeros(1, np.int64))
+    tiny_args = dict(output=tiny, data=0, update=tiny_update, write_indices=tiny_index, data_shape=(1, 1, 1, 1), update_shape=(1, 1, 1, 1),
+                     index_count=1, axis=2, mode="linear", element_size=2, write_index_itemsize=8, error_flag=0, stream=stream)
+    launch_ms, _ = timer.measure(lambda: launch(**tiny_args), reps)
+    torch_side = None
+    if torch_device:
+        import torch
+
+        torch_side = TorchSide(torch, torch_device, stream)
+    rng = np.random.default_rng(seed)
+    rows, problems = [], []
+    for entry in plan:
+        shape, tokens = entry["cache_shape"], entry["tokens"]
+        update_shape = shape[:2] + (tokens,) + shape[3:]
+        cache = _random_bits(rng, shape, np.dtype(np.float16))
+        update = _random_bits(rng, update_shape, np.dtype(np.float16))
+        positions = _kv_positions(entry)
+        what = f"KV cache {list(shape)} float16, {entry['step']}, {entry['positions']}"
+        try:
+            out, update_pool, index = memory.put(cache), memory.put(update), memory.put(positions)
+            args = dict(output=out, data=0, update=update_pool, write_indices=index, data_shape=shape, update_shape=update_shape,
+                        index_count=shape[0], axis=2, mode="linear", element_size=2, write_index_itemsize=8, error_flag=0, stream=stream)
+            ms, host_us = timer.measure(lambda args=args: launch(**args), reps)
+            from trt_scatter import oracle
+
+            expected = oracle.tensor_scatter(cache, update, positions, 2)
+            correct = bool(np.array_equal(memory.get(out, np.float16, shape).view(np.uint16), expected.view(np.uint16)))
+            moved = 2 * update.nbytes + positions.nbytes
+            row = {"what": what, "ms": round(ms, 4), "launch_ms": round(launch_ms, 4), "over_launch": round(ms / launch_ms, 2),
+                   "goal": GOALS["decode_over_launch"] if tokens == 1 else "", "bytes_moved": moved, "GB/s": round(moved / ms / 1e6, 2),
+                   "host_us": round(host_us, 1), "correct": correct}
+            if torch_side is not None:
+                row.update(_torch_kv_row(torch_side, timer, entry, reps, out, update_pool, positions, shape, update_shape, ms))
+            if not correct:
+                problems.append(f"{what}: output differs from the oracle's")
+            if row.get("torch_same_output") is False:
+                problems.append(f"{what}: torch's output differs from ours (which matches the oracle's)")
+        except Exception as error:
+            fault = context_error(cuda)
+            if fault:
+                raise DeviceFault({"phase": "kv cache", "case": what, "error": f"{type(error).__name__}: {error}", "context": fault}) from error
+            row = {"what": what, "error": f"{type(error).__name__}: {error}"}
+            problems.append(f"{what}: {row['error']}")
+        rows.append(row)
+        log(row)
+        memory.free()  # a cache of 512 MiB at a time; the timer's flush buffer goes with it: a new timer
+        memory = DeviceMemory(cuda)
+        timer = Timer(cuda, stream, memory, 4 * machine_l2(cuda))
+    memory.free()
+    return rows, problems
+
+
+def _torch_kv_row(side, timer, entry, reps, out, update_pool, positions, shape, update_shape, ours_ms):
+    """torch's write of the same update into the same cache buffer, on the same stream: ``index_copy_`` where every row
+    writes at one position, else ``index_put_`` (advanced indexing with a batch and a position index)."""
+    torch = side.torch
+    cache, update = side.tensor(out, shape, 2), side.tensor(update_pool, update_shape, 2)
+    ours = cache.clone()
+    tokens = update_shape[2]
+    if entry["positions"] == "one position":
+        index = torch.arange(tokens, device=cache.device) + int(positions[0])
+        name, operation = "Tensor.index_copy_", lambda: cache.index_copy_(2, index, update)
+    else:
+        rows = torch.arange(shape[0], device=cache.device)[:, None]
+        columns = torch.from_numpy(positions).to(cache.device)[:, None] + torch.arange(tokens, device=cache.device)[None, :]
+        values = update.permute(0, 2, 1, 3)  # advanced indices first: (B, tokens, heads, dim)
+
+        def index_put():  # cache[rows, :, columns] = values is index_put_ with a batch and a position index
+            cache[rows, :, columns] = values
+            return cache
+
+        name, operation = "Tensor.index_put_", index_put
+    ms, _ = timer.measure(lambda: side.run(operation), reps)
+    return {"torch_op": name, "torch_ms": round(ms, 4), "torch_over_ours": round(ms / ours_ms, 2),
+            "torch_same_output": side.same_bits(cache, ours, 2)}
+
+
 class NoDriver:
     """A ``kernels.device`` whose driver calls do nothing: what is left of a launch is its Python."""
 
@@ -836,10 +1376,10 @@ def python_overhead(kernels, cuda, stream, launches):
     update_args = dict(output=output, indices=indices, updates=updates, axis=axis, data_shape=(64,), indices_shape=(32,),
                        element_size=4, index_itemsize=8, axis_itemsize=8, stream=stream, updates_shape=(32,))
     cases = (
-        ("launch_slice_scatter, in place", kernels.launch_slice_scatter, dict(slice_args, data=0, error_flag=0)),
-        ("launch_slice_scatter, copy path", kernels.launch_slice_scatter, dict(slice_args, data=data, error_flag=0)),
-        ("launch_scatter_update, in place", kernels.launch_scatter_update, dict(update_args, data=0, error_flag=0)),
-        ("launch_slice_scatter, in place, debug counter", kernels.launch_slice_scatter, dict(slice_args, data=0, error_flag=flag)),
+        ("launch_slice_scatter, in place", launcher("launch_slice_scatter"), dict(slice_args, data=0, error_flag=0)),
+        ("launch_slice_scatter, copy path", launcher("launch_slice_scatter"), dict(slice_args, data=data, error_flag=0)),
+        ("launch_scatter_update, in place", launcher("launch_scatter_update"), dict(update_args, data=0, error_flag=0)),
+        ("launch_slice_scatter, in place, debug counter", launcher("launch_slice_scatter"), dict(slice_args, data=0, error_flag=flag)),
     )
     records = []
     device = kernels.device
@@ -884,6 +1424,23 @@ def goals(results):
     if torch_ratios:
         rows.append(("torch time / ours >= 1.5 (same shapes, buffers, stream)", min(torch_ratios),
                      min(torch_ratios) >= GOALS["torch_over_ours"]))
+    decode = [r["over_launch"] for r in results.get("kv_cache", []) if "over_launch" in r and r.get("goal")]
+    if decode:
+        rows.append(("one-token TensorScatter decode write into a [64, 8, 4096, 128] fp16 cache within 3x one launch's latency",
+                     max(decode), max(decode) <= GOALS["decode_over_launch"]))
+    reductions = [r for r in results.get("reduction_benchmarks", []) if "ms" in r]
+    atomic = [r["ours_over_torch_atomic"] for r in reductions if "ours_over_torch_atomic" in r]
+    if atomic:
+        rows.append(("reductions: our time / torch's with atomics <= 2 (same buffers, stream)", max(atomic),
+                     max(atomic) <= GOALS["reduction_over_torch_atomic"]))
+    deterministic = [r["torch_deterministic_over_ours"] for r in reductions if "torch_deterministic_over_ours" in r]
+    if deterministic:
+        rows.append(("reductions: torch deterministic time / ours >= 1.5", min(deterministic),
+                     min(deterministic) >= GOALS["torch_deterministic_over_reduction"]))
+    runs = results.get("determinism") or []
+    if runs:
+        rows.append((f"reductions: one output over {runs[0]['runs']} launches (bit-identical), the oracle's",
+                     max(r["distinct_outputs"] for r in runs), all(r["identical"] and r["oracle"] for r in runs)))
     overhead = [r["us_per_call"] for r in results.get("python_overhead", []) if "debug" not in r["what"]]
     if overhead:
         rows.append(("Python per launch call with driver calls <= 20 us", max(overhead), max(overhead) <= GOALS["python_us_per_launch"]))
@@ -915,7 +1472,7 @@ def format_markdown(results):
     if results.get("phases"):
         lines += ["", "## Phases", ""] + _table([{"phase": k, **v} for k, v in results["phases"].items()])
     if results.get("goals"):
-        lines += ["", "## Goals (issue 12)", ""] + _table([{"goal": g, "worst measured": m, "met": ok} for g, m, ok in results["goals"]])
+        lines += ["", "## Goals", ""] + _table([{"goal": g, "worst measured": m, "met": ok} for g, m, ok in results["goals"]])
     if "correctness" in results:
         lines += ["", "## Correctness (against trt_scatter.oracle)", ""]
         lines += _table(results["correctness"], ["op", "entry", "element_size", "index_type", "cases", "failed", "first_failure"])
@@ -928,6 +1485,15 @@ def format_markdown(results):
         lines += ["", "## Benchmarks (production launches; ms: median of CUDA-event times after an L2 flush)", ""]
         lines += _table([{k: v for k, v in r.items() if k not in ("op", "element_size", "path", "layout", "fraction")}
                          for r in results["benchmarks"]])
+    if results.get("kv_cache"):
+        lines += ["", "## KV cache: TensorScatter in place (ms: median of CUDA-event times after an L2 flush; launch_ms: the same kernel writing one element)", ""]
+        lines += _table(results["kv_cache"])
+    if results.get("determinism"):
+        lines += ["", "## Reductions: outputs over many launches (grids cycling; 1 distinct output = bit-identical)", ""]
+        lines += _table(results["determinism"])
+    if results.get("reduction_benchmarks"):
+        lines += ["", "## Reductions against torch (ScatterNDReduce in place; ms: median of CUDA-event times after an L2 flush)", ""]
+        lines += _table(results["reduction_benchmarks"])
     if results.get("python_overhead"):
         lines += ["", "## Python per launch call (plugin enqueue adds bench/bench_enqueue_overhead.py's part)", ""]
         lines += _table(results["python_overhead"])
@@ -991,6 +1557,12 @@ def main(argv=None):
             large=large, cuda=cuda, records=results["correctness"]))
         results["all_correct"] = bool(results["correctness"]) and all(r["failed"] == 0 for r in results["correctness"])
         print("all correct:", results["all_correct"], flush=True)
+        results["determinism"] = phase("determinism", lambda: determinism(
+            kernels, cuda, stream, runs=args.determinism_runs, size_mb=args.size_mb, seed=args.seed,
+            torch_device=None if args.no_torch else args.torch_device)) or []
+        results["problems"] += [f"determinism: {r['op']} gave {r['distinct_outputs']} different outputs in {r['runs']} launches"
+                                for r in results["determinism"] if not r["identical"]]
+        results["problems"] += [f"determinism: {r['op']}'s output is not the oracle's" for r in results["determinism"] if not r["oracle"]]
         if not args.no_bench:
             torch_device = None if args.no_torch else args.torch_device
             results["benchmarks"] = []
@@ -1005,6 +1577,22 @@ def main(argv=None):
                 rows=results["benchmarks"])) or (None, [], None)
             results["problems"] += problems
             write_results(results, args.out)
+            results["kv_cache"] = []
+
+            def kv_log(row):
+                print(json.dumps(row), flush=True)
+                results["kv_cache"].append(row)
+
+            kv_problems = phase("kv cache", lambda: kv_cache_benchmarks(
+                kernels, cuda, stream, args.size_mb, args.reps, torch_device=torch_device, seed=args.seed, log=kv_log))
+            results["problems"] += (kv_problems or (None, []))[1]
+            results["reduction_benchmarks"] = []
+            phase("reduction benchmarks", lambda: reduction_benchmarks(  # under memcheck: the smallest sizes
+                kernels, cuda, stream, 1 if args.sanitize else args.size_mb, args.reps, torch_device=torch_device, seed=args.seed, log=log,
+                rows=results["reduction_benchmarks"]))
+            results["problems"] += [f"{r['what']} ({r['reduction']}): {'output differs from the oracle' if not r.get('correct') else 'two runs differ'}"
+                                    for r in results["reduction_benchmarks"] if "ms" in r and not (r["correct"] and r["identical"])]
+            results["problems"] += [f"{r['what']} ({r['reduction']}): {r['error']}" for r in results["reduction_benchmarks"] if "error" in r]
             if args.overhead_launches:
                 results["python_overhead"] = phase("python overhead", lambda: python_overhead(kernels, cuda, stream, args.overhead_launches))
         results["goals"] = goals(results)

@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
-# The GPU check in one call, for a machine with a CUDA GPU (e.g. the lent H100/H200: no TensorRT needed):
+# The GPU check in one call, for a machine with a CUDA GPU (e.g. an H100 or H200: no TensorRT needed):
 #
 #   bash bench/gpu_check.sh "$OUT" [arguments for every bench/gpu_check.py run]
 #
-# A GPU session of this project runs exactly that one command on the device tool (run, timeout_s 600,
-# nothing to carry) and commits what comes back from $OUT under bench/results/. OUT defaults to $OUT.
-# Expected time on an H100: 3.5-5 minutes. gpu_check.py 2-3 min (cold NVRTC of 24 kernel
-# instantiations ~20 s, correctness ~20 s, 126 benchmark rows at 256 MB 70-130 s, most of it the
-# oracle checking each output on the host, Python overhead ~5 s), the GPU tests ~30 s (with the AOT
-# PTX compiles), memcheck 0.5-1 min, racecheck ~0.5 min. (The same command on the 2-core development
-# CPU with the stand-in driver and --size-mb 1 takes 45 s, 26 s of it NVRTC.) Each step is bounded
+# On a GPU machine, run exactly that one command (within 10 minutes, nothing to install beyond the
+# working tree) and commit what comes back from $OUT under bench/results/. OUT defaults to $OUT.
+# Expected time on an H100: 4.5-6.5 minutes. gpu_check.py 3-4 min (cold NVRTC of 60 kernel
+# instantiations ~50 s, correctness ~30 s, determinism ~5 s, 126 benchmark rows at 256 MB 70-130 s, most
+# of it the oracle checking each output on the host, 6 reduction rows against torch ~30 s, 10M x 64 random
+# floats made on the host included, 4 KV-cache rows on a 512 MiB float16 cache ~20 s, Python overhead
+# ~5 s), the GPU tests ~45 s (with the AOT PTX compiles), memcheck 0.5-1 min, racecheck ~0.5 min. (The
+# same command on the 2-core development CPU with the stand-in driver and --size-mb 1 takes about 90 s,
+# 60 s of it NVRTC.) These estimates are not measured: no GPU has run these kernels yet. Each step is bounded
 # (300/150/150/90 s) and the whole run by GPU_CHECK_BUDGET_S=540 s, so it ends, with its summary,
 # inside the tool's 10-minute limit even if a step hangs.
 # Steps, in order of what matters most if time runs short:
-#   1. bench/gpu_check.py: machine, cold NVRTC compile, correctness against the oracle, benchmarks
-#      (vs cuMemcpyDtoD, in place vs copy, vs torch), Python per launch -> gpu_check.{json,md} (rewritten
-#      after each phase, so a fault or a timeout keeps what came before), its output in gpu_check.log;
+#   1. bench/gpu_check.py: machine, cold NVRTC compile, correctness against the oracle, the reductions'
+#      determinism over 100 launches, benchmarks (vs cuMemcpyDtoD, in place vs copy, vs torch; the reductions
+#      vs torch with atomics and deterministic; the KV-cache decode write vs one launch's latency), Python per
+#      launch -> gpu_check.{json,md} (rewritten after each phase, so a fault or a timeout keeps what came
+#      before), its output in gpu_check.log;
 #   2. tests/test_kernels_gpu.py (hypothesis cases against the oracle, guard bytes, offsets past 4 GiB)
 #      with TRT_SCATTER_REQUIRE_GPU=1, so a skipped GPU test is a failure -> pytest_gpu.log;
 #   3. compute-sanitizer memcheck on gpu_check.py --sanitize (every case kind, large ones included, every

@@ -20,6 +20,7 @@ reshape        IShuffleLayer                    Reshape (allowzero=1)
 cast           ICastLayer                       Cast
 arange         IFillLayer (LINSPACE)            Range
 scatter        IScatterLayer (ELEMENT / ND)     ScatterElements / ScatterND
+  + reduction  (none: IScatterLayer has none)   the same, ``reduction`` add/mul/min/max
 assertion      IAssertionLayer                  (none: ONNX has no assertion)
 =============  ===============================  ============================
 
@@ -30,14 +31,25 @@ dimension not known when the graph is built. Shape arithmetic is int64 in both b
 need operands of equal rank (TensorRT broadcasts only dimensions of size 1 at equal rank).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import functools
 import itertools
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from trt_scatter.oracle.rules import BFLOAT16
+from trt_scatter import dtypes
+from trt_scatter.oracle.reductions import ONNX_REDUCTIONS
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    import onnx
+    import tensorrt as trt
+    from numpy.typing import ArrayLike, DTypeLike
 
 INT64 = np.dtype(np.int64)
 
@@ -96,7 +108,7 @@ class _Composites:
             return None
         return self.constant(REDUCE_OPS[op][2](x, keepdims=True).astype(x.dtype))
 
-    def dim(self, tensor, axis):
+    def dim(self, tensor: trt.ITensor | Value, axis: int) -> int | trt.ITensor | Value:
         """Dimension ``axis`` of ``tensor``: its static size, or a gather from its shape (both cached)."""
         size = self.shape_of(tensor)[axis]
         if size >= 0:
@@ -106,11 +118,11 @@ class _Composites:
             self._shapes[key] = self.gather(self.shape_tensor(tensor), [axis])
         return self._shapes[key]
 
-    def as_tensor(self, dim):
+    def as_tensor(self, dim: int | trt.ITensor | Value) -> trt.ITensor | Value:
         """A dimension as a 1-element 1-D int64 tensor."""
         return self.constant(_as_int64([dim])) if isinstance(dim, (int, np.integer)) else dim
 
-    def shape_from(self, dims, infer=True):
+    def shape_from(self, dims: Sequence[int | trt.ITensor | Value], infer: bool = True) -> tuple[int, ...] | trt.ITensor | Value:
         """A shape from dimensions: a tuple if all are ints, or (``infer``, for a reshape) if at
         most one is not (it becomes -1); else a concat of 1-element tensors."""
         known = [int(d) for d in dims if isinstance(d, (int, np.integer))]
@@ -120,7 +132,7 @@ class _Composites:
             return dims[0]
         return self.concat([self.as_tensor(d) for d in dims])
 
-    def indices_in_range(self, op, indices, data, axes, negative):
+    def indices_in_range(self, op: str, indices: trt.ITensor | Value, data: trt.ITensor | Value, axes: Sequence[int], negative: bool) -> trt.ITensor | Value:
         """``indices`` mapped into [0, s-1] for each dimension s of ``data`` along ``axes``, in their own type.
 
         ``negative``: first add s to negative values (ONNX's [-s, s-1] -> [0, s-1]). Then clamp
@@ -173,14 +185,14 @@ class _Composites:
         rule = f"must be empty when data's dimension {axes} has size 0 at run time: no index is then in range"
         self.assertion(self.binary("less", self.constant(np.zeros(1, INT64)), smallest), f"{op}: 'indices' {rule}")
 
-    def shape_tensor(self, tensor):
+    def shape_tensor(self, tensor: trt.ITensor | Value) -> trt.ITensor | Value:
         """``tensor``'s run-time shape, one shape layer per tensor."""
         key = self._key(tensor)
         if key not in self._shapes:
             self._shapes[key] = self.shape(tensor)
         return self._shapes[key]
 
-    def product(self, dims):
+    def product(self, dims: Sequence[int | trt.ITensor | Value]) -> int | trt.ITensor | Value:
         """The product of dimensions: an int if all are known, else a 1-element tensor."""
         known = int(np.prod([d for d in dims if isinstance(d, (int, np.integer))], dtype=np.int64))
         unknown = [d for d in dims if not isinstance(d, (int, np.integer))]
@@ -191,7 +203,7 @@ class _Composites:
             result = self.binary("mul", result, d)
         return result if known == 1 else self.binary("mul", result, self.as_tensor(known))
 
-    def scatter_rows(self, data, pieces, updates):
+    def scatter_rows(self, data: trt.ITensor | Value, pieces: Sequence[tuple[trt.ITensor | Value, Sequence[int | trt.ITensor | Value]]], updates: trt.ITensor | Value) -> trt.ITensor | Value:
         """ND scatter of ``updates`` into the rows of ``data`` flattened over its first ``len(pieces)`` axes.
 
         ``pieces[j]`` is ``(coordinates, dims)``: int64 coordinates along data's axis j, of shape
@@ -229,14 +241,65 @@ class _Composites:
             return self.constant(np.full((1,) * rank, dim, dtype=INT64))
         return self.reshape(dim, (1,) * rank)
 
+    # -- scatters with a reduction (ScatterElementsReduce, ScatterNDReduce)
+
+    def full_like(self, tensor: trt.ITensor | Value, value: float, dtype: DTypeLike) -> trt.ITensor | Value:
+        """A tensor of ``tensor``'s shape (static or run-time) filled with ``value`` of ``dtype``: a Where of two
+        equal constants under ``tensor < tensor`` (false for every element, NaN included), with the primitives
+        both backends have."""
+        rank = len(self.shape_of(tensor))
+        fill = self.constant(np.full((1,) * rank, value, dtype=dtype))
+        return self.where(self.binary("less", tensor, tensor), fill, fill)
+
+    def scatter_reduce(self, data: trt.ITensor | Value, indices: trt.ITensor | Value, updates: trt.ITensor | Value, mode: str, reduction: str, include_self: int, axis: int = 0) -> trt.ITensor | Value:
+        """``data`` with ``updates`` combined at ``indices`` (``mode`` "element" or "nd", indices in range) by
+        ``reduction`` (add, mul, min, max, mean), ``include_self`` 0 or 1: trt_scatter.oracle.reductions'
+        semantics from the scatter primitive's reductions (add/mul/min/max with data's value first).
+
+        - ``include_self=0``: a plain scatter first writes the reduction's identity into every element some
+          update reaches (-0.0 for float add, which leaves every first update as it is, 1, +-inf or the
+          integer extremes; repeated targets all write that one value), then the reduction runs on that.
+          (Not a Where of data and the identity: onnxruntime's Where turns a -0.0 it takes from its first
+          branch into 0.0.)
+        - ``mean``: an add, divided by the number of updates per element (a second scatter adds int64 ones),
+          plus 1 with ``include_self``; elements no update reaches divide by 1. Floats by true division, the
+          count cast to the element type through float32 below it; integers by floor division in 64 bits
+          (ONNX's Div truncates: one less where the quotient times the count exceeds the sum).
+
+        The scatter's order for repeated targets is the backend's: onnxruntime's CPU kernels combine in
+        ascending position, the order the oracle defines (their min/max settle ties of -0.0 and 0.0, and
+        NaN payloads, their own way).
+        """
+        dtype = np.dtype(self.dtype_of(data))
+        if not include_self:
+            data = self.scatter(data, indices, self.full_like(updates, _identity(reduction, dtype), dtype), mode, axis)
+        combined = self.scatter(data, indices, updates, mode, axis, reduction="add" if reduction == "mean" else reduction)
+        if reduction != "mean":
+            return combined
+        rank = len(self.shape_of(data))
+        counts = self.scatter(self.full_like(data, 0, INT64), indices, self.full_like(updates, 1, INT64), mode, axis, reduction="add")
+        one = self.constant(np.ones((1,) * rank, INT64))
+        count = self.binary("max", self.binary("add", counts, one) if include_self else counts, one)
+        if dtype.kind not in "iu":
+            divisor = self.cast(count, np.float32) if dtype.itemsize < 4 else count
+            return self.binary("div", combined, self.cast(divisor, dtype))
+        wide = np.dtype(np.int64 if dtype.kind == "i" else np.uint64)
+        total = self.cast(combined, wide) if dtype != wide else combined
+        count = self.cast(count, wide) if wide != INT64 else count
+        quotient = self.binary("div", total, count)
+        if dtype.kind == "i":  # truncated toward zero: floor is one less where the remainder is negative
+            below = self.binary("less", total, self.binary("mul", quotient, count))
+            quotient = self.binary("sub", quotient, self.cast(below, wide))
+        return self.cast(quotient, dtype) if dtype != wide else quotient
+
     # -- element-wise scatters, for geometry that only the run time knows (run-time axes)
 
-    def shape_vector(self, tensor):
+    def shape_vector(self, tensor: trt.ITensor | Value) -> trt.ITensor | Value:
         """``tensor``'s shape as a 1-D int64 tensor: a constant where it is static, else its shape layer."""
         shape = self.shape_of(tensor)
         return self.constant(_as_int64(shape)) if all(d >= 0 for d in shape) else self.shape_tensor(tensor)
 
-    def volume(self, tensor):
+    def volume(self, tensor: trt.ITensor | Value) -> int | trt.ITensor | Value:
         """The number of elements of ``tensor``: an int where its shape is static, else a 1-element
         tensor (one reduction of its shape)."""
         shape = self.shape_of(tensor)
@@ -247,7 +310,7 @@ class _Composites:
             self._shapes[key] = self.reduce("prod", self.shape_tensor(tensor))
         return self._shapes[key]
 
-    def strides(self, tensor):
+    def strides(self, tensor: trt.ITensor | Value) -> list[int | trt.ITensor | Value]:
         """The C-order strides of ``tensor`` (in elements), one dimension (int or 1-element tensor) per axis."""
         dims = [self.dim(tensor, axis) for axis in range(len(self.shape_of(tensor)))]
         strides = [1]
@@ -255,13 +318,13 @@ class _Composites:
             strides.insert(0, self.product([strides[0], dim]))
         return strides
 
-    def vector(self, dims):
+    def vector(self, dims: Sequence[int | trt.ITensor | Value]) -> trt.ITensor | Value:
         """Dimensions as one 1-D int64 tensor: a constant where all are ints, else a concat."""
         if not any(is_tensor(dim) for dim in dims):
             return self.constant(_as_int64(dims))
         return self.concat([self.as_tensor(dim) for dim in dims])
 
-    def axes_in_range(self, axes, rank):
+    def axes_in_range(self, axes: trt.ITensor | Value, rank: int) -> trt.ITensor | Value:
         """Run-time ``axes`` (any integer type, 0-D or 1-D) as a 1-D int64 tensor of axes in [0, rank-1].
 
         Negative axes count from the end (adds ``rank``); then values are clamped into [0, rank-1]:
@@ -274,7 +337,7 @@ class _Composites:
         axes = self.where(self.binary("less", axes, zero), self.binary("add", axes, self.constant(_as_int64([rank]))), axes)
         return self.binary("min", self.binary("max", axes, zero), self.constant(_as_int64([rank - 1])))
 
-    def scatter_flat(self, op, name, data, destinations, updates):
+    def scatter_flat(self, op: str, name: str, data: trt.ITensor | Value, destinations: trt.ITensor | Value, updates: trt.ITensor | Value) -> trt.ITensor | Value:
         """Writes element ``m`` of ``updates`` (in C order) to element ``destinations[m]`` of ``data``
         flattened (``destinations``: int64 of shape (N, 1), N = updates' size); returns data's shape.
 
@@ -315,6 +378,7 @@ class TensorRTGraph(_Composites):
     #: ``scatter(mode="element")`` needs indices no longer than data on the axis too (ONNX does not)
     ELEMENT_INDICES_WITHIN_DATA_ON_AXIS = True
     RUNTIME_ASSERTIONS = True
+    SCATTER_REDUCTIONS = False  # IScatterLayer has no reduction (TensorRT 10.x, 11.x, TensorRT-RTX)
 
     def __init__(self, network):
         from trt_scatter.backend import tensorrt
@@ -326,7 +390,7 @@ class TensorRTGraph(_Composites):
     def _key(self, tensor):
         return tensor.name
 
-    def check_arguments(self, op, tensors, constants=None):
+    def check_arguments(self, op: str, tensors: dict[str, object], constants: dict[str, object] | None = None) -> None:
         """The network builders take ITensors for an op's tensors and Python or NumPy values for its
         constants: the other way round TensorRT would fail far from the call, so refuse it by name."""
         from trt_scatter.oracle.rules import ScatterInputError
@@ -349,34 +413,34 @@ class TensorRTGraph(_Composites):
         return flag is not None and bool(self.network.get_flag(flag))
 
     # -- introspection
-    def shape_of(self, tensor):
+    def shape_of(self, tensor: trt.ITensor) -> tuple[int, ...]:
         return tuple(int(d) for d in tensor.shape)
 
-    def dtype_of(self, tensor):
-        return numpy_dtype(tensor.dtype)
+    def dtype_of(self, tensor: trt.ITensor) -> np.dtype:
+        return dtypes.from_tensorrt(tensor.dtype)
 
     # -- primitives
-    def constant(self, values, dtype=None):
+    def constant(self, values: ArrayLike, dtype: DTypeLike | None = None) -> trt.ITensor:
         array = np.array(values, dtype=dtype, order="C")  # a copy: TensorRT keeps a reference, the caller may not
         tensor = self.network.add_constant(array.shape, array).get_output(0)
         self._constants[tensor.name] = array
         return tensor
 
-    def shape(self, tensor):
+    def shape(self, tensor: trt.ITensor) -> trt.ITensor:
         return self.network.add_shape(tensor).get_output(0)
 
-    def gather(self, tensor, indices, axis=0):
+    def gather(self, tensor: trt.ITensor, indices: trt.ITensor | Sequence[int], axis: int = 0) -> trt.ITensor:
         if not is_tensor(indices):
             indices = self.constant(_as_int64(indices))
         return self.network.add_gather(tensor, indices, axis).get_output(0)
 
-    def binary(self, op, a, b):
+    def binary(self, op: str, a: trt.ITensor, b: trt.ITensor) -> trt.ITensor:
         folded = self._folded(op, a, b)
         if folded is not None:
             return folded
         return self.network.add_elementwise(a, b, getattr(self.trt.ElementWiseOperation, BINARY_OPS[op][0])).get_output(0)
 
-    def reduce(self, op, tensor):
+    def reduce(self, op: str, tensor: trt.ITensor) -> trt.ITensor:
         """``op`` ("sum" or "prod") over every element; the reduced axes stay (size 1)."""
         folded = self._folded_reduce(op, tensor)
         if folded is not None:
@@ -384,15 +448,15 @@ class TensorRTGraph(_Composites):
         axes = (1 << len(self.shape_of(tensor))) - 1
         return self.network.add_reduce(tensor, getattr(self.trt.ReduceOperation, REDUCE_OPS[op][0]), axes, True).get_output(0)
 
-    def where(self, condition, a, b):
+    def where(self, condition: trt.ITensor, a: trt.ITensor, b: trt.ITensor) -> trt.ITensor:
         return self.network.add_select(condition, a, b).get_output(0)
 
-    def concat(self, tensors, axis=0):
+    def concat(self, tensors: Iterable[trt.ITensor], axis: int = 0) -> trt.ITensor:
         layer = self.network.add_concatenation(list(tensors))
         layer.axis = axis
         return layer.get_output(0)
 
-    def reshape(self, tensor, shape):
+    def reshape(self, tensor: trt.ITensor, shape: Sequence[int] | trt.ITensor) -> trt.ITensor:
         """``shape``: a tuple (-1 inferred) or a 1-D int64 tensor; a 0 is a dimension of size 0, never "copy"."""
         folded = self._folded("reshape", tensor, shape)
         if folded is not None:
@@ -405,10 +469,10 @@ class TensorRTGraph(_Composites):
             layer.reshape_dims = tuple(int(d) for d in shape)
         return layer.get_output(0)
 
-    def cast(self, tensor, dtype):
-        return self.network.add_cast(tensor, trt_dtype(dtype)).get_output(0)
+    def cast(self, tensor: trt.ITensor, dtype: DTypeLike) -> trt.ITensor:
+        return self.network.add_cast(tensor, dtypes.to_tensorrt(dtype)).get_output(0)
 
-    def arange(self, count):
+    def arange(self, count: int | trt.ITensor) -> trt.ITensor:
         """int64 ``[0, 1, ..., count-1]``; ``count`` is an int or a 1-element 1-D int64 tensor."""
         if not is_tensor(count):
             return self.constant(np.arange(count, dtype=INT64))
@@ -418,7 +482,9 @@ class TensorRTGraph(_Composites):
         layer.set_input(2, self.constant(np.array([1], dtype=INT64)))
         return layer.get_output(0)
 
-    def scatter(self, data, indices, updates, mode, axis=0):
+    def scatter(self, data: trt.ITensor, indices: trt.ITensor, updates: trt.ITensor, mode: str, axis: int = 0, reduction: str = "none") -> trt.ITensor:
+        if reduction != "none":
+            raise TypeError(f"TensorRT's IScatterLayer has no reduction (asked for {reduction!r}): the reduction ops build as plugins")
         if data.dtype == self.trt.uint8:  # else the build fails later, far from here
             raise TypeError("TensorRT's IScatterLayer has no uint8: cast 'data' and 'updates' to int32 (and the output back)")
         if indices.dtype == self.trt.int64 and not self._strongly_typed():
@@ -430,7 +496,7 @@ class TensorRTGraph(_Composites):
         layer.axis = axis
         return layer.get_output(0)
 
-    def assertion(self, condition, message):
+    def assertion(self, condition: trt.ITensor, message: str) -> None:
         """A build-time or run-time TensorRT error that says ``message`` unless ``condition``, a
         bool shape tensor, is true."""
         self.network.add_assertion(condition, message)
@@ -459,6 +525,7 @@ class OnnxGraph(_Composites):
     ND_INDEX_TYPES = (INT64,)  # ONNX's ScatterND takes int64 indices only
     ELEMENT_INDICES_WITHIN_DATA_ON_AXIS = False
     RUNTIME_ASSERTIONS = False  # no ONNX op asserts; onnxruntime's ScatterElements/ScatterND check indices themselves
+    SCATTER_REDUCTIONS = True  # ScatterElements/ScatterND's reduction attribute (opsets 16, 18)
 
     def __init__(self, prefix="", taken=None):
         self.nodes, self.initializers, self.inputs = [], [], []
@@ -471,14 +538,14 @@ class OnnxGraph(_Composites):
         return value.name
 
     # -- graph I/O
-    def add_input(self, name, dtype, shape):
+    def add_input(self, name: str, dtype: DTypeLike, shape: Sequence[int | str | None]) -> Value:
         from onnx import helper
 
         dims = [d if isinstance(d, str) else (None if d is None or d < 0 else int(d)) for d in shape]
-        self.inputs.append(helper.make_tensor_value_info(name, onnx_dtype(dtype), dims))
+        self.inputs.append(helper.make_tensor_value_info(name, dtypes.to_onnx(dtype), dims))
         return Value(name, np.dtype(dtype), tuple(d if isinstance(d, int) else -1 for d in dims))
 
-    def model(self, outputs, name="trt_scatter"):
+    def model(self, outputs: dict[str, Value], name: str = "trt_scatter") -> onnx.ModelProto:
         """A ``ModelProto`` whose outputs are ``outputs`` (a dict: name -> Value), renamed to those names."""
         from onnx import helper
 
@@ -486,18 +553,18 @@ class OnnxGraph(_Composites):
         for output_name, value in outputs.items():
             value = self.bind(value, output_name)
             dims = [d if d >= 0 else None for d in value.shape]
-            graph_outputs.append(helper.make_tensor_value_info(output_name, onnx_dtype(value.dtype), dims))
+            graph_outputs.append(helper.make_tensor_value_info(output_name, dtypes.to_onnx(value.dtype), dims))
         graph = helper.make_graph(self.nodes, name, self.inputs, graph_outputs, initializer=self.live_initializers())
         opsets = [helper.make_opsetid(domain, version) for domain, version in self.opset_imports.items()]
         # IR 8 (opset 17's) rather than onnx's newest, so older parsers and runtimes load the model too.
         return helper.make_model(graph, opset_imports=opsets, ir_version=8, producer_name="trt-scatter")
 
-    def live_initializers(self):
+    def live_initializers(self) -> list[onnx.TensorProto]:
         """The initializers some node reads (a folded constant's operands are left unread)."""
         read = {name for node in self.nodes for name in node.input}
         return [init for init in self.initializers if init.name in read]
 
-    def bind(self, value, name):
+    def bind(self, value: Value, name: str) -> Value:
         """Names ``value`` ``name`` (a node's output is renamed; an initializer or an input gets an Identity node)."""
         if not any(value.name in node.output for node in self.nodes):
             value = self.node("Identity", [value], value.dtype, value.shape)
@@ -513,7 +580,7 @@ class OnnxGraph(_Composites):
                 if name == old:
                     node.input[i] = new
 
-    def node(self, op_type, inputs, dtype, shape, domain="", **attributes):
+    def node(self, op_type: str, inputs: Sequence[Value | str], dtype: DTypeLike, shape: Sequence[int], domain: str = "", **attributes: Any) -> Value:
         """Adds one node with one output; returns the output as a Value (``dtype``/``shape`` say what it is)."""
         from onnx import helper
 
@@ -530,14 +597,14 @@ class OnnxGraph(_Composites):
         return name
 
     # -- introspection
-    def shape_of(self, value):
+    def shape_of(self, value: Value) -> tuple[int, ...]:
         return value.shape
 
-    def dtype_of(self, value):
+    def dtype_of(self, value: Value) -> np.dtype:
         return value.dtype
 
     # -- primitives
-    def constant(self, values, dtype=None):
+    def constant(self, values: ArrayLike, dtype: DTypeLike | None = None) -> Value:
         from onnx import numpy_helper
 
         array = np.asarray(values, dtype=dtype)
@@ -546,23 +613,23 @@ class OnnxGraph(_Composites):
         self._constants[name] = array
         return Value(name, array.dtype, array.shape)
 
-    def shape(self, value):
+    def shape(self, value: Value) -> Value:
         return self.node("Shape", [value], INT64, (len(value.shape),))
 
-    def gather(self, value, indices, axis=0):
+    def gather(self, value: Value, indices: Value | Sequence[int], axis: int = 0) -> Value:
         if not isinstance(indices, Value):
             indices = self.constant(_as_int64(indices))
         shape = value.shape[:axis] + indices.shape + value.shape[axis + 1 :]
         return self.node("Gather", [value, indices], value.dtype, shape, axis=axis)
 
-    def binary(self, op, a, b):
+    def binary(self, op: str, a: Value, b: Value) -> Value:
         folded = self._folded(op, a, b)
         if folded is not None:
             return folded
         dtype = np.dtype(bool) if op == "less" else a.dtype
         return self.node(BINARY_OPS[op][1], [a, b], dtype, _broadcast(a.shape, b.shape))
 
-    def reduce(self, op, value):
+    def reduce(self, op: str, value: Value) -> Value:
         """``op`` over every element, kept dims. No ``axes``: ReduceProd takes them as an attribute
         before opset 18 and as an input from it, and the lowered node must suit the model's opset."""
         folded = self._folded_reduce(op, value)
@@ -570,17 +637,17 @@ class OnnxGraph(_Composites):
             return folded
         return self.node(REDUCE_OPS[op][1], [value], value.dtype, (1,) * len(value.shape), keepdims=1)
 
-    def where(self, condition, a, b):
+    def where(self, condition: Value, a: Value, b: Value) -> Value:
         return self.node("Where", [condition, a, b], a.dtype, _broadcast(condition.shape, _broadcast(a.shape, b.shape)))
 
-    def concat(self, values, axis=0):
+    def concat(self, values: Iterable[Value], axis: int = 0) -> Value:
         values = list(values)
         along = [v.shape[axis] for v in values]
         shape = list(values[0].shape)
         shape[axis] = sum(along) if all(d >= 0 for d in along) else -1
         return self.node("Concat", values, values[0].dtype, shape, axis=axis)
 
-    def reshape(self, value, shape):
+    def reshape(self, value: Value, shape: Sequence[int] | Value) -> Value:
         folded = self._folded("reshape", value, shape)
         if folded is not None:
             return folded
@@ -592,22 +659,34 @@ class OnnxGraph(_Composites):
             out = tuple(int(np.prod(value.shape)) // known if d == -1 else d for d in out)
         return self.node("Reshape", [value, self.constant(_as_int64(shape))], value.dtype, out, allowzero=1)
 
-    def cast(self, value, dtype):
-        return self.node("Cast", [value], dtype, value.shape, to=onnx_dtype(dtype))
+    def cast(self, value: Value, dtype: DTypeLike) -> Value:
+        return self.node("Cast", [value], dtype, value.shape, to=dtypes.to_onnx(dtype))
 
-    def arange(self, count):
+    def arange(self, count: int | Value) -> Value:
         if not isinstance(count, Value):
             return self.constant(np.arange(count, dtype=INT64))
         limit = self.node("Reshape", [count, self.constant(np.zeros(0, dtype=INT64))], INT64, ())
         return self.node("Range", [self.constant(np.array(0, INT64)), limit, self.constant(np.array(1, INT64))], INT64, (-1,))
 
-    def scatter(self, data, indices, updates, mode, axis=0):
+    def scatter(self, data: Value, indices: Value, updates: Value, mode: str, axis: int = 0, reduction: str = "none") -> Value:
+        attributes = {}
+        if reduction != "none":  # ONNX has add and mul from opset 16, min and max from 18
+            attributes["reduction"] = reduction
+            self.opset_imports[""] = max(self.opset_imports[""], ONNX_REDUCTIONS[reduction])
         if mode == "element":
-            return self.node("ScatterElements", [data, indices, updates], data.dtype, data.shape, axis=axis)
-        return self.node("ScatterND", [data, indices, updates], data.dtype, data.shape)
+            return self.node("ScatterElements", [data, indices, updates], data.dtype, data.shape, axis=axis, **attributes)
+        return self.node("ScatterND", [data, indices, updates], data.dtype, data.shape, **attributes)
 
 
-def describe(value):
+def _identity(reduction, dtype):
+    """The value ``x`` for which ``reduction(x, u)`` is ``u`` itself, bit for bit, for every ``u`` of ``dtype``."""
+    floating = dtype.kind not in "iu"
+    info = np.iinfo(dtype) if not floating else None
+    return {"add": -0.0 if floating else 0, "mean": -0.0 if floating else 0, "mul": 1,
+            "min": np.inf if floating else info.max, "max": -np.inf if floating else info.min}[reduction]
+
+
+def describe(value: object) -> str:
     """What was passed, for an error message: ``ITensor 'name'``, ``ndarray float32 (4, 5)``, ``list``."""
     if isinstance(value, np.ndarray):
         return f"ndarray {value.dtype} {value.shape}"
@@ -619,7 +698,7 @@ def describe(value):
 
 
 
-def is_tensor(x):
+def is_tensor(x: object) -> bool:
     """True for a tensor of a graph (an ``ITensor`` or a :class:`Value`); False for None, numbers, lists, tuples and arrays."""
     return x is not None and not isinstance(x, (numbers.Number, np.generic, tuple, list, range, np.ndarray))
 
@@ -628,40 +707,3 @@ def _broadcast(a, b):
     if len(a) != len(b):
         raise ValueError(f"binary operands need equal ranks (got shapes {a} and {b})")
     return tuple(y if x == 1 else x if y == 1 else (x if x == y else -1) for x, y in zip(a, b))
-
-
-def onnx_dtype(dtype):
-    from onnx import helper
-
-    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
-
-
-#: Element types trt-scatter moves, by name: the same in NumPy (bfloat16 via ml_dtypes) and as
-#: attributes of the TensorRT module (``trt.float32`` ...).
-ELEMENT_TYPE_NAMES = ("float32", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "bool")
-
-
-def trt_dtype(dtype):
-    """The TensorRT ``DataType`` of a NumPy dtype; TensorRT has no other element types for scatter."""
-    from trt_scatter.backend import tensorrt
-
-    dtype = np.dtype(dtype)
-    name = "bfloat16" if dtype == BFLOAT16 else dtype.name
-    if name not in ELEMENT_TYPE_NAMES:
-        raise TypeError(f"TensorRT has no element type for {dtype}")
-    return getattr(tensorrt(), name)
-
-
-def numpy_dtype(trt_dtype_value):
-    """The NumPy dtype of a TensorRT ``DataType`` (bfloat16 needs ml_dtypes)."""
-    from trt_scatter.backend import tensorrt
-
-    trt = tensorrt()
-    for name in ELEMENT_TYPE_NAMES:
-        if getattr(trt, name) == trt_dtype_value:
-            if name == "bfloat16":
-                if BFLOAT16 is None:
-                    raise TypeError("bfloat16 tensors need the ml_dtypes package")
-                return BFLOAT16
-            return np.dtype(name)
-    raise TypeError(f"trt-scatter has no NumPy type for TensorRT's {trt_dtype_value}")

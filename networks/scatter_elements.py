@@ -13,21 +13,31 @@ ONNX does not ask: longer indices must repeat a target, whose result is undefine
 builder refuses them by name when both dimensions are known; otherwise TensorRT checks.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from trt_scatter.networks.example import Example
 from trt_scatter.networks.graph import INT64, TensorRTGraph
 from trt_scatter.oracle import rules
 from trt_scatter.oracle.scatter_elements import OP, check_scatter_elements
 
+if TYPE_CHECKING:
+    import tensorrt as trt
 
-def add_scatter_elements(network, data, indices, updates, axis=0):
+    from trt_scatter.networks.graph import OnnxGraph, Value
+
+
+def add_scatter_elements(network: trt.INetworkDefinition, data: trt.ITensor, indices: trt.ITensor, updates: trt.ITensor, axis: int = 0) -> trt.ITensor:
     """Adds ScatterElements(data, indices, updates, axis) to ``network``; returns the output ITensor."""
     graph = TensorRTGraph(network)
     graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates), dict(axis=axis))
     return lower_scatter_elements(graph, data, indices, updates, axis)
 
 
-def lower_scatter_elements(graph, data, indices, updates, axis=0):
+def lower_scatter_elements(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, indices: trt.ITensor | Value, updates: trt.ITensor | Value, axis: int = 0) -> trt.ITensor | Value:
     """The builder on ``graph`` (a :class:`~trt_scatter.networks.graph.TensorRTGraph` or ``OnnxGraph``)."""
     rules.check_data_type(OP, "data", graph.dtype_of(data))
     rules.check_same_type(OP, "updates", graph.dtype_of(updates), graph.dtype_of(data))
@@ -43,3 +53,33 @@ def lower_scatter_elements(graph, data, indices, updates, axis=0):
         indices = graph.cast(indices, INT64)
     indices = graph.indices_in_range(OP, indices, data, [axis], negative=True)
     return graph.scatter(data, indices, updates, "element", axis=axis)
+
+
+# ---- the example network (trt_scatter.networks.examples) ---------------------------------------
+
+
+def _example_shapes(params):
+    data_shape = params["data_shape"]
+    indices_shape = tuple(params["indices_shape"] or data_shape)
+    return {"data": data_shape, "indices": indices_shape, "updates": indices_shape}
+
+
+def _example_indices(params, shapes):
+    # The cookbook's pattern, (h + w) % s: each line along the axis is shifted cyclically by
+    # another coordinate, so no two updates share a target.
+    data_shape = shapes["data"]
+    axis = rules.normalize_axis(OP, "axis", params["axis"], len(data_shape))
+    grid = np.indices(shapes["indices"])
+    shift = grid[-1] if axis != len(data_shape) - 1 else grid[0] if len(data_shape) > 1 else 0
+    return {"indices": (grid[axis] + shift) % data_shape[axis]}
+
+
+def _add_example(network, inputs, params, index_dtype):
+    return add_scatter_elements(network, inputs["data"], inputs["indices"], inputs["updates"], params["axis"])
+
+
+#: ``indices_shape=None``: data's shape. Values: generated (the TensorRT cookbook's ELEMENT-mode pattern).
+EXAMPLE = Example(
+    defaults={"data_shape": (1, 3, 4, 5), "indices_shape": None, "axis": 2},
+    shapes=_example_shapes, values=_example_indices, add=_add_example,
+)

@@ -9,19 +9,31 @@ another integer type than the backend's ScatterND takes (TensorRT: int32/int64; 
 are cast to int64 first.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from trt_scatter.networks.example import Example
 from trt_scatter.networks.graph import INT64, TensorRTGraph
 from trt_scatter.oracle import rules
 from trt_scatter.oracle.scatter_nd import OP, check_scatter_nd
 
+if TYPE_CHECKING:
+    import tensorrt as trt
 
-def add_scatter_nd(network, data, indices, updates):
+    from trt_scatter.networks.graph import OnnxGraph, Value
+
+
+def add_scatter_nd(network: trt.INetworkDefinition, data: trt.ITensor, indices: trt.ITensor, updates: trt.ITensor) -> trt.ITensor:
     """Adds ScatterND(data, indices, updates) to ``network``; returns the output ITensor."""
     graph = TensorRTGraph(network)
     graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates))
     return lower_scatter_nd(graph, data, indices, updates)
 
 
-def lower_scatter_nd(graph, data, indices, updates):
+def lower_scatter_nd(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, indices: trt.ITensor | Value, updates: trt.ITensor | Value) -> trt.ITensor | Value:
     """The builder on ``graph`` (a :class:`~trt_scatter.networks.graph.TensorRTGraph` or ``OnnxGraph``)."""
     rules.check_data_type(OP, "data", graph.dtype_of(data))
     rules.check_same_type(OP, "updates", graph.dtype_of(updates), graph.dtype_of(data))
@@ -36,3 +48,33 @@ def lower_scatter_nd(graph, data, indices, updates):
     if k:
         indices = graph.indices_in_range(OP, indices, data, range(k), negative=True)
     return graph.scatter(data, indices, updates, "nd")
+
+
+# ---- the example network (trt_scatter.networks.examples) ---------------------------------------
+
+
+def _example_shapes(params):
+    data_shape, indices_shape = params["data_shape"], tuple(params["indices_shape"])
+    return {"data": data_shape, "indices": indices_shape, "updates": indices_shape[:-1] + data_shape[indices_shape[-1] :]}
+
+
+def _example_indices(params, shapes):
+    # Distinct rows: a random choice, without repeats, of data's first k coordinates.
+    data_shape, indices_shape = shapes["data"], shapes["indices"]
+    k = indices_shape[-1]
+    rows = int(np.prod(indices_shape[:-1]))
+    flat = np.random.default_rng(0).permutation(int(np.prod(data_shape[:k])))[:rows]
+    return {"indices": np.stack(np.unravel_index(flat, data_shape[:k]), axis=-1).reshape(indices_shape)}
+
+
+def _add_example(network, inputs, params, index_dtype):
+    return add_scatter_nd(network, inputs["data"], inputs["indices"], inputs["updates"])
+
+
+#: Values for the defaults: ScatterNDUpdate-3, example 1. The last dimension of indices stays static
+#: in the dynamic network (the builder needs k).
+EXAMPLE = Example(
+    defaults={"data_shape": (8,), "indices_shape": (4, 1)},
+    seed_values={"data": np.arange(1, 9), "indices": np.array([[4], [3], [1], [7]]), "updates": np.array([9, 10, 11, 12])},
+    shapes=_example_shapes, values=_example_indices, add=_add_example, static_dims={"indices": (-1,)},
+)

@@ -20,17 +20,31 @@ its own flat destination in data (8 index bytes per updated element). It is used
 run-time ``axis``; a constant one keeps the row lowering.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from trt_scatter.networks.example import Example
 from trt_scatter.networks.graph import INT64, TensorRTGraph, is_tensor
 from trt_scatter.networks.slice_scatter import index_constant
 from trt_scatter.oracle import rules
 from trt_scatter.oracle.scatter_update import OP, axis_value, check_axis_shape, check_scatter_update, check_scatter_update_static
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import tensorrt as trt
+    from numpy.typing import ArrayLike
+
+    from trt_scatter.model.node import OpNode
+    from trt_scatter.networks.graph import OnnxGraph, Value
+
 IMPLS = ("native", "plugin")
 
 
-def add_scatter_update(network, data, indices, updates, axis, impl="native"):
+def add_scatter_update(network: trt.INetworkDefinition, data: trt.ITensor, indices: trt.ITensor, updates: trt.ITensor, axis: ArrayLike | trt.ITensor, impl: str = "native") -> trt.ITensor:
     """Adds ScatterUpdate(data, indices, updates, axis) to ``network``; returns the output ITensor.
 
     ``indices`` is an ITensor (values known at run time). ``axis`` is a constant (an int, or a
@@ -53,7 +67,7 @@ def add_scatter_update(network, data, indices, updates, axis, impl="native"):
     raise ValueError(f"{OP}: impl must be one of {', '.join(IMPLS)} (got {impl!r})")
 
 
-def check(graph, data, indices, updates, axis):
+def check(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, indices: trt.ITensor | Value, updates: trt.ITensor | Value, axis: ArrayLike | trt.ITensor | Value) -> int | None:
     """The oracle's rules on what is known at build time; returns axis in [0, r-1], or None for
     a run-time ``axis`` (a tensor)."""
     rules.check_data_type(OP, "data", graph.dtype_of(data))
@@ -66,7 +80,7 @@ def check(graph, data, indices, updates, axis):
     return check_scatter_update(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates), axis_value(axis))
 
 
-def lower_scatter_update(graph, data, indices, updates, axis):
+def lower_scatter_update(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, indices: trt.ITensor | Value, updates: trt.ITensor | Value, axis: ArrayLike | trt.ITensor | Value) -> trt.ITensor | Value:
     """The native lowering on ``graph`` (a :class:`~trt_scatter.networks.graph.TensorRTGraph` or ``OnnxGraph``)."""
     constant_axis = check(graph, data, indices, updates, axis)
     if constant_axis is None:
@@ -81,6 +95,14 @@ def lower_scatter_update(graph, data, indices, updates, axis):
         pieces.append((graph.arange(count), [count]))
     pieces.append((indices, [graph.dim(indices, i) for i in range(len(graph.shape_of(indices)))]))
     return graph.scatter_rows(data, pieces, updates)
+
+
+def lower_node(graph: TensorRTGraph | OnnxGraph, node: OpNode, tensor: Callable[[str], trt.ITensor | Value]) -> trt.ITensor | Value:
+    """A model's ScatterUpdate node (a :class:`trt_scatter.model.node.OpNode`) lowered on ``graph``: a constant
+    axis gives the row lowering; ``tensor(name)``: the graph's value of an input."""
+    data, indices, updates = tensor("data"), tensor("indices"), tensor("updates")
+    axis = node.constant("axis")
+    return lower_scatter_update(graph, data, indices, updates, axis if axis is not None else tensor("axis"))
 
 
 def _lower_runtime_axis(graph, data, indices, updates, axis):
@@ -119,3 +141,38 @@ def _lower_runtime_axis(graph, data, indices, updates, axis):
     shift = graph.binary("mul", graph.binary("sub", chosen, rows), inner)
     destinations = graph.binary("add", graph.binary("add", elements, shift), graph.binary("mul", blocks, graph.binary("mul", size, inner)))
     return graph.scatter_flat(OP, "indices", data, graph.reshape(destinations, (-1, 1)), updates)
+
+
+# ---- the example network (trt_scatter.networks.examples) ---------------------------------------
+
+
+def _example_shapes(params):
+    data_shape = params["data_shape"]
+    axis = rules.normalize_axis(OP, "axis", params["axis"], len(data_shape))
+    indices_shape = tuple(params["indices_shape"])
+    return {"data": data_shape, "indices": indices_shape, "updates": data_shape[:axis] + indices_shape + data_shape[axis + 1 :]}
+
+
+def _example_indices(params, shapes):
+    # Distinct indices: a random choice, without repeats, along the axis.
+    data_shape = shapes["data"]
+    axis = rules.normalize_axis(OP, "axis", params["axis"], len(data_shape))
+    count = int(np.prod(shapes["indices"]))
+    return {"indices": np.random.default_rng(0).permutation(data_shape[axis])[:count].reshape(shapes["indices"])}
+
+
+def _add_example(network, inputs, params, index_dtype, impl="native"):
+    axis = np.array([params["axis"]], dtype=index_dtype)
+    return add_scatter_update(network, inputs["data"], inputs["indices"], inputs["updates"], axis, impl=impl)
+
+
+#: Values for the defaults: ScatterUpdate-3, example 2; ``impl`` picks the builder's implementation.
+EXAMPLE = Example(
+    defaults={"data_shape": (3, 5), "indices_shape": (2,), "axis": 1},
+    seed_values={
+        "data": np.array([[-1, 1, -1, 3, 4], [-1, 6, -1, 8, 9], [-1, 11, 1, 13, 14]]),
+        "indices": np.array([0, 2]),
+        "updates": np.array([[1, 1], [1, 1], [1, 2]]),
+    },
+    shapes=_example_shapes, values=_example_indices, add=_add_example, options=("impl",),
+)

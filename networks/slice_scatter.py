@@ -35,17 +35,31 @@ TensorRT rejects updates whose shape differs from the computed slice for constan
 since the index tensor is shaped from the computed geometry, never from updates.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from trt_scatter.networks.example import Example
 from trt_scatter.networks.graph import INT64, TensorRTGraph, is_tensor
 from trt_scatter.oracle import rules
-from trt_scatter.oracle.slice_scatter import OP, check_slice_scatter, check_slice_scatter_static, slice_geometry
+from trt_scatter.oracle.slice_scatter import OP, check_slice_scatter, check_slice_scatter_static, slice_geometry, slice_shape
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    import tensorrt as trt
+    from numpy.typing import ArrayLike
+
+    from trt_scatter.model.node import OpNode
+    from trt_scatter.networks.graph import OnnxGraph, Value
 
 LIMIT = 2**62
 IMPLS = ("native", "plugin")
 
 
-def add_slice_scatter(network, data, updates, start, stop, step, axes=None, impl="native"):
+def add_slice_scatter(network: trt.INetworkDefinition, data: trt.ITensor, updates: trt.ITensor, start: ArrayLike | trt.ITensor, stop: ArrayLike | trt.ITensor, step: ArrayLike | trt.ITensor, axes: ArrayLike | trt.ITensor | None = None, impl: str = "native") -> trt.ITensor:
     """Adds SliceScatter(data, updates, start, stop, step[, axes]) to ``network``; returns the output ITensor.
 
     ``start``/``stop``/``step``/``axes`` are 1-D integer constants (lists or arrays) or 1-D int32/int64
@@ -69,7 +83,7 @@ def add_slice_scatter(network, data, updates, start, stop, step, axes=None, impl
     raise ValueError(f"{OP}: impl must be one of {', '.join(IMPLS)} (got {impl!r})")
 
 
-def index_constant(original, values):
+def index_constant(original: ArrayLike, values: Sequence[int]) -> np.ndarray:
     """``values`` (checked Python ints) as a 1-D array of ``original``'s type if that is int32 or
     int64, else int64. Values beyond int64 (from uint64 or Python ints) clamp to its bounds,
     which selects the same slice, instead of wrapping around into another value."""
@@ -78,7 +92,7 @@ def index_constant(original, values):
     return np.array([min(max(v, bounds.min), bounds.max) for v in values], dtype=dtype if dtype in (np.int32, np.int64) else INT64)
 
 
-def check(graph, data, updates, start, stop, step, axes=None):
+def check(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, updates: trt.ITensor | Value, start: ArrayLike | trt.ITensor | Value, stop: ArrayLike | trt.ITensor | Value, step: ArrayLike | trt.ITensor | Value, axes: ArrayLike | trt.ITensor | Value | None = None) -> tuple[list[int] | trt.ITensor | Value, list[int] | trt.ITensor | Value, list[int] | trt.ITensor | Value, list[int] | trt.ITensor | Value]:
     """The oracle's rules on what is known at build time.
 
     Returns start, stop, step (each an int list, or the tensor itself where its values are known
@@ -112,7 +126,7 @@ def check(graph, data, updates, start, stop, step, axes=None):
     return start, stop, step, [axis % len(data_shape) for axis in axes]
 
 
-def lower_slice_scatter(graph, data, updates, start, stop, step, axes=None):
+def lower_slice_scatter(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, updates: trt.ITensor | Value, start: ArrayLike | trt.ITensor | Value, stop: ArrayLike | trt.ITensor | Value, step: ArrayLike | trt.ITensor | Value, axes: ArrayLike | trt.ITensor | Value | None = None) -> trt.ITensor | Value:
     """The native lowering on ``graph`` (a :class:`~trt_scatter.networks.graph.TensorRTGraph` or ``OnnxGraph``)."""
     start, stop, step, axes = check(graph, data, updates, start, stop, step, axes)
     if is_tensor(axes):
@@ -132,6 +146,14 @@ def lower_slice_scatter(graph, data, updates, start, stop, step, axes=None):
             coordinates = graph.arange(count)
         pieces.append((coordinates, [count]))
     return graph.scatter_rows(data, pieces, updates)
+
+
+def lower_node(graph: TensorRTGraph | OnnxGraph, node: OpNode, tensor: Callable[[str], trt.ITensor | Value]) -> trt.ITensor | Value:
+    """A model's SliceScatter node (a :class:`trt_scatter.model.node.OpNode`) lowered on ``graph``: parameters
+    the model holds as constants give constant geometry; ``tensor(name)``: the graph's value of an input."""
+    data, updates = tensor("data"), tensor("updates")
+    params = {name: node.constant(name) if node.constant(name) is not None else tensor(name) for name in ("start", "stop", "step", "axes") if name in node.inputs}
+    return lower_slice_scatter(graph, data, updates, params["start"], params["stop"], params["step"], params.get("axes"))
 
 
 def _entries(graph, values, count):
@@ -268,3 +290,33 @@ def _as_int64_vector(graph, values):
     if not is_tensor(values):
         return graph.constant(index_constant(np.int64(0), values))
     return values if graph.dtype_of(values) == INT64 else graph.cast(values, INT64)
+
+
+# ---- the example network (trt_scatter.networks.examples) ---------------------------------------
+
+
+def _example_shapes(params):
+    data_shape = params["data_shape"]
+    start, stop, step = (rules.as_int_vector(OP, key, params[key]) for key in ("start", "stop", "step"))
+    axes = None if params["axes"] is None else rules.as_int_vector(OP, "axes", params["axes"])
+    axes = check_slice_scatter(data_shape, (-1,) * len(data_shape), start, stop, step, axes)
+    return {"data": data_shape, "updates": slice_shape(data_shape, start, stop, step, axes)}
+
+
+def _example_updates(params, shapes):
+    # 10, 20, 30, ...: with the defaults, the values of SliceScatter-15's example 2.
+    updates_shape = shapes["updates"]
+    return {"updates": 10 * (1 + np.arange(int(np.prod(updates_shape)))).reshape(updates_shape)}
+
+
+def _add_example(network, inputs, params, index_dtype, impl="native"):
+    start, stop, step = (np.array(params[key], dtype=index_dtype) for key in ("start", "stop", "step"))
+    axes = None if params["axes"] is None else np.array(params["axes"], dtype=index_dtype)
+    return add_slice_scatter(network, inputs["data"], inputs["updates"], start, stop, step, axes, impl=impl)
+
+
+#: The defaults are SliceScatter-15's example 2; ``impl`` picks the builder's implementation.
+EXAMPLE = Example(
+    defaults={"data_shape": (2, 5), "start": (-25,), "stop": (25,), "step": (2,), "axes": (1,)},
+    shapes=_example_shapes, values=_example_updates, add=_add_example, options=("impl",),
+)

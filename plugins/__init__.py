@@ -1,4 +1,8 @@
-"""TensorRT plugins for OpenVINO's SliceScatter-15 and ScatterUpdate-3 (``trt_scatter.plugins``).
+"""TensorRT plugins for the ``trt_scatter`` ops: OpenVINO's SliceScatter-15 and ScatterUpdate-3, and the deterministic
+reductions ScatterElementsReduce and ScatterNDReduce (``trt_scatter.plugins``).
+
+Each op's kernel is ``plugins/<key>.cu`` and its launch ``plugins/<key>.py`` (:func:`module`, by the
+op's key in :mod:`trt_scatter.ops`); one plugin class serves them all (:mod:`.base`).
 
 Use them in either of two ways:
 
@@ -19,11 +23,23 @@ An engine holding these plugins runs only in a Python process that registered th
 that run without Python (trtexec, Triton), see :mod:`trt_scatter.plugins.aot` (TensorRT >= 10.9).
 """
 
+from __future__ import annotations
+
 import os
+from typing import TYPE_CHECKING
 
 from trt_scatter import backend
 from trt_scatter.log import logger
 from trt_scatter.ops import OPS
+from trt_scatter.plugins.kernels import PluginError, counted_errors, module, report_counted_error
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import tensorrt as trt
+
+
+__all__ = ["PluginError", "add_plugin_layer", "counted_errors", "fix_rtx_library_link", "module", "register", "report_counted_error"]
 
 PLUGIN_NAMES = tuple(OPS)
 RTX_LIBRARY = "libtensorrt_rtx.so"
@@ -31,31 +47,8 @@ RTX_LIBRARY = "libtensorrt_rtx.so"
 _creators = {}  # name -> creator; the registry holds no Python reference, so these must stay alive
 
 
-class PluginError(RuntimeError):
-    """A plugin cannot be created, registered or used as asked; the message says what to do instead."""
-
-
-_counted_errors = []  # what enqueue counted in debug mode, newest last
-
-
-def report_counted_error(message):
-    """Records what a plugin's kernel counted in debug mode (``TRT_SCATTER_DEBUG=1``), for :func:`counted_errors`."""
-    _counted_errors.append(message)
-
-
-def counted_errors():
-    """The messages of the errors the kernels counted in debug mode since the last call (each names its op), and forgets them.
-
-    A plugin's ``enqueue`` raises on a counted error, but TensorRT catches that exception and only
-    fails the inference; this is how a caller (``trt-scatter check``) learns which op it was.
-    """
-    errors = list(_counted_errors)
-    _counted_errors.clear()
-    return errors
-
-
-def register():
-    """Registers the SliceScatter and ScatterUpdate creators (once per process); returns them by name.
+def register() -> dict[str, trt.IPluginCreatorV3One]:
+    """Registers the creators of the ``trt_scatter`` ops' plugins (once per process); returns them by name.
 
     On TensorRT-RTX it first makes sure its ONNX parser can load the plugin machinery
     (:func:`fix_rtx_library_link`); without that the process aborts when the parser creates a plugin.
@@ -66,14 +59,12 @@ def register():
     if len(_creators) == len(PLUGIN_NAMES):
         return dict(_creators)
 
-    from trt_scatter.plugins.base import PLUGIN_NAMESPACE, PLUGIN_VERSION
-    from trt_scatter.plugins.scatter_update import ScatterUpdatePluginCreator
-    from trt_scatter.plugins.slice_scatter import SliceScatterPluginCreator
+    from trt_scatter.plugins.base import PLUGIN_NAMESPACE, PLUGIN_VERSION, ScatterPluginCreator
 
     registry = trt.get_plugin_registry()
     registered = {(c.name, c.plugin_version, c.plugin_namespace): c for c in registry.all_creators}
-    for creator_class in (SliceScatterPluginCreator, ScatterUpdatePluginCreator):
-        creator = creator_class()
+    for op in OPS.values():
+        creator = ScatterPluginCreator(op)
         existing = registered.get((creator.name, PLUGIN_VERSION, PLUGIN_NAMESPACE))
         if existing is not None:  # e.g. a second copy of this package: keep the first, do not fight it
             logger.debug("plugin creator %s already registered", creator.name)
@@ -84,14 +75,14 @@ def register():
     return dict(_creators)
 
 
-def rtx_library_folder():
+def rtx_library_folder() -> str:
     """The folder of the ``tensorrt_rtx_libs`` package, which holds ``libtensorrt_rtx.so.1``."""
     import tensorrt_rtx_libs
 
     return os.path.dirname(os.path.realpath(tensorrt_rtx_libs.__file__))
 
 
-def fix_rtx_library_link(folder=None):
+def fix_rtx_library_link(folder: str | None = None) -> str:
     """Ensures ``libtensorrt_rtx.so -> libtensorrt_rtx.so.1`` exists in ``folder`` (default: :func:`rtx_library_folder`).
 
     TensorRT-RTX's ONNX parser ``dlopen``s ``libtensorrt_rtx.so`` (its RPATH is ``$ORIGIN``) when
@@ -120,8 +111,8 @@ def fix_rtx_library_link(folder=None):
     return link
 
 
-def add_plugin_layer(network, op_name, inputs, fields=None):
-    """Adds a SliceScatter or ScatterUpdate plugin layer to ``network``; returns its output tensor.
+def add_plugin_layer(network: trt.INetworkDefinition, op_name: str, inputs: Sequence[trt.ITensor], fields: dict[str, int | str] | None = None) -> trt.ITensor:
+    """Adds the plugin layer of a ``trt_scatter`` op (e.g. ``"SliceScatter"``) to ``network``; returns its output tensor.
 
     ``inputs`` are the op's input tensors in spec order; ``fields`` maps plugin fields to values
     (e.g. ``{"inplace": 1}``). Needs ``INetworkDefinition.add_plugin_v3`` (full TensorRT);

@@ -1,18 +1,19 @@
-"""Ahead-of-time (AOT) plugins: SliceScatter and ScatterUpdate in engines that run without Python.
+"""Ahead-of-time (AOT) plugins: the ``trt_scatter`` ops in engines that run without Python.
 
 The Python plugins (:mod:`trt_scatter.plugins`) run their ``enqueue`` in the Python process that
 registered them, so an engine holding them cannot run in trtexec, Triton or any C++ runtime.
 TensorRT >= 10.9 lets a Python plugin hand over, at build time, a compiled kernel and how to launch
 it; TensorRT embeds both in the engine and launches the kernel itself at run time (NVIDIA/TensorRT
 ``python/packaging/bindings_wheel/tensorrt/plugin/_lib.py``, ``aot_impl``; CHANGELOG.md 10.9
-"Added support for Python AOT plugins"). :func:`register` defines both ops that way with the
+"Added support for Python AOT plugins"). :func:`register` defines every op that way with the
 ``tensorrt.plugin`` decorators, as plugins ``trt_scatter::SliceScatter`` and
 ``trt_scatter::ScatterUpdate`` (namespace = the ONNX domain; QDPs may not use the empty one):
 
 - ``register``: the output has data's shape and type and is aliased with data
   (:func:`output_desc`), after the Python plugins' build-time shape check (the oracle's rules);
-- ``autotune``: every element type of 1, 2, 4 or 8 bytes, shared by data, updates and the output;
-  int32 or int64 for each group of index inputs; LINEAR (:func:`type_combinations`);
+- ``autotune``: every element type of 1, 2, 4 or 8 bytes (of the op's kernel module's
+  ``AOT_ELEMENT_TYPES`` where it has one: the reductions take int32 and int64), shared by data,
+  updates and the output; int32 or int64 for each group of index inputs; LINEAR (:func:`type_combinations`);
 - ``aot_impl``: the kernel's (mangled) name and PTX (:func:`trt_scatter.plugins.cuda.aot_ptx`), and
   its grid and int32 arguments as symbolic expressions of the input shapes (:func:`kernel_launch`,
   built on plain functions of :mod:`trt_scatter.plugins.kernels` that the CPU tests run with ints).
@@ -61,28 +62,38 @@ _top_level,_export}.py``, ``include/impl/NvInferPythonPlugin.h``, ``include/NvIn
 ``examples/dynamo/nvrtc_aot_plugin.py`` (NVRTC PTX in ``aot_impl``).
 """
 
+from __future__ import annotations
+
+import inspect
 import itertools
 import typing
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from trt_scatter import backend
+from trt_scatter import backend, dtypes
 from trt_scatter.log import logger
-from trt_scatter.ops import DOMAIN, INDEX_TYPES as INDEX_DTYPES, OPS, SCATTER_UPDATE, SLICE_SCATTER
+from trt_scatter.ops import DOMAIN, OPS
 from trt_scatter.oracle.rules import ScatterInputError
-from trt_scatter.plugins import PluginError, cuda, kernels
+from trt_scatter.plugins import cuda, kernels
+from trt_scatter.plugins.kernels import PluginError, module
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import ModuleType
+
+    import tensorrt as trt
+    import tensorrt.plugin as trtp
+
+    from trt_scatter.ops import Op
 
 NAMESPACE = DOMAIN
 MIN_TENSORRT = (10, 9)
-#: TensorRT element types (``DataType`` names) the kernels can move, by size in bytes.
-ELEMENT_TYPES = {"FLOAT": 4, "HALF": 2, "BF16": 2, "INT8": 1, "UINT8": 1, "BOOL": 1, "FP8": 1, "E8M0": 1,
-                 "INT32": 4, "INT64": 8}
-INDEX_TYPES = {name.upper(): np.dtype(name).itemsize for name in INDEX_DTYPES}  #: ops.INDEX_TYPES by TensorRT's names
-KERNELS = {SLICE_SCATTER.name: "slice_scatter_aot", SCATTER_UPDATE.name: "scatter_update_aot"}
+INDEX_SIZES = {name.upper(): np.dtype(name).itemsize for name in dtypes.INDEX_TYPES}  #: index types by TensorRT's names -> bytes
 
 
-def plugin_id(op_name):
+def plugin_id(op_name: str) -> str:
     """``"trt_scatter::SliceScatter"``: how ``tensorrt.plugin`` names a plugin (namespace::name)."""
     return f"{NAMESPACE}::{op_name}"
 
@@ -91,43 +102,35 @@ def plugin_id(op_name):
 # Plain functions: descriptors in, plain values out (tested on the CPU with stand-in descriptors)
 
 
-def known_shape(shape_expr):
+def known_shape(shape_expr: trtp.ShapeExprs) -> tuple[int, ...]:
     """A ``tensorrt.plugin`` ``ShapeExprs`` as a shape tuple, -1 for a dimension that is not a
     build-time constant (or a "fake" one: TensorRT asks for output types before shapes exist)."""
     return tuple(-1 if dim.is_fake or not dim.is_constant else dim.constant_value() for dim in shape_expr)
 
 
-def _check_shapes(op, shapes):
-    """The Python plugins' build-time check (the oracle's rules on partly known shapes), reused."""
-    if op is SLICE_SCATTER:
-        from trt_scatter.plugins.slice_scatter import SliceScatterPlugin as plugin
-    else:
-        from trt_scatter.plugins.scatter_update import ScatterUpdatePlugin as plugin
-    plugin.check_shapes(shapes)
-
-
-def output_desc(op, inputs):
-    """The ``register`` function's body: checks the shapes TensorRT knows, returns data's descriptor
-    aliased with data (see the module docstring for why)."""
-    _check_shapes(op, [known_shape(desc.shape_expr) for desc in inputs])
+def output_desc(op: Op, inputs: Sequence[trtp.TensorDesc], attributes: dict[str, int | str] | None = None) -> trtp.TensorDesc:
+    """The ``register`` function's body: checks the shapes TensorRT knows (the Python plugins' build-time
+    check, the oracle's rules, for the node's ``attributes``), returns data's descriptor aliased with data
+    (see the module docstring for why)."""
+    module(op).check_shapes([known_shape(desc.shape_expr) for desc in inputs], **(attributes or {}))
     return inputs[0].aliased()
 
 
-def type_combinations(op, element_types):
+def type_combinations(op: Op, element_types: Sequence[str]) -> list[str]:
     """The ``autotune`` type strings (``AutoTuneCombination`` grammar, ``_autotune.py``), one per choice
     of index types: the element inputs and the output share one of ``element_types`` ("A|B|...",
     dependent), each group of index inputs (:attr:`OpSignature.index_inputs`) one of int32/int64."""
     elements = "|".join(element_types)
     leaders = list(dict.fromkeys(op.index_inputs.values()))
     combinations = []
-    for choice in itertools.product(INDEX_TYPES, repeat=len(leaders)):
+    for choice in itertools.product(INDEX_SIZES, repeat=len(leaders)):
         chosen = dict(zip(leaders, choice))
         types = [chosen[op.index_inputs[name]] if name in op.index_inputs else elements for name in op.inputs]
         combinations.append(", ".join(types + [elements]))
     return combinations
 
 
-def largest_shape(desc):
+def largest_shape(desc: trtp.TensorDesc) -> tuple[int, ...]:
     """The largest shape an input takes: its build-time shape, or its profile's max where dynamic."""
     dims = tuple(desc.shape)
     return tuple(desc.shape.max) if any(dim < 0 for dim in dims) else dims
@@ -151,31 +154,21 @@ class KernelLaunch:
     scalars: list  # ints or shape expressions
 
 
-def kernel_launch(op, inputs, ops=kernels.IntegerOps):
+def kernel_launch(op: Op, inputs: Sequence[trtp.TensorDesc], ops: Any = kernels.IntegerOps, attributes: dict[str, int | str] | None = None) -> KernelLaunch:
     """The launch of ``op``'s AOT kernel for input descriptors (``dtype``, ``shape_expr``, ``shape``):
-    checks the AOT limits on each input's largest shape, then derives the scalars and the grid
-    from ``shape_expr`` with ``ops`` (:class:`~trt_scatter.plugins.kernels.IntegerOps` on ints,
-    :class:`SymbolicOps` on TensorRT's expressions)."""
+    checks the AOT limits on each input's largest shape, then derives the scalars (the op's kernel
+    module's ``aot_scalars``) and the grid from ``shape_expr`` with ``ops``
+    (:class:`~trt_scatter.plugins.kernels.IntegerOps` on ints, :class:`SymbolicOps` on TensorRT's expressions)."""
     kernels.check_aot_limits(op.name, {name: largest_shape(desc) for name, desc in zip(op.inputs, inputs)})
     named = dict(zip(op.inputs, inputs))
-    element_size = _size(op, "data", named["data"], ELEMENT_TYPES, "an element type of 1, 2, 4 or 8 bytes")
-    updates_shape = list(named["updates"].shape_expr)
-    grid = kernels.aot_grid(updates_shape, ops)
-
-    def index_size(name):
-        return _size(op, name, named[name], INDEX_TYPES, f"type {' or '.join(INDEX_DTYPES)}")
-
-    if op is SLICE_SCATTER:
-        lengths = [named[name].shape_expr[0] for name in ("start", "stop", "step", "axes")]
-        scalars = kernels.slice_scatter_aot_scalars(
-            data_shape=list(named["data"].shape_expr), updates_shape=updates_shape,
-            axes_count=kernels.slice_scatter_axes_count(lengths, ops), param_itemsize=index_size("start"),
-            axes_itemsize=index_size("axes"))
-        return KernelLaunch(KERNELS[op.name], element_size, None, grid, scalars)
-    scalars = kernels.scatter_update_aot_scalars(
-        data_shape=list(named["data"].shape_expr), indices_shape=list(named["indices"].shape_expr),
-        updates_shape=updates_shape, axis_itemsize=index_size("axis"))
-    return KernelLaunch(KERNELS[op.name], element_size, index_size("indices"), grid, scalars)
+    element_size = _size(op, op.data_input, named[op.data_input], dtypes.KERNEL_TYPES, "an element type of 1, 2, 4 or 8 bytes")
+    itemsizes = {name: _size(op, name, named[name], INDEX_SIZES, f"type {' or '.join(dtypes.INDEX_TYPES)}") for name in op.inputs if name in op.index_inputs}
+    shapes = {name: list(desc.shape_expr) for name, desc in named.items()}
+    types = {name: dtypes.tensorrt_name(desc.dtype) for name, desc in named.items()}  # NumPy's names, by input
+    values = {name: a.default for name, a in op.attributes.items() if name != "inplace"} | dict(attributes or {})
+    scalars = module(op).aot_scalars(shapes, itemsizes, ops, types=types, **values)
+    index_itemsize = itemsizes[op.kernel_index] if op.kernel_index else None
+    return KernelLaunch(op.key + kernels.AOT_SUFFIX, element_size, index_itemsize, kernels.aot_grid(shapes[op.updates_input], ops), scalars)
 
 
 class SymbolicOps:
@@ -194,22 +187,22 @@ class SymbolicOps:
             return plain(a, b)
         return symbolic(self._expr(a), b)
 
-    def mul(self, a, b):
+    def mul(self, a: int | trtp.ShapeExpr, b: int | trtp.ShapeExpr) -> int | trtp.ShapeExpr:
         return self._binary(a, b, lambda x, y: x * y, lambda x, y: x * y)
 
-    def add(self, a, b):
+    def add(self, a: int | trtp.ShapeExpr, b: int | trtp.ShapeExpr) -> int | trtp.ShapeExpr:
         return self._binary(a, b, lambda x, y: x + y, lambda x, y: x + y)
 
-    def eq(self, a, b):
+    def eq(self, a: int | trtp.ShapeExpr, b: int | trtp.ShapeExpr) -> int | trtp.ShapeExpr:
         return self._binary(a, b, lambda x, y: int(x == y), lambda x, y: x == y)  # EQUAL: 1 or 0
 
-    def cdiv(self, a, b):
+    def cdiv(self, a: int | trtp.ShapeExpr, b: int | trtp.ShapeExpr) -> int | trtp.ShapeExpr:
         return self._binary(a, b, lambda x, y: -(-x // y), self.trtp.cdiv)
 
-    def min(self, a, b):
+    def min(self, a: int | trtp.ShapeExpr, b: int | trtp.ShapeExpr) -> int | trtp.ShapeExpr:
         return self._binary(a, b, min, self.trtp.min)
 
-    def max(self, a, b):
+    def max(self, a: int | trtp.ShapeExpr, b: int | trtp.ShapeExpr) -> int | trtp.ShapeExpr:
         return self._binary(a, b, max, self.trtp.max)
 
 
@@ -217,7 +210,7 @@ class SymbolicOps:
 # Registration (full TensorRT >= 10.9)
 
 
-def tensorrt_plugin():
+def tensorrt_plugin() -> tuple[ModuleType, ModuleType]:
     """``(tensorrt, tensorrt.plugin)`` of full TensorRT >= 10.9, or PluginError saying what is missing."""
     trt = backend.tensorrt()
     needed = f"the AOT plugins need full TensorRT >= {'.'.join(map(str, MIN_TENSORRT))} with its tensorrt.plugin package"
@@ -236,7 +229,7 @@ def tensorrt_plugin():
 _registered = {}
 
 
-def register():
+def register() -> dict[str, str]:
     """Defines ``trt_scatter::SliceScatter`` and ``trt_scatter::ScatterUpdate`` with ``tensorrt.plugin``
     (once per process) and so puts their creators in TensorRT's plugin registry, where the ONNX
     parser finds them for nodes with ``plugin_namespace="trt_scatter"`` and ``aot=1``. Returns the
@@ -249,9 +242,9 @@ def register():
     return dict(_registered)
 
 
-def compiled_kernel(op, inputs, trtp):
+def compiled_kernel(op: Op, inputs: Sequence[trtp.TensorDesc], trtp: ModuleType, attributes: dict[str, int | str] | None = None) -> tuple[str, str, trtp.KernelLaunchParams, trtp.SymIntExprs]:
     """The ``aot_impl`` result: (kernel name, PTX, KernelLaunchParams, SymIntExprs of int32 scalars)."""
-    launch = kernel_launch(op, inputs, SymbolicOps(trtp))
+    launch = kernel_launch(op, inputs, SymbolicOps(trtp), attributes)
     name, ptx = cuda.aot_ptx(launch.kernel, launch.element_size, launch.index_itemsize)
     params = trtp.KernelLaunchParams()
     params.grid_x = launch.grid
@@ -262,46 +255,64 @@ def compiled_kernel(op, inputs, trtp):
     return name, ptx, params, scalars
 
 
-def combinations(op, trt, trtp):
-    """The ``autotune`` result for this TensorRT's element types."""
-    element_types = [name for name in ELEMENT_TYPES if hasattr(trt.DataType, name)]
+def combinations(op: Op, trt: ModuleType, trtp: ModuleType) -> list[trtp.AutoTuneCombination]:
+    """The ``autotune`` result for this TensorRT's element types (those of the op's kernel module's
+    ``AOT_ELEMENT_TYPES``, NumPy's names, where it has one: kernels that compute take fewer)."""
+    element_types = [name for name in dtypes.KERNEL_TYPES if hasattr(trt.DataType, name)]
+    only = getattr(module(op), "AOT_ELEMENT_TYPES", None)
+    if only is not None:
+        element_types = [name for name in element_types if name in {dtypes.ELEMENT_TYPES[numpy_name] for numpy_name in only}]
     return [trtp.AutoTuneCombination(types, "LINEAR") for types in type_combinations(op, element_types)]
 
 
 def _define(trt, trtp):
-    """The decorated functions. Their parameter names are checked by ``tensorrt.plugin``
-    (``_validate.py``): the op's input names, then ``outputs`` (and ``tactic``)."""
+    """Defines every op's ``register``, ``autotune`` and ``aot_impl`` functions (:func:`_decorated`)."""
+    for op in OPS.values():
+        _decorated(op, trt, trtp)
+
+
+def _decorated(op, trt, trtp):
+    """``op``'s three decorated functions. ``tensorrt.plugin`` reads their signatures (``_validate.py``,
+    through ``inspect.signature``): the op's input names, annotated ``TensorDesc`` for ``register``, then its
+    attributes (typed, ``inplace`` aside: the AOT form always aliases), then ``outputs`` (and ``tactic``);
+    each gets the signature its op makes (``__signature__``)."""
     TensorDesc = trtp.TensorDesc
     Compiled = typing.Tuple[typing.Union[str, bytes], typing.Union[str, bytes], trtp.KernelLaunchParams, trtp.SymExprs]
     Combinations = typing.List[trtp.AutoTuneCombination]
+    plugin = plugin_id(op.name)
+    attributes = {name: type(attribute.default) for name, attribute in op.attributes.items() if name != "inplace"}
 
-    @trtp.register(plugin_id(SLICE_SCATTER.name))
-    def slice_scatter(data: TensorDesc, updates: TensorDesc, start: TensorDesc, stop: TensorDesc, step: TensorDesc,
-                      axes: TensorDesc) -> TensorDesc:
-        return output_desc(SLICE_SCATTER, (data, updates, start, stop, step, axes))
+    def signed(function, names, returns=inspect.Signature.empty, tensors=inspect.Parameter.empty):
+        annotations = {**dict.fromkeys(op.inputs, tensors), **attributes}
+        parameters = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotations.get(name, inspect.Parameter.empty))
+                      for name in names]  # fmt: skip
+        function.__signature__ = inspect.Signature(parameters, return_annotation=returns)
+        function.__name__ = function.__qualname__ = f"{op.key}_{function.__name__}"
+        return function
 
-    @trtp.autotune(plugin_id(SLICE_SCATTER.name))
-    def slice_scatter_autotune(data, updates, start, stop, step, axes, outputs) -> Combinations:
-        return combinations(SLICE_SCATTER, trt, trtp)
+    def split(args, kwargs):
+        """TensorRT's plugin classes pass the input descriptors positionally (``_plugin_class.py``), the
+        attributes either way: ``(inputs, attribute values)``."""
+        inputs, rest = args[: len(op.inputs)], args[len(op.inputs) :]
+        return inputs, {**dict(zip(attributes, rest)), **{name: kwargs[name] for name in attributes if name in kwargs}}
 
-    @trtp.aot_impl(plugin_id(SLICE_SCATTER.name))
-    def slice_scatter_aot(data, updates, start, stop, step, axes, outputs, tactic) -> Compiled:
-        return compiled_kernel(SLICE_SCATTER, (data, updates, start, stop, step, axes), trtp)
+    def register(*args, **kwargs):
+        return output_desc(op, *split(args, kwargs))
 
-    @trtp.register(plugin_id(SCATTER_UPDATE.name))
-    def scatter_update(data: TensorDesc, indices: TensorDesc, updates: TensorDesc, axis: TensorDesc) -> TensorDesc:
-        return output_desc(SCATTER_UPDATE, (data, indices, updates, axis))
+    def autotune(*args, **kwargs):
+        return combinations(op, trt, trtp)
 
-    @trtp.autotune(plugin_id(SCATTER_UPDATE.name))
-    def scatter_update_autotune(data, indices, updates, axis, outputs) -> Combinations:
-        return combinations(SCATTER_UPDATE, trt, trtp)
+    def aot_impl(*args, **kwargs):
+        inputs, values = split(args, kwargs)
+        return compiled_kernel(op, inputs, trtp, values)
 
-    @trtp.aot_impl(plugin_id(SCATTER_UPDATE.name))
-    def scatter_update_aot(data, indices, updates, axis, outputs, tactic) -> Compiled:
-        return compiled_kernel(SCATTER_UPDATE, (data, indices, updates, axis), trtp)
+    names = (*op.inputs, *attributes)
+    trtp.register(plugin)(signed(register, names, TensorDesc, tensors=TensorDesc))
+    trtp.autotune(plugin)(signed(autotune, (*names, "outputs"), Combinations))
+    trtp.aot_impl(plugin)(signed(aot_impl, (*names, "outputs", "tactic"), Compiled))
 
 
-def add_plugin_layer(network, op_name, inputs):
+def add_plugin_layer(network: trt.INetworkDefinition, op_name: str, inputs: Sequence[trt.ITensor]) -> trt.ITensor:
     """Adds the AOT form of ``op_name`` to a full-TensorRT ``network``; returns its output tensor.
 
     ``inputs``: every input of the op in order (SliceScatter's ``axes`` too). The builder config
@@ -313,7 +324,7 @@ def add_plugin_layer(network, op_name, inputs):
         raise PluginError(f"add_plugin_layer: unknown plugin {op_name!r}; known: {', '.join(OPS)}")
     if len(inputs) != len(op.inputs):
         raise PluginError(f"{op_name} (AOT) takes all of its inputs ({', '.join(op.inputs)}), got {len(inputs)}"
-                          + ("; give axes 0..n-1 for the default" if op is SLICE_SCATTER else ""))
+                          + (f"; give {op.axes_input} 0..n-1 for the default" if op.default_axes_from else ""))
     register()
     plugin = getattr(getattr(trtp.op, NAMESPACE), op_name)
     layer = network.add_plugin(plugin(*inputs), aot=True)

@@ -13,23 +13,35 @@ Nothing here touches the driver at import time: without a GPU (or without cuda-p
 works and the first use raises :class:`CudaUnavailableError` naming the cause.
 """
 
+from __future__ import annotations
+
+import contextlib
 import ctypes
 import hashlib
 import os
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from trt_scatter.log import logger
+from trt_scatter.ops import OPS
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import ModuleType
+
+    from cuda.bindings.driver import CUfunction
 
 SOURCE_DIR = Path(__file__).resolve().parent
-SOURCES = {"slice_scatter": "slice_scatter.cu", "scatter_update": "scatter_update.cu"}
-KERNELS = ("slice_scatter", "slice_scatter_aot", "scatter_update", "scatter_update_aot")  # two entries per source
 AOT_SUFFIX = "_aot"
+_OPS_BY_KEY = {op.key: op for op in OPS.values()}  # every trt_scatter op has a kernel: plugins/<key>.cu
+SOURCES = {key: f"{key}.cu" for key in _OPS_BY_KEY}
+KERNELS = tuple(key + suffix for key in _OPS_BY_KEY for suffix in ("", AOT_SUFFIX))  # two entries per source
 # The virtual architecture of the AOT PTX: the oldest TensorRT 10 supports (Turing), so the PTX an
 # engine carries JIT-compiles on any GPU the engine may run on; the kernels use nothing newer.
 AOT_PTX_ARCH = 75
-HEADERS = ("scatter_common.cuh",)
+HEADERS = tuple(sorted(path.name for path in SOURCE_DIR.glob("*.cuh")))  # every header the sources may include
 CACHE_ENV = "TRT_SCATTER_CACHE_DIR"
 # -lineinfo: compute-sanitizer and profilers name source lines (unlike -G it keeps every optimization).
 NVRTC_OPTIONS = ("-std=c++17", "-default-device", "-lineinfo")
@@ -84,7 +96,7 @@ def _binding(name):
 _nvrtc_module = None
 
 
-def nvrtc():
+def nvrtc() -> ModuleType:
     """The ``cuda.bindings.nvrtc`` module with its library loaded, or CudaUnavailableError."""
     global _nvrtc_module
     if _nvrtc_module is not None:
@@ -105,26 +117,28 @@ def nvrtc():
     return module
 
 
-def nvrtc_version():
+def nvrtc_version() -> tuple[int, int]:
     err, major, minor = nvrtc().nvrtcVersion()
     return major, minor
 
 
-def source_name(kernel):
+def source_name(kernel: str) -> str:
     """The .cu file that holds ``kernel`` (either entry point of an op)."""
     return SOURCES[kernel.removesuffix(AOT_SUFFIX)]
 
 
-def name_expression(kernel, element_size, index_itemsize=None):
-    """The C++ name of one kernel instantiation, e.g. ``scatter_update_aot<unsigned int, long long>``."""
+def name_expression(kernel: str, element_size: int, index_itemsize: int | None = None) -> str:
+    """The C++ name of one kernel instantiation, e.g. ``scatter_update_aot<unsigned int, long long>``: templated
+    on an unsigned type of the element's size, and on the index type where the op says its kernel is
+    (:attr:`trt_scatter.ops.Op.kernel_index`)."""
     element = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}[element_size]
-    if kernel.startswith("slice_scatter"):
+    if _OPS_BY_KEY[kernel.removesuffix(AOT_SUFFIX)].kernel_index is None:
         return f"{kernel}<{element}>"
     index = {4: "int", 8: "long long"}[index_itemsize]
     return f"{kernel}<{element}, {index}>"
 
 
-def source_digest():
+def source_digest() -> str:
     """Hash of everything a CUBIN depends on besides its key: sources, NVRTC version, options."""
     digest = hashlib.sha256()
     for name in sorted(SOURCES.values()) + sorted(HEADERS):
@@ -133,13 +147,13 @@ def source_digest():
     return digest.hexdigest()[:16]
 
 
-def cache_key(kernel, element_size, index_itemsize, arch):
+def cache_key(kernel: str, element_size: int, index_itemsize: int | None, arch: int) -> str:
     """The cache file stem for one instantiation on one architecture (``arch`` as 90 for sm_90)."""
     index = f"i{8 * index_itemsize}" if index_itemsize else "any"
     return f"{kernel}-e{element_size}-{index}-sm{arch}-{source_digest()}"
 
 
-def cache_dir():
+def cache_dir() -> Path:
     """``$TRT_SCATTER_CACHE_DIR``, else ``$XDG_CACHE_HOME/trt-scatter``, else ``~/.cache/trt-scatter``."""
     if os.environ.get(CACHE_ENV):
         return Path(os.environ[CACHE_ENV])
@@ -189,19 +203,19 @@ def _compile(kernel, element_size, index_itemsize, architecture, *outputs):
     return (lowered.decode() if isinstance(lowered, bytes) else lowered, *results)
 
 
-def compile_cubin(kernel, element_size, index_itemsize, arch):
+def compile_cubin(kernel: str, element_size: int, index_itemsize: int | None, arch: int) -> tuple[bytes, str]:
     """Compiles one instantiation with NVRTC for ``sm_<arch>``; returns ``(cubin bytes, lowered name)``."""
     lowered, image = _compile(kernel, element_size, index_itemsize, f"sm_{arch}", "CUBIN")
     return image, lowered
 
 
-def compile_ptx(kernel, element_size, index_itemsize, arch):
+def compile_ptx(kernel: str, element_size: int, index_itemsize: int | None, arch: int) -> tuple[str, str]:
     """Compiles one instantiation with NVRTC for ``compute_<arch>``; returns ``(PTX text, lowered name)``."""
     lowered, ptx = _compile(kernel, element_size, index_itemsize, f"compute_{arch}", "PTX")
     return ptx.rstrip(b"\0").decode(), lowered
 
 
-def aot_ptx_arch(supported=None):
+def aot_ptx_arch(supported: Sequence[int] | None = None) -> int:
     """:data:`AOT_PTX_ARCH`, or the oldest architecture above it this NVRTC supports."""
     if supported is None:
         supported = nvrtc().nvrtcGetSupportedArchs()[1]
@@ -214,7 +228,7 @@ def aot_ptx_arch(supported=None):
 _aot_ptx = {}
 
 
-def aot_ptx(kernel, element_size, index_itemsize=None):
+def aot_ptx(kernel: str, element_size: int, index_itemsize: int | None = None) -> tuple[str, str]:
     """``(lowered name, PTX text)`` of an AOT entry point (``slice_scatter_aot`` or ``scatter_update_aot``):
     what the AOT plugin hands TensorRT to embed in the engine. Compiled once per process."""
     if not kernel.endswith(AOT_SUFFIX):
@@ -229,7 +243,7 @@ def aot_ptx(kernel, element_size, index_itemsize=None):
         return _aot_ptx[key]
 
 
-def ptx_isa_version(ptx):
+def ptx_isa_version(ptx: str) -> str | None:
     """The ``.version`` of a PTX text (e.g. ``"9.0"``): a driver JIT-compiles only versions it knows."""
     for line in ptx.splitlines():
         if line.startswith(".version"):
@@ -237,33 +251,40 @@ def ptx_isa_version(ptx):
     return None
 
 
-_MAGIC = b"trt-scatter-cubin-1\n"
+_MAGIC = b"trt-scatter-cubin-2\n"  # then the CUBIN's SHA-256 (hex), its lowered name and the CUBIN, the first two each ending a line
 _cubins = {}
 _cubins_lock = threading.Lock()
 
 
 def _read_cache_file(path):
+    """``(cubin, lowered name)`` from a cache file, or None where it is missing, unreadable, of another format or
+    damaged (truncated, overwritten): its digest must match, so a damaged CUBIN is compiled again, never loaded."""
     try:
         blob = path.read_bytes()
     except OSError:
         return None
-    if not blob.startswith(_MAGIC) or b"\n" not in blob[len(_MAGIC):]:
+    digest, _, rest = blob.removeprefix(_MAGIC).partition(b"\n") if blob.startswith(_MAGIC) else (b"", b"", b"")
+    name, _, cubin = rest.partition(b"\n")
+    if not cubin or hashlib.sha256(name + b"\n" + cubin).hexdigest().encode() != digest:
+        logger.info("trt-scatter: kernel cache file %s is damaged or of another version: compiling again", path)
         return None
-    name, _, cubin = blob[len(_MAGIC):].partition(b"\n")
-    return (cubin, name.decode()) if cubin else None
+    return cubin, name.decode()
 
 
 def _write_cache_file(path, cubin, lowered):
+    body = lowered.encode() + b"\n" + cubin
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        temporary.write_bytes(_MAGIC + lowered.encode() + b"\n" + cubin)
+        temporary.write_bytes(_MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
         os.replace(temporary, path)  # atomic: concurrent processes never see half a file
     except OSError as error:
         logger.warning("trt-scatter: cannot write the kernel cache %s: %s", path, error)
+        with contextlib.suppress(OSError):  # a write that failed midway (a full disk) leaves no temporary file
+            temporary.unlink()
 
 
-def cubin(kernel, element_size, index_itemsize, arch):
+def cubin(kernel: str, element_size: int, index_itemsize: int | None, arch: int) -> tuple[bytes, str]:
     """``(cubin, lowered name)`` for one instantiation: from memory, else from disk, else NVRTC."""
     key = cache_key(kernel, element_size, index_itemsize, arch)
     with _cubins_lock:
@@ -287,7 +308,7 @@ _driver_module = None
 _driver_lock = threading.Lock()
 
 
-def driver():
+def driver() -> ModuleType:
     """``cuda.bindings.driver`` after a successful ``cuInit``, or CudaUnavailableError saying why."""
     global _driver_module
     if _driver_module is not None:
@@ -309,7 +330,7 @@ def driver():
         return module
 
 
-def check(result, what):
+def check(result: tuple, what: str) -> Any:
     """Unpacks a cuda-python driver result ``(err, *values)``; raises CudaError naming ``what``."""
     err, *values = result
     if err != driver().CUresult.CUDA_SUCCESS:
@@ -379,19 +400,19 @@ def _context(stream=None):
     return state
 
 
-def device_arch():
+def device_arch() -> int:
     """The current device's compute capability as an int (90 for sm_90)."""
     return _context().arch
 
 
-def sm_count():
+def sm_count() -> int:
     return _context().sm_count
 
 
 _functions_lock = threading.Lock()
 
 
-def kernel(name, element_size, index_itemsize=None, stream=None):
+def kernel(name: str, element_size: int, index_itemsize: int | None = None, stream: int | None = None) -> tuple[CUfunction, int]:
     """``(CUfunction, SM count)`` of one instantiation in ``stream``'s context (without a stream:
     the current one), compiled and loaded on first use; one context lookup serves both."""
     state = _context(stream)
@@ -410,7 +431,7 @@ def kernel(name, element_size, index_itemsize=None, stream=None):
     return found, state.sm_count
 
 
-def load_aot_ptx(name, element_size, index_itemsize=None):
+def load_aot_ptx(name: str, element_size: int, index_itemsize: int | None = None) -> CUfunction:
     """Loads the PTX of an AOT entry point (what an engine built with the AOT plugins carries) through
     the driver's JIT into the current context; returns the CUfunction. A driver older than the NVRTC
     that wrote the PTX rejects its ISA version: the CudaError then names that version."""
@@ -421,7 +442,7 @@ def load_aot_ptx(name, element_size, index_itemsize=None):
     return check(cuda.cuModuleGetFunction(module, lowered.encode()), f"cuModuleGetFunction({lowered})")
 
 
-def target_arch(device_arch, supported=None):
+def target_arch(device_arch: int, supported: Sequence[int] | None = None) -> int:
     """The arch to build a CUBIN for: the device's own, else (an NVRTC that does not know it) the
     newest supported one of the same major version not above it, which the device also runs."""
     if supported is None:
@@ -434,28 +455,28 @@ def target_arch(device_arch, supported=None):
     return max(same_major)
 
 
-def launch(kernel_function, grid, block, stream, params_address):
+def launch(kernel_function: CUfunction, grid: int, block: int, stream: int, params_address: int) -> None:
     """``cuLaunchKernel`` with ``kernelParams`` = the address of a ``void*[]`` array."""
     check(driver().cuLaunchKernel(kernel_function, grid, 1, 1, block, 1, 1, 0, stream, params_address, 0), "cuLaunchKernel")
 
 
-def memset_u32_async(address, value, count, stream):
+def memset_u32_async(address: int, value: int, count: int, stream: int) -> None:
     check(driver().cuMemsetD32Async(address, value, count, stream), "cuMemsetD32Async")
 
 
-def memcpy_dtod_async(destination, source, nbytes, stream):
+def memcpy_dtod_async(destination: int, source: int, nbytes: int, stream: int) -> None:
     check(driver().cuMemcpyDtoDAsync(destination, source, nbytes, stream), "cuMemcpyDtoDAsync")
 
 
-def memcpy_dtoh(host_address, source, nbytes):
+def memcpy_dtoh(host_address: int, source: int, nbytes: int) -> None:
     check(driver().cuMemcpyDtoH(host_address, source, nbytes), "cuMemcpyDtoH")
 
 
-def stream_synchronize(stream):
+def stream_synchronize(stream: int) -> None:
     check(driver().cuStreamSynchronize(stream), "cuStreamSynchronize")
 
 
-def stream_is_capturing(stream):
+def stream_is_capturing(stream: int) -> bool:
     """True while ``stream`` is being captured into a CUDA graph, when waiting for it is illegal."""
     cuda = driver()
     err, status = cuda.cuStreamIsCapturing(stream)

@@ -1,4 +1,4 @@
-// Shared pieces of the trt-scatter kernels (slice_scatter.cu, scatter_update.cu).
+// Shared pieces of the trt-scatter kernels (slice_scatter.cu, scatter_update.cu, tensor_scatter.cu).
 //
 // The kernels move bytes: they are templates on an unsigned type of the element's size and
 // never look at values. The same source compiles with NVRTC for the GPU and with g++ after
@@ -54,6 +54,20 @@ struct ScatterUpdateArgs {
     int indices_rank;
     int updates_rank;
     int axis_itemsize;  // 4 or 8
+};
+
+struct TensorScatterArgs {
+    char* output;
+    const char* update;
+    const void* write_indices;  // null: every batch row writes from position 0
+    unsigned int* error_flag;
+    i64 cache_shape[TRT_SCATTER_MAX_RANK];
+    i64 update_shape[TRT_SCATTER_MAX_RANK];
+    i64 index_count;  // write_indices' length (one per batch row)
+    int rank;
+    int axis;  // in [1, rank-1]
+    int circular;  // 0: linear, 1: circular
+    int index_itemsize;  // of write_indices: 4 or 8
 };
 
 // An AOT entry point receives each shape as TRT_SCATTER_MAX_RANK int32 scalars (unused trailing

@@ -59,6 +59,21 @@ needs_full_tensorrt = pytest.mark.skipif(not HAS_FULL_TENSORRT, reason="needs fu
 needs_gxx = pytest.mark.skipif(not HAS_GXX, reason="needs g++ to run the kernels on the CPU")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def kernel_cache(tmp_path_factory):
+    """One kernel cache (TRT_SCATTER_CACHE_DIR) for the whole run, its xdist workers and the processes they
+    start, unless the environment names one: an instantiation NVRTC compiled once is not compiled again
+    (the compile tests, the GPU-check rehearsal and the launch tests share sm_90's)."""
+    if os.environ.get("TRT_SCATTER_CACHE_DIR"):
+        yield os.environ["TRT_SCATTER_CACHE_DIR"]
+        return
+    base = tmp_path_factory.getbasetemp()  # pytest-N, or pytest-N/popen-gwK for an xdist worker
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "kernel-cache"  # this run's only: cold, as on a fresh machine
+    os.environ["TRT_SCATTER_CACHE_DIR"] = str(folder)
+    yield str(folder)
+    del os.environ["TRT_SCATTER_CACHE_DIR"]
+
+
 @pytest.fixture(scope="session")
 def shim():
     """The kernels' CPU build (tests/kernel_shim), loaded once: tests that run kernels on the CPU take it."""

@@ -11,7 +11,7 @@ import pytest
 
 import trt_scatter.plugins as plugins
 from trt_scatter.backend import tensorrt
-from trt_scatter.log import trt_logger
+from trt_scatter.backend import trt_logger
 
 INT32_MAX, INT32_MIN = 2**31 - 1, -(2**31)
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
@@ -33,9 +33,9 @@ def new_network():
 
 
 def add_input(network, name, dtype, shape):
-    from trt_scatter.networks.graph import trt_dtype
+    from trt_scatter.dtypes import to_tensorrt
 
-    return network.add_input(name, trt_dtype(dtype), tuple(shape))
+    return network.add_input(name, to_tensorrt(dtype), tuple(shape))
 
 
 def build(builder, network, profile=None):

@@ -7,13 +7,20 @@ np.indices, never with the oracle, so comparing them with the oracle is a real d
 """
 
 import os
+import signal
 import subprocess
 import sys
+import tempfile
+import time
+import traceback
 from pathlib import Path
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
+
+from trt_scatter import onnx_models
+from trt_scatter.ops import SCATTER_UPDATE, SLICE_SCATTER
 
 PLUGIN_DOMAIN = "trt_scatter"
 OPSET = 17
@@ -60,27 +67,21 @@ def scatter_nd_model(data_shape, indices_shape, updates_shape, dtype=np.float32,
 
 def slice_scatter_model(data_shape, updates_shape, start, stop, step, axes=None, dtype=np.float32, param_dtype=np.int64,
                         constant_params=True):
-    """A SliceScatter plugin node; start/stop/step/axes are initializers (constant_params=True), graph inputs
-    (False), or initializers for the names in constant_params and graph inputs for the others."""
-    names = ["start", "stop", "step"] + (["axes"] if axes is not None else [])
-    values = [start, stop, step] + ([axes] if axes is not None else [])
-    node = helper.make_node("SliceScatter", ["data", "updates"] + names, ["output"], domain=PLUGIN_DOMAIN)
-    inputs = [info("data", data_shape, dtype), info("updates", updates_shape, dtype)]
-    initializers = []
-    for name, value in zip(names, values):
-        if constant_params is True or (constant_params is not False and name in constant_params):
-            initializers.append(numpy_helper.from_array(np.asarray(value, dtype=param_dtype), name))
-        else:
-            inputs.append(info(name, [len(value)], param_dtype))
-    return _model([node], inputs, info("output", data_shape, dtype), initializers, plugin=True)
+    """A SliceScatter plugin node (onnx_models.node_model: not checked); start/stop/step/axes are initializers
+    (constant_params=True), graph inputs (False), or initializers for the names in constant_params and graph
+    inputs for the others."""
+    params = {"start": start, "stop": stop, "step": step} | ({} if axes is None else {"axes": axes})
+    constant = {name: constant_params is True or (constant_params is not False and name in constant_params) for name in params}
+    inputs = {"data": (data_shape, dtype), "updates": (updates_shape, dtype)}
+    inputs |= {name: np.asarray(value, dtype=param_dtype) if constant[name] else ([len(value)], param_dtype) for name, value in params.items()}
+    return onnx_models.node_model(SLICE_SCATTER, inputs, dtype=dtype)
 
 
 def scatter_update_model(data_shape, indices_shape, updates_shape, axis, dtype=np.float32, index_dtype=np.int64):
-    """A ScatterUpdate plugin node with indices and updates as graph inputs and a constant axis."""
-    node = helper.make_node("ScatterUpdate", ["data", "indices", "updates", "axis"], ["output"], domain=PLUGIN_DOMAIN)
-    inputs = [info("data", data_shape, dtype), info("indices", indices_shape, index_dtype), info("updates", updates_shape, dtype)]
-    axis_init = numpy_helper.from_array(np.asarray(axis, dtype=index_dtype), "axis")
-    return _model([node], inputs, info("output", data_shape, dtype), [axis_init], plugin=True)
+    """A ScatterUpdate plugin node (onnx_models.node_model: not checked) with indices and updates as graph inputs
+    and a constant axis."""
+    inputs = {"data": (data_shape, dtype), "indices": (indices_shape, index_dtype), "updates": (updates_shape, dtype), "axis": np.asarray(axis, dtype=index_dtype)}
+    return onnx_models.node_model(SCATTER_UPDATE, inputs, dtype=dtype)
 
 
 def _native_scatter_nd(data_shape, updates_shape, coordinates, dtype):
@@ -131,20 +132,117 @@ def _console_script(name, module_main):
     return [sys.executable, "-c", f"import sys; from {module_main} import main; sys.argv[0] = {name!r}; sys.exit(main())"]
 
 
-def run_tool(name, args, env=None, cwd=None):
-    """Runs ``polygraphy`` or ``trt-scatter`` with ``args``; returns the CompletedProcess (text, both streams)."""
-    command = _console_script(name, {"polygraphy": "polygraphy.tools", "trt-scatter": "trt_scatter.cli"}[name])
-    return subprocess.run(
-        command + [str(a) for a in args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        cwd=cwd,
-        timeout=300,
-    )
+def _logger_state():
+    """What a new process's polygraphy logger is (its severities, as ``{module: severity}``): the commands set
+    it (trt-scatter's quiet it), and a forked child must start from a new process's, whatever tests in this
+    one did to it."""
+    from polygraphy.logger import G_LOGGER
+
+    return dict(G_LOGGER.module_severity.trie)
+
+
+_NEW_PROCESS_LOGGER = _logger_state()
+
+
+def _entry_point(name):
+    """The function the console script ``name`` calls (it reads ``sys.argv``)."""
+    if name == "trt-scatter":
+        from trt_scatter.cli import main
+    else:
+        from polygraphy.tools import main
+    return main
+
+
+def _restore_logger():
+    from polygraphy.logger import G_LOGGER
+
+    G_LOGGER.module_severity = dict(_NEW_PROCESS_LOGGER)
+
+
+def run_tool(name, args, env=None, cwd=None, fresh=False):
+    """Runs ``polygraphy`` or ``trt-scatter`` with ``args`` as its command line does; returns a CompletedProcess
+    (text, both streams).
+
+    In a forked child of this process (:func:`run_forked`): the modules are imported already, so no
+    interpreter starts, and whatever the command changes (environment, working directory, logging,
+    TensorRT's and the plugins' state) ends with the child. ``fresh``: a new interpreter instead, for what
+    a fork would inherit (the TensorRT backend this process resolved, registered plugins).
+    """
+    argv = [str(a) for a in args]
+    if fresh or not hasattr(os, "fork"):
+        return subprocess.run(_console_script(name, {"polygraphy": "polygraphy.tools", "trt-scatter": "trt_scatter.cli"}[name]) + argv,
+                              capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=cwd, timeout=300)
+    main = _entry_point(name)
+
+    def command():
+        _restore_logger()
+        return main(argv) if name == "trt-scatter" else main()
+
+    return run_forked(command, [name, *argv], env, cwd)
+
+
+def run_python(source, args=(), env=None, cwd=None):
+    """``python SCRIPT ARGS`` (``source`` a path) or ``python -c CODE ARGS`` (``source`` code) in a forked child
+    (:func:`run_forked`); returns a CompletedProcess (text, both streams)."""
+    import runpy
+
+    argv = [str(a) for a in args]
+    if isinstance(source, Path):
+
+        def script():
+            sys.path.insert(0, str(source.parent))  # as `python SCRIPT` puts the script's folder first
+            runpy.run_path(str(source), run_name="__main__")
+            return 0
+
+        return run_forked(script, [str(source), *argv], env, cwd)
+    return run_forked(lambda: exec(compile(source, "<string>", "exec"), {"__name__": "__main__"}) or 0, ["-c", *argv], env, cwd)
+
+
+def run_forked(function, argv, env=None, cwd=None, timeout=300):
+    """Runs ``function()`` in a forked child whose ``sys.argv`` is ``argv``, environment ``os.environ`` updated
+    with ``env``, working directory ``cwd``, and file descriptors 1 and 2 captured; its return value (or its
+    SystemExit's code) is the exit code. Returns a CompletedProcess (text, both streams)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: the function, then _exit with its code (never back into pytest)
+            code = 1
+            try:
+                os.dup2(out.fileno(), 1)
+                os.dup2(err.fileno(), 2)
+                sys.stdout, sys.stderr = open(1, "w", closefd=False), open(2, "w", closefd=False)
+                os.environ.update(env or {})
+                if cwd is not None:
+                    os.chdir(cwd)
+                sys.argv = list(argv)
+                code = function()
+            except SystemExit as exit:
+                code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else (print(exit.code, file=sys.stderr) or 1))
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code or 0)
+        deadline = time.monotonic() + timeout
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                raise subprocess.TimeoutExpired(argv, timeout)
+            time.sleep(0.01)
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(argv, os.waitstatus_to_exitcode(status), out.read().decode(errors="replace"), err.read().decode(errors="replace"))
 
 
 __all__ = [
+    "run_forked",
+    "run_python",
     "run_tool",
     "save",
     "scatter_elements_model",

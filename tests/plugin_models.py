@@ -19,9 +19,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from trt_scatter import oracle, plugins
+from trt_scatter import onnx_models, oracle, plugins
+from trt_scatter.dtypes import BFLOAT16
+from trt_scatter.ops import OPS, SCATTER_UPDATE, SLICE_SCATTER
 from trt_scatter.backend import tensorrt
-from trt_scatter.log import trt_logger
+from trt_scatter.backend import trt_logger
 
 DOMAIN = "trt_scatter"
 
@@ -46,29 +48,29 @@ def _tensor(name, values, dtype):
     return numpy_helper.from_array(np.asarray(values, dtype=dtype), name)
 
 
-def _model(node, inputs, initializers, output_shape, dtype):
-    graph = helper.make_graph(
-        [node], node.op_type.lower(), inputs, [_value_info("output", dtype, output_shape)], initializer=initializers
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)])
+def _model(op, inputs, dtype, attributes):
+    """``op``'s node (onnx_models.node_model), checked as ONNX's full checker checks it (the ops' schemas registered)."""
+    model = onnx_models.node_model(op, inputs, attributes, dtype=_np_dtype(dtype))
     onnx.checker.check_model(model, full_check=True)
     return model
+
+
+def _np_dtype(dtype):
+    return BFLOAT16 if dtype == "bfloat16" else np.dtype(dtype)
 
 
 def slice_scatter_model(data_shape, updates_shape, start, stop, step, axes=None, dtype="float32", param_dtype="int64", **attrs):
     """``SliceScatter(data, updates, start, stop, step[, axes])`` with data/updates as graph inputs (str dims are dynamic)."""
     params = {"start": start, "stop": stop, "step": step} | ({} if axes is None else {"axes": axes})
-    node = helper.make_node("SliceScatter", ["data", "updates", *params], ["output"], domain=DOMAIN, **attrs)
-    inputs = [_value_info("data", dtype, data_shape), _value_info("updates", dtype, updates_shape)]
-    return _model(node, inputs, [_tensor(name, v, param_dtype) for name, v in params.items()], data_shape, dtype)
+    inputs = {"data": (data_shape, _np_dtype(dtype)), "updates": (updates_shape, _np_dtype(dtype))}
+    return _model(SLICE_SCATTER, inputs | {name: np.asarray(v, dtype=param_dtype) for name, v in params.items()}, dtype, attrs)
 
 
 def scatter_update_model(data_shape, indices, updates_shape, axis, dtype="float32", index_dtype="int64", axis_dtype="int64", **attrs):
     """``ScatterUpdate(data, indices, updates, axis)`` with data/updates as graph inputs, indices/axis constant."""
-    node = helper.make_node("ScatterUpdate", ["data", "indices", "updates", "axis"], ["output"], domain=DOMAIN, **attrs)
-    inputs = [_value_info("data", dtype, data_shape), _value_info("updates", dtype, updates_shape)]
-    initializers = [_tensor("indices", indices, index_dtype), _tensor("axis", axis, axis_dtype)]
-    return _model(node, inputs, initializers, data_shape, dtype)
+    inputs = {"data": (data_shape, _np_dtype(dtype)), "indices": np.asarray(indices, dtype=index_dtype),
+              "updates": (updates_shape, _np_dtype(dtype)), "axis": np.asarray(axis, dtype=axis_dtype)}
+    return _model(SCATTER_UPDATE, inputs, dtype, attrs)
 
 
 def build(model, profile=None, aliasing=False):
@@ -305,14 +307,18 @@ class HostKernels:
 
 
 def use_host_kernels(monkeypatch, debug=False):
-    """Makes ``from trt_scatter.plugins import kernels`` (in enqueue) return a :class:`HostKernels`."""
+    """Makes ``from trt_scatter.plugins import kernels`` (in enqueue) return a :class:`HostKernels`, whose
+    launches the ops' kernel modules (``plugins/<key>.py``) then call."""
     import sys
 
     import trt_scatter.plugins
+    from trt_scatter.plugins import scatter_update, slice_scatter
 
     kernels = HostKernels(debug)
     monkeypatch.setitem(sys.modules, "trt_scatter.plugins.kernels", kernels)
     monkeypatch.setattr(trt_scatter.plugins, "kernels", kernels, raising=False)
+    monkeypatch.setattr(slice_scatter, "launch_slice_scatter", kernels.launch_slice_scatter)
+    monkeypatch.setattr(scatter_update, "launch_scatter_update", kernels.launch_scatter_update)
     return kernels
 
 
@@ -443,3 +449,18 @@ def forked(test):
             raise AssertionError(f"the forked build process died (wait status {status})")
 
     return run
+
+
+def reduce_model(op_type, data_shape, indices_shape, updates_shape, dtype="float32", index_dtype="int64", indices=None, **attrs):
+    """``ScatterElementsReduce`` or ``ScatterNDReduce(data, indices, updates)`` with every input a graph input (str dims are
+    dynamic), or ``indices`` an initializer of these values."""
+    index = (indices_shape, np.dtype(index_dtype)) if indices is None else np.asarray(indices, dtype=index_dtype)
+    inputs = {"data": (data_shape, _np_dtype(dtype)), "indices": index, "updates": (updates_shape, _np_dtype(dtype))}
+    return _model(OPS[op_type], inputs, dtype, attrs)
+
+
+def enqueue_with_workspace(plugin, arrays, output=None):
+    """:func:`enqueue` with a workspace of the size the plugin asks for (its inputs' shapes as the largest)."""
+    descs = [dynamic_desc(array.shape, array.dtype) for array in arrays]
+    workspace = np.zeros(max(plugin.get_workspace_size(descs, []), 4), np.uint8)
+    return enqueue(plugin, arrays, output=output, workspace=workspace)

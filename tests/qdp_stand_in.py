@@ -7,7 +7,8 @@ with the real API fails here:
 
 - ``register``/``autotune``/``aot_impl`` validate a function's signature as ``_validate.py`` does
   (``_parse_register_inputs``, ``_parse_register_return``, ``_validate_autotune``,
-  ``_validate_aot_impl``): annotations, parameter names in order, return annotations;
+  ``_validate_aot_impl``): annotations, parameter names in order (the tensors, then the attributes, of
+  a serializable builtin type, never interspersed), return annotations;
 - ``ShapeExpr`` has ``+ - * ==`` with ints on the right only, ``is_fake``/``is_constant`` as
   properties and ``constant_value()`` as a method; ``cdiv``/``min``/``max`` refuse two ints
   (``_tensor.py``, ``_top_level.py``);
@@ -212,7 +213,9 @@ class _Op:
 
 
 op = _Op()
-REGISTRY = {}  #: plugin id -> {"register": f, "autotune": f, "aot_impl": f, "inputs": [names]}
+REGISTRY = {}  #: plugin id -> {"register": f, "autotune": f, "aot_impl": f, "inputs": [names], "attributes": {name: type}}
+SERIALIZABLE_BUILTIN_TYPES = (int, float, bytes, bool, str)  # _validate.py
+DISALLOWED_ATTR_NAMES = {"outputs", "stream", "tactic"}
 
 
 def register(plugin_id, lazy_register=False):
@@ -222,19 +225,28 @@ def register(plugin_id, lazy_register=False):
 
     def decorator(function):
         signature = inspect.signature(function)
-        inputs = []
-        for parameter_name, parameter in signature.parameters.items():
+        inputs, attributes = [], {}
+        for index, (parameter_name, parameter) in enumerate(signature.parameters.items()):
             if parameter.annotation is inspect.Parameter.empty:
                 raise ValueError(f"Argument {parameter_name} does not have a type annotation.")
             if parameter.default is not inspect.Parameter.empty:
                 raise ValueError(f"Argument {parameter_name} has a default value. Default values are not supported yet.")
-            if not (inspect.isclass(parameter.annotation) and issubclass(parameter.annotation, TensorDesc)):
-                raise ValueError(f"{parameter_name}: trt-scatter's plugins have no attributes, only TensorDesc inputs")
-            inputs.append(parameter_name)
+            if inspect.isclass(parameter.annotation) and issubclass(parameter.annotation, TensorDesc):
+                if attributes:
+                    raise ValueError(f"TensorDescs args and attribute args cannot be interspersed. Received function with signature {signature}.")
+                inputs.append(parameter_name)
+                continue
+            if index == 0:
+                raise ValueError(f"TensorDescs args should come first, followed by attributes. Received function with signature {signature}.")
+            if parameter_name in DISALLOWED_ATTR_NAMES:
+                raise ValueError(f"'{parameter_name}' is not allowed as a plugin attribute name.")
+            if parameter.annotation not in SERIALIZABLE_BUILTIN_TYPES:  # trt-scatter's attributes are ints and strings
+                raise ValueError(f"Attribute '{parameter_name}' of type {parameter.annotation} is not a supported serializable type.")
+            attributes[parameter_name] = parameter.annotation
         returned = signature.return_annotation
         if not (inspect.isclass(returned) and issubclass(returned, TensorDesc)):
             raise ValueError(f"Return argument is of type {returned}. Return types can only be TensorDesc or Tuple[TensorDesc].")
-        REGISTRY[plugin_id] = {"register": function, "inputs": inputs}
+        REGISTRY[plugin_id] = {"register": function, "inputs": inputs + list(attributes), "attributes": attributes}
         op.namespaces.setdefault(namespace, type("Namespace", (), {}))
         setattr(op.namespaces[namespace], name, lambda *tensors: ("plugin", plugin_id, tensors))
         return function
@@ -283,10 +295,13 @@ def aot_impl(plugin_id):
     return decorator
 
 
-def get_launch_params(plugin_id, input_descs, output_descs, tactic=0):
-    """Calls the ``aot_impl`` function as ``_TemplateAOTPlugin.get_launch_params`` does, with its checks
-    on the result; returns ``(kernel name, PTX, grid, block, shared_mem, scalars)`` as ints."""
-    name, ptx, params, extra_args = REGISTRY[plugin_id]["aot_impl"](*input_descs, output_descs, tactic)
+def get_launch_params(plugin_id, input_descs, output_descs, tactic=0, attributes=None):
+    """Calls the ``aot_impl`` function as ``_TemplateAOTPlugin.get_launch_params`` does (the input descriptors,
+    the attribute values in order, the outputs, the tactic: ``_plugin_class.py``), with its checks on the
+    result; returns ``(kernel name, PTX, grid, block, shared_mem, scalars)`` as ints. ``attributes``: the
+    node's values by name, every registered attribute."""
+    values = [(attributes or {})[name] for name in REGISTRY[plugin_id]["attributes"]]
+    name, ptx, params, extra_args = REGISTRY[plugin_id]["aot_impl"](*input_descs, *values, output_descs, tactic)
     if not isinstance(name, (str, bytes)) or not isinstance(ptx, (str, bytes)):
         raise TypeError("Kernel name and PTX must be 'str' or 'bytes'")
     if not isinstance(params, KernelLaunchParams):

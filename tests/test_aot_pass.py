@@ -159,3 +159,19 @@ def test_validate_accepts_what_to_aot_writes_and_names_a_wrong_namespace():
             attribute.CopyFrom(helper.make_attribute("plugin_namespace", "other"))
     with pytest.raises(ModelError, match=r"attribute 'plugin_namespace' must be 'trt_scatter' for trt-scatter's AOT plugins \(got 'other'\)"):
         validate(model)
+
+
+@pytest.mark.parametrize("shape", [(3, 2, 6, 4), ("batch", 2, 6, 4)])
+def test_a_cache_scatter_without_write_indices_gets_zeros_one_per_batch_row(shape):
+    """An AOT plugin's inputs are fixed: the default the spec gives write_indices (zeros) is written in, a
+    constant where the batch is static, computed from the cache's shape where it is not."""
+    model = onnx_models.tensor_scatter_model(shape, 2, write_indices=False, mode="circular", inplace=True)
+    converted = to_aot(model)
+    onnx.checker.check_model(converted, full_check=True)
+    (node,) = _scatter_nodes(converted)
+    assert len(node.input) == 3 and _attributes(node) == {"axis": -2, "mode": "circular", "plugin_namespace": "trt_scatter", "aot": 1}
+    static = isinstance(shape[0], int)
+    assert (node.input[2] in {init.name for init in converted.graph.initializer}) is static
+    assert (len(converted.graph.node) == 1) is static
+    feeds = {"past_cache": RNG.standard_normal((3, 2, 6, 4)).astype(np.float32), "update": RNG.standard_normal((3, 2, 2, 4)).astype(np.float32)}
+    np.testing.assert_array_equal(Reference(converted).run(feeds)["output"], Reference(model).run(feeds)["output"])

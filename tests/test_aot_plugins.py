@@ -16,9 +16,11 @@ from hypothesis import given, settings
 import qdp_stand_in as qdp
 from conftest import needs_gxx
 from kernel_shim import cases, host
+from trt_scatter import dtypes
 from trt_scatter import oracle
+from trt_scatter.plugins import slice_scatter as slice_kernel
 from trt_scatter.backend import tensorrt
-from trt_scatter.ops import OPS, SCATTER_UPDATE, SLICE_SCATTER
+from trt_scatter.ops import CACHE_SCATTER, OPS, SCATTER_UPDATE, SLICE_SCATTER
 from trt_scatter.oracle import ScatterInputError
 from trt_scatter.plugins import PluginError, aot, kernels
 
@@ -80,8 +82,8 @@ def test_tensorrt_plugin_refuses_tensorrt_rtx_and_old_tensorrt(monkeypatch):
 
 
 def test_plugin_ids_use_the_onnx_domain_as_namespace():
-    assert [aot.plugin_id(name) for name in OPS] == ["trt_scatter::SliceScatter", "trt_scatter::ScatterUpdate"]
-    assert aot.KERNELS == {"SliceScatter": "slice_scatter_aot", "ScatterUpdate": "scatter_update_aot"}
+    assert [aot.plugin_id(name) for name in OPS] == ["trt_scatter::SliceScatter", "trt_scatter::ScatterUpdate", "trt_scatter::ScatterElementsReduce",
+                                                     "trt_scatter::ScatterNDReduce", "trt_scatter::CacheScatter"]
 
 
 # --- register: shapes -------------------------------------------------------------------------
@@ -124,17 +126,18 @@ def _expand(io_types):
     return [[part[k] if len(part) > 1 else part[0] for part in parts] for k in range(width)]
 
 
-@pytest.mark.parametrize("op", [SLICE_SCATTER, SCATTER_UPDATE])
+@pytest.mark.parametrize("op", [SLICE_SCATTER, SCATTER_UPDATE, CACHE_SCATTER])
 def test_type_combinations_follow_the_op_contract(op):
     elements = ["FLOAT", "HALF", "INT8", "INT64"]
     strings = aot.type_combinations(op, elements)
-    assert len(strings) == 4  # int32/int64 for each of the two index groups
+    assert len(strings) == 2 ** len(set(op.index_inputs.values()))  # int32/int64 for each index group
     seen = set()
     for string in strings:
         for combination in _expand(string):
             named = dict(zip(op.inputs + ("output",), combination))
             assert len(combination) == len(op.inputs) + 1
-            assert named["data"] in elements and all(named[n] == named["data"] for n in op.element_inputs + ("output",))
+            data = named[op.data_input]
+            assert data in elements and all(named[n] == data for n in op.element_inputs + ("output",))
             for name, leader in op.index_inputs.items():
                 assert named[name] == named[leader] and named[name] in ("INT32", "INT64")
             seen.add(tuple(combination))
@@ -143,8 +146,8 @@ def test_type_combinations_follow_the_op_contract(op):
 
 
 def test_element_types_are_the_kernels_sizes():
-    assert set(aot.ELEMENT_TYPES.values()) == set(kernels.ELEMENT_SIZES)
-    assert aot.INDEX_TYPES == {"INT32": 4, "INT64": 8}
+    assert set(dtypes.KERNEL_TYPES.values()) == set(kernels.ELEMENT_SIZES)
+    assert aot.INDEX_SIZES == {"INT32": 4, "INT64": 8}
 
 
 # --- the registration on a stand-in of tensorrt.plugin (tests/qdp_stand_in.py) -----------------
@@ -172,30 +175,34 @@ def test_the_decorated_functions_pass_tensorrt_plugins_signature_checks(register
     assert sorted(qdp.REGISTRY) == sorted(aot.plugin_id(name) for name in OPS)
     for name, op in OPS.items():
         entry = qdp.REGISTRY[aot.plugin_id(name)]
-        assert entry["inputs"] == list(op.inputs) and {"register", "autotune", "aot_impl"} <= set(entry)
+        attributes = [name for name in op.attributes if name != "inplace"]  # the AOT form always aliases
+        assert entry["inputs"] == list(op.inputs) + attributes and {"register", "autotune", "aot_impl"} <= set(entry)
 
 
-@pytest.mark.parametrize("op", [SLICE_SCATTER, SCATTER_UPDATE])
+@pytest.mark.parametrize("op", [SLICE_SCATTER, SCATTER_UPDATE, CACHE_SCATTER])
 def test_register_gives_data_aliased_before_and_after_shapes_exist(registered, op):
-    shapes = {"SliceScatter": [(4, 6), (4, 3), (1,), (1,), (1,), (1,)], "ScatterUpdate": [(4, 3), (2,), (2, 3), (1,)]}[op.name]
+    shapes = {"SliceScatter": [(4, 6), (4, 3), (1,), (1,), (1,), (1,)], "ScatterUpdate": [(4, 3), (2,), (2, 3), (1,)],
+              "CacheScatter": [(2, 3, 8, 4), (2, 3, 1, 4), (2,)]}[op.name]
+    attributes = [op.attributes[name].default for name in op.attributes if name != "inplace"]  # passed positionally
     register = qdp.REGISTRY[aot.plugin_id(op.name)]["register"]
     for dims in ([[qdp.ShapeExpr()] * len(shape) for shape in shapes],  # get_output_data_types: fake shapes
                  [[qdp.ShapeExpr(d) for d in shape] for shape in shapes]):  # get_output_shapes
         inputs = [qdp.TensorDesc(dtype("HALF"), shape_expr) for shape_expr in dims]
-        output = register(*inputs)
+        output = register(*inputs, *attributes)
         assert output.get_aliased() is inputs[0] and output.dtype == dtype("HALF")
     bad = [qdp.TensorDesc(dtype("HALF"), [qdp.ShapeExpr(d) for d in shape + (1,) * (i == 1)]) for i, shape in enumerate(shapes)]
-    with pytest.raises(ScatterInputError, match="'updates' must have shape"):
-        register(*bad)
+    with pytest.raises(ScatterInputError, match="'updates?' must have shape"):
+        register(*bad, *attributes)
 
 
-@pytest.mark.parametrize("op", [SLICE_SCATTER, SCATTER_UPDATE])
+@pytest.mark.parametrize("op", [SLICE_SCATTER, SCATTER_UPDATE, CACHE_SCATTER])
 def test_autotune_type_names_are_datatypes_of_this_tensorrt(registered, op):
     autotune = qdp.REGISTRY[aot.plugin_id(op.name)]["autotune"]
-    combinations = autotune(*[desc((1,)) for _ in op.inputs], (desc((1,)),))
+    attributes = [op.attributes[name].default for name in op.attributes if name != "inplace"]
+    combinations = autotune(*[desc((1,)) for _ in op.inputs], *attributes, (desc((1,)),))
     assert all(isinstance(c, qdp.AutoTuneCombination) for c in combinations)  # each name resolved (or raised)
     element_types = {t for c in combinations for t in c.types[0]}
-    assert element_types == {dtype(name) for name in aot.ELEMENT_TYPES if hasattr(tensorrt().DataType, name)}
+    assert element_types == {dtype(name) for name in dtypes.KERNEL_TYPES if hasattr(tensorrt().DataType, name)}
     assert len(combinations) == 2 ** len(set(op.index_inputs.values()))
 
 
@@ -252,7 +259,7 @@ def test_slice_scatter_launch_with_ints():
     launch = aot.kernel_launch(SLICE_SCATTER, inputs)
     assert (launch.kernel, launch.element_size, launch.index_itemsize) == ("slice_scatter_aot", 2, None)
     assert launch.grid == kernels.aot_grid((4, 3, 8)) == 1
-    assert launch.scalars == kernels.slice_scatter_aot_scalars(data_shape=(4, 6, 8), updates_shape=(4, 3, 8), axes_count=2,
+    assert launch.scalars == slice_kernel.scalars(data_shape=(4, 6, 8), updates_shape=(4, 3, 8), axes_count=2,
                                                                param_itemsize=4, axes_itemsize=8)
 
 
@@ -306,7 +313,7 @@ def _run_described_launch(op, arrays, shim):
         output = memory.put(arrays[0])
         pointers = [output] + [memory.put(array) for array in arrays[1:]]
         with host._using(host.ShimDevice(shim)):
-            kernels._launch_aot(launch.kernel, launch.element_size, launch.index_itemsize, pointers, launch.scalars,
+            kernels.launch_aot(launch.kernel, launch.element_size, launch.index_itemsize, pointers, launch.scalars,
                                 output=output, data=0, data_bytes=0, grid=launch.grid, stream=0)
         result = memory.get(output, arrays[0].dtype, arrays[0].shape)
         memory.check_guards()
@@ -338,3 +345,87 @@ def test_described_scatter_update_launch_matches_the_oracle(shim, case):
     expected = oracle.scatter_update(case.data, flat[in_range], np.compress(in_range, rows, axis=axis), axis_array)
     arrays = [case.data, case.indices, case.updates, axis_array]
     np.testing.assert_array_equal(host.as_bits(_run_described_launch(SCATTER_UPDATE, arrays, shim)), host.as_bits(expected))
+
+
+@pytest.mark.parametrize("shapes, types, attributes", [
+    ([(4, 8, 64, 16), (4, 8, 1, 16), (4,)], ["HALF", "HALF", "INT64"], {"axis": -2, "mode": "linear"}),
+    ([(3, 9, 5), (3, 2, 5), (3,)], ["INT32", "INT32", "INT32"], {"axis": 1, "mode": "circular"}),
+])
+def test_cache_scatter_aot_impl_passes_the_nodes_attributes(registered, shapes, types, attributes):
+    """TensorRT's plugin class passes the attributes positionally after the inputs; they reach the scalars."""
+    plain = [desc(shape, type_name) for shape, type_name in zip(shapes, types)]
+    symbolic = [qdp.TensorDesc(d.dtype, [qdp.ShapeExpr(dim) for dim in d.shape_expr], d.shape) for d in plain]
+    name, ptx, launch, scalars = qdp.get_launch_params(aot.plugin_id("CacheScatter"), symbolic, (symbolic[0].aliased(),), attributes=attributes)
+    expected = aot.kernel_launch(CACHE_SCATTER, plain, attributes=attributes)
+    assert registered == [("tensor_scatter_aot", expected.element_size, None)] and scalars == expected.scalars
+    rank = len(shapes[0])
+    assert scalars[:5] == [rank, attributes["axis"] % rank, int(attributes["mode"] == "circular"), 8 if types[2] == "INT64" else 4, shapes[0][0]]
+    assert launch["grid_x"] == kernels.aot_grid(shapes[1])
+
+
+@needs_gxx
+@settings(max_examples=cases.scaled(0.5))
+@given(case=cases.tensor_scatter_cases())
+def test_described_cache_scatter_launch_matches_the_oracle(shim, case):
+    if case.write_indices is None:  # the AOT form always has them (passes.aot writes the zeros in)
+        case.write_indices = np.zeros(case.data.shape[0], np.int64)
+    arrays = [case.data, case.update, case.write_indices]
+    inputs = [desc_of(array, index=name in CACHE_SCATTER.index_inputs) for name, array in zip(CACHE_SCATTER.inputs, arrays)]
+    launch = aot.kernel_launch(CACHE_SCATTER, inputs, attributes={"axis": case.axis, "mode": case.mode})
+    memory = host.Memory()
+    try:
+        output = memory.put(case.data)
+        pointers = [output, memory.put(case.update), memory.put(case.write_indices)]
+        with host._using(host.ShimDevice(shim)):
+            kernels.launch_aot(launch.kernel, launch.element_size, None, pointers, launch.scalars, output=output, data=0,
+                               data_bytes=0, grid=launch.grid, stream=0)
+        result = memory.get(output, case.data.dtype, case.data.shape)
+        memory.check_guards()
+    finally:
+        memory.free()
+    np.testing.assert_array_equal(host.as_bits(result), host.as_bits(cases.expected_tensor_scatter(case)[0]))
+
+
+# --- the reduction ops: what the AOT form takes (one launch, no workspace: integer atomics) -----------------
+
+from trt_scatter.ops import SCATTER_ELEMENTS_REDUCE, SCATTER_ND_REDUCE  # noqa: E402
+
+
+@pytest.mark.parametrize("op", [SCATTER_ELEMENTS_REDUCE, SCATTER_ND_REDUCE])
+def test_reductions_autotune_only_int32_and_int64(registered, op):
+    autotune = qdp.REGISTRY[aot.plugin_id(op.name)]["autotune"]
+    combinations = autotune(*[desc((1,)) for _ in op.inputs], "add", 1, *([0] if op is SCATTER_ELEMENTS_REDUCE else []), (desc((1,)),))
+    assert {t for c in combinations for t in c.types[0]} == {dtype("INT32"), dtype("INT64")}
+
+
+def test_reduction_aot_impl_gets_its_attributes_and_hands_the_integer_launch(registered):
+    shapes, types = [(6, 8), (10, 1), (10, 8)], ["INT64", "INT32", "INT64"]
+    plain = [desc(shape, type_name) for shape, type_name in zip(shapes, types)]
+    symbolic = [qdp.TensorDesc(d.dtype, [qdp.ShapeExpr(dim) for dim in d.shape_expr], d.shape) for d in plain]
+    name, ptx, launch, scalars = qdp.get_launch_params(aot.plugin_id("ScatterNDReduce"), symbolic, (symbolic[0].aliased(),),
+                                                       attributes={"reduction": "max", "include_self": 1})
+    assert registered == [("scatter_nd_reduce_aot", 8, 4)] and launch["grid_x"] == 1
+    assert scalars == [2, 2, 3] + [6, 8] + [0] * 6 + [10, 1] + [0] * 6
+
+
+@pytest.mark.parametrize("types, attributes, message", [
+    (["FLOAT", "INT64", "FLOAT"], {}, r"'data' must be int32 or int64 for the AOT form \(the AOT form has one kernel launch and no workspace"),
+    (["INT32", "INT64", "INT32"], {"reduction": "mean"}, r"'reduction' must be add, mul, min or max for the AOT form"),
+    (["INT32", "INT64", "INT32"], {"include_self": 0}, r"'include_self' must be 1 for the AOT form"),
+])
+def test_reduction_aot_impl_refuses_what_needs_the_ordered_sort(types, attributes, message):
+    inputs = [desc(shape, type_name) for shape, type_name in zip([(6,), (4,), (4,)], types)]
+    with pytest.raises(ScatterInputError, match=rf"^scatter_elements_reduce: {message}"):
+        aot.kernel_launch(SCATTER_ELEMENTS_REDUCE, inputs, attributes=attributes)
+
+
+def test_to_aot_refuses_a_float_reduction_node_in_one_line():
+    from trt_scatter.model import ModelError
+    from trt_scatter.onnx_models import scatter_nd_reduce_model
+    from trt_scatter.passes.aot import to_aot
+
+    to_aot(scatter_nd_reduce_model((4, 3), (5, 1), "min", 1, dtype=np.int32))
+    with pytest.raises(ModelError) as raised:
+        to_aot(scatter_nd_reduce_model((4, 3), (5, 1), "add", 1))
+    assert str(raised.value).startswith("ScatterNDReduce node 'ScatterNDReduce_0': scatter_nd_reduce: 'data' must be int32 or int64 for the AOT form (")
+    assert "\n" not in str(raised.value)

@@ -16,7 +16,7 @@ import textwrap
 import pytest
 from conftest import HAS_FULL_TENSORRT
 
-from trt_scatter import backend, log
+from trt_scatter import backend
 
 POLYGRAPHY_VAR = "POLYGRAPHY_USE_TENSORRT_RTX"
 
@@ -35,14 +35,14 @@ without_full_tensorrt = pytest.mark.skipif(HAS_FULL_TENSORRT, reason="full Tenso
 
 # The session's own resolution, untouched by these tests (other tests may hold its module and logger).
 SESSION_TENSORRT = backend.tensorrt
-SESSION_TRT_LOGGER = log.trt_logger
+SESSION_TRT_LOGGER = backend.trt_logger
 
 
 @pytest.fixture
 def fresh(monkeypatch):
     """A backend resolution as in a new process, with the environment and polygraphy's flag restored after.
 
-    ``backend.tensorrt`` and ``log.trt_logger`` are replaced by freshly cached copies of the same
+    ``backend.tensorrt`` and ``backend.trt_logger`` are replaced by freshly cached copies of the same
     functions, so that clearing their caches here leaves the session's resolution as it was.
     """
     SESSION_TENSORRT()  # polygraphy's TensorRT-using modules load bound to the session's backend ...
@@ -55,7 +55,7 @@ def fresh(monkeypatch):
         if name.startswith("polygraphy.") and hasattr(module, "trt"):
             monkeypatch.setattr(module, "trt", module.trt)
     monkeypatch.setattr(backend, "tensorrt", functools.lru_cache(maxsize=None)(SESSION_TENSORRT.__wrapped__))
-    monkeypatch.setattr(log, "trt_logger", functools.lru_cache(maxsize=None)(SESSION_TRT_LOGGER.__wrapped__))
+    monkeypatch.setattr(backend, "trt_logger", functools.lru_cache(maxsize=None)(SESSION_TRT_LOGGER.__wrapped__))
     backend.tensorrt.cache_clear()
     return monkeypatch
 
@@ -236,9 +236,9 @@ def test_importing_trt_scatter_imports_no_tensorrt():
 def test_trt_logger_maps_each_severity(fresh, caplog):
     fresh.setenv(backend.ENV_VAR, "tensorrt_rtx")
     trt = backend.tensorrt()
-    trt_logger = log.trt_logger()
+    trt_logger = backend.trt_logger()
     assert isinstance(trt_logger, trt.ILogger)
-    assert log.trt_logger() is trt_logger
+    assert backend.trt_logger() is trt_logger
     severity = trt.ILogger.Severity
     expected = {
         severity.INTERNAL_ERROR: logging.CRITICAL,
@@ -261,7 +261,7 @@ def test_trt_logger_maps_each_severity(fresh, caplog):
 def test_tensorrt_reports_through_trt_logger(fresh, caplog):
     fresh.setenv(backend.ENV_VAR, "tensorrt_rtx")
     trt = backend.tensorrt()
-    builder = trt.Builder(log.trt_logger())
+    builder = trt.Builder(backend.trt_logger())
     network = builder.create_network(0)
     network.add_input("x", trt.float32, (2, 3))
     with caplog.at_level(logging.ERROR, logger="trt_scatter"):

@@ -203,7 +203,7 @@ def test_aliased_plugin_io_enables_that_preview_feature_and_keeps_the_defaults()
     from polygraphy.backend.trt import CreateConfig
 
     from trt_scatter.engine import with_aliased_plugin_io
-    from trt_scatter.log import trt_logger
+    from trt_scatter.backend import trt_logger
 
     trt = backend.tensorrt()
     builder = trt.Builder(trt_logger())
@@ -314,7 +314,7 @@ def test_an_unusable_tensorrt_is_a_one_line_error_not_an_internal_one(tmp_path, 
     else:  # a sitecustomize that makes `import tensorrt` and `import tensorrt_rtx` fail
         (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['tensorrt'] = sys.modules['tensorrt_rtx'] = None\n")
         env, line = {"PYTHONPATH": str(tmp_path), "TRT_SCATTER_BACKEND": ""}, "trt-scatter needs TensorRT. Install 'trt-scatter[trt]'"
-    result = fx.run_tool("trt-scatter", ["build", "slice_scatter", "-o", tmp_path / "e.engine"], env=env)
+    result = fx.run_tool("trt-scatter", ["build", "slice_scatter", "-o", tmp_path / "e.engine"], env=env, fresh=True)  # a backend not yet chosen
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith(f"trt-scatter build: error: {line}") and result.stderr.count("\n") == 1, result.stderr
     assert not (tmp_path / "e.engine").exists()
@@ -350,7 +350,7 @@ def test_flags_that_would_do_nothing_on_example_networks_are_refused(tmp_path, c
 
 
 def test_dtype_names_are_numpys_or_tensorrts_own():
-    from trt_scatter.engine import dtype_name
+    from trt_scatter.dtypes import tensorrt_name as dtype_name
 
     trt = backend.tensorrt()
     assert [dtype_name(t) for t in (trt.float32, trt.float16, trt.bfloat16, trt.int64, trt.bool)] == ["float32", "float16", "bfloat16", "int64", "bool"]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from trt_scatter.backend import tensorrt
-from trt_scatter.log import trt_logger
+from trt_scatter.backend import trt_logger
 from trt_scatter.networks import add_scatter_elements, add_scatter_nd, add_scatter_update, add_slice_scatter
 from trt_scatter.oracle import ScatterInputError
 

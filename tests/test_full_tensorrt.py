@@ -19,8 +19,10 @@ from conftest import HAS_GPU, needs_full_tensorrt, needs_gpu
 import plugin_models as models
 from trt_scatter import backend, oracle, plugins
 from trt_scatter.plugins.base import PluginError
-from trt_scatter.plugins.scatter_update import ScatterUpdatePlugin
-from trt_scatter.plugins.slice_scatter import SliceScatterPlugin
+from trt_scatter.ops import SCATTER_UPDATE, SLICE_SCATTER
+from trt_scatter.plugins.base import plugin_class
+
+ScatterUpdatePlugin, SliceScatterPlugin = plugin_class(SCATTER_UPDATE), plugin_class(SLICE_SCATTER)
 
 trt = backend.tensorrt()
 BUILD, RUNTIME = trt.TensorRTPhase.BUILD, trt.TensorRTPhase.RUNTIME
@@ -70,10 +72,10 @@ def test_build_phase_enqueue_never_raises_from_the_debug_count(monkeypatch, plug
     plugins.counted_errors()
     models.enqueue(plugin_class(phase=BUILD), arrays)
     assert kernels.launches[-1][1]["error_flag"] == 0 and plugins.counted_errors() == []
-    with pytest.raises(PluginError, match=f"^{plugin_class.SIGNATURE.name}: .*TRT_SCATTER_DEBUG=1"):
+    with pytest.raises(PluginError, match=f"^{plugin_class.OP.name}: .*TRT_SCATTER_DEBUG=1"):
         models.enqueue(plugin_class(phase=RUNTIME), arrays)
     (message,) = plugins.counted_errors()  # what `trt-scatter check` prints: TensorRT swallows the exception
-    assert message.startswith(f"{plugin_class.SIGNATURE.name}: ")
+    assert message.startswith(f"{plugin_class.OP.name}: ")
     assert plugins.counted_errors() == []
 
 

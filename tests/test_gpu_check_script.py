@@ -67,6 +67,11 @@ def test_cases_are_valid_for_the_oracle_unless_broken():
         update = gpu_check.random_scatter_update_case(rng, 8, np.int64, max_elements=3000, broken=broken)
         expected, count = gpu_check.expected_scatter_update(update)
         assert expected.shape == update["data"].shape and count >= 0
+        cache = gpu_check.random_tensor_scatter_case(rng, 4, np.int32, max_elements=3000, broken=broken)
+        if broken:
+            with pytest.raises(oracle.ScatterInputError):
+                oracle.tensor_scatter(cache["data"], cache["updates"], cache["write_indices"], cache["axis"], cache["mode"])
+        assert gpu_check.expected_tensor_scatter(cache)[0].shape == cache["data"].shape
 
 
 @pytest.mark.parametrize("element_size", [1, 2, 4, 8])
@@ -98,11 +103,15 @@ def grid_passes(work, sms):
 def test_correctness_check_passes_on_the_cpu_shim(monkeypatch):
     monkeypatch.setattr(kernels, "device", host.ShimDevice(host.load(host.shared_library())))
     records = gpu_check.check_correctness(kernels, host.Memory(), stream=0, cases=8, max_elements=2000, large=(1, 32, 2))
-    assert len(records) == 2 * 2 * 4 * 2 and {r["entry"] for r in records} == {"struct", "aot"}
+    # the reductions' AOT entry takes 4- and 8-byte elements (int32, int64) only
+    assert len(records) == 3 * 2 * 4 * 2 + 2 * (4 + 2) * 2 and {r["entry"] for r in records} == {"struct", "aot"}
+    assert {r["op"] for r in records} == {"slice_scatter", "scatter_update", "tensor_scatter", "scatter_elements_reduce", "scatter_nd_reduce"}
     assert all(r["failed"] == 0 for r in records), [r for r in records if r["failed"]]
-    # per op and entry: 8 random cases per element size and index type; large ones (3 kinds, copy and
-    # in place) for one index type per element size
-    assert sum(r["cases"] for r in records) == 2 * 2 * (4 * 2 * 8 + 4 * 3 * 2)
+    # per op and entry: 8 random cases per element size and index type; large ones (3 kinds for the writes, 2 for
+    # ScatterNDReduce, 1 for ScatterElementsReduce; copy and in place) for one index type per element size
+    writes = 3 * 2 * (4 * 2 * 8 + 4 * 3 * 2)
+    reductions = sum((sizes * 2 * 8 + sizes * large * 2) for sizes in (4, 2) for large in (2, 1))
+    assert sum(r["cases"] for r in records) == writes + reductions
 
 
 @needs_gxx
@@ -146,6 +155,32 @@ def test_a_fault_stops_the_check_and_names_its_case(monkeypatch):
     assert (fault["op"], fault["element_size"], fault["index_type"], fault["case"]) == ("slice_scatter", 1, "int32", "random 0, rng [0, 0, 1, 4, 0]")
     assert "cuStreamSynchronize failed" in fault["error"] and "cuCtxSynchronize failed" in fault["context"]
     assert fault["data_shape"] and fault["updates_shape"] and records == []
+
+
+def test_kv_cache_plan_is_the_decode_goal_and_a_prefill():
+    plan = gpu_check.kv_cache_plan(256)
+    assert {entry["cache_shape"] for entry in plan} == {(64, 8, 4096, 128)}  # 512 MiB of float16
+    assert [(entry["tokens"], entry["positions"]) for entry in plan] == [(1, "per row"), (1, "one position"), (16, "per row"), (16, "one position")]
+    small = gpu_check.kv_cache_plan(1)
+    assert all(entry["cache_shape"] == (64, 8, 32, 128) for entry in small)  # cut to the rehearsal's size
+    for entry in plan:
+        positions = gpu_check._kv_positions(entry)
+        assert positions.shape == (64,) and positions.min() >= 0 and positions.max() <= 4096 - entry["tokens"]
+        assert (len(set(positions.tolist())) == 1) == (entry["positions"] == "one position")
+
+
+@needs_gxx
+def test_kv_cache_benchmark_runs_on_host_memory_and_compares_with_torch(host_gpu):
+    from trt_scatter.plugins import cuda
+
+    rows, problems = gpu_check.kv_cache_benchmarks(kernels, cuda, 0x5, size_mb=1, reps=1, torch_device=_torch_device())
+    assert problems == [] and len(rows) == 4 and all(row["correct"] for row in rows)
+    assert all(row["bytes_moved"] == 2 * 64 * 8 * row_tokens * 128 * 2 + 64 * 8 for row, row_tokens in zip(rows, (1, 1, 16, 16)))
+    assert [row["goal"] for row in rows] == [3, 3, "", ""]  # the goal is the decode write's
+    if _torch_device():
+        assert [row["torch_op"] for row in rows] == ["Tensor.index_put_", "Tensor.index_copy_"] * 2
+        assert all(row["torch_same_output"] for row in rows)
+    assert host_gpu.live == set()
 
 
 def test_benchmark_plan_covers_the_issue_matrix():
@@ -311,8 +346,9 @@ def test_compile_times_build_what_the_launcher_loads(monkeypatch):
     monkeypatch.setattr(cuda, "cubin", lambda kernel, size, index, arch: built.append(arch) or (b"", "lowered"))
     monkeypatch.setattr(cuda, "target_arch", lambda arch: {89: 86}[arch])  # an NVRTC without sm_89
     records = gpu_check.compile_times(cuda, 89)
-    assert len(records) == 24 and set(built) == {86} and {r["arch"] for r in records} == {86}
-    assert {r["kernel"].split("<")[0] for r in records} == {"slice_scatter", "slice_scatter_aot", "scatter_update", "scatter_update_aot"}
+    assert len(records) == 64 and set(built) == {86} and {r["arch"] for r in records} == {86}
+    assert {r["kernel"].split("<")[0] for r in records} == {f"{op}{suffix}" for suffix in ("", "_aot") for op in
+                                                            ("slice_scatter", "scatter_update", "tensor_scatter", "scatter_elements_reduce", "scatter_nd_reduce")}
 
 
 def _torch_device():
@@ -382,25 +418,27 @@ def test_python_overhead_with_and_without_driver_calls(host_gpu):
 
 
 @needs_gxx
-def test_quick_run_end_to_end_on_host_memory(host_gpu, tmp_path, monkeypatch):
-    monkeypatch.setenv("TRT_SCATTER_CACHE_DIR", str(tmp_path / "cache"))  # main() sets it: restore it after
-    assert gpu_check.main(["--quick", "--out", str(tmp_path), "--cache-dir", str(tmp_path / "cache")]) == 0
+def test_quick_run_end_to_end_on_host_memory(host_gpu, tmp_path, monkeypatch, kernel_cache):
+    monkeypatch.setenv("TRT_SCATTER_CACHE_DIR", kernel_cache)  # main() sets it: restore it after
+    assert gpu_check.main(["--quick", "--out", str(tmp_path), "--cache-dir", kernel_cache]) == 0
     results = json.loads((tmp_path / "gpu_check.json").read_text())
     assert results["all_correct"] and results["machine"]["device"] == "Host Test Device" and results["machine"]["l2_bytes"] == 1 << 16
-    assert len(results["compile"]) == 24 and len(results["correctness"]) == 32 and results["resources"][0]["registers"] == 40
-    assert set(results["phases"]) == {"compile", "resources", "correctness"}
+    assert len(results["compile"]) == 64 and len(results["correctness"]) == 72 and results["resources"][0]["registers"] == 40
+    assert set(results["phases"]) == {"compile", "resources", "correctness", "determinism"}
+    assert [(r["op"], r["runs"], r["identical"], r["oracle"]) for r in results["determinism"]] == [
+        ("scatter_elements_reduce", 3, True, True), ("scatter_nd_reduce", 3, True, True)]
     assert "All correct: True" in (tmp_path / "gpu_check.md").read_text()
 
 
 @needs_gxx
-def test_a_phase_error_is_recorded_and_the_run_goes_on(host_gpu, tmp_path, monkeypatch):
-    monkeypatch.setenv("TRT_SCATTER_CACHE_DIR", str(tmp_path / "cache"))
+def test_a_phase_error_is_recorded_and_the_run_goes_on(host_gpu, tmp_path, monkeypatch, kernel_cache):
+    monkeypatch.setenv("TRT_SCATTER_CACHE_DIR", kernel_cache)
 
     def broken(cuda):
         raise ValueError("resources broke")
 
     monkeypatch.setattr(gpu_check, "kernel_resources", broken)
-    assert gpu_check.main(["--quick", "--out", str(tmp_path)]) == 1
+    assert gpu_check.main(["--quick", "--out", str(tmp_path), "--cache-dir", kernel_cache]) == 1
     results = json.loads((tmp_path / "gpu_check.json").read_text())
     assert results["phases"]["resources"]["error"] == "ValueError: resources broke" and results["all_correct"]
     assert results["problems"] == ["phase resources: ValueError: resources broke"]
@@ -438,9 +476,9 @@ FAKE_SANITIZER = textwrap.dedent("""\
 
 
 @pytest.fixture(scope="module")
-def rehearsal(tmp_path_factory):
+def rehearsal(tmp_path_factory, kernel_cache):
     """What gpu_check.sh needs to run here: the stand-in driver and shim, a stand-in compute-sanitizer,
-    a kernel cache shared by this module's runs. Skips where gcc or cuda-bindings are missing."""
+    the run's kernel cache (conftest's kernel_cache). Skips where gcc or cuda-bindings are missing."""
     if shutil.which("gcc") is None or shutil.which("g++") is None or shutil.which("timeout") is None:
         pytest.skip("the rehearsal needs gcc, g++ and timeout")
     try:
@@ -457,7 +495,7 @@ def rehearsal(tmp_path_factory):
     sanitizer.chmod(0o755)
     # sms=1: the large cases stay small; ptx_isa: this NVRTC's PTX loads (a driver 580 takes ISA <= 9.0)
     env = host.fakecuda_environment(driver, host.shared_library(), sms=1, ptx_isa="99.9")
-    env.update(PYTHON=sys.executable, COMPUTE_SANITIZER=str(sanitizer), TRT_SCATTER_CACHE_DIR=str(folder / "cache"),
+    env.update(PYTHON=sys.executable, COMPUTE_SANITIZER=str(sanitizer), TRT_SCATTER_CACHE_DIR=kernel_cache,
                HYPOTHESIS_PROFILE="dev", GPU_CHECK_PYTEST_ARGS="--deselect tests/test_kernels_gpu.py::test_offsets_past_4_gib")
     env.pop("TRT_SCATTER_REQUIRE_GPU", None)
     return env
@@ -489,9 +527,15 @@ def test_rehearsal_runs_every_step_and_brings_back_every_figure(rehearsal, tmp_p
     results = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
     assert results["machine"]["device"] == "Fake H100 (CPU shim)" and results["all_correct"] and results["problems"] == []
     assert len(results["benchmarks"]) == len(gpu_check.benchmark_plan(1)) and all(row["correct"] for row in results["benchmarks"])
-    assert len(results["python_overhead"]) == 4 and len(results["resources"]) == 24
+    assert len(results["python_overhead"]) == 4 and len(results["resources"]) == 64
+    kv = results["kv_cache"]  # the cache's positions cut to fit --size-mb 1
+    assert len(kv) == len(gpu_check.kv_cache_plan(1)) == 4 and all(row["correct"] and row["over_launch"] > 0 for row in kv)
+    assert all(row["torch_same_output"] for row in kv) if _torch_device() else True
+    assert [(r["op"], r["identical"], r["oracle"]) for r in results["determinism"]] == [
+        ("scatter_elements_reduce", True, True), ("scatter_nd_reduce", True, True)]
+    assert len(results["reduction_benchmarks"]) == 6 and all(r["correct"] and r["identical"] for r in results["reduction_benchmarks"])
     goals = {goal for goal, _, _ in results["goals"]}
-    assert len(goals) == (4 if _torch_device() else 3)
+    assert len(goals) == (8 if _torch_device() else 4)  # the decode write's and the reductions' goals too
     assert re.search(r"\b\d+ passed, 1 deselected in", (tmp_path / "out" / "pytest_gpu.log").read_text())
     memcheck = (tmp_path / "out" / "memcheck.log").read_text()  # --sanitize: large cases and every benchmark configuration
     assert "| slice_scatter | struct | 1 | int32 | 8 | 0 |  |" in memcheck and "== benchmarks" in memcheck
@@ -507,7 +551,7 @@ def test_rehearsal_fault_keeps_results_and_names_the_case(rehearsal, tmp_path):
     assert rows["gpu_check.py"].startswith("FAILED: a sticky CUDA error")
     assert rows["tests/test_kernels_gpu.py (TRT_SCATTER_REQUIRE_GPU=1)"].startswith("FAILED: a sticky CUDA error")
     results = json.loads((out / "gpu_check.json").read_text())
-    assert len(results["compile"]) == 24 and len(results["resources"]) == 24  # written before the fault
+    assert len(results["compile"]) == 64 and len(results["resources"]) == 64  # written before the fault
     fault = results["fault"]
     assert (fault["phase"], fault["op"], fault["element_size"], fault["index_type"]) == ("correctness", "slice_scatter", 2, "int32")
     assert fault["case"] == "random 0, rng [0, 0, 2, 4, 0]" and fault["data_shape"] and "start" in fault
@@ -538,7 +582,7 @@ def test_rehearsal_a_gpu_test_that_cannot_run_fails(rehearsal, tmp_path):
 
 
 def test_rehearsal_a_driver_older_than_nvrtc_refuses_the_aot_ptx(rehearsal, tmp_path):
-    """The lent GPUs run driver 580 (PTX ISA <= 9.0): if the NVRTC there is newer, the GPU tests say so by name."""
+    """The GPU machines this targets run driver 580 (PTX ISA <= 9.0): if the NVRTC there is newer, the GPU tests say so by name."""
     from trt_scatter.plugins import cuda
 
     try:
@@ -577,3 +621,60 @@ def test_the_output_folder_is_required(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "OUT"}
     result = subprocess.run(["bash", str(SHELL)], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert result.returncode == 2 and "the output folder must be given (or OUT set)" in result.stderr
+
+
+# ---- the reduction ops: plan, determinism, time against torch (on host memory here) ----
+
+
+def test_reduction_plan_covers_the_issue_shapes():
+    plan = gpu_check.reduction_plan(256)
+    assert {(e["rows"], e["targets"], e["columns"]) for e in plan} == {(10_000_000, 1_000_000, 64), (1_000_000, 100_000, 128)}
+    assert {(e["reduction"], e["include_self"]) for e in plan} == {("add", 1), ("max", 0), ("mean", 0)} and len(plan) == 6
+    assert all(e["rows"] >= 1024 and e["targets"] >= 64 for e in gpu_check.reduction_plan(1))
+
+
+@needs_gxx
+def test_determinism_on_the_cpu_shim_and_torch_beside_it(host_gpu):
+    from trt_scatter.plugins import cuda
+
+    records = gpu_check.determinism(kernels, cuda, 0x5, runs=4, size_mb=1, torch_device=_torch_device())
+    assert [(r["op"], r["runs"], r["distinct_outputs"], r["identical"], r["oracle"]) for r in records] == [
+        ("scatter_elements_reduce", 4, 1, True, True), ("scatter_nd_reduce", 4, 1, True, True)]
+    if _torch_device():
+        assert records[1]["torch_index_add_distinct_outputs"] == 1  # torch on a CPU adds in order
+    assert host_gpu.live == set()
+
+
+@needs_gxx
+def test_reduction_benchmarks_check_ours_and_time_torch_both_ways(host_gpu):
+    from trt_scatter.plugins import cuda
+
+    rows = gpu_check.reduction_benchmarks(kernels, cuda, 0x5, size_mb=1, reps=1, torch_device=_torch_device())
+    assert len(rows) == 6 and all(row["correct"] and row["identical"] and row["ms"] == 1.5 for row in rows), rows
+    if _torch_device():
+        assert all(row["ours_over_torch_atomic"] == 1.0 for row in rows)  # every event pair reads 1.5 ms here
+        assert {row.get("torch_deterministic_over_ours") for row in rows} <= {1.0, None}
+    results = {"reduction_benchmarks": rows, "determinism": [{"runs": 100, "distinct_outputs": 1, "identical": True, "oracle": True}]}
+    goals = {goal: (worst, met) for goal, worst, met in gpu_check.goals(results)}
+    assert goals["reductions: one output over 100 launches (bit-identical), the oracle's"] == (1, True)
+    if _torch_device():
+        assert goals["reductions: our time / torch's with atomics <= 2 (same buffers, stream)"] == (1.0, True)
+    assert host_gpu.live == set()
+
+
+@needs_gxx
+def test_a_reduction_kernel_that_differs_from_run_to_run_is_reported(host_gpu, monkeypatch):
+    from trt_scatter.plugins import cuda, reductions
+
+    runs = iter(range(1000))
+    original = reductions.run
+
+    def flaky(kernel, **arguments):  # every other launch sums in another order: what a float-atomic kernel does
+        original(kernel, **arguments)
+        if next(runs) % 2:
+            bad = arguments["output"]
+            ctypes_value = np.ctypeslib.as_array((np.ctypeslib.ctypes.c_float * 1).from_address(bad))
+            ctypes_value[0] = np.nextafter(ctypes_value[0], np.float32(np.inf))
+    monkeypatch.setattr(reductions, "run", flaky)
+    records = gpu_check.determinism(kernels, cuda, 0x5, runs=4, size_mb=1)
+    assert [r["identical"] for r in records] == [False, False] and all(r["distinct_outputs"] == 2 for r in records)

@@ -10,8 +10,9 @@ from lowering_support import add_input, build, layers, new_network, run_onnx, sc
 
 from trt_scatter.backend import tensorrt
 from trt_scatter.networks import add_scatter_elements, add_scatter_nd, add_scatter_update, add_slice_scatter
-from trt_scatter.networks.graph import OnnxGraph, TensorRTGraph, numpy_dtype, trt_dtype
-from trt_scatter.oracle.rules import BFLOAT16
+from trt_scatter.dtypes import from_tensorrt as numpy_dtype, to_tensorrt as trt_dtype
+from trt_scatter.networks.graph import OnnxGraph, TensorRTGraph
+from trt_scatter.dtypes import BFLOAT16
 
 
 def _run(build_graph, feeds, input_shapes=None):

@@ -1,6 +1,6 @@
 """Every kernel instantiation compiles with NVRTC to CUBIN, on the CPU (no GPU needed).
 
-All instantiations for sm_90 (the lent H100/H200), and one per kernel for the other archs tested
+All instantiations for sm_90 (an H100/H200), and one per kernel for the other archs tested
 (``TRT_SCATTER_TEST_ALL_ARCHS=1``: every instantiation for every arch). Also: the generated code
 uses 128-bit loads and stores, and NVRTC errors come back with the compiler's log. The AOT entry
 points compile to the PTX that the AOT plugins hand TensorRT, with exactly the parameter list that
@@ -13,6 +13,7 @@ import re
 import pytest
 
 from trt_scatter.plugins import cuda, kernels
+from trt_scatter.plugins import slice_scatter as slice_kernel, scatter_update as update_kernel, tensor_scatter as cache_kernel
 
 
 def _nvrtc_or_skip():
@@ -31,14 +32,15 @@ def _supported_archs():
 
 INSTANTIATIONS = [("slice_scatter", size, None) for size in kernels.ELEMENT_SIZES] + [
     ("scatter_update", size, index) for size in kernels.ELEMENT_SIZES for index in kernels.INDEX_ITEMSIZES
-]
+] + [("tensor_scatter", size, None) for size in kernels.ELEMENT_SIZES]
 AOT_INSTANTIATIONS = [(kernel + "_aot", size, index) for kernel, size, index in INSTANTIATIONS]
 ALL_ARCHS = os.environ.get("TRT_SCATTER_TEST_ALL_ARCHS", "0") == "1"
 # The AOT entries (same body, compiled to PTX for engines by the test below): CUBINs of two, for GPU launches.
-MATRIX = [(k, e, i, 90) for k, e, i in INSTANTIATIONS + [("slice_scatter_aot", 2, None), ("scatter_update_aot", 8, 8)]] + [
+MATRIX = [(k, e, i, 90) for k, e, i in INSTANTIATIONS + [("slice_scatter_aot", 2, None), ("scatter_update_aot", 8, 8),
+                                                          ("tensor_scatter_aot", 2, None)]] + [
     (k, e, i, arch)
     for arch in (75, 80, 120)
-    for k, e, i in (INSTANTIATIONS if ALL_ARCHS else [("slice_scatter", 8, None), ("scatter_update", 2, 4)])
+    for k, e, i in (INSTANTIATIONS if ALL_ARCHS else [("slice_scatter", 8, None), ("scatter_update", 2, 4), ("tensor_scatter", 2, None)])
 ]
 
 
@@ -47,7 +49,7 @@ def test_instantiation_compiles_to_cubin(kernel, element_size, index_itemsize, a
     _nvrtc_or_skip()
     if arch not in _supported_archs():
         pytest.skip(f"this NVRTC does not support sm_{arch}")
-    image, lowered = cuda.compile_cubin(kernel, element_size, index_itemsize, arch)
+    image, lowered = cuda.cubin(kernel, element_size, index_itemsize, arch)  # NVRTC, or the run's cache (kernel_cache)
     assert image[:4] == b"\x7fELF", "NVRTC did not return a CUBIN (ELF) image"
     assert lowered.startswith(f"_Z{len(kernel)}{kernel}")  # the mangled template instance
     assert lowered.encode() in image  # the function cuModuleGetFunction will look up
@@ -70,12 +72,14 @@ def test_compile_errors_carry_the_nvrtc_log(tmp_path, monkeypatch):
         cuda.compile_cubin("slice_scatter", 4, None, 90)
 
 
-AOT_INPUTS = {"slice_scatter_aot": 6, "scatter_update_aot": 4}  # SliceScatter's AOT form always has axes
+AOT_INPUTS = {"slice_scatter_aot": 6, "scatter_update_aot": 4, "tensor_scatter_aot": 3}  # AOT forms take every input
 AOT_SCALARS = {
-    "slice_scatter_aot": kernels.slice_scatter_aot_scalars(data_shape=(1,), updates_shape=(1,), axes_count=2,
+    "slice_scatter_aot": slice_kernel.scalars(data_shape=(1,), updates_shape=(1,), axes_count=2,
                                                            param_itemsize=8, axes_itemsize=8),
-    "scatter_update_aot": kernels.scatter_update_aot_scalars(data_shape=(1,), indices_shape=(), updates_shape=(),
+    "scatter_update_aot": update_kernel.scalars(data_shape=(1,), indices_shape=(), updates_shape=(),
                                                              axis_itemsize=8),
+    "tensor_scatter_aot": cache_kernel.scalars(data_shape=(1, 1), update_shape=(1, 1), index_count=1, axis=1, mode="linear",
+                                               index_itemsize=8),
 }
 
 

@@ -1,9 +1,9 @@
 """The kernels on a real GPU (skipped without one; failed instead under TRT_SCATTER_REQUIRE_GPU=1): the
 same hypothesis cases as the CPU shim tests (through both entry points, the plugins' struct one and
-the AOT one), launched by plugins.kernels with the CUDA driver and the launch grid, block and SM count
+the AOT one; the reductions' bit-identical outputs over launch grids), launched by plugins.kernels with the CUDA driver and the launch grid, block and SM count
 each case asks for, buffers with guard bytes (and unaligned bases), plus 64-bit offsets past 4 GiB,
 and the PTX that AOT engines carry loading through this driver's JIT. Run by bench/gpu_check.sh on a
-lent H100/H200.
+GPU machine (an H100/H200).
 
 A kernel fault leaves the CUDA context unusable (the error is sticky): the first faulting case is
 recorded, every later case fails with the same GpuFault naming it (so hypothesis reports the fault,
@@ -18,8 +18,9 @@ import pytest
 from hypothesis import given, settings
 
 from conftest import gpu_skip, needs_gpu
-from kernel_shim import cases
+from kernel_shim import cases, host
 from trt_scatter.plugins import cuda, kernels
+from trt_scatter.plugins import slice_scatter as slice_kernel, scatter_update as update_kernel
 
 pytestmark = needs_gpu
 
@@ -163,6 +164,57 @@ def test_scatter_update_invalid_axis_writes_nothing(gpu, case):
     run_case(cases.check_scatter_update, gpu, case)
 
 
+@settings(max_examples=cases.scaled(10 / 3))
+@given(case=cases.tensor_scatter_cases())
+def test_tensor_scatter_matches_oracle(gpu, case):
+    run_case(cases.check_tensor_scatter, gpu, case)
+
+
+@settings(max_examples=cases.scaled(5 / 3))
+@given(case=cases.tensor_scatter_cases(broken=True))
+def test_tensor_scatter_shapes_that_disagree_write_nothing(gpu, case):
+    run_case(cases.check_tensor_scatter, gpu, case)
+
+
+@settings(max_examples=cases.scaled(5 / 3))
+@given(case=cases.reduce_cases("scatter_elements_reduce"))
+def test_scatter_elements_reduce_matches_oracle(gpu, case):
+    run_case(cases.check_reduce, gpu, case)
+
+
+@settings(max_examples=cases.scaled(5 / 3))
+@given(case=cases.reduce_cases("scatter_nd_reduce"))
+def test_scatter_nd_reduce_matches_oracle(gpu, case):
+    run_case(cases.check_reduce, gpu, case)
+
+
+@settings(max_examples=cases.scaled(2 / 3))
+@given(case=cases.reduce_cases("scatter_nd_reduce", aot=True), elements=cases.reduce_cases("scatter_elements_reduce", aot=True))
+def test_reductions_aot_entries_match_oracle(gpu, case, elements):
+    run_case(cases.check_reduce, gpu, case)
+    run_case(cases.check_reduce, gpu, elements)
+
+
+def test_reductions_are_bit_identical_over_launch_grids(gpu):
+    """The same sums, whose rounding depends on their order, launched with 8 grids and block sizes: one output."""
+    rng = np.random.default_rng(4)
+    data = np.zeros((300, 8), np.float32)
+    indices = rng.integers(0, 300, size=(20000, 1))
+    updates = (rng.standard_normal((20000, 8)) * np.exp2(rng.integers(-20, 20, size=(20000, 8)))).astype(np.float32)
+    outputs = set()
+    for grid, block, sm_count in [(None, None, 132), (1, 32, 1), (3, 5, 1), (7, 1024, 2), (None, 64, 16), (2, 1, 1), (500, 128, 4), (None, 256, 1)]:
+        case = cases.ReduceCase("scatter_nd_reduce", data, indices, updates, 0, "add", 1,
+                                {**cases.SETUP, "grid": grid, "block": block, "sm_count": sm_count})
+        run_case(cases.check_reduce, gpu, case)  # against the oracle, bit for bit
+        device, memory = gpu(case.setup, np.float32)
+        try:
+            output, _ = host.run_reduce(device, memory, "scatter_nd_reduce", data, indices, updates, reduction="add", include_self=1)
+        finally:
+            memory.free()
+        outputs.add(output.tobytes())
+    assert len(outputs) == 1
+
+
 def _free_bytes():
     return cuda.check(cuda.driver().cuMemGetInfo(), "cuMemGetInfo")[0]
 
@@ -177,7 +229,7 @@ def test_offsets_past_4_gib(gpu):
         data = memory.alloc(rows * cols, fill=0)
         updates = memory.put(np.arange(rows * 16, dtype=np.uint8).reshape(rows, 16))
         flag = memory.alloc(4)
-        kernels.launch_slice_scatter(
+        slice_kernel.launch_slice_scatter(
             output=data, data=0, updates=updates, start=memory.put(np.array([-16], np.int64)),
             stop=memory.put(np.array([2**62], np.int64)), step=memory.put(np.array([1], np.int64)),
             axes=memory.put(np.array([-1], np.int32)), num_axes=1, data_shape=(rows, cols), updates_shape=(rows, 16),
@@ -190,7 +242,7 @@ def test_offsets_past_4_gib(gpu):
             np.testing.assert_array_equal(tail[:16], 0)
             np.testing.assert_array_equal(tail[16:], np.arange(r * 16, r * 16 + 16, dtype=np.uint8))
         indices = memory.put(np.array([4], np.int32))
-        kernels.launch_scatter_update(
+        update_kernel.launch_scatter_update(
             output=data, data=0, indices=indices, updates=memory.put(np.full(cols, 7, np.uint8)),
             axis=memory.put(np.array([0], np.int32)), data_shape=(rows, cols), indices_shape=(1,), element_size=1,
             index_itemsize=4, axis_itemsize=4, error_flag=flag, stream=0, updates_shape=(1, cols))
@@ -207,7 +259,7 @@ def test_debug_flag_counts_out_of_range_indices(gpu):
     try:
         data = memory.put(np.zeros((4, 3), np.float32))
         flag = memory.alloc(4)
-        kernels.launch_scatter_update(
+        update_kernel.launch_scatter_update(
             output=data, data=0, indices=memory.put(np.array([1, -1, 4, 2**40], np.int64)),
             updates=memory.put(np.ones((4, 3), np.float32)), axis=memory.put(np.array(0, np.int64)), data_shape=(4, 3),
             indices_shape=(4,), element_size=4, index_itemsize=8, axis_itemsize=8, error_flag=flag, stream=0,
@@ -219,7 +271,9 @@ def test_debug_flag_counts_out_of_range_indices(gpu):
 
 
 AOT_INSTANTIATIONS = [("slice_scatter_aot", size, None) for size in kernels.ELEMENT_SIZES] + [
-    ("scatter_update_aot", size, index) for size in kernels.ELEMENT_SIZES for index in kernels.INDEX_ITEMSIZES]
+    (f"{op}_aot", size, index) for op in ("scatter_update", "scatter_elements_reduce", "scatter_nd_reduce")
+    for size in kernels.ELEMENT_SIZES for index in kernels.INDEX_ITEMSIZES] + [
+    ("tensor_scatter_aot", size, None) for size in kernels.ELEMENT_SIZES]
 
 
 @pytest.mark.parametrize("kernel, element_size, index_itemsize", AOT_INSTANTIATIONS)

@@ -13,6 +13,7 @@ import pytest
 from conftest import HAS_GPU, needs_gxx
 from kernel_shim import host
 from trt_scatter.oracle import ScatterInputError
+from trt_scatter.plugins import slice_scatter as slice_kernel, scatter_update as update_kernel
 from trt_scatter.plugins import cuda, kernels
 
 
@@ -61,8 +62,8 @@ UPDATE = dict(output=0x1000, data=0, indices=0x2000, updates=0x3000, axis=0x4000
 
 
 def test_slice_scatter_launch_sequence_and_packed_arguments(recording):
-    device = recording(kernels.SliceScatterArgs)
-    kernels.launch_slice_scatter(**SLICE)
+    device = recording(slice_kernel.SliceScatterArgs)
+    slice_kernel.launch_slice_scatter(**SLICE)
     assert device.calls == [
         ("kernel", "slice_scatter", 2, None, 0x77),  # loaded in the stream's context
         ("memset", 0x5000, 0, 1, 0x77),
@@ -76,34 +77,37 @@ def test_slice_scatter_launch_sequence_and_packed_arguments(recording):
 
 
 def test_in_place_and_default_axes_skip_the_copy_and_pass_null_axes(recording):
-    device = recording(kernels.SliceScatterArgs)
-    kernels.launch_slice_scatter(**{**SLICE, "data": 0, "axes": 0, "axes_itemsize": 3, "error_flag": 0})
+    device = recording(slice_kernel.SliceScatterArgs)
+    slice_kernel.launch_slice_scatter(**{**SLICE, "data": 0, "axes": 0, "axes_itemsize": 3, "error_flag": 0})
     assert [c[0] for c in device.calls] == ["kernel", "launch"]
     assert device.args.axes is None and device.args.error_flag is None and device.args.axes_itemsize == 0
 
 
 def test_data_equal_to_output_is_in_place(recording):
-    device = recording(kernels.SliceScatterArgs)
-    kernels.launch_slice_scatter(**{**SLICE, "data": SLICE["output"]})
+    device = recording(slice_kernel.SliceScatterArgs)
+    slice_kernel.launch_slice_scatter(**{**SLICE, "data": SLICE["output"]})
     assert "memcpy" not in [c[0] for c in device.calls]
 
 
 def test_scatter_update_packed_arguments(recording):
-    device = recording(kernels.ScatterUpdateArgs)
-    kernels.launch_scatter_update(**{**UPDATE, "updates_shape": (3, 5)})
+    device = recording(update_kernel.ScatterUpdateArgs)
+    update_kernel.launch_scatter_update(**{**UPDATE, "updates_shape": (3, 5)})
     assert device.calls == [("kernel", "scatter_update", 8, 4, 0x99), ("launch", "handle", 1, kernels.BLOCK, 0x99)]
     a = device.args
     assert (a.output, a.updates, a.indices, a.axis, a.error_flag) == (0x1000, 0x3000, 0x2000, 0x4000, None)
     assert list(a.data_shape[:2]) == [4, 5] and a.indices_shape[0] == 3 and list(a.updates_shape[:2]) == [3, 5]
     assert (a.data_rank, a.indices_rank, a.updates_rank, a.axis_itemsize) == (2, 1, 2, 8)
-    kernels.launch_scatter_update(**{**UPDATE, "indices_shape": (), "updates_shape": (4,)})
+    update_kernel.launch_scatter_update(**{**UPDATE, "indices_shape": (), "updates_shape": (4,)})
     assert device.args.updates_rank == 1 and device.args.indices_rank == 0
 
 
 @needs_gxx
 def test_ctypes_structs_match_the_cuda_layout():
     layout = host.layout(host.load(host.shared_library()))
-    for struct in (kernels.SliceScatterArgs, kernels.ScatterUpdateArgs):
+    from trt_scatter.plugins.reductions import LAYOUT, ScatterReduceArgs
+
+    assert LAYOUT.size == ctypes.sizeof(ScatterReduceArgs)  # the packed bytes are the struct's
+    for struct in (slice_kernel.SliceScatterArgs, update_kernel.ScatterUpdateArgs, ScatterReduceArgs):
         assert layout[struct.__name__] == ctypes.sizeof(struct)
         for name, _ in struct._fields_:
             assert layout[f"{struct.__name__}.{name}"] == getattr(struct, name).offset, name
@@ -116,8 +120,8 @@ def test_grid_size(elements, sm_count, blocks):
 
 
 def test_grid_follows_the_work_and_the_device(recording):
-    device = recording(kernels.SliceScatterArgs, sm_count=1)
-    kernels.launch_slice_scatter(**{**SLICE, "data_shape": (1000, 6), "updates_shape": (1000, 6), "num_axes": 0})
+    device = recording(slice_kernel.SliceScatterArgs, sm_count=1)
+    slice_kernel.launch_slice_scatter(**{**SLICE, "data_shape": (1000, 6), "updates_shape": (1000, 6), "num_axes": 0})
     assert device.calls[-1][2] == 8  # 6000 elements, capped at 8 blocks per SM
 
 
@@ -145,12 +149,12 @@ def test_grid_follows_the_work_and_the_device(recording):
 )
 @pytest.mark.parametrize("launcher", ["launch_slice_scatter", "launch_slice_scatter_aot"])
 def test_bad_slice_scatter_arguments_raise_before_any_device_call(recording, change, name, launcher):
-    device = recording(kernels.SliceScatterArgs)
+    device = recording(slice_kernel.SliceScatterArgs)
     arguments = {**SLICE, **change}
     if launcher.endswith("_aot"):
         del arguments["error_flag"]
     with pytest.raises(ScatterInputError, match=rf"{launcher}: '{name}'") as caught:
-        getattr(kernels, launcher)(**arguments)
+        getattr(slice_kernel if "slice" in launcher else update_kernel, launcher)(**arguments)
     assert caught.value.input_name == name and device.calls == []
 
 
@@ -174,29 +178,29 @@ def test_bad_slice_scatter_arguments_raise_before_any_device_call(recording, cha
 )
 @pytest.mark.parametrize("launcher", ["launch_scatter_update", "launch_scatter_update_aot"])
 def test_bad_scatter_update_arguments_raise_before_any_device_call(recording, change, name, launcher):
-    device = recording(kernels.ScatterUpdateArgs)
+    device = recording(update_kernel.ScatterUpdateArgs)
     arguments = {**UPDATE, **change}
     if launcher.endswith("_aot"):
         del arguments["error_flag"]
     with pytest.raises(ScatterInputError, match=rf"{launcher}: '{name}'"):
-        getattr(kernels, launcher)(**arguments)
+        getattr(slice_kernel if "slice" in launcher else update_kernel, launcher)(**arguments)
     assert device.calls == []
 
 
 def test_empty_tensors_may_have_null_pointers(recording):
     """TensorRT may pass null for a tensor without elements; nothing reads or writes it then."""
-    device = recording(kernels.SliceScatterArgs)
-    kernels.launch_slice_scatter(**{**SLICE, "updates": 0, "updates_shape": (4, 0, 3)})
-    kernels.launch_slice_scatter(**{**SLICE, "output": 0, "data": 0, "data_shape": (0, 5, 6), "updates_shape": (0, 2, 3)})
-    device = recording(kernels.ScatterUpdateArgs)
-    kernels.launch_scatter_update(**{**UPDATE, "indices": 0, "updates": 0, "indices_shape": (0,), "updates_shape": (4, 0)})
-    kernels.launch_scatter_update(**{**UPDATE, "updates": 0, "updates_shape": (0, 5), "indices_shape": (0,)})
+    device = recording(slice_kernel.SliceScatterArgs)
+    slice_kernel.launch_slice_scatter(**{**SLICE, "updates": 0, "updates_shape": (4, 0, 3)})
+    slice_kernel.launch_slice_scatter(**{**SLICE, "output": 0, "data": 0, "data_shape": (0, 5, 6), "updates_shape": (0, 2, 3)})
+    device = recording(update_kernel.ScatterUpdateArgs)
+    update_kernel.launch_scatter_update(**{**UPDATE, "indices": 0, "updates": 0, "indices_shape": (0,), "updates_shape": (4, 0)})
+    update_kernel.launch_scatter_update(**{**UPDATE, "updates": 0, "updates_shape": (0, 5), "indices_shape": (0,)})
     assert [call[0] for call in device.calls].count("launch") == 2
 
 
 def test_error_message_names_the_rule():
     with pytest.raises(ScatterInputError, match=r"'element_size' must be one of 1, 2, 4, 8 bytes \(got 3\)"):
-        kernels.slice_scatter_args(**{k: v for k, v in {**SLICE, "element_size": 3}.items() if k not in ("data", "stream")})
+        slice_kernel.slice_scatter_args(**{k: v for k, v in {**SLICE, "element_size": 3}.items() if k not in ("data", "stream")})
 
 
 def test_check_error_flag_without_flag_needs_no_device(recording):
@@ -204,7 +208,7 @@ def test_check_error_flag_without_flag_needs_no_device(recording):
     assert kernels.check_error_flag(0, 0x77) == 0 and device.calls == []
 
 
-@pytest.mark.parametrize("value, enabled", [(None, False), ("0", False), ("1", True), ("yes", False)])
+@pytest.mark.parametrize("value, enabled", [(None, False), ("0", False), ("1", True), ("yes", True), ("false", False)])
 def test_debug_mode(monkeypatch, value, enabled):
     if value is None:
         monkeypatch.delenv("TRT_SCATTER_DEBUG", raising=False)
@@ -215,9 +219,9 @@ def test_debug_mode(monkeypatch, value, enabled):
 
 # --- the AOT entry points' argument list ---------------------------------------------------
 
-P, I = ctypes.c_void_p, ctypes.c_int32
-SLICE_AOT_PARAMS = [P] * 6 + [I] * (4 + 2 * kernels.MAX_RANK) + [P]
-UPDATE_AOT_PARAMS = [P] * 4 + [I] * (4 + 3 * kernels.MAX_RANK) + [P]
+P, INT = ctypes.c_void_p, ctypes.c_int32
+SLICE_AOT_PARAMS = [P] * 6 + [INT] * (4 + 2 * kernels.MAX_RANK) + [P]
+UPDATE_AOT_PARAMS = [P] * 4 + [INT] * (4 + 3 * kernels.MAX_RANK) + [P]
 
 
 def _aot(arguments):
@@ -226,7 +230,7 @@ def _aot(arguments):
 
 def test_slice_scatter_aot_launch_passes_inputs_scalars_then_output(recording):
     device = recording(SLICE_AOT_PARAMS)
-    kernels.launch_slice_scatter_aot(**_aot(SLICE))
+    slice_kernel.launch_slice_scatter_aot(**_aot(SLICE))
     # TensorRT's copy of data into the aliased output first (here data != output), then one kernel
     assert device.calls == [("kernel", "slice_scatter_aot", 2, None, 0x77), ("memcpy", 0x1000, 0x2000, 4 * 5 * 6 * 2, 0x77),
                             ("launch", "handle", 1, kernels.BLOCK, 0x77)]
@@ -236,14 +240,14 @@ def test_slice_scatter_aot_launch_passes_inputs_scalars_then_output(recording):
     assert device.args[10:18] == [4, 5, 6, 0, 0, 0, 0, 0] and device.args[18:26] == [4, 2, 3, 0, 0, 0, 0, 0]
     assert device.args[26] == 0x1000
     device.calls.clear()
-    kernels.launch_slice_scatter_aot(**_aot({**SLICE, "axes": 0, "data": 0}))  # default axes, in place: no copy
+    slice_kernel.launch_slice_scatter_aot(**_aot({**SLICE, "axes": 0, "data": 0}))  # default axes, in place: no copy
     assert [call[0] for call in device.calls] == ["kernel", "launch"]
     assert device.args[5] is None and device.args[9] == 0  # null axes, axes_itemsize 0
 
 
 def test_scatter_update_aot_launch_passes_inputs_scalars_then_output(recording):
     device = recording(UPDATE_AOT_PARAMS)
-    kernels.launch_scatter_update_aot(**_aot({**UPDATE, "indices_shape": (3, 1), "updates_shape": (4, 3, 1)}))
+    update_kernel.launch_scatter_update_aot(**_aot({**UPDATE, "indices_shape": (3, 1), "updates_shape": (4, 3, 1)}))
     assert device.calls == [("kernel", "scatter_update_aot", 8, 4, 0x99), ("launch", "handle", 1, kernels.BLOCK, 0x99)]
     assert device.args[:4] == [0x1000, 0x2000, 0x3000, 0x4000]  # data (= output), indices, updates, axis
     assert device.args[4:8] == [2, 2, 3, 8]  # ranks of data, indices, updates; axis_itemsize
@@ -260,14 +264,14 @@ def test_aot_grid(updates_shape, blocks):
 
 def test_aot_launch_uses_the_aot_grid(recording):
     device = recording(SLICE_AOT_PARAMS)
-    kernels.launch_slice_scatter_aot(**_aot({**SLICE, "data_shape": (1000, 6), "updates_shape": (1000, 6), "num_axes": 0}))
+    slice_kernel.launch_slice_scatter_aot(**_aot({**SLICE, "data_shape": (1000, 6), "updates_shape": (1000, 6), "num_axes": 0}))
     assert device.calls[-1][2] == 24  # 6000 elements: no device-dependent cap below AOT_MAX_BLOCKS
 
 
 @pytest.mark.parametrize("lengths, count", [([3, 3, 3, 3], 4), ([0, 0, 0, 0], 1), ([2, 2, 1, 2], 0),
                                             ([2, 3, 2, 2], 0), ([2, 2, 2, 0], 0), ([1, 1, 1], 2)])
 def test_slice_scatter_axes_count_is_zero_when_lengths_differ(lengths, count):
-    assert kernels.slice_scatter_axes_count(lengths) == count
+    assert slice_kernel.axes_count_scalar(lengths) == count
 
 
 @needs_gxx
@@ -276,11 +280,11 @@ def test_axes_count_zero_makes_the_aot_kernel_write_nothing():
     lib, memory = host.load(host.shared_library()), host.Memory()
     data = np.arange(12, dtype=np.int32).reshape(3, 4)
     output = memory.put(data)
-    scalars = kernels.slice_scatter_aot_scalars(data_shape=(3, 4), updates_shape=(3, 4), param_itemsize=8,
-                                                axes_itemsize=8, axes_count=kernels.slice_scatter_axes_count([1, 1, 1, 0]))
+    scalars = slice_kernel.scalars(data_shape=(3, 4), updates_shape=(3, 4), param_itemsize=8,
+                                                axes_itemsize=8, axes_count=slice_kernel.axes_count_scalar([1, 1, 1, 0]))
     params = [memory.put(np.array(v, np.int64)) for v in ([0], [4], [1])]
     with host._using(host.ShimDevice(lib)):
-        kernels._launch_aot("slice_scatter_aot", 4, None, [output, memory.put(np.zeros((3, 4), np.int32)), *params, 0],
+        kernels.launch_aot("slice_scatter_aot", 4, None, [output, memory.put(np.zeros((3, 4), np.int32)), *params, 0],
                             scalars, output=output, data=0, data_bytes=0, grid=1, stream=0)
     np.testing.assert_array_equal(memory.get(output, np.int32, (3, 4)), data)
     assert scalars[1] == 0
@@ -289,7 +293,7 @@ def test_axes_count_zero_makes_the_aot_kernel_write_nothing():
 def test_aot_scalars_work_on_any_dimension_objects():
     """The registration passes TensorRT shape expressions: the functions only place them."""
     dims = [object() for _ in range(5)]
-    scalars = kernels.scatter_update_aot_scalars(data_shape=dims[:2], indices_shape=dims[2:3], updates_shape=dims[3:5],
+    scalars = update_kernel.scalars(data_shape=dims[:2], indices_shape=dims[2:3], updates_shape=dims[3:5],
                                                  axis_itemsize=4)
     assert scalars[:4] == [2, 1, 2, 4] and len(scalars) == 4 + 3 * kernels.MAX_RANK
     assert scalars[4:6] == dims[:2] and scalars[12] is dims[2] and scalars[20:22] == dims[3:5]
@@ -309,7 +313,7 @@ def test_aot_limits_are_named_in_one_line(shapes, name):
 def test_aot_launch_refuses_dimensions_beyond_int32(recording):
     device = recording(SLICE_AOT_PARAMS)
     with pytest.raises(ScatterInputError, match=r"launch_slice_scatter_aot: 'data_shape' does not fit the AOT form"):
-        kernels.launch_slice_scatter_aot(**_aot({**SLICE, "data_shape": (4, 2**31, 6)}))
+        slice_kernel.launch_slice_scatter_aot(**_aot({**SLICE, "data_shape": (4, 2**31, 6)}))
     assert device.calls == []
 
 
@@ -319,9 +323,9 @@ def test_aot_launch_refuses_dimensions_beyond_int32(recording):
 @pytest.mark.skipif(HAS_GPU, reason="checks the behaviour without a CUDA driver")
 def test_import_works_without_a_driver_and_use_fails_clearly(tmp_path):
     code = (
-        "import trt_scatter.plugins.kernels as k\n"
+        "import trt_scatter.plugins.kernels as k, trt_scatter.plugins.slice_scatter as s\n"
         "try:\n"
-        "    k.launch_slice_scatter(output=1, data=0, updates=1, start=1, stop=1, step=1, axes=0, num_axes=1,"
+        "    s.launch_slice_scatter(output=1, data=0, updates=1, start=1, stop=1, step=1, axes=0, num_axes=1,"
         " data_shape=(2,), updates_shape=(1,), element_size=4, param_itemsize=8, axes_itemsize=8, error_flag=0, stream=0)\n"
         "except k.cuda.CudaUnavailableError as e:\n"
         "    print('ERROR', e)\n"
@@ -420,7 +424,10 @@ def test_name_expressions():
     assert cuda.name_expression("scatter_update", 8, 4) == "scatter_update<unsigned long long, int>"
     assert cuda.name_expression("slice_scatter_aot", 2) == "slice_scatter_aot<unsigned short>"
     assert cuda.name_expression("scatter_update_aot", 4, 8) == "scatter_update_aot<unsigned int, long long>"
-    assert [cuda.source_name(kernel) for kernel in cuda.KERNELS] == ["slice_scatter.cu"] * 2 + ["scatter_update.cu"] * 2
+    assert cuda.name_expression("tensor_scatter_aot", 2) == "tensor_scatter_aot<unsigned short>"
+    assert cuda.name_expression("scatter_nd_reduce_aot", 2, 4) == "scatter_nd_reduce_aot<unsigned short, int>"
+    assert [cuda.source_name(kernel) for kernel in cuda.KERNELS] == (["slice_scatter.cu"] * 2 + ["scatter_update.cu"] * 2 + ["scatter_elements_reduce.cu"] * 2
+                                                                     + ["scatter_nd_reduce.cu"] * 2 + ["tensor_scatter.cu"] * 2)
 
 
 @pytest.mark.parametrize("supported, arch", [([75, 80, 90], 75), ([80, 90, 120], 80), ([52, 61, 75, 86], 75)])
@@ -571,7 +578,7 @@ class FakeDriver:
 
     def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         self.launched = (f, gx, gy, gz, bx, by, bz, shared, stream, extra)
-        self.packed = ctypes.string_at(ctypes.c_void_p.from_address(params).value, ctypes.sizeof(kernels.ScatterUpdateArgs))
+        self.packed = ctypes.string_at(ctypes.c_void_p.from_address(params).value, ctypes.sizeof(update_kernel.ScatterUpdateArgs))
         return self._ok("cuLaunchKernel")
 
     def cuMemsetD32Async(self, address, value, count, stream):
@@ -600,7 +607,7 @@ def fake_driver(monkeypatch):
 
 
 def test_launch_through_the_driver(fake_driver):
-    kernels.launch_scatter_update(**{**UPDATE, "data": 0x2222, "error_flag": 0x5000, "updates_shape": (3, 5)})
+    update_kernel.launch_scatter_update(**{**UPDATE, "data": 0x2222, "error_flag": 0x5000, "updates_shape": (3, 5)})
     assert fake_driver.calls == [
         "cuStreamGetCtx",  # the stream's context, none here (as for the legacy stream without a current context):
         "cuCtxGetCurrent", "cuDeviceGet", "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent",  # the primary one
@@ -612,11 +619,11 @@ def test_launch_through_the_driver(fake_driver):
     function, *dims, shared, stream, extra = fake_driver.launched
     assert function == ("function", b"image-scatter_update-8-4-sm86", b"lowered_scatter_update")
     assert dims == [1, 1, 1, kernels.BLOCK, 1, 1] and (shared, stream, extra) == (0, 0x99, 0)
-    args = kernels.ScatterUpdateArgs.from_buffer_copy(fake_driver.packed)
+    args = update_kernel.ScatterUpdateArgs.from_buffer_copy(fake_driver.packed)
     assert (args.output, args.indices, args.error_flag, args.updates_rank) == (0x1000, 0x2000, 0x5000, 2)
 
     fake_driver.calls.clear()
-    kernels.launch_scatter_update(**UPDATE)  # cached: no module load, the context's SM count reused
+    update_kernel.launch_scatter_update(**UPDATE)  # cached: no module load, the context's SM count reused
     assert fake_driver.calls == ["cuStreamGetCtx", "cuLaunchKernel"]
     assert cuda.device_arch() == 86 and cuda.sm_count() == 3
 
@@ -629,7 +636,7 @@ def test_launch_loads_the_kernel_in_the_streams_own_context(fake_driver):
     """TensorRT may enqueue on a thread where another context is current: the stream's context decides."""
     fake_driver.context = 0xC0
     fake_driver.streams[0x99] = 0xC1  # a stream of device 1 (sm_90, 4 SMs)
-    kernels.launch_scatter_update(**UPDATE)
+    update_kernel.launch_scatter_update(**UPDATE)
     calls = fake_driver.calls
     assert calls[0] == "cuStreamGetCtx" and "cuCtxPushCurrent(0xc1)" in calls
     load = calls.index("cuModuleLoadData")
@@ -643,7 +650,7 @@ def test_prepare_loads_the_kernel_before_any_launch(fake_driver):
     kernels.prepare("scatter_update", 8, 4)
     assert "cuModuleLoadData" in fake_driver.calls
     fake_driver.calls.clear()
-    kernels.launch_scatter_update(**UPDATE)  # same context as the stream's: nothing left to load
+    update_kernel.launch_scatter_update(**UPDATE)  # same context as the stream's: nothing left to load
     assert fake_driver.calls == ["cuStreamGetCtx", "cuLaunchKernel"]
 
 
@@ -655,7 +662,7 @@ def test_prepare_without_a_driver_leaves_the_error_to_the_launch(monkeypatch):
     monkeypatch.setattr(kernels, "device", cuda)
     kernels.prepare("slice_scatter", 4)  # no exception
     with pytest.raises(cuda.CudaUnavailableError, match="test"):
-        kernels.launch_slice_scatter(**SLICE)
+        slice_kernel.launch_slice_scatter(**SLICE)
 
 
 @pytest.mark.parametrize("status", [1, "implicit"])
@@ -696,4 +703,4 @@ def test_each_context_loads_its_own_module(fake_driver):
 def test_driver_errors_name_the_call(fake_driver):
     fake_driver.fail.add("cuLaunchKernel")
     with pytest.raises(cuda.CudaError, match=r"cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE"):
-        kernels.launch_scatter_update(**UPDATE)
+        update_kernel.launch_scatter_update(**UPDATE)

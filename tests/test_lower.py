@@ -293,7 +293,7 @@ def test_the_command_reads_the_models_tensors_once(tmp_path, monkeypatch):
     """Shape inference over a large model takes seconds: the lowering validates the model, the command
     does not validate it again first."""
     from trt_scatter.cli import main
-    from trt_scatter.passes.tensors import ModelTensors
+    from trt_scatter.model import ModelTensors
 
     reads, init = [], ModelTensors.__init__
     monkeypatch.setattr(ModelTensors, "__init__", lambda self, *args, **kwargs: reads.append(1) or init(self, *args, **kwargs))

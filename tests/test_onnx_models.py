@@ -1,12 +1,11 @@
 """trt_scatter.onnx_models: valid models, the plugin-node contract, standard ops against the oracle, TensorRT's parser."""
 
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import onnx
 import pytest
+import onnx_fixtures as fx
 from hypothesis import given
 from hypothesis import strategies as st
 from lowering_support import build, parse_onnx, profile_for, run_onnx, scatter_layers
@@ -117,7 +116,7 @@ def test_plugin_models_parse_into_plugins_when_they_are_registered():
     script = textwrap.dedent(
         """
         from trt_scatter.backend import tensorrt
-        from trt_scatter.log import trt_logger
+        from trt_scatter.backend import trt_logger
         from trt_scatter.onnx_models import slice_scatter_model, scatter_update_model
         from trt_scatter.plugins import register
         register()
@@ -133,7 +132,7 @@ def test_plugin_models_parse_into_plugins_when_they_are_registered():
         print("ok")
         """
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    result = fx.run_python(script)  # in a forked child: the TensorRT-RTX heap bug (README) after a plugin parse
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-2000:]
 
 

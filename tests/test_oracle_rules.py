@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from trt_scatter import ScatterInputError
+from trt_scatter import dtypes
 from trt_scatter.oracle import (
     check_scatter_elements,
     check_scatter_nd,
@@ -220,9 +221,9 @@ def test_known_dimensions_still_checked_next_to_unknown_ones():
 
 def test_bfloat16_is_numeric_only_with_ml_dtypes(monkeypatch):
     monkeypatch.setitem(sys.modules, "ml_dtypes", None)  # makes `import ml_dtypes` raise ImportError
-    assert rules._bfloat16() is None
+    assert dtypes._bfloat16() is None
     monkeypatch.undo()
-    assert rules._bfloat16() == rules.BFLOAT16 and rules.BFLOAT16.name == "bfloat16"
+    assert dtypes._bfloat16() == rules.BFLOAT16 and rules.BFLOAT16.name == "bfloat16"
 
 
 def test_index_error_the_range_rule_does_not_explain_is_not_swallowed():

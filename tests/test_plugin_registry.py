@@ -12,8 +12,10 @@ import plugin_models as models
 
 from trt_scatter import backend, plugins
 from trt_scatter.plugins.base import PluginError
-from trt_scatter.plugins.scatter_update import ScatterUpdatePlugin
-from trt_scatter.plugins.slice_scatter import SliceScatterPlugin
+from trt_scatter.ops import OPS, SCATTER_UPDATE, SLICE_SCATTER
+from trt_scatter.plugins.base import plugin_class
+
+ScatterUpdatePlugin, SliceScatterPlugin = plugin_class(SCATTER_UPDATE), plugin_class(SLICE_SCATTER)
 
 trt = backend.tensorrt()
 needs_rtx = pytest.mark.skipif(not backend.is_rtx(), reason="the library fix and the missing add_plugin_v3 are TensorRT-RTX's")
@@ -26,9 +28,9 @@ def _ours(registry):
 def test_register_is_idempotent():
     first = plugins.register()
     second = plugins.register()
-    assert set(first) == {"SliceScatter", "ScatterUpdate"}
+    assert set(first) == set(OPS) == {"SliceScatter", "ScatterUpdate", "ScatterElementsReduce", "ScatterNDReduce", "CacheScatter"}
     assert all(first[name] is second[name] for name in first)
-    assert sorted(_ours(trt.get_plugin_registry())) == [("ScatterUpdate", "1", ""), ("SliceScatter", "1", "")]
+    assert sorted(_ours(trt.get_plugin_registry())) == sorted((name, "1", "") for name in OPS)
 
 
 def test_registry_hands_out_our_creators():
@@ -36,7 +38,8 @@ def test_registry_hands_out_our_creators():
     for name in plugins.PLUGIN_NAMES:
         found = trt.get_plugin_registry().get_creator(name, "1", "")
         assert found is not None and found.name == name and found.plugin_version == "1" and found.plugin_namespace == ""
-        assert [field.name for field in creators[name].field_names] == ["inplace"]
+        assert [field.name for field in creators[name].field_names] == list(OPS[name].attributes)  # the op's attributes
+    assert [field.name for field in creators["ScatterNDReduce"].field_names] == ["reduction", "include_self", "inplace"]
 
 
 def test_register_keeps_creators_already_in_the_registry(monkeypatch):
@@ -45,7 +48,7 @@ def test_register_keeps_creators_already_in_the_registry(monkeypatch):
     monkeypatch.setattr(plugins, "_creators", {})
     again = plugins.register()
     assert all(again[name] is first[name] for name in first)
-    assert len(_ours(trt.get_plugin_registry())) == 2
+    assert len(_ours(trt.get_plugin_registry())) == len(OPS)
 
 
 def test_inplace_needs_the_v2_build_interface(monkeypatch):
@@ -70,7 +73,7 @@ def test_importing_the_package_needs_no_tensorrt():
         ({"inplace": np.array([2], np.int32)}, "plugin field 'inplace' must be 0 or 1 (got array([2]"),
         ({"inplace": np.array([1, 0], np.int32)}, "plugin field 'inplace' must be 0 or 1"),
         ({"inplace": np.array([0.5], np.float32)}, "plugin field 'inplace' must be 0 or 1"),
-        ({"axis": np.array([1], np.int32)}, "unknown plugin field(s) ['axis']; known: ['inplace']"),
+        ({"stride": np.array([1], np.int32)}, "unknown plugin field(s) ['stride']; known: ["),
     ],
 )
 def test_create_plugin_rejects_bad_fields(fields, message):
@@ -158,7 +161,7 @@ def test_add_plugin_layer_on_rtx_points_to_onnx_and_native(op_name):
 
 
 def test_add_plugin_layer_rejects_unknown_ops():
-    with pytest.raises(PluginError, match="unknown plugin 'Scatter'; known: SliceScatter, ScatterUpdate"):
+    with pytest.raises(PluginError, match="unknown plugin 'Scatter'; known: SliceScatter, ScatterUpdate, ScatterElementsReduce, ScatterNDReduce, CacheScatter$"):
         plugins.add_plugin_layer(object(), "Scatter", [])
 
 

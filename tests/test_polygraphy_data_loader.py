@@ -12,9 +12,8 @@ from hypothesis import strategies as st
 import onnx_fixtures as fx
 from onnx_fixtures import info
 from trt_scatter import oracle
-from trt_scatter.polygraphy_ext import ScatterDataLoader, load_data
-from trt_scatter.polygraphy_ext import data_loader
-from trt_scatter.polygraphy_ext.data_loader import DEFAULT_DIM
+from trt_scatter.polygraphy_ext import ScatterDataLoader
+from trt_scatter.inputs import DEFAULT_DIM
 
 
 def _declared(draw, dims, names):
@@ -224,20 +223,16 @@ def test_fed_axis_is_refused():
         ScatterDataLoader(model)[0]
 
 
-def test_loader_is_a_sequence_and_load_data_serves_the_model_of_the_run(tmp_path, monkeypatch):
+def test_loader_is_a_sequence_of_the_same_feeds_for_the_same_seed(tmp_path):
     path = fx.save(fx.scatter_nd_model([5, 2], [3, 1], [3, 2]), tmp_path / "nd.onnx")
     loader = ScatterDataLoader(path, iterations=2)
     assert len(loader) == 2
     with pytest.raises(IndexError):
         loader[2]
-    monkeypatch.setattr(data_loader, "RUN_ARGS", {"model": path, "seed": 0, "iterations": 3})  # what the extension records
-    feeds = list(load_data())
+    feeds = list(ScatterDataLoader(path, seed=0, iterations=3))
     assert len(feeds) == 3
     assert all(np.array_equal(a["indices"], b["indices"]) for a, b in zip(feeds, ScatterDataLoader(path, seed=0, iterations=3)))
     oracle.scatter_nd(feeds[0]["data"], feeds[0]["indices"], feeds[0]["updates"])
-    monkeypatch.setattr(data_loader, "RUN_ARGS", {})
-    with pytest.raises(ValueError, match="no model: use it as `polygraphy run MODEL --data-loader-script"):
-        load_data()
 
 
 def test_fed_axes_are_distinct_and_every_element_type_gets_values():

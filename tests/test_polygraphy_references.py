@@ -137,15 +137,17 @@ def test_pluginref_registry_runs_the_scatter_ops_with_the_oracle():
     model = fx.slice_scatter_model([4, 3], [2, 3], [-1], [-5], [-2])  # without the optional axes
     feed = {"data": np.zeros((4, 3), np.float32), "updates": np.arange(6, dtype=np.float32).reshape(2, 3)}
     np.testing.assert_array_equal(run_pluginref_registry(model, feed), oracle.slice_scatter(feed["data"], feed["updates"], [-1], [-5], [-2]))
-    elements = fx.scatter_elements_model([4], [2])
-    elements.graph.node[0].attribute.append(helper.make_attribute("reduction", "add"))
-    feed = {"data": np.zeros(4, np.float32), "indices": np.array([0, 1]), "updates": np.ones(2, np.float32)}
-    with pytest.raises(ScatterInputError, match="scatter_elements: 'reduction' must be 'none'"):
+    elements = fx.scatter_elements_model([4], [3])
+    elements.graph.node[0].attribute.append(helper.make_attribute("reduction", "max"))
+    feed = {"data": np.zeros(4, np.float32), "indices": np.array([0, 1, 0]), "updates": np.array([3, -1, 2], np.float32)}
+    np.testing.assert_array_equal(run_pluginref_registry(elements, feed), [3, 0, 0, 0])
+    elements.graph.node[0].attribute[-1].s = b"none2"
+    with pytest.raises(ScatterInputError, match="scatter_elements: 'reduction' must be one of 'add', 'mul', 'min', 'max'"):
         run_pluginref_registry(elements, feed)
 
 
-def test_scatter_reductions_run_as_onnx_defines_them():
-    """The oracle has no reductions: the reference leaves them to ONNX's evaluator, which matches onnxruntime."""
+def test_scatter_reductions_run_with_the_oracle_as_onnxruntime_does():
+    """Reductions run in the oracle's order of combination; onnxruntime (and ONNX's evaluator) agree."""
     model = fx.scatter_elements_model([4], [3])
     model.graph.node[0].attribute.append(helper.make_attribute("reduction", "add"))
     feed = {"data": np.ones(4, np.float32), "indices": np.array([0, 1, 0]), "updates": np.full(3, 2.0, np.float32)}
@@ -181,7 +183,7 @@ def test_constant_inputs_from_constant_nodes_reach_the_references():
 
 
 def test_pluginref_registry_runs_standard_scatters_with_the_oracle():
-    """polygraphy's registry runs ScatterElements and ScatterND (without a reduction) with the oracle, as onnxruntime does."""
+    """polygraphy's registry runs ScatterElements and ScatterND (with a reduction too) with the oracle, as onnxruntime does."""
     model = fx.scatter_elements_model([4, 3], [2, 3], axis=0)
     feed = {"data": np.zeros((4, 3), np.float32), "indices": np.array([[3, 0, 1], [1, 2, 0]]), "updates": np.arange(6, dtype=np.float32).reshape(2, 3)}
     np.testing.assert_array_equal(run_pluginref_registry(model, feed), run_onnxruntime(model, feed))
@@ -189,5 +191,6 @@ def test_pluginref_registry_runs_standard_scatters_with_the_oracle():
     feed = {"data": np.zeros((4, 3), np.float32), "indices": np.array([[3], [1]]), "updates": np.arange(6, dtype=np.float32).reshape(2, 3)}
     np.testing.assert_array_equal(run_pluginref_registry(model, feed), run_onnxruntime(model, feed))
     model.graph.node[0].attribute.append(helper.make_attribute("reduction", "mul"))
-    with pytest.raises(ScatterInputError, match="scatter_nd: 'reduction' must be 'none'"):
-        run_pluginref_registry(model, feed)
+    feed["indices"] = np.array([[3], [3]])
+    feed["data"] = np.full((4, 3), 2, np.float32)
+    np.testing.assert_array_equal(run_pluginref_registry(model, feed), run_onnxruntime(model, feed))

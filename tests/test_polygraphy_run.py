@@ -41,15 +41,15 @@ def test_onnxrt_and_pluginref_agree_on_valid_inputs(model_paths, name):
     assert "Passed: 2/2 iterations" in result.stdout + result.stderr
 
 
-def test_data_loader_script_as_polygraphy_documents_it(model_paths, tmp_path):
-    """`--data-loader-script` names the installed package's file (found as the README says); no environment variable."""
+def test_a_data_loader_script_of_ones_own_as_polygraphy_documents_it(model_paths, tmp_path):
+    """`--data-loader-script` with a script of the user's own that returns the data loader (as the README shows)."""
     import mixed_models
 
-    script = _data_loader_script()
     plugin = fx.save(mixed_models.kv_cache(runtime=True).model, tmp_path / "kv.onnx")
     for path in (model_paths["scatter_nd"], plugin):
-        result = fx.run_tool("polygraphy", ["run", path, "--onnxrt", "--pluginref", "--data-loader-script", script, "--iterations", "2", *EXACT],
-                             env={"TRT_SCATTER_MODEL": ""})  # fmt: skip
+        script = tmp_path / "valid_inputs.py"
+        script.write_text(f"from trt_scatter.inputs import ScatterDataLoader\n\ndef load_data():\n    return ScatterDataLoader({str(path)!r}, iterations=2)\n")
+        result = fx.run_tool("polygraphy", ["run", path, "--onnxrt", "--pluginref", "--data-loader-script", script, *EXACT])
         assert result.returncode == 0, result.stdout + result.stderr
         assert "Passed: 2/2 iterations" in result.stdout + result.stderr
 
@@ -154,9 +154,6 @@ def test_the_extension_takes_missing_or_unreadable_files_as_not_its_own(tmp_path
     import onnx
 
     from trt_scatter import onnx_models
-    from trt_scatter.polygraphy_ext.run_args import _is_this_data_loader
-
-    assert not _is_this_data_loader(str(tmp_path / "missing.py"))
     assert _parsed([str(tmp_path / "model.engine")])._model_to_lower() is None  # no ONNX model
     (tmp_path / "junk.onnx").write_bytes(b"not a model")
     assert _parsed([str(tmp_path / "junk.onnx")])._model_to_lower() is None
@@ -164,7 +161,7 @@ def test_the_extension_takes_missing_or_unreadable_files_as_not_its_own(tmp_path
     assert _parsed([str(tmp_path / "standard.onnx")])._model_to_lower() is None  # nothing for the extension to lower
     onnx.save(onnx_models.scatter_update_model((4, 3), (2,), 0), tmp_path / "plugin.onnx")
     model = _parsed([str(tmp_path / "plugin.onnx")])._model_to_lower()
-    assert [node.op_type for node in model.graph.node] == ["ScatterUpdate"]  # read once, handed to the lowering check
+    assert [node.op_type for node in model.proto.graph.node] == ["ScatterUpdate"]  # read once, handed to the lowering check
 
 
 def _parsed(argv, *groups):
@@ -194,12 +191,12 @@ def test_onnxrt_and_plugins_flags_read_the_model_once(tmp_path, monkeypatch):
     from polygraphy.tools.args import OnnxInferShapesArgs, OnnxLoadArgs, OnnxrtRunnerArgs, OnnxrtSessionArgs, RunnerSelectArgs
 
     from trt_scatter import onnx_models
-    from trt_scatter.passes import validate
+    from trt_scatter.model import Model
 
     path = tmp_path / "plugin.onnx"
     onnx.save(onnx_models.scatter_update_model((4, 3), (2,), 0), path)
-    reads, load_model = [], validate.load_model
-    monkeypatch.setattr(validate, "load_model", lambda *args, **kwargs: reads.append(args) or load_model(*args, **kwargs))
+    reads, read = [], Model.read.__func__
+    monkeypatch.setattr(Model, "read", classmethod(lambda cls, *args, **kwargs: reads.append(args) or read(cls, *args, **kwargs)))
     run = _parsed([str(path), "--onnxrt", "--trt-scatter-plugins"],
                   OnnxInferShapesArgs, OnnxLoadArgs, OnnxrtSessionArgs, OnnxrtRunnerArgs, RunnerSelectArgs)  # fmt: skip
     assert run.register_plugins and reads == [(str(path),)]
@@ -257,11 +254,6 @@ def test_plugin_models_run_in_onnxrt_lowered_and_a_saved_script_runs_alone(tmp_p
     assert alone.returncode == 0 and "PASSED" in alone.stdout + alone.stderr, alone.stdout + alone.stderr
 
 
-def _data_loader_script():
-    found = subprocess.run([sys.executable, "-c", "import trt_scatter.polygraphy_ext.data_loader as m; print(m.__file__)"], capture_output=True, text=True, check=True)
-    return found.stdout.strip()
-
-
 def _kv_cache_with(change):
     import mixed_models
 
@@ -287,16 +279,15 @@ def _runtime_axes(model):
     "change, options, line",
     [
         (_step_0, ["--onnxrt", "--pluginref"], "[!] --onnxrt: SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])"),
-        (_step_0, ["--pluginref", "--data-loader-script", "SCRIPT"],
-         "[!] --data-loader-script: SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])"),
+        (_step_0, ["--pluginref", "--trt-scatter-inputs"],
+         "[!] --trt-scatter-inputs: SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])"),
         (lambda model: None, ["--pluginref", "--val-range", "pos:[20,30]"],
          "[!] SliceScatter node 'write_kv': slice_scatter: 'updates' must have shape (2, 3, 0, 4) (data's shape with each sliced axis cut to its slice's length) (got shape (2, 3, 1, 4))"),
     ],
-    ids=["onnxrt_lowering", "data_loader_script", "reference_on_random_inputs"],
+    ids=["onnxrt_lowering", "trt_scatter_inputs", "reference_on_random_inputs"],
 )
 def test_what_trt_scatter_refuses_in_polygraphy_run_is_one_line_without_a_traceback(tmp_path, change, options, line):
     path = fx.save(_kv_cache_with(change), tmp_path / "kv.onnx")
-    options = [_data_loader_script() if option == "SCRIPT" else option for option in options]
     result = fx.run_tool("polygraphy", ["run", path, *options])
     output = result.stdout + result.stderr
     assert result.returncode == 1, output

@@ -39,8 +39,8 @@ def test_mixed_model_equals_numpy_and_the_oracle(start):
 
 
 def test_the_oracles_error_reaches_the_caller():
-    feeds = {"x": np.ones((3, 4), np.float32), "w": np.ones((4, 6), np.float32), "updates": np.ones((3, 5), np.float32), "start": np.array([0])}
-    with pytest.raises(oracle.ScatterInputError, match=r"slice_scatter: 'updates' must have shape \(3, 3\)"):
+    feeds = {"x": np.ones((3, 4), np.float32), "w": np.ones((4, 6), np.float32), "updates": np.ones((3, 2), np.float32), "start": np.array([0])}
+    with pytest.raises(oracle.ScatterInputError, match=r"slice_scatter: 'updates' must have shape \(3, 3\)"):  # start 0 slices 3
         Reference(_mixed_model()).run(feeds)
 
 

@@ -18,7 +18,10 @@ from trt_scatter import oracle, plugins
 from trt_scatter.backend import tensorrt
 from trt_scatter.oracle import ScatterInputError
 from trt_scatter.plugins.base import PluginError
-from trt_scatter.plugins.scatter_update import ScatterUpdatePlugin
+from trt_scatter.ops import SCATTER_UPDATE
+from trt_scatter.plugins.base import plugin_class
+
+ScatterUpdatePlugin = plugin_class(SCATTER_UPDATE)
 
 trt = tensorrt()
 # Plugin objects for the many-example tests, made at import (see plugin_models.forked for why few are made later).

@@ -1,9 +1,9 @@
 """plugins/slice_scatter.cu on the CPU (host shim), through the real launch code, against the oracle.
 
-Every case runs kernels.launch_slice_scatter with a CPU stand-in for the driver
+Every case runs slice_kernel.launch_slice_scatter with a CPU stand-in for the driver
 (tests/kernel_shim), so argument packing, the copy path and the error counter are covered too.
 The case tests run once per kernel entry point (``entry``): the Python plugins' struct entry and
-the AOT entry that TensorRT launches from an engine (kernels.launch_slice_scatter_aot), which share
+the AOT entry that TensorRT launches from an engine (slice_kernel.launch_slice_scatter_aot), which share
 the kernel body. Output buffers have guard bytes on both sides; the AddressSanitizer test reruns
 the properties on exact-size buffers in a sanitized process, through both entries.
 """

@@ -23,7 +23,7 @@ INT32_MIN, INT32_MAX = int(np.iinfo(np.int32).min), int(np.iinfo(np.int32).max)
 INT64_MIN, INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
 
-# Copied verbatim from the spec (/work/shared/seeds, "Operator SliceScatter-15 is an equivalent to
+# Copied verbatim from the spec (../shared/seeds, "Operator SliceScatter-15 is an equivalent to
 # following NumPy snippet"): the reference the oracle must agree with.
 def slice_scatter_15(
     data: np.ndarray,

@@ -18,7 +18,10 @@ from trt_scatter import oracle, plugins
 from trt_scatter.backend import tensorrt
 from trt_scatter.oracle import ScatterInputError
 from trt_scatter.plugins.base import ELEMENT_TYPES, PluginError, fields_to_keep
-from trt_scatter.plugins.slice_scatter import SliceScatterPlugin
+from trt_scatter.ops import SLICE_SCATTER
+from trt_scatter.plugins.base import plugin_class
+
+SliceScatterPlugin = plugin_class(SLICE_SCATTER)
 
 trt = tensorrt()
 # Plugin objects for the many-example tests, made at import (see plugin_models.forked for why few are made later).

@@ -185,10 +185,10 @@ def test_check_fails_naming_the_op_whose_kernel_skipped_writes(tmp_path, monkeyp
 def test_check_runs_tensorrt_with_the_debug_count_on(monkeypatch, debug_env_unset):
     from trt_scatter.cli import check
 
-    check._tensorrt_runner(b"not run")
+    check._tensorrt_runner(b"not run", False)
     assert os.environ["TRT_SCATTER_DEBUG"] == "1"
     monkeypatch.setenv("TRT_SCATTER_DEBUG", "0")  # a user who turned it off keeps it off
-    check._tensorrt_runner(b"not run")
+    check._tensorrt_runner(b"not run", False)
     assert os.environ["TRT_SCATTER_DEBUG"] == "0"
 
 

@@ -132,6 +132,53 @@ class BufferCache(torch.nn.Module):
         return self.cache * 1.0
 
 
+class KVRowsBHSD(torch.nn.Module):
+    """Each sequence of the batch writes its new token at its own position (continuous batching), [B, H, S, D]."""
+
+    def forward(self, cache, new, pos):
+        cache[torch.arange(cache.shape[0]), :, pos] = new
+        return cache
+
+
+class KVRowsBSHD(torch.nn.Module):
+    """The same in [B, S, H, D]: the two index tensors side by side."""
+
+    def forward(self, cache, new, pos):
+        cache[torch.arange(cache.shape[0]), pos] = new
+        return cache
+
+
+class KVRowsIndexPut(torch.nn.Module):
+    """``index_put`` with a batch index and a position index, out of place."""
+
+    def forward(self, cache, new, pos):
+        return torch.ops.aten.index_put.default(cache, [torch.arange(cache.shape[0]), None, pos], new)
+
+
+class TensorIndexAssign(torch.nn.Module):
+    """Slice assignment at a tensor of indices into a graph input (Hugging Face's sliding-window cache)."""
+
+    def forward(self, x, y):
+        x[:, :, torch.tensor([3, 5])] = y
+        return x
+
+
+class MaskedFill(torch.nn.Module):
+    """``x[~mask] = -inf``: a masked write of one value (attention masks)."""
+
+    def forward(self, x, mask):
+        x = x.clone()
+        x[~mask] = float("-inf")
+        return x
+
+
+class MaskedScatter(torch.nn.Module):
+    """``masked_scatter``, as LLaVA merges image features into the text embeddings."""
+
+    def forward(self, x, mask, source):
+        return x.masked_scatter(mask.unsqueeze(-1).expand_as(x), source)
+
+
 @dataclasses.dataclass
 class Case:
     name: str
@@ -140,7 +187,7 @@ class Case:
     same_shape: tuple
     other_shape: tuple
     dynamic: tuple  #: per input: {axis: dimension name} that may vary, or None
-    writes: int = 1  #: trt_scatter nodes the export must have
+    writes: int = 1  #: trt_scatter nodes the export must have (masked writes: none, a Where)
     values: dict = dataclasses.field(default_factory=dict)  #: integer inputs -> (min, opt, max) values, should they set shapes
 
     @property
@@ -165,6 +212,7 @@ def _cases():
     g = torch.Generator().manual_seed(0)
     f = lambda *shape: _float(g, *shape)  # noqa: E731
     t = lambda values: torch.tensor(values, dtype=torch.int64)  # noqa: E731
+    b = lambda *shape: torch.rand(*shape, generator=g) > 0.5  # noqa: E731
     return [
         Case("slice_scatter_negative", SliceScatterNegative, (f(2, 10), f(2, 3)), (f(2, 10), f(2, 3)), (f(3, 12), f(3, 3)), ({0: "batch", 1: "n"}, {0: "batch"})),
         Case("slice_scatter_strided", SliceScatterStrided, (f(8, 3), f(3, 3)), (f(8, 3), f(3, 3)), (f(11, 5), f(4, 5)), ({0: "n", 1: "c"}, {0: "m", 1: "c"})),
@@ -190,6 +238,17 @@ def _cases():
              (f(3, 4, 8), f(3, 2, 8), t([0, 7, 5]), f(3, 4, 3)), ({0: "batch", 1: "c", 2: "n"}, {0: "batch", 2: "n"}, {0: "k"}, {0: "batch", 1: "c", 2: "k"}), writes=2),
         Case("buffer_cache", BufferCache, (f(1, 2, 2, 4), t(3)), (f(1, 2, 2, 4), t(6)), (f(1, 2, 3, 4), t(5)), ({2: "tokens"}, None),
              values={"pos": (0, 3, 6)}),
+        Case("kv_rows_bhsd", KVRowsBHSD, (f(3, 2, 8, 4), f(3, 2, 4), t([1, 7, 0])), (f(3, 2, 8, 4), f(3, 2, 4), t([5, -1, 2])),
+             (f(4, 2, 12, 4), f(4, 2, 4), t([11, 0, 3, 6])), ({0: "batch", 2: "seq"}, {0: "batch"}, {0: "batch"})),
+        Case("kv_rows_bshd", KVRowsBSHD, (f(3, 8, 2, 4), f(3, 2, 4), t([1, 7, 0])), (f(3, 8, 2, 4), f(3, 2, 4), t([4, 4, -3])),
+             (f(4, 12, 2, 4), f(4, 2, 4), t([0, 10, 3, 3])), ({0: "batch", 1: "seq"}, {0: "batch"}, {0: "batch"})),
+        Case("kv_rows_index_put", KVRowsIndexPut, (f(3, 2, 8, 4), f(3, 2, 4), t([2, 6, 7])), (f(3, 2, 8, 4), f(3, 2, 4), t([0, 0, 1])),
+             (f(4, 2, 10, 4), f(4, 2, 4), t([9, 1, 2, 8])), ({0: "batch", 2: "seq"}, {0: "batch"}, {0: "batch"})),
+        Case("tensor_index_assign", TensorIndexAssign, (f(2, 3, 8, 4), f(2, 3, 2, 4)), (f(2, 3, 8, 4), f(2, 3, 2, 4)),
+             (f(3, 3, 9, 4), f(3, 3, 2, 4)), ({0: "batch", 2: "seq"}, {0: "batch"})),
+        Case("masked_fill", MaskedFill, (f(2, 6), b(2, 6)), (f(2, 6), b(2, 6)), (f(3, 7), b(3, 7)), ({0: "batch", 1: "n"}, {0: "batch", 1: "n"}), writes=0),
+        Case("masked_scatter", MaskedScatter, (f(2, 5, 3), b(2, 5), f(2, 5, 3)), (f(2, 5, 3), b(2, 5), f(2, 5, 3)),
+             (f(3, 6, 3), b(3, 6), f(3, 6, 3)), ({0: "batch", 1: "n"}, {0: "batch", 1: "n"}, {0: "batch", 1: "n"}), writes=0),
     ]
 
 

@@ -18,12 +18,21 @@ of its TensorRT-using modules binds ``trt`` to one of the two when it is importe
 and those bindings: polygraphy may be imported before or after trt-scatter.
 """
 
+from __future__ import annotations
+
 import functools
 import importlib
+import logging
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from trt_scatter.log import logger
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    import tensorrt as trt
 
 ENV_VAR = "TRT_SCATTER_BACKEND"
 BACKENDS = ("tensorrt", "tensorrt_rtx")
@@ -46,7 +55,7 @@ def _candidates():
 
 
 @functools.lru_cache(maxsize=None)
-def tensorrt():
+def tensorrt() -> ModuleType:
     """Imports and returns the TensorRT module this process uses (``tensorrt`` or ``tensorrt_rtx``)."""
     failures = []
     for name in _candidates():
@@ -64,16 +73,16 @@ def tensorrt():
     )
 
 
-def name():
+def name() -> str:
     """The name of the TensorRT module in use: ``"tensorrt"`` or ``"tensorrt_rtx"``."""
     return tensorrt().__name__
 
 
-def is_rtx():
+def is_rtx() -> bool:
     return name() == "tensorrt_rtx"
 
 
-def always_strongly_typed():
+def always_strongly_typed() -> bool:
     """True where every network is strongly typed: TensorRT 11.x and TensorRT-RTX, whose bindings have
     no ``BuilderFlag.FP16`` (11.x keeps the ``STRONGLY_TYPED`` creation flag, but ignores it).
 
@@ -96,3 +105,22 @@ def _tell_polygraphy(backend_name):
         bound = getattr(module, "trt", None)
         if module_name.startswith("polygraphy.") and type(bound).__name__ == "LazyModule":
             module.trt = lazy_import_trt()
+
+
+@functools.lru_cache(maxsize=None)
+def trt_logger() -> trt.ILogger:
+    """The process's one TensorRT ``ILogger`` (of the backend in use), forwarding to trt-scatter's logger."""
+    trt = tensorrt()
+    levels = {
+        trt.ILogger.Severity.INTERNAL_ERROR: logging.CRITICAL,
+        trt.ILogger.Severity.ERROR: logging.ERROR,
+        trt.ILogger.Severity.WARNING: logging.WARNING,
+        trt.ILogger.Severity.INFO: logging.INFO,
+        trt.ILogger.Severity.VERBOSE: logging.DEBUG,
+    }
+
+    class _Forward(trt.ILogger):
+        def log(self, severity, msg):
+            logger.log(levels.get(severity, logging.INFO), "[TRT] %s", msg)
+
+    return _Forward()

@@ -6,14 +6,28 @@ Thin compositions of polygraphy's loaders (``CreateNetwork``, ``NetworkFromOnnxP
 (:func:`trt_scatter.backend.tensorrt`) so that polygraphy uses the same one.
 """
 
+from __future__ import annotations
+
+import contextlib
 import dataclasses
+import os
 import time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from trt_scatter import backend
+from trt_scatter import backend, dtypes
 from trt_scatter.backend import tensorrt
 from trt_scatter.log import logger
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+
+    import onnx
+    import tensorrt as trt
+    from numpy.typing import ArrayLike
+
+    from trt_scatter.model import Model
 
 
 @dataclasses.dataclass
@@ -34,7 +48,7 @@ class BuildSummary:
     build_seconds: float
     engine_bytes: int
 
-    def lines(self):
+    def lines(self) -> Iterator[str]:
         yield f"network  {self.name}: {self.num_layers} layers"
         for kind, tensors in (("input ", self.inputs), ("output", self.outputs)):
             for t in tensors:
@@ -46,7 +60,7 @@ def _shape(shape):
     return "[" + ", ".join("?" if d < 0 else str(d) for d in shape) + "]"
 
 
-def network_from_example(name, profile_shapes, strongly_typed=True, **params):
+def network_from_example(name: str, profile_shapes: dict[str, tuple[Sequence[int], Sequence[int], Sequence[int]]], strongly_typed: bool = True, **params: Any) -> Callable[[], tuple[trt.Builder, trt.INetworkDefinition]]:
     """A loader ``() -> (builder, network)`` of an example network.
 
     Loading adds the example's optimization-profile shapes to ``profile_shapes`` for inputs it
@@ -59,8 +73,7 @@ def network_from_example(name, profile_shapes, strongly_typed=True, **params):
 
     from trt_scatter.networks.examples import EXAMPLES
 
-    if name not in EXAMPLES:
-        raise ValueError(f"unknown example network {name!r}; known: {', '.join(sorted(EXAMPLES))}")
+    check_example_name(name)
 
     def load():
         builder, network = CreateNetwork(strongly_typed=strongly_typed)()
@@ -71,56 +84,131 @@ def network_from_example(name, profile_shapes, strongly_typed=True, **params):
     return load
 
 
-def network_from_onnx(path, plugins=False, strongly_typed=True, aot=False):
-    """A loader ``() -> (builder, network, parser)`` of an ONNX file; ``plugins`` registers trt-scatter's plugins first.
+def check_example_name(name: str) -> None:
+    """A ValueError unless ``name`` is an example network's, naming the closest one (a typo) and every one."""
+    import difflib
+
+    from trt_scatter.networks.examples import EXAMPLES
+
+    if name not in EXAMPLES:
+        close = difflib.get_close_matches(str(name).lower(), sorted(EXAMPLES), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"unknown example network {name!r}{hint}; known: {', '.join(sorted(EXAMPLES))}")
+
+
+def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugins: bool = False, strongly_typed: bool = True, aot: bool = False) -> Callable[[], tuple[trt.Builder, trt.INetworkDefinition, trt.OnnxParser]]:
+    """A loader ``() -> (builder, network, parser)`` of an ONNX model (a path, an ``onnx.ModelProto`` or a
+    :class:`~trt_scatter.model.Model`, read once); ``plugins`` registers trt-scatter's plugins first.
 
     Validate the model first (:func:`trt_scatter.passes.validate.validate`): TensorRT shows the
     plugins no constant, so a mistake in one would build into an engine that silently skips writes.
+    With ``plugins``, ONNX's own nodes that a plugin serves become its nodes first (:mod:`trt_scatter.passes.plugins`).
     ``strongly_typed``: as for :func:`network_from_example`.
-    ``aot``: the ``trt_scatter`` nodes go to the AOT plugins instead (:mod:`trt_scatter.plugins.aot`,
-    full TensorRT >= 10.9): registered first, the nodes' attributes written by :mod:`trt_scatter.passes.aot`
-    (the model then reaches the parser as bytes). The engine then runs without Python.
+    ``aot``: the ``trt_scatter`` nodes (and ONNX's own nodes a plugin serves) go to the AOT plugins instead
+    (:mod:`trt_scatter.plugins.aot`, full TensorRT >= 10.9): registered first, the nodes' attributes written by
+    :mod:`trt_scatter.passes.aot`.
+    The engine then runs without Python.
     """
     tensorrt()
-    from polygraphy.backend.trt import NetworkFromOnnxPath
+    from trt_scatter.model import as_model, node_label
 
+    model = as_model(model)
     if aot:
-        from polygraphy.backend.onnx import BytesFromOnnx
-        from polygraphy.backend.trt import NetworkFromOnnxBytes
-
-        from trt_scatter.passes.aot import ToAotPlugins
+        from trt_scatter.passes.aot import to_aot
         from trt_scatter.plugins import aot as aot_plugins
 
-        aot_plugins.register()
-        return NetworkFromOnnxBytes(BytesFromOnnx(ToAotPlugins(str(path))), strongly_typed=strongly_typed)
-    from trt_scatter.passes.validate import node_label, read_model
+        from trt_scatter.passes.plugins import to_plugins
 
-    model = read_model(path)  # its nodes only: no tensor data is read
-    node = aot_node(model)
+        aot_plugins.register()
+        return _network_from_proto(to_aot(to_plugins(model)), model.path, strongly_typed=strongly_typed)
+    node = aot_node(model.proto)
     if node is not None:
-        raise ValueError(f"{path}: {node_label(node)} names trt-scatter's AOT plugins "
+        raise ValueError(f"{model.name}: {node_label(node)} names trt-scatter's AOT plugins "
                          "(plugin_namespace='trt_scatter', aot=1): build it with --aot (full TensorRT >= 10.9), or export it "
                          "without aot=True for the Python plugins")
+    proto = model.proto
+    _warn_of_float64(proto)
     if plugins:
+        from trt_scatter.passes.plugins import to_plugins
+        from trt_scatter.passes.validate import validate
         from trt_scatter.plugins import register
 
         register()
+        proto = to_plugins(model)  # ONNX's own nodes that a plugin runs in TensorRT's place
+        if proto is not model.proto:
+            validate(proto)
+    elif model.trt_scatter_ops():
+        raise ValueError(f"{model.name} has trt-scatter plugin nodes ({', '.join(model.trt_scatter_ops())}): register the plugins (--plugins)")
     else:
-        from trt_scatter.ops import trt_scatter_ops
+        from trt_scatter.passes.plugins import to_plugins
 
-        plugin_ops = trt_scatter_ops(model)
-        if plugin_ops:
-            raise ValueError(f"{path} has trt-scatter plugin nodes ({', '.join(plugin_ops)}): register the plugins (--plugins)")
-    return NetworkFromOnnxPath(str(path), strongly_typed=strongly_typed)
+        served = to_plugins(model)
+        if served is not model.proto:  # nodes TensorRT's own parser refuses, which a plugin builds
+            node = next(old for old, new in zip(model.proto.graph.node, served.graph.node) if old.op_type != new.op_type)
+            raise ValueError(f"{model.name}: {node_label(node)} is one TensorRT builds wrong or not at all, and trt-scatter's "
+                             f"plugins build: add --plugins (plugins=True)")
+    return _network_from_proto(proto, model.path, strongly_typed=strongly_typed)
 
 
-def aot_node(model):
+def _warn_of_float64(model):
+    """TensorRT has no float64: its ONNX parser makes such a graph input or output float32, without a word."""
+    from onnx import TensorProto
+
+    from trt_scatter.log import warn
+
+    for kind, values in (("input", model.graph.input), ("output", model.graph.output)):
+        for value in values:
+            if value.type.tensor_type.elem_type == TensorProto.DOUBLE:
+                warn(f"graph {kind} {value.name!r} is float64, which TensorRT has not: the engine takes and gives float32 there")
+
+
+def _network_from_proto(proto, path=None, strongly_typed=True):
+    """A loader like polygraphy's ``NetworkFromOnnxBytes`` for a model already read: TensorRT's parser gets the
+    serialized ``proto`` and ``path``, the file it was read from, where its external weights are found (the
+    parser opens only those; the model's own file is not read again)."""
+
+    def load():
+        from polygraphy.backend.trt import CreateNetwork
+        from polygraphy.backend.trt import util as trt_util
+
+        builder, network = CreateNetwork(strongly_typed=strongly_typed)()
+        parser = tensorrt().OnnxParser(network, trt_util.get_trt_logger())
+        with _parser_path(path) as parser_path:
+            success = parser.parse(proto.SerializeToString(), parser_path)
+        trt_util.check_onnx_parser_errors(parser, success)
+        return builder, network, parser
+
+    return load
+
+
+@contextlib.contextmanager
+def _parser_path(path):
+    """The model's path as TensorRT's parser takes it (a UTF-8 string; it reads external weights from the path's
+    folder). A folder whose name is not UTF-8 (bytes the file system allows) is given as the parser can open it:
+    through a descriptor of it, ``/proc/self/fd/<n>/<any name>``."""
+    if path is None:
+        yield None
+        return
+    path = os.path.abspath(path)
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:  # os.fsdecode's surrogates: not UTF-8 on disk
+        folder = os.open(os.path.dirname(path), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            yield f"/proc/self/fd/{folder}/model.onnx"
+        finally:
+            os.close(folder)
+        return
+    yield path
+
+
+def aot_node(model: onnx.ModelProto) -> onnx.NodeProto | None:
     """The first ``trt_scatter`` node of ``model`` (an ``onnx.ModelProto``) that names the AOT plugins (namespace
     ``trt_scatter``, as :mod:`trt_scatter.passes.aot` writes it): only those serve it. None if there is none."""
     from onnx import helper
 
+    from trt_scatter.model import all_nodes
     from trt_scatter.ops import AOT_ATTRIBUTES, is_trt_scatter
-    from trt_scatter.passes.validate import all_nodes
 
     for node in all_nodes(model.graph):  # If/Loop bodies included
         namespace = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "plugin_namespace"), b"")
@@ -130,11 +218,11 @@ def aot_node(model):
     return None
 
 
-def needs_aliased_plugin_io(model):
+def needs_aliased_plugin_io(model: onnx.ModelProto) -> bool:
     """True if a ``trt_scatter`` node of ``model`` (an ``onnx.ModelProto``) has ``inplace=1``: its plugin
     then aliases its output with data, which the builder allows only with ``PreviewFeature.ALIASED_PLUGIN_IO_10_03``."""
+    from trt_scatter.model import all_nodes
     from trt_scatter.ops import is_trt_scatter
-    from trt_scatter.passes.validate import all_nodes
 
     return any(
         attribute.name == "inplace" and attribute.i == 1
@@ -144,8 +232,12 @@ def needs_aliased_plugin_io(model):
     )
 
 
-def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, timing_cache=None, progress=False, name="network", aliased_plugin_io=False, feeds=None):
+def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefinition] | tuple[trt.Builder, trt.INetworkDefinition, trt.OnnxParser]], profile_shapes: dict[str, tuple[Sequence[int], Sequence[int], Sequence[int]]] | None = None, *, fp16: bool = False, bf16: bool = False, timing_cache: str | os.PathLike | None = None, progress: bool = False, name: str = "network", aliased_plugin_io: bool = False, feeds: Sequence[dict[str, ArrayLike]] | None = None,
+                 save_timing_cache: str | os.PathLike | None = None) -> tuple[bytes, BuildSummary]:
     """Builds a serialized engine; returns ``(engine_bytes, BuildSummary)``.
+
+    ``timing_cache``: a timing cache file to start from, and to save to unless ``save_timing_cache`` names
+    another file.
 
     ``feeds`` (a list of ``{input name: array}``, e.g. ``trt-scatter check``'s inputs): where
     ``profile_shapes`` says nothing, a dynamic input gets a profile of its fed shapes and an input
@@ -212,7 +304,8 @@ def build_engine(load_network, profile_shapes=None, *, fp16=False, bf16=False, t
     if aliased_plugin_io:
         config = with_aliased_plugin_io(config)
     start = time.perf_counter()
-    engine = bytes(EngineBytesFromNetwork(loaded, config=config, save_timing_cache=timing_cache)())  # raises if TensorRT fails
+    saved = save_timing_cache if save_timing_cache is not None else timing_cache
+    engine = bytes(EngineBytesFromNetwork(loaded, config=config, save_timing_cache=saved)())  # raises if TensorRT fails
     seconds = time.perf_counter() - start
     summary = BuildSummary(name, inputs, outputs, network.num_layers, seconds, len(engine))
     logger.info("built %s in %.2f s (%d bytes)", name, seconds, len(engine))
@@ -232,7 +325,7 @@ def _check_profile_fits(tensor, shapes):
                                  f"{shape[axis]} (got {given})")
 
 
-def aliased_plugin_io_feature():
+def aliased_plugin_io_feature() -> trt.PreviewFeature:
     """``PreviewFeature.ALIASED_PLUGIN_IO_10_03``, which plugins with ``inplace=1`` (and the AOT
     plugins) need. It arrived in TensorRT 10.3, with ``IPluginV3OneBuildV2``: an older TensorRT is
     refused by a ValueError naming it."""
@@ -246,7 +339,7 @@ def aliased_plugin_io_feature():
     return feature
 
 
-def with_aliased_plugin_io(create_config):
+def with_aliased_plugin_io(create_config: Callable[[trt.Builder, trt.INetworkDefinition], trt.IBuilderConfig]) -> Callable[[trt.Builder, trt.INetworkDefinition], trt.IBuilderConfig]:
     """A config loader ``(builder, network) -> IBuilderConfig``: ``create_config``'s config (e.g.
     polygraphy's ``CreateConfig``) with :func:`aliased_plugin_io_feature` enabled. Only that feature
     changes: TensorRT's defaults stay as they are."""
@@ -261,18 +354,7 @@ def with_aliased_plugin_io(create_config):
 
 
 def _info(tensor):
-    return TensorInfo(tensor.name, dtype_name(tensor.dtype), tuple(tensor.shape))
-
-
-def dtype_name(trt_dtype):
-    """NumPy's name for a TensorRT ``DataType`` (``float32``, ``int64``, ``bfloat16``, ...), or
-    TensorRT's own name in lower case for types trt-scatter does not move (``fp8``, ``int4``)."""
-    from trt_scatter.networks.graph import numpy_dtype
-
-    try:
-        return numpy_dtype(trt_dtype).name
-    except TypeError:
-        return str(trt_dtype).rsplit(".", 1)[-1].lower()
+    return TensorInfo(tensor.name, dtypes.tensorrt_name(tensor.dtype), tuple(tensor.shape))
 
 
 def _progress_monitor(trt):

@@ -1,11 +1,13 @@
-"""The one logger of trt-scatter, a TensorRT ``ILogger`` that forwards to it, and :func:`first_line`,
-which every one-line message takes from an exception.
+"""The one logger of trt-scatter, and :func:`first_line`, which every one-line message takes from an exception.
+
+TensorRT's ``ILogger`` that forwards to it is :func:`trt_scatter.backend.trt_logger`.
 
 Quiet by default (warnings and errors); ``TRT_SCATTER_VERBOSE=1`` or
 ``logging.getLogger("trt_scatter").setLevel(logging.DEBUG)`` shows more.
 """
 
-import functools
+from __future__ import annotations
+
 import logging
 import os
 
@@ -28,9 +30,26 @@ class _VerboseHandler(logging.StreamHandler):
         super().emit(record)
 
 
-def verbose():
+_ON, _OFF = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+_warned_flags = set()
+
+
+def env_flag(name: str) -> bool:
+    """Whether the environment variable ``name`` is on: ``1``/``true``/``yes``/``on`` (any case) are, unset,
+    empty, ``0``/``false``/``no``/``off`` are not. Any other value is on, with a warning naming it, so that a
+    safety switch such as ``TRT_SCATTER_DEBUG=2`` is never silently off, nor ``TRT_SCATTER_VERBOSE=false`` on."""
+    value = os.environ.get(name, "").strip().lower()
+    if value in _OFF:
+        return False
+    if value not in _ON and (name, value) not in _warned_flags:  # once: a plugin reads its flag on every enqueue
+        _warned_flags.add((name, value))
+        logger.warning("%s=%r is not one of %s (on) or %s (off): taken as on", name, os.environ[name], "/".join(_ON), "/".join(_OFF[1:]))
+    return True
+
+
+def verbose() -> bool:
     """Whether ``TRT_SCATTER_VERBOSE`` asks for trt-scatter's debug log (and, from the CLI, tracebacks)."""
-    return os.environ.get("TRT_SCATTER_VERBOSE", "0") != "0"
+    return env_flag("TRT_SCATTER_VERBOSE")
 
 
 if verbose():
@@ -38,29 +57,18 @@ if verbose():
     logger.addHandler(_VerboseHandler())
 
 
-def first_line(err):
+WARNING = "trt_scatter_warning"  #: the mark of :func:`warn`'s records (``record.trt_scatter_warning``)
+
+
+def warn(message: str) -> None:
+    """A warning of trt-scatter's own about the user's model or inputs (not a library's log line): one line, on
+    the logger (Python shows it on stderr where nothing else is set up; ``trt-scatter`` prints it as
+    ``trt-scatter <command>: warning: <message>``)."""
+    logger.warning(message, extra={WARNING: True})
+
+
+def first_line(err: BaseException) -> str:
     """The first non-empty line of an exception's message (its type's name if it has none): what a
     one-line error keeps of a library's multi-line message."""
     lines = [line.strip() for line in str(err).splitlines() if line.strip()]
     return lines[0] if lines else type(err).__name__
-
-
-@functools.lru_cache(maxsize=None)
-def trt_logger():
-    """The process's one TensorRT ``ILogger`` (of the backend in use), forwarding to ``logger``."""
-    from trt_scatter.backend import tensorrt
-
-    trt = tensorrt()
-    levels = {
-        trt.ILogger.Severity.INTERNAL_ERROR: logging.CRITICAL,
-        trt.ILogger.Severity.ERROR: logging.ERROR,
-        trt.ILogger.Severity.WARNING: logging.WARNING,
-        trt.ILogger.Severity.INFO: logging.INFO,
-        trt.ILogger.Severity.VERBOSE: logging.DEBUG,
-    }
-
-    class _Forward(trt.ILogger):
-        def log(self, severity, msg):
-            logger.log(levels.get(severity, logging.INFO), "[TRT] %s", msg)
-
-    return _Forward()

@@ -1,10 +1,11 @@
 """A reference for whole models: ONNX's own evaluator, with the scatter ops from the oracle.
 
 Every op that ``onnx.reference.ReferenceEvaluator`` implements runs as ONNX defines it, at the
-opsets the model imports; the four scatter ops run :mod:`trt_scatter.oracle` (looked up at call
-time, so the oracle stays the one source of their semantics): the ``trt_scatter`` nodes
-(``SliceScatter``, ``ScatterUpdate``), and ONNX's ``ScatterElements``/``ScatterND`` without a
-reduction (the oracle has none; with one, ONNX's evaluator runs them). A model that mixes MatMul,
+opsets the model imports; every op of the registry (:mod:`trt_scatter.ops`) runs its oracle's
+``evaluate`` (:mod:`trt_scatter.oracle`, looked up at call time, so the oracle stays the one source of
+their semantics): the ``trt_scatter`` nodes (``SliceScatter``, ``ScatterUpdate``, ``ScatterElementsReduce``,
+``ScatterNDReduce``, ``CacheScatter``) and ONNX's ``ScatterElements``/``ScatterND`` (with a reduction too,
+in the oracle's order of combination) and ``TensorScatter``. A model that mixes MatMul,
 Conv or Sigmoid with plugin nodes runs here as it is, on any machine::
 
     from trt_scatter.reference import Reference
@@ -15,16 +16,27 @@ Conv or Sigmoid with plugin nodes runs here as it is, on any machine::
 trt-scatter is installed (:class:`trt_scatter.polygraphy_ext.ReferenceRunner`).
 """
 
-import os
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from onnx.reference.op_run import OpRun
-from onnx.reference.ops.op_scatter_elements import ScatterElements as _OnnxScatterElements
-from onnx.reference.ops.op_scatternd import ScatterND as _OnnxScatterND
+from onnx.reference.ops import load_op
 
 from trt_scatter import oracle
-from trt_scatter.ops import DOMAIN, OPS
-from trt_scatter.oracle.rules import ScatterInputError
+from trt_scatter.model import as_model, node_label
+from trt_scatter.log import warn
+from trt_scatter.ops import OPS, STANDARD_OPS
+from trt_scatter.oracle import rules
+from trt_scatter.oracle.rules import Known, ScatterInputError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike
+
+    from trt_scatter.ops import Op
 
 
 class NodeInputError(ScatterInputError):
@@ -32,74 +44,50 @@ class NodeInputError(ScatterInputError):
     the inputs (``"ScatterUpdate node 'update': scatter_update: 'indices' ..."``; ``node``: that label)."""
 
     def __init__(self, node, err):
-        from trt_scatter.passes.validate import node_label
-
         super().__init__(err.op, err.input_name, err.rule, err.value)
         self.node = node_label(node)  # the evaluator does not say where the node is in its graph
         self.args = (f"{self.node}: {err}",)
 
 
-def _naming_the_node(run):
-    """``run`` (an op's ``_run``) with the oracle's errors raised as :class:`NodeInputError`."""
+def run_op(op: Op, inputs: Sequence[np.ndarray | None], attributes: dict[str, Any] | None = None) -> np.ndarray:
+    """The output of a node of ``op`` (a :class:`trt_scatter.ops.Op`) by its oracle: ``inputs`` in the node's
+    order (``None`` for an optional one left out), ``attributes`` as the node has them."""
+    named = {name: value for name, value in zip(op.inputs, inputs) if value is not None}
+    return oracle.module(op).evaluate(named, attributes or {})
 
-    def named(self, *args, **kwargs):
+
+def _reference_op(op, domain=None):
+    """An ``onnx.reference`` op class running ``op`` by its oracle, raising :class:`NodeInputError`; for
+    ONNX's own ops, a subclass of ONNX's class (which declares their attributes and defaults)."""
+    onnx_class = OpRun if op.is_plugin else _onnx_op(op.name)
+
+    def _run(self, *inputs, **attributes):
+        given = {name: value for name, value in attributes.items() if value is not None}
         try:
-            return run(self, *args, **kwargs)
+            output = run_op(op, inputs, given)
         except ScatterInputError as err:  # the oracle's own: the scatter ops run no other node
             raise NodeInputError(self.onnx_node, err) from None
+        repeat = oracle.module(op).repeated_target(Known({name: v for name, v in zip(op.inputs, inputs) if v is not None}, given))
+        if repeat:
+            warn(f"{node_label(self.onnx_node)}: {repeat} (in the inputs of a run): {rules.UNDEFINED}")
+        return (output,)
 
-    return named
-
-
-def run_trt_scatter(op_type, inputs):
-    """The output of a ``trt_scatter`` node of ``op_type`` by its oracle function; ``inputs`` in the
-    node's order (:data:`trt_scatter.ops.OPS`), ``None`` for an optional one left out."""
-    signature = OPS[op_type]
-    named = {name: value for name, value in zip(signature.inputs, inputs) if value is not None}
-    return getattr(oracle, signature.oracle)(**named)
+    # onnx.reference matches a custom op by its class name and op_domain.
+    return type(op.name, (onnx_class,), {"op_domain": op.domain if domain is None else domain, "_run": _run})
 
 
-class _TrtScatterOp(OpRun):
-    """A ``trt_scatter`` node run by its oracle function (``inplace`` and the AOT form's attributes
-    change no value)."""
-
-    op_domain = DOMAIN
-
-    @_naming_the_node
-    def _run(self, *inputs, inplace=None, aot=None, plugin_namespace=None):
-        return (run_trt_scatter(self.onnx_node.op_type, inputs),)
+def _onnx_op(name):
+    """ONNX's own evaluator class for op type ``name``, or ``OpRun`` where this onnx has none (TensorScatter before
+    onnx 1.19): the oracle then runs every node of it."""
+    try:
+        return load_op("", name)
+    except Exception:  # onnx.reference raises its own error types for an op it does not know
+        return OpRun
 
 
-def _no_reduction(reduction):
-    return reduction in (None, "none", b"none")
-
-
-class ScatterElements(_OnnxScatterElements):
-    """ONNX's ScatterElements by the oracle; with a reduction, by ONNX's evaluator."""
-
-    op_domain = ""
-
-    @_naming_the_node
-    def _run(self, data, indices, updates, axis=None, reduction=None):
-        if not _no_reduction(reduction):
-            return super()._run(data, indices, updates, axis=axis, reduction=reduction)
-        return (oracle.scatter_elements(data, indices, updates, axis=axis or 0),)
-
-
-class ScatterND(_OnnxScatterND):
-    """ONNX's ScatterND by the oracle; with a reduction, by ONNX's evaluator."""
-
-    op_domain = ""
-
-    @_naming_the_node
-    def _run(self, data, indices, updates, reduction=None):
-        if not _no_reduction(reduction):
-            return super()._run(data, indices, updates, reduction=reduction)
-        return (oracle.scatter_nd(data, indices, updates),)
-
-
-# onnx.reference matches a custom op by its class name and op_domain.
-REFERENCE_OPS = [type(name, (_TrtScatterOp,), {}) for name in OPS] + [ScatterElements, ScatterND]
+#: One op class per registered op, for ``onnx.reference.ReferenceEvaluator(..., new_ops=REFERENCE_OPS)``; a
+#: ``trt_scatter`` op in ONNX's own domain too (TensorRT's parser maps such a node onto the plugin as well).
+REFERENCE_OPS = [_reference_op(op) for op in (*OPS.values(), *STANDARD_OPS.values())] + [_reference_op(op, "") for op in OPS.values()]
 
 
 def _default_domain_as_empty(model):
@@ -107,7 +95,7 @@ def _default_domain_as_empty(model):
     domain to ONNX; its evaluator knows only "")."""
     import onnx
 
-    from trt_scatter.passes.validate import all_nodes
+    from trt_scatter.model import all_nodes
 
     if not any(opset.domain == "ai.onnx" for opset in model.opset_import):
         return model
@@ -123,7 +111,8 @@ def _default_domain_as_empty(model):
 
 
 class Reference:
-    """Runs an ONNX model (a path or an ``onnx.ModelProto``) with :data:`REFERENCE_OPS` for the scatter ops.
+    """Runs an ONNX model (a path, an ``onnx.ModelProto`` or a :class:`~trt_scatter.model.Model`) with
+    :data:`REFERENCE_OPS` for the scatter ops.
 
     The evaluator is made once per instance; :meth:`run` takes a feed dict and returns
     ``{output name: array}``. The oracle's :class:`~trt_scatter.oracle.ScatterInputError` reaches the
@@ -134,25 +123,24 @@ class Reference:
     def __init__(self, model):
         from onnx.reference import ReferenceEvaluator
 
-        from trt_scatter.passes.validate import load_model
-
-        if isinstance(model, (str, os.PathLike)):
-            model = load_model(model, external_data=True)  # a file that is no model: one ModelError line
+        model = as_model(model, weights=True).proto  # a file that is no model: one ModelError line
         self.model = model  #: the ModelProto it runs, as given or read
         self.evaluator = ReferenceEvaluator(_default_domain_as_empty(model), new_ops=REFERENCE_OPS)
         self._defaults = {init.name for init in model.graph.initializer}  # inputs an initializer fills when not fed
 
     @property
-    def input_names(self):
+    def input_names(self) -> list[str]:
         return list(self.evaluator.input_names)
 
     @property
-    def output_names(self):
+    def output_names(self) -> list[str]:
         return list(self.evaluator.output_names)
 
-    def run(self, feeds):
+    def run(self, feeds: dict[str, ArrayLike]) -> dict[str, np.ndarray]:
         """``{output name: array}`` for ``feeds`` (``{input name: array}``: every input without an
         initializer, and nothing else, so that a misspelt name is an error, not an input left out)."""
+        if not isinstance(feeds, dict):
+            raise TypeError(f"Reference.run: feeds must be a dict of input name -> array (got {type(feeds).__name__})")
         names = self.input_names
         known = ", ".join(names)
         for name in feeds:
@@ -161,5 +149,25 @@ class Reference:
         for name in names:
             if name not in feeds and name not in self._defaults:
                 raise ValueError(f"Reference.run: no feed for the model's input {name!r} (its inputs: {known})")
-        values = self.evaluator.run(None, {name: np.asarray(value) for name, value in feeds.items()})
+        arrays = {name: np.asarray(value) for name, value in feeds.items()}
+        for name, array in arrays.items():
+            self._check_feed(name, array)
+        values = self.evaluator.run(None, arrays)
         return dict(zip(self.output_names, values))
+
+    def _check_feed(self, name, array):
+        """A feed has the element type the model declares for its input (the reference would compute in the
+        feed's, float64 for a float32 model), and its rank and static dimensions."""
+        from trt_scatter import dtypes
+
+        declared = next((value for value in self.model.graph.input if value.name == name), None)
+        if declared is None or not declared.type.HasField("tensor_type"):
+            return
+        dtype = dtypes.from_onnx(declared.type.tensor_type.elem_type)
+        if dtype is not None and array.dtype != dtype:
+            raise ValueError(f"Reference.run: input {name!r} is {array.dtype}, the model's is {dtype}")
+        if declared.type.tensor_type.HasField("shape"):
+            dims = [d.dim_value if d.HasField("dim_value") else None for d in declared.type.tensor_type.shape.dim]
+            if array.ndim != len(dims) or any(d is not None and d != n for d, n in zip(dims, array.shape)):
+                shown = "(" + ", ".join("?" if d is None else str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
+                raise ValueError(f"Reference.run: input {name!r} has shape {array.shape}, which does not fit the model's {shown}")

@@ -5,7 +5,7 @@ Started by the tests in a subprocess with ``LD_PRELOAD=<libasan.so> ASAN_OPTIONS
 (the sanitizer must be loaded before Python). Exits 0 when every case matched the oracle and no
 access left its buffer; AddressSanitizer aborts the process with a report otherwise.
 
-    python asan_main.py LIBRARY {slice_scatter,scatter_update,overrun} [EXAMPLES]
+    python asan_main.py LIBRARY {slice_scatter,scatter_update,tensor_scatter,scatter_elements_reduce,scatter_nd_reduce,overrun} [EXAMPLES]
 """
 
 import sys
@@ -37,9 +37,21 @@ def main(library, what, examples=40):
         print("overrun went unnoticed")
         return 0
 
+    if what in cases.REDUCE_OPS:  # workspace, keys and rows of exact sizes too; the AOT entry takes its own cases
+        @config
+        @given(case=cases.reduce_cases(what), aot=cases.reduce_cases(what, aot=True))
+        def run_reduce(case, aot):
+            cases.check_reduce(lib, case, exact=True)
+            cases.check_reduce(lib, aot, exact=True)
+
+        run_reduce()
+        print(f"{what}: {examples} cases passed under AddressSanitizer through each entry point ({', '.join(host.ENTRIES)})")
+        return 0
+
     strategy, check = {
         "slice_scatter": (cases.slice_scatter_cases, cases.check_slice_scatter),
         "scatter_update": (cases.scatter_update_cases, cases.check_scatter_update),
+        "tensor_scatter": (cases.tensor_scatter_cases, cases.check_tensor_scatter),
     }[what]
 
     @config

@@ -282,3 +282,227 @@ def _check_count(case, count, expected_count):
 def with_entry(case, entry):
     """``case`` launched through ``entry`` ("struct" or "aot")."""
     return dataclasses.replace(case, setup={**case.setup, "entry": entry})
+
+
+@dataclass
+class TensorScatterCase:
+    data: np.ndarray  # past_cache
+    update: np.ndarray
+    write_indices: np.ndarray | None
+    axis: int  # in [1, rank-1]
+    mode: str
+    setup: dict
+    broken: str | None = None  # shapes that disagree: the kernel must write nothing and count one
+    notes: dict = field(default_factory=dict)
+
+
+@st.composite
+def tensor_scatter_cases(draw, broken=False):
+    """TensorScatter inputs: any rank 2-6 and axis, both modes, write indices (int32 or int64, or none) in range
+    plus (sometimes) rows whose index is negative or, linear, leaves the update no room (skipped and counted);
+    or (``broken``) an update or write_indices whose shape disagrees with the cache's."""
+    shape = draw(shapes(min_rank=2, max_rank=6))
+    rank = len(shape)
+    axis = draw(st.integers(1, rank - 1))
+    mode = draw(st.sampled_from(["linear", "circular"]))
+    size, batch = shape[axis], shape[0]
+    count = draw(st.integers(0, size))
+    update_shape = list(shape)
+    update_shape[axis] = count
+    index_dtype = draw(st.sampled_from(INDEX_DTYPES))
+    info = np.iinfo(index_dtype)
+    indices = None
+    if draw(st.integers(0, 4)):
+        if mode == "circular":
+            valid = st.one_of(st.integers(0, 3 * size + 2), st.sampled_from([int(info.max), int(info.max) - 1]))
+        else:
+            valid = st.integers(0, size - count)
+        invalid = st.sampled_from([-1, int(info.min)] + ([size - count + 1, int(info.max)] if mode == "linear" else []))
+        values = [draw(invalid) if draw(st.integers(0, 5)) == 0 else draw(valid) for _ in range(batch)]
+        indices = np.array(values, index_dtype)
+    how = None
+    if broken:
+        how = draw(st.sampled_from(["update_shape", "too_long", "index_count"]))
+        if how == "update_shape":
+            others = [d for d in range(rank) if d != axis]
+            update_shape[draw(st.sampled_from(others))] += 1
+        elif how == "too_long":
+            update_shape[axis] = size + 1
+        else:
+            indices = np.zeros(batch + draw(st.sampled_from([1, -1])) if batch else 1, index_dtype)
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    dtype = draw(st.sampled_from(DTYPES))
+    return TensorScatterCase(data=random_array(rng, shape, dtype), update=random_array(rng, tuple(update_shape), dtype),
+                             write_indices=indices, axis=axis - rank if draw(st.booleans()) else axis, mode=mode,
+                             setup=draw(launch_setups()), broken=how)
+
+
+def expected_tensor_scatter(case):
+    """The oracle on the batch rows whose write index is valid (the others keep the cache), and how many were
+    skipped; a broken case: the cache unchanged and one error."""
+    if case.broken:
+        _oracle_refuses(case, oracle.tensor_scatter, case.data, case.update, case.write_indices, case.axis, case.mode)
+        return case.data, 1
+    axis = case.axis % case.data.ndim
+    size, count = case.data.shape[axis], case.update.shape[axis]
+    if case.write_indices is None:
+        return oracle.tensor_scatter(case.data, case.update, None, case.axis, case.mode), 0
+    indices = case.write_indices.astype(np.int64)
+    fits = (indices >= 0) & ((indices <= size - count) | (case.mode == "circular"))
+    expected = case.data.copy()
+    if fits.any():
+        expected[fits] = oracle.tensor_scatter(case.data[fits], case.update[fits], indices[fits], case.axis, case.mode)
+    return expected, int((~fits).sum())
+
+
+def check_tensor_scatter(lib, case, exact=False):
+    """Runs ``case`` on the shim; asserts: equal to the oracle on the batch rows with a valid write index, each
+    other row skipped and counted (or, if broken, nothing written and one error)."""
+    device, memory = device_and_memory(lib, case.setup, exact, case.data.dtype)
+    try:
+        output, count = host.run_tensor_scatter(device, memory, case.data, case.update, case.write_indices,
+                                                case.axis % case.data.ndim, case.mode, in_place=case.setup["in_place"],
+                                                entry=case.setup["entry"])
+    finally:
+        memory.free()
+    expected, expected_count = expected_tensor_scatter(case)
+    _check_count(case, count, expected_count)
+    np.testing.assert_array_equal(host.as_bits(output), host.as_bits(expected))
+
+
+# ---- the reduction ops (ScatterElementsReduce, ScatterNDReduce) ---------------------------------------------
+
+REDUCE_DTYPES = [np.dtype(t) for t in (np.float32, np.float16, np.int8, np.uint8, np.int32, np.int64)]
+if BFLOAT16 is not None:
+    REDUCE_DTYPES.append(BFLOAT16)
+REDUCTIONS = ("add", "mul", "min", "max", "mean")
+REDUCE_OPS = ("scatter_elements_reduce", "scatter_nd_reduce")
+
+
+@dataclass
+class ReduceCase:
+    op: str
+    data: np.ndarray
+    indices: np.ndarray
+    updates: np.ndarray
+    axis: int
+    reduction: str
+    include_self: int
+    setup: dict
+    notes: dict = field(default_factory=dict)
+
+
+def reduce_values(rng, shape, dtype, special=False):
+    """Values whose sums and products mean something in ``dtype``: floats of mixed sign and magnitude (``special``:
+    some NaN, inf, -0.0), integers over a small range (products stay in range often, wrap sometimes)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        low = 0 if dtype.kind == "u" else -9
+        return rng.integers(low, 10, size=shape).astype(dtype)
+    values = rng.standard_normal(size=shape) * np.exp2(rng.integers(-4, 12, size=shape))
+    if special and values.size:
+        chosen = rng.random(size=shape)
+        values = np.where(chosen < 0.05, np.nan, np.where(chosen < 0.1, np.inf, np.where(chosen < 0.15, -0.0, values)))
+    return values.astype(np.float32).astype(dtype)
+
+
+@st.composite
+def reduce_setups(draw, entry=None):
+    """How the shim runs a reduction: grid/block overrides, shuffled block orders, the sort's chunk and segment."""
+    return {**draw(launch_setups()), "entry": entry or "struct", "shuffle": draw(st.sampled_from([0, 0, 1, 7, 12345])),
+            "chunk": draw(st.sampled_from([None, None, 1, 3, 64])), "segment": draw(st.sampled_from([None, None, 2, 3, 5]))}
+
+
+@st.composite
+def reduce_cases(draw, op, aot=False):
+    """Valid inputs with repeated targets and (sometimes) out-of-range indices; ``aot``: what the AOT entry takes."""
+    rank = draw(st.integers(1, 4))
+    shape = tuple(draw(st.lists(st.integers(0, 9).map(lambda x: x % 5 + 1 if x else 0), min_size=rank, max_size=rank)))
+    if draw(st.integers(0, 3)) == 0:
+        shape = shape[:-1] + (draw(st.integers(6, 300)),)
+    index_dtype = draw(st.sampled_from(INDEX_DTYPES))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    invalid = draw(st.booleans())
+    axis = 0
+    if op == "scatter_elements_reduce":
+        axis = draw(st.integers(0, rank - 1))
+        indices_shape = tuple(draw(st.integers(0, 12)) if d == axis else draw(st.integers(0, n)) for d, n in enumerate(shape))
+        if shape[axis] == 0:  # no index can be in range: the spec asks for none
+            indices_shape = indices_shape[:axis] + (0,) + indices_shape[axis + 1 :]
+        while math.prod(indices_shape) > MAX_ELEMENTS:
+            indices_shape = tuple(d // 2 for d in indices_shape)
+        lead = np.array([shape[axis]])
+        indices = _reduce_indices(rng, indices_shape, lead[0], index_dtype, invalid)
+        updates_shape = indices_shape
+    else:
+        k = draw(st.integers(0, rank))
+        rows = draw(st.integers(0, 40)) if 0 not in shape[:k] else 0
+        while rows * math.prod(shape[k:]) > MAX_ELEMENTS:
+            rows //= 2
+        indices = np.stack([_reduce_indices(rng, (rows,), n, index_dtype, invalid) for n in shape[:k]], axis=-1) if k else np.zeros((rows, 0), index_dtype)
+        indices = indices.astype(index_dtype).reshape(rows, k)
+        updates_shape = (rows,) + shape[k:]
+    if aot:
+        dtype, reduction, include_self = draw(st.sampled_from([np.dtype(np.int32), np.dtype(np.int64)])), draw(st.sampled_from(REDUCTIONS[:4])), 1
+    else:
+        dtype, reduction, include_self = draw(st.sampled_from(REDUCE_DTYPES)), draw(st.sampled_from(REDUCTIONS)), draw(st.sampled_from([0, 1]))
+    special = draw(st.booleans())
+    return ReduceCase(op, reduce_values(rng, shape, dtype, special), indices, reduce_values(rng, updates_shape, dtype, special),
+                      axis, reduction, include_self, draw(reduce_setups("aot" if aot else "struct")))
+
+
+def _reduce_indices(rng, shape, size, dtype, invalid):
+    """Indices in [-size, size-1] with repeats; ``invalid``: about one in ten outside, extremes included."""
+    values = rng.integers(-size, max(size, 1), size=shape).astype(np.int64) if size else np.zeros(shape, np.int64)
+    if invalid or not size:
+        info = np.iinfo(dtype)
+        bad = rng.choice(np.array([-size - 1, size, size + 7, info.min, info.max], np.int64), size=shape)
+        values = np.where((rng.random(shape) < 0.1) | (not size), bad, values)
+    return values.astype(dtype)
+
+
+def expected_reduce(case):
+    """The oracle on the updates whose indices are in range, and how many positions (or rows) are not."""
+    from trt_scatter.oracle import reductions
+    from trt_scatter.oracle.scatter_nd_reduce import scatter_nd_reduce
+
+    data, indices, updates = case.data, case.indices.astype(np.int64), case.updates
+    if case.op == "scatter_nd_reduce":
+        k = indices.shape[-1]
+        lead = np.array(data.shape[:k], np.int64)
+        valid = ((indices >= -lead) & (indices < lead)).all(axis=-1) if k else np.ones(indices.shape[0], bool)
+        return scatter_nd_reduce(data, indices[valid], updates[valid], case.reduction, case.include_self), int((~valid).sum())
+    size = data.shape[case.axis]
+    valid = (indices >= -size) & (indices < size)
+    coordinates = list(np.indices(indices.shape))
+    coordinates[case.axis] = np.where(indices < 0, indices + size, indices)
+    targets = np.ravel_multi_index(tuple(c[valid] for c in coordinates), data.shape) if valid.any() else np.zeros(0, np.int64)
+    out = reductions.reduce_rows(data.reshape(-1, 1), targets, updates[valid].reshape(-1, 1), case.reduction, case.include_self)
+    return out.reshape(data.shape), int((~valid).sum())
+
+
+def check_reduce(lib, case, exact=False):
+    """Runs ``case`` through the launcher; asserts: the oracle on the in-range indices, each out-of-range position
+    (ScatterNDReduce: row) skipped and counted once."""
+    device, memory = device_and_memory(lib, case.setup, exact, case.data.dtype)
+    if hasattr(device, "shuffle"):
+        device.shuffle = case.setup.get("shuffle", 0)
+    try:
+        output, count = host.run_reduce(device, memory, case.op, case.data, case.indices, case.updates, reduction=case.reduction,
+                                        include_self=case.include_self, axis=case.axis, in_place=case.setup["in_place"],
+                                        entry=case.setup["entry"], chunk=case.setup.get("chunk"), segment=case.setup.get("segment"))
+    finally:
+        memory.free()
+    expected, expected_count = expected_reduce(case)
+    if count is not None:
+        assert count == expected_count, f"error count {count}, expected {expected_count}"
+    same_bits(output, expected)
+
+
+def same_bits(actual, expected):
+    """Bitwise equal, any NaN equal to any NaN (the definition leaves NaN payloads open)."""
+    bits = np.dtype(f"u{actual.dtype.itemsize}")
+    same = actual.view(bits) == expected.view(bits)
+    if actual.dtype.kind == "f" or actual.dtype == BFLOAT16:
+        same |= np.isnan(actual.astype(np.float64)) & np.isnan(expected.astype(np.float64))
+    assert same.all(), f"{(~same).sum()} of {same.size} elements differ: {actual[~same][:4]} vs {expected[~same][:4]}"

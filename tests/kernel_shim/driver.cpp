@@ -5,13 +5,36 @@
 
 #include "slice_scatter.cu"
 #include "scatter_update.cu"
+#include "tensor_scatter.cu"
+#include "scatter_elements_reduce.cu"
+#include "scatter_nd_reduce.cu"
 #include "overrun.cu"
+#include "atomic_add.cu"
 
 thread_local dim3 blockIdx, threadIdx, blockDim, gridDim;
 
 #include <cstddef>
+#include <numeric>
 #include <type_traits>
 #include <utility>
+#include <vector>
+
+// The order in which a launch runs its blocks, and each block its threads: in order (seed 0), or a permutation
+// drawn from the seed (xorshift64), a new one for every block and launch. A GPU runs them in any order, so a
+// deterministic kernel gives the same bits either way, and a kernel with float atomics does not.
+static unsigned long long shuffle_state = 0;
+extern "C" void shim_shuffle(unsigned long long seed) { shuffle_state = seed; }
+
+static void shuffle(std::vector<unsigned int>& order) {
+    std::iota(order.begin(), order.end(), 0u);
+    if (shuffle_state == 0) return;
+    for (size_t i = order.size(); i > 1; --i) {
+        shuffle_state ^= shuffle_state << 13;
+        shuffle_state ^= shuffle_state >> 7;
+        shuffle_state ^= shuffle_state << 17;
+        std::swap(order[i - 1], order[shuffle_state % i]);
+    }
+}
 
 // Runs `kernel` over a grid the way cuLaunchKernel does: kernelParams[i] points at the value of
 // the kernel's i-th parameter (a struct for the plugin entries, a pointer or int for the AOT ones).
@@ -24,12 +47,16 @@ template <typename... P>
 static void run(void (*kernel)(P...), void** params, unsigned int grid, unsigned int block) {
     gridDim = dim3{grid, 1, 1};
     blockDim = dim3{block, 1, 1};
-    for (unsigned int b = 0; b < grid; ++b)
-        for (unsigned int t = 0; t < block; ++t) {
+    std::vector<unsigned int> blocks(grid), threads(block);
+    shuffle(blocks);
+    for (unsigned int b : blocks) {
+        shuffle(threads);
+        for (unsigned int t : threads) {
             blockIdx = dim3{b, 0, 0};
             threadIdx = dim3{t, 0, 0};
             call(kernel, params, std::index_sequence_for<P...>{});
         }
+    }
 }
 
 #define SLICE_SCATTER(size, type)                                                                        \
@@ -61,6 +88,36 @@ SCATTER_UPDATE(4, unsigned int, 64, long long)
 SCATTER_UPDATE(8, unsigned long long, 32, int)
 SCATTER_UPDATE(8, unsigned long long, 64, long long)
 
+#define TENSOR_SCATTER(size, type)                                                                       \
+    extern "C" void run_tensor_scatter_e##size(void** params, unsigned int g, unsigned int b) {           \
+        run(tensor_scatter<type>, params, g, b);                                                         \
+    }                                                                                                    \
+    extern "C" void run_tensor_scatter_aot_e##size(void** params, unsigned int g, unsigned int b) {       \
+        run(tensor_scatter_aot<type>, params, g, b);                                                     \
+    }
+TENSOR_SCATTER(1, unsigned char)
+TENSOR_SCATTER(2, unsigned short)
+TENSOR_SCATTER(4, unsigned int)
+TENSOR_SCATTER(8, unsigned long long)
+#define SCATTER_REDUCE(op, size, type, bits, index)                                                         \
+    extern "C" void run_##op##_e##size##_i##bits(void** params, unsigned int g, unsigned int b) {          \
+        run(op<type, index>, params, g, b);                                                              \
+    }                                                                                                    \
+    extern "C" void run_##op##_aot_e##size##_i##bits(void** params, unsigned int g, unsigned int b) {      \
+        run(op##_aot<type, index>, params, g, b);                                                        \
+    }
+#define SCATTER_REDUCE_SIZES(op)                                                                          \
+    SCATTER_REDUCE(op, 1, unsigned char, 32, int)                                                        \
+    SCATTER_REDUCE(op, 1, unsigned char, 64, long long)                                                  \
+    SCATTER_REDUCE(op, 2, unsigned short, 32, int)                                                       \
+    SCATTER_REDUCE(op, 2, unsigned short, 64, long long)                                                 \
+    SCATTER_REDUCE(op, 4, unsigned int, 32, int)                                                         \
+    SCATTER_REDUCE(op, 4, unsigned int, 64, long long)                                                   \
+    SCATTER_REDUCE(op, 8, unsigned long long, 32, int)                                                   \
+    SCATTER_REDUCE(op, 8, unsigned long long, 64, long long)
+SCATTER_REDUCE_SIZES(scatter_elements_reduce)
+SCATTER_REDUCE_SIZES(scatter_nd_reduce)
+
 // For the stand-in CUDA driver (fakecuda.c): every kernel NVRTC builds, with a runner that launches
 // it from cuLaunchKernel's kernelParams. The stand-in finds a kernel by its lowered name, which is
 // this library's symbol for the same instantiation, then its runner here: a new kernel is one line.
@@ -75,11 +132,20 @@ struct ShimKernel {
 #define SCATTER_UPDATE_KERNELS(type)                                                             \
     KERNEL(scatter_update<type, int>), KERNEL(scatter_update<type, long long>),                 \
         KERNEL(scatter_update_aot<type, int>), KERNEL(scatter_update_aot<type, long long>)
+#define TENSOR_SCATTER_KERNELS(type) KERNEL(tensor_scatter<type>), KERNEL(tensor_scatter_aot<type>)
+#define SCATTER_REDUCE_KERNELS(op, type) \
+    KERNEL(op<type, int>), KERNEL(op<type, long long>), KERNEL(op##_aot<type, int>), KERNEL(op##_aot<type, long long>)
+#define SCATTER_REDUCE_ALL(op)                                                                        \
+    SCATTER_REDUCE_KERNELS(op, unsigned char), SCATTER_REDUCE_KERNELS(op, unsigned short),            \
+        SCATTER_REDUCE_KERNELS(op, unsigned int), SCATTER_REDUCE_KERNELS(op, unsigned long long)
 extern "C" const ShimKernel shim_kernels[] = {
     SLICE_SCATTER_KERNELS(unsigned char),  SLICE_SCATTER_KERNELS(unsigned short),
     SLICE_SCATTER_KERNELS(unsigned int),   SLICE_SCATTER_KERNELS(unsigned long long),
     SCATTER_UPDATE_KERNELS(unsigned char), SCATTER_UPDATE_KERNELS(unsigned short),
     SCATTER_UPDATE_KERNELS(unsigned int),  SCATTER_UPDATE_KERNELS(unsigned long long),
+    TENSOR_SCATTER_KERNELS(unsigned char), TENSOR_SCATTER_KERNELS(unsigned short),
+    TENSOR_SCATTER_KERNELS(unsigned int),  TENSOR_SCATTER_KERNELS(unsigned long long),
+    SCATTER_REDUCE_ALL(scatter_elements_reduce), SCATTER_REDUCE_ALL(scatter_nd_reduce),
 };
 extern "C" const int shim_kernel_count = sizeof(shim_kernels) / sizeof(shim_kernels[0]);
 
@@ -93,6 +159,11 @@ extern "C" int shim_unit_bytes(u64 bits) { return unit_bytes(bits); }
 extern "C" void run_overrun(const OverrunArgs* a, unsigned int g, unsigned int b) {
     void* params[] = {const_cast<OverrunArgs*>(a)};
     run(overrun, params, g, b);
+}
+
+extern "C" void run_atomic_scatter_add(const AtomicScatterAddArgs* a, unsigned int g, unsigned int b) {
+    void* params[] = {const_cast<AtomicScatterAddArgs*>(a)};
+    run(atomic_scatter_add, params, g, b);
 }
 
 // Layout of the argument structs, for comparison with the ctypes mirrors in plugins/kernels.py.
@@ -112,6 +183,21 @@ static const Field fields[] = {
     FIELD(ScatterUpdateArgs, indices_shape), FIELD(ScatterUpdateArgs, updates_shape),
     FIELD(ScatterUpdateArgs, data_rank), FIELD(ScatterUpdateArgs, indices_rank), FIELD(ScatterUpdateArgs, updates_rank),
     FIELD(ScatterUpdateArgs, axis_itemsize), {"ScatterUpdateArgs", sizeof(ScatterUpdateArgs)},
+    FIELD(TensorScatterArgs, output), FIELD(TensorScatterArgs, update), FIELD(TensorScatterArgs, write_indices),
+    FIELD(TensorScatterArgs, error_flag), FIELD(TensorScatterArgs, cache_shape), FIELD(TensorScatterArgs, update_shape),
+    FIELD(TensorScatterArgs, index_count), FIELD(TensorScatterArgs, rank), FIELD(TensorScatterArgs, axis),
+    FIELD(TensorScatterArgs, circular), FIELD(TensorScatterArgs, index_itemsize),
+    {"TensorScatterArgs", sizeof(TensorScatterArgs)},
+    FIELD(ScatterReduceArgs, output), FIELD(ScatterReduceArgs, updates), FIELD(ScatterReduceArgs, indices),
+    FIELD(ScatterReduceArgs, error_flag), FIELD(ScatterReduceArgs, keys), FIELD(ScatterReduceArgs, rows),
+    FIELD(ScatterReduceArgs, keys_out), FIELD(ScatterReduceArgs, rows_out), FIELD(ScatterReduceArgs, scan),
+    FIELD(ScatterReduceArgs, scan_next), FIELD(ScatterReduceArgs, data_shape), FIELD(ScatterReduceArgs, indices_shape),
+    FIELD(ScatterReduceArgs, num_rows), FIELD(ScatterReduceArgs, columns), FIELD(ScatterReduceArgs, targets),
+    FIELD(ScatterReduceArgs, chunk), FIELD(ScatterReduceArgs, chunks), FIELD(ScatterReduceArgs, segment),
+    FIELD(ScatterReduceArgs, scan_count), FIELD(ScatterReduceArgs, data_rank), FIELD(ScatterReduceArgs, indices_rank),
+    FIELD(ScatterReduceArgs, axis), FIELD(ScatterReduceArgs, phase), FIELD(ScatterReduceArgs, shift),
+    FIELD(ScatterReduceArgs, reduction), FIELD(ScatterReduceArgs, include_self), FIELD(ScatterReduceArgs, element_kind),
+    {"ScatterReduceArgs", sizeof(ScatterReduceArgs)},
 };
 extern "C" int layout_count() { return sizeof(fields) / sizeof(fields[0]); }
 extern "C" const char* layout_name(int i) { return fields[i].name; }

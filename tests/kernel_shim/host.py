@@ -11,6 +11,7 @@ blocks with guard bytes on both sides that :meth:`Memory.check_guards` inspects.
 """
 
 import ctypes
+import importlib
 import subprocess
 from pathlib import Path
 
@@ -46,6 +47,8 @@ def load(path):
     lib.shim_unit_bytes.restype = ctypes.c_int
     lib.layout_name.restype = ctypes.c_char_p
     lib.layout_offset.restype = ctypes.c_size_t
+    lib.shim_shuffle.argtypes = [ctypes.c_uint64]
+    lib.shim_shuffle.restype = None
     return lib
 
 
@@ -56,9 +59,10 @@ def dir_kernels():
     names = []
     for suffix in ("", "_aot"):
         names += [f"run_slice_scatter{suffix}_e{size}" for size in kernels.ELEMENT_SIZES]
-        names += [f"run_scatter_update{suffix}_e{size}_i{8 * index}" for size in kernels.ELEMENT_SIZES
-                  for index in kernels.INDEX_ITEMSIZES]
-    return names + ["run_overrun"]
+        names += [f"run_{op}{suffix}_e{size}_i{8 * index}" for op in ("scatter_update", "scatter_elements_reduce", "scatter_nd_reduce")
+                  for size in kernels.ELEMENT_SIZES for index in kernels.INDEX_ITEMSIZES]
+        names += [f"run_tensor_scatter{suffix}_e{size}" for size in kernels.ELEMENT_SIZES]
+    return names + ["run_overrun", "run_atomic_scatter_add"]
 
 
 def layout(lib):
@@ -71,10 +75,12 @@ class ShimDevice:
 
     ``grid``/``block`` override the launch configuration the launcher chose: the kernels
     grid-stride, so they must be right for any; tests use that to reach every loop shape cheaply.
+    ``shuffle``: a seed (not 0) runs every launch's blocks, and each block's threads, in an order
+    drawn from it (a new order per launch), as a GPU may run them; 0 runs them in order.
     """
 
-    def __init__(self, lib, sm_count=2, grid=None, block=None):
-        self.lib, self._sm_count, self.grid, self.block = lib, sm_count, grid, block
+    def __init__(self, lib, sm_count=2, grid=None, block=None, shuffle=0):
+        self.lib, self._sm_count, self.grid, self.block, self.shuffle = lib, sm_count, grid, block, shuffle
         self.calls = []
         self.capturing = False  # what stream_is_capturing answers
 
@@ -101,6 +107,7 @@ class ShimDevice:
 
     def launch(self, function, grid, block, stream, params_address):
         self.calls.append(("launch", function.__name__, grid, block, stream))
+        self.lib.shim_shuffle(self.shuffle and self.shuffle * 1_000_003 + len(self.calls))
         # kernelParams[i] points at the i-th parameter's value: the shim reads it as cuLaunchKernel does.
         function(params_address, self.grid or grid, self.block or block)
 
@@ -149,7 +156,7 @@ class Memory:
 
     def check_guards(self):
         """Raises AssertionError if a byte around any block changed (guarded mode)."""
-        for address, nbytes, keep in self.blocks:
+        for _, nbytes, keep in self.blocks:
             if keep is None:
                 continue
             block, start = keep
@@ -184,15 +191,16 @@ class _using:
 
 
 def _launch(device, memory, op, entry, arguments, data):
-    """Launches ``kernels.launch_<op>`` (or ``launch_<op>_aot``, which takes no error flag) with
-    ``arguments`` on ``device``; returns (output, error count), the count None for the AOT entry."""
+    """Launches ``launch_<op>`` of ``trt_scatter.plugins.<op>`` (or ``launch_<op>_aot``, which takes no error
+    flag) with ``arguments`` on ``device``; returns (output, error count), the count None for the AOT entry."""
+    launches = importlib.import_module(f"trt_scatter.plugins.{op}")
     with _using(device):
         if entry == "aot":
             del arguments["error_flag"]
-            getattr(kernels, f"launch_{op}_aot")(**arguments)
+            getattr(launches, f"launch_{op}_aot")(**arguments)
             count = None
         else:
-            getattr(kernels, f"launch_{op}")(**arguments)
+            getattr(launches, f"launch_{op}")(**arguments)
             count = kernels.check_error_flag(arguments["error_flag"], arguments["stream"])
     result = memory.get(arguments["output"], data.dtype, data.shape)
     memory.check_guards()
@@ -201,7 +209,7 @@ def _launch(device, memory, op, entry, arguments, data):
 
 def run_slice_scatter(device, memory, data, updates, start, stop, step, axes, *, param_dtype, axes_dtype,
                       in_place, error_flag=True, stream=0, entry="struct"):
-    """SliceScatter through ``kernels.launch_slice_scatter`` (or ``launch_slice_scatter_aot``) on
+    """SliceScatter through ``launch_slice_scatter`` (or ``launch_slice_scatter_aot``) on
     ``device``; returns (output, error count), the count None for the AOT entry (it counts nothing)."""
     shift = memory.shift
     output = memory.put(data, shift) if in_place else memory.alloc(data.nbytes, shift=shift)
@@ -219,7 +227,7 @@ def run_slice_scatter(device, memory, data, updates, start, stop, step, axes, *,
 
 def run_scatter_update(device, memory, data, indices, updates, axis, *, axis_dtype, axis_shape, in_place,
                        error_flag=True, stream=0, entry="struct"):
-    """ScatterUpdate through ``kernels.launch_scatter_update`` (or ``launch_scatter_update_aot``) on
+    """ScatterUpdate through ``launch_scatter_update`` (or ``launch_scatter_update_aot``) on
     ``device``; returns (output, error count), the count None for the AOT entry."""
     shift = memory.shift
     output = memory.put(data, shift) if in_place else memory.alloc(data.nbytes, shift=shift)
@@ -232,6 +240,52 @@ def run_scatter_update(device, memory, data, indices, updates, axis, *, axis_dty
         axis_itemsize=np.dtype(axis_dtype).itemsize, error_flag=flag, stream=stream,
         updates_shape=updates.shape)
     return _launch(device, memory, "scatter_update", entry, arguments, data)
+
+
+def run_tensor_scatter(device, memory, data, update, write_indices, axis, mode, *, in_place, error_flag=True, stream=0,
+                       entry="struct", index_count=None):
+    """TensorScatter through ``launch_tensor_scatter`` (or ``launch_tensor_scatter_aot``) on ``device``; returns
+    (output, error count), the count None for the AOT entry. ``write_indices`` None: none given (the AOT entry
+    then gets a null pointer, as no engine would pass); ``index_count``: the length told to the kernel."""
+    shift = memory.shift
+    output = memory.put(data, shift) if in_place else memory.alloc(data.nbytes, shift=shift)
+    error_flag = error_flag and entry == "struct"
+    flag = memory.put(np.array([0xDEAD], np.uint32)) if error_flag else 0
+    indices = None if write_indices is None else np.asarray(write_indices)
+    arguments = dict(
+        output=output, data=0 if in_place else memory.put(data, shift), update=memory.put(update, shift),
+        write_indices=0 if indices is None else memory.put(indices), data_shape=data.shape, update_shape=update.shape,
+        index_count=(0 if indices is None else indices.size) if index_count is None else index_count, axis=axis, mode=mode,
+        element_size=data.dtype.itemsize, write_index_itemsize=8 if indices is None else indices.dtype.itemsize,
+        error_flag=flag, stream=stream)
+    return _launch(device, memory, "tensor_scatter", entry, arguments, data)
+
+
+def run_reduce(device, memory, op, data, indices, updates, *, reduction, include_self, axis=0, in_place=False, error_flag=True,
+               stream=0, entry="struct", chunk=None, segment=None):
+    """ScatterElementsReduce or ScatterNDReduce (``op``: the key) through ``launch_<op>`` (with a workspace of the
+    op's :func:`workspace_size`) or ``launch_<op>_aot`` on ``device``; returns (output, error count), the count None
+    for the AOT entry. ``chunk``/``segment``: how the sort splits its work (None: the launcher's)."""
+    from trt_scatter.dtypes import name
+
+    launches = importlib.import_module(f"trt_scatter.plugins.{op}")
+    shift = memory.shift
+    output = memory.put(data, shift) if in_place else memory.alloc(data.nbytes, shift=shift)
+    error_flag = error_flag and entry == "struct"
+    arguments = dict(output=output, data=0 if in_place else memory.put(data, shift), indices=memory.put(indices),
+                     updates=memory.put(updates, shift), data_shape=data.shape, indices_shape=indices.shape,
+                     element_size=data.dtype.itemsize, element_type=name(data.dtype), index_itemsize=indices.dtype.itemsize,
+                     reduction=reduction, include_self=include_self, stream=stream)
+    if op == "scatter_elements_reduce":
+        arguments["axis"] = axis
+    if entry == "struct":
+        split = {key: value for key, value in (("chunk", chunk), ("segment", segment)) if value is not None}
+        size = launches.workspace_size([data.shape, indices.shape, updates.shape], [data.dtype.itemsize, indices.dtype.itemsize], **split)
+        arguments.update(workspace=memory.alloc(size) if size else 0, error_flag=memory.put(np.array([0xDEAD], np.uint32)) if error_flag else 0,
+                         **split)
+    else:
+        arguments["error_flag"] = 0
+    return _launch(device, memory, op, entry, arguments, data)
 
 
 _libraries = {}

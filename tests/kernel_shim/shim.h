@@ -1,6 +1,7 @@
 // Host shim: lets the CUDA C sources in plugins/ compile with g++ (tests only).
 // Built-in index variables are thread-local globals that driver.cpp sets before calling a kernel
-// once per (block, thread), one after another; so atomicAdd needs no atomicity.
+// once per (block, thread), one after another (blocks and threads in order, or shuffled); so the
+// atomics need no atomicity.
 #pragma once
 
 struct dim3 {
@@ -13,8 +14,30 @@ extern thread_local dim3 blockIdx, threadIdx, blockDim, gridDim;
 #define __host__
 #define __forceinline__ inline
 
-inline unsigned int atomicAdd(unsigned int* address, unsigned int value) {
-    const unsigned int old = *address;
+template <typename T>
+inline T atomicAdd(T* address, T value) {  // unsigned int, unsigned long long, and float (tests' atomic variant)
+    const T old = *address;
     *address = old + value;
+    return old;
+}
+
+template <typename T>
+inline T atomicMin(T* address, T value) {  // int, long long
+    const T old = *address;
+    *address = value < old ? value : old;
+    return old;
+}
+
+template <typename T>
+inline T atomicMax(T* address, T value) {
+    const T old = *address;
+    *address = value > old ? value : old;
+    return old;
+}
+
+template <typename T>
+inline T atomicCAS(T* address, T compare, T value) {  // unsigned int, unsigned long long
+    const T old = *address;
+    if (old == compare) *address = value;
     return old;
 }

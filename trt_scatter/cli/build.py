@@ -7,20 +7,28 @@
     trt-scatter build --all                      # every example network into engines/
 """
 
+from __future__ import annotations
+
 import argparse
+import math
 import os
 import pathlib
 import re
+import tempfile
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from trt_scatter.cli import common
 from trt_scatter.log import logger
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 _SHAPE = re.compile(r"^(?P<name>[^:]+):\[(?P<dims>[0-9,\s]*)\]$")
 
 
-def add_parser(subparsers):
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("build", help="build and save a TensorRT engine", description=common.help_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", nargs="?", help="an example network name or an .onnx file")
     parser.add_argument("--all", action="store_true", help="build every example network (static and dynamic) into --out-dir")
@@ -42,15 +50,20 @@ def add_parser(subparsers):
     parser.set_defaults(func=run)
 
 
-def parse_profile(mins, opts, maxs):
+def parse_profile(mins: Sequence[str], opts: Sequence[str], maxs: Sequence[str]) -> dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
     """``--min/--opt/--max NAME:[D,...]`` lists -> ``{name: (min, opt, max)}``; each input needs all three."""
+    from trt_scatter.model.files import MAX_ELEMENTS
+
     bounds = {}
     for which, specs in (("min", mins), ("opt", opts), ("max", maxs)):
         for spec in specs:
             match = _SHAPE.match(spec.replace(" ", ""))
-            if not match:
+            pieces = match["dims"].split(",") if match and match["dims"] else []
+            if not match or "" in pieces:
                 raise ValueError(f"--{which} {spec!r} is not NAME:[D,...] (e.g. data:[1,3,4,5])")
-            dims = tuple(int(d) for d in match["dims"].split(",") if d)
+            dims = tuple(int(d) for d in pieces)
+            if math.prod(dims) > MAX_ELEMENTS or any(d > MAX_ELEMENTS for d in dims):
+                raise ValueError(f"--{which} {spec!r} has more than {MAX_ELEMENTS} elements, TensorRT's most for one tensor")
             bounds.setdefault(match["name"], {})[which] = dims
     profile = {}
     for name, shapes in bounds.items():
@@ -81,29 +94,53 @@ def _build_one(args, target, output, dynamic):
     flags = dict(fp16=args.fp16, bf16=args.bf16, timing_cache=args.timing_cache, progress=args.progress)
     strongly_typed = not (args.fp16 or args.bf16)  # reduced precision is what a weakly typed network is for
     profile = parse_profile(args.min, args.opt, args.max)
-    is_model = target not in EXAMPLES and (target.endswith(".onnx") or os.path.exists(target))
+    # a path (an .onnx name, a file, a name with a folder) is a model, even one that is missing: it is read, and says so
+    is_model = target not in EXAMPLES and (target.endswith(".onnx") or os.path.exists(target) or "/" in target or os.sep in target)
+    if not is_model:
+        engine.check_example_name(target)  # before the flags: a typo is named as one, with the closest name
     if args.aot and not is_model:
         raise ValueError("--aot applies to ONNX models (their trt_scatter nodes); give an .onnx file")
     _refuse_flags_that_would_do_nothing(args, is_model)
     name = pathlib.Path(target).stem if is_model else target + ("_dynamic" if dynamic else "")
     output = pathlib.Path(output or pathlib.Path(args.out_dir) / f"{name}.engine")
-    common.check_output_path(output)
+    reads = [target] if is_model else []
+    common.check_output_path(output, reads=reads)
+    if args.timing_cache:
+        common.check_output_path(args.timing_cache, what="--timing-cache", reads=reads)
+        common.check_distinct_outputs({"-o": output, "--timing-cache": args.timing_cache})
     aliased_plugin_io = False
     if is_model:
-        model = common.load_model(target)  # validated: a mistake the model shows ends here, in one line
-        aliased_plugin_io = args.aot or (args.plugins and engine.needs_aliased_plugin_io(model))  # AOT plugins always alias
-        load = engine.network_from_onnx(target, plugins=args.plugins, strongly_typed=strongly_typed, aot=args.aot)
+        model = common.load_model(target)  # read once, validated: a mistake the model shows ends here, in one line
+        common.check_output_path(output, reads=model.files)  # its external data files too
+        aliased_plugin_io = args.aot or (args.plugins and engine.needs_aliased_plugin_io(model.proto))  # AOT plugins always alias
+        load = engine.network_from_onnx(model, plugins=args.plugins, strongly_typed=strongly_typed, aot=args.aot)
     else:
         params = dict(dtype=_dtype(args.dtype or "float32"), index_dtype=np.dtype(args.index_dtype or "int32"), dynamic=dynamic)
         load = engine.network_from_example(target, profile, strongly_typed=strongly_typed, **params)
     with common.quiet_tensorrt(show=args.verbose or args.progress) as tensorrt_output:
         try:
-            plan, summary = engine.build_engine(load, profile, name=name, aliased_plugin_io=aliased_plugin_io, **flags)
+            plan, summary, timing_cache = common.isolated(lambda: _build(engine, load, profile, name, aliased_plugin_io, flags), f"building {name}")
         except PolygraphyException as err:  # TensorRT failed on a model that passed every check
-            raise common.CliError(f"TensorRT could not build {name}: {tensorrt_output.reason(err)}", common.FAILED) from None
+            raise common.CliError(f"TensorRT could not build {name}: {tensorrt_output.reason(err)}",
+                                  common.FAILED) from None
     tensorrt_output.replay_warnings()
     common.write_output(output, plan, "engine")
+    if timing_cache is not None:
+        common.write_output(args.timing_cache, timing_cache, "--timing-cache")
     return output, summary
+
+
+def _build(engine, load, profile, name, aliased_plugin_io, flags):
+    """The engine, its summary and the timing cache's new bytes (TensorRT writes it to a file of its own, which
+    replaces the user's only when the build is done: :func:`common.write_output`)."""
+    cache = flags["timing_cache"]
+    if cache is None:
+        return (*engine.build_engine(load, profile, name=name, aliased_plugin_io=aliased_plugin_io, **flags), None)
+    with tempfile.TemporaryDirectory() as folder:
+        saved = os.path.join(folder, "timing.cache")
+        plan, summary = engine.build_engine(load, profile, name=name, aliased_plugin_io=aliased_plugin_io, **dict(flags, timing_cache=cache),
+                                            save_timing_cache=saved)
+        return plan, summary, pathlib.Path(saved).read_bytes() if os.path.exists(saved) else None
 
 
 def _refuse_flags_that_would_do_nothing(args, is_model):
@@ -118,7 +155,7 @@ def _refuse_flags_that_would_do_nothing(args, is_model):
         raise ValueError("--plugins applies to ONNX models (their trt_scatter nodes); the example networks use the native lowerings")
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
     try:
         _set_verbosity(args.verbose)  # resolves TensorRT: a bad TRT_SCATTER_BACKEND or none installed is one line
         if args.all:
@@ -162,7 +199,7 @@ def _build_all(args):
             output, summary = _build_one(args, name, None, dynamic)
             rows.append((summary.name, summary.num_layers, summary.build_seconds, summary.engine_bytes, output))
     header = ("network", "layers", "build s", "engine KiB", "file")
-    table = [header] + [(n, str(l), f"{s:.2f}", f"{b / 1024:.1f}", str(o)) for n, l, s, b, o in rows]
+    table = [header] + [(name, str(layers), f"{seconds:.2f}", f"{size / 1024:.1f}", str(output)) for name, layers, seconds, size, output in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())

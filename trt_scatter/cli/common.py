@@ -7,16 +7,31 @@ when TensorRT itself fails on a model that passed every check. TensorRT's own re
 that line. ``-v`` (or ``TRT_SCATTER_VERBOSE=1``) shows the logs as they come.
 """
 
+from __future__ import annotations
+
 import argparse
 import contextlib
 import ctypes
 import io
 import os
 import re
+import signal
+import stat
 import sys
 import tempfile
+from typing import TYPE_CHECKING
 
 from trt_scatter.log import first_line
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
+    from typing import NoReturn, TypeVar
+
+    import onnx
+
+    from trt_scatter.model import Model
+
+    _T = TypeVar("_T")
 
 BAD_INPUT = 2
 FAILED = 1
@@ -37,11 +52,11 @@ class CliError(Exception):
 class OneLineParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors are one line (``prog: error: message (see prog --help)``), exit 2."""
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         self.exit(BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def help_text(docstring):
+def help_text(docstring: str) -> str:
     """A module docstring as ``--help`` shows it: without reStructuredText's ``literal`` and :role:`x` markup."""
     return re.sub(r":\w+:`([^`]*)`", r"\1", docstring).replace("``", "")
 
@@ -53,11 +68,11 @@ class TensorRTOutput:
         self.python = io.StringIO()  # polygraphy's log and Python's logging (sys.stdout/sys.stderr)
         self.native = b""  # TensorRT's C++ side writes to file descriptors 1 and 2 directly
 
-    def lines(self):
+    def lines(self) -> list[str]:
         text = self.python.getvalue() + self.native.decode(errors="replace")
         return [line for line in text.splitlines() if line.strip()]
 
-    def reason(self, err):
+    def reason(self, err: BaseException) -> str:
         """TensorRT's own words for a failure: its last error line, else the exception's first line."""
         for line in reversed(self.lines()):
             for prefix in ("[E]", "[ERROR]"):  # polygraphy's TensorRT log; the bindings' std::cerr
@@ -65,7 +80,7 @@ class TensorRTOutput:
                     return line[len(prefix) :].strip()
         return first_line(err)
 
-    def replay_warnings(self):
+    def replay_warnings(self) -> None:
         """Prints what TensorRT said on a build that worked (stdout), less the harmless lines."""
         for line in self.lines():
             if not any(text in line for text in _HARMLESS):
@@ -73,7 +88,7 @@ class TensorRTOutput:
 
 
 @contextlib.contextmanager
-def quiet_tensorrt(show=False):
+def quiet_tensorrt(show: bool = False) -> Iterator[TensorRTOutput]:
     """Holds what TensorRT, its bindings, polygraphy and Python logging print during the block
     (Python's streams and file descriptors 1 and 2), unless ``show``."""
     output = TensorRTOutput()
@@ -109,11 +124,90 @@ def _flush_c_streams():
         pass
 
 
-def check_output_path(path, what="output"):
-    """Refuses, before any work, an output path that is a directory or cannot be written."""
+_STOPS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)}
+
+
+def isolated(function: Callable[[], _T], what: str) -> _T:
+    """``function()`` run in a forked child, its result (or its exception) returned (raised) here: TensorRT's
+    own crashes (a segmentation fault in its parser, an abort) end the child, and the command says so in one
+    line (``what``: what TensorRT was doing), with exit 1. The child also takes TensorRT's and the plugins'
+    state with it (TensorRT-RTX 1.7.1 corrupts the heap of a process that goes on making plugins after a
+    parse: scripts/rtx_plugin_heap_bug.py). Where there is no fork, it runs here."""
+    import faulthandler
+    import pickle
+
+    if not hasattr(os, "fork"):
+        return function()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    reader, writer = os.pipe()  # a pipe, not a file: the result reaches the parent even where the disk is full
+    # A stop (Ctrl-C, SIGTERM) waits until the parent can end the child: raised while fork() runs Python's at-fork
+    # callbacks, it would be ignored there, and the parent would go on waiting for the child.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+    try:
+        pid = os.fork()
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        raise
+    if pid == 0:  # the child: never returns to the command
+        try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            os.close(reader)
+            faulthandler.disable()  # a crash here is the parent's one line, not a dump of Python's stacks
+            printed = (io.StringIO(), io.StringIO())  # what Python code prints goes back to the parent's streams
+            try:
+                with contextlib.redirect_stdout(printed[0]), contextlib.redirect_stderr(printed[1]):
+                    outcome = (True, function())
+            except BaseException as err:  # handed to the parent, which raises it
+                outcome = (False, err)
+            texts = tuple(stream.getvalue() for stream in printed)
+            try:
+                payload = pickle.dumps((*outcome, texts))
+            except Exception as err:  # an exception that does not pickle: its type and message
+                failure = RuntimeError(f"{type(outcome[1]).__name__}: {first_line(outcome[1])}" if not outcome[0] else first_line(err))
+                payload = pickle.dumps((False, failure, texts))
+            with open(writer, "wb") as channel:
+                channel.write(payload)
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+            _flush_c_streams()
+        finally:
+            os._exit(0)
+    os.close(writer)
+    try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        with open(reader, "rb") as channel:  # read while the child writes: a pipe holds only 64 KiB
+            payload = channel.read()
+        _, status = os.waitpid(pid, 0)
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM): the child must not go on building alone
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        raise
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        name = signal.Signals(number).name if number in signal.Signals._value2member_map_ else f"signal {number}"
+        raise CliError(f"TensorRT crashed ({name}) while {what}", FAILED)
+    if not payload:
+        raise CliError(f"TensorRT ended the process (exit status {os.waitstatus_to_exitcode(status)}) while {what}", FAILED)
+    ok, value, (out, err) = pickle.loads(payload)
+    sys.stdout.write(out)
+    sys.stderr.write(err)
+    if not ok:
+        raise value
+    return value
+
+
+def check_output_path(path: str | os.PathLike, what: str = "output", reads: Iterable[str | os.PathLike] = ()) -> None:
+    """Refuses, before any work, an output path that is a directory, cannot be written, or is one of the files
+    the command reads (``reads``: the model, its external data, loaded inputs...; the same file under any name):
+    writing it would destroy an input."""
     path = os.fspath(path)
     if os.path.isdir(path):
         raise CliError(f"{what} {path!r} is a directory: give a file path")
+    for read in reads:
+        if _same_file(path, read):
+            raise CliError(f"{what} {path!r} is {os.fspath(read)!r}, which this command reads: write it elsewhere")
     parent = os.path.dirname(os.path.abspath(path))
     existing = parent
     while not os.path.exists(existing):  # the folders that would be made: the nearest existing one decides
@@ -126,65 +220,126 @@ def check_output_path(path, what="output"):
         raise CliError(f"{what} {path!r} cannot be written: no permission to write in {existing!r}")
 
 
-def write_output(path, data, what="output"):
-    """Writes ``data`` to ``path`` (making its folder), as one CliError line if that fails."""
+def check_distinct_outputs(outputs: dict[str, str | os.PathLike | None]) -> None:
+    """Refuses two outputs (``{flag: path}``) that are one file: the second would overwrite the first."""
+    given = [(flag, path) for flag, path in outputs.items() if path]
+    for position, (flag, path) in enumerate(given):
+        for other, other_path in given[position + 1 :]:
+            if _same_file(path, other_path):
+                raise CliError(f"{flag} and {other} name one file, {os.fspath(path)!r}: give each its own")
+
+
+def _same_file(a, b):
+    """Whether paths ``a`` and ``b`` are one file (links and relative paths resolved; neither need exist)."""
     try:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(path, "wb") as f:
-            f.write(data)
+        if os.path.exists(a) and os.path.exists(b):
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return os.path.realpath(os.fspath(a)) == os.path.realpath(os.fspath(b))
+
+
+@contextlib.contextmanager
+def replacing(path: str | os.PathLike, what: str = "output") -> Iterator[str]:
+    """A temporary path in ``path``'s folder (made if needed) to write to; when the block ends without an
+    error it becomes ``path`` at once (``os.replace``): an interrupted or failed write (a full disk) leaves
+    ``path`` as it was, never truncated or half written. One CliError line if the write fails.
+
+    As ``open(path, "w")`` would, it writes where a link ``path`` points (a dangling one included), not over the
+    link, and the file gets the permissions of the one it replaces (a new one: 0o666 less the umask), not
+    the temporary file's 0o600."""
+    path = os.path.realpath(os.fspath(path))
+    folder = os.path.dirname(path)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
     except OSError as err:
-        raise CliError(f"cannot write {what} {os.fspath(path)!r}: {err.strerror or err}") from None
+        raise CliError(f"cannot write {what} {path!r}: {err.strerror or err}") from None
+    try:
+        os.close(handle)
+        os.chmod(temporary, _mode_of(path))
+        yield temporary
+        os.replace(temporary, path)
+    except OSError as err:
+        raise CliError(f"cannot write {what} {path!r}: {err.strerror or err}") from None
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
 
 
-def load_model(path, external_data=False):
-    """The ONNX model at ``path``, validated (:func:`trt_scatter.passes.validate.validate`); CliError otherwise.
+def _mode_of(path):
+    """The permission bits a file written at ``path`` gets: those of the file there, else 0o666 less the umask."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
-    ``external_data``: with every tensor the model keeps in external files read (from the model's
-    folder), for a command that runs the model; validation alone reads only integer constants.
+
+def write_output(path: str | os.PathLike, data: bytes, what: str = "output") -> None:
+    """Writes ``data`` to ``path`` (making its folder) whole or not at all (:func:`replacing`), as one CliError line if that fails."""
+    with replacing(path, what) as temporary:
+        with open(temporary, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def load_model(path: str | os.PathLike, weights: bool = False) -> Model:
+    """The ONNX model at ``path`` read once (a :class:`trt_scatter.model.Model`) and validated
+    (:func:`trt_scatter.passes.validate.validate`); CliError otherwise.
+
+    ``weights``: with every tensor the model keeps in external files read (from the model's folder),
+    for a command that runs the model; validation alone reads only integer constants.
     """
-    from trt_scatter.passes import validate
+    from trt_scatter.model import Model, ModelError
+    from trt_scatter.passes.validate import validate
 
     try:
-        return validate.validate(validate.load_model(path, external_data=external_data))
-    except validate.ModelError as err:
+        model = Model.read(path, weights=weights)
+        validate(model)
+        return model
+    except ModelError as err:
         raise CliError(str(err)) from None
 
 
-def load_model_to_rewrite(path):
+def load_model_to_rewrite(path: str | os.PathLike) -> Model:
     """For a command that writes a model of its own (``lower``, ``rewrite``): the model at ``path``
-    with every tensor read in (from the model's folder), and whether it kept tensors in external
-    files, so that :func:`write_model` can keep them so (a model over 2 GiB must). Not validated:
-    the command's pass validates it (``lower`` always does; ``rewrite``'s command calls it), once."""
-    from trt_scatter.passes import validate
+    (a :class:`trt_scatter.model.Model`) with every tensor read in (from the model's folder); its
+    ``external`` says whether it kept tensors in external files, so that :func:`write_model` can keep
+    them so (a model over 2 GiB must). Not validated: the command's pass validates it (``lower``
+    always does; ``rewrite``'s command calls it), once."""
+    from trt_scatter.model import Model, ModelError
 
     try:
-        model = validate.read_model(path)
-        external = bool(validate.external_tensors(model))  # before they are read: index constants too
-        validate.read_external_data(model, path)
-        return model, external
-    except validate.ModelError as err:
+        return Model.read(path, weights=True)
+    except ModelError as err:
         raise CliError(str(err)) from None
 
 
-def write_model(model, path, external_data=False):
-    """Writes ``model`` to ``path`` (making its folder); with ``external_data``, its tensors over 1 KiB go to
-    ``<file name>.data`` beside it, as the model it came from kept them. One CliError line if that fails."""
+def write_model(model: onnx.ModelProto, path: str | os.PathLike, external_data: bool = False) -> None:
+    """Writes ``model`` to ``path`` (making its folder) whole or not at all; with ``external_data``, its tensors over
+    1 KiB go to ``<file name>.data`` beside it, as the model it came from kept them: both files are written in a
+    temporary folder beside them and then moved into place. One CliError line if that fails."""
     import onnx
 
     if not external_data:
         return write_output(path, model.SerializeToString(), "output")
-    location = os.path.basename(path) + ".data"
-    data = os.path.join(os.path.dirname(os.path.abspath(path)), location)
+    path = os.path.realpath(os.fspath(path))  # where a link points, as replacing() writes
+    folder, name = os.path.split(path)
+    location = name + ".data"
     try:
-        os.makedirs(os.path.dirname(data), exist_ok=True)
-        if os.path.isfile(data):  # onnx appends to it: an earlier output's tensors would stay in it
-            os.remove(data)
-        onnx.save_model(model, path, save_as_external_data=True, all_tensors_to_one_file=True, location=location)
+        os.makedirs(folder, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=folder) as staging:
+            onnx.save_model(model, os.path.join(staging, name), save_as_external_data=True, all_tensors_to_one_file=True, location=location)
+            os.replace(os.path.join(staging, location), os.path.join(folder, location))
+            os.replace(os.path.join(staging, name), path)
     except Exception as err:  # OSError, or onnx's ValidationError for the data file
-        raise CliError(f"cannot write output {os.fspath(path)!r}: {first_line(err)}") from None
+        raise CliError(f"cannot write output {path!r}: {first_line(err)}") from None
 
 
-def report(command, err):
+def report(command: str, err: BaseException) -> int:
     """Prints the one error line of ``command`` and returns its exit code."""
     print(f"trt-scatter {command}: error: {first_line(err)}", file=sys.stderr)
     return getattr(err, "exit_code", BAD_INPUT)

@@ -7,43 +7,50 @@ The output runs in onnxruntime, in TensorRT without trt-scatter's plugins, or in
 cannot lower ends in one line on stderr naming the node, the input and the rule, and exit code 2.
 """
 
+from __future__ import annotations
+
 import argparse
 
 from trt_scatter.cli import common
+from trt_scatter.log import first_line
 
 
-def add_parser(subparsers):
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "lower",
         help="replace the model's trt_scatter nodes by their native lowering (standard ONNX ops)",
         description=common.help_text(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("model", help="ONNX model with SliceScatter/ScatterUpdate nodes of the trt_scatter domain")
+    parser.add_argument("model", help="ONNX model with nodes of the trt_scatter domain")
     parser.add_argument("output", help="where to write the lowered model")
     parser.set_defaults(func=run)
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
     import onnx
 
-    from trt_scatter.ops import is_trt_scatter, trt_scatter_ops
+    from trt_scatter.model import ModelError
+    from trt_scatter.ops import is_trt_scatter
     from trt_scatter.passes.lower import lower
-    from trt_scatter.passes.validate import ModelError
 
     try:
-        common.check_output_path(args.output)
-        model, external = common.load_model_to_rewrite(args.model)
+        common.check_output_path(args.output, reads=[args.model])
+        model = common.load_model_to_rewrite(args.model)
+        common.check_output_path(args.output, reads=model.files)  # its external data files too
         try:
             lowered = lower(model)
-            onnx.checker.check_model(lowered, full_check=True)
-        except (ModelError, onnx.checker.ValidationError) as err:
+        except ModelError as err:
             raise common.CliError(str(err)) from None
-        common.write_model(lowered, args.output, external_data=external)  # tensors kept as the model kept them
+        try:
+            onnx.checker.check_model(lowered, full_check=True)
+        except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:  # the lowering keeps every other node
+            raise common.CliError(f"the model does not pass ONNX's checker ({first_line(err)}): only its trt_scatter nodes are lowered, the rest must hold") from None
+        common.write_model(lowered, args.output, external_data=model.external)  # tensors kept as the model kept them
     except common.CliError as err:
         return common.report("lower", err)
-    replaced = trt_scatter_ops(model)
-    count = sum(is_trt_scatter(node) for node in model.graph.node)
+    replaced = model.trt_scatter_ops()
+    count = sum(is_trt_scatter(node) for node in model.proto.graph.node)
     what = f"{count} trt_scatter node(s) ({', '.join(replaced)})" if count else "no trt_scatter node"
     print(f"lowered {what} of {args.model}: {args.output} ({len(lowered.graph.node)} nodes, standard ONNX ops only)")
     return 0

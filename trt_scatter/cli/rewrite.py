@@ -4,12 +4,14 @@
     trt-scatter rewrite model.onnx out.onnx --report     # what was rewritten, what was left and why
 """
 
+from __future__ import annotations
+
 import argparse
 
 from trt_scatter.cli import common
 
 
-def add_parser(subparsers):
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("rewrite", help="rewrite PyTorch's scatter patterns into plugin nodes", description=common.help_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("input", help="the ONNX model")
     parser.add_argument("output", help="where to save the rewritten model")
@@ -17,19 +19,21 @@ def add_parser(subparsers):
     parser.set_defaults(func=run)
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
+    from trt_scatter.model import ModelError
     from trt_scatter.passes.rewrite import rewrite
-    from trt_scatter.passes.validate import ModelError, validate
+    from trt_scatter.passes.validate import validate
 
     try:
-        common.check_output_path(args.output)
-        model, external = common.load_model_to_rewrite(args.input)
+        common.check_output_path(args.output, reads=[args.input])
+        model = common.load_model_to_rewrite(args.input)
+        common.check_output_path(args.output, reads=model.files)  # its external data files too
         try:
             validate(model)  # the rewrite pass keeps the model's trt_scatter nodes as they are: they must hold
         except ModelError as err:
             raise common.CliError(str(err)) from None
-        model, report = rewrite(model)
-        common.write_model(model, args.output, external_data=external)  # tensors kept as the model kept them
+        rewritten, report = rewrite(model)
+        common.write_model(rewritten, args.output, external_data=model.external)  # tensors kept as the model kept them
     except common.CliError as err:
         return common.report("rewrite", err)
     if args.report:

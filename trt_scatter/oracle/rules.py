@@ -10,9 +10,19 @@ Every broken rule raises :class:`ScatterInputError`; its message reads
 ``"<op>: '<input>' <rule> (got <value>)"``.
 """
 
+from __future__ import annotations
+
 import contextlib
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from trt_scatter.dtypes import BFLOAT16
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+    from numpy.typing import ArrayLike, DTypeLike
 
 
 class ScatterInputError(ValueError):
@@ -23,62 +33,51 @@ class ScatterInputError(ValueError):
         super().__init__(f"{op}: '{input_name}' {rule} (got {value})")
 
 
-def is_known(dim):
+def is_known(dim: int | None) -> bool:
     return dim is not None and dim >= 0
 
 
-def dims_match(a, b):
+def dims_match(a: int | None, b: int | None) -> bool:
     """True unless both dimensions are known and differ."""
     return not (is_known(a) and is_known(b)) or a == b
 
 
-def shapes_match(a, b):
+def shapes_match(a: Sequence[int | None], b: Sequence[int | None]) -> bool:
     return len(a) == len(b) and all(dims_match(x, y) for x, y in zip(a, b))
 
 
-def _bfloat16():
-    try:
-        import ml_dtypes
-    except ImportError:
-        return None
-    return np.dtype(ml_dtypes.bfloat16)
-
-
-BFLOAT16 = _bfloat16()
-
-
-def check_data_type(op, name, dtype):
+def check_data_type(op: str, name: str, dtype: DTypeLike) -> None:
     """``name`` holds elements: any numeric type (bool, signed/unsigned ints, floats, bfloat16)."""
     dtype = np.dtype(dtype)
     if dtype.kind not in "biuf" and dtype != BFLOAT16:
         raise ScatterInputError(op, name, "must have a numeric element type", dtype)
 
 
-def check_same_type(op, name, dtype, data_dtype, other="data"):
+def check_same_type(op: str, name: str, dtype: DTypeLike, data_dtype: DTypeLike, other: str = "data") -> None:
     """``name`` must have the element type of ``other`` (``data``, or the input whose type an index input shares)."""
     if np.dtype(dtype) != np.dtype(data_dtype):
         raise ScatterInputError(op, name, f"must have the element type of '{other}' ({np.dtype(data_dtype)})", np.dtype(dtype))
 
 
-def check_type_in(op, name, dtype, allowed):
+def check_type_in(op: str, name: str, dtype: DTypeLike, allowed: Sequence[str]) -> None:
     """``name`` must have one of the element types ``allowed`` (names, e.g. ``("int32", "int64")``)."""
     if np.dtype(dtype).name not in allowed:
         raise ScatterInputError(op, name, f"must be {' or '.join(allowed)}", np.dtype(dtype))
 
 
-def check_index_type(op, name, dtype):
+def check_index_type(op: str, name: str, dtype: DTypeLike) -> None:
     """Index inputs (indices, start/stop/step/axes, axis) must be integers."""
     dtype = np.dtype(dtype)
     if dtype.kind not in "iu":
         raise ScatterInputError(op, name, "must have an integer element type", dtype)
 
 
-def check_rank_at_least(op, name, shape, minimum):
+def check_rank_at_least(op: str, name: str, shape: Sequence[int | None], minimum: int) -> None:
     if len(shape) < minimum:
         raise ScatterInputError(op, name, f"must have rank >= {minimum}", f"shape {tuple(shape)}")
 
 
-def normalize_axis(op, name, axis, rank):
+def normalize_axis(op: str, name: str, axis: int | np.integer, rank: int) -> int:
     """``axis`` in [-rank, rank-1] -> [0, rank-1]."""
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
         raise ScatterInputError(op, name, "must be an integer", repr(axis))
@@ -88,12 +87,12 @@ def normalize_axis(op, name, axis, rank):
     return axis % rank
 
 
-def check_shape(op, name, shape, expected, why):
+def check_shape(op: str, name: str, shape: Sequence[int | None], expected: Sequence[int | None], why: str) -> None:
     if not shapes_match(tuple(shape), tuple(expected)):
         raise ScatterInputError(op, name, f"must have shape {_show(expected)} ({why})", f"shape {_show(shape)}")
 
 
-def check_indices_can_exist(op, name, entries_shape, dims):
+def check_indices_can_exist(op: str, name: str, entries_shape: Sequence[int | None], dims: Sequence[tuple[int, int | None]]) -> None:
     """No index value lies in [0, s-1] (or [-s, s-1]) when s == 0: then ``name`` must have no
     entries (``entries_shape``: the shape that counts them). A shape rule, so that builders
     refuse at build time what would otherwise be a write into an empty dimension."""
@@ -102,7 +101,7 @@ def check_indices_can_exist(op, name, entries_shape, dims):
         raise ScatterInputError(op, name, f"must be empty: data's dimension {empty[0]} has size 0, so no index is in range", f"shape {tuple(entries_shape)}")
 
 
-def check_indices_in_range(op, name, indices, dims, allow_negative):
+def check_indices_in_range(op: str, name: str, indices: np.ndarray, dims: Sequence[int | None], allow_negative: bool) -> None:
     """Every value along the last axis of ``indices`` (grouped by ``dims``) must index ``dims``.
 
     ``indices`` has shape (..., len(dims)) with one column per dimension, or any shape when
@@ -128,7 +127,7 @@ def check_indices_in_range(op, name, indices, dims, allow_negative):
 
 
 @contextlib.contextmanager
-def indices_checked_by_numpy(op, name, indices, dims):
+def indices_checked_by_numpy(op: str, name: str, indices: np.ndarray, dims: Sequence[int | None]) -> Iterator[None]:
     """Runs a NumPy fancy-index write whose own bounds check enforces the rule [-s, s-1] on ``indices``.
 
     NumPy accepts exactly [-s, s-1] per indexed dimension and raises ``IndexError`` otherwise,
@@ -146,13 +145,50 @@ def indices_checked_by_numpy(op, name, indices, dims):
         raise
 
 
-def check_vector(op, name, shape):
+# ---- the shape rules a standard scatter shares with its reduction op
+
+
+def check_elements_shapes(op: str, data_shape: Sequence[int | None], indices_shape: Sequence[int | None], updates_shape: Sequence[int | None], axis: int) -> int:
+    """ScatterElements' shape and ``axis`` rules, which ScatterElementsReduce shares (``op`` names the op in messages);
+    returns ``axis`` in [0, rank-1]."""
+    check_rank_at_least(op, "data", data_shape, 1)
+    rank = len(data_shape)
+    axis = normalize_axis(op, "axis", axis, rank)
+    if len(indices_shape) != rank:
+        raise ScatterInputError(op, "indices", f"must have the rank of 'data' ({rank})", f"shape {tuple(indices_shape)}")
+    for dim, (index_dim, data_dim) in enumerate(zip(indices_shape, data_shape)):
+        if dim != axis and is_known(index_dim) and is_known(data_dim) and index_dim > data_dim:
+            raise ScatterInputError(
+                op, "indices", f"dimension {dim} must be at most data's ({data_dim}) off the axis", f"shape {tuple(indices_shape)}"
+            )
+    check_shape(op, "updates", updates_shape, indices_shape, "the shape of 'indices'")
+    check_indices_can_exist(op, "indices", indices_shape, [(axis, data_shape[axis])])
+    return axis
+
+
+def check_nd_shapes(op: str, data_shape: Sequence[int | None], indices_shape: Sequence[int | None], updates_shape: Sequence[int | None]) -> None:
+    """ScatterND's shape rules, which ScatterNDReduce shares (``op`` names the op in messages)."""
+    check_rank_at_least(op, "data", data_shape, 1)
+    check_rank_at_least(op, "indices", indices_shape, 1)
+    k = indices_shape[-1]
+    if is_known(k) and k > len(data_shape):
+        raise ScatterInputError(
+            op, "indices", f"last dimension must be at most the rank of 'data' ({len(data_shape)})", f"shape {tuple(indices_shape)}"
+        )
+    if not is_known(k):
+        return
+    expected = tuple(indices_shape[:-1]) + tuple(data_shape[k:])
+    check_shape(op, "updates", updates_shape, expected, "indices.shape[:-1] + data.shape[indices.shape[-1]:]")
+    check_indices_can_exist(op, "indices", indices_shape[:-1], list(enumerate(data_shape[:k])))
+
+
+def check_vector(op: str, name: str, shape: Sequence[int | None]) -> None:
     """``name`` (start, stop, step, axes) must be a 1-D tensor; ``shape`` may hold unknown dimensions."""
     if len(shape) != 1:
         raise ScatterInputError(op, name, "must be a 1-D tensor", f"shape {_show(shape)}")
 
 
-def as_int_vector(op, name, values):
+def as_int_vector(op: str, name: str, values: ArrayLike) -> list[int]:
     """A 1-D integer input (start, stop, step, axes) as a list of Python ints (exact for any int64)."""
     array = np.asarray(values)
     if array.ndim == 0 and array.dtype.kind in "iu":
@@ -161,6 +197,56 @@ def as_int_vector(op, name, values):
     if array.size:
         check_index_type(op, name, array.dtype)
     return [int(v) for v in array.tolist()]
+
+
+def known_vector(op: str, name: str, value: ArrayLike | None, shape: Sequence[int | None] | None) -> list[int] | int:
+    """A 1-D parameter (start, stop, step, axes) as a model knows it before it runs: its values (a list)
+    where ``value`` (an array or None) is constant, else the length of ``shape`` (-1 where not known)."""
+    if value is not None:
+        return as_int_vector(op, name, value)
+    if shape is None:
+        return -1
+    check_vector(op, name, shape)
+    return shape[0]
+
+
+def some_negative(rng: np.random.Generator, indices: np.ndarray, sizes: ArrayLike) -> np.ndarray:
+    """About half of ``indices`` (in [0, s-1], ``sizes`` s broadcasting) in their negative form i - s, which
+    ONNX's ScatterElements/ScatterND allow: the same targets, and engines get checked on both forms."""
+    return np.where(rng.random(indices.shape) < 0.5, indices - sizes, indices)
+
+
+#: What every spec says of two writes to one element, without a reduction: a warning's reason.
+UNDEFINED = "the result is undefined (every spec leaves it so, and TensorRT's may differ from run to run)"
+
+
+def first_repeat(targets: np.ndarray) -> tuple[int, int] | None:
+    """``(i, j)``: the first position ``j`` of the 1-D ``targets`` whose value an earlier position ``i`` has, or None."""
+    order = np.argsort(targets, kind="stable")
+    ordered = targets[order]
+    repeated = np.flatnonzero(ordered[1:] == ordered[:-1])
+    if not repeated.size:
+        return None
+    first = int(repeated[0])
+    return int(order[first]), int(order[first + 1])
+
+
+class Known:
+    """Arrays as what a model shows of a node (``constant``, ``shape``, ``attribute``): the per-op checks that
+    read a model's node read the values of a run through this."""
+
+    def __init__(self, inputs, attributes):
+        self.inputs, self._attributes = inputs, attributes
+
+    def constant(self, name: str) -> np.ndarray | None:
+        return self.inputs.get(name)
+
+    def shape(self, name: str) -> tuple[int, ...] | None:
+        return None if name not in self.inputs else tuple(np.shape(self.inputs[name]))
+
+    def attribute(self, name: str, default: Any = None) -> Any:
+        value = self._attributes.get(name, default)
+        return value.decode() if isinstance(value, bytes) else value
 
 
 def _show(shape):

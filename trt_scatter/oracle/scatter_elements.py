@@ -8,33 +8,37 @@ For every position ``p`` of ``indices`` (rank r, like ``data``)::
 data's. Index values lie in [-s, s-1] with s = data.shape[axis] (negative counts from the end,
 as in ONNX). Duplicate targets are undefined in ONNX and TensorRT; this oracle keeps whichever
 write NumPy's fancy assignment performs last, and no test may rely on it.
+
+With a ``reduction`` (add, mul: opset 16; min, max: opset 18) duplicates are defined: the node computes
+:mod:`.scatter_elements_reduce` with ``include_self=1``, in that module's order.
 """
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from trt_scatter.oracle import rules
+from trt_scatter.oracle import scatter_elements_reduce, reductions, rules
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike
+
+    from trt_scatter.model.node import OpNode
 
 OP = "scatter_elements"
 
 
-def check_scatter_elements(data_shape, indices_shape, updates_shape, axis):
-    """Checks shapes and ``axis``; returns ``axis`` in [0, rank-1]."""
-    rules.check_rank_at_least(OP, "data", data_shape, 1)
-    rank = len(data_shape)
-    axis = rules.normalize_axis(OP, "axis", axis, rank)
-    if len(indices_shape) != rank:
-        raise rules.ScatterInputError(OP, "indices", f"must have the rank of 'data' ({rank})", f"shape {tuple(indices_shape)}")
-    for dim, (index_dim, data_dim) in enumerate(zip(indices_shape, data_shape)):
-        if dim != axis and rules.is_known(index_dim) and rules.is_known(data_dim) and index_dim > data_dim:
-            raise rules.ScatterInputError(
-                OP, "indices", f"dimension {dim} must be at most data's ({data_dim}) off the axis", f"shape {tuple(indices_shape)}"
-            )
-    rules.check_shape(OP, "updates", updates_shape, indices_shape, "the shape of 'indices'")
-    rules.check_indices_can_exist(OP, "indices", indices_shape, [(axis, data_shape[axis])])
-    return axis
+def check_scatter_elements(data_shape: Sequence[int | None], indices_shape: Sequence[int | None], updates_shape: Sequence[int | None], axis: int, op: str = OP) -> int:
+    """Checks shapes and ``axis``; returns ``axis`` in [0, rank-1]. ``op`` names the op in messages (ScatterElementsReduce
+    has these rules too)."""
+    return rules.check_elements_shapes(op, data_shape, indices_shape, updates_shape, axis)
 
 
-def scatter_elements(data, indices, updates, axis=0):
+def scatter_elements(data: ArrayLike, indices: ArrayLike, updates: ArrayLike, axis: int = 0) -> np.ndarray:
     """Returns a copy of ``data`` with ``updates`` written at ``indices`` along ``axis``."""
     data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
     rules.check_data_type(OP, "data", data.dtype)
@@ -49,3 +53,106 @@ def scatter_elements(data, indices, updates, axis=0):
     with rules.indices_checked_by_numpy(OP, "indices", indices, (data.shape[axis],)):
         out[tuple(target)] = updates
     return out
+
+
+def evaluate(inputs: dict[str, np.ndarray], attributes: dict[str, Any]) -> np.ndarray:
+    """A ScatterElements node's output: ``inputs`` by name, ``attributes`` as the node has them (axis,
+    reduction: ScatterElementsReduce's semantics with ``include_self=1``)."""
+    reduction = reductions.reduction_of(attributes.get("reduction") or "none")
+    if reduction != "none":
+        reduction = reductions.check_reduction(OP, reduction, tuple(reductions.ONNX_REDUCTIONS))
+        return scatter_elements_reduce.scatter_elements_reduce(inputs["data"], inputs["indices"], inputs["updates"], axis=attributes.get("axis", 0),
+                                       reduction=reduction, include_self=1, op=OP)
+    return scatter_elements(inputs["data"], inputs["indices"], inputs["updates"], axis=attributes.get("axis", 0))
+
+
+def check_node(node: OpNode) -> None:
+    """The rules a model shows before it runs: constant indices in [-s, s-1] where s is known (ONNX calls
+    others an error, and TensorRT's IScatterLayer does not check them at run time)."""
+    indices, data = node.constant("indices"), node.shape("data")
+    if indices is None or data is None or indices.dtype.kind not in "iu" or indices.ndim == 0:
+        return  # other mistakes (types, shapes) are TensorRT's parser's to report
+    axis = rules.normalize_axis(OP, "axis", node.attribute("axis", 0), len(data))
+    rules.check_indices_in_range(OP, "indices", indices, (data[axis],), allow_negative=True)
+
+
+def repeated_target(node: OpNode | rules.Known) -> str | None:
+    """Where two elements of constant indices on one line along the axis write one element (undefined without a
+    reduction), else None."""
+    indices, data = node.constant("indices"), node.shape("data")
+    if indices is None or data is None or indices.ndim != len(data) or _reduces(node):
+        return None
+    try:
+        axis = rules.normalize_axis(OP, "axis", node.attribute("axis", 0), len(data))
+    except rules.ScatterInputError:
+        return None
+    if not rules.is_known(data[axis]) or data[axis] <= 0 or indices.size == 0:
+        return None
+    lines = np.moveaxis(indices.astype(np.int64) % data[axis], axis, -1).reshape(-1, indices.shape[axis])
+    ordered = np.sort(lines, axis=1)
+    clash = np.argwhere(ordered[:, 1:] == ordered[:, :-1])
+    if not clash.size:
+        return None
+    line, at = (int(v) for v in clash[0])
+    return f"two elements of 'indices' on one line along axis {axis} (line {line}) both write position {int(ordered[line, at])}"
+
+
+def distinct_targets(node: OpNode) -> bool:
+    """Whether valid inputs must address each target once: yes (a repeat is undefined), unless the node reduces."""
+    return not _reduces(node)
+
+
+def _reduces(node):
+    return reductions.reduction_of(node.attribute("reduction", "none")) != "none"
+
+
+def _reducing(node):
+    """scatter_elements_reduce's module, whose valid inputs (repeats allowed) serve a node with a reduction."""
+    return scatter_elements_reduce
+
+
+# ---- valid inputs (trt_scatter.inputs): shape relations, capacity, index generator
+
+
+def input_relations(shapes: Any, node: OpNode) -> None:
+    if _reduces(node):
+        return _reducing(node).input_relations(shapes, node)
+    data, indices, updates = (shapes.shape(node, n) for n in ("data", "indices", "updates"))
+    if data is not None:
+        rules.check_rank_at_least(OP, "data", data, 1)
+    shapes.equal_shapes(indices, updates)
+    for a, b in zip(indices or (), data or ()):
+        shapes.bounds.append(([a], [b]))
+
+
+def input_capacity(plan: Any, node: OpNode) -> int | None:
+    """How many targets the indices can address: data's dimension on the axis."""
+    data, axis = plan.shape(node, "data"), node.attribute("axis", 0)
+    return data[axis % len(data)] if data and -len(data) <= axis < len(data) else None
+
+
+def plan_inputs(plan: Any, node: OpNode, rng: np.random.Generator) -> None:
+    if _reduces(node):
+        return _reducing(node).plan_inputs(plan, node, rng)
+    data, indices, updates = (plan.shape(node, n) for n in ("data", "indices", "updates"))
+    axis = node.attribute("axis", 0)
+    name = plan.fed(node, "indices")
+    plan.check_known(node, check_scatter_elements, name, data, indices, updates, axis)
+    if name is None:
+        return
+    axis = rules.normalize_axis(OP, "axis", axis, len(data))
+    size = data[axis]
+    if indices[axis] > size:
+        raise rules.ScatterInputError(OP, "indices", f"dimension {axis} must be at most data's ({size}) for distinct indices", f"shape {indices}")
+
+    def generate(rng, shape=indices):
+        lines = math.prod(shape[:axis] + shape[axis + 1 :])
+        moved = shape[:axis] + shape[axis + 1 :] + (shape[axis],)
+        # Distinct on every line: a window of one random permutation of range(size), at a random
+        # cyclic shift per line (memory grows with the indices, not with lines x size).
+        permutation = rng.permutation(size)
+        shifts = rng.integers(0, max(size, 1), (lines, 1))
+        order = permutation[(shifts + np.arange(shape[axis])) % max(size, 1)]
+        return rules.some_negative(rng, np.moveaxis(order.reshape(moved), -1, axis), size)
+
+    plan.generators[name] = (node, generate)

@@ -9,34 +9,36 @@
 Index values lie in [-s_j, s_j-1] with s_j = data.shape[j] (negative counts from the end, as
 ONNX runtimes accept; OpenVINO-3 asks for [0, s_j-1], a subset). Duplicate rows are undefined in
 every spec; this oracle keeps whichever write NumPy performs last, and no test may rely on it.
+
+With a ``reduction`` (add, mul: opset 16; min, max: opset 18) duplicates are defined: the node computes
+:mod:`.scatter_nd_reduce` with ``include_self=1``, in that module's order.
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from trt_scatter.oracle import rules
+from trt_scatter.oracle import scatter_nd_reduce, reductions, rules
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike
+
+    from trt_scatter.model.node import OpNode
 
 OP = "scatter_nd"
 
 
-def check_scatter_nd(data_shape, indices_shape, updates_shape):
-    """Checks the shapes of ScatterND's inputs."""
-    rules.check_rank_at_least(OP, "data", data_shape, 1)
-    rules.check_rank_at_least(OP, "indices", indices_shape, 1)
-    k = indices_shape[-1]
-    if rules.is_known(k) and k > len(data_shape):
-        raise rules.ScatterInputError(
-            OP, "indices", f"last dimension must be at most the rank of 'data' ({len(data_shape)})", f"shape {tuple(indices_shape)}"
-        )
-    if not rules.is_known(k):
-        return
-    expected = tuple(indices_shape[:-1]) + tuple(data_shape[k:])
-    rules.check_shape(OP, "updates", updates_shape, expected, "indices.shape[:-1] + data.shape[indices.shape[-1]:]")
-    rules.check_indices_can_exist(OP, "indices", indices_shape[:-1], list(enumerate(data_shape[:k])))
+def check_scatter_nd(data_shape: Sequence[int | None], indices_shape: Sequence[int | None], updates_shape: Sequence[int | None], op: str = OP) -> None:
+    """Checks the shapes of ScatterND's inputs (``op`` names the op in messages: ScatterNDReduce has these rules too)."""
+    rules.check_nd_shapes(op, data_shape, indices_shape, updates_shape)
 
 
-def scatter_nd(data, indices, updates):
+def scatter_nd(data: ArrayLike, indices: ArrayLike, updates: ArrayLike) -> np.ndarray:
     """Returns a copy of ``data`` with ``updates`` written at the elements or slices that ``indices`` address."""
     data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
     rules.check_data_type(OP, "data", data.dtype)
@@ -57,3 +59,96 @@ def scatter_nd(data, indices, updates):
 
 
 scatter_nd_update = scatter_nd
+
+
+def evaluate(inputs: dict[str, np.ndarray], attributes: dict[str, Any]) -> np.ndarray:
+    """A ScatterND node's output (``inputs`` by name; a ``reduction``: ScatterNDReduce's semantics with ``include_self=1``)."""
+    reduction = reductions.reduction_of(attributes.get("reduction") or "none")
+    if reduction != "none":
+        reduction = reductions.check_reduction(OP, reduction, tuple(reductions.ONNX_REDUCTIONS))
+        return scatter_nd_reduce.scatter_nd_reduce(inputs["data"], inputs["indices"], inputs["updates"], reduction=reduction, include_self=1, op=OP)
+    return scatter_nd(inputs["data"], inputs["indices"], inputs["updates"])
+
+
+def check_node(node: OpNode) -> None:
+    """The rules a model shows before it runs: constant indices in [-s, s-1] for each known dimension they
+    index (ONNX calls others an error, and TensorRT's IScatterLayer does not check them at run time)."""
+    indices, data = node.constant("indices"), node.shape("data")
+    if indices is None or data is None or indices.dtype.kind not in "iu" or indices.ndim == 0:
+        return  # other mistakes (types, shapes) are TensorRT's parser's to report
+    if indices.shape[-1] > len(data):
+        return  # more index columns than data has axes: the parser says so
+    rules.check_indices_in_range(OP, "indices", indices, data[: indices.shape[-1]], allow_negative=True)
+
+
+def repeated_target(node: OpNode | rules.Known) -> str | None:
+    """Where two rows of constant indices write one element or slice (undefined without a reduction), else None."""
+    indices, data = node.constant("indices"), node.shape("data")
+    if indices is None or data is None or indices.ndim == 0 or _reduces(node):
+        return None
+    k = indices.shape[-1]
+    dims = data[:k]
+    if k > len(data) or not all(rules.is_known(d) and d > 0 for d in dims):
+        return None
+    rows = indices.reshape(-1, k).astype(np.int64) % np.array(dims, np.int64)
+    pair = rules.first_repeat(np.ravel_multi_index(tuple(rows.T), dims) if k else np.zeros(len(rows), np.int64))
+    return None if pair is None else f"rows {pair[0]} and {pair[1]} of 'indices' both write {tuple(rows[pair[0]].tolist())}"
+
+
+def distinct_targets(node: OpNode) -> bool:
+    """Whether valid inputs must address each target once: yes (a repeat is undefined), unless the node reduces."""
+    return not _reduces(node)
+
+
+def _reduces(node):
+    return reductions.reduction_of(node.attribute("reduction", "none")) != "none"
+
+
+def _reducing(node):
+    """scatter_nd_reduce's module, whose valid inputs (repeats allowed) serve a node with a reduction."""
+    return scatter_nd_reduce
+
+
+# ---- valid inputs (trt_scatter.inputs): shape relations, capacity, index generator
+
+
+def input_relations(shapes: Any, node: OpNode) -> None:
+    if _reduces(node):
+        return _reducing(node).input_relations(shapes, node)
+    data, indices, updates = (shapes.shape(node, n) for n in ("data", "indices", "updates"))
+    if data is None or indices is None:
+        return
+    rules.check_rank_at_least(OP, "data", data, 1)
+    rules.check_rank_at_least(OP, "indices", indices, 1)
+    if shapes.free(indices[-1]):  # rows of unknown length address elements
+        shapes.equal(indices[-1], len(data))
+    k = shapes.of(indices[-1])
+    shapes.equal_shapes(updates, list(indices[:-1]) + list(data[k:]))
+    shapes.bounds.append((list(indices[:-1]), list(data[:k])))
+
+
+def input_capacity(plan: Any, node: OpNode) -> int | None:
+    """How many targets the index rows can address: the elements or slices of data's first k axes."""
+    data, indices = plan.shape(node, "data"), plan.shape(node, "indices")
+    return math.prod(data[: indices[-1]]) if data and indices and indices[-1] <= len(data) else None
+
+
+def plan_inputs(plan: Any, node: OpNode, rng: np.random.Generator) -> None:
+    if _reduces(node):
+        return _reducing(node).plan_inputs(plan, node, rng)
+    data, indices, updates = (plan.shape(node, n) for n in ("data", "indices", "updates"))
+    name = plan.fed(node, "indices")
+    plan.check_known(node, check_scatter_nd, name, data, indices, updates)
+    if name is None:
+        return
+    k = indices[-1]
+    capacity, rows = math.prod(data[:k]), math.prod(indices[:-1])
+    if rows > capacity:
+        raise rules.ScatterInputError(OP, "indices", f"must have at most {capacity} rows for distinct rows", f"shape {indices}")
+
+    def generate(rng, shape=indices):
+        flat = rng.choice(capacity, size=rows, replace=False)
+        coordinates = np.stack(np.unravel_index(flat, data[:k]), axis=-1) if k else np.zeros((rows, 0), np.int64)
+        return rules.some_negative(rng, coordinates.reshape(shape), np.array(data[:k], np.int64))
+
+    plan.generators[name] = (node, generate)

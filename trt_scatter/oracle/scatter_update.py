@@ -11,14 +11,26 @@ too-large values, and so does this oracle. ``axis`` is a scalar or a one-element
 performs last, and no test may rely on it.
 """
 
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from trt_scatter.oracle import rules
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike
+
+    from trt_scatter.model.node import OpNode
+
 OP = "scatter_update"
 
 
-def axis_value(axis):
+def axis_value(axis: ArrayLike) -> int:
     """``axis`` given as an int, a 0-D array or a one-element 1-D array, as a Python int."""
     array = np.asarray(axis)
     if array.ndim > 1 or array.size != 1:
@@ -27,7 +39,7 @@ def axis_value(axis):
     return int(array.reshape(()))
 
 
-def check_scatter_update(data_shape, indices_shape, updates_shape, axis):
+def check_scatter_update(data_shape: Sequence[int | None], indices_shape: Sequence[int | None], updates_shape: Sequence[int | None], axis: int) -> int:
     """Checks shapes and ``axis``; returns ``axis`` in [0, rank-1]."""
     rules.check_rank_at_least(OP, "data", data_shape, 1)
     axis = rules.normalize_axis(OP, "axis", axis, len(data_shape))
@@ -37,12 +49,12 @@ def check_scatter_update(data_shape, indices_shape, updates_shape, axis):
     return axis
 
 
-def check_axis_shape(shape):
+def check_axis_shape(shape: Sequence[int | None]) -> None:
     """``axis`` of this shape (-1: unknown dimension, which may still be 1) can hold its one value."""
     axis_value(np.broadcast_to(np.int64(0), [dim if rules.is_known(dim) else 1 for dim in shape]))
 
 
-def check_scatter_update_static(data_shape, indices_shape, updates_shape, axis=None):
+def check_scatter_update_static(data_shape: Sequence[int | None] | None, indices_shape: Sequence[int | None] | None, updates_shape: Sequence[int | None] | None, axis: int | None = None) -> int | None:
     """Checks a ScatterUpdate on what is known before it runs: in a model, or while TensorRT builds.
 
     ``axis``: its value, or ``None`` when it is not known; then the shapes must fit the spec for at
@@ -73,7 +85,7 @@ def check_scatter_update_static(data_shape, indices_shape, updates_shape, axis=N
     )
 
 
-def scatter_update(data, indices, updates, axis):
+def scatter_update(data: ArrayLike, indices: ArrayLike, updates: ArrayLike, axis: ArrayLike) -> np.ndarray:
     """Returns a copy of ``data`` with the slices at ``indices`` along ``axis`` replaced by ``updates``."""
     data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
     rules.check_data_type(OP, "data", data.dtype)
@@ -85,3 +97,74 @@ def scatter_update(data, indices, updates, axis):
     out = data.copy()
     out[(slice(None),) * axis + (indices,)] = updates
     return out
+
+
+def evaluate(inputs: dict[str, np.ndarray], attributes: dict[str, Any]) -> np.ndarray:
+    """A ScatterUpdate node's output (``inputs`` by name; ``inplace`` changes no value)."""
+    return scatter_update(inputs["data"], inputs["indices"], inputs["updates"], inputs["axis"])
+
+
+def check_node(node: OpNode) -> None:
+    """The rules a model shows before it runs: shapes that fit the spec (for the constant axis, or for some
+    axis), constant indices in [0, s-1] (the spec says others raise)."""
+    axis_constant = node.constant("axis")
+    axis = None
+    if axis_constant is not None:
+        axis = axis_value(axis_constant)
+    elif node.shape("axis") is not None:
+        check_axis_shape(node.shape("axis"))
+    data = node.shape("data")
+    axis = check_scatter_update_static(data, node.shape("indices"), node.shape("updates"), axis)
+    indices = node.constant("indices")
+    if indices is not None and axis is not None:
+        rules.check_indices_in_range(OP, "indices", indices, (data[axis],), allow_negative=False)
+
+
+def repeated_target(node: OpNode | rules.Known) -> str | None:
+    """Where constant indices name one slice twice (undefined in the spec), else None."""
+    indices = node.constant("indices")
+    if indices is None or indices.size < 2:
+        return None
+    flat = indices.reshape(-1).astype(np.int64)
+    pair = rules.first_repeat(flat)
+    return None if pair is None else f"'indices' names slice {int(flat[pair[0]])} twice (elements {pair[0]} and {pair[1]})"
+
+
+# ---- valid inputs (trt_scatter.inputs): shape relations, capacity, index generator
+
+
+def _constant_axis(plan, node, rank):
+    axis = plan.constant(node, "axis")
+    if axis is None:
+        raise rules.ScatterInputError(OP, "axis", "must be a constant (initializer or Constant node) for generated inputs", node.inputs["axis"])
+    return rules.normalize_axis(OP, "axis", axis_value(axis), rank)
+
+
+def input_relations(shapes: Any, node: OpNode) -> None:
+    data, indices, updates = (shapes.shape(node, n) for n in ("data", "indices", "updates"))
+    if data is None or indices is None:
+        return
+    axis = _constant_axis(shapes.plan, node, len(data))
+    shapes.equal_shapes(updates, list(data[:axis]) + list(indices) + list(data[axis + 1 :]))
+    shapes.bounds.append((list(indices), [data[axis]]))
+
+
+def input_capacity(plan: Any, node: OpNode) -> int | None:
+    """How many targets the indices can address: data's dimension on the axis."""
+    data, axis = plan.shape(node, "data"), plan.constant(node, "axis")
+    if not data or axis is None or not -len(data) <= axis_value(axis) < len(data):
+        return None
+    return data[axis_value(axis) % len(data)]
+
+
+def plan_inputs(plan: Any, node: OpNode, rng: np.random.Generator) -> None:
+    data, indices, updates = (plan.shape(node, n) for n in ("data", "indices", "updates"))
+    name = plan.fed(node, "indices")
+    axis = None if data is None else _constant_axis(plan, node, len(data))
+    plan.check_known(node, check_scatter_update, name, data, indices, updates, axis)
+    if name is None:
+        return
+    size, count = data[axis], math.prod(indices)
+    if count > size:
+        raise rules.ScatterInputError(OP, "indices", f"must have at most {size} elements for distinct indices", f"shape {indices}")
+    plan.generators[name] = (node, lambda rng, shape=indices: rng.choice(size, size=count, replace=False).reshape(shape))

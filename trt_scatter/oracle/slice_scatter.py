@@ -13,14 +13,25 @@ each ``(start, stop, step, axis)``, ``slices[axis] = slice(start, stop, step)``.
 - ``updates`` has data's shape with each sliced axis replaced by its slice's length.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from trt_scatter.oracle import rules
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike
+
+    from trt_scatter.model.node import OpNode
+
 OP = "slice_scatter"
 
 
-def slice_geometry(start, stop, step, dim):
+def slice_geometry(start: int, stop: int, step: int, dim: int) -> tuple[int, int]:
     """``(first, count)`` of the elements ``first + i*step, i < count`` that slice ``start:stop:step`` takes from ``dim``."""
     if step > 0:
         low, high = 0, dim
@@ -33,7 +44,7 @@ def slice_geometry(start, stop, step, dim):
     return first, count
 
 
-def slice_shape(data_shape, start, stop, step, axes):
+def slice_shape(data_shape: Sequence[int | None], start: Sequence[int], stop: Sequence[int], step: Sequence[int], axes: Sequence[int]) -> tuple[int, ...]:
     """The shape ``updates`` must have: ``data_shape`` with each sliced axis (``axes`` in [0, r-1]) cut
     to its slice's length, -1 where data's dimension is not known."""
     shape = list(data_shape)
@@ -43,7 +54,7 @@ def slice_shape(data_shape, start, stop, step, axes):
     return tuple(shape)
 
 
-def check_slice_scatter(data_shape, updates_shape, start, stop, step, axes=None):
+def check_slice_scatter(data_shape: Sequence[int | None], updates_shape: Sequence[int | None], start: Sequence[int], stop: Sequence[int], step: Sequence[int], axes: Sequence[int] | None = None) -> list[int]:
     """Checks a SliceScatter's inputs (start/stop/step/axes as int lists); returns the axes in [0, r-1].
 
     ``updates_shape`` is checked only where the data dimension of a sliced axis is known.
@@ -73,7 +84,7 @@ def _check_step(step):
         raise rules.ScatterInputError(OP, "step", "must not contain 0", list(step))
 
 
-def check_slice_scatter_static(data_shape, updates_shape, start, stop, step, axes=None):
+def check_slice_scatter_static(data_shape: Sequence[int | None] | None, updates_shape: Sequence[int | None] | None, start: list[int] | int, stop: list[int] | int, step: list[int] | int, axes: list[int] | int | None = None) -> None:
     """Checks a SliceScatter on what is known before it runs: in a model, or while TensorRT builds.
 
     Each of ``start``/``stop``/``step``/``axes`` is a list of ints (its values are known) or an int:
@@ -115,7 +126,7 @@ def check_slice_scatter_static(data_shape, updates_shape, start, stop, step, axe
     check_slice_scatter(data_free, updates_shape, **values)
 
 
-def slice_scatter(data, updates, start, stop, step, axes=None):
+def slice_scatter(data: ArrayLike, updates: ArrayLike, start: ArrayLike, stop: ArrayLike, step: ArrayLike, axes: ArrayLike | None = None) -> np.ndarray:
     """Returns a copy of ``data`` with ``updates`` written into the slice ``start:stop:step`` over ``axes``."""
     data, updates = np.asarray(data), np.asarray(updates)
     rules.check_data_type(OP, "data", data.dtype)
@@ -136,3 +147,164 @@ def slice_scatter(data, updates, start, stop, step, axes=None):
     out = data.copy()
     out[tuple(index)] = updates
     return out
+
+
+PARAMS = ("start", "stop", "step", "axes")
+
+
+def evaluate(inputs: dict[str, np.ndarray], attributes: dict[str, Any]) -> np.ndarray:
+    """A SliceScatter node's output (``inputs`` by name, axes optional; ``inplace`` changes no value)."""
+    return slice_scatter(**inputs)
+
+
+def check_node(node: OpNode) -> None:
+    """The rules a model shows before it runs (:func:`check_slice_scatter_static` on its shapes and constants)."""
+    data, updates = node.shape("data"), node.shape("updates")
+    if data is not None and updates is None:
+        updates = (-1,) * len(data)  # rank unknown: it matches whatever data asks
+    params = {name: rules.known_vector(OP, name, node.constant(name), node.shape(name)) for name in PARAMS if name in node.inputs}
+    check_slice_scatter_static(data, updates, **params)
+
+
+def repeated_target(node: OpNode | rules.Known) -> str | None:
+    """Never: a slice's elements are distinct."""
+    return None
+
+
+# ---- valid inputs (trt_scatter.inputs): shape relations, capacity, parameter generators
+
+
+def input_relations(shapes: Any, node: OpNode) -> None:
+    """Off the sliced axes updates' dims are data's; a sliced dim of updates is at most data's, and takes a
+    length the constant parameters (if any) can give (derived once the dims have values)."""
+    plan = shapes.plan
+    data, updates = shapes.shape(node, "data"), shapes.shape(node, "updates")
+    if data is None or updates is None or len(data) != len(updates):
+        return  # nothing to merge; the oracle's check names a wrong rank
+    params = {key: plan.constant(node, key) for key in ("start", "stop", "step")}
+    node.axes = _input_axes(shapes, node)
+    node.fixed = {}  # sliced axis -> those of its start/stop/step that are constants
+    for key in PARAMS:  # fed parameters: one entry per sliced axis
+        if shapes.shape(node, key):
+            shapes.equal(shapes.shape(node, key)[0], len(node.axes))
+    for axis, (a, b) in enumerate(zip(data, updates)):
+        if axis not in node.axes:
+            shapes.equal(a, b)
+            continue
+        position = node.axes.index(axis)
+        fixed = {k: int(np.atleast_1d(v)[position]) for k, v in params.items() if v is not None}
+        if fixed:
+            node.fixed[axis] = fixed
+            shapes.derived.append((node, lambda axis=axis, fixed=fixed: _derive_length(shapes, node, axis, fixed)))
+        shapes.bounds.append(([b], [a]))
+
+
+def _derive_length(shapes, node, axis, fixed):
+    """Constant slice parameters (``fixed``: some of start/stop/step) on ``axis``: a free updates dim there
+    takes a length the slice can have in data's dim (the oracle's check names a fixed one that cannot)."""
+    data, updates = shapes.shape(node, "data")[axis], shapes.shape(node, "updates")[axis]
+    counts = slices_by_count(shapes.of(data), fixed) if shapes.free(updates) else ()
+    if counts and shapes.of(updates) not in counts:
+        nonzero = sorted(c for c in counts if c) or [0]
+        shapes.value[shapes.find(updates)] = nonzero[int(shapes.rng.integers(len(nonzero)))]
+
+
+def _input_axes(shapes, node):
+    """The sliced axes: constant, default (one per start), or, fed, chosen once to fit updates' static dims."""
+    plan, rank = shapes.plan, len(shapes.shape(node, "data"))
+    constant = plan.constant(node, "axes")
+    if constant is not None:
+        return [int(a) % rank for a in np.atleast_1d(constant)]
+    lengths = [len(np.atleast_1d(plan.constant(node, k))) for k in ("start", "stop", "step") if plan.constant(node, k) is not None]
+    lengths += [shapes.find(shapes.shape(node, k)[0]) for k in PARAMS if k in node.inputs and shapes.shape(node, k)]
+    count = next((n for n in lengths if isinstance(n, int)), rank)  # unknown lengths: every axis
+    if "axes" not in node.inputs:
+        return list(range(count))
+    if plan.fed(node, "axes") is None:
+        raise rules.ScatterInputError(OP, "axes", "must be a constant or a graph input for generated inputs", node.inputs["axes"])
+    data, updates = shapes.shape(node, "data"), shapes.shape(node, "updates")
+    fixed = [i for i, (d, u) in enumerate(zip(data, updates)) if isinstance(shapes.find(d), int) and isinstance(shapes.find(u), int) and d != u]
+    others = [i for i in shapes.rng.permutation(rank).tolist() if i not in fixed]
+    if len(fixed) > count:
+        raise rules.ScatterInputError(OP, "axes", f"cannot be chosen for {count} sliced axes of data {tuple(data)}", f"updates {tuple(updates)}")
+    return fixed + others[: count - len(fixed)]
+
+
+def input_capacity(plan: Any, node: OpNode) -> int | None:
+    """A slice's elements are distinct by construction: the smallest dimension of data bounds nothing more."""
+    data = plan.shape(node, "data")
+    return min(data) if data else None
+
+
+def plan_inputs(plan: Any, node: OpNode, rng: np.random.Generator) -> None:
+    """start/stop/step (and axes) fed by graph inputs: a slice of exactly updates' shape, in every form the
+    spec allows, fitting the parameters the model holds as constants."""
+    keys = ("start", "stop", "step")
+    data, updates = plan.shape(node, "data"), plan.shape(node, "updates")
+    if data is None or updates is None or getattr(node, "axes", None) is None:
+        raise plan.unknown_shape(node, "data" if data is None else "updates")
+    constants = {k: plan.constant(node, k) for k in keys}
+    fed = {k: plan.fed(node, k) for k in PARAMS}
+    known = {k: rules.as_int_vector(OP, k, v) if v is not None else len(node.axes) for k, v in constants.items()}
+    check_slice_scatter_static(data, updates, **known, **({"axes": node.axes} if "axes" in node.inputs else {}))
+    if fed["axes"]:
+        plan.generators[fed["axes"]] = (node, lambda rng, axes=node.axes: np.array(axes))
+    if all(v is not None for v in constants.values()) or any(constants[k] is None and fed[k] is None for k in keys):
+        return  # nothing to draw; or computed from other tensors: searched (trt_scatter.inputs)
+    choices = []  # per sliced axis, the (start, stop, step) that take updates' length
+    for axis in node.axes:
+        dim, count = data[axis], updates[axis]
+        if count > dim:
+            raise rules.ScatterInputError(OP, "updates", f"dimension {axis} must be at most data's ({dim}) to be a slice of it", count)
+        fixed = node.fixed.get(axis)
+        choices.append(None if not fixed else slices_by_count(dim, fixed).get(count))
+        if fixed and not choices[-1]:
+            raise rules.ScatterInputError(OP, "start/stop/step", f"constants {fixed} cannot take {count} elements of a dimension of size {dim}", count)
+
+    cache = {}
+
+    def draw(rng):
+        """Rows start, stop, step: drawn together, once per feed (``rng``)."""
+        if cache.get("rng") is not rng:
+            slices = [c[int(rng.integers(len(c)))] if c else random_slice(rng, data[a], updates[a]) for c, a in zip(choices, node.axes)]
+            cache.update(rng=rng, slices=np.array(slices, np.int64).reshape(-1, 3).T)
+        return cache["slices"]
+
+    for row, key in enumerate(keys):
+        if fed[key] is not None:
+            plan.generators[fed[key]] = (node, lambda rng, row=row: draw(rng)[row])
+
+
+def random_slice(rng: np.random.Generator, dim: int, count: int) -> tuple[int, int, int]:
+    """A random (start, stop, step) taking ``count`` elements of a dimension ``dim``, in the forms the
+    spec allows: negative start/stop, negative steps, stops past the end ("before the first element")."""
+    if count == 0 or dim == 0:
+        start = int(rng.integers(0, dim + 1))
+        return start, start, 1
+    step = int(rng.choice([s for s in (1, 2, 3, -1, -2, -3) if (count - 1) * abs(s) + 1 <= dim]))
+    span = (count - 1) * abs(step)
+    first = int(rng.integers(0, dim - span)) if step > 0 else int(rng.integers(span, dim))
+    start = first - dim if rng.random() < 0.3 else first
+    stop = first + count * step
+    if stop < 0:
+        stop = -dim - 1 - int(rng.integers(0, 3))
+    elif stop < dim and rng.random() < 0.3:
+        stop -= dim
+    return start, stop, step
+
+
+def slices_by_count(dim: int, fixed: dict[str, int], limit: int = 300_000) -> dict[int, list[tuple[int, int, int]]]:
+    """``{count: [(start, stop, step), ...]}`` over the values the spec allows for the parameters not in
+    ``fixed`` (start/stop in [-dim-1, dim], steps +-1..3), by searching them with :func:`slice_geometry`."""
+    values = range(-dim - 1, dim + 1)
+    starts = [fixed["start"]] if "start" in fixed else values
+    stops = [fixed["stop"]] if "stop" in fixed else values
+    steps = [fixed["step"]] if "step" in fixed else (1, 2, 3, -1, -2, -3)
+    if len(starts) * len(stops) * len(steps) > limit:
+        raise rules.ScatterInputError(OP, "start/stop/step", "mix constants and fed values on too large a dimension to search; feed all three", dim)
+    by_count = {}
+    for start in starts:
+        for stop in stops:
+            for step in steps:
+                by_count.setdefault(slice_geometry(start, stop, step, dim)[1], []).append((start, stop, step))
+    return by_count

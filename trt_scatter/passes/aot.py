@@ -8,14 +8,20 @@ it says ``aot=0``, and otherwise lets the network's PREFER_AOT/PREFER_JIT flags,
 implementation defined, decide (onnx-tensorrt ``importerUtils.cpp`` ``createPlugin`` and
 ``onnxOpCheckers.cpp`` ``FallbackPluginImporter``, TensorRT 10.9+; NVIDIA/TensorRT
 ``samples/python/quickly_deployable_plugins/README.md``, "ONNX model with an AOT plugin";
-CHANGELOG.md 10.9 and 10.10). So, for every SliceScatter and ScatterUpdate node, this pass:
+CHANGELOG.md 10.9 and 10.10). So, for every ``trt_scatter`` node, this pass:
+
+- refuses, in one line, a node its op's AOT kernel cannot run (the reductions': floats, ``mean``,
+  ``include_self=0``, which need the Python plugin's ordered sort and its workspace);
 
 - sets ``plugin_namespace="trt_scatter"`` and ``aot=1`` (:data:`trt_scatter.ops.AOT_ATTRIBUTES`):
   the node then names the AOT plugins of :mod:`trt_scatter.plugins.aot` on every TensorRT >= 10.9,
   never the Python plugins (namespace "");
 - drops ``inplace``: the AOT form's output is always aliased with data (see the plugin module);
-- gives a SliceScatter without ``axes`` its default, 0..n-1 for n = len(start) (an AOT plugin's
-  inputs are fixed): an int64 initializer where start is one, else ``Range(0, Size(start), 1)``.
+- gives a node without its optional axes input its default (:attr:`trt_scatter.ops.Op.default_axes_from`:
+  SliceScatter's axes are 0..n-1 for n = len(start)), as an AOT plugin's inputs are fixed: an int64
+  initializer where that input is one, else ``Range(0, Size(start), 1)``; and any other optional input
+  left out the default its op's lowering module writes (``default_input`` of :mod:`trt_scatter.networks`:
+  CacheScatter's write indices are zeros, one per batch row), a constant where the shapes are static.
 
 Op types, inputs and values stay as they are, so the model means what it meant (the tests run both
 with :mod:`trt_scatter.reference`). Running the pass twice changes nothing more.
@@ -26,40 +32,69 @@ with :mod:`trt_scatter.reference`). Running the pass twice changes nothing more.
     network = NetworkFromOnnxBytes(BytesFromOnnx(ToAotPlugins("model.onnx")))
 """
 
-import os
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 from polygraphy import util
 from polygraphy.backend.base import BaseLoader
 
-from trt_scatter.ops import AOT_ATTRIBUTES, SLICE_SCATTER, is_trt_scatter
-from trt_scatter.passes.tensors import fresh_name, graph_names, opset_version
-from trt_scatter.passes.validate import ModelError, node_label
+from trt_scatter.model import ModelError, as_model, fresh_name, graph_names, indexed_nodes, node_label, opset_version
+from trt_scatter.model.node import OpNode
+from trt_scatter.ops import AOT_ATTRIBUTES, is_trt_scatter, op_of
+from trt_scatter.oracle.rules import ScatterInputError
+
+if TYPE_CHECKING:
+    import os
+
+    import onnx
+
+    from trt_scatter.model import Model
 
 RANGE_OPSET = 11  # Range arrives in opset 11 of the default domain
 
 
-def to_aot(model):
-    """A copy of ``model`` (an ``onnx.ModelProto`` or a path) whose ``trt_scatter`` nodes go to the AOT plugins."""
+def to_aot(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelProto:
+    """A copy of ``model`` (a path, an ``onnx.ModelProto`` or a :class:`~trt_scatter.model.Model`) whose
+    ``trt_scatter`` nodes go to the AOT plugins."""
     import onnx
 
-    if isinstance(model, (str, os.PathLike)):
-        model = onnx.load(os.fspath(model))
+    model = as_model(model)
+    _refuse_what_the_aot_form_cannot_run(model)
     converted = onnx.ModelProto()
-    converted.CopyFrom(model)
+    converted.CopyFrom(model.proto)
     graph = converted.graph
     initializers = {init.name: init for init in graph.initializer}
     taken = graph_names(graph)
-    nodes = []
+    nodes, tensors = [], []
     for index, node in enumerate(graph.node):
-        if is_trt_scatter(node):
-            if node.op_type == SLICE_SCATTER.name and _missing_axes(node):
-                nodes.extend(_default_axes(converted, node, index, initializers, taken))
+        op = op_of(node) if is_trt_scatter(node) else None
+        if op is not None:
+            if _missing_axes(op, node):
+                nodes.extend(_default_axes(converted, op, node, index, initializers, taken))
+            nodes.extend(_default_inputs(converted, op, node, index, taken, tensors))
             _set_aot_attributes(node)
         nodes.append(node)
     del graph.node[:]
     graph.node.extend(nodes)
     return converted
+
+
+def _refuse_what_the_aot_form_cannot_run(model):
+    """A node its op's AOT kernel cannot run (the kernel module's optional ``check_aot(node)``: the reductions'
+    floats, mean and include_self=0), refused in one line naming the node, before TensorRT is asked."""
+    from trt_scatter import plugins
+
+    for index, node in indexed_nodes(model.proto.graph):
+        op = op_of(node) if is_trt_scatter(node) else None
+        check = getattr(plugins.module(op), "check_aot", None) if op is not None else None
+        if check is not None:
+            checked = OpNode(node, index, model.tensors, op)
+            try:
+                check(checked)
+            except ScatterInputError as err:
+                raise checked.error(err) from None
 
 
 class ToAotPlugins(BaseLoader):
@@ -69,14 +104,52 @@ class ToAotPlugins(BaseLoader):
         self._model = model
 
     @util.check_called_by("__call__")
-    def call_impl(self):
+    def call_impl(self) -> onnx.ModelProto:
         model, _ = util.invoke_if_callable(self._model)
         return to_aot(model)
 
 
-def _missing_axes(node):
-    axes = SLICE_SCATTER.inputs.index("axes")
+def _missing_axes(op, node):
+    """Whether ``node`` leaves out an axes input that has a default (``op.default_axes_from``)."""
+    if op.default_axes_from is None:
+        return False
+    axes = op.inputs.index(op.axes_input)
     return len(node.input) <= axes or not node.input[axes]
+
+
+def _default_inputs(model, op, node, index, taken, tensors):
+    """Sets each optional input ``node`` leaves out (axes aside, see :func:`_default_axes`) to the default its op's
+    lowering module computes (``default_input(graph, node, tensor, name)``); returns the nodes that compute them and
+    adds their initializers. ``tensors``: a one-item cache of the model's :class:`ModelTensors`, read once if needed."""
+    given = list(node.input)
+    missing = [(position, name) for position, name in enumerate(op.inputs) if position >= op.min_inputs and name != op.axes_input
+               and (position >= len(given) or not given[position])]  # fmt: skip
+    if not missing:
+        return []
+    from trt_scatter import networks
+    from trt_scatter.model.node import OpNode
+    from trt_scatter.model.tensors import ModelTensors
+    from trt_scatter.networks.graph import OnnxGraph, Value
+
+    if not tensors:
+        tensors.append(ModelTensors(model))
+    graph = OnnxGraph(prefix=f"{node.name or node.output[0]}/", taken=taken)
+    checked = OpNode(node, index, tensors[0], op)
+
+    def tensor(name):
+        shape = checked.shape(name)
+        if shape is None:
+            raise ModelError(f"{checked.label}: the AOT form needs '{missing[0][1]}', whose default follows from '{name}', of unknown rank")
+        return Value(checked.inputs[name], checked.dtype(name), shape)
+
+    for position, name in missing:
+        value = networks.module(op).default_input(graph, checked, tensor, name)  # a fresh name: a node's output or an initializer
+        while len(node.input) <= position:
+            node.input.append("")
+        node.input[position] = value.name
+    read = {name for default in graph.nodes for name in default.input} | set(node.input)
+    model.graph.initializer.extend(init for init in graph.initializers if init.name in read)
+    return graph.nodes
 
 
 def _set_aot_attributes(node):
@@ -87,19 +160,20 @@ def _set_aot_attributes(node):
     node.attribute.extend(kept + [helper.make_attribute(name, value) for name, value in AOT_ATTRIBUTES.items()])
 
 
-def _default_axes(model, node, index, initializers, taken):
-    """Sets the node's axes input to 0..len(start)-1; returns the nodes that compute it (none for a constant start)."""
+def _default_axes(model, op, node, index, initializers, taken):
+    """Sets the node's axes input to 0..n-1, n the length of its ``op.default_axes_from`` input (SliceScatter's
+    start); returns the nodes that compute it (none where that input is an initializer)."""
     from onnx import helper, numpy_helper
 
-    start = node.input[SLICE_SCATTER.inputs.index("start")]
+    start = node.input[op.inputs.index(op.default_axes_from)]
     name = fresh_name(f"{node.name or node.output[0]}_default_axes", taken)
-    del node.input[SLICE_SCATTER.inputs.index("axes"):]
+    del node.input[op.inputs.index(op.axes_input):]
     node.input.append(name)
     if start in initializers:
         count = int(np.prod(initializers[start].dims)) if initializers[start].dims else 1
         model.graph.initializer.append(numpy_helper.from_array(np.arange(count, dtype=np.int64), name))
         return []
-    _check_range_opset(model, node, index)
+    _check_range_opset(model, op, node, index)
     zero, one, size = (fresh_name(f"{name}_{part}", taken) for part in ("zero", "one", "size"))
     model.graph.initializer.extend([numpy_helper.from_array(np.array(0, np.int64), zero),
                                     numpy_helper.from_array(np.array(1, np.int64), one)])
@@ -107,9 +181,9 @@ def _default_axes(model, node, index, initializers, taken):
             helper.make_node("Range", [zero, size, one], [name], name=name)]
 
 
-def _check_range_opset(model, node, index):
+def _check_range_opset(model, op, node, index):
     version = opset_version(model)
     if version is not None and version < RANGE_OPSET:
-        raise ModelError(f"{node_label(node, index)}: 'axes' is needed by the AOT form and, start not being a constant, "
+        raise ModelError(f"{node_label(node, index)}: '{op.axes_input}' is needed by the AOT form and, {op.default_axes_from} not being a constant, "
                          f"is computed with Range, which needs default-domain opset >= {RANGE_OPSET} (got {version})")
 

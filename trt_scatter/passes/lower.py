@@ -1,6 +1,6 @@
 """Replace every ``trt_scatter`` node of a model by its native lowering in standard ONNX ops.
 
-A model with ``SliceScatter``/``ScatterUpdate`` nodes runs only where trt-scatter's plugins are
+A model with ``trt_scatter`` nodes runs only where trt-scatter's plugins are
 registered. Lowered, it runs in onnxruntime, in TensorRT without Python (its ONNX parser), in any
 ONNX runtime. Each node becomes the construction of :mod:`trt_scatter.networks` written by its
 ONNX backend (:class:`~trt_scatter.networks.graph.OnnxGraph`): the same code that adds TensorRT
@@ -14,7 +14,7 @@ The pass, in order:
 1. :func:`~trt_scatter.passes.validate.validate` the model: a node that breaks a rule is refused
    with the validator's one line (node, input, rule, value).
 2. Upgrade a default-domain opset below :data:`OPSET` (what the lowerings need: Reshape's
-   ``allowzero``) with ONNX's version converter, or refuse in one line if it cannot.
+   ``allowzero``), or below an op's ``LOWERING_OPSET`` (the reduction ops: 18) with ONNX's version converter, or refuse in one line if it cannot.
 3. Replace each node in place, by nodes and initializers named ``<node name>/<op>_<n>`` whose last
    output keeps the node's output name, so every consumer, graph output and ``value_info`` stays
    as it was. Parameters the model holds as constants (initializers, ``Constant`` nodes) give
@@ -32,39 +32,47 @@ The result passes ``onnx.checker.check_model(full_check=True)``. Other nodes, in
 inputs, outputs and metadata are kept as they are.
 """
 
-import os
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from polygraphy import util
 from polygraphy.backend.base import BaseLoader
 
-from trt_scatter import ops
+from trt_scatter import networks, ops
 from trt_scatter.log import first_line, logger
+from trt_scatter.model import ModelError, as_model, graph_names, node_label, opset_version, subgraphs
+from trt_scatter.model.node import OpNode
 from trt_scatter.networks.graph import OnnxGraph, Value
-from trt_scatter.networks.scatter_update import lower_scatter_update
-from trt_scatter.networks.slice_scatter import lower_slice_scatter
 from trt_scatter.oracle.rules import ScatterInputError
-from trt_scatter.passes.tensors import ModelTensors, graph_names, opset_version
-from trt_scatter.passes.validate import ModelError, load_model, node_label, subgraphs, validate
+from trt_scatter.passes.validate import validate
+
+if TYPE_CHECKING:
+    import os
+
+    import onnx
+
+    from trt_scatter.model import Model
 
 #: The default-domain opset the lowerings need (Reshape with ``allowzero``, so that an empty
 #: dimension is a size and not "copy this dimension").
 OPSET = 14
 
 
-def lower(model):
-    """``model`` (a path or an ``onnx.ModelProto``, left unchanged) with every ``trt_scatter`` node
-    replaced by its native lowering; returns a new ``ModelProto`` (``model`` itself if it has no
-    such node). Raises :class:`ModelError`."""
+def lower(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelProto:
+    """``model`` (a path, an ``onnx.ModelProto`` or a :class:`~trt_scatter.model.Model`, left unchanged) with
+    every ``trt_scatter`` node replaced by its native lowering; returns a new ``ModelProto`` (the model's
+    own if it has no such node). Raises :class:`ModelError`."""
     import onnx
 
-    model = load_model(model) if isinstance(model, (str, os.PathLike)) else model
-    tensors = ModelTensors(model) if ops.trt_scatter_ops(model) else None
-    validate(model, tensors)
-    _refuse_nested(model.graph)
-    if tensors is None:
-        return model
-    lowered = _with_opset(model)  # the same tensors with the same values, shapes and types
-    nodes, initializers = _lowered_nodes(lowered, tensors)
+    model = as_model(model)
+    validate(model)  # once per Model
+    _refuse_nested(model.proto.graph)
+    if not model.trt_scatter_ops():
+        return model.proto
+    needed = max([OPSET] + [getattr(networks.module(ops.OPS[name]), "LOWERING_OPSET", OPSET) for name in model.trt_scatter_ops()])
+    lowered = _with_opset(model.proto, needed)  # the same tensors with the same values, shapes and types
+    nodes, initializers = _lowered_nodes(lowered, model.tensors)
     _replace_nodes(lowered.graph, nodes, initializers)
     kept = [opset for opset in lowered.opset_import if opset.domain != ops.DOMAIN]
     del lowered.opset_import[:]
@@ -84,7 +92,7 @@ class LowerTrtScatter(BaseLoader):
         self._model = model
 
     @util.check_called_by("__call__")
-    def call_impl(self):
+    def call_impl(self) -> onnx.ModelProto:
         model, _ = util.invoke_if_callable(self._model)
         return lower(model)
 
@@ -100,10 +108,11 @@ def _lowered_nodes(model, tensors):
             nodes.append(node)
             continue
         builder = OnnxGraph(prefix=f"{node.name or node.output[0]}/", taken=taken)
+        lowered = OpNode(node, index, tensors)
         try:
-            output = _lower_node(builder, node, tensors)
+            output = networks.module(lowered.op).lower_node(builder, lowered, lambda name, node=lowered: _value(node, name))
         except ScatterInputError as err:
-            raise ModelError(f"{node_label(node, index)}: {err}") from None
+            raise lowered.error(err) from None
         builder.bind(output, node.output[0])  # consumers, graph outputs and value_info keep the name
         nodes.extend(builder.nodes)
         initializers.extend(builder.live_initializers())
@@ -124,27 +133,19 @@ def _replace_nodes(graph, nodes, initializers):
         field.extend(values)
 
 
-def _lower_node(graph, node, tensors):
-    """The lowering of one node on ``graph``; returns its output Value."""
-    op = ops.OPS[node.op_type]
-    given = {name: tensor for name, tensor in zip(op.inputs, node.input) if tensor}
-    args = {}
-    for name, tensor in given.items():
-        constant = tensors.constant(tensor)
-        if name in op.index_inputs and name != "indices" and constant is not None:
-            args[name] = constant  # constant geometry
-            continue
-        shape = tensors.shape(tensor)
-        if shape is None:
-            raise ScatterInputError(op.oracle, name, "must have a known rank for the lowering", f"tensor {tensor!r} of unknown shape")
-        args[name] = Value(tensor, tensors.dtype(tensor), shape)
-    if op is ops.SLICE_SCATTER:
-        return lower_slice_scatter(graph, args["data"], args["updates"], args["start"], args["stop"], args["step"], args.get("axes"))
-    return lower_scatter_update(graph, args["data"], args["indices"], args["updates"], args["axis"])
+def _value(node, name):
+    """Input ``name`` of ``node`` as a tensor of the lowering's graph (its name, type and static shape)."""
+    tensor = node.inputs[name]
+    shape = node.tensors.shape(tensor)
+    if shape is None:
+        raise ScatterInputError(node.op.key, name, "must have a known rank for the lowering", f"tensor {tensor!r} of unknown shape")
+    return Value(tensor, node.tensors.dtype(tensor), shape)
 
 
-def _with_opset(model):
-    """A copy of ``model`` whose default-domain opset is at least :data:`OPSET`."""
+def _with_opset(model, needed=OPSET):
+    """A copy of ``model`` whose default-domain opset is at least ``needed``: :data:`OPSET`, or what the lowering
+    of an op in the model needs (its networks module's ``LOWERING_OPSET``: ScatterElements' and ScatterND's
+    reductions min and max arrive in opset 18)."""
     import onnx
     from onnx import version_converter
 
@@ -152,15 +153,15 @@ def _with_opset(model):
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
     if version is None:
-        copy.opset_import.append(onnx.helper.make_opsetid("", OPSET))
+        copy.opset_import.append(onnx.helper.make_opsetid("", needed))
         return copy
-    if version >= OPSET:
+    if version >= needed:
         return copy
     try:
-        converted = version_converter.convert_version(copy, OPSET)
+        converted = version_converter.convert_version(copy, needed)
     except Exception as err:  # the converter raises bare RuntimeErrors from C++
-        raise ModelError(f"the model imports opset {version} of the default domain; the lowering needs {OPSET}, and ONNX's version converter cannot upgrade it ({first_line(err)})") from None
-    logger.info("lower: upgraded the default-domain opset from %d to %d (the lowering needs Reshape's allowzero)", version, OPSET)
+        raise ModelError(f"the model imports opset {version} of the default domain; the lowering needs {needed}, and ONNX's version converter cannot upgrade it ({first_line(err)})") from None
+    logger.info("lower: upgraded the default-domain opset from %d to %d (what the lowerings need)", version, needed)
     return converted
 
 

@@ -2,8 +2,9 @@
 
 For users who only have an ONNX file. PyTorch writes ``slice_scatter``, slice assignment,
 ``select_scatter``, ``index_copy`` and ``index_put`` as standard ops that cost TensorRT extra full
-passes over the tensor or a coordinate per element; each pattern below becomes one
-``trt_scatter::SliceScatter`` or ``trt_scatter::ScatterUpdate`` node computing the same values:
+passes over the tensor or a coordinate per element, and its writes that combine as scatters with a
+reduction, which TensorRT builds nondeterministically or not at all; each pattern below becomes one
+``trt_scatter`` node (for masked writes, a ``Where``) computing the same values:
 
 - ``Transpose(perm) -> ScatterND -> Transpose(perm^-1)`` around data and updates (the dynamo
   exporter's write on an axis other than 0) and a plain ``ScatterND``, whose indices are
@@ -13,12 +14,28 @@ passes over the tensor or a coordinate per element; each pattern below becomes o
   and static shapes): a grid of arithmetic progressions (a strided slice on one or more axes,
   the TorchScript exporter's full coordinate tensors) or one index list along one axis;
 - ``ScatterElements`` whose indices are a constant (or a constant expanded) that varies along its
-  axis only, with updates that span data's other axes: a slice or an index list along that axis;
+  axis only, with updates that span data's other axes: a slice or an index list along that axis; and
+  the TorchScript exporter's ``index_copy`` (a KV cache's write): ``Expand(Unsqueeze(I))`` of a 1-D
+  run-time ``I`` placed on the axis, the same index list (negative indices wrapped);
+- ``ScatterND`` (between Transposes or not) whose index rows are ``(b, pos[b])`` for every batch row
+  ``b`` (``Concat`` of an ``arange`` over the batch and a position vector, or a constant of that form):
+  a write of each batch row at its own position, one ``trt_scatter::CacheScatter`` (TensorScatter-24);
+- masked writes, ``ScatterND(X, Transpose(NonZero(M)), U)`` (``x[mask] = v``, ``masked_scatter``):
+  a ``Where`` on the mask, with the values broadcast (``U`` an ``Expand`` of values that do not vary
+  along the written elements) or gathered in order (``U`` the first rows of a source, taken at
+  ``CumSum(M) - 1``), so that no NonZero (data-dependent shapes, and none at all in TensorRT-RTX) remains;
 - ``SliceScatter(D, SliceScatter(Slice(D, s), Y, t), s)`` on different axes: one SliceScatter over
-  both (the dynamo exporter hands a write over several axes over as nested writes).
+  both (the dynamo exporter hands a write over several axes over as nested writes);
+- a chain of SliceScatters that writes batch row ``b`` of D at position ``P[b]`` with ``K[b]``, once for
+  every row (``for b in range(B): cache[b, :, pos[b]] = k[b]``, as :mod:`trt_scatter.torch` exports the
+  loop with the TorchScript exporter): one CacheScatter of ``K`` at the positions ``P``.
+- ``ScatterElements``/``ScatterND`` with a reduction (add, mul, min, max): ``ScatterElementsReduce``/
+  ``ScatterNDReduce`` (``include_self=1``); a ScatterElements along axis 0 whose indices are an index
+  list expanded over data's other axes (PyTorch's ``scatter_add`` of ``index.view(-1, 1).expand_as(src)``,
+  PyG's aggregations): ScatterNDReduce over those rows.
 
 A write of a whole tensor becomes an Identity of the updates. Everything else is left as it was,
-and the report says why: reductions, point indices, indices computed at run time from something
+and the report says why: point indices, indices computed at run time from something
 else, repeated or out-of-range constant indices (undefined or an error in ONNX). Nothing is
 rewritten on a guess: the shapes that make a pattern exact (the Range's length, the updates
 spanning data) are checked from constants, static shapes and shared symbolic dimensions.
@@ -33,20 +50,30 @@ spanning data) are checked from constants, static shapes and shared symbolic dim
 It is the inverse of ``trt-scatter lower``: ``lower(rewrite(model))`` computes what ``model`` does.
 """
 
+from __future__ import annotations
+
 import dataclasses
-import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 from polygraphy import util
 from polygraphy.backend.base import BaseLoader
 
-from trt_scatter.networks.graph import onnx_dtype
-from trt_scatter.ops import DOMAIN, OPS, SLICE_SCATTER, is_trt_scatter, register_onnx_schemas
-from trt_scatter.passes.tensors import DEFAULT_DOMAINS, fresh_name
-from trt_scatter.passes.validate import STANDARD_SCATTERS
+from trt_scatter import dtypes
+from trt_scatter.model import as_model, fresh_name
+from trt_scatter.model.tensors import fold
+from trt_scatter.ops import DEFAULT_DOMAINS, DOMAIN, is_trt_scatter, op_of, register_onnx_schemas
+from trt_scatter.oracle.reductions import ONNX_REDUCTIONS
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Iterator
+
+    import onnx
+
+    from trt_scatter.model import Model
 
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
-MAX_FOLDED_ELEMENTS = 1 << 24  #: constant index tensors larger than this are not folded (and their write is left)
 
 
 @dataclasses.dataclass
@@ -66,7 +93,7 @@ class RewriteReport:
     rewritten: list = dataclasses.field(default_factory=list)
     left: list = dataclasses.field(default_factory=list)
 
-    def lines(self):
+    def lines(self) -> Iterator[str]:
         for change in self.rewritten:
             yield f"rewritten  {change.node}: {change.pattern} -> {change.result}" + (f" ({change.detail})" if change.detail else "")
         for change in self.left:
@@ -75,17 +102,15 @@ class RewriteReport:
             yield "no scatter pattern in the model"
 
 
-def rewrite(model):
-    """Rewrites ``model`` (an ``onnx.ModelProto`` or a path); returns ``(onnx.ModelProto, RewriteReport)``.
-
-    The model given is not changed.
+def rewrite(model: Model | onnx.ModelProto | str | os.PathLike) -> tuple[onnx.ModelProto, RewriteReport]:
+    """Rewrites ``model`` (a path, an ``onnx.ModelProto`` or a :class:`~trt_scatter.model.Model`); returns
+    ``(onnx.ModelProto, RewriteReport)``. The model given is not changed.
     """
     import onnx
     import onnx_graphsurgeon as gs
 
     register_onnx_schemas()  # so shape inference types the outputs of trt_scatter nodes already there
-    if isinstance(model, (str, os.PathLike)):
-        model = onnx.load(os.fspath(model))
+    model = as_model(model, weights=True).proto  # constant index tensors may be kept in external files
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
     except Exception:  # a model ONNX cannot infer (too large, unknown ops) keeps what it declares
@@ -115,7 +140,7 @@ class RewriteToTrtScatter(BaseLoader):
         self.report = None
 
     @util.check_called_by("__call__")
-    def call_impl(self):
+    def call_impl(self) -> onnx.ModelProto:
         model, _ = util.invoke_if_callable(self._model)
         model, self.report = rewrite(model)
         return model
@@ -131,12 +156,15 @@ class _Left(Exception):
 @dataclasses.dataclass
 class _Write:
     """What a matched pattern writes: ``slices`` [(axis, start, stop, step)] (ints or 1-D tensors), or
-    one index ``list`` along ``axis`` (an array, or a tensor that ``wrap`` says may hold negative indices)."""
+    one index ``list`` along ``axis`` (an array, or a tensor that ``wrap`` says may hold negative indices),
+    or each batch row at its own position along ``axis``: ``rows`` (one position per batch row, an array or
+    a tensor, ``wrap`` as for ``list``)."""
 
     slices: list = None
     axis: int = None
     list: object = None
     wrap: bool = False
+    rows: object = None
 
 
 class _Rewriter:
@@ -148,15 +176,22 @@ class _Rewriter:
         self._created = set()  # names of the Transposes and Identities this rewrite added
 
     def run(self):
+        matchers = {"ScatterND": self._scatter_nd, "ScatterElements": self._scatter_elements}  # the patterns, by the op they end in
         for node in list(self.graph.nodes):
-            if node.domain in (None, *DEFAULT_DOMAINS) and node.op in STANDARD_SCATTERS:  # onnx-graphsurgeon leaves no domain as None
-                self._rewrite(node, self._scatter_nd if node.op == "ScatterND" else self._scatter_elements)
+            if node.domain in (None, *DEFAULT_DOMAINS) and node.op in matchers:  # onnx-graphsurgeon leaves no domain as None
+                self._rewrite(node, matchers[node.op])
         self._fold_transposes()
         self.graph.cleanup().toposort()
         for node in list(self.graph.nodes):
             if is_trt_scatter(node) and node.op == "SliceScatter":
                 self._fuse(node)
         self.graph.cleanup().toposort()
+        for node in list(self.graph.nodes):
+            if is_trt_scatter(node) and node.op == "SliceScatter" and node.inputs:
+                self._fuse_rows(node)
+        self.graph.cleanup().toposort()
+        alive = {node.name or node.outputs[0].name for node in self.graph.nodes if node.name or node.outputs}
+        self.report.left = [change for change in self.report.left if change.node in alive]  # not what only a rewritten write read
 
     def _rewrite(self, node, match):
         """Runs a matcher, which checks everything before it changes the graph (nodes it added before
@@ -220,17 +255,18 @@ class _Rewriter:
         if transpose is None or transpose.op != "Transpose" or transpose.name not in self._created or len(data.outputs) != 1 or data in self.graph.outputs:
             return False
         perm = [int(p) for p in transpose.attrs["perm"]]
-        signature = OPS[node.op]
-        named = dict(zip(signature.inputs, node.inputs))
-        if signature is SLICE_SCATTER:
-            axes_name, count = "axes", self._length(named["start"])
-            axes = _ints(self._constant(named["axes"])) if not _is_empty(named.get("axes")) else (None if count is None else list(range(count)))
-        else:  # ScatterUpdate: one axis, for 1-D indices (which the rewrite writes)
-            axes_name = "axis"
-            axes = _ints(self._constant(named["axis"])) if _rank(named["indices"]) == 1 else None
+        op = op_of(node)
+        named = dict(zip(op.inputs, node.inputs))
+        if op.axes_input is None or _rank(named[op.updates_input]) != len(perm):  # updates' axes must be data's, to transpose them back
+            return False
+        if not _is_empty(named.get(op.axes_input)):
+            axes = _ints(self._constant(named[op.axes_input]))
+        else:  # left out: its default, 0..n-1
+            count = self._length(named[op.default_axes_from]) if op.default_axes_from else None
+            axes = None if count is None else list(range(count))
         if axes is None:
             return False
-        updates_position, axes_position = signature.inputs.index("updates"), signature.inputs.index(axes_name)
+        updates_position, axes_position = op.inputs.index(op.updates_input), op.inputs.index(op.axes_input)
         rank = len(perm)
         label = node.name
         new_axes = self._int64([perm[a + rank if a < 0 else a] for a in axes], f"{label}_axes_untransposed")
@@ -260,7 +296,10 @@ class _Rewriter:
         import onnx_graphsurgeon as gs
 
         if _attr(node, "reduction", "none") != "none":
-            raise _Left(f"reduction={_attr(node, 'reduction')} (a plugin node only writes)")
+            return self._reduction(node)
+        masked = self._masked_write(node)
+        if masked is not None:
+            return masked
         transposed_data, indices, transposed_updates = node.inputs
         data_producer, updates_producer = _producer(transposed_data), _producer(transposed_updates)
         perm, data, updates = None, transposed_data, transposed_updates
@@ -276,7 +315,14 @@ class _Rewriter:
         if perm and write.list is not None and _rank(write.list) not in (1, None):
             raise _Left("an index list of rank > 1 under a Transpose")
         label = node.name or node.outputs[0].name
-        if perm:
+        if write.rows is not None:  # updates (B, rest...): the one entry each batch row writes, its axis left out
+            if not perm or perm[2:] == sorted(perm[2:]):  # the other axes in data's order: the entry axis goes back in place
+                updates = self._unsqueeze(transposed_updates, [write.axis], f"{label}_entries", _np_dtype(transposed_updates))
+            else:
+                updates = self._unsqueeze(transposed_updates, [1], f"{label}_entries", _np_dtype(transposed_updates))
+                updates = self._node("Transpose", [updates], f"{label}_updates", _np_dtype(transposed_updates), perm=[int(p) for p in np.argsort(perm)])
+                self._created.add(updates.inputs[0].name)
+        elif perm:
             if updates_producer is not None and updates_producer.op == "Transpose" and [int(p) for p in updates_producer.attrs.get("perm", [])] == perm:
                 updates = updates_producer.inputs[0]
             else:
@@ -335,6 +381,9 @@ class _Rewriter:
             node.outputs.clear()
 
     def _nd_indices(self, indices, data, transposed_data, dims, axis_of):
+        rows = self._batch_rows(indices, dims, axis_of, (data, transposed_data))
+        if rows is not None:
+            return rows
         constant = self._constant(indices)
         if constant is not None:
             return _grid(constant, dims, axis_of)
@@ -352,6 +401,69 @@ class _Rewriter:
         if _dtype_kind(inner) != "i":
             raise _Left("indices of a type that is not a signed integer")
         return _Write(axis=axis, list=inner, wrap=True)
+
+    def _batch_rows(self, indices, dims, axis_of, sources):
+        """A per-row write, or None: index rows ``(b, pos[b])`` for b = 0..B-1 (B data's first dimension, axis 0 of the
+        data itself), as ``Concat(Unsqueeze(arange(B), -1), Unsqueeze(pos, -1), axis=-1)`` or a constant of that form."""
+        shape = _dims(indices)  # None where shape inference could not follow the exporter's broadcasts
+        if (shape is not None and (len(shape) != 2 or shape[-1] != 2)) or not dims or len(dims) < 2 or axis_of(0) != 0 or axis_of(1) == 0:
+            return None
+        batch = dims[0]
+        constant = self._constant(indices)
+        if constant is not None:
+            if constant.dtype.kind not in "iu" or not isinstance(batch, int) or constant.shape != (batch, 2):
+                return None
+            if not np.array_equal(constant[:, 0], np.arange(batch)):
+                return None
+            positions = constant[:, 1].astype(np.int64)
+            size = dims[1] if len(dims) > 1 else None
+            if isinstance(size, int):
+                positions = np.where(positions < 0, positions + size, positions)
+            return _Write(axis=axis_of(1), rows=positions) if positions.min(initial=0) >= 0 else None
+        concat = _producer(indices)
+        if concat is None or concat.op != "Concat" or _attr(concat, "axis", 0) not in (-1, 1) or len(concat.inputs) != 2:
+            return None
+        columns = []
+        for column in concat.inputs:  # each (B, 1): a constant (the exporter folds arange(B)), or Unsqueeze(1-D, -1)
+            constant = self._constant(column)
+            if constant is not None and constant.ndim == 2 and constant.shape[1] == 1:
+                columns.append(constant.reshape(-1))
+                continue
+            unsqueeze = _producer(column)
+            if unsqueeze is None or unsqueeze.op != "Unsqueeze" or self._unsqueeze_axes(unsqueeze) not in ([-1], [1]):
+                return None
+            source = unsqueeze.inputs[0]
+            expand = _producer(source)  # the TorchScript exporter broadcasts index tensors to one shape: here (B,) already
+            if expand is not None and expand.op == "Expand" and _rank(expand.inputs[0]) == 1 and _ints(self._constant(expand.inputs[1])) == [batch]:
+                source = expand.inputs[0]
+            if _rank(source) != 1:
+                return None
+            columns.append(source)
+        batch_index, positions = columns
+        if isinstance(positions, np.ndarray) or not self._is_arange(batch_index, batch, sources) or _dtype_kind(positions) != "i":
+            return None  # constant positions with a run-time batch index: not a form an exporter writes
+        return _Write(axis=axis_of(1), rows=positions, wrap=True)
+
+    def _is_arange(self, tensor, size, sources=()):
+        """True if ``tensor`` (or an array) is ``[0, 1, ..., size-1]``: a constant, or ``Range(0, n, 1)`` whose length is
+        ``size`` (equal static sizes or one symbolic dimension) or whose ``n`` is dimension 0 of one of ``sources``."""
+        constant = tensor if isinstance(tensor, np.ndarray) else self._constant(tensor)
+        if constant is not None:
+            return isinstance(size, int) and constant.ndim == 1 and np.array_equal(constant, np.arange(size))
+        node = _producer(tensor)
+        if node is None or node.op != "Range" or self._number(node.inputs[0]) != 0 or self._number(node.inputs[2]) != 1:
+            return False
+        limit = node.inputs[1]
+        while _producer(limit) is not None and _producer(limit).op in ("Cast", "CastLike"):
+            limit = _producer(limit).inputs[0]
+        return _same_dim((_dims(tensor) or (None,))[0], size) or any(self._is_dimension(limit, source, 0) for source in sources)
+
+    def _number(self, tensor):
+        """A one-element constant as an int, through the ``CastLike`` the dynamo exporter puts on Python numbers; else None."""
+        node = _producer(tensor)
+        if node is not None and node.op == "CastLike":
+            tensor = node.inputs[0]
+        return _scalar(self._constant(tensor))
 
     def _slice_bounds(self, node):
         """``(start, stop, step)`` of a Slice of a 1-D tensor: 1-element tensors or ints."""
@@ -415,7 +527,7 @@ class _Rewriter:
 
     def _scatter_elements(self, node):
         if _attr(node, "reduction", "none") != "none":
-            raise _Left(f"reduction={_attr(node, 'reduction')} (a plugin node only writes)")
+            return self._reduction(node)
         data, indices, updates = node.inputs
         dims, update_dims = _dims(data), _dims(updates)
         if dims is None or update_dims is None or len(dims) != len(update_dims):
@@ -430,6 +542,8 @@ class _Rewriter:
             expand = _producer(indices)
             if expand is not None and expand.op == "Expand":
                 values = self._constant(expand.inputs[0])
+                if values is None:
+                    return self._expanded_index_list(node, expand.inputs[0], data, updates, dims, update_dims, axis)
             if values is None:
                 raise _Left("indices computed at run time")
         values = values.reshape((1,) * (len(dims) - values.ndim) + values.shape)
@@ -442,6 +556,178 @@ class _Rewriter:
         new_node, detail = self._emit(node, data, updates, write)
         self._replace(node, new_node)
         return "ScatterElements", new_node.op, detail
+
+    def _expanded_index_list(self, node, unsqueezed, data, updates, dims, update_dims, axis):
+        """ScatterElements whose indices are ``Expand(Unsqueeze(I, every axis but axis), shape)`` of a 1-D run-time ``I``
+        (the TorchScript exporter's ``index_copy``): index ``I[j]`` for every position ``j`` on the axis, the index list
+        ``I`` there, where the updates have ``len(I)`` entries on the axis (else the Expand would repeat an index)."""
+        unsqueeze = _producer(unsqueezed)
+        rank = len(dims)
+        if unsqueeze is None or unsqueeze.op != "Unsqueeze" or _rank(unsqueeze.inputs[0]) != 1:
+            raise _Left("indices computed at run time")
+        axes = self._unsqueeze_axes(unsqueeze)
+        if axes is None or sorted(a % rank for a in axes) != [d for d in range(rank) if d != axis]:
+            raise _Left("indices computed at run time that are not an index list expanded along the axis")
+        index_list = unsqueeze.inputs[0]
+        if not _same_dim((_dims(index_list) or (None,))[0], update_dims[axis]) or _dtype_kind(index_list) != "i":
+            raise _Left("an index list whose length is not the updates' on the axis (or of a type that is not a signed integer)")
+        new_node, detail = self._emit(node, data, updates, _Write(axis=axis, list=index_list, wrap=True))
+        self._replace(node, new_node)
+        return "ScatterElements of an expanded index list", new_node.op, detail
+
+    # ---- masked writes ---------------------------------------------------------------------------
+
+    def _masked_write(self, node):
+        """``ScatterND(X, Transpose(NonZero(M), [1, 0]), U)`` as a ``Where`` on M (``None`` where it is not that form):
+        ``U`` an Expand of values that do not vary along the written elements (``x[mask] = v``), or the first rows of a
+        source ``S`` in order (``masked_scatter``), gathered at ``CumSum(M) - 1``. M must span data's leading axes."""
+        data, indices, updates = node.inputs
+        transpose = _producer(indices)
+        if transpose is None or transpose.op != "Transpose" or [int(p) for p in transpose.attrs.get("perm", [])] != [1, 0]:
+            return None
+        nonzero = _producer(transpose.inputs[0])
+        if nonzero is None or nonzero.op != "NonZero":
+            return None
+        mask = nonzero.inputs[0]
+        dims, mask_dims = _dims(data), _dims(mask)
+        if dims is None or mask_dims is None or not self._spans(mask, data, len(mask_dims)):
+            raise _Left("a masked write whose mask does not span data's leading axes (or of unknown shape)")
+        label = node.name or node.outputs[0].name
+        rank, tail = len(dims), len(dims) - len(mask_dims)
+        values, how = self._broadcast_values(updates, mask, tail, rank), "values broadcast"
+        if values is None:
+            values, how = self._gathered_values(updates, mask, label), "values in order"
+        if values is None:
+            raise _Left("a masked write whose values are neither broadcast nor a source's first rows")
+        condition = mask if _np_dtype(mask) == np.bool_ else self._node("Cast", [mask], f"{label}_mask", np.bool_, to=dtypes.to_onnx(np.bool_))
+        if tail:
+            condition = self._unsqueeze(condition, list(range(len(mask_dims), rank)), f"{label}_mask_b", np.bool_)
+        where = self._replaced_by("Where", node, [condition, values, data], f"{label}_where")
+        return "NonZero/ScatterND (a masked write)", where.op, how
+
+    def _spans(self, mask, data, count):
+        """True if ``mask``'s shape is data's first ``count`` dimensions: equal static or symbolic dimensions, or an Expand
+        to ``Shape(data)`` (the TorchScript exporter's form)."""
+        dims, mask_dims = _dims(data), _dims(mask)
+        if count > len(dims):
+            return False
+        if all(_same_dim(a, b) for a, b in zip(mask_dims, dims[:count])):
+            return True
+        expand = _producer(mask)
+        shape = _producer(expand.inputs[1]) if expand is not None and expand.op == "Expand" else None
+        return count == len(dims) and shape is not None and shape.op == "Shape" and shape.inputs[0] is data and not shape.attrs
+
+    def _broadcast_values(self, updates, mask, tail, rank):
+        """``V`` where ``U`` is ``Expand(V, shape)`` (or a Reshape of it) and each written element's value is V broadcast
+        against data (NumPy's right-aligned broadcasting), else None: V a scalar; or, U being (n,) + the ``tail`` axes the
+        mask does not cover, V of at most ``tail`` axes (or a leading 1); or, the mask an ``Expand(Unsqueeze(M0))`` over
+        V's trailing axes (the dynamo exporter's ``x[mask] = v``, with U that V repeated per True element of M0, flat)."""
+        node = _producer(updates)
+        reshaped = node is not None and node.op == "Reshape"
+        if reshaped:
+            node = _producer(node.inputs[0])
+        if node is None or node.op != "Expand":
+            return None
+        values = node.inputs[0]
+        shape = _dims(values)
+        if shape is None:
+            return None
+        if all(d == 1 for d in shape):
+            return values  # one value for every element
+        if not reshaped and (len(shape) <= tail or (len(shape) == tail + 1 and shape[0] == 1)):
+            return values
+        expand = _producer(mask)
+        unsqueeze = _producer(expand.inputs[0]) if expand is not None and expand.op == "Expand" else None
+        if tail == 0 and unsqueeze is not None and unsqueeze.op == "Unsqueeze":
+            axes = self._unsqueeze_axes(unsqueeze)
+            if axes is not None and sorted(a % rank for a in axes) == list(range(rank - len(shape), rank)):
+                return values
+        return None
+
+    def _gathered_values(self, updates, mask, label):
+        """``S[max(CumSum(M) - 1, 0)]`` reshaped to data's shape, where ``U`` is ``Slice(S, [0], n, [0])`` (the first rows
+        of ``S``, a Reshape of the source to ``(-1,) + tail``): element p of the mask takes the row its rank among
+        the True elements picks; None for another form."""
+        node = _producer(updates)
+        if node is None or node.op != "Slice" or len(node.inputs) < 4:
+            return None
+        source, starts, axes = node.inputs[0], node.inputs[1], node.inputs[3]
+        steps = node.inputs[4] if len(node.inputs) > 4 else None
+        if _ints(self._constant(starts)) != [0] or _ints(self._constant(axes)) not in ([0],) or (steps is not None and not _is_empty(steps) and _ints(self._constant(steps)) != [1]):
+            return None
+        flat = self._node("Reshape", [mask, self._int64([-1], f"{label}_flat")], f"{label}_mask_flat", _np_dtype(mask))
+        counts = self._node("Cast", [flat], f"{label}_mask_counts", np.int64, to=dtypes.to_onnx(np.int64))
+        ranks = self._node("CumSum", [counts, self._int64(0, f"{label}_cumsum_axis")], f"{label}_ranks", np.int64)
+        rows = self._node("Max", [self._node("Sub", [ranks, self._int64(1, f"{label}_one")], f"{label}_rows0", np.int64),
+                                  self._int64(0, f"{label}_zero")], f"{label}_rows", np.int64)
+        gathered = self._node("Gather", [source, rows], f"{label}_gathered", _np_dtype(source), axis=0)
+        shape = self._node("Shape", [mask], f"{label}_mask_shape", np.int64)
+        source_shape = self._node("Shape", [source], f"{label}_source_shape", np.int64)
+        tail = self._node("Slice", [source_shape, self._int64([1], f"{label}_tail_start"), self._int64([INT64_MAX], f"{label}_tail_end")],
+                          f"{label}_source_tail", np.int64)
+        full = self._node("Concat", [shape, tail], f"{label}_values_shape", np.int64, axis=0)
+        return self._node("Reshape", [gathered, full], f"{label}_values", _np_dtype(source))
+
+    def _replaced_by(self, op_type, node, inputs, name, **attributes):
+        """A standard node computing ``node``'s output from ``inputs``, in its place."""
+        import onnx_graphsurgeon as gs
+
+        new_node = gs.Node(op_type, name=self._name(name), inputs=inputs, attrs=attributes)
+        self._replace(node, new_node)
+        return new_node
+
+
+    # ---- scatters with a reduction ------------------------------------------------------------
+
+    def _reduction(self, node):
+        """ScatterElements/ScatterND with a reduction -> ScatterElementsReduce/ScatterNDReduce (``include_self=1``, as
+        ONNX combines); a ScatterElements along axis 0 whose indices are an index list expanded over data's other
+        axes (PyTorch's ``index.view(-1, 1).expand_as(src)``) -> ScatterNDReduce of those rows (its kernel sorts
+        rows, not elements)."""
+        reduction = _attr(node, "reduction")
+        if reduction not in ONNX_REDUCTIONS:
+            raise _Left(f"reduction={reduction} (not one of ONNX's)")
+        data, indices, updates = node.inputs
+        label = node.name or node.outputs[0].name
+        attributes = {"reduction": reduction, "include_self": 1}
+        if node.op == "ScatterND":
+            new_node = self._plugin("ScatterNDReduce", label, [data, indices, updates], **attributes)
+            detail = f"reduction {reduction}"
+        else:
+            dims = _dims(data)
+            axis = _attr(node, "axis", 0)
+            axis = axis + len(dims) if dims is not None and axis < 0 else axis
+            rows = self._index_rows(node, axis, label)
+            if rows is not None:
+                new_node = self._plugin("ScatterNDReduce", label, [data, rows, updates], **attributes)
+                detail = f"reduction {reduction}, rows of an index list broadcast over the other axes"
+            else:
+                new_node = self._plugin("ScatterElementsReduce", label, [data, indices, updates], axis=axis, **attributes)
+                detail = f"reduction {reduction}, axis {axis}"
+        self._replace(node, new_node)
+        return node.op, new_node.op, detail
+
+    def _index_rows(self, node, axis, label):
+        """The (E, 1) index rows of a ScatterElements whose indices are ``Expand(e, shape)``, ``e`` of shape (E, 1, ..., 1),
+        with updates spanning data off axis 0 (so each update row has one target row); ``None`` otherwise."""
+        data, indices, updates = node.inputs
+        expand = _producer(indices)
+        if axis != 0 or expand is None or expand.op != "Expand":
+            return None
+        source = expand.inputs[0]
+        dims, source_dims, index_dims = _dims(data), _dims(source), _dims(indices)
+        shape_of = _producer(expand.inputs[1])
+        if shape_of is not None and shape_of.op == "Shape" and not shape_of.attrs.get("start") and shape_of.attrs.get("end") is None:
+            index_dims = _dims(shape_of.inputs[0])  # expand_as(t): the dims of t, which inference may not carry through
+        if None in (dims, source_dims, index_dims) or not len(dims) == len(source_dims) == len(index_dims):
+            return None
+        if any(d != 1 for d in source_dims[1:]) or not _same_dim(source_dims[0], index_dims[0]):
+            return None
+        if not all(_same_dim(dims[d], index_dims[d]) for d in range(1, len(dims))):
+            return None
+        if len(source_dims) == 2:
+            return source
+        return self._node("Reshape", [source, self._int64([-1, 1], f"{label}_rows_shape")], f"{label}_rows", _np_dtype(source) or np.int64)
 
     # ---- nodes --------------------------------------------------------------------------------
 
@@ -457,6 +743,14 @@ class _Rewriter:
             axes = self._int64([s[0] for s in write.slices], f"{label}_axes")
             detail = "axes " + ", ".join(str(s[0]) for s in write.slices)
             return self._plugin("SliceScatter", label, [data, updates, *params, axes]), detail
+        if write.rows is not None:
+            positions = write.rows
+            if isinstance(positions, np.ndarray):
+                positions = self._int64(positions, f"{label}_positions")
+            else:
+                positions = self._as_int64(self._wrapped(positions, data, write.axis, label) if write.wrap else positions, f"{label}_positions")
+            detail = f"axis {write.axis}, one position per batch row" + (", negative positions wrapped" if write.wrap else "")
+            return self._plugin("CacheScatter", label, [data, updates, positions], axis=write.axis, mode="linear"), detail
         indices = write.list
         if isinstance(indices, np.ndarray):
             indices = self._int64(indices, f"{label}_indices")
@@ -465,10 +759,10 @@ class _Rewriter:
         detail = f"axis {write.axis}" + (", negative indices wrapped" if write.wrap else "")
         return self._plugin("ScatterUpdate", label, [data, indices, updates, self._int64([write.axis], f"{label}_axis")]), detail
 
-    def _plugin(self, op_type, label, inputs):
+    def _plugin(self, op_type, label, inputs, **attributes):
         import onnx_graphsurgeon as gs
 
-        return gs.Node(op_type, name=self._name(f"{label}_{op_type}"), domain=DOMAIN, inputs=inputs, attrs={"inplace": 0})
+        return gs.Node(op_type, name=self._name(f"{label}_{op_type}"), domain=DOMAIN, inputs=inputs, attrs={**attributes, "inplace": 0})
 
     def _wrapped(self, indices, data, axis, label):
         """``indices + size`` where negative: ``Where(Less(i, 0), Add(i, Cast(Gather(Shape(data), axis))), i)``."""
@@ -480,7 +774,7 @@ class _Rewriter:
             shape = self._node("Shape", [data], f"{label}_shape", np.int64)
             size = self._node("Gather", [shape, self._constant_tensor(np.array(axis, np.int64), f"{label}_axis_index")], f"{label}_size", np.int64, axis=0)
             if dtype != np.int64:
-                size = self._node("Cast", [size], f"{label}_size_cast", dtype, to=onnx_dtype(dtype))
+                size = self._node("Cast", [size], f"{label}_size_cast", dtype, to=dtypes.to_onnx(dtype))
         negative = self._node("Less", [indices, self._constant_tensor(np.array(0, dtype), f"{label}_zero")], f"{label}_negative", np.bool_)
         shifted = self._node("Add", [indices, size], f"{label}_shifted", dtype)
         wrapped = self._node("Where", [negative, shifted, indices], f"{label}_wrapped", dtype)
@@ -502,7 +796,7 @@ class _Rewriter:
             return tensor
         if dtype is None or dtype.kind != "i":
             raise _Left("slice bounds of a type that is not a known signed integer")
-        return self._node("Cast", [tensor], name, np.int64, to=onnx_dtype(np.int64))
+        return self._node("Cast", [tensor], name, np.int64, to=dtypes.to_onnx(np.int64))
 
     def _int64(self, values, name):
         return self._constant_tensor(np.asarray(values, dtype=np.int64), name)
@@ -518,6 +812,12 @@ class _Rewriter:
         output = gs.Variable(self._name(name), dtype=np.dtype(dtype))
         self.graph.nodes.append(gs.Node(op_type, name=self._name(f"{name}_node"), inputs=inputs, outputs=[output], attrs=attributes))
         return output
+
+    def _unsqueeze(self, tensor, axes, name, dtype):
+        """``Unsqueeze(tensor, axes)``: its axes an input from opset 13, an attribute before."""
+        if (self.graph.opset or 13) >= 13:
+            return self._node("Unsqueeze", [tensor, self._int64(axes, f"{name}_axes")], name, dtype)
+        return self._node("Unsqueeze", [tensor], name, dtype, axes=list(axes))
 
     def _name(self, hint):
         return fresh_name(hint, self._names)
@@ -554,6 +854,108 @@ class _Rewriter:
         axes = self._int64(list(outer_params[3]) + list(inner_params[3]), f"{label}_fused_axes")
         outer.inputs = [data, inner.inputs[1], *params, axes]
         self.report.rewritten.append(Change(label, "SliceScatter of a SliceScatter", "SliceScatter", f"axes {', '.join(map(str, outer_params[3] + inner_params[3]))}"))
+
+    # ---- per-row SliceScatters -------------------------------------------------------------------
+
+    def _fuse_rows(self, head):
+        """``head`` and the SliceScatters after it that each write one batch row at a run-time position (see
+        :meth:`_row_write`), every row once, into one CacheScatter; nothing where they are not that chain."""
+        data = head.inputs[0]
+        dims = _dims(data)
+        if not dims or not isinstance(dims[0], int) or len(dims) < 2:
+            return
+        first = self._row_write(head, dims)
+        producer = _producer(data)
+        if first is None or (producer is not None and is_trt_scatter(producer) and producer.op == "SliceScatter" and self._row_write(producer, dims)):
+            return  # not a per-row write, or not the chain's first
+        chain, writes = [head], [first]
+        while len(chain) < dims[0]:
+            readers = [n for n in chain[-1].outputs[0].outputs if n.op != "Shape"]
+            if len(readers) != 1 or chain[-1].outputs[0] in self.graph.outputs or readers[0].inputs[0] is not chain[-1].outputs[0]:
+                return
+            write = self._row_write(readers[0], dims) if is_trt_scatter(readers[0]) and readers[0].op == "SliceScatter" else None
+            if write is None:
+                return
+            chain.append(readers[0])
+            writes.append(write)
+        rows, axes, positions, values = zip(*writes)
+        if sorted(rows) != list(range(dims[0])) or len(set(axes)) != 1 or any(p is not positions[0] for p in positions) \
+                or any(v is not values[0] for v in values):
+            return
+        axis, source, values = axes[0], positions[0], values[0]
+        label = chain[-1].name or chain[-1].outputs[0].name
+        for node in chain[:-1]:  # the rows in between are only read for their shape: data's
+            for reader in list(node.outputs[0].outputs):
+                if reader.op == "Shape":
+                    reader.inputs[0] = data
+        update = self._unsqueeze(values, [axis], f"{label}_rows", _np_dtype(values))
+        positions = self._as_int64(self._wrapped(source, data, axis, label), f"{label}_positions")
+        new_node = self._plugin("CacheScatter", label, [data, update, positions], axis=axis, mode="linear")
+        self._replace(chain[-1], new_node)
+        for node in chain[:-1]:
+            node.inputs.clear()
+            node.outputs.clear()
+        self.report.rewritten.append(Change(label, f"SliceScatter per batch row x {len(chain)}", "CacheScatter",
+                                            f"axis {axis}, one position per batch row, negative positions wrapped"))
+
+    def _row_write(self, node, dims):
+        """``(b, axis, P, K)`` where ``node`` writes batch row ``b`` of data at position ``P[b]`` along ``axis`` with
+        ``K[b]``: axes [0, axis], steps 1, starts ``Concat([b], Reshape(w))`` and stops ``Concat([b + 1], Reshape(w + 1))``
+        for ``w`` the position ``Gather(P, b)`` with negative values wrapped, updates ``Unsqueeze(Gather(K, b), [0, axis])``
+        with K and P of B rows; else None."""
+        inputs = list(node.inputs) + [None] * (6 - len(node.inputs))
+        _, updates, starts, stops, steps, axes = inputs[:6]
+        axes, steps = _ints(self._constant(axes)), _ints(self._constant(steps))
+        if axes is None or len(axes) != 2 or axes[0] != 0 or not 0 < axes[1] < len(dims) or steps != [1, 1]:
+            return None
+        axis, batch = axes[1], dims[0]
+        begin, end = self._row_bounds(starts), self._row_bounds(stops)
+        if begin is None or end is None or end[0] != begin[0] + 1:
+            return None
+        row, position = begin
+        added = _producer(_root(end[1]))
+        if added is None or added.op != "Add" or _root(added.inputs[0]) is not _root(position) or self._number(added.inputs[1]) != 1:
+            return None
+        gathered = self._wrapped_source(_root(position), axis)
+        unsqueeze = _producer(updates)
+        if gathered is None or unsqueeze is None or unsqueeze.op != "Unsqueeze" or sorted(self._unsqueeze_axes(unsqueeze) or []) != [0, axis]:
+            return None
+        picked = _producer(unsqueeze.inputs[0])
+        for gather, expected_rank in ((gathered, 1), (picked, len(dims) - 1)):
+            if gather is None or gather.op != "Gather" or _attr(gather, "axis", 0) != 0 or self._number(gather.inputs[1]) != row:
+                return None
+            source_dims = _dims(gather.inputs[0])
+            if source_dims is None or len(source_dims) != expected_rank or source_dims[0] != batch:
+                return None
+        rest = tuple(d for j, d in enumerate(dims) if j not in (0, axis))
+        if tuple(_dims(picked.inputs[0])[1:]) != rest:
+            return None
+        return row, axis, gathered.inputs[0], picked.inputs[0]
+
+    def _row_bounds(self, tensor):
+        """``(b, w)`` where ``tensor`` is ``Concat([b], Reshape(w, [1]))`` (a constant batch row, a run-time position)."""
+        concat = _producer(tensor)
+        if concat is None or concat.op != "Concat" or len(concat.inputs) != 2:
+            return None
+        row = _ints(self._constant(concat.inputs[0]))
+        return (row[0], concat.inputs[1]) if row is not None and len(row) == 1 and self._constant(concat.inputs[1]) is None else None
+
+    def _wrapped_source(self, position, axis):
+        """The ``Gather`` under ``Where(Less(G, 0), Add(G, size), G)``, the wrap of a negative position (else None)."""
+        where = _producer(position)
+        if where is None or where.op != "Where":
+            return None
+        condition, added, kept = (_producer(t) if i < 2 else t for i, t in enumerate(where.inputs))
+        gathered = _producer(kept)
+        if condition is None or condition.op != "Less" or added is None or added.op != "Add" or gathered is None:
+            return None
+        if condition.inputs[0] is not kept or added.inputs[0] is not kept or self._number(condition.inputs[1]) != 0:
+            return None
+        size = _producer(added.inputs[1])  # the size the wrap adds: the cache's on the axis
+        shape = _producer(size.inputs[0]) if size is not None and size.op == "Gather" else None
+        if shape is None or shape.op != "Shape" or self._number(size.inputs[1]) != axis or shape.attrs:
+            return None
+        return gathered
 
     def _slice_params(self, node, rank, onnx_slice=False):
         """``(starts, stops, steps, axes)`` of a SliceScatter (or a Slice): lists of ints or 1-element
@@ -604,7 +1006,6 @@ class _Rewriter:
         return self._constants[tensor.name]
 
     def _fold(self, tensor):
-        from onnx.reference import ReferenceEvaluator
         from onnx_graphsurgeon.exporters.onnx_exporter import OnnxExporter
 
         node = _producer(tensor)
@@ -616,19 +1017,10 @@ class _Rewriter:
                 return None
             return np.array(dims, np.int64)[_attr(node, "start", 0) : _attr(node, "end", None)]
         inputs = [self._constant(t) if not _is_empty(t) else None for t in node.inputs]
-        if any(value is None for value, t in zip(inputs, node.inputs) if not _is_empty(t)) or node.op.startswith("Random"):
+        if any(value is None for value, t in zip(inputs, node.inputs) if not _is_empty(t)):
             return None
-        if sum(v.size for v in inputs if v is not None) > MAX_FOLDED_ELEMENTS:
-            return None
-        proto = OnnxExporter.export_node(node)
-        try:
-            evaluator = ReferenceEvaluator(proto, opsets={"": self.graph.opset})
-            names = [name for name in proto.input if name]
-            (value,) = evaluator.run(None, {name: v for name, v in zip(names, [v for v in inputs if v is not None])})
-        except Exception:
-            return None
-        value = np.asarray(value)
-        return value if value.size <= MAX_FOLDED_ELEMENTS else None
+        results = fold(OnnxExporter.export_node(node), inputs, self.graph.opset)
+        return None if results is None else results[0]
 
 
 # ---- constant index analysis -------------------------------------------------------------------
@@ -773,9 +1165,12 @@ def _dims(tensor):
 
 
 def _rank(value):
+    """The rank of an array or a tensor; for one without a shape (added by this pass), its Transpose's."""
     if isinstance(value, np.ndarray):
         return value.ndim
     dims = _dims(value)
+    if dims is None and _producer(value) is not None and _producer(value).op == "Transpose" and "perm" in _producer(value).attrs:
+        return len(_producer(value).attrs["perm"])
     return None if dims is None else len(dims)
 
 
@@ -792,9 +1187,14 @@ def _ints(value):
 
 
 def _np_dtype(tensor):
+    """The NumPy type of an onnx-graphsurgeon tensor (which holds a NumPy dtype, or ONNX's type where NumPy has none)."""
     dtype = getattr(tensor, "dtype", None)
+    if dtype is None:
+        return None
+    if isinstance(dtype, (int, np.integer)):
+        return dtypes.from_onnx(int(dtype))
     try:
-        return np.dtype(dtype) if dtype is not None else None
+        return np.dtype(dtype)
     except TypeError:
         return None
 

@@ -3,7 +3,7 @@
 - :class:`ReferenceRunner`: whole models by :class:`trt_scatter.reference.Reference` (what
   ``polygraphy run --pluginref`` runs with trt-scatter installed); importing :mod:`.references`
   (this package does) also puts the four scatter ops in ``pluginref``'s own registry.
-- :class:`ScatterDataLoader` / :func:`load_data`: valid inputs for scatter models.
+- :class:`ScatterDataLoader` (from :mod:`trt_scatter.inputs`): valid inputs for scatter models.
 - :class:`RegisterTrtScatterPlugins`: a loader that registers the TensorRT plugins first;
   :class:`ValidateTrtScatter` (from :mod:`trt_scatter.passes.validate`): one that validates the model.
 - :func:`get_arg_groups`: the ``polygraphy.run.plugins`` entry point (``--trt-scatter-plugins``,
@@ -12,7 +12,7 @@
 
 from trt_scatter.passes.validate import ValidateTrtScatter
 from trt_scatter.polygraphy_ext import references
-from trt_scatter.polygraphy_ext.data_loader import ScatterDataLoader, load_data
+from trt_scatter.inputs import ScatterDataLoader
 from trt_scatter.polygraphy_ext.loader import RegisterTrtScatterPlugins, register_plugins
 from trt_scatter.polygraphy_ext.references import ReferenceRunner
 from trt_scatter.polygraphy_ext.run_args import TrtScatterArgs, get_arg_groups
@@ -24,7 +24,6 @@ __all__ = [
     "TrtScatterArgs",
     "ValidateTrtScatter",
     "get_arg_groups",
-    "load_data",
     "references",
     "register_plugins",
 ]

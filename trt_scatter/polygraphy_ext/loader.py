@@ -1,6 +1,9 @@
 """A polygraphy loader that registers trt-scatter's TensorRT plugins before whatever it wraps runs."""
 
+from __future__ import annotations
+
 import os
+from typing import Any
 
 from polygraphy import util
 from polygraphy.backend.base import BaseLoader
@@ -9,7 +12,7 @@ from trt_scatter.plugins.kernels import DEBUG_ENV  # importing it loads neither 
 
 
 class RegisterTrtScatterPlugins(BaseLoader):
-    """Registers the SliceScatter and ScatterUpdate plugin creators, then returns ``obj`` (or calls it).
+    """Registers the plugin creators of the ``trt_scatter`` ops, then returns ``obj`` (or calls it).
 
     A passthrough like polygraphy's ``LoadPlugins``: wrap the model path or network loader so the
     creators are in TensorRT's registry before the ONNX parser (or engine deserialization) runs::
@@ -25,7 +28,7 @@ class RegisterTrtScatterPlugins(BaseLoader):
         self.debug = debug
 
     @util.check_called_by("__call__")
-    def call_impl(self, *args, **kwargs):
+    def call_impl(self, *args: Any, **kwargs: Any) -> Any:
         if self.debug:
             os.environ.setdefault(DEBUG_ENV, "1")
         register_plugins()
@@ -33,7 +36,7 @@ class RegisterTrtScatterPlugins(BaseLoader):
         return ret
 
 
-def register_plugins():
+def register_plugins() -> None:
     """Registers the plugins with the TensorRT that polygraphy uses (``trt_scatter.backend.tensorrt()``)."""
     from trt_scatter.backend import tensorrt
 

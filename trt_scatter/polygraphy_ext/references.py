@@ -14,13 +14,16 @@
 
 - ``pluginref``'s registry (``polygraphy.backend.pluginref.references.OP_REGISTRY``), for code that
   builds a ``PluginRefRunner`` itself: importing this module adds ScatterElements, ScatterND,
-  SliceScatter and ScatterUpdate, each calling :mod:`trt_scatter.oracle`. That runner runs a
+  SliceScatter, ScatterUpdate and the reduction ops, each calling :mod:`trt_scatter.oracle`. That runner runs a
   graph node by node with the ops of the registry alone (about 45); for whole models use
   :class:`ReferenceRunner`.
 """
 
+from __future__ import annotations
+
 import time
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 from polygraphy import util
 from polygraphy.backend.base import BaseRunner
@@ -28,9 +31,13 @@ from polygraphy.backend.pluginref.references import register
 from polygraphy.exception import PolygraphyException
 from polygraphy.logger import G_LOGGER
 
-from trt_scatter import oracle
-from trt_scatter.ops import OPS
+from trt_scatter.ops import OPS, STANDARD_OPS
 from trt_scatter.oracle.rules import ScatterInputError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from polygraphy.common import TensorMetadata
+
 
 class ReferenceInputError(ScatterInputError, PolygraphyException):
     """The oracle's :class:`~trt_scatter.oracle.ScatterInputError` for inputs the reference refuses,
@@ -58,7 +65,7 @@ class ReferenceRunner(BaseRunner):
         self._model = model
 
     @util.check_called_by("activate")
-    def activate_impl(self):
+    def activate_impl(self) -> None:
         from trt_scatter.reference import Reference
 
         model, _ = util.invoke_if_callable(self._model)
@@ -66,13 +73,13 @@ class ReferenceRunner(BaseRunner):
         self.model = self.reference.model
 
     @util.check_called_by("get_input_metadata")
-    def get_input_metadata_impl(self):
+    def get_input_metadata_impl(self) -> TensorMetadata:
         from polygraphy.backend.onnx.util import get_input_metadata
 
         return get_input_metadata(self.model.graph)
 
     @util.check_called_by("infer")
-    def infer_impl(self, feed_dict):
+    def infer_impl(self, feed_dict: dict[str, np.ndarray]) -> OrderedDict[str, np.ndarray]:
         feeds = {name: util.array.to_numpy(value) for name, value in feed_dict.items()}
         start = time.time()
         try:
@@ -84,35 +91,21 @@ class ReferenceRunner(BaseRunner):
         return OrderedDict(outputs)
 
     @util.check_called_by("deactivate")
-    def deactivate_impl(self):
+    def deactivate_impl(self) -> None:
         del self.model, self.reference
 
 
-def _no_reduction(op, attrs):
-    # The oracle implements plain replacement only, as IScatterLayer does.
-    reduction = attrs.get("reduction", "none")
-    if reduction != "none":
-        raise ScatterInputError(op, "reduction", "must be 'none' (trt-scatter has no scatter reductions)", repr(reduction))
+def _registered(op):
+    """``op`` in pluginref's registry: its oracle on the node's inputs (in order) and attributes."""
+
+    def run(attrs, *inputs):
+        # trt_scatter.reference imports onnx.reference (~0.1 s): on use, not on every `polygraphy run`.
+        from trt_scatter.reference import run_op
+
+        return [run_op(op, inputs, attrs)]
+
+    register(op.name)(run)
 
 
-@register("ScatterElements")
-def run_scatter_elements(attrs, data, indices, updates):
-    _no_reduction("scatter_elements", attrs)
-    return [oracle.scatter_elements(data, indices, updates, axis=attrs.get("axis", 0))]
-
-
-@register("ScatterND")
-def run_scatter_nd(attrs, data, indices, updates):
-    _no_reduction("scatter_nd", attrs)
-    return [oracle.scatter_nd(data, indices, updates)]
-
-
-def _run_trt_scatter(op_type, inputs):
-    # trt_scatter.reference imports onnx.reference (~0.1 s): on use, not on every `polygraphy run`.
-    from trt_scatter.reference import run_trt_scatter
-
-    return [run_trt_scatter(op_type, inputs)]
-
-
-for _op_type in OPS:  # SliceScatter, ScatterUpdate: the inputs as trt_scatter.ops lists them
-    register(_op_type)(lambda attrs, *inputs, op_type=_op_type: _run_trt_scatter(op_type, inputs))
+for _op in (*STANDARD_OPS.values(), *OPS.values()):  # every op of the registry, its inputs as trt_scatter.ops lists them
+    _registered(_op)

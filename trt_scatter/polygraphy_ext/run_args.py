@@ -7,8 +7,6 @@ Loading it (polygraphy does, on every ``polygraphy run``, once trt-scatter is in
   models with MatMul, Conv, Sigmoid... around scatter nodes run there;
 - ``--onnxrt`` runs a model with ``trt_scatter`` nodes lowered to standard ONNX ops
   (:class:`~trt_scatter.passes.lower.LowerTrtScatter`), which onnxruntime can run; it says so;
-- ``--data-loader-script <trt_scatter/polygraphy_ext/data_loader.py of the installed package>``
-  feeds valid inputs for the model being run (the extension tells the script which one);
 
 and it adds two options:
 
@@ -23,8 +21,16 @@ and it adds two options:
   ones, honouring ``--seed``, ``--input-shapes`` and ``--iterations``; without shapes from the
   user, the TensorRT profile takes the generated shapes.
 
-Each of these goes into the script polygraphy runs (and ``--gen-script`` writes).
+Each of these goes into the script polygraphy runs (and ``--gen-script`` writes). polygraphy 0.53 lets
+an extension add options and runners, but has no hook through which it could choose the model a
+built-in runner loads or the data it is fed: so this group extends what polygraphy's own argument
+groups add to that script (their ``add_to_script_impl``, the hook each of them has), and nothing else
+of theirs. A ``--data-loader-script`` of the user's own can serve valid inputs too (README).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from polygraphy.logger import G_LOGGER
 from polygraphy.tools.args import DataLoaderArgs, ModelArgs, OnnxLoadArgs, OnnxrtSessionArgs, PluginRefRunnerArgs, TrtConfigArgs, TrtLoadPluginsArgs
@@ -32,7 +38,10 @@ from polygraphy.tools.args import util as args_util
 from polygraphy.tools.args.base import BaseArgs
 from polygraphy.tools.script import make_invocable
 
-from trt_scatter.polygraphy_ext import data_loader, references  # noqa: F401  (registers the references)
+from trt_scatter.polygraphy_ext import references  # noqa: F401  (registers the references)
+
+if TYPE_CHECKING:
+    import argparse
 
 
 class TrtScatterArgs(BaseArgs):
@@ -45,14 +54,14 @@ class TrtScatterArgs(BaseArgs):
         - PluginRefRunnerArgs: replaced by the whole-model reference, if present
         - OnnxrtSessionArgs: given the lowered model, if present
         - TrtLoadPluginsArgs: for --trt-scatter-plugins
-        - DataLoaderArgs: for --trt-scatter-inputs and trt-scatter's --data-loader-script
+        - DataLoaderArgs: for --trt-scatter-inputs
         - TrtConfigArgs: for --trt-scatter-inputs, if present
     """
 
-    def add_parser_args_impl(self):
+    def add_parser_args_impl(self) -> None:
         self.group.add_argument(
             "--trt-scatter-plugins",
-            help="Register trt-scatter's SliceScatter and ScatterUpdate TensorRT plugins before the ONNX parser runs",
+            help="Register trt-scatter's TensorRT plugins before the ONNX parser runs",
             action="store_true",
             default=None,
         )
@@ -64,7 +73,7 @@ class TrtScatterArgs(BaseArgs):
             default=None,
         )
 
-    def parse_impl(self, args):
+    def parse_impl(self, args: argparse.Namespace) -> None:
         """
         Attributes:
             register_plugins (bool): Whether to register trt-scatter's plugins before parsing.
@@ -107,8 +116,8 @@ class TrtScatterArgs(BaseArgs):
     def _check_lowering(self, model):
         """Lowers ``model`` (the run's, read) now, so that one the lowering refuses (a mistake) fails
         before anything runs, in one line, not in a traceback from the session's loader."""
+        from trt_scatter.model import ModelError
         from trt_scatter.passes.lower import lower
-        from trt_scatter.passes.validate import ModelError
 
         try:
             lower(model)
@@ -122,31 +131,31 @@ class TrtScatterArgs(BaseArgs):
         return model_args.path
 
     def _read_model(self):
-        """The run's ONNX model as :func:`~trt_scatter.passes.validate.load_model` reads it, read once
-        per parse; ``None`` where the run has no ONNX model. A ModelError for a file that is no model."""
-        from trt_scatter.passes.validate import load_model
+        """The run's ONNX model (a :class:`trt_scatter.model.Model`), read once per parse; ``None`` where
+        the run has no ONNX model. A ModelError for a file that is no model."""
+        from trt_scatter.model import Model
 
         path = self._onnx_model()
         if self._model is None and path is not None:
-            self._model = load_model(path)
+            self._model = Model.read(path)
         return self._model
 
     def _model_to_lower(self):
         """The run's ONNX model if it has trt_scatter nodes; ``None`` for one without, for no ONNX
         model and for an unreadable file (polygraphy's own loader reports that)."""
-        from trt_scatter.ops import trt_scatter_ops
-        from trt_scatter.passes.validate import ModelError
+        from trt_scatter.model import ModelError
 
         try:
             model = self._read_model()
         except ModelError:
             return None
-        return model if model is not None and trt_scatter_ops(model) else None
+        return model if model is not None and model.trt_scatter_ops() else None
 
     def _validate_model(self):
         """Validates an ONNX model now, so that a mistake it shows fails before anything runs, in one line."""
         from trt_scatter.engine import needs_aliased_plugin_io
-        from trt_scatter.passes.validate import ModelError, validate
+        from trt_scatter.model import ModelError
+        from trt_scatter.passes.validate import validate
 
         try:
             model = self._read_model()
@@ -155,7 +164,7 @@ class TrtScatterArgs(BaseArgs):
             validate(model)
         except ModelError as err:
             G_LOGGER.critical(f"--trt-scatter-plugins: {err}")
-        if needs_aliased_plugin_io(model) and TrtConfigArgs in self.arg_groups:
+        if needs_aliased_plugin_io(model.proto) and TrtConfigArgs in self.arg_groups:
             self._allow_aliased_plugin_io(self.arg_groups[TrtConfigArgs])
 
     def _allow_aliased_plugin_io(self, config_args):
@@ -186,49 +195,36 @@ class TrtScatterArgs(BaseArgs):
         return script.add_loader(make_invocable("RegisterTrtScatterPlugins", loader_name, debug=True), "register_trt_scatter_plugins")
 
     def _tell_data_loader(self, args):
-        """What :func:`.data_loader.load_data` reads under ``--data-loader-script``: the model and
-        options of this run. ``--trt-scatter-inputs`` puts the loader itself into the script."""
+        """With ``--trt-scatter-inputs``, the data loader of the script is :class:`.ScatterDataLoader` for this run's
+        model and options (``--seed``, ``--input-shapes``, ``--iterations``), planned now so that a model it
+        cannot serve fails before anything runs, in one line."""
+        if not self.generate_inputs:
+            return
         loader_args = self.arg_groups[DataLoaderArgs]
         model_args = self.arg_groups[ModelArgs]
-        shapes = {name: list(meta.shape) for name, meta in (model_args.input_shapes or {}).items()} or None
-        options = dict(seed=loader_args.seed if loader_args.seed is not None else 1, input_shapes=shapes, iterations=loader_args.iterations or 1)
-        data_loader.RUN_ARGS.update(model=model_args.path, **options)
-        if not self.generate_inputs:
-            if _is_this_data_loader(loader_args.data_loader_script):
-                self._plan_inputs("--data-loader-script", model_args.path, options)
-            return
         if loader_args.load_inputs_paths or loader_args.data_loader_script:
             G_LOGGER.critical("--trt-scatter-inputs cannot be combined with --load-inputs or --data-loader-script")
-        generated = self._plan_inputs("--trt-scatter-inputs", model_args.path, options)
+        shapes = {name: list(meta.shape) for name, meta in (model_args.input_shapes or {}).items()} or None
+        options = dict(seed=loader_args.seed if loader_args.seed is not None else 1, input_shapes=shapes, iterations=loader_args.iterations or 1)
+        generated = self._plan_inputs(model_args.path, options)
 
-        def add_loader(script, user_input_metadata_str=None):  # in place of polygraphy's random DataLoader
+        def add_to_script_impl(script, user_input_metadata_str=None):  # in place of polygraphy's random DataLoader
             script.add_import(imports=["ScatterDataLoader"], frm="trt_scatter.polygraphy_ext")
-            return script.set_data_loader(make_invocable("ScatterDataLoader", model_args.path, **options)), False
+            return script.set_data_loader(make_invocable("ScatterDataLoader", model_args.path, **options))
 
-        loader_args._add_to_script_helper = add_loader
-        loader_args.data_loader_script = data_loader.__file__  # what polygraphy asks to know it is not random data
+        loader_args.add_to_script_impl = add_to_script_impl
         if TrtConfigArgs in self.arg_groups and not self.arg_groups[TrtConfigArgs].profile_dicts:
             _profile_for(generated, self.arg_groups[TrtConfigArgs])
 
+    def _plan_inputs(self, path, options):
+        """The shapes of the inputs the data loader generates, planned now (on the model this parse read),
+        so that a model it cannot serve fails before anything runs, in one line; returns them."""
+        from trt_scatter.inputs import ScatterDataLoader
 
-    @staticmethod
-    def _plan_inputs(option, model, options):
-        """The shapes of the inputs the data loader generates, planned now, so that a model it cannot
-        serve fails before anything runs, in one line; returns them."""
         try:
-            return data_loader.ScatterDataLoader(model, **options).shapes()
-        except ValueError as err:  # ScatterInputError and ModelError included
-            G_LOGGER.critical(f"{option}: {err}")
-
-
-def _is_this_data_loader(script):
-    """Whether ``script`` (``--data-loader-script``'s file) is :mod:`.data_loader` of this package."""
-    import os
-
-    try:
-        return bool(script) and os.path.samefile(script, data_loader.__file__)
-    except OSError:  # polygraphy names a file that is not there
-        return False
+            return ScatterDataLoader(self._read_model() or path, **options).shapes()
+        except (ValueError, TypeError) as err:  # ScatterInputError and ModelError included; a shape that is no list of ints
+            G_LOGGER.critical(f"--trt-scatter-inputs: {err}")
 
 
 def _profile_for(shapes, config_args):
@@ -263,6 +259,6 @@ def _before_add_to_script(arg_group, model_for):
     arg_group.add_to_script_impl = add_to_script_impl
 
 
-def get_arg_groups():
+def get_arg_groups() -> list[BaseArgs]:
     """The entry point polygraphy calls: the argument groups this extension adds to ``polygraphy run``."""
     return [TrtScatterArgs()]

@@ -2,8 +2,13 @@
 
 PyTorch's exporters write ``slice_scatter``, slice assignment, ``select_scatter``, ``index_copy``
 and ``index_put`` as ScatterND or ScatterElements with Transposes around them or full coordinate
-tensors (or not at all). Here each becomes one ``trt_scatter::SliceScatter`` or
-``trt_scatter::ScatterUpdate`` node, which TensorRT's ONNX parser maps onto trt-scatter's plugins::
+tensors (or not at all), and ``scatter_add``, ``scatter_reduce``, ``index_add`` and
+``index_put(accumulate=True)`` as scatters with a reduction that TensorRT builds nondeterministically
+or not at all (two of them computing other values than eager PyTorch). Here each becomes one
+``trt_scatter`` node (SliceScatter, ScatterUpdate, ScatterElementsReduce or ScatterNDReduce), a write
+of each batch row at its own position (``cache[torch.arange(B), :, pos] = k``, ``index_put`` with a
+batch and a position index) one ``CacheScatter`` node (TensorScatter-24), which TensorRT's ONNX
+parser maps onto trt-scatter's plugins; a masked write (``x[mask] = v``, ``masked_scatter``) becomes a ``Where``::
 
     import trt_scatter.torch
 
@@ -16,12 +21,15 @@ tensors (or not at all). Here each becomes one ``trt_scatter::SliceScatter`` or
 - :func:`translation_table` (``dynamo=True``) and :func:`register_symbolics` /
   :func:`unregister_symbolics` (``dynamo=False``), for those who call ``torch.onnx.export`` themselves.
 
-What a node cannot express exactly (``index_put`` with ``accumulate=True``, masks or several index
-tensors, a run-time ``select`` index, ...) keeps PyTorch's own translation; the ``trt_scatter``
-logger says which, at debug level (``TRT_SCATTER_VERBOSE=1``).
+What a node cannot express exactly (a mask with one value per element, several index tensors other
+than a batch and a position index, ``index_add`` with ``alpha``, ...) keeps PyTorch's own
+translation; the ``trt_scatter`` logger says which, at debug level (``TRT_SCATTER_VERBOSE=1``).
 """
 
+from __future__ import annotations
+
 import io
+from typing import IO, TYPE_CHECKING, Any
 
 from trt_scatter.log import logger
 from trt_scatter.ops import DOMAIN, VERSION, is_trt_scatter, register_onnx_schemas
@@ -29,10 +37,16 @@ from trt_scatter.torch import writes
 from trt_scatter.torch.dynamo import translation_table
 from trt_scatter.torch.torchscript import register_symbolics, unregister_symbolics
 
+if TYPE_CHECKING:
+    import os
+
+    import onnx
+    import torch
+
 __all__ = ["export", "mark_inplace", "translation_table", "register_symbolics", "unregister_symbolics"]
 
 
-def export(model, args=(), f=None, *, dynamo=True, inplace=False, aot=False, **kwargs):
+def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[Any, ...] = (), f: str | os.PathLike | IO[bytes] | None = None, *, dynamo: bool = True, inplace: bool = False, aot: bool = False, **kwargs: Any) -> onnx.ModelProto:
     """Exports ``model`` like ``torch.onnx.export(model, args, f, dynamo=dynamo, **kwargs)``; returns the ``onnx.ModelProto``.
 
     ``kwargs`` are ``torch.onnx.export``'s (``dynamic_shapes``, ``dynamic_axes``, ``input_names``,
@@ -45,12 +59,18 @@ def export(model, args=(), f=None, *, dynamo=True, inplace=False, aot=False, **k
     AOT form always writes in place). The model is saved to ``f`` (a path or a binary file) when given. With ``dynamo=False`` the
     symbolics serve ``opset_version`` 13 and later (below, PyTorch's own), and the module's
     parameters and buffers are as they were before (its tracing run writes into them).
+    The model is validated (:func:`trt_scatter.passes.validate.validate`): a write that trt-scatter would refuse
+    raises its ``ModelError`` here.
     """
+    for name, flag in (("dynamo", dynamo), ("inplace", inplace), ("aot", aot)):
+        if not isinstance(flag, bool):  # a string such as "False" would be true
+            raise TypeError(f"trt_scatter.torch.export: {name} must be True or False (got {flag!r})")
     writes.require_torch()
     import onnx
     import torch
 
     from trt_scatter.passes.rewrite import rewrite
+    from trt_scatter.passes.validate import validate
 
     register_onnx_schemas()
     if dynamo:
@@ -63,6 +83,7 @@ def export(model, args=(), f=None, *, dynamo=True, inplace=False, aot=False, **k
     proto, report = rewrite(proto)
     for line in report.lines():
         logger.debug("trt_scatter.torch: rewrite: %s", line)
+    validate(proto)  # what the exporter let through and trt-scatter would refuse (float indices...) is refused here, not at build
     if inplace:
         written = mark_inplace(proto)
         logger.debug("trt_scatter.torch: inplace=1 on %s", ", ".join(written) or "no node")
@@ -116,7 +137,7 @@ def _export_torchscript(model, args, kwargs):
     return proto
 
 
-def mark_inplace(model):
+def mark_inplace(model: onnx.ModelProto) -> list[str]:
     """Sets ``inplace=1`` on the ``trt_scatter`` nodes of ``model`` (in place) whose data is a graph input
     that nothing else reads but for its shape, and that is no graph output; returns those nodes' names.
 

@@ -7,17 +7,28 @@ translation of the op, and the ``trt_scatter`` logger says so at debug level.
 
 The exporter does not decompose an op that has a translation, so ``aten.index_copy`` reaches
 :func:`index_copy` instead of becoming ``index_put``, and ``aten.slice_scatter`` (what slice
-assignment becomes after functionalization) reaches :func:`slice_scatter`.
+assignment becomes after functionalization) reaches :func:`slice_scatter`. The writes that combine
+(``scatter_add``, ``scatter_reduce``, ``index_add``, ``index_put(accumulate=True)``; their in-place
+forms after functionalization) become the reduction ops: the stock translations drop ``mean``
+(``scatter_reduce(reduce="mean")`` exports as a sum) and refuse ``include_self=False``.
 """
 
+from __future__ import annotations
+
 import functools
+from typing import TYPE_CHECKING, Any
 
 from trt_scatter.log import logger
 from trt_scatter.ops import DOMAIN, VERSION, register_onnx_schemas
 from trt_scatter.torch import writes
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-def translation_table():
+    import torch
+
+
+def translation_table() -> dict[torch._ops.OpOverload, Callable[..., Any]]:
     """``{torch op overload: translation}`` for ``torch.onnx.export(..., dynamo=True, custom_translation_table=...)``."""
     writes.require_torch()
     import torch
@@ -30,6 +41,12 @@ def translation_table():
         aten.index_copy.default: index_copy,
         aten.index_put.default: index_put,
         aten._unsafe_index_put.default: index_put,
+        aten.masked_scatter.default: masked_scatter,
+        aten.scatter_add.default: scatter_add,
+        aten.scatter_reduce.two: scatter_reduce,
+        aten.index_add.default: index_add,
+        aten.scatter.reduce: scatter_with_reduce,
+        aten.scatter.value_reduce: scatter_value_with_reduce,
     }
 
 
@@ -87,21 +104,90 @@ def index_copy(self, dim, index, source):
 
 
 def index_put(self, indices, values, accumulate=False):
-    """``aten.index_put`` with one integer index tensor and ``accumulate=False``: one ScatterUpdate."""
+    """``aten.index_put``: with one integer index tensor, one ScatterUpdate, or with ``accumulate=True`` one
+    ScatterNDReduce (along the first axis) or ScatterElementsReduce (a 1-D index along another) that adds; with a batch
+    index (``arange`` over the first dimension) and a position index, one CacheScatter (each batch row at its own
+    position); with a boolean mask and values that broadcast, a Where."""
     ir = _ir()
     tensors = [(position, index) for position, index in enumerate(indices) if index is not None]
-    integer = len(tensors) == 1 and tensors[0][1].dtype in (ir.DataType.INT64, ir.DataType.INT32)
-    if accumulate or not integer or self.shape is None:
-        return _stock("index_put", "accumulate=True, a mask, several index tensors or data of unknown rank", self, indices, values, accumulate)
+    integer = tensors and all(index.dtype in (ir.DataType.INT64, ir.DataType.INT32) for _, index in tensors)
+    if not accumulate and len(tensors) == 1 and tensors[0][0] == 0 and tensors[0][1].dtype == ir.DataType.BOOL:
+        written = writes.masked_write(_Emitter(), self, tensors[0][1], values)  # x[mask] = v: a Where
+        if written is not None:
+            return written
+    if not accumulate and integer and self.shape is not None and len(tensors) == 2 and tensors[0][0] == 0:
+        written = writes.batch_position_write(_Emitter(), self, tensors[0][1], tensors[1][1], values, tensors[1][0])
+        if written is not None:
+            return written
+    if not integer or len(tensors) != 1 or self.shape is None:
+        return _stock("index_put", "a mask with a value per element, several index tensors (but a batch and a position index), "
+                      "or data of unknown rank", self, indices, values, accumulate)
     axis, index = tensors[0]
     emitter = _Emitter()
     data_dims, index_dims = emitter.dims(self), emitter.dims(index)
     target = None if index_dims is None else data_dims[:axis] + index_dims + data_dims[axis + 1 :]
     pieces = [emitter.op("Shape", self, start=0, end=axis), emitter.op("Shape", index), emitter.op("Shape", self, start=axis + 1)]
     updates = writes.expand_to(emitter, values, pieces, target)
+    if accumulate:
+        written = writes.index_reduce_write(emitter, self, index, updates, axis, "add")
+        return written if written is not None else _stock("index_put", "accumulate=True with an index of rank > 1 off the first axis",
+                                                          self, indices, values, accumulate)
     constant = index.const_value
     wrap = constant is None or (constant.numpy() < 0).any()
     return writes.index_write(emitter, self, index, updates, axis, wrap_negative=wrap)
+
+
+def masked_scatter(self, mask, source):
+    """``aten.masked_scatter``: a Where on the mask, each True element taking the next of ``source``'s (no NonZero)."""
+    return writes.masked_scatter(_Emitter(), self, mask, source)
+
+
+def scatter_add(self, dim, index, src):
+    """``aten.scatter_add``: one ScatterElementsReduce (add), or ScatterNDReduce where the index is an index list
+    broadcast over the other axes (:func:`trt_scatter.torch.writes.scatter_reduce_write`)."""
+    axis = _axis(dim, self)
+    written = None if axis is None else writes.scatter_reduce_write(_Emitter(), self, axis, index, src, "add", True)
+    return written if written is not None else _stock("scatter_add", "data of unknown rank", self, dim, index, src)
+
+
+def scatter_reduce(self, dim, index, src, reduce, include_self=True):
+    """``aten.scatter_reduce.two`` (sum, prod, mean, amax, amin; include_self either way): one reduction node. The
+    stock translation drops ``mean`` (it writes a sum) and cannot say ``include_self=False``."""
+    axis = _axis(dim, self)
+    reduction = writes.REDUCTIONS.get(reduce)
+    written = None if axis is None or reduction is None else writes.scatter_reduce_write(_Emitter(), self, axis, index, src, reduction, include_self)
+    return written if written is not None else _stock_two("scatter_reduce", f"reduce={reduce!r} or data of unknown rank",
+                                                          self, dim, index, src, reduce, include_self)
+
+
+def index_add(self, dim, index, source, alpha=1):
+    """``aten.index_add`` (``alpha=1``): one ScatterNDReduce (add) along the first axis, a ScatterElementsReduce along another."""
+    axis = _axis(dim, self)
+    if axis is None or alpha != 1 or index.shape is None or len(index.shape) > 1:
+        return _stock("index_add", "alpha other than 1, an index of rank > 1 or data of unknown rank", self, dim, index, source, alpha)
+    emitter = _Emitter()
+    if len(index.shape) == 0:
+        index = emitter.op("Reshape", index, emitter.ints([1]))
+    return writes.index_reduce_write(emitter, self, index, source, axis, "add")
+
+
+_SCATTER_REDUCTIONS = {"add": "sum", "multiply": "prod"}  # scatter's reduce= as scatter_reduce's (include_self=True)
+
+
+def scatter_with_reduce(self, dim, index, src, reduce):
+    """``aten.scatter.reduce`` (``scatter(dim, index, src, reduce="add"|"multiply")``), which torch.onnx has no
+    translation of: :func:`scatter_reduce` with ``"sum"``/``"prod"`` and ``include_self=True``, one reduction node."""
+    if reduce not in _SCATTER_REDUCTIONS:
+        raise ValueError(f"trt_scatter.torch: aten.scatter with reduce={reduce!r}: PyTorch takes 'add' or 'multiply'")
+    return scatter_reduce(self, dim, index, src, _SCATTER_REDUCTIONS[reduce], include_self=True)
+
+
+def scatter_value_with_reduce(self, dim, index, value, reduce):
+    """``aten.scatter.value_reduce`` (a scalar ``value`` for every index): :func:`scatter_with_reduce` of the value
+    broadcast to the index's shape."""
+    emitter = _Emitter()
+    src = emitter.op("Expand", emitter.op("CastLike", emitter.op("Constant", value_float=float(value)), self), emitter.op("Shape", index))
+    return scatter_with_reduce(self, dim, index, src, reduce)
 
 
 class _Emitter:
@@ -140,10 +226,31 @@ class _Emitter:
             return None
         return tuple(d if isinstance(d, int) else (d.value if getattr(d, "value", None) is not None else None) for d in value.shape)
 
-    def plugin(self, op_type, inputs, data):
-        output = getattr(self._trt_scatter, op_type)(*inputs, inplace=0)
+    def plugin(self, op_type, inputs, data, **attributes):
+        output = getattr(self._trt_scatter, op_type)(*inputs, **attributes, inplace=0)
         output.dtype, output.shape = data.dtype, data.shape  # what ops.py says; the tracer cannot infer a custom op
         return output
+
+    def is_batch_arange(self, value, data):
+        import numpy as np
+
+        constant = _constant_of(value)
+        dims = self.dims(data)
+        if constant is not None:
+            return constant.ndim == 1 and dims is not None and isinstance(dims[0], int) and np.array_equal(constant, np.arange(dims[0]))
+        producer = value.producer()
+        if producer is None or producer.op_type != "Range" or producer.domain not in ("", "ai.onnx"):
+            return False
+        start, limit, delta = producer.inputs
+        if any(_constant_of(v) is None or _constant_of(v).reshape(-1).tolist() != [w] for v, w in ((start, 0), (delta, 1))):
+            return False
+        return _reads_first_dimension(limit, data)
+
+    def expand_source(self, value):
+        producer = value.producer() if value is not None else None
+        if producer is None or producer.op_type != "Expand" or producer.domain not in ("", "ai.onnx"):
+            return None
+        return producer.inputs[0]
 
 
 def _ir():
@@ -166,12 +273,17 @@ def _stock(name, reason, *args):
     return _stock_function(name)(*args)
 
 
+def _stock_two(name, reason, *args):
+    logger.debug("trt_scatter.torch: aten.%s with %s: the stock translation", name, reason)
+    return _stock_function(name, "two")(*args)
+
+
 @functools.lru_cache(maxsize=None)
-def _stock_function(name):
-    """The exporter's own translation of ``aten.<name>.default`` (from a registry without custom entries)."""
+def _stock_function(name, overload="default"):
+    """The exporter's own translation of ``aten.<name>.<overload>`` (from a registry without custom entries)."""
     import torch
 
-    target = getattr(torch.ops.aten, name).default
+    target = getattr(getattr(torch.ops.aten, name), overload)
     decompositions = _stock_registry().get_decomps(target)
     if not decompositions:
         raise NotImplementedError(f"torch.onnx has no translation of aten.{name}")
@@ -183,3 +295,42 @@ def _stock_registry():
     from torch.onnx._internal.exporter import _registration
 
     return _registration.ONNXRegistry.from_torchlib()
+
+
+def _constant_of(value):
+    """A value's constant (an array), through the ``CastLike``/``Cast`` the exporter puts on Python numbers; or None."""
+    for _ in range(3):
+        if value is None:
+            return None
+        if value.const_value is not None:
+            return value.const_value.numpy()
+        producer = value.producer()
+        if producer is None:
+            return None
+        if producer.op_type == "Constant" and "value" in producer.attributes:
+            return producer.attributes["value"].value.numpy()
+        if producer.op_type not in ("CastLike", "Cast"):
+            return None
+        value = producer.inputs[0]
+    return None
+
+
+def _reads_first_dimension(value, data):
+    """True if ``value`` is data's first dimension: ``Squeeze(Shape(data, start=0, end=1))``, or ``Gather(Shape(data), 0)``,
+    through Casts and Reshapes."""
+    producer = value.producer()
+    while producer is not None and producer.op_type in ("Cast", "CastLike", "Squeeze", "Reshape"):
+        if producer.op_type == "Squeeze":
+            shape = producer.inputs[0].producer()
+            return (shape is not None and shape.op_type == "Shape" and shape.inputs[0] is data
+                    and _attribute(shape, "start", 0) == 0 and _attribute(shape, "end", None) == 1)  # fmt: skip
+        producer = producer.inputs[0].producer()
+    if producer is None or producer.op_type != "Gather":
+        return False
+    shape, index = producer.inputs[0].producer(), _constant_of(producer.inputs[1])
+    return shape is not None and shape.op_type == "Shape" and shape.inputs[0] is data and _attribute(shape, "start", 0) == 0 and index is not None and index.reshape(-1).tolist() == [0]
+
+
+def _attribute(node, name, default):
+    attribute = node.attributes.get(name)
+    return default if attribute is None else attribute.value

@@ -8,6 +8,10 @@ for what a ``trt_scatter`` node cannot express exactly:
   has no translation for either);
 - ``aten::index_copy``: one ScatterUpdate; ``aten::index_put`` with one integer index tensor and
   ``accumulate=False``: one ScatterUpdate, negative indices wrapped first;
+- ``aten::scatter_add``, ``aten::scatter_reduce`` (sum, prod, mean, amax, amin, include_self either way),
+  ``aten::index_add``, ``aten::index_put`` with ``accumulate=True``: one ScatterNDReduce or
+  ScatterElementsReduce (:mod:`.writes`). The stock symbolics refuse ``mean``, ``include_self=False``
+  and ``index_add`` with repeated indices, and add a repeated ``index_put`` index once;
 - slice assignment (``x[:, a:b] = y``, ``cache[:, :, pos:pos + t] = new``, ``x[:, 3] = y``,
   ``x[:, idx] = y``): the exporter turns ``aten::slice``/``aten::select`` followed by an in-place
   write into an ``onnx::Placeholder`` whose sub-block holds that chain; its symbolic here reads the
@@ -19,11 +23,20 @@ Call ``torch.onnx.export(..., dynamo=False, custom_opsets={"trt_scatter": 1})`` 
 use :func:`trt_scatter.torch.export`, which does both.
 """
 
+from __future__ import annotations
+
 import functools
+from typing import TYPE_CHECKING
 
 from trt_scatter.log import logger
 from trt_scatter.ops import DOMAIN
 from trt_scatter.torch import writes
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import torch
+    from torch.onnx._internal.torchscript_exporter.jit_utils import GraphContext
 
 
 def _max_opset():
@@ -40,7 +53,7 @@ OPSETS = range(13, _max_opset() + 1)  #: target opsets the symbolics serve (Unsq
 _stock = {}  # (name, opset) -> the function registered before ours (None: the exporter has none)
 
 
-def register_symbolics():
+def register_symbolics() -> None:
     """Registers the symbolics for every opset in :data:`OPSETS` (idempotent)."""
     writes.require_torch()
     registry = _registry()
@@ -57,7 +70,7 @@ def register_symbolics():
         registry.register(name, opset, functools.partial(_SYMBOLICS[name], stock=_stock_caller(name, opset)), custom=True)
 
 
-def unregister_symbolics():
+def unregister_symbolics() -> None:
     """Removes what :func:`register_symbolics` registered; the stock symbolics serve again."""
     registry = _registry()
     for name, opset in list(_stock):
@@ -69,14 +82,14 @@ def unregister_symbolics():
             getattr(registry, "_registry", {}).pop(name, None)
 
 
-def slice_scatter(g, self, src, dim, start, end, step, *, stock):
+def slice_scatter(g: GraphContext, self, src: torch._C.Value, dim: torch._C.Value, start: torch._C.Value, end: torch._C.Value, step: torch._C.Value, *, stock: Callable[..., torch._C.Value]) -> torch._C.Value:
     axis, step = _axis(self, _const(dim)), _const(step)
     if axis is None or not (isinstance(step, int) and step > 0):
         return stock(g, "a step that is not a positive int, or data of unknown rank", self, src, dim, start, end, step)
     return writes.slice_write(_Emitter(g), self, src, [(axis, _const(start), _const(end), step)])
 
 
-def select_scatter(g, self, src, dim, index, *, stock):
+def select_scatter(g: GraphContext, self, src: torch._C.Value, dim: torch._C.Value, index: torch._C.Value, *, stock: Callable[..., torch._C.Value]) -> torch._C.Value:
     axis, index = _axis(self, _const(dim)), _const(index)
     if axis is None or not isinstance(index, int):
         return stock(g, "an index known only at run time, or data of unknown rank", self, src, dim, index)
@@ -85,7 +98,7 @@ def select_scatter(g, self, src, dim, index, *, stock):
     return writes.slice_write(emitter, self, emitter.op("Unsqueeze", src, emitter.ints([axis])), [(axis, start, stop, 1)])
 
 
-def index_copy(g, self, dim, index, source, *, stock):
+def index_copy(g: GraphContext, self, dim: torch._C.Value, index: torch._C.Value, source: torch._C.Value, *, stock: Callable[..., torch._C.Value]) -> torch._C.Value:
     from torch.onnx import symbolic_helper
 
     axis, rank = _axis(self, _const(dim)), symbolic_helper._get_tensor_rank(index)
@@ -97,21 +110,54 @@ def index_copy(g, self, dim, index, source, *, stock):
     return writes.index_write(emitter, self, index, source, axis, wrap_negative=False)
 
 
-def index_put(g, self, indices, values, accumulate, *, stock):
+def index_put(g: GraphContext, self, indices: torch._C.Value, values: torch._C.Value, accumulate: torch._C.Value, *, stock: Callable[..., torch._C.Value]) -> torch._C.Value:
     from torch.onnx import symbolic_helper
 
     written = None
-    if _const(accumulate) in (False, 0) and symbolic_helper._is_packed_list(indices):
-        written = _index_put(_Emitter(g), self, symbolic_helper._unpack_list(indices), values)
-    elif _const(accumulate) not in (False, 0):  # the stock symbolic: ScatterND (no reduction) into zeros, plus self
-        logger.warning("trt_scatter.torch: aten::index_put with accumulate=True: PyTorch's TorchScript translation adds "
-                       "repeated indices once where eager PyTorch sums every value; export with dynamo=True for the sum")
+    if symbolic_helper._is_packed_list(indices):
+        written = _index_put(_Emitter(g), self, symbolic_helper._unpack_list(indices), values, accumulate=_const(accumulate) not in (False, 0))
+    if written is None and _const(accumulate) not in (False, 0):  # the stock symbolic: ScatterND (no reduction) into zeros, plus self
+        logger.warning("trt_scatter.torch: aten::index_put with accumulate=True and a mask or several index tensors: PyTorch's "
+                       "TorchScript translation adds repeated indices once where eager PyTorch sums every value")
     if written is None:
-        return stock(g, "accumulate=True, a mask, several index tensors or data of unknown rank", self, indices, values, accumulate)
+        return stock(g, "a mask, several index tensors or data of unknown rank", self, indices, values, accumulate)
     return written
 
 
-def placeholder(g, *inputs, stock, **attributes):
+def scatter_add(g: GraphContext, self, dim: torch._C.Value, index: torch._C.Value, src: torch._C.Value, *, stock: Callable[..., torch._C.Value]) -> torch._C.Value:
+    axis = _axis(self, _const(dim))
+    written = None if axis is None else writes.scatter_reduce_write(_Emitter(g), self, axis, index, src, "add", True)
+    return written if written is not None else stock(g, "data of unknown rank", self, dim, index, src)
+
+
+def scatter_reduce(g: GraphContext, self, dim: torch._C.Value, index: torch._C.Value, src: torch._C.Value, reduce: torch._C.Value, include_self: torch._C.Value, *, stock: Callable[..., torch._C.Value]) -> torch._C.Value:
+    from torch.onnx import symbolic_helper
+
+    axis = _axis(self, _const(dim))
+    reduction = writes.REDUCTIONS.get(symbolic_helper._maybe_get_const(reduce, "s"))
+    include = _const(include_self)
+    written = None
+    if axis is not None and reduction is not None and include in (True, False, 0, 1):
+        written = writes.scatter_reduce_write(_Emitter(g), self, axis, index, src, reduction, include)
+    return written if written is not None else stock(g, "a reduce or include_self not known, or data of unknown rank",
+                                                     self, dim, index, src, reduce, include_self)
+
+
+def index_add(g: GraphContext, self, dim: torch._C.Value, index: torch._C.Value, source: torch._C.Value, alpha: torch._C.Value, *, stock: Callable[..., torch._C.Value]) -> torch._C.Value:
+    from torch.onnx import symbolic_helper
+
+    axis, rank = _axis(self, _const(dim)), symbolic_helper._get_tensor_rank(index)
+    written = None
+    if axis is not None and rank is not None and rank <= 1 and _const(alpha) in (1, None):
+        emitter = _Emitter(g)
+        if rank == 0:
+            index = emitter.op("Reshape", index, emitter.ints([1]))
+        written = writes.index_reduce_write(emitter, self, index, source, axis, "add")
+    return written if written is not None else stock(g, "alpha other than 1, an index of rank > 1 or data of unknown rank",
+                                                     self, dim, index, source, alpha)
+
+
+def placeholder(g: GraphContext, *inputs: torch._C.Value, stock: Callable[..., torch._C.Value], **attributes: object) -> torch._C.Value:
     """``onnx::Placeholder`` of an in-place write through a chain of slices and selects."""
     written = None
     if g.original_node.s("name") in ("index_put", "index_put_"):
@@ -126,6 +172,9 @@ _SYMBOLICS = {
     "aten::select_scatter": select_scatter,
     "aten::index_copy": index_copy,
     "aten::index_put": index_put,
+    "aten::scatter_add": scatter_add,
+    "aten::scatter_reduce": scatter_reduce,
+    "aten::index_add": index_add,
     "onnx::Placeholder": placeholder,
 }
 
@@ -162,22 +211,28 @@ def _chained_write(g, data):
             steps_in_onnx.append(("slice", view_axis % len(remaining), start, stop, step))
         else:
             index = arguments[2]
-            if not isinstance(index, int):
-                return None
-            slices.append((axis, *writes.select_slice(index), 1))
+            if isinstance(index, int):
+                slices.append((axis, *writes.select_slice(index), 1))
+            else:  # an index known at run time (``cache[b, :, pos[b]]``: the tracer selects at ``pos[b]``)
+                index = _runtime_index(emitter, data, axis, index)
+                if index is None:
+                    return None
+                slices.append((axis, index, emitter.op("Add", index, emitter.scalar(1)), 1))
             steps_in_onnx.append(("select", view_axis % len(remaining), index))
             remaining.remove(axis)
         previous = node.output()
     if previous is not view_value:
         return None
-    index_tensors = [_old_const(v, g) for v in _old_list(indices)]
-    index_tensors = [emitter.op("Constant", value=v) if isinstance(v, _torch().Tensor) else v for v in index_tensors]
-    if values not in g.env:
+    index_tensors = [_old_index(v, g) for v in _old_list(indices)]
+    if values not in g.env or any(index is _UNKNOWN for index in index_tensors):
         return None
+    index_tensors = [emitter.op("Constant", value=v) if isinstance(v, _torch().Tensor) else v for v in index_tensors]
     updates = g.env[values]
     if index_tensors:  # x[:, idx] = v: a slice of everything, then an index list
         whole = all(step[0] == "slice" and writes._whole_axis(_sizes(data), step[1], step[2], step[3], step[4]) for step in steps_in_onnx)
-        return _index_put(emitter, data, index_tensors, updates) if whole else None
+        if whole:
+            return _index_put(emitter, data, index_tensors, updates)
+        return _selected_write(emitter, data, slices, steps_in_onnx, remaining, index_tensors, updates)
     # Slice assignment broadcasts the values to the view: the exporter has put an expand_as there
     # already; otherwise the view is rebuilt from data (the chain in ONNX) for its shape.
     view_sizes, value_sizes = _old_sizes(view_value), _old_sizes(values)
@@ -198,7 +253,8 @@ def _chained_write(g, data):
                 bounds = (writes._vector(emitter, [v]) for v in (start or 0, writes.INT64_MAX if stop is None else stop))
                 view = emitter.op("Slice", view, *bounds, emitter.ints([view_axis]), emitter.ints([step_size]))
             else:
-                view = emitter.op("Gather", view, emitter.op("Constant", value=_torch().tensor(step[2])), axis=step[1])
+                index = step[2] if not isinstance(step[2], int) else emitter.op("Constant", value=_torch().tensor(step[2]))
+                view = emitter.op("Gather", view, index, axis=step[1])
         updates = emitter.op("Expand", updates, emitter.op("Shape", view))
     selected = sorted(axis for (axis, *_), step in zip(slices, steps_in_onnx) if step[0] == "select")
     if selected:
@@ -207,13 +263,59 @@ def _chained_write(g, data):
     return writes.slice_write(emitter, data, emitter.cast(updates, emitter.scalar_type(data)), slices)
 
 
-def _index_put(emitter, data, indices, values):
-    """``data[..., index, ...] = values`` with one integer index tensor among ``indices`` (the rest None); ``None`` otherwise."""
+def _selected_write(emitter, data, slices, steps, remaining, index_tensors, values):
+    """``data[b, ..., t, ...] = values`` (``cache[b, :, pos[b]] = k[b]``): selects (int indices) and 0-d integer index
+    tensors (a select at a run-time index, negative ones counting from the end) on otherwise whole axes: one SliceScatter
+    of one element on each of those axes; None for any other form."""
+    dims = _sizes(data)
+    if dims is None:
+        return None
+    written, selected = [], []
+    for (axis, start, stop, step), kind in zip(slices, steps):
+        if kind[0] == "select":
+            written.append((axis, start, stop, step))
+            selected.append(axis)
+        elif not writes._whole_axis(dims, axis, start, stop, step):
+            return None
+    for position, index in enumerate(index_tensors):
+        if index is None:
+            continue
+        index = _runtime_index(emitter, data, remaining[position], index) if position < len(remaining) else None
+        if index is None:
+            return None
+        written.append((remaining[position], index, emitter.op("Add", index, emitter.scalar(1)), 1))
+        selected.append(remaining[position])
+    if len(set(selected)) != len(selected):
+        return None
+    kept = [axis for axis in range(len(dims)) if axis not in selected]
+    shape = emitter.op("Shape", data)
+    pieces = [emitter.op("Gather", shape, emitter.ints([axis]), axis=0) for axis in kept]
+    updates = writes.expand_to(emitter, values, pieces, tuple(dims[axis] for axis in kept)) if pieces else values
+    updates = emitter.op("Unsqueeze", updates, emitter.ints(sorted(selected)))
+    return writes.slice_write(emitter, data, emitter.cast(updates, emitter.scalar_type(data)), written)
+
+
+def _runtime_index(emitter, data, axis, index):
+    """A 0-d integer graph value selecting along ``axis`` as an int64 index in [0, s) (PyTorch's negative indices count
+    from the end), or None for anything else."""
+    scalar_type = _exporter_module("_type_utils").JitScalarType
+    if not hasattr(index, "node") or _sizes(index) != [] or emitter.scalar_type(index) not in (scalar_type.INT64, scalar_type.INT):
+        return None
+    index = emitter.int64(index)
+    size = emitter.op("Gather", emitter.op("Shape", data), emitter.scalar(axis), axis=0)
+    return emitter.op("Where", emitter.op("Less", index, emitter.scalar(0)), emitter.op("Add", index, size), index)
+
+
+def _index_put(emitter, data, indices, values, accumulate=False):
+    """``data[..., index, ...] = values`` (``+=`` with ``accumulate``) with one integer index tensor among ``indices`` (the
+    rest None); ``None`` otherwise."""
     from torch.onnx import symbolic_helper
 
     scalar_type = _exporter_module("_type_utils").JitScalarType
 
     tensors = [(position, index) for position, index in enumerate(indices) if not symbolic_helper._is_none(index)]
+    if len(tensors) == 2 and tensors[0][0] == 0:  # a batch index and a position index: each row at its own position
+        return writes.batch_position_write(emitter, data, tensors[0][1], tensors[1][1], values, tensors[1][0])
     if len(tensors) != 1:
         return None
     axis, index = tensors[0]
@@ -223,6 +325,8 @@ def _index_put(emitter, data, indices, values):
     target = None if index_dims is None else data_dims[:axis] + index_dims + data_dims[axis + 1 :]
     pieces = [emitter.op("Shape", data, start=0, end=axis), emitter.op("Shape", index), emitter.op("Shape", data, start=axis + 1)]
     updates = writes.expand_to(emitter, values, pieces, target)
+    if accumulate:
+        return writes.index_reduce_write(emitter, data, index, updates, axis, "add")
     constant = symbolic_helper._maybe_get_const(index, "t")
     wrap = not (hasattr(constant, "min") and constant.numel() and int(constant.min()) >= 0)
     return writes.index_write(emitter, data, index, updates, axis, wrap_negative=wrap)
@@ -280,10 +384,38 @@ class _Emitter:
     def scalar(self, value):
         return self.g.op("Constant", value_t=_torch().tensor(value, dtype=_torch().int64))
 
-    def plugin(self, op_type, inputs, data):
-        output = self.g.op(f"{DOMAIN}::{op_type}", *inputs, inplace_i=0)
+    def plugin(self, op_type, inputs, data, **attributes):
+        named = {f"{name}_{_suffix(value)}": value for name, value in attributes.items()}
+        output = self.g.op(f"{DOMAIN}::{op_type}", *inputs, **named, inplace_i=0)
         output.setType(data.type())  # what ops.py says; the exporter cannot infer a custom op
         return output
+
+    def is_batch_arange(self, value, data):
+        from torch.onnx import symbolic_helper
+
+        torch = _torch()
+        constant = symbolic_helper._maybe_get_const(value, "t")
+        if isinstance(constant, torch.Tensor):
+            sizes = _sizes(data)
+            return (constant.dim() == 1 and sizes is not None and sizes[0] is not None
+                    and torch.equal(constant, torch.arange(sizes[0], dtype=constant.dtype)))  # fmt: skip
+        node = value.node()
+        if node.kind() != "onnx::Range":
+            return False
+        start, limit, delta = node.inputs()
+        if _const(start) != 0 or _const(delta) != 1:
+            return False
+        while limit.node().kind() in ("onnx::Cast", "onnx::Squeeze", "onnx::Reshape"):
+            limit = next(limit.node().inputs())
+        gather = limit.node()
+        if gather.kind() != "onnx::Gather":
+            return False
+        shape, index = gather.inputs()
+        return shape.node().kind() == "onnx::Shape" and next(shape.node().inputs()) is data and _const(index) == 0
+
+    def expand_source(self, value):
+        node = value.node() if value is not None else None
+        return next(node.inputs()) if node is not None and node.kind() == "onnx::Expand" else None
 
 
 def _suffix(value):
@@ -330,6 +462,21 @@ def _old_const(value, g):
             constant = constant.item()
         return int(constant) if isinstance(constant, (bool, int)) else constant
     return _const(g.env[value]) if value in g.env else None
+
+
+_UNKNOWN = object()
+
+
+def _old_index(value, g):
+    """An index of the Placeholder's sub-block: None, a constant tensor (kept a tensor, whatever its size: ``x[:, t] = y``
+    with ``t = torch.tensor([3])`` indexes with a tensor, not an int), or its converted value; ``_UNKNOWN`` otherwise."""
+    node = value.node()
+    if node.kind() == "prim::Constant":
+        if node.mustBeNone():
+            return None
+        constant = value.toIValue()
+        return constant if isinstance(constant, _torch().Tensor) else _UNKNOWN
+    return g.env.get(value, _UNKNOWN)
 
 
 def _old_sizes(value):

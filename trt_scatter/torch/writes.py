@@ -1,9 +1,16 @@
-"""The two writes PyTorch's scatter-like ops become, written once for both exporters.
+"""The writes PyTorch's scatter-like ops become, written once for both exporters.
 
 A slice write (``slice_scatter``, slice assignment, ``select_scatter``) becomes one
 ``trt_scatter::SliceScatter`` node; a write of whole slices at an index list (``index_copy``,
-``index_put`` with one integer index tensor) one ``trt_scatter::ScatterUpdate`` node, with the
-node inputs :mod:`trt_scatter.ops` prescribes. The graph is built through an *emitter*, a small
+``index_put`` with one integer index tensor) one ``trt_scatter::ScatterUpdate`` node; a write of each
+batch row at its own position (``cache[arange(B), :, pos] = k``, ``index_put`` with a batch index and a
+position index) one ``trt_scatter::CacheScatter`` node (TensorScatter-24); a write that combines
+(``scatter_add``, ``scatter_reduce``, ``index_add``, ``index_put(accumulate=True)``) one
+``trt_scatter::ScatterNDReduce`` node where the index addresses whole rows along the first axis (an
+index list, or PyTorch's index broadcast over the other axes, as PyG's aggregations write it: the
+kernel then sorts rows, not elements) and one ``trt_scatter::ScatterElementsReduce`` node otherwise;
+with the node inputs :mod:`trt_scatter.ops` prescribes. A masked write (``x[mask] = v``,
+``masked_scatter``) becomes a ``Where``. The graph is built through an *emitter*, a small
 object each exporter implements over its own graph API (onnxscript for ``dynamo=True``,
 TorchScript's ``GraphContext`` for ``dynamo=False``):
 
@@ -13,9 +20,14 @@ TorchScript's ``GraphContext`` for ``dynamo=False``):
 ``emitter.scalar(value)``                  a 0-d int64 constant
 ``emitter.vector(value)``                  a 0-d or 1-element int tensor as 1-D int64
 ``emitter.int64(value)``                   an int tensor as int64 (a Cast only where it is not)
-``emitter.plugin(op_type, inputs, data)``  the ``trt_scatter`` node, typed like ``data``
+``emitter.plugin(op_type, inputs, data,``  the ``trt_scatter`` node, typed like ``data``, with the
+``**attributes)``                           op's attributes (ints, strings) and ``inplace=0``
+``emitter.is_batch_arange(value, data)``   True if ``value`` is ``[0, 1, ..., B-1]`` for B data's first
+                                           dimension: a constant (B static) or ``Range(0, B, 1)``, B read
+                                           from ``Shape(data)``
 ``emitter.dims(value)``                    the static shape: a tuple of ints, symbolic names (str)
                                            and ``None`` (not known), or ``None`` if the rank is not
+``emitter.expand_source(value)``           the input of the Expand that made ``value``, or ``None``
 =======================================  ==================================================
 
 Parameters here are Python ints or graph values (run-time integers, ``SymInt`` in the FX graph);
@@ -23,10 +35,25 @@ PyTorch's slice semantics (negative bounds count from the end, clamping, steps >
 SliceScatter-15's for positive steps, so bounds pass through unchanged.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import onnx_ir
+    import torch
+
+    #: a graph value of either exporter (onnxscript's for dynamo=True, TorchScript's for dynamo=False)
+    _Value = onnx_ir.Value | torch._C.Value
+
 INT64_MAX = 2**63 - 1
+#: PyTorch's reduce names (scatter_reduce, scatter's "add") -> the reduction ops' ``reduction`` attribute
+REDUCTIONS = {"sum": "add", "add": "add", "prod": "mul", "amax": "max", "amin": "min", "mean": "mean"}
 
 
-def require_torch():
+def require_torch() -> None:
     """Imports PyTorch and onnxscript, or raises one ImportError that says which extra installs them
     (they are not core dependencies of trt-scatter)."""
     try:
@@ -36,7 +63,7 @@ def require_torch():
         raise ImportError(f"trt_scatter.torch needs PyTorch and onnxscript ({err}): pip install 'trt-scatter[torch]'") from None
 
 
-def slice_write(emitter, data, updates, slices):
+def slice_write(emitter: Any, data: _Value, updates: _Value, slices: Sequence[tuple[int, int | _Value | None, int | _Value | None, int]]) -> _Value:
     """Writes ``updates`` into ``data`` at ``slices``: ``[(axis, start, stop, step), ...]`` on distinct axes in [0, rank).
 
     ``start``/``stop`` may be ``None`` (0 / the end); ``step`` must be a positive int. Slices that
@@ -53,12 +80,12 @@ def slice_write(emitter, data, updates, slices):
     return emitter.plugin("SliceScatter", [data, updates, starts, stops, steps, axes], data)
 
 
-def select_slice(index):
+def select_slice(index: int) -> tuple[int, int]:
     """``(start, stop)`` of the one-element slice that selecting ``index`` (an int) takes, negative indices included."""
     return index, (index + 1 if index != -1 else INT64_MAX)
 
 
-def index_write(emitter, data, indices, updates, axis, wrap_negative):
+def index_write(emitter: Any, data: _Value, indices: _Value, updates: _Value, axis: int, wrap_negative: bool) -> _Value:
     """Writes the slices ``updates`` of ``data`` along ``axis`` at ``indices`` (ScatterUpdate-3).
 
     ``updates`` must already have the shape ``data.shape[:axis] + indices.shape + data.shape[axis+1:]``.
@@ -74,7 +101,119 @@ def index_write(emitter, data, indices, updates, axis, wrap_negative):
     return emitter.plugin("ScatterUpdate", [data, indices, updates, emitter.ints([axis])], data)
 
 
-def expand_to(emitter, values, shape_pieces, target_dims):
+def batch_position_write(emitter: Any, data: _Value, batch_index: _Value, positions: _Value, values: _Value, axis: int) -> _Value | None:
+    """Writes each batch row ``b`` of ``data`` at position ``positions[b]`` along ``axis`` (TensorScatter-24, linear), or
+    returns None where the indices are not that write: ``data[arange(B), ..., positions, ...] = values`` with the batch
+    index an ``arange`` over data's first dimension and ``positions`` a 1-D integer tensor of one index per row.
+
+    PyTorch's advanced indexing gives ``values`` the shape ``(B,) + data.shape[1:axis] + data.shape[axis+1:]`` (the
+    broadcast index dimension first, whether the two index tensors are adjacent or not), to which they are
+    broadcast first; the written entry's axis is then put back, of size 1. Negative positions count from the end
+    (PyTorch's indexing), so they are wrapped.
+    """
+    dims, index_dims = emitter.dims(data), emitter.dims(positions)
+    if dims is None or index_dims is None or len(index_dims) != 1 or not 1 <= axis < len(dims) or not emitter.is_batch_arange(batch_index, data):
+        return None
+    if isinstance(index_dims[0], int) and isinstance(dims[0], int) and index_dims[0] != dims[0]:
+        return None  # a broadcast position (the same for every row): not this write. Dynamic sizes broadcast only when equal.
+    target = (dims[0],) + dims[1:axis] + dims[axis + 1 :]
+    pieces = [emitter.op("Shape", positions), emitter.op("Shape", data, start=1, end=axis), emitter.op("Shape", data, start=axis + 1)]
+    values = expand_to(emitter, values, pieces, target)
+    update = emitter.op("Unsqueeze", values, emitter.ints([axis]))
+    positions = emitter.int64(positions)
+    size = emitter.op("Gather", emitter.op("Shape", data), emitter.scalar(axis), axis=0)
+    positions = emitter.op("Where", emitter.op("Less", positions, emitter.scalar(0)), emitter.op("Add", positions, size), positions)
+    return emitter.plugin("CacheScatter", [data, update, positions], data, axis=axis, mode="linear")
+
+
+def masked_write(emitter: Any, data: _Value, mask: _Value, values: _Value) -> _Value | None:
+    """``data[mask] = values`` with a boolean ``mask`` over data's leading axes and ``values`` that broadcast over the
+    axes the mask leaves (a scalar, or at most that many axes): ``Where(mask, values, data)``, no NonZero (which
+    gives data-dependent shapes, and which TensorRT-RTX lacks); None for values of one element per True (a source)."""
+    dims, mask_dims, value_dims = emitter.dims(data), emitter.dims(mask), emitter.dims(values)
+    if dims is None or mask_dims is None or value_dims is None or len(mask_dims) > len(dims):
+        return None
+    trailing = len(dims) - len(mask_dims)
+    if len(value_dims) > trailing and any(d != 1 for d in value_dims):
+        return None
+    if trailing:
+        mask = emitter.op("Unsqueeze", mask, emitter.ints(list(range(len(mask_dims), len(dims)))))
+    return emitter.op("Where", mask, emitter.op("CastLike", values, data), data)
+
+
+def masked_scatter(emitter: Any, data: _Value, mask: _Value, source: _Value) -> _Value:
+    """``data.masked_scatter(mask, source)``: the True elements of ``mask`` (broadcast to data) take ``source``'s elements
+    in order, as ``Where(mask, source_flat[max(CumSum(mask) - 1, 0)], data)``: no NonZero."""
+    shape = emitter.op("Shape", data)
+    mask = emitter.op("Expand", mask, shape)
+    ranks = emitter.op("CumSum", emitter.op("Cast", emitter.op("Reshape", mask, emitter.ints([-1])), to=7), emitter.scalar(0))
+    rows = emitter.op("Max", emitter.op("Sub", ranks, emitter.ints([1])), emitter.ints([0]))
+    taken = emitter.op("Gather", emitter.op("Reshape", source, emitter.ints([-1])), rows, axis=0)
+    return emitter.op("Where", mask, emitter.op("Reshape", taken, shape), data)
+
+
+def scatter_reduce_write(emitter: Any, data: _Value, axis: int, index: _Value, src: _Value, reduction: str, include_self: bool | int) -> _Value | None:
+    """``scatter_reduce``/``scatter_add``: ``src`` combined into ``data`` at ``index`` along ``axis`` (PyTorch's
+    ``reduce`` already mapped through :data:`REDUCTIONS`); ``None`` where the ranks are not known.
+
+    PyTorch reads only the part of ``src`` that has index's shape: a Slice takes it where the shapes may differ.
+    Where ``index`` is an index list broadcast over data's other axes (:func:`_index_rows`), the write is a
+    ScatterNDReduce of rows; else a ScatterElementsReduce.
+    """
+    data_dims, index_dims, src_dims = emitter.dims(data), emitter.dims(index), emitter.dims(src)
+    if data_dims is None or index_dims is None or src_dims is None or not len(data_dims) == len(index_dims) == len(src_dims):
+        return None
+    rank = len(data_dims)
+    updates = src
+    if not all(_known_equal(a, b) for a, b in zip(index_dims, src_dims)):
+        updates = emitter.op("Slice", src, emitter.ints([0] * rank), emitter.op("Shape", index), emitter.ints(list(range(rank))))
+    attributes = {"reduction": reduction, "include_self": int(bool(include_self))}
+    rows = _index_rows(emitter, index, axis, data_dims, index_dims)
+    if rows is not None:
+        return emitter.plugin("ScatterNDReduce", [data, rows, updates], data, **attributes)
+    return emitter.plugin("ScatterElementsReduce", [data, index, updates], data, axis=axis, **attributes)
+
+
+def index_reduce_write(emitter: Any, data: _Value, indices: _Value, updates: _Value, axis: int, reduction: str, include_self: bool | int = 1) -> _Value | None:
+    """``index_add`` and ``index_put(accumulate=True)``: the slices ``updates`` (shape ``data.shape[:axis] +
+    indices.shape + data.shape[axis+1:]``) combined into ``data`` at ``indices`` along ``axis``; ``None`` where that
+    takes more than one node (``indices`` of rank other than 1 off the first axis). Negative indices count from
+    the end, as in PyTorch and in the reduction ops.
+
+    Along the first axis: ScatterNDReduce with ``indices[..., None]`` as its index rows (any rank of indices).
+    Along another: ScatterElementsReduce with the 1-D indices broadcast to updates' shape.
+    """
+    attributes = {"reduction": reduction, "include_self": int(bool(include_self))}
+    if axis == 0:
+        rows = emitter.op("Unsqueeze", indices, emitter.ints([-1]))
+        return emitter.plugin("ScatterNDReduce", [data, rows, updates], data, **attributes)
+    data_dims, index_dims = emitter.dims(data), emitter.dims(indices)
+    if data_dims is None or index_dims is None or len(index_dims) != 1:
+        return None
+    shape = [1] * axis + [-1] + [1] * (len(data_dims) - axis - 1)
+    expanded = emitter.op("Expand", emitter.op("Reshape", indices, emitter.ints(shape)), emitter.op("Shape", updates))
+    return emitter.plugin("ScatterElementsReduce", [data, expanded, updates], data, axis=axis, **attributes)
+
+
+def _index_rows(emitter, index, axis, data_dims, index_dims):
+    """For ``index`` = an index list ``e`` of shape (E, 1, ..., 1) expanded over data's other axes (PyTorch's
+    ``index.view(-1, 1).expand_as(src)``) along axis 0: ``e`` as (E, 1) index rows, else ``None``. Every element
+    of a row then has the same target row, so ScatterNDReduce of rows computes the same values."""
+    source = emitter.expand_source(index) if axis == 0 else None
+    source_dims = emitter.dims(source) if source is not None else None
+    if source_dims is None or len(source_dims) != len(index_dims) or any(d != 1 for d in source_dims[1:]):
+        return None
+    if not _known_equal(source_dims[0], index_dims[0]) or not all(_known_equal(a, b) for a, b in zip(index_dims[1:], data_dims[1:])):
+        return None  # a broadcast along the axis too, or a write of part of each row
+    return source if len(source_dims) == 2 else emitter.op("Reshape", source, emitter.ints([-1, 1]))
+
+
+def _known_equal(a, b):
+    """Dimensions known to be equal: the same int, or the same symbolic name."""
+    return a is not None and a == b
+
+
+def expand_to(emitter: Any, values: _Value, shape_pieces: Sequence[_Value], target_dims: Sequence[int | str | None] | None) -> _Value:
     """``values`` broadcast to the shape ``Concat(shape_pieces)``, unless its static shape already is ``target_dims``."""
     if target_dims is not None and emitter.dims(values) == tuple(target_dims) and None not in target_dims:
         return values

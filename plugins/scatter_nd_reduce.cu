@@ -1,0 +1,61 @@
+// ScatterNDReduce (trt_scatter): each row i of `indices` (shape (..., k)) addresses one element or slice of
+// `data` (its first k axes); row i of `updates` (shape indices.shape[:-1] + data.shape[k:]) combines into it
+// element by element, by `reduction`, rows in ascending position (C order), starting from data's values
+// (include_self=1) or the first row (include_self=0). A row with an index outside [-s_j, s_j-1] is
+// skipped and counted once.
+//
+// Instantiated per element size (T) and index type (Index); the element's type within its size is
+// ScatterReduceArgs::element_kind. The rows of scatter_reduce.cuh are the index rows: T = prod(data.shape[:k])
+// target rows of C = prod(data.shape[k:]) elements, so only the index rows are sorted, never each element.
+#include "scatter_reduce.cuh"
+
+// Row r of indices -> the target row it addresses in data's first k axes (row-major), -1 if out of range.
+template <typename Index>
+struct RowTargets {
+    const ScatterReduceArgs& a;
+
+    __device__ __forceinline__ i64 operator()(i64 r) const {
+        const int k = static_cast<int>(a.indices_shape[a.indices_rank - 1]);
+        const Index* row = static_cast<const Index*>(a.indices) + r * k;
+        i64 target = 0;
+        for (int j = 0; j < k; ++j) {
+            const i64 size = a.data_shape[j];
+            i64 value = static_cast<i64>(row[j]);
+            if (value < 0) value += size;
+            if (value < 0 || value >= size) return -1;
+            target = target * size + value;
+        }
+        return target;
+    }
+};
+
+// Entry point of the Python plugin: one phase of the plan (plugins/scatter_nd_reduce.py).
+template <typename T, typename Index>
+__global__ void scatter_nd_reduce(ScatterReduceArgs a) {
+    scatter_reduce_phase<T>(a, RowTargets<Index>{a});
+}
+
+// Entry point of the AOT plugin (plugins/aot.py): the three inputs, the int32 scalars, then the output,
+// aliased with `data` (not read). Integer atomics, include_self=1: what the AOT form takes.
+template <typename T, typename Index>
+__global__ void scatter_nd_reduce_aot(const char* data, const void* indices, const char* updates, int data_rank,
+                                      int indices_rank, int reduction, TRT_SCATTER_SHAPE_PARAMS(data_dim),
+                                      TRT_SCATTER_SHAPE_PARAMS(indices_dim), char* output) {
+    (void)data;
+    ScatterReduceArgs a = {};
+    a.output = output;
+    a.updates = updates;
+    a.indices = indices;
+    TRT_SCATTER_SET_SHAPE(a.data_shape, data_dim);
+    TRT_SCATTER_SET_SHAPE(a.indices_shape, indices_dim);
+    a.data_rank = data_rank;
+    a.indices_rank = indices_rank;
+    a.reduction = reduction;
+    a.include_self = 1;
+    const int k = static_cast<int>(a.indices_shape[indices_rank - 1]);
+    a.num_rows = 1;
+    for (int d = 0; d + 1 < indices_rank; ++d) a.num_rows *= a.indices_shape[d];
+    a.columns = 1;
+    for (int d = k; d < data_rank; ++d) a.columns *= a.data_shape[d];
+    scatter_reduce_atomic<T>(a, RowTargets<Index>{a});
+}

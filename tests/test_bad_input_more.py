@@ -1,0 +1,301 @@
+"""Bad input, a further round: the environment (switches, the kernel cache), paths and names, an interrupted command,
+the example networks' profiles, the PyTorch exporter, the plugin creators and the data loader's arguments. Each
+mistake is one line naming it, nothing is left half written or running, nothing is silently ignored."""
+
+import logging
+import os
+import signal
+import stat
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+import onnx_fixtures as fx
+from trt_scatter import onnx_models
+from trt_scatter.inputs import ScatterDataLoader
+from trt_scatter.plugins import cuda, kernels
+
+
+def _one_line(result, code=2):
+    """The command failed with ``code`` and said why in one line on stderr (no traceback); returns that line."""
+    assert result.returncode == code, result.stdout + result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
+    return result.stderr.rstrip("\n")
+
+
+def _plugin_model(tmp_path, name="m.onnx"):
+    path = tmp_path / name
+    onnx.save(onnx_models.slice_scatter_model((4, 6), start=[1], stop=[6], step=[2], axes=[1]), path)
+    return path
+
+
+def _temporary_files(folder):
+    return [name for name in os.listdir(folder) if name.endswith(".tmp") or name.startswith(".")]
+
+
+# ---- the environment ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value, on", [("1", True), ("true", True), ("Yes", True), ("on", True), ("", False), ("0", False),
+                                       ("false", False), ("no", False), ("OFF", False)])
+def test_switches_read_the_usual_words(monkeypatch, value, on):
+    """TRT_SCATTER_DEBUG=true was silently off (only "1" counted) and TRT_SCATTER_VERBOSE=false on (all but "0")."""
+    from trt_scatter.log import env_flag
+
+    monkeypatch.setenv("TRT_SCATTER_DEBUG", value)
+    monkeypatch.setenv("TRT_SCATTER_VERBOSE", value)
+    assert kernels.debug_enabled() is on
+    assert env_flag("TRT_SCATTER_VERBOSE") is on
+
+
+def test_a_switch_of_another_value_is_on_with_one_warning(monkeypatch, caplog):
+    monkeypatch.setenv("TRT_SCATTER_DEBUG", "2")
+    with caplog.at_level(logging.WARNING, logger="trt_scatter"):
+        assert kernels.debug_enabled() and kernels.debug_enabled()
+    assert [record.getMessage() for record in caplog.records] == ["TRT_SCATTER_DEBUG='2' is not one of 1/true/yes/on (on) or 0/false/no/off (off): taken as on"]
+
+
+@pytest.fixture
+def fake_compiler(monkeypatch, tmp_path):
+    """NVRTC replaced by a stand-in that returns a recognizable CUBIN and counts its calls; the cache in tmp_path."""
+    compiled = []
+
+    def compile_cubin(kernel, element_size, index_itemsize, arch):
+        compiled.append(kernel)
+        return b"\x7fELF" + bytes([element_size, arch]) * 500, f"lowered_{kernel}"
+
+    monkeypatch.setattr(cuda, "compile_cubin", compile_cubin)
+    monkeypatch.setattr(cuda, "_cubins", {})
+    monkeypatch.setattr(cuda, "source_digest", lambda: "d1g3st")
+    monkeypatch.setenv(cuda.CACHE_ENV, str(tmp_path / "cache"))
+    return compiled
+
+
+def _cache_file(tmp_path):
+    return tmp_path / "cache" / (cuda.cache_key("slice_scatter", 4, None, 90) + ".cubin")
+
+
+@pytest.mark.parametrize("damage", ["truncated", "name not UTF-8", "one byte flipped"])
+def test_a_damaged_kernel_in_the_cache_is_compiled_again_not_loaded(fake_compiler, tmp_path, damage):
+    first = cuda.cubin("slice_scatter", 4, None, 90)
+    cuda._cubins.clear()
+    blob = _cache_file(tmp_path).read_bytes()
+    damaged = {"truncated": blob[: len(blob) // 2],
+               "name not UTF-8": blob.replace(b"lowered_slice_scatter", b"\xff\xfe"),
+               "one byte flipped": blob[:-10] + bytes([blob[-10] ^ 1]) + blob[-9:]}[damage]
+    _cache_file(tmp_path).write_bytes(damaged)
+    assert cuda.cubin("slice_scatter", 4, None, 90) == first
+    assert len(fake_compiler) == 2
+    cuda._cubins.clear()
+    assert cuda.cubin("slice_scatter", 4, None, 90) == first and len(fake_compiler) == 2  # written again, whole
+
+
+def test_a_kernel_cache_write_that_fails_leaves_no_temporary_file(fake_compiler, tmp_path, monkeypatch):
+    def full_disk(self, data):
+        with open(self, "wb") as f:
+            f.write(data[:10])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_bytes", full_disk)
+    assert cuda.cubin("slice_scatter", 4, None, 90)[1] == "lowered_slice_scatter"
+    assert os.listdir(tmp_path / "cache") == []
+
+
+# ---- paths and names ------------------------------------------------------------------------------------
+
+
+def test_an_output_through_a_dangling_link_is_written_where_it_points(tmp_path):
+    model = _plugin_model(tmp_path)
+    (tmp_path / "link.onnx").symlink_to(tmp_path / "target.onnx")
+    result = fx.run_tool("trt-scatter", ["lower", model, tmp_path / "link.onnx"])
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "link.onnx").is_symlink() and onnx.load(tmp_path / "target.onnx").graph.node
+
+
+def test_an_output_gets_the_usual_permissions_and_keeps_those_of_the_file_it_replaces(tmp_path):
+    model = _plugin_model(tmp_path)
+    umask = os.umask(0o022)
+    try:
+        assert fx.run_tool("trt-scatter", ["lower", model, tmp_path / "new.onnx"]).returncode == 0
+        (tmp_path / "old.onnx").write_bytes(b"old")
+        os.chmod(tmp_path / "old.onnx", 0o640)
+        assert fx.run_tool("trt-scatter", ["lower", model, tmp_path / "old.onnx"]).returncode == 0
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(os.stat(tmp_path / "new.onnx").st_mode) == 0o644
+    assert stat.S_IMODE(os.stat(tmp_path / "old.onnx").st_mode) == 0o640 and onnx.load(tmp_path / "old.onnx").graph.node
+
+
+def test_a_model_in_a_folder_whose_name_is_not_utf8_builds_with_its_external_weights(tmp_path):
+    """TensorRT's parser takes the path as UTF-8 only: it was one confusing line ("parse(): incompatible function arguments")."""
+    data = helper.make_tensor_value_info("data", onnx.TensorProto.FLOAT, [4, 300])
+    output = helper.make_tensor_value_info("output", onnx.TensorProto.FLOAT, [4, 300])
+    constants = [numpy_helper.from_array(np.array([[1], [3]], np.int64), "indices"), numpy_helper.from_array(np.ones((2, 300), np.float32), "updates")]
+    graph = helper.make_graph([helper.make_node("ScatterND", ["data", "indices", "updates"], ["output"])], "g", [data], [output], constants)
+    (tmp_path / "plain").mkdir()
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "plain" / "w.onnx",
+              save_as_external_data=True, size_threshold=1024, location="w.data")
+    folder = tmp_path / os.fsdecode(b"mod\xe8les")  # Latin-1 bytes: not UTF-8
+    (tmp_path / "plain").rename(folder)
+    (folder / "w.onnx").rename(folder / os.fsdecode(b"\xe9.onnx"))
+    result = fx.run_tool("trt-scatter", ["build", folder / os.fsdecode(b"\xe9.onnx"), "-o", tmp_path / "e.engine"])
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "e.engine").stat().st_size > 0
+
+
+@pytest.mark.parametrize("argv, rule", [
+    (["build", "slice_scater"], "unknown example network 'slice_scater' (did you mean 'slice_scatter'?); known: "),
+    (["build", "SliceScatter", "--plugins"], "unknown example network 'SliceScatter' (did you mean 'slice_scatter'?)"),
+    (["build", "./missing", "--plugins"], "cannot read ONNX model './missing': No such file or directory"),
+    (["build", "slice_scatter", "--dynamic", "--min", "data:[1,,6]", "--opt", "data:[2,6]", "--max", "data:[4,6]"],
+     "--min 'data:[1,,6]' is not NAME:[D,...]"),
+    (["build", "slice_scatter", "--dynamic", "--min", "data:[99999999999999999999,6]", "--opt", "data:[2,6]", "--max", "data:[4,6]"],
+     "--min 'data:[99999999999999999999,6]' has more than 2147483647 elements, TensorRT's most for one tensor"),
+], ids=["typo", "typo before a flag", "a missing path", "an empty dimension", "a dimension past TensorRT's"])
+def test_build_names_the_mistake_in_its_target_or_profile(tmp_path, argv, rule):
+    line = _one_line(fx.run_tool("trt-scatter", argv, cwd=tmp_path))
+    assert line.startswith("trt-scatter build: error: ") and rule in line, line
+
+
+# ---- an interrupted command ------------------------------------------------------------------------------
+
+
+def _terminated_at(name, argv, cwd):
+    """trt-scatter ``argv`` in a forked child that gets SIGTERM when it calls ``os.<name>``."""
+    from trt_scatter.cli import main
+
+    def command():
+        real = getattr(os, name)
+
+        def terminated(*args, **kwargs):
+            os.kill(os.getpid(), signal.SIGTERM)
+            return real(*args, **kwargs)
+
+        setattr(os, name, terminated)
+        return main([str(a) for a in argv])
+
+    return fx.run_forked(command, ["trt-scatter", *argv], cwd=cwd)
+
+
+@pytest.mark.parametrize("at", ["fsync", "replace"])
+def test_sigterm_mid_write_leaves_the_old_output_and_no_temporary_file(tmp_path, at):
+    model = _plugin_model(tmp_path)
+    (tmp_path / "out.onnx").write_bytes(b"old")
+    result = _terminated_at(at, ["lower", model, tmp_path / "out.onnx"], tmp_path)
+    assert _one_line(result, code=128 + signal.SIGTERM) == "trt-scatter lower: terminated by SIGTERM"
+    assert (tmp_path / "out.onnx").read_bytes() == b"old" and _temporary_files(tmp_path) == []
+
+
+def test_sigterm_while_building_ends_the_build_child_too(tmp_path):
+    from trt_scatter import engine
+    from trt_scatter.cli import main
+
+    def command():
+        def slow_build(*args, **kwargs):  # in the child that builds: tell where it is, then the command is stopped
+            (tmp_path / "child").write_text(str(os.getpid()))
+            os.kill(os.getppid(), signal.SIGTERM)
+            time.sleep(20)
+            return real(*args, **kwargs)
+
+        real, engine.build_engine = engine.build_engine, slow_build
+        return main(["build", "slice_scatter", "-o", str(tmp_path / "e.engine")])
+
+    result = fx.run_forked(command, ["trt-scatter"], cwd=tmp_path)
+    assert _one_line(result, code=128 + signal.SIGTERM) == "trt-scatter build: terminated by SIGTERM"
+    child = Path("/proc") / (tmp_path / "child").read_text()
+    assert not child.exists() or (child / "stat").read_text().split(") ")[1].startswith("Z")  # gone (or dead, not yet reaped)
+    assert not (tmp_path / "e.engine").exists()
+
+
+# ---- PyTorch -----------------------------------------------------------------------------------------------
+
+
+def test_export_refuses_a_flag_that_is_not_a_bool():
+    trt_torch = pytest.importorskip("trt_scatter.torch")
+    for flag in ("dynamo", "inplace", "aot"):
+        with pytest.raises(TypeError, match=f"^trt_scatter.torch.export: {flag} must be True or False \\(got 'False'\\)$"):
+            trt_torch.export(None, (), **{flag: "False"})  # a non-empty string is true: aot="no" built for the AOT plugins
+
+
+def test_export_refuses_an_index_of_floats_instead_of_writing_it():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnxscript")
+    import trt_scatter.torch
+    from trt_scatter.model import ModelError
+
+    class IndexCopy(torch.nn.Module):
+        def forward(self, data, index, source):
+            return data.index_copy(0, index, source)
+
+    with pytest.raises(ModelError, match="'indices' must be int32 or int64 \\(got float32\\)"):
+        trt_scatter.torch.export(IndexCopy(), (torch.zeros(4, 6), torch.tensor([1.0, 2.0]), torch.ones(2, 6)))
+
+
+@pytest.mark.parametrize("reduce, value", [("add", None), ("multiply", 3.0)])
+def test_scatter_with_reduce_exports_and_computes_what_pytorch_does(reduce, value):
+    """torch.onnx has no translation of scatter(..., reduce=): its export failed with a long ConversionError."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnxscript")
+    import trt_scatter.torch
+    from trt_scatter.reference import Reference
+
+    class Scatter(torch.nn.Module):
+        def forward(self, data, index, source):
+            return data.scatter(0, index, source if value is None else value, reduce=reduce)
+
+    args = (torch.arange(24.0).reshape(4, 6) + 1, torch.tensor([[1, 2, 0, 3, 1, 2], [1, 0, 0, 3, 1, 1]]), torch.arange(12.0).reshape(2, 6) + 2)
+    model = trt_scatter.torch.export(Scatter(), args)
+    assert [node.op_type for node in model.graph.node if node.domain == "trt_scatter"] == ["ScatterElementsReduce"]
+    feeds = {value_info.name: arg.numpy() for value_info, arg in zip(model.graph.input, args)}
+    (result,) = Reference(model).run(feeds).values()
+    np.testing.assert_array_equal(result, Scatter()(*args).numpy())  # repeated indices reduced, as eager PyTorch does
+
+
+# ---- plugin creators ------------------------------------------------------------------------------------------
+
+
+def test_a_plugin_field_given_twice_is_refused_not_the_last_taken():
+    from trt_scatter import backend, plugins
+    from trt_scatter.plugins.base import PluginError
+
+    trt = backend.tensorrt()
+    fields = [trt.PluginField("inplace", np.array([value], np.int32), trt.PluginFieldType.INT32) for value in (1, 0)]
+    with pytest.raises(PluginError, match=r"^SliceScatter: plugin field\(s\) \['inplace'\] given more than once$"):
+        plugins.register()["SliceScatter"].create_plugin("s", trt.PluginFieldCollection(fields), trt.TensorRTPhase.BUILD)
+
+
+@pytest.mark.parametrize("value", [0.7, None, [1]])
+def test_a_plugin_field_value_that_is_no_int_or_str_is_refused_not_truncated(value):
+    from trt_scatter.plugins.base import fields_to_keep
+
+    with pytest.raises(TypeError) as caught:
+        fields_to_keep({"inplace": value})
+    assert str(caught.value) == f"plugin field 'inplace' must be an int or a str (got {value!r})"
+
+
+# ---- the data loader ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arguments, error, message", [
+    ({"seed": None}, TypeError, "seed must be an int (got None)"),
+    ({"seed": "7"}, TypeError, "seed must be an int (got '7')"),
+    ({"seed": -1}, ValueError, "seed must not be negative (got -1)"),
+    ({"iterations": -1}, ValueError, "iterations must not be negative (got -1)"),
+    ({"iterations": 2.5}, TypeError, "iterations must be an int (got 2.5)"),
+    ({"iterations": True}, TypeError, "iterations must be an int (got True)"),
+    ({"input_shapes": [("data", (4, 6))]}, TypeError, "input_shapes must map input names to shapes (got list)"),
+    ({"input_shapes": {"data": "4,6"}}, TypeError, "input_shapes['data'] must be a sequence of ints (got '4,6')"),
+    ({"input_shapes": {"data": (2.9, 6)}}, TypeError, "input_shapes['data'] dimension must be an int (got 2.9)"),
+    ({"input_shapes": {"data": (-2, 6)}}, ValueError, "input_shapes['data'] dimension must not be negative (got -2)"),
+])
+def test_the_data_loader_names_a_wrong_argument(arguments, error, message):
+    """These were NumPy's words ("object of type 'NoneType' has no len()", "__len__() should return >= 0") or,
+    for 2.9 and True, a silent int()."""
+    model = onnx_models.slice_scatter_model(("n", 6), start=[1], stop=[6], step=[2], axes=[1])
+    with pytest.raises(error) as caught:
+        ScatterDataLoader(model, **arguments)[0]
+    assert str(caught.value) == f"ScatterDataLoader: {message}"

@@ -1,0 +1,83 @@
+"""ScatterElementsReduce's lowering (standard ONNX ScatterElements with a reduction) in onnxruntime against the oracle;
+its TensorRT network form (the plugin only)."""
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lowering_support import add_input, new_network, plugin_calls, run_onnx, symbolic  # noqa: F401 (fixture)
+
+from reduction_helpers import REDUCTIONS, assert_same, values
+from trt_scatter.networks import add_scatter_elements_reduce
+from trt_scatter.onnx_models import scatter_elements_reduce_model
+from trt_scatter.oracle import ScatterInputError
+from trt_scatter.oracle.scatter_elements_reduce import scatter_elements_reduce
+
+# onnxruntime 1.32's CPU ScatterElements has no float16 add or mul, and takes no bfloat16 from Python.
+DTYPES = [np.float32, np.float64, np.int8, np.uint8, np.int32, np.int64]
+
+
+@st.composite
+def cases(draw):
+    rank = draw(st.integers(1, 3))
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank)))
+    axis = draw(st.integers(-rank, rank - 1))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    indices_shape = tuple(draw(st.integers(0, 6)) if d == axis % rank else draw(st.integers(0, n)) for d, n in enumerate(shape))
+    size = shape[axis]
+    indices = rng.integers(-size, size, size=indices_shape).astype(draw(st.sampled_from([np.int32, np.int64])))
+    dtype = draw(st.sampled_from(DTYPES))
+    dynamic = draw(st.lists(st.booleans(), min_size=rank, max_size=rank))
+    return (values(rng, shape, dtype, small=True), indices, values(rng, indices_shape, dtype, small=True), axis,
+            draw(st.sampled_from(REDUCTIONS)), draw(st.sampled_from([0, 1])), dynamic)
+
+
+@settings(max_examples=40)
+@given(case=cases())
+def test_lowering_matches_the_oracle_in_onnxruntime(case):
+    data, indices, updates, axis, reduction, include_self, dynamic = case
+    data_shape, _ = symbolic(data.shape, dynamic, "d")
+    indices_shape, _ = symbolic(indices.shape, dynamic, "i")
+    model = scatter_elements_reduce_model(data_shape, indices_shape, axis, reduction, include_self, dtype=data.dtype,
+                                          index_dtype=indices.dtype, impl="native")
+    got = run_onnx(model, {"data": data, "indices": indices, "updates": updates})
+    assert_same(got, scatter_elements_reduce(data, indices, updates, axis, reduction, include_self))
+
+
+def test_float_order_and_identity_survive_the_lowering():
+    """include_self=0 starts from -0.0 (so a first update -0.0 stays -0.0), and sums run in ascending position."""
+    data = np.array([5.0, 5.0, 5.0], np.float32)
+    indices = np.array([0, 0, 0, 1, 2, 2])
+    updates = np.array([1e8, 1.0, -1e8, -0.0, np.inf, 1.0], np.float32)
+    for include_self in (0, 1):
+        model = scatter_elements_reduce_model((3,), (6,), 0, "add", include_self, impl="native")
+        got = run_onnx(model, {"data": data, "indices": indices, "updates": updates})
+        assert_same(got, scatter_elements_reduce(data, indices, updates, 0, "add", include_self))
+    assert np.signbit(got[1]) is np.False_ and np.signbit(run_onnx(
+        scatter_elements_reduce_model((3,), (6,), 0, "add", 0, impl="native"), {"data": data, "indices": indices, "updates": updates})[1])
+
+
+def test_the_lowering_is_standard_onnx_at_opset_18():
+    model = scatter_elements_reduce_model((4, 3), (6, 3), 0, "max", 0, impl="native")
+    onnx.checker.check_model(model, full_check=True)
+    assert {opset.domain: opset.version for opset in model.opset_import} == {"": 18}
+    assert {node.op_type for node in model.graph.node} <= {"ScatterElements", "Less", "Where", "Max", "Min", "Add", "Identity"}
+
+
+def test_tensorrt_has_no_layer_for_it_and_the_plugin_is_added(plugin_calls):
+    from trt_scatter.backend import tensorrt
+
+    builder, network = new_network()
+    data = add_input(network, "data", np.float32, (4, 3))
+    indices = add_input(network, "indices", np.int64, (6, 3))
+    updates = add_input(network, "updates", np.float32, (6, 3))
+    with pytest.raises(ScatterInputError) as raised:
+        add_scatter_elements_reduce(network, data, indices, updates, reduction="mean", impl="native")
+    assert str(raised.value) == ("scatter_elements_reduce: 'reduction' has no TensorRT layer (IScatterLayer has no reduction): build the node "
+                                 "as the plugin (impl='plugin', trt-scatter build --plugins) (got 'mean')")
+    add_scatter_elements_reduce(network, data, indices, updates, axis=-2, reduction="mean", include_self=0)
+    assert plugin_calls == [("ScatterElementsReduce", [data, indices, updates], {"axis": 0, "reduction": "mean", "include_self": 0})]
+    with pytest.raises(ScatterInputError, match="'updates' must have shape"):
+        add_scatter_elements_reduce(network, data, indices, data)
+    assert tensorrt() is not None

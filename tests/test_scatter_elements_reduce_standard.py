@@ -1,0 +1,103 @@
+"""ONNX's own ScatterElements and ScatterND with a reduction (opsets 16, 18), which TensorRT-RTX refuses and full TensorRT
+sums with float atomics: handed to the reduction plugins (passes.plugins, as build --plugins and check do) with the same
+values, built on TensorRT-RTX, and passed by ``trt-scatter check``."""
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import onnx_fixtures as fx
+import plugin_models as models
+from trt_scatter.passes.plugins import to_plugins
+from trt_scatter.reference import Reference
+
+REDUCTIONS = ["add", "mul", "min", "max"]
+
+
+def standard(op_type, reduction, dtype=TensorProto.FLOAT):
+    """``op_type(data, indices, updates, reduction)`` between a Relu and an Add (other ops around it); indices a graph input."""
+    elements = op_type == "ScatterElements"
+    indices_shape, updates_shape = (["e", 3], ["e", 3]) if elements else (["e", 1], ["e", 3])
+    nodes = [helper.make_node("Relu", ["x"], ["data"]) if dtype == TensorProto.FLOAT else helper.make_node("Identity", ["x"], ["data"]),
+             helper.make_node(op_type, ["data", "indices", "updates"], ["scattered"], reduction=reduction, **({"axis": 0} if elements else {})),
+             helper.make_node("Add", ["scattered", "x"], ["output"])]
+    inputs = [helper.make_tensor_value_info("x", dtype, ["n", 3]), helper.make_tensor_value_info("indices", TensorProto.INT64, indices_shape),
+              helper.make_tensor_value_info("updates", dtype, updates_shape)]
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("output", dtype, ["n", 3])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def _feeds(op_type, rng, dtype=np.float32):
+    indices = rng.integers(-5, 5, size=(9, 3) if op_type == "ScatterElements" else (9, 1))
+    return {"x": rng.standard_normal((5, 3)).astype(dtype), "indices": indices, "updates": rng.standard_normal((9, 3)).astype(dtype)}
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("op_type", ["ScatterElements", "ScatterND"])
+def test_the_plugin_pass_keeps_the_values_onnxruntime_computes(op_type, reduction):
+    import onnxruntime
+
+    model = standard(op_type, reduction)
+    converted = to_plugins(model)
+    onnx.checker.check_model(converted)
+    assert [(n.op_type, n.domain) for n in converted.graph.node][1] == (f"{op_type}Reduce", "trt_scatter")
+    feeds = _feeds(op_type, np.random.default_rng(1))
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(Reference(converted).run(feeds)["output"], session.run(None, feeds)[0])
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("op_type", ["ScatterElements", "ScatterND"])
+@models.forked
+def test_builds_with_the_plugins_where_tensorrt_rtx_refuses_it(op_type, reduction):
+    from trt_scatter import engine
+
+    width = 3 if op_type == "ScatterElements" else 1  # indices' last dimension
+    profile = {"x": ((1, 3), (5, 3), (10, 3)), "indices": ((1, width), (9, width), (40, width)), "updates": ((1, 3), (9, 3), (40, 3))}
+    plan, _ = engine.build_engine(engine.network_from_onnx(standard(op_type, reduction), plugins=True), profile, name="r")
+    assert plan
+    with pytest.raises(ValueError, match=r"is one TensorRT builds wrong or not at all, and trt-scatter's plugins build: add --plugins"):
+        engine.network_from_onnx(standard(op_type, reduction))  # TensorRT-RTX's parser refuses it, full TensorRT sums with atomics
+
+
+@pytest.mark.parametrize("op_type", ["ScatterElements", "ScatterND"])
+def test_check_builds_and_passes_a_standard_model(tmp_path, op_type):
+    """trt-scatter check as a user runs it on a model with ONNX's reduction: inputs made for it (indices that repeat),
+    the engine built with the plugins, onnxruntime against the reference (no GPU here)."""
+    path = fx.save(standard(op_type, "max"), tmp_path / "model.onnx")
+    result = fx.run_tool("trt-scatter", ["check", path, "--input-shapes", "x:[6,3]", f"indices:[20,{3 if op_type == 'ScatterElements' else 1}]",
+                                         "updates:[20,3]", "--allow-engine-not-run"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[0].startswith("engine: built (")
+    assert "PASS output: onnxruntime vs reference: max abs diff 0 (identical)" in result.stdout
+
+
+def test_build_without_plugins_says_which_flag_builds_it(tmp_path):
+    path = fx.save(standard("ScatterND", "add"), tmp_path / "model.onnx")
+    result = fx.run_tool("trt-scatter", ["build", path, "-o", tmp_path / "model.engine", "--min", "x:[1,3]", "indices:[1,1]", "updates:[1,3]",
+                                         "--opt", "x:[5,3]", "indices:[9,1]", "updates:[9,3]", "--max", "x:[9,3]", "indices:[20,1]", "updates:[20,3]"])
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert result.stderr == (f"trt-scatter build: error: {path}: ScatterND node (output 'scattered') is one TensorRT builds wrong or not at all, "
+                             "and trt-scatter's plugins build: add --plugins (plugins=True)\n")
+
+
+@pytest.mark.parametrize("model, message", [
+    (models.reduce_model("ScatterElementsReduce", [4, 3], [5, 3], [5, 3], reduction="sum"),
+     "attribute 'reduction' must be one of the strings 'add', 'mul', 'min', 'max', 'mean' (got 'sum')"),
+    (models.reduce_model("ScatterNDReduce", [4, 3], [5, 1], [5, 3], dtype="bool"),
+     "scatter_nd_reduce: 'data' must be a number type a reduction can combine (not bool) (got bool)"),
+    (models.reduce_model("ScatterNDReduce", [4, 3], [2, 1], [2, 3], indices=[[3], [4]]),
+     "scatter_nd_reduce: 'indices' values must be in [-4, 3] for a dimension of size 4 (got 4)"),
+    (models.reduce_model("ScatterElementsReduce", [4, 3], [5, 3], [5, 3], axis=2),
+     "scatter_elements_reduce: 'axis' must be in [-2, 1] for 'data' of rank 2 (got 2)"),
+    (models.reduce_model("ScatterElementsReduce", [4, 3], [5, 3], [5, 3], include_self=2),
+     "attribute 'include_self' must be the int 0 or 1 (got 2)"),
+])
+def test_validation_refuses_a_node_in_one_line(model, message):
+    from trt_scatter.model import ModelError
+    from trt_scatter.passes.validate import validate
+
+    with pytest.raises(ModelError) as raised:
+        validate(model)
+    assert str(raised.value).endswith(message) and "\n" not in str(raised.value)

@@ -1,0 +1,181 @@
+"""TensorScatter's native lowering (networks/tensor_scatter.py): the ONNX form in onnxruntime against the oracle,
+the TensorRT form built by TensorRT-RTX; the lower pass; and `trt-scatter check` on models of CacheScatter and of
+ONNX's own TensorScatter nodes of rank 3 to 5, several axes, both modes, per-batch positions, float32/float16/int32."""
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import helper
+
+import onnx_fixtures as fx
+from conftest import HAS_GPU
+from trt_scatter import oracle
+from trt_scatter.backend import tensorrt
+from trt_scatter.networks import add_tensor_scatter
+from trt_scatter.networks.graph import OnnxGraph
+from trt_scatter.networks.tensor_scatter import lower_tensor_scatter
+from trt_scatter.onnx_models import tensor_scatter_model
+from trt_scatter.oracle import ScatterInputError
+from trt_scatter.passes.lower import lower
+from trt_scatter.reference import Reference
+
+
+@st.composite
+def lowerings(draw):
+    """A TensorScatter lowering to build: shapes, axis, mode, write indices (type, or none), static or dynamic dims."""
+    rank = draw(st.integers(2, 5))
+    shape = draw(st.lists(st.integers(1, 3), min_size=rank, max_size=rank))
+    axis = draw(st.integers(1, rank - 1))
+    shape[axis] = draw(st.integers(1, 6))
+    count = draw(st.integers(0, shape[axis]))
+    return (tuple(shape), count, axis - rank if draw(st.booleans()) else axis, draw(st.sampled_from(["linear", "circular"])),
+            draw(st.sampled_from([np.int32, np.int64, None])), draw(st.booleans()))
+
+
+def _lowered_model(shape, count, axis, mode, index_dtype, dynamic):
+    graph = OnnxGraph()
+    normalized = axis % len(shape)
+    cache_dims = [f"d{i}" if dynamic else d for i, d in enumerate(shape)]
+    update_dims = list(cache_dims)
+    update_dims[normalized] = "tokens" if dynamic else count
+    cache, update = graph.add_input("past_cache", np.float32, cache_dims), graph.add_input("update", np.float32, update_dims)
+    indices = graph.add_input("write_indices", index_dtype, [cache_dims[0]]) if index_dtype else None
+    return graph.model({"output": lower_tensor_scatter(graph, cache, update, indices, axis, mode)})
+
+
+@settings(max_examples=40, deadline=None)
+@given(lowerings(), st.integers(0, 2**32 - 1))
+def test_native_lowering_matches_oracle_in_onnxruntime(case, seed):
+    shape, count, axis, mode, index_dtype, dynamic = case
+    model = _lowered_model(*case)
+    onnx.checker.check_model(model, full_check=True)
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(seed)
+    update_shape = list(shape)
+    update_shape[axis] = count
+    cache, update = rng.standard_normal(shape).astype(np.float32), rng.standard_normal(update_shape).astype(np.float32)
+    size = shape[axis]
+    indices = rng.integers(0, (3 * size if mode == "circular" else size - count) + 1, shape[0]).astype(index_dtype) if index_dtype else None
+    feeds = {"past_cache": cache, "update": update} | ({"write_indices": indices} if index_dtype else {})
+    np.testing.assert_array_equal(session.run(None, feeds)[0], oracle.tensor_scatter(cache, update, indices, axis, mode))
+
+
+def test_lowering_moves_only_the_update_rows_and_holds_no_index_per_element():
+    """A one-token decode into a [64, 8, 4096, 128] cache: one ScatterND of 64*8 row numbers (8 bytes each)."""
+    model = _lowered_model((64, 8, 4096, 128), 1, -2, "linear", np.int64, False)
+    scatters = [node for node in model.graph.node if node.op_type == "ScatterND"]
+    assert len(scatters) == 1 and len(model.graph.node) <= 12
+    assert sum(onnx.numpy_helper.to_array(init).nbytes for init in model.graph.initializer) < 64 * 8 * 8 + 1024
+
+
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_forbidden_write_indices_write_inside_the_output(mode):
+    """Indices the spec forbids cannot be refused at run time: the lowering clamps them, and writes nothing outside."""
+    session = onnxruntime.InferenceSession(_lowered_model((3, 4, 2), 2, 1, mode, np.int64, True).SerializeToString(), providers=["CPUExecutionProvider"])
+    cache, update = np.zeros((3, 4, 2), np.float32), np.ones((3, 2, 2), np.float32)
+    output = session.run(None, {"past_cache": cache, "update": update, "write_indices": np.array([-5, 3, 2**62])})[0]
+    assert output.shape == cache.shape and np.isin(output, [0, 1]).all()  # onnxruntime refuses a ScatterND row out of range
+    if mode == "circular":  # only the negative index is forbidden there: clamped to 0, rows (0, 1); 2**62 mod 4 = 0
+        assert output[:, :, 0].tolist() == [[1, 1, 0, 0], [1, 0, 0, 1], [1, 1, 0, 0]]
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_tensorrt_network_builds(dynamic, mode):
+    trt = tensorrt()
+    from trt_scatter.backend import trt_logger
+
+    builder = trt.Builder(trt_logger())
+    network = builder.create_network(0)
+    dims = (-1, 8, 16, 4) if dynamic else (2, 8, 16, 4)
+    cache = network.add_input("past_cache", trt.float16, dims)
+    update = network.add_input("update", trt.float16, (-1, 8, -1, 4) if dynamic else (2, 8, 3, 4))
+    indices = network.add_input("write_indices", trt.int32, (-1,) if dynamic else (2,))
+    network.mark_output(add_tensor_scatter(network, cache, update, indices, mode=mode))
+    config = builder.create_builder_config()
+    if dynamic:
+        profile = builder.create_optimization_profile()
+        profile.set_shape("past_cache", (1, 8, 16, 4), (2, 8, 16, 4), (4, 8, 16, 4))
+        profile.set_shape("update", (1, 8, 1, 4), (2, 8, 1, 4), (4, 8, 16, 4))
+        profile.set_shape("write_indices", (1,), (2,), (4,))
+        config.add_optimization_profile(profile)
+    assert builder.build_serialized_network(network, config) is not None
+
+
+def test_bad_inputs_fail_before_tensorrt_with_the_oracles_message():
+    trt = tensorrt()
+    from trt_scatter.backend import trt_logger
+
+    network = trt.Builder(trt_logger()).create_network(0)
+    cache = network.add_input("past_cache", trt.float32, (2, 8, 4))
+    update = network.add_input("update", trt.float32, (2, 9, 4))
+    with pytest.raises(ScatterInputError, match=r"tensor_scatter: 'update' must have at most past_cache's 8 entries on axis 1"):
+        add_tensor_scatter(network, cache, update, axis=1)
+    indices = network.add_input("write_indices", trt.float32, (2,))
+    with pytest.raises(ScatterInputError, match=r"tensor_scatter: 'write_indices' must be int32 or int64 \(got float32\)"):
+        add_tensor_scatter(network, cache, cache, indices, axis=1)
+    with pytest.raises(ScatterInputError, match=r"tensor_scatter: 'mode' must be one of 'linear', 'circular' \(got 'ring'\)"):
+        add_tensor_scatter(network, cache, cache, axis=1, mode="ring")
+    with pytest.raises(Exception, match=r"CacheScatter: tensorrt_rtx .* has no INetworkDefinition.add_plugin_v3"):
+        add_tensor_scatter(network, cache, cache, axis=1, impl="plugin")
+
+
+@pytest.mark.parametrize("impl", ["plugin", "standard"])
+def test_lower_pass_replaces_cache_scatter_nodes_only(impl):
+    model = tensor_scatter_model(("batch", 2, 6, 3), "tokens", axis=2, mode="circular", impl=impl)
+    lowered = lower(model)
+    if impl == "standard":
+        assert lowered is model or [n.op_type for n in lowered.graph.node] == ["TensorScatter"]  # ONNX's own: nothing to lower
+        return
+    onnx.checker.check_model(lowered, full_check=True)
+    assert "CacheScatter" not in {n.op_type for n in lowered.graph.node}
+    rng = np.random.default_rng(1)
+    feed = {"past_cache": rng.standard_normal((3, 2, 6, 3)).astype(np.float32), "update": rng.standard_normal((3, 2, 4, 3)).astype(np.float32),
+            "write_indices": np.array([5, 0, 17])}
+    session = onnxruntime.InferenceSession(lowered.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(session.run(None, feed)[0], Reference(model).run(feed)["output"])
+
+
+# ---- `trt-scatter check` on models of several TensorScatter writes -----------------------------------
+
+#: (cache shape, sequence length, axis, mode, element type): ranks 3-5, several axes, both modes, three types
+WRITES = [
+    ((2, 6, 3), 1, 1, "linear", np.float32),
+    ((3, 6, 3), 4, -2, "circular", np.float16),
+    ((2, 4, 8, 5), 1, -2, "circular", np.int32),
+    ((2, 8, 4, 5), 3, 1, "linear", np.float16),
+    ((2, 3, 4, 7, 2), 2, 3, "circular", np.float32),
+    ((4, 3, 4, 7, 2), 1, -1, "linear", np.int32),
+]
+
+
+def _multi_write_model(standard):
+    """One model, one TensorScatter write per row of WRITES (each with its own inputs and output), as CacheScatter
+    nodes or as ONNX's own TensorScatter nodes (which `check` hands to the plugin where TensorRT cannot build them)."""
+    nodes, inputs, outputs = [], [], []
+    for i, (shape, count, axis, mode, dtype) in enumerate(WRITES):
+        update_shape = list(shape)
+        update_shape[axis] = count
+        names = [f"cache{i}", f"update{i}", f"positions{i}"]
+        inputs += [fx.info(names[0], shape, dtype), fx.info(names[1], update_shape, dtype), fx.info(names[2], [shape[0]], np.int64)]
+        outputs.append(fx.info(f"written{i}", shape, dtype))
+        op, domain = ("TensorScatter", "") if standard else ("CacheScatter", "trt_scatter")
+        nodes.append(helper.make_node(op, names, [f"written{i}"], domain=domain, name=f"write{i}", axis=axis, mode=mode))
+    graph = helper.make_graph(nodes, "kv_writes", inputs, outputs)
+    opsets = [helper.make_opsetid("", 24)] + ([] if standard else [helper.make_opsetid("trt_scatter", 1)])
+    return helper.make_model(graph, opset_imports=opsets, ir_version=10)
+
+
+@pytest.mark.parametrize("standard", [False, True], ids=["CacheScatter", "TensorScatter"])
+def test_check_passes_on_writes_of_every_rank_axis_mode_and_type(tmp_path, standard):
+    path = fx.save(_multi_write_model(standard), tmp_path / "writes.onnx")
+    result = fx.run_tool("trt-scatter", ["check", path, "--iterations", "2", "--allow-engine-not-run"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "engine: built" in result.stdout
+    backend = "tensorrt" if HAS_GPU else "onnxruntime-lowered" if not standard else "onnxruntime"
+    for i in range(len(WRITES)):
+        for iteration in (0, 1):
+            assert f"PASS written{i} (iteration {iteration}): {backend} vs reference: max abs diff 0 (identical)" in result.stdout

@@ -1,0 +1,141 @@
+"""PyTorch's writes that combine, and PyG's GNN layers, through trt_scatter.torch.export with both exporters: every
+scatter becomes a reduction node, the model computes what eager PyTorch does (through the reference, on the
+example inputs and on the data loader's), it builds with the plugins on TensorRT-RTX, and ``trt-scatter check``
+passes it against eager PyTorch's outputs.
+
+PyTorch's own exports of these modules mostly do not build (TensorRT refuses ScatterND with a reduction, and
+TensorRT-RTX ScatterElements with one) and two compute other values: dynamo's ``scatter_reduce(reduce="mean")``
+is a sum, TorchScript's ``index_put(accumulate=True)`` adds a repeated index once.
+"""
+
+import functools
+import logging
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import onnx_fixtures as fx
+import plugin_models as models
+import reduction_modules as rm
+from trt_scatter import ops
+from trt_scatter.inputs import ScatterDataLoader
+from trt_scatter.reference import Reference
+
+REDUCTION_OPS = {ops.SCATTER_ELEMENTS_REDUCE.name, ops.SCATTER_ND_REDUCE.name}
+EXPORTERS = pytest.mark.parametrize("dynamo", [True, False], ids=["dynamo", "torchscript"])
+
+
+@functools.lru_cache(maxsize=None)
+def exported(name, dynamo, dynamic=False):
+    """The module's export (cached per process: each costs about a second)."""
+    import trt_scatter.torch as trt_scatter_torch
+
+    module = {**rm.ISSUE, **rm.MORE}[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        logging.disable(logging.WARNING)  # the exporters' chatter (torchvision missing, TracerWarnings)
+        try:
+            return trt_scatter_torch.export(module.make().eval(), module.inputs(), dynamo=dynamo, input_names=module.input_names,
+                                            output_names=["output"], **(module.dynamic(dynamo) if dynamic else {}))
+        finally:
+            logging.disable(logging.NOTSET)
+
+
+def _eager(module, feeds, seed=0):
+    torch.manual_seed(seed)
+    instance = module.make().eval()  # the weights the export had: the same seed, the same construction order
+    with torch.no_grad():
+        return instance(*(torch.from_numpy(feeds[name]) for name in module.input_names)).numpy()
+
+
+def _matches_eager(module, model, feeds):
+    got = Reference(model).run(feeds)["output"]
+    expected = _eager(module, feeds)
+    if module.exact:
+        np.testing.assert_array_equal(got, expected)
+    else:  # matrix products between the scatters: NumPy's and PyTorch's round differently
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.fixture(autouse=True)
+def _same_weights():
+    torch.manual_seed(0)  # exported() and _eager() build each module after this seed
+
+
+@EXPORTERS
+@pytest.mark.parametrize("name", list(rm.ISSUE))
+def test_the_issue_modules_export_to_reduction_nodes_and_compute_what_eager_pytorch_does(name, dynamo):
+    module = rm.ISSUE[name]
+    model = exported(name, dynamo)
+    scatters = [node.op_type for node in model.graph.node if "Scatter" in node.op_type]
+    assert scatters and set(scatters) <= REDUCTION_OPS, scatters
+    assert all(node.domain == ops.DOMAIN for node in model.graph.node if "Scatter" in node.op_type)
+    _matches_eager(module, model, {n: a.numpy() for n, a in zip(module.input_names, module.inputs())})
+    feeds = ScatterDataLoader(model, seed=3)[0]  # valid inputs the loader makes: an edge list with repeats
+    _matches_eager(module, model, feeds)
+
+
+@pytest.mark.parametrize("name", list(rm.MORE))
+def test_scatter_reduce_prod_amin_mean_without_self_and_per_element_indices(name):
+    module = rm.MORE[name]
+    model = exported(name, True)
+    assert {node.op_type for node in model.graph.node if "Scatter" in node.op_type} <= REDUCTION_OPS
+    _matches_eager(module, model, {n: a.numpy() for n, a in zip(module.input_names, module.inputs())})
+
+
+def test_rows_for_an_index_broadcast_over_the_row_elements_per_element_otherwise():
+    """PyG's index.view(-1, 1).expand_as(src) becomes ScatterNDReduce over rows (the kernel sorts E rows, not E * F
+    elements); an index per element along the last axis stays ScatterElementsReduce."""
+    assert [n.op_type for n in exported("scatter_add", True).graph.node if "Scatter" in n.op_type] == ["ScatterNDReduce"]
+    assert [n.op_type for n in exported("scatter_reduce_sum_last_axis", True).graph.node if "Scatter" in n.op_type] == ["ScatterElementsReduce"]
+
+
+@EXPORTERS
+@pytest.mark.parametrize("name", ["gcn", "sage_max", "index_put_accumulate"])
+def test_dynamic_nodes_and_edges(name, dynamo):
+    module = rm.ISSUE[name]
+    model = exported(name, dynamo, dynamic=True)
+    larger = ScatterDataLoader(model, seed=5, input_shapes={"x": (11, rm.F), **({"edge_index": (2, 40)} if module.graph else
+                                                                                  {"index": (40,), "source": (40, rm.F)})})[0]
+    assert larger["x"].shape == (11, rm.F)
+    _matches_eager(module, model, larger)
+
+
+@EXPORTERS
+@pytest.mark.parametrize("name", list(rm.ISSUE))
+def test_builds_with_the_plugins_on_tensorrt(name, dynamo):
+    _build(exported(name, dynamo), name)  # exported here, built in a child process: the export stays cached
+
+
+@models.forked
+def _build(model, name):
+    from trt_scatter import engine
+
+    network = engine.network_from_onnx(model, plugins=True)
+    plan, summary = engine.build_engine(network, name=name)
+    assert plan and summary.engine_bytes > 0
+
+
+@pytest.mark.parametrize("name, dynamo", [("gcn", True), ("sage_max", False), ("index_put_accumulate", False)])
+def test_trt_scatter_check_passes_against_eager_pytorch(tmp_path, name, dynamo):
+    """As a user checks an export: valid inputs from the data loader (saved), eager PyTorch's outputs on them as
+    golden data, then ``trt-scatter check --load-inputs --load-outputs``; it builds the engine, runs the reference and
+    onnxruntime on the lowered model (no GPU here), and compares both with PyTorch's outputs."""
+    from polygraphy.comparator import RunResults
+    from polygraphy.json import save_json
+
+    module = rm.ISSUE[name]
+    path = fx.save(exported(name, dynamo), tmp_path / f"{name}.onnx")
+    feeds = ScatterDataLoader(path, seed=7)[0]
+    save_json([feeds], tmp_path / "inputs.json")
+    RunResults([("eager-pytorch", [{"output": _eager(module, feeds)}])]).save(tmp_path / "torch.json")
+    tolerance = [] if module.exact else ["--atol", "1e-6", "--rtol", "1e-5"]
+    result = fx.run_tool("trt-scatter", ["check", path, "--load-inputs", tmp_path / "inputs.json", "--load-outputs", tmp_path / "torch.json",
+                                         "--allow-engine-not-run", *tolerance])
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("engine: built (") and "golden outputs" in result.stdout
+    assert [line for line in lines if line.startswith(("PASS", "FAIL"))] == [line for line in lines if line.startswith("PASS")]
+    assert sum(line.startswith("PASS output") for line in lines) == 3  # reference and onnxruntime against PyTorch, and each other

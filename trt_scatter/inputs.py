@@ -1,0 +1,462 @@
+"""Valid inputs for models that contain scatter ops: a data loader (polygraphy's, or any feed list's).
+
+polygraphy's default ``DataLoader`` fills every input with random values, which breaks scatter
+ops: indices land out of range or repeat (undefined results), and SliceScatter's parameters do
+not match its updates. :class:`ScatterDataLoader` reads the model instead:
+
+1. Checks: :func:`~trt_scatter.passes.validate.validate` for the ``trt_scatter`` nodes, and every
+   node input must exist. A model it cannot serve is refused with one line naming the node and
+   the rule (the oracle's :class:`~trt_scatter.oracle.ScatterInputError` wording).
+2. Shapes. Each free graph input dimension is a symbol; ONNX shape inference carries the symbols
+   to every scatter node, whose shape relations (each op's ``input_relations``, in its oracle
+   module) are equalities (updates = indices for ScatterElements...), solved by merging symbols. Free symbols take ``DEFAULT_DIM``, then grow or
+   shrink to leave room for distinct indices. Given shapes and static dims are fixed values.
+3. Values, per iteration from ``(seed, iteration)``, by each op's ``plan_inputs``: distinct indices (about half of
+   ScatterElements' and ScatterND's in their negative form), SliceScatter start/stop/step (and
+   axes) whose slice has exactly the updates' shape, in all the forms the spec allows, fitting
+   whichever of them the model holds as constants; random values for every other input. An
+   integer input that reaches an index input through other ops (``stop = pos + T``) gets random
+   values until the whole-model reference (:class:`trt_scatter.reference.Reference`, the oracle's
+   rules) accepts them with distinct targets; so does an input that several scatter nodes take
+   (drawn for the node whose indices address the fewest elements, then checked for all). Nodes with a
+   reduction take repeated targets (each op's oracle module says so: ``distinct_targets(node)``): their
+   indices are drawn with repeats, and an input that reaches only such nodes (a GNN's ``edge_index``)
+   gets values in [0, c), c the fewest targets they address.
+
+Use it from Python as an iterable of feed dicts (like polygraphy's ``DataLoader``), from
+``polygraphy run`` with ``--trt-scatter-inputs``, or as polygraphy documents data-loader scripts:
+``--data-loader-script`` naming this file of the installed package (its ``load_data`` serves the
+model of that ``polygraphy run``, which trt-scatter's extension tells it)::
+
+    polygraphy run model.onnx --onnxrt --pluginref \\
+        --data-loader-script "$(python -c 'import trt_scatter.polygraphy_ext.data_loader as m; print(m.__file__)')"
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+import numpy as np
+
+from trt_scatter import oracle
+from trt_scatter.log import first_line
+from trt_scatter.model import as_model
+from trt_scatter.model.node import OpNode
+from trt_scatter.model.tensors import ModelTensors
+from trt_scatter.ops import op_of
+from trt_scatter.oracle.rules import ScatterInputError
+from trt_scatter.passes.validate import validate
+
+DEFAULT_DIM = 4
+TRIES = 100  # random values tried for an input that reaches index inputs through other ops
+MAX_INPUT_BYTES = 1 << 30  #: the most bytes of inputs a loader generates, all iterations together
+
+
+class ScatterDataLoader:
+    """An iterable of ``iterations`` feed dicts (name -> NumPy array) of valid inputs for ``model``.
+
+    Args:
+        model: path of an ONNX model, an ``onnx.ModelProto`` or a :class:`trt_scatter.model.Model`.
+        seed: the same seed gives the same inputs.
+        input_shapes: ``{input name: shape}`` (or polygraphy ``TensorMetadata``) for dynamic inputs.
+        iterations: how many feed dicts to yield.
+
+    A model it cannot serve raises a ``ValueError`` (a ``ScatterInputError`` or ``ModelError``)
+    with one line naming the node or input and the rule, on first use.
+    """
+
+    def __init__(self, model, seed=1, input_shapes=None, iterations=1):
+        self.model = model
+        self.seed = _count("seed", seed)
+        self.input_shapes = _as_shape_dict(input_shapes)
+        self.iterations = _count("iterations", iterations)
+        self.input_metadata = None  # polygraphy's Comparator sets this; the model decides instead
+        self._plan = None
+
+    def __len__(self):
+        return self.iterations
+
+    def __getitem__(self, iteration):
+        if not 0 <= iteration < self.iterations:
+            raise IndexError(iteration)
+        if self._plan is None:
+            plan = _Plan(as_model(self.model, weights=True), self.input_shapes, np.random.default_rng([self.seed]))
+            _check_size(plan, self.iterations)
+            self._plan = plan
+        return self._plan.feed(np.random.default_rng([self.seed, iteration]))
+
+    def __iter__(self):
+        return (self[i] for i in range(self.iterations))
+
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        """``{input name: shape}`` of the generated inputs (for TensorRT optimization profiles)."""
+        return {name: tuple(array.shape) for name, array in self[0].items()}
+
+
+def _check_size(plan, iterations):
+    """The inputs fit in :data:`MAX_INPUT_BYTES` and each in TensorRT's largest tensor, before any is made."""
+    from trt_scatter.model.files import MAX_ELEMENTS
+
+    total = 0
+    for name, shape in plan.shapes.items():
+        count = math.prod(shape)
+        if count > MAX_ELEMENTS:
+            raise ValueError(f"input {name!r} of shape {tuple(shape)} has more than {MAX_ELEMENTS} elements, TensorRT's most for one tensor")
+        total += count * np.dtype(plan.inputs[name][0] or np.float32).itemsize
+    if total * iterations > MAX_INPUT_BYTES:
+        raise ValueError(f"the inputs would take {total * iterations} bytes ({iterations} iteration(s) of {total}), more than the "
+                         f"{MAX_INPUT_BYTES} the loader generates: give smaller shapes or fewer iterations")
+
+
+def _count(name, value):
+    """``value``, a non-negative int (a NumPy integer too, not a bool); a TypeError or ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"ScatterDataLoader: {name} must be an int (got {value!r})")
+    if value < 0:
+        raise ValueError(f"ScatterDataLoader: {name} must not be negative (got {value})")
+    return int(value)
+
+
+def _as_shape_dict(input_shapes):
+    if not input_shapes:
+        return {}
+    if not hasattr(input_shapes, "items"):
+        raise TypeError(f"ScatterDataLoader: input_shapes must map input names to shapes (got {type(input_shapes).__name__})")
+    # polygraphy TensorMetadata maps names to (dtype, shape) tuples with a .shape
+    shapes = {}
+    for name, meta in input_shapes.items():
+        shape = getattr(meta, "shape", meta)
+        if isinstance(shape, (str, bytes)) or not np.iterable(shape):
+            raise TypeError(f"ScatterDataLoader: input_shapes[{name!r}] must be a sequence of ints (got {shape!r})")
+        shapes[name] = tuple(_count(f"input_shapes[{name!r}] dimension", d) for d in shape)
+    return shapes
+
+
+class _Node(OpNode):
+    """A scatter node under planning: its inputs by name, each traced back through Cast/Identity (``origin``)."""
+
+    def __init__(self, node, index, tensors, origin):
+        super().__init__(node, index, tensors)
+        self.origin = {name: origin(tensor) for name, tensor in self.inputs.items()}
+
+
+class _Plan:
+    """Shapes and value generators for every graph input of one model, fixed once per loader."""
+
+    def __init__(self, model, given, rng):
+        validate(model)  # once per Model
+        self.model, graph = model.proto, model.proto.graph
+        self.tensors = model.tensors
+        initializers = {init.name for init in graph.initializer}
+        # name -> (dtype, declared dims: int, str or None; None if the rank is not declared)
+        self.inputs = OrderedDict((value.name, (self.tensors.dtype(value.name), self.tensors.symbolic_shape(value.name)))
+                                  for value in graph.input if value.name not in initializers)
+        self.given = {name: self._given(name, shape) for name, shape in given.items()}
+        self.producers = {out: node for node in graph.node for out in node.output}
+        self.nodes = [_Node(node, index, self.tensors, self._origin) for index, node in enumerate(graph.node) if op_of(node)]
+        self.generators = {}  # graph input -> (the node it is drawn for, callable(rng) -> array)
+        self.shared = {}  # generated input -> (another node that takes it, its input there)
+        self.shapes, self.concrete = _Shapes(self, rng).solve()
+        self._shapes_by_running(rng)
+        # An input that several nodes take is drawn for the first planned: the one whose indices
+        # address the fewest elements, so that the values fit the others too, or mostly (see _search).
+        for node in sorted(self.nodes, key=self._addressed):
+            try:
+                oracle.module(node.op).plan_inputs(self, node, rng)
+            except ScatterInputError as err:
+                raise node.error(err) from None
+        self.searched, self.reached = _searched_inputs(self)
+        self._reference = None
+
+    def _shapes_by_running(self, rng):
+        """Where static shape inference cannot tell a scatter node's data or updates shape (after a TopK with a
+        computed k, a NonZero...), runs the part of the model that computes them, on random values of the graph
+        inputs it reads (their shapes are known by now): the shapes of a run are the shapes to plan for."""
+        wanted = [tensor for node in self.nodes for name, tensor in node.inputs.items()
+                  if name in ("data", "updates") and tensor not in self.concrete and tensor not in self.inputs]  # fmt: skip
+        if not wanted:
+            return
+        from onnx import helper
+
+        from trt_scatter.reference import Reference
+
+        graph, needed, nodes = self.model.graph, set(wanted), []
+        for node in reversed(graph.node):  # the nodes the wanted tensors depend on, in graph order
+            if needed & set(node.output):
+                nodes.insert(0, node)
+                needed |= {name for name in node.input if name}
+        feeds = {name: np.asarray(_random_values(rng, self.shapes[name], dtype)).astype(dtype, copy=False)
+                 for name, (dtype, _) in self.inputs.items() if name in needed}
+        prefix = helper.make_model(helper.make_graph(nodes, "shapes", [value for value in graph.input if value.name in feeds],
+                                                     [helper.make_tensor_value_info(name, 0, None) for name in wanted],
+                                                     initializer=[init for init in graph.initializer if init.name in needed]),
+                                   opset_imports=self.model.opset_import, ir_version=self.model.ir_version)  # fmt: skip
+        try:
+            values = Reference(prefix).run(feeds)
+        except Exception:  # an op the reference lacks, values it refuses: the node's planner names what is not known
+            return
+        self.concrete.update({name: tuple(np.shape(value)) for name, value in values.items()})
+
+    def _given(self, name, shape):
+        if name not in self.inputs:
+            raise ValueError(f"input {name!r} of the given shapes is not an input of the model (its inputs: {', '.join(self.inputs)})")
+        dims = self.inputs[name][1]
+        if dims is None:  # the model does not say: any shape
+            return tuple(shape)
+        if len(shape) != len(dims) or any(isinstance(d, int) and d != g for d, g in zip(dims, shape)):
+            declared = "(" + ", ".join(str(d) if d is not None else "?" for d in dims) + ")"
+            raise ValueError(f"input {name!r}: the given shape {tuple(shape)} does not fit the model's {declared}")
+        return tuple(shape)
+
+    def _origin(self, name):
+        """``name`` traced back through Cast/Identity (which keep shape and values): ONNX's ScatterND takes
+        int64 indices only, so int32 indices reach it through a Cast and are still generated."""
+        while name in self.producers and self.producers[name].op_type in ("Cast", "Identity"):
+            name = self.producers[name].input[0]
+        return name
+
+    def constant(self, node, name):
+        return self.tensors.constant(node.inputs[name]) if name in node.inputs else None
+
+    def _addressed(self, node):
+        """How many elements (rows, slices) ``node``'s index input can address (inf where not known)."""
+        capacity = oracle.module(node.op).input_capacity(self, node) if self.concrete.get(node.inputs[node.op.data_input]) else None
+        return math.inf if capacity is None else capacity
+
+    def fed(self, node, name):
+        """The graph input behind ``node``'s input ``name`` (through Cast/Identity), if the loader generates
+        it for this node; one already generated for another node is drawn for that one and kept for
+        ``node`` only where it fits it too (``shared``, see :meth:`_search`)."""
+        origin = node.origin.get(name)
+        if origin in self.generators and self.generators[origin][0] is not node:
+            self.shared.setdefault(origin, (node, name))
+            return None
+        return origin if origin in self.inputs else None
+
+    def shape(self, node, name):
+        """The concrete shape of ``node``'s input ``name`` (``None`` where not known)."""
+        return self.concrete.get(node.inputs[name]) if name in node.inputs else None
+
+    def check_known(self, node, check, fed, data, indices, updates, *more):
+        """The op's shape check (the oracle's) where the shapes are known; to draw ``fed`` indices, data's
+        and indices' shapes must be."""
+        if fed is not None and (data is None or indices is None):
+            raise self.unknown_shape(node, "data" if data is None else "indices")
+        if None not in (data, indices, updates):
+            check(data, indices, updates, *more)
+
+    @staticmethod
+    def unknown_shape(node, name):
+        return ScatterInputError(node.op.key, name, "must have a shape the loader can tell; give the shapes of the graph inputs it is computed from", "unknown")
+
+    def feed(self, rng):
+        feed = OrderedDict()
+        for name, (dtype, _) in self.inputs.items():
+            value = self.generators[name][1](rng) if name in self.generators else _random_values(rng, self.shapes[name], dtype)
+            feed[name] = np.asarray(value).astype(dtype, copy=False)
+        if self.searched or self.shared:
+            self._search(feed, rng)
+        return feed
+
+    def _search(self, feed, rng):
+        """Values for the inputs in ``self.searched`` (random) and ``self.shared`` (drawn again by their
+        generators) until the reference accepts the feed with distinct targets."""
+        from trt_scatter.reference import Reference
+
+        if self._reference is None:
+            self._reference = Reference(self.model)
+        bound = max([max(self.concrete.get(node.inputs[node.op.data_input], ()), default=0) for node in self.nodes] + [DEFAULT_DIM])
+        ranges = {name: self._search_range(name, bound) for name in self.searched}
+        names = list(dict.fromkeys(name for node in self.nodes for name in node.inputs.values()))
+        last = None
+        for _ in range(TRIES):
+            for name in self.searched:
+                dtype = self.inputs[name][0]
+                feed[name] = rng.integers(*ranges[name], size=self.shapes[name]).astype(dtype)
+            draw = np.random.default_rng(rng.integers(2**63))  # one per try: start/stop/step are drawn together per rng
+            for name in self.shared:
+                feed[name] = np.asarray(self.generators[name][1](draw)).astype(self.inputs[name][0], copy=False)
+            try:
+                values = dict(zip(names, self._reference.evaluator.run(names, dict(feed))))
+                if all(_distinct_targets(node, values) for node in self.nodes if _needs_distinct_targets(node)):
+                    return
+                last = "two writes to one element"
+            except Exception as err:  # the oracle's rules (ScatterInputError) or another op's
+                last = first_line(err)
+        if self.shared:
+            name, (node, key) = next(iter(self.shared.items()))
+            raise node.error(f"input {name!r} is drawn for {self.generators[name][0].label} too, and none of {TRIES} draws fit both (last: {last}); give valid inputs instead (--load-inputs)")
+        name, (node, key) = next(iter(self.searched.items()))
+        raise node.error(f"input {name!r} gives '{key}', and none of {TRIES} random values of it gave valid inputs (last: {last}); give valid inputs instead (--load-inputs)")
+
+
+    def _search_range(self, name, bound):
+        """The values drawn for a searched input: in [0, c) where every scatter node it reaches takes repeated
+        targets (a reduction: an edge list is valid as it is) and c, the fewest targets any of them addresses,
+        is known; else in [-bound-1, bound], every form of index, until the reference accepts one."""
+        nodes = self.reached.get(name, [])
+        if nodes and not any(_needs_distinct_targets(node) for node in nodes):
+            capacity = min(self._addressed(node) for node in nodes)
+            if capacity != math.inf and capacity > 0:
+                return 0, int(capacity)
+        return -bound - 1, bound + 1
+
+
+def _needs_distinct_targets(node):
+    """Whether valid inputs must address each target of ``node`` once (its oracle module's ``distinct_targets``:
+    a write without a reduction, whose repeats are undefined) or may repeat them (a reduction combines them)."""
+    check = getattr(oracle.module(node.op), "distinct_targets", None)
+    return True if check is None else check(node)
+
+
+# -- shapes: symbols merged by the ops' equalities
+
+
+class _Shapes:
+    """Symbolic shapes of a model's tensors and the values of their symbols.
+
+    The scatter ops' shape rules say which symbols are equal (a union-find), and which products of
+    dims must not exceed others for distinct indices (``bounds``); constant slice parameters derive
+    updates' dims from data's (``_Node.fixed``).
+    """
+
+    def __init__(self, plan, rng):
+        self.plan, self.rng = plan, rng
+        self.parent, self.value = {}, {}
+        self.bounds = []  # (low dims, high dims): prod(low) <= prod(high), for distinct indices
+        self.derived = []  # (node, callable): dims that follow from others once those have values
+        self.symbolic = _symbolic_shapes(plan)  # a ModelTensors of the model with a symbol for every free input dimension
+
+    # union-find over symbols; ints are values
+    def find(self, dim):
+        if isinstance(dim, str):
+            while self.parent.get(dim, dim) != dim:
+                dim = self.parent[dim]
+        return dim
+
+    def equal(self, a, b):
+        a, b = self.find(a), self.find(b)
+        if a is None or b is None or a == b or (isinstance(a, int) and isinstance(b, int)):
+            return  # unknown, the same, or two values (the oracle's shape check names a conflict)
+        if isinstance(a, int):
+            a, b = b, a
+        self.parent[a] = b
+
+    def equal_shapes(self, a, b):
+        """Each dim of shape ``a`` equals the same dim of ``b``, where both ranks are known and agree."""
+        if a is not None and b is not None and len(a) == len(b):
+            for x, y in zip(a, b):
+                self.equal(x, y)
+
+    def of(self, dim):
+        dim = self.find(dim)
+        return dim if isinstance(dim, int) or dim is None else self.value.setdefault(dim, DEFAULT_DIM)
+
+    def free(self, dim):
+        return isinstance(self.find(dim), str)
+
+    def shape(self, node, name):
+        return self.symbolic.symbolic_shape(node.inputs[name]) if name in node.inputs else None
+
+    def solve(self):
+        for node in self.plan.nodes:
+            try:
+                oracle.module(node.op).input_relations(self, node)
+            except ScatterInputError as err:
+                raise node.error(err) from None
+        for _ in range(4):  # each pass only moves values toward the bounds
+            for low, high in self.bounds:
+                self._fit(low, high)
+        for node, derive in self.derived:
+            try:
+                derive()
+            except ScatterInputError as err:
+                raise node.error(err) from None
+        missing = [name for name in self.plan.inputs if self.symbolic.symbolic_shape(name) is None]
+        if missing:
+            raise ValueError(f"input {missing[0]!r} has no shape in the model: give it one (input_shapes, --input-shapes)")
+        names = list(self.plan.inputs) + [tensor for node in self.plan.nodes for tensor in node.inputs.values()]
+        symbolic = {name: self.symbolic.symbolic_shape(name) for name in names}
+        concrete = {name: tuple(self.of(d) for d in dims) for name, dims in symbolic.items() if dims is not None}
+        return {name: concrete[name] for name in self.plan.inputs}, {name: dims for name, dims in concrete.items() if None not in dims}
+
+    def _size(self, dims):
+        return math.prod(1 if self.of(d) is None else self.of(d) for d in dims)
+
+    def _fit(self, low, high):
+        """Makes prod(low) <= prod(high): grows a free dim of ``high``, else shrinks the free dims of ``low``."""
+        if self._size(low) <= self._size(high):
+            return
+        roots = {self.find(d) for d in low}
+        for d in high:
+            root = self.find(d)
+            rest = self._size([x for x in high if self.find(x) != root])
+            if self.free(d) and root not in roots and rest:
+                self.value[root] = -(-self._size(low) // rest)
+                return
+        for d in low:
+            root = self.find(d)
+            rest = self._size([x for x in low if self.find(x) != root])
+            if self.free(d) and rest:
+                self.value[root] = min(self.value[root], self._size(high) // rest)
+
+
+def _symbolic_shapes(plan):
+    """:class:`~trt_scatter.model.ModelTensors` of the model whose graph inputs have the given
+    shapes, and a fresh symbol for every other dimension that is neither a value nor a symbol: ONNX
+    shape inference then carries the symbols to every scatter node."""
+    import onnx
+
+    model = onnx.ModelProto()
+    model.CopyFrom(plan.model)
+    for value in model.graph.input:
+        shape = value.type.tensor_type.shape
+        if value.name in plan.given:
+            del shape.dim[:]
+            shape.dim.extend(onnx.TensorShapeProto.Dimension(dim_value=size) for size in plan.given[value.name])
+        for i, dim in enumerate(shape.dim):
+            if value.name in plan.inputs and not dim.HasField("dim_value") and not dim.dim_param:
+                dim.dim_param = f"{value.name}:{i}"
+    return ModelTensors(model)
+
+
+def _searched_inputs(plan):
+    """``({input: (node, index input)}, {input: [nodes]})``: integer graph inputs without a generator that a scatter
+    node's index input is computed from (through ops the loader does not follow), the first node that reads each,
+    and every node whose index inputs it reaches."""
+    producers, searched, reached = plan.producers, {}, {}
+    for node in plan.nodes:
+        for key, tensor in node.inputs.items():
+            stack, seen = [tensor] if key not in node.op.element_inputs else [], set()
+            while stack:
+                name = stack.pop()
+                if name in plan.inputs and name not in plan.generators and np.dtype(plan.inputs[name][0]).kind in "iu":
+                    searched.setdefault(name, (node, key))
+                    if node not in reached.setdefault(name, []):
+                        reached[name].append(node)
+                seen.add(name)
+                stack += [n for n in (producers[name].input if name in producers else ()) if n and n not in seen]
+    return searched, reached
+
+
+def _distinct_targets(node, values):
+    """Whether the index values a scatter node got write no element twice (undefined in every spec):
+    the oracle, writing distinct ids for the updates, keeps all of them."""
+    args = {name: np.asarray(values[tensor]) for name, tensor in node.inputs.items()}
+    data, updates = node.op.data_input, node.op.updates_input
+    ids = np.arange(args[updates].size).reshape(args[updates].shape)
+    args.update({data: np.full(args[data].shape, -1), updates: ids})
+    attributes = {attribute.name: node.attribute(attribute.name) for attribute in node.node.attribute}
+    return bool(np.isin(ids, oracle.module(node.op).evaluate(args, attributes)).all())
+
+
+def _random_values(rng, shape, dtype):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if dtype.kind == "u":
+        return rng.integers(0, 16, size=shape)
+    if dtype.kind == "i":
+        return rng.integers(-8, 8, size=shape)
+    return rng.uniform(-1.0, 1.0, size=shape).astype(np.float32)  # bfloat16/float16 convert from this

@@ -1,0 +1,106 @@
+"""Walking an ONNX graph and naming what is in it: the vocabulary every pass and message shares.
+
+- :func:`all_nodes` / :func:`indexed_nodes` / :func:`subgraphs`: the nodes of a graph and of its
+  If/Loop/Scan bodies, in order;
+- :func:`node_label`: how every message names a node (``SliceScatter node 'write_kv'``);
+- :func:`graph_names` / :func:`fresh_name`: the names a pass that adds nodes must avoid, and new ones;
+- :func:`opset_version`: the version at which a model imports a domain;
+- :class:`ModelError`: a model's mistake, one line naming the node (or the file), the rule and the value.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from trt_scatter.ops import DEFAULT_DOMAINS, is_trt_scatter
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    import onnx
+
+
+class ModelError(ValueError):
+    """A model breaks a rule that trt-scatter checks before TensorRT runs, or is no model trt-scatter
+    can read. The message is one line naming the node (:func:`node_label`) or the file, the input or
+    attribute, the rule and the value."""
+
+
+def opset_version(model: onnx.ModelProto, domain: str = "") -> int | None:
+    """The version at which ``model`` imports ``domain`` (ONNX's own by default), or ``None``."""
+    names = DEFAULT_DOMAINS if domain in DEFAULT_DOMAINS else (domain,)
+    return next((opset.version for opset in model.opset_import if opset.domain in names), None)
+
+
+def subgraphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
+    """The graphs ``node`` holds in its attributes (If branches, Loop and Scan bodies)."""
+    for attribute in node.attribute:
+        yield from attribute.graphs
+        if attribute.HasField("g"):
+            yield attribute.g
+
+
+def all_graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
+    """``graph`` and every graph its nodes hold (If/Loop/Scan bodies), nested ones included, outermost first."""
+    yield graph
+    for node in graph.node:
+        for subgraph in subgraphs(node):
+            yield from all_graphs(subgraph)
+
+
+def all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
+    """The nodes of ``graph`` and of its subgraphs (If/Loop/Scan bodies), in order."""
+    return (node for _, node in indexed_nodes(graph))
+
+
+def indexed_nodes(graph: onnx.GraphProto) -> Iterator[tuple[int, onnx.NodeProto]]:
+    """``(index, node)`` for :func:`all_nodes`, ``index`` being the node's position in its own graph
+    (If/Loop/Scan bodies count from 0): how :func:`node_label` numbers a node without a name."""
+    for index, node in enumerate(graph.node):
+        yield index, node
+        for subgraph in subgraphs(node):
+            yield from indexed_nodes(subgraph)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: object) -> str:
+    """``text`` with control characters (ANSI escapes, newlines) shown as escapes: a name from a model
+    cannot draw on the terminal or cut a one-line message short."""
+    return _CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode(), str(text))
+
+
+def node_label(node: onnx.NodeProto, index: int | None = None) -> str:
+    """How every message names a node: ``SliceScatter node 'write_kv'``; one without a name by its
+    position ``index`` in its graph (where the caller knows it) and its first output."""
+    op_type = printable(node.op_type)
+    if node.name:
+        return f"{op_type} node '{printable(node.name)}'"
+    where = ([] if index is None else [f"#{index}"]) + ([f"(output {printable(repr(node.output[0]))})"] if node.output else [])
+    return " ".join([f"{op_type} node", *where])
+
+
+def graph_names(graph: onnx.GraphProto) -> set[str]:
+    """Every node and tensor name of ``graph``: the names a pass that adds nodes must avoid."""
+    names = {name for node in graph.node for name in (node.name, *node.input, *node.output)}
+    names |= {init.name for init in graph.initializer}
+    names |= {value.name for value in (*graph.input, *graph.output, *graph.value_info)}
+    return names
+
+
+def fresh_name(hint: str, taken: set[str]) -> str:
+    """``hint``, or ``hint_1``, ``hint_2``... whichever ``taken`` (a set of names) lacks first; adds it to ``taken``."""
+    name, counter = hint, 0
+    while name in taken:
+        counter += 1
+        name = f"{hint}_{counter}"
+    taken.add(name)
+    return name
+
+
+def trt_scatter_ops(model: onnx.ModelProto) -> list[str]:
+    """The op types of the ``trt_scatter`` nodes of ``model`` (an ``onnx.ModelProto``), If/Loop bodies
+    included, sorted: empty for a model that needs none of trt-scatter's plugins."""
+    return sorted({node.op_type for node in all_nodes(model.graph) if is_trt_scatter(node)})

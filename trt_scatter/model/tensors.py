@@ -1,0 +1,196 @@
+"""What an ONNX model says about its tensors before anything runs: constant values, static shapes, element types.
+
+Every pass (and the data loader) asks the same three questions of a tensor name, so they are
+answered here once per model (:attr:`trt_scatter.model.Model.tensors`)::
+
+    tensors = ModelTensors(model)
+    tensors.constant("step")   # np.ndarray, or None if the value is not fixed by the model
+    tensors.shape("data")      # (4, -1, 8): -1 for a dimension that is not known; None if the rank is not
+    tensors.symbolic_shape("data")  # (4, "seq", None): symbolic dimensions by name (dim_param)
+    tensors.dtype("updates")   # np.dtype, or None if not known
+
+Constants are initializers and ``Constant`` nodes (``value``, ``value_int(s)``, ``value_float(s)``)
+of the main graph and of every If/Loop/Scan body (ONNX names each tensor once, bodies included, so
+one table serves every scope), and small integer tensors that standard ops compute from them alone (a ``Cast``
+or ``Unsqueeze`` of a constant, :func:`fold`); one kept in external data has a value once read
+(:meth:`trt_scatter.model.Model.read` reads the index constants from the model's folder; nothing
+is read from the working directory), and its shape and type in any case. Shapes and types come
+from the constants, the graph's inputs, outputs and ``value_info``, and one run of ONNX shape
+inference (a model it cannot read keeps what it declares). The ``trt_scatter`` ops' schemas are
+registered first (:func:`trt_scatter.ops.register_onnx_schemas`), so that run gives their outputs
+data's type and shape and carries on past them: one run, however many scatter nodes a model chains.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from trt_scatter import dtypes
+from trt_scatter.model.graph import DEFAULT_DOMAINS, all_graphs, opset_version
+from trt_scatter.ops import is_trt_scatter, register_onnx_schemas
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import onnx
+
+#: The most elements a folded constant may take in or give out (:func:`fold`): index values, even a
+#: coordinate per element as PyTorch's TorchScript exporter writes them, not weights.
+FOLD_LIMIT = 1 << 24
+#: Standard ops whose outputs are not a function of their inputs.
+_NOT_FOLDED = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli"}
+
+
+def fold(node: onnx.NodeProto, values: Sequence[np.ndarray | None], opset: int | None) -> list[np.ndarray] | None:
+    """The outputs of one standard ONNX ``node`` (a ``NodeProto``) on constant inputs ``values`` (a list in
+    the node's input order, ``None`` for an input left out) by ONNX's evaluator at default-domain
+    ``opset``; ``None`` where it cannot say (an op it lacks, randomness, subgraphs, more than
+    :data:`FOLD_LIMIT` elements in or out). The one constant folder of trt-scatter."""
+    from onnx import AttributeProto, helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    if (node.domain not in DEFAULT_DOMAINS or node.op_type in _NOT_FOLDED
+            or any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute)):  # fmt: skip
+        return None
+    given = {name: value for name, value in zip(node.input, values) if name}
+    if any(value is None for value in given.values()) or sum(np.size(value) for value in given.values()) > FOLD_LIMIT:
+        return None
+    outputs = [name for name in node.output if name]
+    alone = helper.make_node(node.op_type, list(node.input), list(node.output))
+    alone.attribute.extend(node.attribute)
+    graph = helper.make_graph([alone], "fold", [], [helper.make_tensor_value_info(name, 0, None) for name in outputs],
+                              initializer=[numpy_helper.from_array(np.asarray(value), name) for name, value in given.items()])
+    opsets = [] if opset is None else [helper.make_opsetid("", opset)]
+    try:
+        results = [np.asarray(value) for value in ReferenceEvaluator(helper.make_model(graph, opset_imports=opsets)).run(outputs, {})]
+    except Exception:  # an op the evaluator lacks, values it refuses: not known here
+        return None
+    return results if all(result.size <= FOLD_LIMIT for result in results) else None
+
+
+class ModelTensors:
+    """Constant values, shapes and element types of the tensors of ``model`` (an ``onnx.ModelProto``)."""
+
+    def __init__(self, model):
+        self.model = model
+        graphs = list(all_graphs(model.graph))
+        self._constant_protos = {init.name: init for graph in graphs for init in graph.initializer}
+        for node in (node for graph in graphs for node in graph.node):
+            if node.op_type == "Constant" and node.domain in DEFAULT_DOMAINS and len(node.output) == 1 and len(node.attribute) == 1:
+                self._constant_protos[node.output[0]] = node.attribute[0]
+        self._producers = {output: node for graph in graphs for node in graph.node for output in node.output if output}
+        self._constants = {}
+        self._types = _value_types(model)
+
+    def constant(self, name: str) -> np.ndarray | None:
+        """The value of ``name`` if the model fixes it, else ``None``: an initializer, a ``Constant``
+        node, or a small integer tensor that standard ops compute from such values alone (:meth:`_folded`)."""
+        if name not in self._constants:
+            self._constants[name] = None  # while it is computed: a cycle is no constant
+            value = _to_array(self._constant_protos.get(name))
+            if value is None and name in self._producers and name not in self._constant_protos:
+                value = self._folded(self._producers[name], name)
+            self._constants[name] = value
+        return self._constants[name]
+
+    def _folded(self, node, name):
+        """The value of the integer output ``name`` of ``node``, folded (:func:`fold`) from constant inputs, or
+        ``None``. Exporters leave such chains (``step = Cast(Constant)``, ``indices = Unsqueeze(9)``); what they
+        compute is what TensorRT will, so index values are known before it runs. Integer outputs only:
+        index values, not weights."""
+        dtype = self._types.get(name, (None, None))[0]
+        if dtype is None or dtype.kind not in "iu":
+            return None
+        values = [self.constant(input_name) if input_name else None for input_name in node.input]
+        results = fold(node, values, opset_version(self.model))
+        return None if results is None else dict(zip([n for n in node.output if n], results)).get(name)
+
+    def shape(self, name: str) -> tuple[int, ...] | None:
+        """The static shape of ``name`` as a tuple (-1 for each dimension not known), or ``None`` if its rank is not known."""
+        dims = self.symbolic_shape(name)
+        return None if dims is None else tuple(d if isinstance(d, int) else -1 for d in dims)
+
+    def symbolic_shape(self, name: str) -> tuple[int | str | None, ...] | None:
+        """The shape of ``name`` with each dimension an int, the name of a symbolic dimension (``dim_param``:
+        dimensions of one name have one size), or ``None`` if not known; ``None`` if the rank is not known."""
+        value = self.constant(name)
+        if value is not None:
+            return tuple(value.shape)
+        tensor = _tensor_of(self._constant_protos.get(name))
+        if tensor is not None:  # a constant whose value is not here (external data): its dims are
+            return tuple(tensor.dims)
+        return self._types.get(name, (None, None))[1]
+
+    def dtype(self, name: str) -> np.dtype | None:
+        """The NumPy element type of ``name`` (bfloat16 from ml_dtypes), or ``None`` if not known."""
+        value = self.constant(name)
+        if value is not None:
+            return value.dtype
+        tensor = _tensor_of(self._constant_protos.get(name))
+        if tensor is not None:
+            return dtypes.from_onnx(tensor.data_type)
+        return self._types.get(name, (None, None))[0]
+
+
+def _tensor_of(proto):
+    """The TensorProto of an initializer or of a ``Constant`` node's ``value``, else ``None``."""
+    from onnx import AttributeProto
+
+    if isinstance(proto, AttributeProto):
+        return proto.t if proto.name == "value" else None
+    return proto
+
+
+def _to_array(proto):
+    """An initializer or a ``Constant`` node's attribute as an array; ``None`` for what has no plain value."""
+    from onnx import numpy_helper
+    from onnx.external_data_helper import uses_external_data
+
+    if proto is None:
+        return None
+    tensor = _tensor_of(proto)
+    if tensor is not None and uses_external_data(tensor):
+        return None  # numpy_helper would look in the working directory; Model.read reads index constants from the model's
+    try:
+        if tensor is not None:
+            return numpy_helper.to_array(tensor)
+        plain = {"value_int": (proto.i, np.int64), "value_ints": (list(proto.ints), np.int64),
+                 "value_float": (proto.f, np.float32), "value_floats": (list(proto.floats), np.float32)}
+        if proto.name in plain:
+            value, dtype = plain[proto.name]
+            return np.array(value, dtype=dtype)
+    except Exception:  # a type NumPy lacks: no value to show
+        return None
+    return None  # sparse_value, strings: never an index or a shape
+
+
+def _value_types(model):
+    """``{name: (dtype or None, shape or None)}`` from what ``model`` declares and what one run of ONNX
+    shape inference infers; outputs of ``trt_scatter`` nodes it could not type get their data's."""
+    import onnx
+
+    register_onnx_schemas()  # ONNX's inference then types trt_scatter outputs and goes on past them
+    known = _declared(model)
+    try:
+        known.update(_declared(onnx.shape_inference.infer_shapes(model, data_prop=True)))
+    except Exception:  # a model over 2 GiB, a broken graph: keep what is declared
+        pass
+    for node in model.graph.node:  # in graph order, so chains of scatters are typed in one pass
+        if is_trt_scatter(node) and node.input and len(node.output) == 1 and node.output[0] not in known and node.input[0] in known:
+            known[node.output[0]] = known[node.input[0]]
+    return known
+
+
+def _declared(model):
+    types = {}
+    values = [value for graph in reversed(list(all_graphs(model.graph))) for value in (*graph.value_info, *graph.output, *graph.input)]
+    for value in values:  # the main graph's, and a graph's inputs, win
+        if value.type.HasField("tensor_type"):
+            tensor_type = value.type.tensor_type
+            shape = None
+            if tensor_type.HasField("shape"):
+                shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor_type.shape.dim)
+            types[value.name] = (dtypes.from_onnx(tensor_type.elem_type), shape)
+    return types

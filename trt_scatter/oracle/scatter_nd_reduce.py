@@ -1,0 +1,144 @@
+"""ScatterNDReduce (trt_scatter): ONNX's ScatterND with a reduction, PyTorch's ``index_add`` and
+``index_put(accumulate=True)`` along the first axes.
+
+``indices`` has shape (..., k) with k <= rank(data); each of its rows of k numbers addresses one element
+(k = r) or one slice (k < r) of ``data``, and ``updates`` has shape ``indices.shape[:-1] + data.shape[k:]``.
+Each update row combines into the slice its index row addresses::
+
+    out[indices[i]] = reduction(out[indices[i]], updates[i])      # for every i in indices.shape[:-1]
+
+with ``reduction`` (``add``, ``mul``, ``min``, ``max``, ``mean``) and ``include_self`` (1: data's own
+values are the first operand; 0: the first update row is). Rows into one slice combine in ascending
+row position (C order of ``indices.shape[:-1]``), element by element: the order and the arithmetic are
+:mod:`~trt_scatter.oracle.reductions`'. add/mul/min/max with ``include_self=1`` is ONNX's ScatterND
+(opsets 16, 18) with that order fixed. Index values lie in [-s_j, s_j-1]; others raise here (the kernels
+skip such a row and count it).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from trt_scatter import ops
+from trt_scatter.oracle import reductions, rules
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike
+
+    from trt_scatter.model.node import OpNode
+
+OP = "scatter_nd_reduce"
+DEFAULTS = {name: attribute.default for name, attribute in ops.OPS["ScatterNDReduce"].attributes.items()}
+
+
+def check_scatter_nd_reduce(data_shape: Sequence[int | None], indices_shape: Sequence[int | None], updates_shape: Sequence[int | None]) -> None:
+    """Checks the shapes (ScatterND's rules)."""
+    rules.check_nd_shapes(OP, data_shape, indices_shape, updates_shape)
+
+
+def scatter_nd_reduce(data: ArrayLike, indices: ArrayLike, updates: ArrayLike, reduction: str = "add", include_self: int = 1, op: str = OP) -> np.ndarray:
+    """Returns a copy of ``data`` with the rows of ``updates`` combined into the elements or slices ``indices`` address.
+    ``op`` names the op in messages (ONNX's ScatterND with a reduction runs this too)."""
+    data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
+    reduction = reductions.check_reduction(op, reduction)
+    include_self = reductions.check_include_self(op, include_self)
+    reductions.check_element_type(op, "data", data.dtype)
+    rules.check_same_type(op, "updates", updates.dtype, data.dtype)
+    rules.check_index_type(op, "indices", indices.dtype)
+    rules.check_nd_shapes(op, data.shape, indices.shape, updates.shape)
+    k = indices.shape[-1]
+    rows = indices.reshape(math.prod(indices.shape[:-1]), k).astype(np.int64)  # not (-1, k): k may be 0
+    rules.check_indices_in_range(op, "indices", rows, data.shape[:k], allow_negative=True)
+    lead = data.shape[:k]
+    rows = np.where(rows < 0, rows + np.array(lead, np.int64), rows)
+    targets = np.ravel_multi_index(tuple(rows.T), lead) if k else np.zeros(rows.shape[0], np.int64)
+    columns = math.prod(data.shape[k:])
+    out = reductions.reduce_rows(data.reshape(math.prod(lead), columns), targets,
+                                 updates.reshape(rows.shape[0], columns), reduction, include_self)
+    return out.reshape(data.shape)
+
+
+def evaluate(inputs: dict[str, np.ndarray], attributes: dict[str, Any]) -> np.ndarray:
+    """A node's output: ``inputs`` by name, ``attributes`` as the node has them (the op's defaults for the others)."""
+    values = {**DEFAULTS, **{name: value for name, value in attributes.items() if name in DEFAULTS}}
+    return scatter_nd_reduce(inputs["data"], inputs["indices"], inputs["updates"], reduction=values["reduction"],
+                             include_self=values["include_self"])
+
+
+def check_node(node: OpNode) -> None:
+    """The rules a model shows before it runs: a number type (not bool), shapes that fit, constant indices in
+    [-s, s-1] for each known dimension they index."""
+    dtype = node.dtype("data")
+    if dtype is not None:
+        reductions.check_element_type(OP, "data", dtype)
+    data, indices, updates = node.shape("data"), node.shape("indices"), node.shape("updates")
+    if data is None or indices is None or updates is None:
+        return
+    check_scatter_nd_reduce(data, indices, updates)
+    constant = node.constant("indices")
+    if constant is not None and constant.dtype.kind in "iu" and constant.ndim and constant.shape[-1] <= len(data):
+        rules.check_indices_in_range(OP, "indices", constant, data[: constant.shape[-1]], allow_negative=True)
+
+
+def from_standard(node: OpNode) -> dict[str, Any] | None:
+    """ONNX's ScatterND with ``reduction`` add, mul, min or max as this op's node (``include_self=1``); ``None``
+    for one without a reduction, which TensorRT builds itself."""
+    reduction = reductions.reduction_of(node.attribute("reduction", "none"))
+    if reduction not in reductions.ONNX_REDUCTIONS:
+        return None
+    return {"inputs": [node.inputs[name] for name in ("data", "indices", "updates")],
+            "attributes": {"reduction": reduction, "include_self": 1, "inplace": 0}}
+
+
+def repeated_target(node: OpNode | rules.Known) -> str | None:
+    """None: updates into one target combine, in the order the oracle defines, so a repeat is no warning."""
+    return None
+
+
+def distinct_targets(node: OpNode) -> bool:
+    """Whether valid inputs need index rows that address each slice once: never, duplicates combine."""
+    return False
+
+
+# ---- valid inputs (trt_scatter.inputs): shape relations, capacity, index generator
+
+
+def input_relations(shapes: Any, node: OpNode) -> None:
+    data, indices, updates = (shapes.shape(node, n) for n in ("data", "indices", "updates"))
+    if data is None or indices is None:
+        return
+    rules.check_rank_at_least(OP, "data", data, 1)
+    rules.check_rank_at_least(OP, "indices", indices, 1)
+    if shapes.free(indices[-1]):  # rows of unknown length address elements
+        shapes.equal(indices[-1], len(data))
+    k = shapes.of(indices[-1])
+    shapes.equal_shapes(updates, list(indices[:-1]) + list(data[k:]))  # any number of rows: repeats combine
+
+
+def input_capacity(plan: Any, node: OpNode) -> int | None:
+    """How many targets the index rows can address: the elements or slices of data's first k axes."""
+    data, indices = plan.shape(node, "data"), plan.shape(node, "indices")
+    return math.prod(data[: indices[-1]]) if data and indices and indices[-1] <= len(data) else None
+
+
+def plan_inputs(plan: Any, node: OpNode, rng: np.random.Generator) -> None:
+    data, indices, updates = (plan.shape(node, n) for n in ("data", "indices", "updates"))
+    name = plan.fed(node, "indices")
+    plan.check_known(node, check_scatter_nd_reduce, name, data, indices, updates)
+    if name is None:
+        return
+    k = indices[-1]
+    lead = np.array(data[:k], np.int64)
+    if math.prod(indices[:-1]) and k and not math.prod(data[:k]):
+        raise rules.ScatterInputError(OP, "indices", "must be empty: data has no element to address", f"shape {indices}")
+
+    def generate(rng, shape=indices):
+        values = rng.integers(0, np.maximum(lead, 1), size=shape) if k else np.zeros(shape, np.int64)
+        return rules.some_negative(rng, values, lead)
+
+    plan.generators[name] = (node, generate)
