@@ -39,6 +39,8 @@ from trt_scatter.dtypes import to_tensorrt
 from trt_scatter.networks import module
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from numpy.typing import DTypeLike
 
 #: key -> (the op, its Example), for every registered op whose network module declares one
@@ -107,6 +109,49 @@ def _add_inputs(network, op, example, params, dtype, index_dtype, dynamic):
         element = index_dtype if input_name in op.index_inputs else dtype
         tensors[input_name] = network.add_input(input_name, to_tensorrt(element), dims)
     return tensors, profile
+
+
+def check_profile(name: str, profile_shapes: dict[str, tuple[Sequence[int], Sequence[int], Sequence[int]]], **params: Any) -> None:
+    """A ValueError, naming the bound and the inputs, unless the dynamic example ``name``'s inputs fit together at
+    each bound (min, opt, max) of ``profile_shapes``: the shapes given there, the built-in profile's for the other
+    inputs. The example's own rules decide (its ``shapes``: the inputs it derives, such as ``updates`` from
+    ``data``, and the oracle's rules), before TensorRT fails on the same mistake with its own words.
+    ``params``: as for ``EXAMPLES[name]`` (``dtype``, ``index_dtype`` and ``dynamic`` are ignored)."""
+    _, example = _EXAMPLE_OF[name]
+    params = _params(name, {k: v for k, v in params.items() if k not in (*example.options, "dtype", "index_dtype", "dynamic")})
+    shapes = example.shapes(params)
+    big = example.shapes(_doubled(example, params))
+    builtin = {input_name: (shape, shape, big[input_name]) for input_name, shape in shapes.items()}
+    given = [input_name for input_name in shapes if input_name in profile_shapes]
+    if not _fits_the_network(example, shapes, profile_shapes):
+        return  # a name, rank or static dimension the network itself refuses, in its own words, when the profile is set
+    for k, bound in enumerate(("min", "opt", "max")):
+        at_bound = {input_name: tuple(profile_shapes.get(input_name, builtin[input_name])[k]) for input_name in shapes}
+        free = {f"{input_name}_shape": shape for input_name, shape in at_bound.items() if f"{input_name}_shape" in params}
+        where = ", ".join(f"{input_name} {list(at_bound[input_name])}" for input_name in given)
+        built_in = ", ".join(f"{input_name} {list(shape)}" for input_name, shape in at_bound.items() if input_name not in given)
+        where += f"; built-in: {built_in}" if built_in else ""
+        try:
+            needed = example.shapes({**params, **free})
+        except ValueError as error:
+            raise ValueError(f"the --{bound} shapes ({where}) break the {name} example's rule: {error}") from None
+        for input_name, shape in at_bound.items():
+            if tuple(needed[input_name]) != shape:
+                hint = "" if input_name in given else f": give --min/--opt/--max for {input_name} too"
+                raise ValueError(f"the --{bound} shapes ({where}) need {input_name} {list(needed[input_name])}, "
+                                 f"not {list(shape)}{hint}")
+
+
+def _fits_the_network(example, shapes, profile_shapes):
+    """Whether every input of ``profile_shapes`` is one of the example's, of its rank, with its static dimensions."""
+    for input_name, bounds in profile_shapes.items():
+        if input_name not in shapes:
+            return False
+        rank = len(shapes[input_name])
+        static = _static_dims(example, input_name, rank)
+        if any(len(shape) != rank or any(shape[d] != shapes[input_name][d] for d in static) for shape in bounds):
+            return False
+    return True
 
 
 def _builder(name):

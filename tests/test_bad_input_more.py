@@ -155,10 +155,27 @@ def test_a_model_in_a_folder_whose_name_is_not_utf8_builds_with_its_external_wei
      "--min 'data:[1,,6]' is not NAME:[D,...]"),
     (["build", "slice_scatter", "--dynamic", "--min", "data:[99999999999999999999,6]", "--opt", "data:[2,6]", "--max", "data:[4,6]"],
      "--min 'data:[99999999999999999999,6]' has more than 2147483647 elements, TensorRT's most for one tensor"),
-], ids=["typo", "typo before a flag", "a missing path", "an empty dimension", "a dimension past TensorRT's"])
+    (["build", "slice_scatter", "--dynamic", "--min", "data:[2,3]", "--opt", "data:[2,3]", "--max", "data:[4,6]"],
+     "the --min shapes (data [2, 3]; built-in: updates [2, 3]) need updates [2, 2], not [2, 3]: give --min/--opt/--max for updates too"),
+    (["build", "scatter_update", "--dynamic", "--min", "indices:[2]", "updates:[3,2]", "--opt", "indices:[2]", "updates:[3,2]",
+      "--max", "indices:[4]", "updates:[3,2]"],
+     "the --max shapes (indices [4], updates [3, 2]; built-in: data [6, 10]) need updates [6, 4], not [3, 2]"),
+], ids=["typo", "typo before a flag", "a missing path", "an empty dimension", "a dimension past TensorRT's",
+        "a profile for data alone", "a profile whose inputs do not fit"])
 def test_build_names_the_mistake_in_its_target_or_profile(tmp_path, argv, rule):
     line = _one_line(fx.run_tool("trt-scatter", argv, cwd=tmp_path))
     assert line.startswith("trt-scatter build: error: ") and rule in line, line
+
+
+def test_a_profile_whose_inputs_fit_builds_with_those_shapes(tmp_path):
+    bounds = {"--min": "[1,5]", "--opt": "[2,5]", "--max": "[3,7]"}  # updates: data's rows, every 2nd of its columns
+    argv = ["build", "slice_scatter", "--dynamic", "-o", tmp_path / "e.engine"]
+    for flag, data in bounds.items():
+        rows, columns = (int(d) for d in data.strip("[]").split(","))
+        argv += [flag, f"data:{data}", f"updates:[{rows},{(columns + 1) // 2}]"]
+    result = fx.run_tool("trt-scatter", argv, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "e.engine").stat().st_size > 0
 
 
 # ---- an interrupted command ------------------------------------------------------------------------------

@@ -74,6 +74,10 @@ def network_from_example(name: str, profile_shapes: dict[str, tuple[Sequence[int
     from trt_scatter.networks.examples import EXAMPLES
 
     check_example_name(name)
+    if params.get("dynamic") and profile_shapes:
+        from trt_scatter.networks.examples import check_profile
+
+        check_profile(name, profile_shapes, **params)
 
     def load():
         builder, network = CreateNetwork(strongly_typed=strongly_typed)()
