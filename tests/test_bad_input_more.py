@@ -238,6 +238,16 @@ def test_export_refuses_a_flag_that_is_not_a_bool():
             trt_torch.export(None, (), **{flag: "False"})  # a non-empty string is true: aot="no" built for the AOT plugins
 
 
+@pytest.mark.parametrize("dynamo", [True, False])
+def test_export_refuses_args_given_as_a_list(dynamo):
+    import torch
+
+    from trt_scatter.torch import export
+
+    with pytest.raises(TypeError, match=r"^trt_scatter.torch.export: args must be a tuple of the model's positional inputs \(got a list"):
+        export(torch.nn.Identity(), [torch.zeros(2)], dynamo=dynamo)
+
+
 def test_export_refuses_an_index_of_floats_instead_of_writing_it():
     torch = pytest.importorskip("torch")
     pytest.importorskip("onnxscript")

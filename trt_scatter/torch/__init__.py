@@ -65,6 +65,9 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
     for name, flag in (("dynamo", dynamo), ("inplace", inplace), ("aot", aot)):
         if not isinstance(flag, bool):  # a string such as "False" would be true
             raise TypeError(f"trt_scatter.torch.export: {name} must be True or False (got {flag!r})")
+    if isinstance(args, list):  # torch.export refuses it in pages of text; TorchScript would take it for one input
+        raise TypeError("trt_scatter.torch.export: args must be a tuple of the model's positional inputs (got a list: "
+                        "tuple(args) for several inputs, (args,) for one list input)")
     writes.require_torch()
     import onnx
     import torch
