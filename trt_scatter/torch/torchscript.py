@@ -9,6 +9,7 @@ for what a ``trt_scatter`` node cannot express exactly:
 - ``aten::index_copy``: one ScatterUpdate; ``aten::index_put`` with one integer index tensor and
   ``accumulate=False``: one ScatterUpdate, negative indices wrapped first;
 - ``aten::scatter_add``, ``aten::scatter_reduce`` (sum, prod, mean, amax, amin, include_self either way),
+  ``aten::scatter`` with ``reduce="add"|"multiply"`` (the stock symbolic cannot translate it),
   ``aten::index_add``, ``aten::index_put`` with ``accumulate=True``: one ScatterNDReduce or
   ScatterElementsReduce (:mod:`.writes`). The stock symbolics refuse ``mean``, ``include_self=False``
   and ``index_add`` with repeated indices, and add a repeated ``index_put`` index once;
@@ -143,6 +144,27 @@ def scatter_reduce(g: GraphContext, self, dim: torch._C.Value, index: torch._C.V
                                                      self, dim, index, src, reduce, include_self)
 
 
+def scatter(g: GraphContext, self, dim: torch._C.Value, index: torch._C.Value, src: torch._C.Value, reduce: torch._C.Value | None = None, *, stock: Callable[..., torch._C.Value]) -> torch._C.Value:
+    """``aten::scatter``: without ``reduce``, the stock symbolic; ``scatter(dim, index, src or value, reduce="add" |
+    "multiply")``, which the stock one cannot translate (it takes four inputs), one reduction node of ``src`` (a
+    scalar ``value`` broadcast to the index's shape), as the dynamo translation writes it."""
+    from torch.onnx import symbolic_helper
+
+    if reduce is None:
+        return stock(g, "no reduction", self, dim, index, src)
+    axis = _axis(self, _const(dim))
+    reduction = {"add": "add", "multiply": "mul"}.get(symbolic_helper._maybe_get_const(reduce, "s"))
+    written = None
+    if axis is not None and reduction is not None:
+        emitter = _Emitter(g)
+        if symbolic_helper._get_tensor_rank(src) == 0:
+            src = emitter.op("Expand", emitter.cast(src, emitter.scalar_type(self)), emitter.op("Shape", index))
+        written = writes.scatter_reduce_write(emitter, self, axis, index, src, reduction, True)
+    if written is None:
+        return symbolic_helper._unimplemented("aten::scatter", "a reduce other than 'add' or 'multiply', or data of unknown rank")
+    return written
+
+
 def index_add(g: GraphContext, self, dim: torch._C.Value, index: torch._C.Value, source: torch._C.Value, alpha: torch._C.Value, *, stock: Callable[..., torch._C.Value]) -> torch._C.Value:
     from torch.onnx import symbolic_helper
 
@@ -174,6 +196,7 @@ _SYMBOLICS = {
     "aten::index_put": index_put,
     "aten::scatter_add": scatter_add,
     "aten::scatter_reduce": scatter_reduce,
+    "aten::scatter": scatter,
     "aten::index_add": index_add,
     "onnx::Placeholder": placeholder,
 }
