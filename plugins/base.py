@@ -311,6 +311,9 @@ def _field_data(name, value):
         return np.frombuffer(value.encode(), dtype=np.int8).copy(), trt.PluginFieldType.CHAR
     if not isinstance(value, (int, np.integer)):  # int(0.7) would be a silent 0
         raise TypeError(f"plugin field {name!r} must be an int or a str (got {value!r})")
+    limits = np.iinfo(np.int32)  # an INT32 field, as TensorRT's ONNX parser passes ONNX's int attributes
+    if not limits.min <= int(value) <= limits.max:
+        raise ValueError(f"plugin field {name!r} must fit in int32 (got {int(value)})")
     return np.array([int(value)], dtype=np.int32), trt.PluginFieldType.INT32
 
 

@@ -308,6 +308,16 @@ def test_a_plugin_field_value_that_is_no_int_or_str_is_refused_not_truncated(val
     assert str(caught.value) == f"plugin field 'inplace' must be an int or a str (got {value!r})"
 
 
+@pytest.mark.parametrize("value", [2**31, -(2**31) - 1, np.int64(2**40)])
+def test_a_plugin_field_value_past_int32_is_refused_not_an_overflow(value):
+    from trt_scatter.plugins.base import fields_to_keep
+
+    with pytest.raises(ValueError) as caught:
+        fields_to_keep({"axis": value})
+    assert str(caught.value) == f"plugin field 'axis' must fit in int32 (got {int(value)})"
+    assert fields_to_keep({"axis": -(2**31)})[0].name == "axis"  # the ends of int32 are taken
+
+
 # ---- the data loader ---------------------------------------------------------------------------------------------
 
 
