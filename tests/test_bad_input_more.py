@@ -228,6 +228,42 @@ def test_sigterm_while_building_ends_the_build_child_too(tmp_path):
     assert not (tmp_path / "e.engine").exists()
 
 
+def _ended(pid, within_s=10.0):
+    """Whether process ``pid`` is gone (or dead, not yet reaped) within ``within_s`` seconds."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            state = (Path("/proc") / str(pid) / "stat").read_text().split(") ")[1]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state.startswith(("Z", "X")):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc (Linux)")
+def test_sigkill_of_the_command_ends_the_build_child_too(tmp_path):
+    """SIGKILL leaves the command no time to end its build child: the child ends with it (PR_SET_PDEATHSIG)."""
+    from trt_scatter import engine
+    from trt_scatter.cli import main
+
+    def command():
+        def slow_build(*args, **kwargs):
+            (tmp_path / "child").write_text(str(os.getpid()))
+            os.kill(os.getppid(), signal.SIGKILL)
+            time.sleep(20)
+            return real(*args, **kwargs)
+
+        real, engine.build_engine = engine.build_engine, slow_build
+        return main(["build", "slice_scatter", "-o", str(tmp_path / "e.engine")])
+
+    result = fx.run_forked(command, ["trt-scatter"], cwd=tmp_path)
+    assert result.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), (result.returncode, result.stderr)
+    assert _ended(int((tmp_path / "child").read_text()))
+    assert not (tmp_path / "e.engine").exists()
+
+
 # ---- PyTorch -----------------------------------------------------------------------------------------------
 
 

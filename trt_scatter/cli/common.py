@@ -127,6 +127,21 @@ def _flush_c_streams():
 _STOPS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)}
 
 
+def _die_with(parent):
+    """The forked child ends when ``parent`` does, even by SIGKILL, which leaves the parent no time to end it
+    (Linux's PR_SET_PDEATHSIG; elsewhere the parent's own handlers are all there is)."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # no prctl: not Linux
+        return
+    if os.getppid() != parent:  # the parent died before the prctl: nobody waits for this build
+        os._exit(1)
+
+
 def isolated(function: Callable[[], _T], what: str) -> _T:
     """``function()`` run in a forked child, its result (or its exception) returned (raised) here: TensorRT's
     own crashes (a segmentation fault in its parser, an abort) end the child, and the command says so in one
@@ -144,6 +159,7 @@ def isolated(function: Callable[[], _T], what: str) -> _T:
     # A stop (Ctrl-C, SIGTERM) waits until the parent can end the child: raised while fork() runs Python's at-fork
     # callbacks, it would be ignored there, and the parent would go on waiting for the child.
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+    parent = os.getpid()
     try:
         pid = os.fork()
     except BaseException:
@@ -151,6 +167,7 @@ def isolated(function: Callable[[], _T], what: str) -> _T:
         raise
     if pid == 0:  # the child: never returns to the command
         try:
+            _die_with(parent)
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             os.close(reader)
             faulthandler.disable()  # a crash here is the parent's one line, not a dump of Python's stacks
