@@ -71,14 +71,19 @@ def evaluate(inputs: dict[str, np.ndarray], attributes: dict[str, Any]) -> np.nd
 
 
 def check_node(node: OpNode) -> None:
-    """The rules a model shows before it runs: constant indices in [-s, s-1] for each known dimension they
-    index (ONNX calls others an error, and TensorRT's IScatterLayer does not check them at run time)."""
-    indices, data = node.constant("indices"), node.shape("data")
-    if indices is None or data is None or indices.dtype.kind not in "iu" or indices.ndim == 0:
-        return  # other mistakes (types, shapes) are TensorRT's parser's to report
-    if indices.shape[-1] > len(data):
-        return  # more index columns than data has axes: the parser says so
-    rules.check_indices_in_range(OP, "indices", indices, data[: indices.shape[-1]], allow_negative=True)
+    """The rules a model shows before it runs: a reduction ONNX defines (of numbers, not bool), shapes that fit
+    where they are known, constant indices in [-s, s-1] for each known dimension they index (ONNX calls others
+    an error, and TensorRT's IScatterLayer does not check them at run time)."""
+    reduction = reductions.check_reduction(OP, node.attribute("reduction", "none"), ("none", *reductions.ONNX_REDUCTIONS))
+    if reduction != "none" and node.dtype("data") is not None:
+        reductions.check_element_type(OP, "data", node.dtype("data"))
+    data, indices, updates = node.shape("data"), node.shape("indices"), node.shape("updates")
+    if data is None or indices is None or updates is None:
+        return
+    check_scatter_nd(data, indices, updates)
+    constant = node.constant("indices")
+    if constant is not None and constant.dtype.kind in "iu" and constant.ndim and constant.shape[-1] <= len(data):
+        rules.check_indices_in_range(OP, "indices", constant, data[: constant.shape[-1]], allow_negative=True)
 
 
 def repeated_target(node: OpNode | rules.Known) -> str | None:

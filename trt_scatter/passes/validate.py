@@ -16,6 +16,7 @@ read those constants, so it checks the model first, every If/Loop/Scan body incl
   one output, its inputs (no missing one, none too many), its attributes (each one the op has, with
   an allowed value; any other is an error, not ignored); element types: data numeric, updates (and
   the output) of data's type, index inputs int32 or int64, those the contract ties of one type;
+- ONNX's own scatter nodes: index inputs int32 or int64, updates (and the output) of data's type;
 - every op's node (ONNX's ScatterND and ScatterElements too), against its oracle's rules on what
   the model shows (``check_node`` of :mod:`trt_scatter.oracle`): step 0, repeated or out-of-range
   axes, parameters of different lengths, updates that do not fit, indices out of range...
@@ -68,17 +69,18 @@ def validate(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelPr
         return model.proto
     _check_structure(model.proto.graph, set())
     _check_sizes(model.proto.graph)
-    version = opset_version(model.proto, ops.DOMAIN)
+    version, onnx_version = opset_version(model.proto, ops.DOMAIN), opset_version(model.proto, "")
     for index, node in indexed_nodes(model.proto.graph):
         if ops.is_trt_scatter(node):
             _check_contract(node, index, version)
         op = ops.op_of(node)
+        if op is not None and not op.is_plugin and onnx_version is not None:
+            _check_schema(node, index, onnx_version)
         if op is None or (not op.is_plugin and len(node.input) < 2):
             continue
         checked = OpNode(node, index, model.tensors, op)
         try:
-            if op.is_plugin:
-                _check_types(checked)
+            _check_types(checked)
             oracle.module(op).check_node(checked)
         except ScatterInputError as err:
             raise checked.error(err) from None
@@ -167,6 +169,36 @@ def _check_contract(node, index, version):
             raise ModelError(f"{label}: input '{name}' is missing: {op.usage()} (got {len(given)} inputs: {given})")
 
 
+def _check_schema(node, index, version):
+    """ONNX's own scatter node against ONNX's schema at the model's opset: the op exists there and has each of
+    the node's attributes (TensorRT's parser reads ``reduction`` on a ScatterElements-13, which onnxruntime
+    refuses)."""
+    import onnx.defs
+
+    label = node_label(node, index)
+    try:
+        schema = onnx.defs.get_schema(node.op_type, version, "")
+    except onnx.defs.SchemaError:
+        raise ModelError(f"{label}: ONNX has no {node.op_type} at opset {version}, the model's "
+                         f"(it arrives in opset {_since(node.op_type)})") from None
+    for attribute in node.attribute:
+        if attribute.name not in schema.attributes:
+            raise ModelError(f"{label}: {node.op_type} at opset {version}, the model's, has no attribute "
+                             f"'{attribute.name}' (it arrives in opset {_since(node.op_type, attribute.name)})"
+                             if _since(node.op_type, attribute.name) else
+                             f"{label}: {node.op_type} has no attribute '{attribute.name}' (its attributes: "
+                             f"{', '.join(sorted(schema.attributes))})")
+
+
+def _since(op_type, attribute=None):
+    """The first opset whose ``op_type`` (with ``attribute``, where given) ONNX defines, or None."""
+    import onnx.defs
+
+    versions = [schema.since_version for schema in onnx.defs.get_all_schemas_with_history()
+                if schema.name == op_type and schema.domain == "" and (attribute is None or attribute in schema.attributes)]
+    return min(versions, default=None)
+
+
 def _check_attribute(op, label, attribute):
     from onnx import AttributeProto, helper
 
@@ -188,11 +220,12 @@ def _check_attribute(op, label, attribute):
 
 
 def _check_types(node):
-    """Element types against the contract: data numeric, the element inputs and the output of data's type,
-    index inputs int32 or int64, an index input of its leader's type."""
+    """Element types against the contract: data numeric (a ``trt_scatter`` op's; ONNX's own ops take what their
+    schema takes), the element inputs and the output of data's type, index inputs int32 or int64, an index
+    input of its leader's type."""
     op, name = node.op, node.op.key
     data = node.dtype(op.data_input)
-    if data is not None:
+    if data is not None and op.is_plugin:
         rules.check_data_type(name, op.data_input, data)
     for input_name, leader in op.index_inputs.items():
         if node.dtype(input_name) is None:
