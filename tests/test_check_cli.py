@@ -456,6 +456,33 @@ def test_golden_data_that_does_not_fit_the_run_and_inputs_the_reference_refuses(
     assert refused.stderr.startswith("trt-scatter check: error: a run failed: ") and "'indices' values must be in [-5, 4]" in refused.stderr
 
 
+def test_loaded_inputs_with_a_name_the_model_lacks_are_refused(tmp_path, elements_model):
+    from polygraphy.json import save_json
+
+    feeds = {"data": np.zeros((2, 5), np.float32), "indices": np.array([[0, 1, 2], [0, 1, 2]]), "updates": np.ones((2, 3), np.float32),
+             "date": np.zeros((2, 5), np.float32)}
+    save_json([feeds], str(tmp_path / "extra.json"))
+    refused = check(elements_model, "--load-inputs", tmp_path / "extra.json")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, output_of(refused)
+    assert refused.stderr.rstrip("\n").endswith("iteration 0 has 'date', which is not an input of the model (its inputs: data, indices, updates)")
+
+
+def test_a_model_onnxruntime_cannot_run_says_so_and_that_nothing_was_compared(tmp_path):
+    """onnxruntime's CPU ScatterElements has no float16 add: that is neither the model's mistake nor a failed check."""
+    from onnx import helper
+
+    node = helper.make_node("ScatterElements", ["data", "indices", "updates"], ["output"], reduction="add")
+    graph = helper.make_graph([node], "g", [fx.info("data", (4, 3), np.float16), fx.info("indices", (2, 3), np.int64),
+                                            fx.info("updates", (2, 3), np.float16)], [fx.info("output", (4, 3), np.float16)])
+    path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "f16.onnx")
+    result = check(path)
+    if result.returncode == 3:
+        pytest.skip("this onnxruntime runs float16 ScatterElements add")  # a newer onnxruntime: then it compares
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, output_of(result)
+    assert result.stderr.startswith("trt-scatter check: error: onnxruntime cannot run this model on this machine, so nothing was "
+                                    "compared (compare the engine where a GPU runs it): [ONNXRuntimeError]"), output_of(result)
+
+
 def test_the_model_is_read_once_and_inferred_at_most_twice(tmp_path, monkeypatch, capsys):
     """One read of the model file (the engine, the reference, the data loader and the lowering all take what it read)
     and at most two runs of ONNX shape inference: the model's, and the data loader's symbolic copy."""

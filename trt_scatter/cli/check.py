@@ -276,6 +276,9 @@ def _inputs(args, loaded):
             missing = [name for name in names if name not in feed]
             if missing:  # polygraphy would go on without it (a profile without it, a run that names something else)
                 raise common.CliError(f"--load-inputs {args.load_inputs!r}: iteration {iteration} has no input {missing[0]!r} (the model's inputs: {', '.join(names)})")
+            extra = [name for name in feed if name not in names]
+            if extra:  # a misspelt name would be silently ignored, and its input generated or missing
+                raise common.CliError(f"--load-inputs {args.load_inputs!r}: iteration {iteration} has {extra[0]!r}, which is not an input of the model (its inputs: {', '.join(names)})")
             for name in names:
                 _check_loaded(args.load_inputs, iteration, name, feed[name], loaded.tensors)
         return feeds
@@ -378,7 +381,12 @@ def _run(runners, feeds, model):
     try:
         return Comparator.run(runners, data_loader=feeds)
     except Exception as err:  # PolygraphyException, or the oracle's ScatterInputError from the reference
-        raise common.CliError(f"a run failed: {str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__}{_free_dims_hint(model)}") from None
+        reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+        if "[ONNXRuntimeError]" in reason:  # onnxruntime's CPU kernels lack some types (float16 reductions): not the model's fault
+            stand_in = runners[-1].name
+            raise common.CliError(f"{stand_in} cannot run this model on this machine, so nothing was compared (compare the "
+                                  f"engine where a GPU runs it): {reason}{_free_dims_hint(model)}") from None
+        raise common.CliError(f"a run failed: {reason}{_free_dims_hint(model)}") from None
 
 
 def _free_dims_hint(model, given=()):
