@@ -167,6 +167,20 @@ def test_build_names_the_mistake_in_its_target_or_profile(tmp_path, argv, rule):
     assert line.startswith("trt-scatter build: error: ") and rule in line, line
 
 
+def test_a_profile_that_gives_one_named_dimension_two_sizes_is_refused(tmp_path):
+    """The model names idx's and src's first dimension E: TensorRT refused the profile only when it built (exit 1)."""
+    node = helper.make_node("ScatterElements", ["data", "idx", "src"], ["out"], reduction="add")
+    graph = helper.make_graph([node], "g", [fx.info("data", ["N", 4]), fx.info("idx", ["E", 4], np.int64), fx.info("src", ["E", 4])],
+                              [fx.info("out", ["N", 4])])
+    path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "named.onnx")
+    bounds = ["--min", "data:[1,4]", "idx:[1,4]", "src:[1,4]", "--opt", "data:[4,4]", "idx:[6,4]", "src:[7,4]",
+              "--max", "data:[8,4]", "idx:[9,4]", "src:[9,4]"]
+    line = _one_line(fx.run_tool("trt-scatter", ["build", path, "--plugins", *bounds, "-o", tmp_path / "e.engine"], cwd=tmp_path))
+    assert line == ("trt-scatter build: error: dimension 'E' is 6 in idx's --opt shape [6, 4] and 7 in src's [7, 4]: "
+                    "the model names both 'E', so they must be equal")
+    assert not (tmp_path / "e.engine").exists()
+
+
 def test_a_profile_whose_inputs_fit_builds_with_those_shapes(tmp_path):
     bounds = {"--min": "[1,5]", "--opt": "[2,5]", "--max": "[3,7]"}  # updates: data's rows, every 2nd of its columns
     argv = ["build", "slice_scatter", "--dynamic", "-o", tmp_path / "e.engine"]

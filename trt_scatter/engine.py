@@ -283,6 +283,7 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
     for tensor in inputs:  # what TensorRT would refuse only after the parse, as a failure of its own
         if tensor.name in profile_shapes and tensor.name not in shape_inputs:
             _check_profile_fits(tensor, profile_shapes[tensor.name])
+    _check_named_dimensions(network, profile_shapes, shape_inputs)
     missing = [t.name for t in inputs if any(d < 0 for d in t.shape) and t.name not in profile_shapes]
     if missing:
         raise ValueError(f"dynamic input(s) {', '.join(missing)} need --min/--opt/--max shapes")
@@ -314,6 +315,26 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
     summary = BuildSummary(name, inputs, outputs, network.num_layers, seconds, len(engine))
     logger.info("built %s in %.2f s (%d bytes)", name, seconds, len(engine))
     return engine, summary
+
+
+def _check_named_dimensions(network, profile_shapes, shape_inputs):
+    """Dimensions that share a name (the model's ``dim_param``, such as an edge count E) of one size at each
+    bound of the profile: TensorRT refuses other profiles only when it builds, in the words of its shape machine."""
+    first = {}  # name -> (input, axis) where the name was first seen in the profile
+    for i in range(network.num_inputs):
+        tensor = network.get_input(i)
+        if tensor.name not in profile_shapes or tensor.name in shape_inputs or not hasattr(tensor, "get_dimension_name"):
+            continue
+        for axis in range(len(tensor.shape)):
+            name = tensor.get_dimension_name(axis)
+            if not name:
+                continue
+            seen = first.setdefault(name, (tensor.name, axis))
+            for bound, shape, other in zip(("min", "opt", "max"), profile_shapes[tensor.name], profile_shapes[seen[0]]):
+                if shape[axis] != other[seen[1]]:
+                    raise ValueError(f"dimension '{name}' is {other[seen[1]]} in {seen[0]}'s --{bound} shape {list(other)} "
+                                     f"and {shape[axis]} in {tensor.name}'s {list(shape)}: the model names both '{name}', so they "
+                                     f"must be equal")
 
 
 def _check_profile_fits(tensor, shapes):
