@@ -161,13 +161,17 @@ def scatter_reduce(self, dim, index, src, reduce, include_self=True):
 
 
 def index_add(self, dim, index, source, alpha=1):
-    """``aten.index_add`` (``alpha=1``): one ScatterNDReduce (add) along the first axis, a ScatterElementsReduce along another."""
+    """``aten.index_add``: one ScatterNDReduce (add) along the first axis, a ScatterElementsReduce along another, of
+    ``alpha * source`` (PyTorch's own translation takes only ``alpha=1``)."""
     axis = _axis(dim, self)
-    if axis is None or alpha != 1 or index.shape is None or len(index.shape) > 1:
-        return _stock("index_add", "alpha other than 1, an index of rank > 1 or data of unknown rank", self, dim, index, source, alpha)
+    if axis is None or index.shape is None or len(index.shape) > 1:
+        return _stock("index_add", "an index of rank > 1 or data of unknown rank", self, dim, index, source, alpha)
     emitter = _Emitter()
     if len(index.shape) == 0:
         index = emitter.op("Reshape", index, emitter.ints([1]))
+    if alpha != 1:
+        scale = emitter.op("Constant", **({"value_int": alpha} if isinstance(alpha, int) else {"value_float": float(alpha)}))
+        source = emitter.op("Mul", source, emitter.op("CastLike", scale, source))
     return writes.index_reduce_write(emitter, self, index, source, axis, "add")
 
 

@@ -168,14 +168,17 @@ def scatter(g: GraphContext, self, dim: torch._C.Value, index: torch._C.Value, s
 def index_add(g: GraphContext, self, dim: torch._C.Value, index: torch._C.Value, source: torch._C.Value, alpha: torch._C.Value, *, stock: Callable[..., torch._C.Value]) -> torch._C.Value:
     from torch.onnx import symbolic_helper
 
-    axis, rank = _axis(self, _const(dim)), symbolic_helper._get_tensor_rank(index)
+    axis, rank, scale = _axis(self, _const(dim)), symbolic_helper._get_tensor_rank(index), _number(alpha)
     written = None
-    if axis is not None and rank is not None and rank <= 1 and _const(alpha) in (1, None):
+    if axis is not None and rank is not None and rank <= 1 and (scale is None or isinstance(scale, (int, float))):
         emitter = _Emitter(g)
         if rank == 0:
             index = emitter.op("Reshape", index, emitter.ints([1]))
+        if scale not in (1, None):  # alpha * source, which PyTorch's own symbolic refuses
+            factor = emitter.g.op("Constant", value_t=_torch().tensor(scale))
+            source = emitter.op("Mul", source, emitter.cast(factor, emitter.scalar_type(source)))
         written = writes.index_reduce_write(emitter, self, index, source, axis, "add")
-    return written if written is not None else stock(g, "alpha other than 1, an index of rank > 1 or data of unknown rank",
+    return written if written is not None else stock(g, "alpha not a constant, an index of rank > 1 or data of unknown rank",
                                                      self, dim, index, source, alpha)
 
 
@@ -472,6 +475,17 @@ def _const(value):
         return None
     constant = symbolic_helper._maybe_get_const(value, "i")
     return int(constant) if isinstance(constant, (int, bool)) or getattr(constant, "ndim", None) == 0 else constant
+
+
+def _number(value):
+    """A scalar argument as the Python int or float the graph fixes (:func:`_const` would make 2.5 an int), ``None``
+    where it is absent, else the value itself."""
+    from torch.onnx import symbolic_helper
+
+    if symbolic_helper._is_none(value):
+        return None
+    constant = symbolic_helper._maybe_get_const(value, "t")
+    return constant.item() if isinstance(constant, _torch().Tensor) and constant.ndim == 0 else constant
 
 
 def _old_const(value, g):
