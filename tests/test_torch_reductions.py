@@ -105,6 +105,41 @@ def test_index_add_with_alpha_adds_alpha_times_the_source(dtype, alpha, dynamo):
     np.testing.assert_array_equal(result, IndexAdd()(*args).numpy())
 
 
+class _MaskedAccumulate(torch.nn.Module):
+    def __init__(self, values):
+        super().__init__()
+        self.values = values
+
+    def forward(self, data, mask):
+        return data.index_put((mask,), self.values, accumulate=True)
+
+
+@EXPORTERS
+@pytest.mark.parametrize("mask, values", [
+    (torch.tensor([[True, False, True, False]] * 3), torch.tensor(5.0)),
+    (torch.tensor([True, False, True]), torch.tensor([1.0, 2.0, 3.0, 4.0])),
+], ids=["a scalar per element", "a row per masked row"])
+def test_masked_index_put_with_accumulate_adds(mask, values, dynamo):
+    """x[mask] += v: PyTorch's TorchScript translation assigned v (Where(mask, v, x)) and `check` passed the wrong model."""
+    import trt_scatter.torch as trt_scatter_torch
+
+    data = torch.arange(12.0).reshape(3, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = trt_scatter_torch.export(_MaskedAccumulate(values), (data, mask), dynamo=dynamo, input_names=["data", "mask"])
+    (result,) = Reference(model).run({"data": data.numpy(), "mask": mask.numpy()}).values()
+    np.testing.assert_array_equal(result, _MaskedAccumulate(values)(data, mask).numpy())
+
+
+def test_masked_index_put_with_accumulate_and_a_value_per_element_is_refused_with_torchscript():
+    import trt_scatter.torch as trt_scatter_torch
+
+    module, args = _MaskedAccumulate(torch.ones(2, 4)), (torch.zeros(3, 4), torch.tensor([True, False, True]))
+    with pytest.raises(ValueError, match=r"^trt_scatter.torch: index_put with a mask, accumulate=True and a value per masked "
+                                         r"element: PyTorch's TorchScript translation assigns instead of adding; export with dynamo=True$"):
+        trt_scatter_torch.export(module, args, dynamo=False)
+
+
 def test_rows_for_an_index_broadcast_over_the_row_elements_per_element_otherwise():
     """PyG's index.view(-1, 1).expand_as(src) becomes ScatterNDReduce over rows (the kernel sorts E rows, not E * F
     elements); an index per element along the last axis stays ScatterElementsReduce."""

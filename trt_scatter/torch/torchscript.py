@@ -115,10 +115,14 @@ def index_put(g: GraphContext, self, indices: torch._C.Value, values: torch._C.V
     from torch.onnx import symbolic_helper
 
     written = None
+    accumulating = _const(accumulate) not in (False, 0)
     if symbolic_helper._is_packed_list(indices):
-        written = _index_put(_Emitter(g), self, symbolic_helper._unpack_list(indices), values, accumulate=_const(accumulate) not in (False, 0))
-    if written is None and _const(accumulate) not in (False, 0):  # the stock symbolic: ScatterND (no reduction) into zeros, plus self
-        logger.warning("trt_scatter.torch: aten::index_put with accumulate=True and a mask or several index tensors: PyTorch's "
+        unpacked = symbolic_helper._unpack_list(indices)
+        written = _index_put(_Emitter(g), self, unpacked, values, accumulate=accumulating)
+        if written is None and accumulating:
+            written = _masked_accumulate(_Emitter(g), self, unpacked, values)
+    if written is None and accumulating:  # the stock symbolic: ScatterND (no reduction) into zeros, plus self
+        logger.warning("trt_scatter.torch: aten::index_put with accumulate=True and several index tensors: PyTorch's "
                        "TorchScript translation adds repeated indices once where eager PyTorch sums every value")
     if written is None:
         return stock(g, "a mask, several index tensors or data of unknown rank", self, indices, values, accumulate)
@@ -330,6 +334,36 @@ def _runtime_index(emitter, data, axis, index):
     index = emitter.int64(index)
     size = emitter.op("Gather", emitter.op("Shape", data), emitter.scalar(axis), axis=0)
     return emitter.op("Where", emitter.op("Less", index, emitter.scalar(0)), emitter.op("Add", index, size), index)
+
+
+def _masked_accumulate(emitter, data, indices, values):
+    """``data[mask] += values`` with one boolean mask over data's leading axes: ``Where(mask, data + values, data)``
+    where ``values`` broadcasts over the axes the mask leaves (a scalar, or a row per masked element's rest).
+    PyTorch's stock symbolic writes ``Where(mask, values, data)``, an assignment: its sums were wrong. Values given
+    one per masked element cannot be written this way: refused (the dynamo exporter writes them). ``None`` where
+    ``indices`` is no single mask."""
+    from torch.onnx import symbolic_helper
+
+    tensors = [index for index in indices if not symbolic_helper._is_none(index)]
+    if len(tensors) != 1 or len(tensors) != len(indices):
+        return None
+    mask = tensors[0]
+    if emitter.scalar_type(mask) != _exporter_module("_type_utils").JitScalarType.BOOL:
+        return None
+    data_dims, mask_dims, value_dims = emitter.dims(data), emitter.dims(mask), emitter.dims(values)
+    if data_dims is None or mask_dims is None or value_dims is None:
+        raise ValueError("trt_scatter.torch: index_put with a mask and accumulate=True on tensors of unknown rank: PyTorch's "
+                         "TorchScript translation assigns instead of adding; export with dynamo=True")
+    rest = len(data_dims) - len(mask_dims)
+    if len(value_dims) > rest and any(d != 1 for d in value_dims[: len(value_dims) - rest]):
+        raise ValueError("trt_scatter.torch: index_put with a mask, accumulate=True and a value per masked element: "
+                         "PyTorch's TorchScript translation assigns instead of adding; export with dynamo=True")
+    if len(value_dims) > rest:  # leading 1s: values of the rest's shape
+        values = emitter.op("Reshape", values, emitter.op("Shape", values, start=len(value_dims) - rest))
+    if rest:
+        mask = emitter.op("Unsqueeze", mask, emitter.ints(list(range(len(mask_dims), len(data_dims)))))
+    added = emitter.op("Add", data, emitter.cast(values, emitter.scalar_type(data)))
+    return emitter.op("Where", mask, added, data)
 
 
 def _index_put(emitter, data, indices, values, accumulate=False):
