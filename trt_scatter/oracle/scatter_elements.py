@@ -73,13 +73,7 @@ def check_node(node: OpNode) -> None:
     reduction = reductions.check_reduction(OP, node.attribute("reduction", "none"), ("none", *reductions.ONNX_REDUCTIONS))
     if reduction != "none" and node.dtype("data") is not None:
         reductions.check_element_type(OP, "data", node.dtype("data"))
-    data, indices, updates = node.shape("data"), node.shape("indices"), node.shape("updates")
-    if data is None or indices is None or updates is None:
-        return
-    axis = check_scatter_elements(data, indices, updates, node.attribute("axis", 0))
-    constant = node.constant("indices")
-    if constant is not None and constant.dtype.kind in "iu":
-        rules.check_indices_in_range(OP, "indices", constant, (data[axis],), allow_negative=True)
+    scatter_elements_reduce.check_shapes_and_indices(node, OP)
 
 
 def repeated_target(node: OpNode | rules.Known) -> str | None:

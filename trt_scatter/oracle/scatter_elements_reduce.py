@@ -73,13 +73,19 @@ def check_node(node: OpNode) -> None:
     dtype = node.dtype("data")
     if dtype is not None:
         reductions.check_element_type(OP, "data", dtype)
+    check_shapes_and_indices(node)
+
+
+def check_shapes_and_indices(node: OpNode, op: str = OP) -> None:
+    """ScatterElements' rules on a node (this op's and ONNX's ScatterElements, ``op`` naming it): shapes that fit and
+    an axis of data where the shapes are known, constant indices in [-s, s-1] where s is known."""
     data, indices, updates = node.shape("data"), node.shape("indices"), node.shape("updates")
     if data is None or indices is None or updates is None:
         return
-    axis = check_scatter_elements_reduce(data, indices, updates, node.attribute("axis"))
+    axis = rules.check_elements_shapes(op, data, indices, updates, node.attribute("axis", 0))
     constant = node.constant("indices")
     if constant is not None and constant.dtype.kind in "iu":
-        rules.check_indices_in_range(OP, "indices", constant, (data[axis],), allow_negative=True)
+        rules.check_indices_in_range(op, "indices", constant, (data[axis],), allow_negative=True)
 
 
 def from_standard(node: OpNode) -> dict[str, Any] | None:

@@ -76,13 +76,19 @@ def check_node(node: OpNode) -> None:
     dtype = node.dtype("data")
     if dtype is not None:
         reductions.check_element_type(OP, "data", dtype)
+    check_shapes_and_indices(node)
+
+
+def check_shapes_and_indices(node: OpNode, op: str = OP) -> None:
+    """ScatterND's rules on a node (this op's and ONNX's ScatterND, ``op`` naming it): shapes that fit where they are
+    known, constant indices in [-s, s-1] for each known dimension they index."""
     data, indices, updates = node.shape("data"), node.shape("indices"), node.shape("updates")
     if data is None or indices is None or updates is None:
         return
-    check_scatter_nd_reduce(data, indices, updates)
+    rules.check_nd_shapes(op, data, indices, updates)
     constant = node.constant("indices")
     if constant is not None and constant.dtype.kind in "iu" and constant.ndim and constant.shape[-1] <= len(data):
-        rules.check_indices_in_range(OP, "indices", constant, data[: constant.shape[-1]], allow_negative=True)
+        rules.check_indices_in_range(op, "indices", constant, data[: constant.shape[-1]], allow_negative=True)
 
 
 def from_standard(node: OpNode) -> dict[str, Any] | None:
