@@ -49,6 +49,22 @@ def test_builds_static_onnx_into_out_dir_with_timing_cache(tmp_path, capsys):
     assert "Building engine with configuration" not in capsys.readouterr().out  # quiet by default
     assert (tmp_path / "e" / "static.engine").stat().st_size > 0
     assert cache.stat().st_size > 0  # saved after the build (TensorRT-RTX fills it with nothing useful)
+    assert not (tmp_path / "timing.cache.lock").exists()  # polygraphy's lock while it read it
+
+
+@pytest.mark.parametrize("content", [b"my notes\n", b"ftrt" + bytes(range(256)) * 40], ids=["a text file", "some binary file"])
+def test_a_timing_cache_tensorrt_cannot_read_is_left_as_it_was(tmp_path, capsys, content):
+    """TensorRT takes any file for an empty timing cache (with a warning on its log): the build then wrote its own
+    cache over the user's file. Here (no GPU) TensorRT-RTX reads no timing cache at all, so even its own is kept."""
+    cache = tmp_path / "notes.txt"
+    cache.write_bytes(content)
+    assert main(["build", "slice_scatter", "-o", str(tmp_path / "e.engine"), "--timing-cache", str(cache)]) == 0
+    assert cache.read_bytes() == content
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["e.engine", "notes.txt"]  # no lock file left beside it
+    out, err = capsys.readouterr()
+    assert err == (f"trt-scatter build: warning: --timing-cache {str(cache)!r} is not a timing cache TensorRT can read here: "
+                   "the engine was built without it, and the file is left as it was\n")
+    assert "timing cache" not in out and "cudaError" not in out  # TensorRT's own lines about it are not replayed
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import pathlib
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from trt_scatter.cli import common
-from trt_scatter.log import logger
+from trt_scatter.log import logger, warn
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -117,7 +118,9 @@ def _build_one(args, target, output, dynamic):
     else:
         params = dict(dtype=_dtype(args.dtype or "float32"), index_dtype=np.dtype(args.index_dtype or "int32"), dynamic=dynamic)
         load = engine.network_from_example(target, profile, strongly_typed=strongly_typed, **params)
-    with common.quiet_tensorrt(show=args.verbose or args.progress) as tensorrt_output:
+    lock = f"{args.timing_cache}.lock" if args.timing_cache else None  # polygraphy's, beside the cache while it reads it
+    lock_was_there = lock is not None and os.path.lexists(lock)
+    with _removed_after(lock if not lock_was_there else None), common.quiet_tensorrt(show=args.verbose or args.progress) as tensorrt_output:
         try:
             plan, summary, timing_cache = common.isolated(lambda: _build(engine, load, profile, name, aliased_plugin_io, flags), f"building {name}")
         except PolygraphyException as err:  # TensorRT failed on a model that passed every check
@@ -125,22 +128,61 @@ def _build_one(args, target, output, dynamic):
                                   common.FAILED) from None
     tensorrt_output.replay_warnings()
     common.write_output(output, plan, "engine")
-    if timing_cache is not None:
+    if timing_cache == _UNREAD:
+        warn(f"--timing-cache {args.timing_cache!r} is not a timing cache TensorRT can read here: the engine was built "
+             "without it, and the file is left as it was")
+    elif timing_cache is not None:
         common.write_output(args.timing_cache, timing_cache, "--timing-cache")
     return output, summary
 
 
 def _build(engine, load, profile, name, aliased_plugin_io, flags):
     """The engine, its summary and the timing cache's new bytes (TensorRT writes it to a file of its own, which
-    replaces the user's only when the build is done: :func:`common.write_output`)."""
+    replaces the user's only when the build is done: :func:`common.write_output`). Where TensorRT could not read
+    the user's file (not a timing cache, or one this TensorRT cannot use), :data:`_UNREAD` instead: the file is
+    left as it is (this runs in the build child, which hears TensorRT; the command warns)."""
     cache = flags["timing_cache"]
     if cache is None:
         return (*engine.build_engine(load, profile, name=name, aliased_plugin_io=aliased_plugin_io, **flags), None)
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder, _tensorrt_warnings() as warnings:
         saved = os.path.join(folder, "timing.cache")
         plan, summary = engine.build_engine(load, profile, name=name, aliased_plugin_io=aliased_plugin_io, **dict(flags, timing_cache=cache),
                                             save_timing_cache=saved)
+        if any("failed to deserialize timing cache" in warning.lower() for warning in warnings):
+            return plan, summary, _UNREAD
         return plan, summary, pathlib.Path(saved).read_bytes() if os.path.exists(saved) else None
+
+
+@contextlib.contextmanager
+def _removed_after(path):
+    """``path`` (an empty file the block may leave, such as polygraphy's timing-cache lock) gone after the block."""
+    try:
+        yield
+    finally:
+        if path is not None and os.path.isfile(path) and os.path.getsize(path) == 0:
+            with contextlib.suppress(OSError):
+                os.remove(path)
+
+
+_UNREAD = "unread"  #: _build's timing cache where TensorRT could not read the user's file
+
+
+@contextlib.contextmanager
+def _tensorrt_warnings():
+    """The warnings TensorRT logs during the block (through polygraphy's logger, which prints each one once)."""
+    from polygraphy.logger import G_LOGGER
+
+    heard, warning = [], G_LOGGER.warning
+
+    def listen(message, *args, **kwargs):
+        heard.append(message if isinstance(message, str) else "")
+        return warning(message, *args, **kwargs)
+
+    G_LOGGER.warning = listen
+    try:
+        yield heard
+    finally:
+        G_LOGGER.warning = warning
 
 
 def _refuse_flags_that_would_do_nothing(args, is_model):

@@ -38,7 +38,12 @@ FAILED = 1
 
 # TensorRT's ONNX parser warns of this for a trt_scatter node without ``inplace``; the plugin's
 # default (0) is then exactly what the model means, so it says nothing the user must act on.
-_HARMLESS = ("Attribute inplace not found in plugin node",)
+_HARMLESS = (
+    "Attribute inplace not found in plugin node",
+    # a timing cache TensorRT cannot read (or, on a machine without a GPU, any): the build says so in its own warning
+    "The timing cache will not be used", "Failed to deserialize timing cache", "falling back to empty timing cache",
+    "cudaError 35: CUDA driver version is insufficient",  # TensorRT-RTX looking for a GPU where there is none
+)
 
 
 class CliError(Exception):
