@@ -181,6 +181,18 @@ def test_a_profile_that_gives_one_named_dimension_two_sizes_is_refused(tmp_path)
     assert not (tmp_path / "e.engine").exists()
 
 
+@pytest.mark.parametrize("argv", [["build", "--plugins"], ["check", "--input-shapes", "data:[4,6]", "updates:[4,3]"]], ids=["build", "check"])
+def test_an_input_without_a_shape_is_one_line_before_tensorrt(tmp_path, argv):
+    """TensorRT's parser failed on the node that read it (INVALID_NODE, exit 1); check's --input-shapes could not help."""
+    model = onnx_models.slice_scatter_model((4, 6), start=[1], stop=[6], step=[2], axes=[1])
+    for value in model.graph.input:
+        value.type.tensor_type.ClearField("shape")
+    path = fx.save(model, tmp_path / "m.onnx")
+    line = _one_line(fx.run_tool("trt-scatter", [argv[0], path, *argv[1:]], cwd=tmp_path))
+    assert line == (f"trt-scatter {argv[0]}: error: input 'data' has no shape in the model: TensorRT needs the rank of every "
+                    "input (give it a shape, with named dimensions where they vary)")
+
+
 def test_a_profile_whose_inputs_fit_builds_with_those_shapes(tmp_path):
     bounds = {"--min": "[1,5]", "--opt": "[2,5]", "--max": "[3,7]"}  # updates: data's rows, every 2nd of its columns
     argv = ["build", "slice_scatter", "--dynamic", "-o", tmp_path / "e.engine"]

@@ -467,6 +467,15 @@ def test_loaded_inputs_with_a_name_the_model_lacks_are_refused(tmp_path, element
     assert refused.stderr.rstrip("\n").endswith("iteration 0 has 'date', which is not an input of the model (its inputs: data, indices, updates)")
 
 
+@pytest.mark.parametrize("flag", [["--iterations", "2"], ["--seed", "5"], ["--input-shapes", "data:[3,5]"]], ids=lambda flag: flag[0])
+def test_generator_flags_with_loaded_inputs_are_refused(tmp_path, elements_model, flag):
+    """They would be silently ignored: the loaded inputs are what runs."""
+    (tmp_path / "in.json").write_text("[]")
+    refused = check(elements_model, "--load-inputs", tmp_path / "in.json", *flag)
+    assert refused.returncode == 2 and refused.stderr == (f"trt-scatter check: error: {flag[0]} shapes the generated inputs, and "
+                                                          "--load-inputs gives them instead: give one or the other\n"), output_of(refused)
+
+
 def test_a_model_onnxruntime_cannot_run_says_so_and_that_nothing_was_compared(tmp_path):
     """onnxruntime's CPU ScatterElements has no float16 add: that is neither the model's mistake nor a failed check."""
     from onnx import helper

@@ -100,6 +100,16 @@ def check_example_name(name: str) -> None:
         raise ValueError(f"unknown example network {name!r}{hint}; known: {', '.join(sorted(EXAMPLES))}")
 
 
+def check_input_ranks(proto):
+    """A ValueError naming the first graph input without a shape: TensorRT's parser needs every input's rank, and
+    without it fails on the first node that reads it in words of its own."""
+    initializers = {tensor.name for tensor in proto.graph.initializer}
+    for value in proto.graph.input:
+        if value.name not in initializers and value.type.HasField("tensor_type") and not value.type.tensor_type.HasField("shape"):
+            raise ValueError(f"input {value.name!r} has no shape in the model: TensorRT needs the rank of every input "
+                             "(give it a shape, with named dimensions where they vary)")
+
+
 def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugins: bool = False, strongly_typed: bool = True, aot: bool = False) -> Callable[[], tuple[trt.Builder, trt.INetworkDefinition, trt.OnnxParser]]:
     """A loader ``() -> (builder, network, parser)`` of an ONNX model (a path, an ``onnx.ModelProto`` or a
     :class:`~trt_scatter.model.Model`, read once); ``plugins`` registers trt-scatter's plugins first.
@@ -117,6 +127,7 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
     from trt_scatter.model import as_model, node_label
 
     model = as_model(model)
+    check_input_ranks(model.proto)
     if aot:
         from trt_scatter.passes.aot import to_aot
         from trt_scatter.plugins import aot as aot_plugins

@@ -71,8 +71,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         metavar="NAME:[D0,D1,...]",
         help="shapes of dynamic inputs (others: static dims, named dims alike, free dims 4)",
     )
-    parser.add_argument("--seed", type=_non_negative_int, default=1, help="seed of the generated inputs (default 1)")
-    parser.add_argument("--iterations", type=_iterations, default=1, help=f"how many sets of inputs to generate (default 1, at most {MAX_ITERATIONS})")
+    parser.add_argument("--seed", type=_non_negative_int, help="seed of the generated inputs (default 1)")
+    parser.add_argument("--iterations", type=_iterations, help=f"how many sets of inputs to generate (default 1, at most {MAX_ITERATIONS})")
     parser.add_argument("--atol", type=_tolerance, help=f"absolute tolerance of every output (default: 0 where the model only moves data to compute it, {DEFAULT_TOLERANCE} where it computes with floats)")
     parser.add_argument("--rtol", type=_tolerance, help=f"relative tolerance of every output (default: as --atol's, {DEFAULT_TOLERANCE} or 0)")
     parser.add_argument("--load-inputs", metavar="JSON", help="inputs saved by --save-inputs or `polygraphy run --save-inputs`")
@@ -148,6 +148,10 @@ def _check(args):
     """Builds, runs, compares and prints the verdict lines per output; returns the final verdict."""
     import onnx
 
+    generating = [flag for flag, given in (("--seed", args.seed is not None), ("--iterations", args.iterations is not None),
+                                           ("--input-shapes", bool(args.input_shapes))) if given]
+    if args.load_inputs and generating:  # they shape generated inputs, and would be silently ignored
+        raise common.CliError(f"{generating[0]} shapes the generated inputs, and --load-inputs gives them instead: give one or the other")
     outputs = {"--" + flag.replace("_", "-"): getattr(args, flag) for flag in ("save_inputs", "save_outputs", "save_engine")}
     reads = [args.model] + [path for path in (args.load_inputs, args.load_outputs) if path]
     common.check_distinct_outputs(outputs)
@@ -159,6 +163,12 @@ def _check(args):
         if path:
             common.check_output_path(path, what=flag, reads=loaded.files)  # its external data files too
     model = loaded.proto
+    from trt_scatter.engine import check_input_ranks
+
+    try:
+        check_input_ranks(model)  # no engine, and no lowering, without: --input-shapes would not help
+    except ValueError as err:
+        raise common.CliError(str(err)) from None
     unknown = sorted(set(dict(args.input_shapes)) - {value.name for value in model.graph.input})
     if unknown:
         inputs = ", ".join(value.name for value in model.graph.input)
@@ -285,7 +295,8 @@ def _inputs(args, loaded):
     from trt_scatter.polygraphy_ext import ScatterDataLoader
 
     try:
-        return list(ScatterDataLoader(loaded, seed=args.seed, input_shapes=dict(args.input_shapes), iterations=args.iterations))
+        return list(ScatterDataLoader(loaded, seed=1 if args.seed is None else args.seed, input_shapes=dict(args.input_shapes),
+                                      iterations=args.iterations or 1))
     except ValueError as err:  # ScatterInputError and ModelError included
         raise common.CliError(f"cannot generate valid inputs: {err}{_free_dims_hint(model, args.input_shapes)}") from None
 
