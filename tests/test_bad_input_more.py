@@ -160,8 +160,10 @@ def test_a_model_in_a_folder_whose_name_is_not_utf8_builds_with_its_external_wei
     (["build", "scatter_update", "--dynamic", "--min", "indices:[2]", "updates:[3,2]", "--opt", "indices:[2]", "updates:[3,2]",
       "--max", "indices:[4]", "updates:[3,2]"],
      "the --max shapes (indices [4], updates [3, 2]; built-in: data [6, 10]) need updates [6, 4], not [3, 2]"),
+    (["build", "slice_scatter", "--dynamic", "--min", "data:[2,5]", "--opt", "data:[2,5]", "--max", "data:[4,5]", "data:[4,7]"],
+     "--max gives input 'data' twice"),
 ], ids=["typo", "typo before a flag", "a missing path", "an empty dimension", "a dimension past TensorRT's",
-        "a profile for data alone", "a profile whose inputs do not fit"])
+        "a profile for data alone", "a profile whose inputs do not fit", "a name twice"])
 def test_build_names_the_mistake_in_its_target_or_profile(tmp_path, argv, rule):
     line = _one_line(fx.run_tool("trt-scatter", argv, cwd=tmp_path))
     assert line.startswith("trt-scatter build: error: ") and rule in line, line

@@ -95,7 +95,7 @@ def test_precision_flags_without_builder_flags_point_to_typed_inputs(tmp_path, c
     model = _scatter_elements_onnx(tmp_path / "static.onnx", batch=2)
     assert main(["build", model, flag]) == 2
     err = capsys.readouterr().err
-    assert f"has no BuilderFlag.{flag[2:].upper()}: its networks are strongly typed, so give the inputs that type instead (e.g. --dtype {dtype})" in err
+    assert f"has no BuilderFlag.{flag[2:].upper()}: its networks are strongly typed, so give the tensors that type instead (an example network: --dtype {dtype}; an ONNX model: its inputs and weights in that type)" in err
 
 
 def test_dynamic_onnx_without_profile_names_the_inputs(tmp_path, capsys):

@@ -273,7 +273,8 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
         if wanted and not hasattr(trt.BuilderFlag, flag):
             raise ValueError(
                 f"{backend.name()} {trt.__version__} has no BuilderFlag.{flag}: its networks are strongly typed, "
-                f"so give the inputs that type instead (e.g. --dtype {'float16' if flag == 'FP16' else 'bfloat16'})"
+                f"so give the tensors that type instead (an example network: --dtype {'float16' if flag == 'FP16' else 'bfloat16'}; "
+                f"an ONNX model: its inputs and weights in that type)"
             )
 
     loaded = load_network()  # (builder, network) or, from ONNX, (builder, network, parser): kept whole, the parser owns weights

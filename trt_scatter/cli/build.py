@@ -65,6 +65,8 @@ def parse_profile(mins: Sequence[str], opts: Sequence[str], maxs: Sequence[str])
             dims = tuple(int(d) for d in pieces)
             if math.prod(dims) > MAX_ELEMENTS or any(d > MAX_ELEMENTS for d in dims):
                 raise ValueError(f"--{which} {spec!r} has more than {MAX_ELEMENTS} elements, TensorRT's most for one tensor")
+            if which in bounds.get(match["name"], {}):  # which one would win is not the user's to guess
+                raise ValueError(f"--{which} gives input {match['name']!r} twice")
             bounds.setdefault(match["name"], {})[which] = dims
     profile = {}
     for name, shapes in bounds.items():
