@@ -406,7 +406,8 @@ def golden_files(elements_model, tmp_path_factory):
     return _golden(elements_model, tmp_path_factory.mktemp("golden"))
 
 
-@pytest.mark.parametrize("mixup", ["inputs file as golden outputs", "golden outputs as inputs", "not JSON", "inputs not JSON"])
+@pytest.mark.parametrize("mixup", ["inputs file as golden outputs", "golden outputs as inputs", "not JSON", "inputs not JSON",
+                                   "the model as inputs"])
 def test_a_json_file_of_the_wrong_kind_is_one_line_without_polygraphys_log(elements_model, golden_files, tmp_path, mixup):
     """Swapping --load-inputs and --load-outputs is an easy mistake: one line on stderr that names the file and
     what it is not, not polygraphy's [!] block too."""
@@ -421,6 +422,8 @@ def test_a_json_file_of_the_wrong_kind_is_one_line_without_polygraphys_log(eleme
         "not JSON": (["--load-inputs", inputs, "--load-outputs", text],
                      f"cannot load golden outputs from {str(text)!r}: Expecting value: line 1 column 1 (char 0)"),
         "inputs not JSON": (["--load-inputs", text], f"cannot load inputs from {str(text)!r}: Expecting value: line 1 column 1 (char 0)"),
+        "the model as inputs": (["--load-inputs", elements_model],
+                                f"cannot load inputs from {str(elements_model)!r}: not a text file (polygraphy's --save-inputs JSON is)"),
     }[mixup]  # fmt: skip
     result = check(elements_model, *args)
     assert result.returncode == 2, output_of(result)
@@ -465,6 +468,20 @@ def test_loaded_inputs_with_a_name_the_model_lacks_are_refused(tmp_path, element
     refused = check(elements_model, "--load-inputs", tmp_path / "extra.json")
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, output_of(refused)
     assert refused.stderr.rstrip("\n").endswith("iteration 0 has 'date', which is not an input of the model (its inputs: data, indices, updates)")
+
+
+def test_inputs_it_cannot_generate_point_to_loading_them(tmp_path):
+    """ScatterUpdate's axis as a graph input: the data loader needs it constant; the user's own inputs are the way."""
+    from onnx import helper, numpy_helper
+
+    node = helper.make_node("ScatterUpdate", ["data", "indices", "updates", "axis"], ["output"], domain="trt_scatter")
+    graph = helper.make_graph([node], "g", [fx.info("data", (3, 5)), fx.info("updates", (3, 2)), fx.info("axis", (1,), np.int64)],
+                              [fx.info("output", (3, 5))], initializer=[numpy_helper.from_array(np.array([0, 2], np.int64), "indices")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
+    result = check(fx.save(model, tmp_path / "axis.onnx"))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, output_of(result)
+    assert result.stderr.startswith("trt-scatter check: error: cannot generate valid inputs: ")
+    assert result.stderr.endswith(" (or give inputs of your own: --load-inputs)\n"), result.stderr
 
 
 @pytest.mark.parametrize("flag", [["--iterations", "2"], ["--seed", "5"], ["--input-shapes", "data:[3,5]"]], ids=lambda flag: flag[0])

@@ -274,6 +274,9 @@ def _inputs(args, loaded):
 
         try:
             feeds = load_json(args.load_inputs, description="input data")
+        except UnicodeDecodeError:  # a binary file (a model, an engine): its bytes say nothing to the user
+            raise common.CliError(f"cannot load inputs from {args.load_inputs!r}: not a text file (polygraphy's --save-inputs "
+                                  "JSON is)") from None
         except Exception as err:
             raise common.CliError(f"cannot load inputs from {args.load_inputs!r}: {err}") from None
         if not isinstance(feeds, list) or not feeds or not all(isinstance(f, dict) for f in feeds):
@@ -298,7 +301,8 @@ def _inputs(args, loaded):
         return list(ScatterDataLoader(loaded, seed=1 if args.seed is None else args.seed, input_shapes=dict(args.input_shapes),
                                       iterations=args.iterations or 1))
     except ValueError as err:  # ScatterInputError and ModelError included
-        raise common.CliError(f"cannot generate valid inputs: {err}{_free_dims_hint(model, args.input_shapes)}") from None
+        hint = _free_dims_hint(model, args.input_shapes) or " (or give inputs of your own: --load-inputs)"
+        raise common.CliError(f"cannot generate valid inputs: {err}{hint}") from None
 
 
 def _check_loaded(path, iteration, name, value, tensors):
