@@ -100,7 +100,7 @@ def check_example_name(name: str) -> None:
         raise ValueError(f"unknown example network {name!r}{hint}; known: {', '.join(sorted(EXAMPLES))}")
 
 
-def check_input_ranks(proto):
+def check_input_ranks(proto: onnx.ModelProto) -> None:
     """A ValueError naming the first graph input without a shape: TensorRT's parser needs every input's rank, and
     without it fails on the first node that reads it in words of its own."""
     initializers = {tensor.name for tensor in proto.graph.initializer}
