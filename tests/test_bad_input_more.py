@@ -169,6 +169,12 @@ def test_build_names_the_mistake_in_its_target_or_profile(tmp_path, argv, rule):
     assert line.startswith("trt-scatter build: error: ") and rule in line, line
 
 
+def test_a_profile_name_the_model_lacks_is_named_as_such_even_in_one_flag(tmp_path):
+    argv = ["build", _plugin_model(tmp_path), "--plugins", "--min", "data:[4,6]", "dtaa:[4,6]", "--opt", "data:[4,6]", "--max", "data:[4,6]"]
+    line = _one_line(fx.run_tool("trt-scatter", argv, cwd=tmp_path))
+    assert line == "trt-scatter build: error: the shape profile names 'dtaa', which is not an input of the model (its inputs: data, updates)"
+
+
 def test_a_profile_that_gives_one_named_dimension_two_sizes_is_refused(tmp_path):
     """The model names idx's and src's first dimension E: TensorRT refused the profile only when it built (exit 1)."""
     node = helper.make_node("ScatterElements", ["data", "idx", "src"], ["out"], reduction="add")

@@ -51,8 +51,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def parse_profile(mins: Sequence[str], opts: Sequence[str], maxs: Sequence[str]) -> dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
-    """``--min/--opt/--max NAME:[D,...]`` lists -> ``{name: (min, opt, max)}``; each input needs all three."""
+def _profile_bounds(mins, opts, maxs):
+    """``{name: {"min"|"opt"|"max": dims}}`` from the flags' words, each checked (form, size, one shape per flag)."""
     from trt_scatter.model.files import MAX_ELEMENTS
 
     bounds = {}
@@ -68,6 +68,16 @@ def parse_profile(mins: Sequence[str], opts: Sequence[str], maxs: Sequence[str])
             if which in bounds.get(match["name"], {}):  # which one would win is not the user's to guess
                 raise ValueError(f"--{which} gives input {match['name']!r} twice")
             bounds.setdefault(match["name"], {})[which] = dims
+    return bounds
+
+
+def parse_profile(mins: Sequence[str], opts: Sequence[str], maxs: Sequence[str], inputs: Sequence[str] | None = None) -> dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+    """``--min/--opt/--max NAME:[D,...]`` lists -> ``{name: (min, opt, max)}``; each input needs all three. ``inputs``
+    (where known): the model's input names, which every name must be one of."""
+    bounds = _profile_bounds(mins, opts, maxs)
+    unknown = [name for name in bounds if inputs is not None and name not in inputs]
+    if unknown:  # before a missing bound: a misspelt name is in one flag only
+        raise ValueError(f"the shape profile names {unknown[0]!r}, which is not an input of the model (its inputs: {', '.join(inputs)})")
     profile = {}
     for name, shapes in bounds.items():
         absent = [w for w in ("min", "opt", "max") if w not in shapes]
@@ -96,7 +106,7 @@ def _build_one(args, target, output, dynamic):
 
     flags = dict(fp16=args.fp16, bf16=args.bf16, timing_cache=args.timing_cache, progress=args.progress)
     strongly_typed = not (args.fp16 or args.bf16)  # reduced precision is what a weakly typed network is for
-    profile = parse_profile(args.min, args.opt, args.max)
+    _profile_bounds(args.min, args.opt, args.max)  # the flags' own mistakes first, before a model is read
     # a path (an .onnx name, a file, a name with a folder) is a model, even one that is missing: it is read, and says so
     is_model = target not in EXAMPLES and (target.endswith(".onnx") or os.path.exists(target) or "/" in target or os.sep in target)
     if not is_model:
@@ -115,9 +125,12 @@ def _build_one(args, target, output, dynamic):
     if is_model:
         model = common.load_model(target)  # read once, validated: a mistake the model shows ends here, in one line
         common.check_output_path(output, reads=model.files)  # its external data files too
+        weights = {tensor.name for tensor in model.proto.graph.initializer}
+        profile = parse_profile(args.min, args.opt, args.max, [value.name for value in model.proto.graph.input if value.name not in weights])
         aliased_plugin_io = args.aot or (args.plugins and engine.needs_aliased_plugin_io(model.proto))  # AOT plugins always alias
         load = engine.network_from_onnx(model, plugins=args.plugins, strongly_typed=strongly_typed, aot=args.aot)
     else:
+        profile = parse_profile(args.min, args.opt, args.max)
         params = dict(dtype=_dtype(args.dtype or "float32"), index_dtype=np.dtype(args.index_dtype or "int32"), dynamic=dynamic)
         load = engine.network_from_example(target, profile, strongly_typed=strongly_typed, **params)
     lock = f"{args.timing_cache}.lock" if args.timing_cache else None  # polygraphy's, beside the cache while it reads it
