@@ -3,8 +3,12 @@
 import os
 import shutil
 
-import pytest
-from hypothesis import HealthCheck, settings
+# One OpenMP thread for torch, set before anything imports it: the tests fork children (onnx_fixtures.run_forked) from
+# processes that ran torch, and a child that runs torch again waits forever on the pool threads it did not inherit.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])

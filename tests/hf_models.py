@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 MAX_CACHE = 16
-FAMILIES = ("llama", "qwen2", "gpt2")
+FAMILIES = ("llama", "qwen2", "gpt2", "gpt_neox")  # gpt_neox: keys and values split from one fused projection
 
 
 def config(family):
@@ -23,6 +23,8 @@ def config(family):
     if family == "gpt2":
         return transformers.GPT2Config(n_embd=64, n_layer=2, n_head=4, n_positions=64, vocab_size=64, bos_token_id=0, eos_token_id=0,
                                        attn_implementation="eager")
+    if family == "gpt_neox":
+        return transformers.GPTNeoXConfig(hidden_size=64, intermediate_size=128, attn_implementation="eager", **common)
     configs = {"llama": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config}
     return configs[family](hidden_size=64, intermediate_size=128, num_key_value_heads=2, attn_implementation="eager", **common)
 
@@ -32,7 +34,8 @@ def model(family):
     import transformers
 
     torch.manual_seed(0)
-    classes = {"llama": transformers.LlamaForCausalLM, "qwen2": transformers.Qwen2ForCausalLM, "gpt2": transformers.GPT2LMHeadModel}
+    classes = {"llama": transformers.LlamaForCausalLM, "qwen2": transformers.Qwen2ForCausalLM, "gpt2": transformers.GPT2LMHeadModel,
+               "gpt_neox": transformers.GPTNeoXForCausalLM}
     return classes[family](config(family)).eval()
 
 

@@ -46,6 +46,7 @@ PATHS = [
     ("trt_scatter.torch torchscript", "qwen2", 1, 4),
     ("dynamo + rewrite", "gpt2", 4, 4),
     ("torchscript + rewrite", "llama", 1, 1),
+    ("torchscript + rewrite", "gpt_neox", 1, 1),  # its keys and values: a Slice of one projection with run-time ends
 ]
 
 

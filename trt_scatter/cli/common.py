@@ -132,19 +132,17 @@ def _flush_c_streams():
 _STOPS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)}
 
 
-def _die_with(parent):
-    """The forked child ends when ``parent`` does, even by SIGKILL, which leaves the parent no time to end it
-    (Linux's PR_SET_PDEATHSIG; elsewhere the parent's own handlers are all there is)."""
+def _parent_death_signal():
+    """A function the forked child calls to end when its parent does, even by SIGKILL, which leaves the parent no time
+    to end it (Linux's PR_SET_PDEATHSIG); ``None`` elsewhere. Made before the fork: the child of a process with
+    threads (torch's) must not import or look anything up, as a lock another thread held stays held there."""
     import ctypes
-    import ctypes.util
 
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):  # no prctl: not Linux
-        return
-    if os.getppid() != parent:  # the parent died before the prctl: nobody waits for this build
-        os._exit(1)
+        return None
+    return lambda: prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 def isolated(function: Callable[[], _T], what: str) -> _T:
@@ -164,7 +162,7 @@ def isolated(function: Callable[[], _T], what: str) -> _T:
     # A stop (Ctrl-C, SIGTERM) waits until the parent can end the child: raised while fork() runs Python's at-fork
     # callbacks, it would be ignored there, and the parent would go on waiting for the child.
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
-    parent = os.getpid()
+    parent, die_with_parent = os.getpid(), _parent_death_signal()
     try:
         pid = os.fork()
     except BaseException:
@@ -172,7 +170,10 @@ def isolated(function: Callable[[], _T], what: str) -> _T:
         raise
     if pid == 0:  # the child: never returns to the command
         try:
-            _die_with(parent)
+            if die_with_parent is not None:
+                die_with_parent()
+                if os.getppid() != parent:  # the parent died before the prctl: nobody waits for this build
+                    os._exit(1)
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             os.close(reader)
             faulthandler.disable()  # a crash here is the parent's one line, not a dump of Python's stacks

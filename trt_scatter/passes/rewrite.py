@@ -535,7 +535,8 @@ class _Rewriter:
         axis = _attr(node, "axis", 0)
         axis = axis + len(dims) if axis < 0 else axis
         others = [d for d in range(len(dims)) if d != axis]
-        if not all(_same_dim(dims[d], update_dims[d]) for d in others):
+        shaped_by = self._data_shape_index_list(indices, data, axis)
+        if shaped_by is None and not all(_same_dim(dims[d], update_dims[d]) for d in others):
             raise _Left("updates that do not span data's other axes (a write of single elements)")
         values = self._constant(indices)
         if values is None:
@@ -543,7 +544,7 @@ class _Rewriter:
             if expand is not None and expand.op == "Expand":
                 values = self._constant(expand.inputs[0])
                 if values is None:
-                    return self._expanded_index_list(node, expand.inputs[0], data, updates, dims, update_dims, axis)
+                    return self._expanded_index_list(node, expand.inputs[0], data, updates, dims, update_dims, axis, shaped_by)
             if values is None:
                 raise _Left("indices computed at run time")
         values = values.reshape((1,) * (len(dims) - values.ndim) + values.shape)
@@ -557,10 +558,37 @@ class _Rewriter:
         self._replace(node, new_node)
         return "ScatterElements", new_node.op, detail
 
-    def _expanded_index_list(self, node, unsqueezed, data, updates, dims, update_dims, axis):
+    def _data_shape_index_list(self, indices, data, axis):
+        """The index list ``I`` where ``indices`` is ``Expand(..., shape)`` with ``shape`` data's shape with ``len(I)`` on
+        ``axis``: ``ScatterElements(Shape(data), [axis], Shape(I))``, possibly behind the exporter's ``Where(Equal(s, -1),
+        1, s)``, which changes no shape (the TorchScript exporter's ``index_copy``). Then the indices, and so the updates
+        (ONNX gives them one shape), span data's other axes, whatever shapes inference could not tell. Else ``None``."""
+        expand = _producer(indices)
+        if expand is None or expand.op != "Expand":
+            return None
+        shape = expand.inputs[1]
+        where = _producer(shape)
+        if where is not None and where.op == "Where":
+            equal = _producer(where.inputs[0])
+            if equal is None or equal.op != "Equal" or equal.inputs[0] is not where.inputs[2]:
+                return None
+            shape = where.inputs[2]
+        scatter = _producer(shape)
+        if scatter is None or scatter.op != "ScatterElements" or _attr(scatter, "axis", 0) != 0 or _attr(scatter, "reduction", "none") != "none":
+            return None
+        of_data, position, of_list = (_producer(tensor) for tensor in scatter.inputs)
+        rank = len(_dims(data) or ())
+        if of_data is None or of_list is None or of_data.op != "Shape" or of_list.op != "Shape" or of_data.attrs or of_list.attrs:
+            return None
+        if of_data.inputs[0] is not data or _ints(self._constant(scatter.inputs[1])) not in ([axis], [axis - rank]):
+            return None
+        return of_list.inputs[0] if _rank(of_list.inputs[0]) == 1 else None
+
+    def _expanded_index_list(self, node, unsqueezed, data, updates, dims, update_dims, axis, shaped_by=None):
         """ScatterElements whose indices are ``Expand(Unsqueeze(I, every axis but axis), shape)`` of a 1-D run-time ``I``
         (the TorchScript exporter's ``index_copy``): index ``I[j]`` for every position ``j`` on the axis, the index list
-        ``I`` there, where the updates have ``len(I)`` entries on the axis (else the Expand would repeat an index)."""
+        ``I`` there, where the updates have ``len(I)`` entries on the axis (else the Expand would repeat an index): the
+        shapes say so, or ``shaped_by`` is ``I`` (:meth:`_data_shape_index_list`)."""
         unsqueeze = _producer(unsqueezed)
         rank = len(dims)
         if unsqueeze is None or unsqueeze.op != "Unsqueeze" or _rank(unsqueeze.inputs[0]) != 1:
@@ -569,7 +597,8 @@ class _Rewriter:
         if axes is None or sorted(a % rank for a in axes) != [d for d in range(rank) if d != axis]:
             raise _Left("indices computed at run time that are not an index list expanded along the axis")
         index_list = unsqueeze.inputs[0]
-        if not _same_dim((_dims(index_list) or (None,))[0], update_dims[axis]) or _dtype_kind(index_list) != "i":
+        fits = shaped_by is index_list or _same_dim((_dims(index_list) or (None,))[0], update_dims[axis])
+        if not fits or _dtype_kind(index_list) != "i":
             raise _Left("an index list whose length is not the updates' on the axis (or of a type that is not a signed integer)")
         new_node, detail = self._emit(node, data, updates, _Write(axis=axis, list=index_list, wrap=True))
         self._replace(node, new_node)
