@@ -523,7 +523,7 @@ def test_rehearsal_runs_every_step_and_brings_back_every_figure(rehearsal, tmp_p
                     "compute-sanitizer memcheck (--sanitize)": "ok: 0 errors", "compute-sanitizer racecheck (--quick)": "ok: 0 errors"}
     # What comes back from the GPU machine: at most 8 files, none in a subfolder.
     assert {path.name for path in (tmp_path / "out").iterdir()} == OUTPUT_FILES
-    assert summary in result.stdout  # printed last: the device tool shows the output's end
+    assert summary in result.stdout  # printed last: where only the end of the output is kept, the verdicts are there
     results = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
     assert results["machine"]["device"] == "Fake H100 (CPU shim)" and results["all_correct"] and results["problems"] == []
     assert len(results["benchmarks"]) == len(gpu_check.benchmark_plan(1)) and all(row["correct"] for row in results["benchmarks"])
