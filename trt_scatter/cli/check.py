@@ -216,6 +216,7 @@ def _check(args):
             print(f"{why}: the TensorRT engine is not run; comparing onnxruntime with the reference instead")
         runners.append(_onnxruntime_runner(loaded, has_plugins))
 
+    _counted_plugin_errors(uses_plugins)  # what earlier runs in this process counted is not this check's to report
     try:
         with common.quiet_tensorrt():  # a plugin's exception is printed by TensorRT's bindings: it is counted below
             results = _run(runners, feeds, model)
