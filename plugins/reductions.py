@@ -33,6 +33,8 @@ from . import kernels
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from trt_scatter.model.node import OpNode
+
 RADIX_BITS = 8  #: TRT_SCATTER_RADIX_BITS in scatter_reduce.cuh: key bits sorted per pass
 CHUNK = 256  #: keys one thread counts and places, in order
 SEGMENT = 256  #: scan entries one thread sums
@@ -171,6 +173,12 @@ def check_aot(op: str, element_type: str | None, reduction: str, include_self: i
         raise ScatterInputError(op, "reduction", f"must be add, mul, min or max for the AOT form ({AOT_WHY})", repr(reduction))
     if include_self != 1:
         raise ScatterInputError(op, "include_self", f"must be 1 for the AOT form ({AOT_WHY})", include_self)
+
+
+def check_aot_node(op: str, node: OpNode) -> None:
+    """:func:`check_aot` on a model's node (an :class:`~trt_scatter.model.node.OpNode`): its data's type and attributes."""
+    dtype, attributes = node.dtype("data"), node.attributes()
+    check_aot(op, None if dtype is None else dtype.name, attributes["reduction"], attributes["include_self"])
 
 
 def run(kernel: str, *, output: int, data: int, indices: int, updates: int, workspace: int, error_flag: int, stream: int, data_shape: Sequence[int], indices_shape: Sequence[int], rows: int, columns: int,

@@ -79,9 +79,7 @@ def describe_errors(count: int, shapes: Sequence[Sequence[int]]) -> str:
 
 def check_aot(node: OpNode) -> None:
     """A model's node (an OpNode) that the AOT form cannot run, refused in one line (:data:`reductions.AOT_WHY`)."""
-    dtype = node.dtype("data")
-    attributes = node.attributes()
-    reductions.check_aot(OP, None if dtype is None else dtype.name, attributes["reduction"], attributes["include_self"])
+    reductions.check_aot_node(OP, node)
 
 
 def aot_scalars(shapes: dict[str, Sequence[int | trtp.ShapeExpr]], itemsizes: dict[str, int], ops: Any = kernels.IntegerOps, types: dict[str, str] | None = None, reduction: str = "add", include_self: int = 1, **attributes: object) -> list[int | trtp.ShapeExpr]:

@@ -125,10 +125,7 @@ def input_relations(shapes: Any, node: OpNode) -> None:
         shapes.bounds.append(([a], [b]))
 
 
-def input_capacity(plan: Any, node: OpNode) -> int | None:
-    """How many targets the indices can address: data's dimension on the axis."""
-    data, axis = plan.shape(node, "data"), node.attribute("axis", 0)
-    return data[axis % len(data)] if data and -len(data) <= axis < len(data) else None
+input_capacity = scatter_elements_reduce.input_capacity  #: the same targets, whether indices repeat or not
 
 
 def plan_inputs(plan: Any, node: OpNode, rng: np.random.Generator) -> None:

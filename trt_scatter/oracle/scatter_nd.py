@@ -112,24 +112,16 @@ def _reducing(node):
 
 
 def input_relations(shapes: Any, node: OpNode) -> None:
+    """scatter_nd_reduce's relations, and rows no more than the targets (distinct rows, unless the node reduces)."""
     if _reduces(node):
         return _reducing(node).input_relations(shapes, node)
-    data, indices, updates = (shapes.shape(node, n) for n in ("data", "indices", "updates"))
-    if data is None or indices is None:
-        return
-    rules.check_rank_at_least(OP, "data", data, 1)
-    rules.check_rank_at_least(OP, "indices", indices, 1)
-    if shapes.free(indices[-1]):  # rows of unknown length address elements
-        shapes.equal(indices[-1], len(data))
-    k = shapes.of(indices[-1])
-    shapes.equal_shapes(updates, list(indices[:-1]) + list(data[k:]))
-    shapes.bounds.append((list(indices[:-1]), list(data[:k])))
+    scatter_nd_reduce.input_relations(shapes, node, OP)
+    data, indices = shapes.shape(node, "data"), shapes.shape(node, "indices")
+    if data is not None and indices is not None:
+        shapes.bounds.append((list(indices[:-1]), list(data[: shapes.of(indices[-1])])))
 
 
-def input_capacity(plan: Any, node: OpNode) -> int | None:
-    """How many targets the index rows can address: the elements or slices of data's first k axes."""
-    data, indices = plan.shape(node, "data"), plan.shape(node, "indices")
-    return math.prod(data[: indices[-1]]) if data and indices and indices[-1] <= len(data) else None
+input_capacity = scatter_nd_reduce.input_capacity  #: the same targets, whether rows repeat or not
 
 
 def plan_inputs(plan: Any, node: OpNode, rng: np.random.Generator) -> None:

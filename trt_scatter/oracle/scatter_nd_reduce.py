@@ -114,12 +114,13 @@ def distinct_targets(node: OpNode) -> bool:
 # ---- valid inputs (trt_scatter.inputs): shape relations, capacity, index generator
 
 
-def input_relations(shapes: Any, node: OpNode) -> None:
+def input_relations(shapes: Any, node: OpNode, op: str = OP) -> None:
+    """ScatterND's relations of shapes (ScatterND's own module adds distinct rows); ``op`` names the op in messages."""
     data, indices, updates = (shapes.shape(node, n) for n in ("data", "indices", "updates"))
     if data is None or indices is None:
         return
-    rules.check_rank_at_least(OP, "data", data, 1)
-    rules.check_rank_at_least(OP, "indices", indices, 1)
+    rules.check_rank_at_least(op, "data", data, 1)
+    rules.check_rank_at_least(op, "indices", indices, 1)
     if shapes.free(indices[-1]):  # rows of unknown length address elements
         shapes.equal(indices[-1], len(data))
     k = shapes.of(indices[-1])
