@@ -38,16 +38,20 @@ def lower_scatter_nd(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value
     rules.check_data_type(OP, "data", graph.dtype_of(data))
     rules.check_same_type(OP, "updates", graph.dtype_of(updates), graph.dtype_of(data))
     rules.check_index_type(OP, "indices", graph.dtype_of(indices))
-    data_shape, indices_shape = graph.shape_of(data), graph.shape_of(indices)
-    check_scatter_nd(data_shape, indices_shape, graph.shape_of(updates))
+    check_scatter_nd(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates))
+    return graph.scatter(data, index_rows(graph, OP, data, indices), updates, "nd")
+
+
+def index_rows(graph: TensorRTGraph | OnnxGraph, op: str, data: trt.ITensor | Value, indices: trt.ITensor | Value) -> trt.ITensor | Value:
+    """ScatterND's index rows (ScatterNDReduce's too: ``op`` names it) as the scatter layer takes them: of a type it
+    takes, negative values wrapped, and their length ``k`` known when the network is built."""
+    indices_shape = graph.shape_of(indices)
     k = indices_shape[-1]
     if not rules.is_known(k):
-        raise rules.ScatterInputError(OP, "indices", "last dimension must be known when the network is built", f"shape {indices_shape}")
+        raise rules.ScatterInputError(op, "indices", "last dimension must be known when the network is built", f"shape {indices_shape}")
     if graph.dtype_of(indices) not in graph.ND_INDEX_TYPES:
         indices = graph.cast(indices, INT64)
-    if k:
-        indices = graph.indices_in_range(OP, indices, data, range(k), negative=True)
-    return graph.scatter(data, indices, updates, "nd")
+    return graph.indices_in_range(op, indices, data, range(k), negative=True) if k else indices
 
 
 # ---- the example network (trt_scatter.networks.examples) ---------------------------------------

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from trt_scatter.networks.graph import INT64, TensorRTGraph
+from trt_scatter.networks.graph import TensorRTGraph
+from trt_scatter.networks.scatter_nd import index_rows
 from trt_scatter.oracle import reductions, rules
 from trt_scatter.oracle.scatter_nd_reduce import OP, check_scatter_nd_reduce
 
@@ -58,14 +59,7 @@ def lower_scatter_nd_reduce(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor 
     if not graph.SCATTER_REDUCTIONS:
         raise rules.ScatterInputError(OP, "reduction", "has no TensorRT layer (IScatterLayer has no reduction): "
                                       "build the node as the plugin (impl='plugin', trt-scatter build --plugins)", repr(reduction))
-    k = graph.shape_of(indices)[-1]
-    if not rules.is_known(k):
-        raise rules.ScatterInputError(OP, "indices", "last dimension must be known when the network is built", f"shape {graph.shape_of(indices)}")
-    if graph.dtype_of(indices) not in graph.ND_INDEX_TYPES:
-        indices = graph.cast(indices, INT64)
-    if k:
-        indices = graph.indices_in_range(OP, indices, data, range(k), negative=True)
-    return graph.scatter_reduce(data, indices, updates, "nd", reduction, include_self)
+    return graph.scatter_reduce(data, index_rows(graph, OP, data, indices), updates, "nd", reduction, include_self)
 
 
 def lower_node(graph: TensorRTGraph | OnnxGraph, node: OpNode, tensor: Callable[[str], trt.ITensor | Value]) -> trt.ITensor | Value:
