@@ -103,9 +103,10 @@ def check_example_name(name: str) -> None:
 def check_input_ranks(proto: onnx.ModelProto) -> None:
     """A ValueError naming the first graph input without a shape: TensorRT's parser needs every input's rank, and
     without it fails on the first node that reads it in words of its own."""
-    initializers = {tensor.name for tensor in proto.graph.initializer}
-    for value in proto.graph.input:
-        if value.name not in initializers and value.type.HasField("tensor_type") and not value.type.tensor_type.HasField("shape"):
+    from trt_scatter.model import fed_inputs
+
+    for value in fed_inputs(proto.graph):
+        if value.type.HasField("tensor_type") and not value.type.tensor_type.HasField("shape"):
             raise ValueError(f"input {value.name!r} has no shape in the model: TensorRT needs the rank of every input "
                              "(give it a shape, with named dimensions where they vary)")
 

@@ -41,7 +41,7 @@ import numpy as np
 
 from trt_scatter import oracle
 from trt_scatter.log import first_line
-from trt_scatter.model import as_model
+from trt_scatter.model import as_model, fed_inputs
 from trt_scatter.model.node import OpNode
 from trt_scatter.model.tensors import ModelTensors
 from trt_scatter.ops import op_of
@@ -148,10 +148,9 @@ class _Plan:
         validate(model)  # once per Model
         self.model, graph = model.proto, model.proto.graph
         self.tensors = model.tensors
-        initializers = {init.name for init in graph.initializer}
         # name -> (dtype, declared dims: int, str or None; None if the rank is not declared)
         self.inputs = OrderedDict((value.name, (self.tensors.dtype(value.name), self.tensors.symbolic_shape(value.name)))
-                                  for value in graph.input if value.name not in initializers)
+                                  for value in fed_inputs(graph))
         self.given = {name: self._given(name, shape) for name, shape in given.items()}
         self.producers = {out: node for node in graph.node for out in node.output}
         self.nodes = [_Node(node, index, self.tensors, self._origin) for index, node in enumerate(graph.node) if op_of(node)]

@@ -102,6 +102,7 @@ def _build_one(args, target, output, dynamic):
     from polygraphy.exception import PolygraphyException
 
     from trt_scatter import engine
+    from trt_scatter.model import fed_inputs
     from trt_scatter.networks.examples import EXAMPLES
 
     flags = dict(fp16=args.fp16, bf16=args.bf16, timing_cache=args.timing_cache, progress=args.progress)
@@ -125,8 +126,7 @@ def _build_one(args, target, output, dynamic):
     if is_model:
         model = common.load_model(target)  # read once, validated: a mistake the model shows ends here, in one line
         common.check_output_path(output, reads=model.files)  # its external data files too
-        weights = {tensor.name for tensor in model.proto.graph.initializer}
-        profile = parse_profile(args.min, args.opt, args.max, [value.name for value in model.proto.graph.input if value.name not in weights])
+        profile = parse_profile(args.min, args.opt, args.max, [value.name for value in fed_inputs(model.proto.graph)])
         aliased_plugin_io = args.aot or (args.plugins and engine.needs_aliased_plugin_io(model.proto))  # AOT plugins always alias
         load = engine.network_from_onnx(model, plugins=args.plugins, strongly_typed=strongly_typed, aot=args.aot)
     else:
@@ -134,8 +134,7 @@ def _build_one(args, target, output, dynamic):
         params = dict(dtype=_dtype(args.dtype or "float32"), index_dtype=np.dtype(args.index_dtype or "int32"), dynamic=dynamic)
         load = engine.network_from_example(target, profile, strongly_typed=strongly_typed, **params)
     lock = f"{args.timing_cache}.lock" if args.timing_cache else None  # polygraphy's, beside the cache while it reads it
-    lock_was_there = lock is not None and os.path.lexists(lock)
-    with _removed_after(lock if not lock_was_there else None), common.quiet_tensorrt(show=args.verbose or args.progress) as tensorrt_output:
+    with _left_by(lock), common.quiet_tensorrt(show=args.verbose or args.progress) as tensorrt_output:
         try:
             plan, summary, timing_cache = common.isolated(lambda: _build(engine, load, profile, name, aliased_plugin_io, flags), f"building {name}")
         except PolygraphyException as err:  # TensorRT failed on a model that passed every check
@@ -169,12 +168,14 @@ def _build(engine, load, profile, name, aliased_plugin_io, flags):
 
 
 @contextlib.contextmanager
-def _removed_after(path):
-    """``path`` (an empty file the block may leave, such as polygraphy's timing-cache lock) gone after the block."""
+def _left_by(path):
+    """``path`` (an empty file the block may leave, such as polygraphy's timing-cache lock) removed after the block
+    where the block made it."""
+    made_here = path is not None and not os.path.lexists(path)
     try:
         yield
     finally:
-        if path is not None and os.path.isfile(path) and os.path.getsize(path) == 0:
+        if made_here and os.path.isfile(path) and os.path.getsize(path) == 0:
             with contextlib.suppress(OSError):
                 os.remove(path)
 

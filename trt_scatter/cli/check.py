@@ -273,6 +273,8 @@ def _inputs(args, loaded):
     if args.load_inputs:
         from polygraphy.json import load_json
 
+        from trt_scatter.model import fed_inputs
+
         try:
             feeds = load_json(args.load_inputs, description="input data")
         except UnicodeDecodeError:  # a binary file (a model, an engine): its bytes say nothing to the user
@@ -282,8 +284,7 @@ def _inputs(args, loaded):
             raise common.CliError(f"cannot load inputs from {args.load_inputs!r}: {err}") from None
         if not isinstance(feeds, list) or not feeds or not all(isinstance(f, dict) for f in feeds):
             raise common.CliError(f"{args.load_inputs!r} does not hold a list of feed dicts (polygraphy's --save-inputs format)")
-        initializers = {init.name for init in model.graph.initializer}
-        names = [value.name for value in model.graph.input if value.name not in initializers]
+        names = [value.name for value in fed_inputs(model.graph)]
         if len(feeds) > MAX_ITERATIONS:
             raise common.CliError(f"--load-inputs {args.load_inputs!r}: {len(feeds)} iterations, more than {MAX_ITERATIONS}, the most a check runs")
         for iteration, feed in enumerate(feeds):

@@ -82,6 +82,13 @@ def node_label(node: onnx.NodeProto, index: int | None = None) -> str:
     return " ".join([f"{op_type} node", *where])
 
 
+def fed_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
+    """``graph``'s inputs that a run feeds: those no initializer fills (ONNX lists an initializer among the inputs too,
+    from IR version 3 on, as a default one may override)."""
+    initializers = {init.name for init in graph.initializer}
+    return [value for value in graph.input if value.name not in initializers]
+
+
 def graph_names(graph: onnx.GraphProto) -> set[str]:
     """Every node and tensor name of ``graph``: the names a pass that adds nodes must avoid."""
     names = {name for node in graph.node for name in (node.name, *node.input, *node.output)}
