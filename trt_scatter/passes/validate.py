@@ -182,12 +182,14 @@ def _check_schema(node, index, version):
         raise ModelError(f"{label}: ONNX has no {node.op_type} at opset {version}, the model's "
                          f"(it arrives in opset {_since(node.op_type)})") from None
     for attribute in node.attribute:
-        if attribute.name not in schema.attributes:
-            raise ModelError(f"{label}: {node.op_type} at opset {version}, the model's, has no attribute "
-                             f"'{attribute.name}' (it arrives in opset {_since(node.op_type, attribute.name)})"
-                             if _since(node.op_type, attribute.name) else
-                             f"{label}: {node.op_type} has no attribute '{attribute.name}' (its attributes: "
-                             f"{', '.join(sorted(schema.attributes))})")
+        if attribute.name in schema.attributes:
+            continue
+        since = _since(node.op_type, attribute.name)
+        if since:
+            raise ModelError(f"{label}: {node.op_type} at opset {version}, the model's, has no attribute '{attribute.name}' "
+                             f"(it arrives in opset {since})")
+        raise ModelError(f"{label}: {node.op_type} has no attribute '{attribute.name}' (its attributes: "
+                         f"{', '.join(sorted(schema.attributes))})")
 
 
 def _since(op_type, attribute=None):

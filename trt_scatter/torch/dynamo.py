@@ -175,15 +175,12 @@ def index_add(self, dim, index, source, alpha=1):
     return writes.index_reduce_write(emitter, self, index, source, axis, "add")
 
 
-_SCATTER_REDUCTIONS = {"add": "sum", "multiply": "prod"}  # scatter's reduce= as scatter_reduce's (include_self=True)
-
-
 def scatter_with_reduce(self, dim, index, src, reduce):
     """``aten.scatter.reduce`` (``scatter(dim, index, src, reduce="add"|"multiply")``), which torch.onnx has no
     translation of: :func:`scatter_reduce` with ``"sum"``/``"prod"`` and ``include_self=True``, one reduction node."""
-    if reduce not in _SCATTER_REDUCTIONS:
+    if reduce not in writes.SCATTER_REDUCE:
         raise ValueError(f"trt_scatter.torch: aten.scatter with reduce={reduce!r}: PyTorch takes 'add' or 'multiply'")
-    return scatter_reduce(self, dim, index, src, _SCATTER_REDUCTIONS[reduce], include_self=True)
+    return scatter_reduce(self, dim, index, src, writes.SCATTER_REDUCE[reduce], include_self=True)
 
 
 def scatter_value_with_reduce(self, dim, index, value, reduce):

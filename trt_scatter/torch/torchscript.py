@@ -157,7 +157,7 @@ def scatter(g: GraphContext, self, dim: torch._C.Value, index: torch._C.Value, s
     if reduce is None:
         return stock(g, "no reduction", self, dim, index, src)
     axis = _axis(self, _const(dim))
-    reduction = {"add": "add", "multiply": "mul"}.get(symbolic_helper._maybe_get_const(reduce, "s"))
+    reduction = writes.REDUCTIONS.get(writes.SCATTER_REDUCE.get(symbolic_helper._maybe_get_const(reduce, "s")))
     written = None
     if axis is not None and reduction is not None:
         emitter = _Emitter(g)

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 INT64_MAX = 2**63 - 1
 #: PyTorch's reduce names (scatter_reduce, scatter's "add") -> the reduction ops' ``reduction`` attribute
 REDUCTIONS = {"sum": "add", "add": "add", "prod": "mul", "amax": "max", "amin": "min", "mean": "mean"}
+SCATTER_REDUCE = {"add": "sum", "multiply": "prod"}  #: scatter's reduce= as scatter_reduce's (include_self=True)
 
 
 def require_torch() -> None:
