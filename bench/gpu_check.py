@@ -167,6 +167,47 @@ class Relaunch:
         self.device.launch(function, self.grid or grid, self.block or block, stream, params_address)
 
 
+class PhaseEvents:
+    """A ``kernels.device`` that records a CUDA event before each reduction launch, with the launch's phase (read from
+    its packed ScatterReduceArgs), so that one run's GPU time splits into the sort (keys, count, scan, place) and the
+    reduction. The events sit between launches on one stream: they time the launches, not the host."""
+
+    def __init__(self, device, cuda, stream):
+        from trt_scatter.plugins import reductions
+
+        self.device, self.cuda, self.driver, self.stream = device, cuda, cuda.driver(), stream
+        self.phase_offset = reductions.ScatterReduceArgs.phase.offset
+        self.reduce_phase = reductions.PHASES["reduce"]
+        self.marks = []  # (event, phase)
+
+    def __getattr__(self, name):
+        return getattr(self.device, name)
+
+    def launch(self, function, grid, block, stream, params_address):
+        event = self.cuda.check(self.driver.cuEventCreate(0), "cuEventCreate")
+        self.cuda.check(self.driver.cuEventRecord(event, stream), "cuEventRecord")
+        args = ctypes.c_void_p.from_address(params_address).value  # kernelParams[0]: the packed struct
+        self.marks.append((event, ctypes.c_int32.from_address(args + self.phase_offset).value))
+        self.device.launch(function, grid, block, stream, params_address)
+
+    def split_ms(self):
+        """``{"sort_ms", "reduce_ms", "launches"}`` of the launches recorded since the last call."""
+        end = self.cuda.check(self.driver.cuEventCreate(0), "cuEventCreate")
+        self.cuda.check(self.driver.cuEventRecord(end, self.stream), "cuEventRecord")
+        self.cuda.check(self.driver.cuEventSynchronize(end), "cuEventSynchronize")
+        split = {"sort_ms": 0.0, "reduce_ms": 0.0}
+        events = [event for event, _ in self.marks] + [end]
+        for (event, phase), following in zip(self.marks, events[1:]):
+            ms = self.cuda.check(self.driver.cuEventElapsedTime(event, following), "cuEventElapsedTime")
+            split["reduce_ms" if phase == self.reduce_phase else "sort_ms"] += ms
+        for event in events:
+            self.driver.cuEventDestroy(event)
+        split = {key: round(value, 4) for key, value in split.items()}
+        split["launches"] = len(self.marks)
+        self.marks = []
+        return split
+
+
 class DeviceFault(Exception):
     """A sticky CUDA error: the context is unusable and the run must stop. ``record`` says where."""
 
@@ -763,8 +804,9 @@ def compile_times(cuda, device_arch):
 
 
 def kernel_resources(cuda):
-    """Each instantiation loaded: registers and local memory per thread (local memory in a
-    memory-bound kernel costs bandwidth; the reductions keep 256 counters per thread in it while they sort)."""
+    """Each instantiation loaded: registers and local memory per thread, shared memory per block (local memory in a
+    memory-bound kernel costs bandwidth; the reductions keep 256 counters per thread in it while they sort; the AOT
+    entries and SliceScatter plan once per block, in shared memory)."""
     driver, records = cuda.driver(), []
     attribute = driver.CUfunction_attribute
     for kernel, element_size, index in INSTANTIATIONS:
@@ -772,7 +814,7 @@ def kernel_resources(cuda):
         values = {name: cuda.check(driver.cuFuncGetAttribute(getattr(attribute, f"CU_FUNC_ATTRIBUTE_{key}"), function),
                                    "cuFuncGetAttribute")
                   for name, key in (("registers", "NUM_REGS"), ("local_bytes", "LOCAL_SIZE_BYTES"),
-                                    ("max_threads_per_block", "MAX_THREADS_PER_BLOCK"))}
+                                    ("shared_bytes", "SHARED_SIZE_BYTES"), ("max_threads_per_block", "MAX_THREADS_PER_BLOCK"))}
         records.append({"kernel": cuda.name_expression(kernel, element_size, index), **values})
     return records
 
@@ -1060,6 +1102,7 @@ def reduction_benchmarks(kernels, cuda, stream, size_mb, reps, torch_device=None
 
         side = TorchSide(torch, torch_device, stream)
     rng = np.random.default_rng([seed, 11])
+    device = kernels.device
     prepared = {}
     for entry in reduction_plan(size_mb):
         shape = (entry["rows"], entry["targets"], entry["columns"])
@@ -1094,6 +1137,14 @@ def reduction_benchmarks(kernels, cuda, stream, size_mb, reps, torch_device=None
                 outputs.append(memory.get(buffers["output"], np.float32, data.shape))
             row.update(ms=round(ms, 4), host_us=round(host_us, 1), identical=bool(np.array_equal(outputs[0].view(np.uint32), outputs[1].view(np.uint32))),
                        correct=_sampled_check(outputs[0], data, indices, updates, entry["reduction"], entry["include_self"], rng))
+            reset()
+            timer._flush()
+            kernels.device = events = PhaseEvents(device, cuda, stream)
+            try:
+                ours()
+            finally:
+                kernels.device = device
+            row.update(events.split_ms())
             passes = -(-shape[1].bit_length() // 8)
             moved = shape[0] * 8 + passes * 40 * shape[0] + updates.nbytes + 2 * data_bytes
             row["GB/s"] = round(moved / ms / 1e6, 1)
@@ -1480,7 +1531,7 @@ def format_markdown(results):
     if results.get("compile"):
         lines += ["", "## Cold compile time per instantiation (NVRTC -> CUBIN)", ""] + _table(results["compile"])
     if results.get("resources"):
-        lines += ["", "## Registers and local memory per thread", ""] + _table(results["resources"])
+        lines += ["", "## Registers and local memory per thread, shared memory per block", ""] + _table(results["resources"])
     if results.get("benchmarks"):
         lines += ["", "## Benchmarks (production launches; ms: median of CUDA-event times after an L2 flush)", ""]
         lines += _table([{k: v for k, v in r.items() if k not in ("op", "element_size", "path", "layout", "fraction")}
@@ -1492,7 +1543,8 @@ def format_markdown(results):
         lines += ["", "## Reductions: outputs over many launches (grids cycling; 1 distinct output = bit-identical)", ""]
         lines += _table(results["determinism"])
     if results.get("reduction_benchmarks"):
-        lines += ["", "## Reductions against torch (ScatterNDReduce in place; ms: median of CUDA-event times after an L2 flush)", ""]
+        lines += ["", "## Reductions against torch (ScatterNDReduce in place; ms: median of CUDA-event times after an L2 flush; "
+                      "sort_ms and reduce_ms: one more run's launches timed apart, the sort's (keys, count, scan, place) and the reduction's)", ""]
         lines += _table(results["reduction_benchmarks"])
     if results.get("python_overhead"):
         lines += ["", "## Python per launch call (plugin enqueue adds bench/bench_enqueue_overhead.py's part)", ""]

@@ -45,18 +45,22 @@ __global__ void scatter_elements_reduce_aot(const char* data, const void* indice
                                             int reduction, TRT_SCATTER_SHAPE_PARAMS(data_dim),
                                             TRT_SCATTER_SHAPE_PARAMS(indices_dim), char* output) {
     (void)data;
-    ScatterReduceArgs a = {};
-    a.output = output;
-    a.updates = updates;
-    a.indices = indices;
-    TRT_SCATTER_SET_SHAPE(a.data_shape, data_dim);
-    TRT_SCATTER_SET_SHAPE(a.indices_shape, indices_dim);
-    a.data_rank = a.indices_rank = rank;
-    a.axis = axis;
-    a.reduction = reduction;
-    a.include_self = 1;
-    a.num_rows = 1;
-    for (int d = 0; d < rank; ++d) a.num_rows *= a.indices_shape[d];
-    a.columns = 1;
+    __shared__ ScatterReduceArgs a;  // filled once per block (scatter_common.cuh)
+    if (threadIdx.x == 0) {
+        a = ScatterReduceArgs{};
+        a.output = output;
+        a.updates = updates;
+        a.indices = indices;
+        TRT_SCATTER_SET_SHAPE(a.data_shape, data_dim);
+        TRT_SCATTER_SET_SHAPE(a.indices_shape, indices_dim);
+        a.data_rank = a.indices_rank = rank;
+        a.axis = axis;
+        a.reduction = reduction;
+        a.include_self = 1;
+        a.num_rows = 1;
+        for (int d = 0; d < rank; ++d) a.num_rows *= a.indices_shape[d];
+        a.columns = 1;
+    }
+    __syncthreads();
     scatter_reduce_atomic<T>(a, ElementTargets<Index>{a});
 }

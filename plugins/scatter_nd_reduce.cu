@@ -42,20 +42,24 @@ __global__ void scatter_nd_reduce_aot(const char* data, const void* indices, con
                                       int indices_rank, int reduction, TRT_SCATTER_SHAPE_PARAMS(data_dim),
                                       TRT_SCATTER_SHAPE_PARAMS(indices_dim), char* output) {
     (void)data;
-    ScatterReduceArgs a = {};
-    a.output = output;
-    a.updates = updates;
-    a.indices = indices;
-    TRT_SCATTER_SET_SHAPE(a.data_shape, data_dim);
-    TRT_SCATTER_SET_SHAPE(a.indices_shape, indices_dim);
-    a.data_rank = data_rank;
-    a.indices_rank = indices_rank;
-    a.reduction = reduction;
-    a.include_self = 1;
-    const int k = static_cast<int>(a.indices_shape[indices_rank - 1]);
-    a.num_rows = 1;
-    for (int d = 0; d + 1 < indices_rank; ++d) a.num_rows *= a.indices_shape[d];
-    a.columns = 1;
-    for (int d = k; d < data_rank; ++d) a.columns *= a.data_shape[d];
+    __shared__ ScatterReduceArgs a;  // filled once per block (scatter_common.cuh)
+    if (threadIdx.x == 0) {
+        a = ScatterReduceArgs{};
+        a.output = output;
+        a.updates = updates;
+        a.indices = indices;
+        TRT_SCATTER_SET_SHAPE(a.data_shape, data_dim);
+        TRT_SCATTER_SET_SHAPE(a.indices_shape, indices_dim);
+        a.data_rank = data_rank;
+        a.indices_rank = indices_rank;
+        a.reduction = reduction;
+        a.include_self = 1;
+        const int k = static_cast<int>(a.indices_shape[indices_rank - 1]);
+        a.num_rows = 1;
+        for (int d = 0; d + 1 < indices_rank; ++d) a.num_rows *= a.indices_shape[d];
+        a.columns = 1;
+        for (int d = k; d < data_rank; ++d) a.columns *= a.data_shape[d];
+    }
+    __syncthreads();
     scatter_reduce_atomic<T>(a, RowTargets<Index>{a});
 }

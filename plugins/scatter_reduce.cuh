@@ -16,7 +16,8 @@
 //     SCAN_DOWN  each segment: its entries' exclusive prefix sums, from the level above
 //     PLACE      each chunk places its keys (and their row numbers) in order at its digits' offsets
 //   REDUCE     one thread per (sorted position, column); the first position of each target walks its
-//              rows (ascending r: the sort is stable) and writes op(...op(op(start, u_0), u_1)...)
+//              rows (ascending r: the sort is stable), loading TRT_SCATTER_REDUCE_BATCH of them at a time,
+//              and writes op(...op(op(start, u_0), u_1)...)
 //
 // Each thread owns its chunk's counters, and the digit-major prefix sum puts chunk q's keys after
 // chunk q-1's in every bucket: the sort is stable and its result independent of how threads are
@@ -294,6 +295,11 @@ __device__ __forceinline__ void reduce_place(const ScatterReduceArgs& a) {
     }
 }
 
+// Rows one REDUCE thread loads before it combines them: the loads of a batch are independent, so they are in
+// flight together (one at a time, the walk waited on memory once per row); the combination stays one row at a
+// time in ascending r, so the bits do not depend on the batch.
+#define TRT_SCATTER_REDUCE_BATCH 8
+
 template <typename T, int Kind>
 __device__ __forceinline__ void reduce_segments(const ScatterReduceArgs& a) {
     typedef Element<T, Kind> E;
@@ -307,7 +313,22 @@ __device__ __forceinline__ void reduce_segments(const ScatterReduceArgs& a) {
         if (key == sentinel || (i > 0 && a.keys[i - 1] == key)) continue;  // not the first row of its target
         T value = a.include_self ? out[key * a.columns + column] : updates[static_cast<i64>(a.rows[i]) * a.columns + column];
         i64 j = a.include_self ? i : i + 1;
-        for (; j < a.num_rows && a.keys[j] == key; ++j) value = E::combine(a.reduction, value, updates[static_cast<i64>(a.rows[j]) * a.columns + column]);
+        for (;;) {  // the keys are sorted: the target's rows are j, j+1, ... up to the first other key
+            T batch[TRT_SCATTER_REDUCE_BATCH];
+            int count = 0;
+#pragma unroll
+            for (int b = 0; b < TRT_SCATTER_REDUCE_BATCH; ++b) {
+                if (j + b < a.num_rows && a.keys[j + b] == key) {
+                    batch[b] = updates[static_cast<i64>(a.rows[j + b]) * a.columns + column];
+                    count = b + 1;
+                }
+            }
+#pragma unroll
+            for (int b = 0; b < TRT_SCATTER_REDUCE_BATCH; ++b)
+                if (b < count) value = E::combine(a.reduction, value, batch[b]);
+            j += count;
+            if (count < TRT_SCATTER_REDUCE_BATCH) break;
+        }
         if (a.reduction == REDUCE_MEAN) value = E::mean(value, j - i + a.include_self);
         out[key * a.columns + column] = value;
     }

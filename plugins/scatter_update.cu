@@ -78,18 +78,22 @@ __global__ void scatter_update_aot(const char* data, const void* indices, const 
                                    TRT_SCATTER_SHAPE_PARAMS(data_dim), TRT_SCATTER_SHAPE_PARAMS(indices_dim),
                                    TRT_SCATTER_SHAPE_PARAMS(updates_dim), char* output) {
     (void)data;
-    ScatterUpdateArgs a;
-    a.output = output;
-    a.updates = updates;
-    a.indices = indices;
-    a.axis = axis;
-    a.error_flag = nullptr;
-    TRT_SCATTER_SET_SHAPE(a.data_shape, data_dim);
-    TRT_SCATTER_SET_SHAPE(a.indices_shape, indices_dim);
-    TRT_SCATTER_SET_SHAPE(a.updates_shape, updates_dim);
-    a.data_rank = data_rank;
-    a.indices_rank = indices_rank;
-    a.updates_rank = updates_rank;
-    a.axis_itemsize = axis_itemsize;
+    __shared__ ScatterUpdateArgs a;  // filled once per block (scatter_common.cuh)
+    if (threadIdx.x == 0) {
+        a = ScatterUpdateArgs{};
+        a.output = output;
+        a.updates = updates;
+        a.indices = indices;
+        a.axis = axis;
+        a.error_flag = nullptr;
+        TRT_SCATTER_SET_SHAPE(a.data_shape, data_dim);
+        TRT_SCATTER_SET_SHAPE(a.indices_shape, indices_dim);
+        TRT_SCATTER_SET_SHAPE(a.updates_shape, updates_dim);
+        a.data_rank = data_rank;
+        a.indices_rank = indices_rank;
+        a.updates_rank = updates_rank;
+        a.axis_itemsize = axis_itemsize;
+    }
+    __syncthreads();
     scatter_update_body<T, Index>(a);
 }

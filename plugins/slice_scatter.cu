@@ -46,8 +46,16 @@ struct SliceRows {
     }
 };
 
-template <typename T>
-__device__ __forceinline__ void slice_scatter_body(const SliceScatterArgs& a) {
+// What every thread of a launch needs: whether the slice and `updates` agree, and the rows to copy.
+struct SlicePlan {
+    SliceRows rows_map;
+    i64 rows;
+    i64 row_bytes;
+    u64 alignment;  // the OR of the row offsets' common factors (see copy_rows_widest)
+    bool valid;
+};
+
+__device__ inline void plan_slice(const SliceScatterArgs& a, i64 element_size, SlicePlan& plan) {
     const int rank = a.rank;
     i64 first[TRT_SCATTER_MAX_RANK], step[TRT_SCATTER_MAX_RANK];
     for (int d = 0; d < TRT_SCATTER_MAX_RANK; ++d) {
@@ -76,19 +84,16 @@ __device__ __forceinline__ void slice_scatter_body(const SliceScatterArgs& a) {
     }
     for (int d = 0; valid && d < rank; ++d)
         if (((sliced >> d) & 1u) == 0 && a.updates_shape[d] != a.data_shape[d]) valid = false;
-    if (!valid) {
-        if (global_thread() == 0) count_error(a.error_flag, 1);
-        return;
-    }
+    plan.valid = valid;
+    if (!valid) return;
 
     // Trailing axes that are copied whole, plus one more with step 1, are contiguous in both
     // updates and output: they form the rows. The axes before them are walked per row.
-    const i64 size = sizeof(T);
-    i64 inner = size;  // bytes
+    i64 inner = element_size;  // bytes
     int d = rank - 1;
     for (; d >= 0 && first[d] == 0 && step[d] == 1 && a.updates_shape[d] == a.data_shape[d]; --d)
         inner *= a.data_shape[d];
-    SliceRows rows_map;
+    SliceRows& rows_map = plan.rows_map;
     i64 row_bytes = inner;
     rows_map.base = 0;
     if (d >= 0 && step[d] == 1) {
@@ -109,7 +114,24 @@ __device__ __forceinline__ void slice_scatter_body(const SliceScatterArgs& a) {
         rows *= a.updates_shape[d];
         inner *= a.data_shape[d];
     }
-    copy_rows_widest(a.output, a.updates, rows, row_bytes, alignment, rows_map);
+    plan.rows = rows;
+    plan.row_bytes = row_bytes;
+    plan.alignment = alignment;
+}
+
+// Thread 0 of each block plans the slice (reading start/stop/step/axes) into shared memory, which the
+// block's threads then read: planned in every thread, its arrays lived in local memory, and a large grid
+// writing 400 bytes per thread took longer than a small write itself (scatter_common.cuh).
+template <typename T>
+__device__ __forceinline__ void slice_scatter_body(const SliceScatterArgs& a) {
+    __shared__ SlicePlan plan;
+    if (threadIdx.x == 0) plan_slice(a, sizeof(T), plan);
+    __syncthreads();
+    if (!plan.valid) {
+        if (global_thread() == 0) count_error(a.error_flag, 1);
+        return;
+    }
+    copy_rows_widest(a.output, a.updates, plan.rows, plan.row_bytes, plan.alignment, plan.rows_map);
 }
 
 // Entry point of the Python plugin: the arguments as one struct.
@@ -128,19 +150,23 @@ __global__ void slice_scatter_aot(const char* data, const char* updates, const v
                                   int axes_itemsize, TRT_SCATTER_SHAPE_PARAMS(data_dim),
                                   TRT_SCATTER_SHAPE_PARAMS(updates_dim), char* output) {
     (void)data;
-    SliceScatterArgs a;
-    a.output = output;
-    a.updates = updates;
-    a.start = start;
-    a.stop = stop;
-    a.step = step;
-    a.axes = axes;
-    a.error_flag = nullptr;
-    TRT_SCATTER_SET_SHAPE(a.data_shape, data_dim);
-    TRT_SCATTER_SET_SHAPE(a.updates_shape, updates_dim);
-    a.rank = rank;
-    a.num_axes = axes_count - 1;
-    a.param_itemsize = param_itemsize;
-    a.axes_itemsize = axes_itemsize;
+    __shared__ SliceScatterArgs a;  // filled once per block (scatter_common.cuh)
+    if (threadIdx.x == 0) {
+        a = SliceScatterArgs{};
+        a.output = output;
+        a.updates = updates;
+        a.start = start;
+        a.stop = stop;
+        a.step = step;
+        a.axes = axes;
+        a.error_flag = nullptr;
+        TRT_SCATTER_SET_SHAPE(a.data_shape, data_dim);
+        TRT_SCATTER_SET_SHAPE(a.updates_shape, updates_dim);
+        a.rank = rank;
+        a.num_axes = axes_count - 1;
+        a.param_itemsize = param_itemsize;
+        a.axes_itemsize = axes_itemsize;
+    }
+    __syncthreads();
     slice_scatter_body<T>(a);
 }

@@ -87,17 +87,21 @@ __global__ void tensor_scatter_aot(const char* past_cache, const char* update, c
                                    TRT_SCATTER_SHAPE_PARAMS(cache_dim), TRT_SCATTER_SHAPE_PARAMS(update_dim),
                                    char* output) {
     (void)past_cache;
-    TensorScatterArgs a;
-    a.output = output;
-    a.update = update;
-    a.write_indices = write_indices;
-    a.error_flag = nullptr;
-    TRT_SCATTER_SET_SHAPE(a.cache_shape, cache_dim);
-    TRT_SCATTER_SET_SHAPE(a.update_shape, update_dim);
-    a.index_count = index_count;
-    a.rank = rank;
-    a.axis = axis;
-    a.circular = circular;
-    a.index_itemsize = index_itemsize;
+    __shared__ TensorScatterArgs a;  // filled once per block (scatter_common.cuh)
+    if (threadIdx.x == 0) {
+        a = TensorScatterArgs{};
+        a.output = output;
+        a.update = update;
+        a.write_indices = write_indices;
+        a.error_flag = nullptr;
+        TRT_SCATTER_SET_SHAPE(a.cache_shape, cache_dim);
+        TRT_SCATTER_SET_SHAPE(a.update_shape, update_dim);
+        a.index_count = index_count;
+        a.rank = rank;
+        a.axis = axis;
+        a.circular = circular;
+        a.index_itemsize = index_itemsize;
+    }
+    __syncthreads();
     tensor_scatter_body<T>(a);
 }

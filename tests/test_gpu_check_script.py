@@ -298,6 +298,9 @@ class HostDriver:
     def cuEventElapsedTime(self, begin, end):
         return 0, 1.5
 
+    def cuEventDestroy(self, event):
+        return (0,)
+
     def cuCtxGetDevice(self):
         return 0, 0
 
@@ -647,10 +650,13 @@ def test_determinism_on_the_cpu_shim_and_torch_beside_it(host_gpu):
 
 @needs_gxx
 def test_reduction_benchmarks_check_ours_and_time_torch_both_ways(host_gpu):
-    from trt_scatter.plugins import cuda
+    from trt_scatter.plugins import cuda, reductions
 
     rows = gpu_check.reduction_benchmarks(kernels, cuda, 0x5, size_mb=1, reps=1, torch_device=_torch_device())
     assert len(rows) == 6 and all(row["correct"] and row["identical"] and row["ms"] == 1.5 for row in rows), rows
+    for row, entry in zip(rows, gpu_check.reduction_plan(1)):  # one run's launches timed apart: the last one reduces
+        launches = len(reductions.Plan(entry["rows"], entry["targets"]).launches(lambda **fields: b"", 0, entry["columns"]))
+        assert (row.get("launches"), row.get("sort_ms"), row.get("reduce_ms")) == (launches, 1.5 * (launches - 1), 1.5), row.get("error")
     if _torch_device():
         assert all(row["ours_over_torch_atomic"] == 1.0 for row in rows)  # every event pair reads 1.5 ms here
         assert {row.get("torch_deterministic_over_ours") for row in rows} <= {1.0, None}

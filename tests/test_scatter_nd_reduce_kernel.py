@@ -105,3 +105,17 @@ def test_rows_of_no_element_still_count_indices_out_of_range(shim):
     case = cases.ReduceCase("scatter_nd_reduce", np.zeros((2, 0), np.float32), np.array([[9], [2], [1]], np.int32),
                             np.zeros((3, 0), np.float32), 0, "add", 0, dict(cases.SETUP))
     cases.check_reduce(shim, case)  # 2 rows out of range, counted although they write nothing
+
+
+@pytest.mark.parametrize("include_self", [0, 1])
+@pytest.mark.parametrize("reduction", ["add", "mul", "min", "max", "mean"])
+def test_targets_of_every_row_count_around_the_load_batch(shim, reduction, include_self):
+    """The reduction loads a target's rows TRT_SCATTER_REDUCE_BATCH (8) at a time: targets of 1, 7, 8, 9, 15, 16,
+    17 and 25 rows (and one of none), in shuffled order, the last target's rows ending the sorted keys."""
+    rng = np.random.default_rng(reduction.encode()[0] + include_self)
+    counts = [1, 7, 8, 9, 0, 15, 16, 17, 25]
+    indices = rng.permutation(np.repeat(np.arange(len(counts)), counts)).reshape(-1, 1).astype(np.int32)
+    data = rng.standard_normal((len(counts), 3)).astype(np.float32)
+    updates = (rng.standard_normal((len(indices), 3)) * np.exp2(rng.integers(-12, 12, size=(len(indices), 3)))).astype(np.float32)
+    case = cases.ReduceCase("scatter_nd_reduce", data, indices, updates, 0, reduction, include_self, dict(cases.SETUP))
+    cases.check_reduce(shim, case, exact=True)

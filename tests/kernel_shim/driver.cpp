@@ -13,7 +13,10 @@
 
 thread_local dim3 blockIdx, threadIdx, blockDim, gridDim;
 
+#include <ucontext.h>
+
 #include <cstddef>
+#include <functional>
 #include <numeric>
 #include <type_traits>
 #include <utility>
@@ -36,6 +39,57 @@ static void shuffle(std::vector<unsigned int>& order) {
     }
 }
 
+// A block's threads run as fibers (ucontext), one at a time: each runs until it returns or reaches
+// __syncthreads(), which hands control back to the block's loop; the loop resumes the threads that have
+// not returned, in a new (shuffled) order each round, so every thread passes a barrier only once all
+// have reached it, and what a kernel does between barriers runs in any order, as on a GPU.
+namespace {
+struct Fiber {
+    ucontext_t context;
+    bool done;
+};
+constexpr size_t kFiberStack = 256 * 1024;  // the kernels' frames are small; AddressSanitizer's are larger
+thread_local ucontext_t block_loop;
+thread_local Fiber* running = nullptr;
+thread_local const std::function<void()>* thread_body = nullptr;
+
+void fiber_main() {
+    (*thread_body)();
+    running->done = true;  // returning resumes block_loop (uc_link)
+}
+}  // namespace
+
+void __syncthreads() {
+    if (running != nullptr) swapcontext(&running->context, &block_loop);
+}
+
+static void run_block(unsigned int block, const std::function<void()>& body, std::vector<unsigned int>& threads) {
+    static thread_local std::vector<Fiber> fibers;
+    static thread_local std::vector<char> stacks;
+    fibers.resize(block);
+    if (stacks.size() < block * kFiberStack) stacks.resize(block * kFiberStack);
+    thread_body = &body;
+    for (unsigned int t = 0; t < block; ++t) {
+        getcontext(&fibers[t].context);
+        fibers[t].context.uc_stack.ss_sp = stacks.data() + t * kFiberStack;
+        fibers[t].context.uc_stack.ss_size = kFiberStack;
+        fibers[t].context.uc_link = &block_loop;
+        fibers[t].done = false;
+        makecontext(&fibers[t].context, fiber_main, 0);
+    }
+    for (unsigned int live = block; live > 0;) {
+        shuffle(threads);
+        for (unsigned int t : threads) {
+            if (fibers[t].done) continue;
+            threadIdx = dim3{t, 0, 0};
+            running = &fibers[t];
+            swapcontext(&block_loop, &fibers[t].context);
+            if (fibers[t].done) --live;
+        }
+    }
+    running = nullptr;
+}
+
 // Runs `kernel` over a grid the way cuLaunchKernel does: kernelParams[i] points at the value of
 // the kernel's i-th parameter (a struct for the plugin entries, a pointer or int for the AOT ones).
 template <typename... P, std::size_t... I>
@@ -49,13 +103,10 @@ static void run(void (*kernel)(P...), void** params, unsigned int grid, unsigned
     blockDim = dim3{block, 1, 1};
     std::vector<unsigned int> blocks(grid), threads(block);
     shuffle(blocks);
+    const std::function<void()> body = [&] { call(kernel, params, std::index_sequence_for<P...>{}); };
     for (unsigned int b : blocks) {
-        shuffle(threads);
-        for (unsigned int t : threads) {
-            blockIdx = dim3{b, 0, 0};
-            threadIdx = dim3{t, 0, 0};
-            call(kernel, params, std::index_sequence_for<P...>{});
-        }
+        blockIdx = dim3{b, 0, 0};
+        run_block(block, body, threads);
     }
 }
 

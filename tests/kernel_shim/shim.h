@@ -1,7 +1,8 @@
 // Host shim: lets the CUDA C sources in plugins/ compile with g++ (tests only).
-// Built-in index variables are thread-local globals that driver.cpp sets before calling a kernel
-// once per (block, thread), one after another (blocks and threads in order, or shuffled); so the
-// atomics need no atomicity.
+// Built-in index variables are thread-local globals that driver.cpp sets before it runs each (block,
+// thread), one at a time (blocks and threads in order, or shuffled); so the atomics need no atomicity.
+// A block's threads are fibers on one OS thread: __syncthreads() suspends the caller until every thread
+// of the block has reached it, and __shared__ variables are the statics those fibers share.
 #pragma once
 
 struct dim3 {
@@ -13,6 +14,9 @@ extern thread_local dim3 blockIdx, threadIdx, blockDim, gridDim;
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __shared__ static thread_local
+
+void __syncthreads();
 
 template <typename T>
 inline T atomicAdd(T* address, T value) {  // unsigned int, unsigned long long, and float (tests' atomic variant)
