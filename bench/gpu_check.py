@@ -177,7 +177,6 @@ class PhaseEvents:
 
         self.device, self.cuda, self.driver, self.stream = device, cuda, cuda.driver(), stream
         self.phase_offset = reductions.ScatterReduceArgs.phase.offset
-        self.reduce_phase = reductions.PHASES["reduce"]
         self.marks = []  # (event, phase)
 
     def __getattr__(self, name):
@@ -190,22 +189,30 @@ class PhaseEvents:
         self.marks.append((event, ctypes.c_int32.from_address(args + self.phase_offset).value))
         self.device.launch(function, grid, block, stream, params_address)
 
-    def split_ms(self):
-        """``{"sort_ms", "reduce_ms", "launches"}`` of the launches recorded since the last call."""
+    def phase_ms(self):
+        """``{phase name: ms}`` of the launches recorded since the last call, each phase's launches summed."""
+        from trt_scatter.plugins import reductions
+
+        names = {code: name for name, code in reductions.PHASES.items()}
         end = self.cuda.check(self.driver.cuEventCreate(0), "cuEventCreate")
         self.cuda.check(self.driver.cuEventRecord(end, self.stream), "cuEventRecord")
         self.cuda.check(self.driver.cuEventSynchronize(end), "cuEventSynchronize")
-        split = {"sort_ms": 0.0, "reduce_ms": 0.0}
+        phases = {}
         events = [event for event, _ in self.marks] + [end]
         for (event, phase), following in zip(self.marks, events[1:]):
             ms = self.cuda.check(self.driver.cuEventElapsedTime(event, following), "cuEventElapsedTime")
-            split["reduce_ms" if phase == self.reduce_phase else "sort_ms"] += ms
+            phases[names[phase]] = phases.get(names[phase], 0.0) + ms
         for event in events:
             self.driver.cuEventDestroy(event)
-        split = {key: round(value, 4) for key, value in split.items()}
-        split["launches"] = len(self.marks)
         self.marks = []
-        return split
+        return phases
+
+    def split_ms(self):
+        """``{"sort_ms", "reduce_ms", "launches"}`` of the launches recorded since the last call."""
+        launches = len(self.marks)
+        phases = self.phase_ms()
+        return {"sort_ms": round(sum(ms for name, ms in phases.items() if name != "reduce"), 4),
+                "reduce_ms": round(phases.get("reduce", 0.0), 4), "launches": launches}
 
 
 class DeviceFault(Exception):

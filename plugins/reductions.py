@@ -4,9 +4,9 @@ reduces them (in the plugin's workspace), the element types, and what the AOT fo
 
 The plan, for ``R`` update rows of ``C`` elements into ``T`` target rows (see scatter_reduce.cuh for the phases):
 
-- workspace: keys and row numbers twice (``16 R`` bytes), the digit counts of the chunks (``4 * 256 * ceil(R / CHUNK)``,
-  about ``4 R``) and the scan's upper levels (``1/SEGMENT`` of that): about ``20 R`` bytes, at least 256-byte aligned
-  regions; nothing for ``R <= 1``.
+- workspace: keys and row numbers twice (``16 R`` bytes), the digit counts of the chunks (``4 * 256 * ceil(R / chunk)``:
+  ``4 R`` to ``16 R``, see :func:`default_chunk`) and the scan's upper levels (``1/SEGMENT`` of that): ``20 R`` to ``33 R``
+  bytes, in regions aligned to 256 bytes; nothing for ``R <= 1``.
 - launches: 1 (keys) + ``P * (3 + 2 * L)`` (``P = ceil(bits(T) / 8)`` radix passes of count, ``L`` scan levels up
   and down, the top scan, place) + 1 (reduce); e.g. 1M targets, 10M rows: ``P = 3``, ``L = 2``, 23 launches.
 - bytes moved: the indices once (``R * k`` index bytes), ``~40 R`` per pass for keys, row numbers and counts, then the
@@ -36,7 +36,12 @@ if TYPE_CHECKING:
     from trt_scatter.model.node import OpNode
 
 RADIX_BITS = 8  #: TRT_SCATTER_RADIX_BITS in scatter_reduce.cuh: key bits sorted per pass
-CHUNK = 256  #: keys one thread counts and places, in order
+#: Keys one thread counts and places, in order (the launches' default ``chunk``): the longest chunk in CHUNKS that
+#: still leaves CHUNKS_WANTED chunks, so that the counting and placing threads fill the GPU; the shortest otherwise.
+#: Measured on an H200 (bench/results/reduce_phases_h200_2026-11-26.md): 1M index rows sort fastest in chunks of 64
+#: (1.67 ms a run vs 2.33 in chunks of 256), 10M in chunks of 256 (11.2 ms vs 12.9 in chunks of 128).
+CHUNKS = (256, 128, 64)
+CHUNKS_WANTED = 16384
 SEGMENT = 256  #: scan entries one thread sums
 ALIGN = 256  #: bytes each workspace region is aligned to
 MAX_ROWS = 2**32 - 1  #: keys and row numbers are uint32 in the workspace (and keys reach T, the out-of-range key)
@@ -67,14 +72,23 @@ class ScatterReduceArgs(ctypes.Structure):
 LAYOUT = struct.Struct(f"<10Q{2 * kernels.MAX_RANK}q7q8i")
 
 
+def default_chunk(rows: int) -> int:
+    """The sort's split for ``rows`` keys when the launch names none (see :data:`CHUNKS`)."""
+    return next((chunk for chunk in CHUNKS if rows // chunk >= CHUNKS_WANTED), CHUNKS[-1])
+
+
 @dataclasses.dataclass(frozen=True)
 class Plan:
     """Where the sort of ``rows`` keys in [0, ``targets``] lives in the workspace, and how many passes it takes."""
 
     rows: int
     targets: int
-    chunk: int = CHUNK
+    chunk: int | None = None  #: None: default_chunk(rows)
     segment: int = SEGMENT
+
+    def __post_init__(self) -> None:
+        if self.chunk is None:
+            object.__setattr__(self, "chunk", default_chunk(self.rows))
 
     @property
     def passes(self) -> int:
@@ -147,7 +161,7 @@ def element_type_of(op: str, types: Sequence[str] | None, itemsize: int) -> str:
     return name
 
 
-def check_launch(op: str, *, element_size: int, element_type: str, index_itemsize: int, reduction: str, include_self: int, rows: int, targets: int, workspace: int, chunk: int, segment: int) -> None:
+def check_launch(op: str, *, element_size: int, element_type: str, index_itemsize: int, reduction: str, include_self: int, rows: int, targets: int, workspace: int, chunk: int | None, segment: int) -> None:
     """The host-known arguments of a launch, each refused by name."""
     kernels.choice(op, "element_size", element_size, kernels.ELEMENT_SIZES, " bytes")
     kernels.choice(op, "index_itemsize", index_itemsize, kernels.INDEX_ITEMSIZES, " bytes")
@@ -159,6 +173,8 @@ def check_launch(op: str, *, element_size: int, element_type: str, index_itemsiz
         raise ScatterInputError(op, "indices", "must address fewer than 2**32 - 1 targets with at most 2**32 - 1 update rows "
                                 "(the kernels sort them as uint32)", f"{rows} rows into {targets} targets")
     for name, value, lowest in (("chunk", chunk, 1), ("segment", segment, 2)):  # a segment of 1 would never shrink the scan
+        if value is None and name == "chunk":
+            continue  # the default split
         if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
             raise ScatterInputError(op, name, f"must be an int >= {lowest}", value)
     if Plan(rows, targets, chunk, segment).workspace_bytes and not workspace:
@@ -182,7 +198,7 @@ def check_aot_node(op: str, node: OpNode) -> None:
 
 
 def run(kernel: str, *, output: int, data: int, indices: int, updates: int, workspace: int, error_flag: int, stream: int, data_shape: Sequence[int], indices_shape: Sequence[int], rows: int, columns: int,
-        targets: int, element_size: int, element_type: str, index_itemsize: int, axis: int, reduction: str, include_self: int, chunk: int, segment: int) -> None:
+        targets: int, element_size: int, element_type: str, index_itemsize: int, axis: int, reduction: str, include_self: int, chunk: int | None, segment: int) -> None:
     """The plugin's launches of ``kernel`` (the op's key) on ``stream``: the copy of data (unless in place), then the plan."""
     launches = _planned(kernel, output, updates, indices, error_flag, workspace, tuple(data_shape), tuple(indices_shape), rows, columns,
                         targets, element_size, element_type, index_itemsize, axis, reduction, include_self, chunk, segment)
@@ -205,7 +221,7 @@ def _planned(kernel, output, updates, indices, error_flag, workspace, data_shape
                                 workspace=workspace or 0)
     plan = Plan(rows, targets, chunk, segment)
     head, shapes = pointers[:4], (*kernels.padded(data_shape), *kernels.padded(indices_shape))
-    sizes = (rows, columns, targets, chunk, plan.chunks, segment)
+    sizes = (rows, columns, targets, plan.chunk, plan.chunks, segment)
     kind = (len(data_shape), len(indices_shape), axis)
     codes = (REDUCTION_CODES[reduction], include_self, ELEMENT_KINDS[element_type])
 

@@ -15,7 +15,7 @@
 //   the struct and calls the same body; plugins/aot.py registers it. Its thread 0 fills one struct per
 //   block in shared memory: a struct of its own in every thread would live in local memory, and a large
 //   grid writing hundreds of bytes per thread took longer than a small write itself (35 us more than the
-//   struct entry on an H200, bench/results/gpu_check_h200_2026-11-26).
+//   struct entry on an H200, bench/results/gpu_check_h200_2026-11-26_15cc283).
 #pragma once
 
 #define TRT_SCATTER_MAX_RANK 8

@@ -56,7 +56,7 @@ def launch_args(shapes: Sequence[Sequence[int]], itemsizes: Sequence[int], types
                 axis=rules.normalize_axis(OP, "axis", axis, len(data)), reduction=reduction, include_self=include_self)
 
 
-def workspace_size(shapes: Sequence[Sequence[int]], itemsizes: Sequence[int | None], chunk: int = reductions.CHUNK, segment: int = reductions.SEGMENT, **attributes: int | str) -> int:
+def workspace_size(shapes: Sequence[Sequence[int]], itemsizes: Sequence[int | None], chunk: int | None = None, segment: int = reductions.SEGMENT, **attributes: int | str) -> int:
     """Bytes of workspace the launches need for inputs of these (largest) shapes: the sort of the update positions
     (``chunk``/``segment``: as the launch splits it)."""
     return reductions.Plan(math.prod(shapes[1]), math.prod(shapes[0]), chunk, segment).workspace_bytes
@@ -108,7 +108,7 @@ def _checked_geometry(op, data_shape, indices_shape, axis):
 
 def launch_scatter_elements_reduce(*, output: int, data: int, indices: int, updates: int, workspace: int, data_shape: Sequence[int], indices_shape: Sequence[int], element_size: int,
                                    element_type: str, index_itemsize: int, axis: int, reduction: str, include_self: int, error_flag: int, stream: int,
-                                   chunk: int = reductions.CHUNK, segment: int = reductions.SEGMENT) -> None:
+                                   chunk: int | None = None, segment: int = reductions.SEGMENT) -> None:
     """ScatterElementsReduce on ``stream``: ``output`` = ``data`` with ``updates`` (of indices' shape) combined at
     ``indices`` along ``axis`` by ``reduction`` (add, mul, min, max, mean), in ascending position.
 

@@ -59,7 +59,7 @@ def launch_args(shapes: Sequence[Sequence[int]], itemsizes: Sequence[int], types
                 reduction=reduction, include_self=include_self)
 
 
-def workspace_size(shapes: Sequence[Sequence[int]], itemsizes: Sequence[int | None], chunk: int = reductions.CHUNK, segment: int = reductions.SEGMENT, **attributes: int | str) -> int:
+def workspace_size(shapes: Sequence[Sequence[int]], itemsizes: Sequence[int | None], chunk: int | None = None, segment: int = reductions.SEGMENT, **attributes: int | str) -> int:
     """Bytes of workspace the launches need for inputs of these (largest) shapes: the sort of the index rows
     (``chunk``/``segment``: as the launch splits it)."""
     rows, _, targets = _rows(shapes[0], shapes[1])
@@ -111,7 +111,7 @@ def _checked_geometry(op, data_shape, indices_shape):
 
 
 def launch_scatter_nd_reduce(*, output: int, data: int, indices: int, updates: int, workspace: int, data_shape: Sequence[int], indices_shape: Sequence[int], element_size: int, element_type: str,
-                             index_itemsize: int, reduction: str, include_self: int, error_flag: int, stream: int, chunk: int = reductions.CHUNK,
+                             index_itemsize: int, reduction: str, include_self: int, error_flag: int, stream: int, chunk: int | None = None,
                              segment: int = reductions.SEGMENT) -> None:
     """ScatterNDReduce on ``stream``: ``output`` = ``data`` with the rows of ``updates`` (shape
     ``indices_shape[:-1] + data_shape[k:]``) combined into the slices ``indices`` address, by ``reduction``, in

@@ -684,3 +684,28 @@ def test_a_reduction_kernel_that_differs_from_run_to_run_is_reported(host_gpu, m
     monkeypatch.setattr(reductions, "run", flaky)
     records = gpu_check.determinism(kernels, cuda, 0x5, runs=4, size_mb=1)
     assert [r["identical"] for r in records] == [False, False] and all(r["distinct_outputs"] == 2 for r in records)
+
+
+def test_reduce_phases_bench_times_every_launch_of_the_plan(rehearsal, tmp_path):
+    """bench/bench_reduce_phases.py behind the stand-in driver: each shape and chunk gets every phase's time, and the
+    launches and workspace of the plan it ran."""
+    from trt_scatter.plugins import reductions
+
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_reduce_phases.py"), "--out", str(tmp_path), "--size-mb", "1",
+                             "--reps", "2", "--chunks", "256,16"], env=rehearsal, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = json.loads((tmp_path / "reduce_phases.json").read_text())["phases"]
+    expected = [(entry["what"], chunk) for entry in gpu_check.reduction_plan(1)[::3] for chunk in (256, 16)]
+    assert [(row["what"], row["chunk"]) for row in rows] == expected
+    for row, entry in zip(rows, [entry for entry in gpu_check.reduction_plan(1)[::3] for _ in (256, 16)]):
+        plan = reductions.Plan(entry["rows"], entry["targets"], row["chunk"])
+        assert row["launches"] == len(plan.launches(lambda **fields: b"", 0, entry["columns"]))
+        assert all(row[key] >= 0 for key in ("keys_ms", "count_ms", "scan_ms", "place_ms", "reduce_ms"))
+        assert row["total_ms"] == pytest.approx(sum(row[key] for key in ("keys_ms", "count_ms", "scan_ms", "place_ms", "reduce_ms")), abs=1e-3)
+    assert "| what | chunk | keys_ms |" in (tmp_path / "reduce_phases.md").read_text()
+
+
+def test_reduce_phases_bench_refuses_bad_chunks():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_reduce_phases.py"), "--out", "x", "--chunks", "64,a"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "--chunks must be integers separated by commas, got '64,a'" in result.stderr
