@@ -88,7 +88,12 @@ def main(argv=None):
     args = parse_args(argv)
     kernels = gpu_check.import_kernels()
     cuda = kernels.cuda
-    results = {"machine": gpu_check.machine_info(cuda, kernels, with_torch=False), "arguments": {k: str(v) for k, v in vars(args).items()}}
+    try:
+        machine = gpu_check.machine_info(cuda, kernels, with_torch=False)
+    except cuda.CudaUnavailableError as error:
+        print(f"bench_reduce_phases.py: needs a CUDA GPU: {error}", file=sys.stderr)
+        return 2
+    results = {"machine": machine, "arguments": {k: str(v) for k, v in vars(args).items()}}
     stream = int(cuda.check(cuda.driver().cuStreamCreate(0), "cuStreamCreate"))
     rng = np.random.default_rng(0)
     results["phases"] = []
@@ -109,4 +114,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(0 if isinstance(main(), dict) else 2)

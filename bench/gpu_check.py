@@ -1602,7 +1602,11 @@ def main(argv=None):
             write_results(results, args.out)
 
     try:
-        results["machine"] = machine_info(cuda, kernels, with_torch=not args.no_torch)  # no GPU: this raises, and says why
+        results["machine"] = machine_info(cuda, kernels, with_torch=not args.no_torch)
+    except cuda.CudaUnavailableError as error:
+        print(f"gpu_check.py: needs a CUDA GPU: {error}", file=sys.stderr)
+        return 2
+    try:
         print(results["machine"], flush=True)
         arch = cuda.device_arch()
         results["compile"] = phase("compile", lambda: compile_times(cuda, arch))

@@ -233,8 +233,16 @@ def test_report(tmp_path):
 def test_without_a_gpu_the_script_fails_with_the_reason(tmp_path):
     result = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120,
                             env=_without_fakecuda())
-    assert result.returncode != 0
-    assert "CudaUnavailableError: the CUDA driver is unavailable" in result.stderr
+    assert result.returncode == 2
+    assert result.stderr.startswith("gpu_check.py: needs a CUDA GPU: the CUDA driver is unavailable") and result.stderr.count("\n") == 1
+
+
+@pytest.mark.skipif(HAS_GPU, reason="checks the behaviour without a GPU")
+def test_without_a_gpu_the_reduce_phases_bench_fails_with_the_reason(tmp_path):
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_reduce_phases.py"), "--out", str(tmp_path)], capture_output=True,
+                            text=True, timeout=120, env=_without_fakecuda())
+    assert result.returncode == 2
+    assert result.stderr.startswith("bench_reduce_phases.py: needs a CUDA GPU: the CUDA driver is unavailable") and result.stderr.count("\n") == 1
 
 
 # ---- in process, on host memory: the driver calls gpu_check makes, the kernels on the CPU shim ----
