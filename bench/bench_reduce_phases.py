@@ -1,9 +1,13 @@
 """Where a ScatterNDReduce run spends its GPU time: each launch of the plan timed on its own (the keys, the sort's
 count, scan and place launches of every radix pass, then the reduction), for the shapes of gpu_check.py's reduction
 benchmarks and several sort splits (``chunk``: the keys one thread counts and places in order), so that the plugin's
-default split is a measured choice. Needs a CUDA GPU (cuda-bindings), nothing else:
+default split is a measured choice.
+
+Runs from the checkout on a machine with a CUDA GPU, NumPy and cuda-bindings (no TensorRT, no install):
 
     python3 bench/bench_reduce_phases.py --out DIR [--size-mb 256] [--chunks 256,128,64,32,16] [--reps 5]
+
+A chunk of c keys needs about 4 * 256 * R / c bytes of workspace for R rows (160 MiB for R = 10M at c = 64).
 
 Writes reduce_phases.{json,md} to DIR: per shape and chunk, the median over ``--reps`` runs of each phase's summed
 launch times, their total, the launches, and the workspace. The values are float32 updates of one bit pattern (the
@@ -28,7 +32,7 @@ PHASE_GROUPS = {"keys": "keys_ms", "count": "count_ms", "scan_up": "scan_ms", "s
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--out", type=Path, required=True, help="folder for reduce_phases.json and reduce_phases.md")
     parser.add_argument("--size-mb", type=int, default=256, help="scales the shapes as gpu_check.py's --size-mb does")
     parser.add_argument("--chunks", default="256,128,64,32,16", help="sort splits to time, comma-separated")
@@ -38,8 +42,9 @@ def parse_args(argv=None):
         args.chunks = [int(chunk) for chunk in args.chunks.split(",")]
     except ValueError:
         parser.error(f"--chunks must be integers separated by commas, got {args.chunks!r}")
-    if min(args.chunks) < 1 or args.reps < 1 or args.size_mb < 1:
-        parser.error("--chunks, --reps and --size-mb must be at least 1")
+    for name, value in (("--chunks", min(args.chunks)), ("--reps", args.reps), ("--size-mb", args.size_mb)):
+        if value < 1:
+            parser.error(f"{name} must be at least 1, got {value}")
     return args
 
 
@@ -84,6 +89,19 @@ def time_phases(kernels, cuda, stream, memory, what, rows, targets, columns, chu
     return records
 
 
+def checkout_commit():
+    """The checkout's commit, with "+ changes" when its tracked files differ from it (or "unknown" without git)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+        changed = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=root).returncode != 0
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit + (" + changes" if changed else "")
+
+
 def main(argv=None):
     args = parse_args(argv)
     kernels = gpu_check.import_kernels()
@@ -93,7 +111,7 @@ def main(argv=None):
     except cuda.CudaUnavailableError as error:
         print(f"bench_reduce_phases.py: needs a CUDA GPU: {error}", file=sys.stderr)
         return 2
-    results = {"machine": machine, "arguments": {k: str(v) for k, v in vars(args).items()}}
+    results = {"machine": {**machine, "commit": checkout_commit()}, "arguments": {k: str(v) for k, v in vars(args).items()}}
     stream = int(cuda.check(cuda.driver().cuStreamCreate(0), "cuStreamCreate"))
     rng = np.random.default_rng(0)
     results["phases"] = []

@@ -711,9 +711,13 @@ def test_reduce_phases_bench_times_every_launch_of_the_plan(rehearsal, tmp_path)
         assert all(row[key] >= 0 for key in ("keys_ms", "count_ms", "scan_ms", "place_ms", "reduce_ms"))
         assert row["total_ms"] == pytest.approx(sum(row[key] for key in ("keys_ms", "count_ms", "scan_ms", "place_ms", "reduce_ms")), abs=1e-3)
     assert "| what | chunk | keys_ms |" in (tmp_path / "reduce_phases.md").read_text()
+    assert json.loads((tmp_path / "reduce_phases.json").read_text())["machine"]["commit"] not in ("", "unknown")
 
 
 def test_reduce_phases_bench_refuses_bad_chunks():
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_reduce_phases.py"), "--out", "x", "--chunks", "64,a"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "--chunks must be integers separated by commas, got '64,a'" in result.stderr
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_reduce_phases.py"), "--out", "x", "--chunks", "64,0"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stderr.endswith("error: --chunks must be at least 1, got 0\n")
