@@ -29,9 +29,10 @@ what came before):
    int64 indices on both sides; the AOT entry in place for 4-byte elements; every output is checked
    against the oracle;
 5. KV cache: TensorScatter in place into a float16 cache [64, 8, 4096, 128] (smaller with ``--size-mb`` below 256),
-   a one-token decode and a 16-token prefill, each batch row at its own position and all at one, against one launch's
-   latency (the same kernel writing one element) and torch on the same buffers and stream (``index_copy_`` where
-   every row writes at one position, ``index_put_`` with a batch and a position index otherwise); every output checked;
+   a one-token decode and a 16-token prefill, each batch row at its own position and all at one, through the Python
+   plugins' entry and the AOT entry, against one launch's latency (the same kernel through the same entry writing one
+   element) and, for the plugins' entry, torch on the same buffers and stream (``index_copy_`` where every row writes
+   at one position, ``index_put_`` with a batch and a position index otherwise); every output checked;
 6. the reductions against torch (ScatterNDReduce in place; index_add_ and scatter_reduce_ amax/mean, with
    their atomics and with ``torch.use_deterministic_algorithms(True)``) on the same buffers: 10M updates into
    1M targets of 64 floats, and a GNN's 1M edges into 100k nodes of 128 features (scaled by ``--size-mb``);
@@ -1294,15 +1295,17 @@ def _torch_row(side, timer, entry, reps, data_pool, updates_pool, out, shape, up
 def kv_cache_plan(size_mb):
     """The KV-cache configurations (pure): float16 TensorScatter in place into KV_CACHE_SHAPE (its positions cut to fit
     ``size_mb`` when that is below 256), written on axis 2: a one-token decode and a 16-token prefill, each batch row at
-    its own position ("per row") and every row at one ("one position", what a static cache's index_copy_ writes)."""
+    its own position ("per row") and every row at one ("one position", what a static cache's index_copy_ writes); each
+    through the Python plugins' entry ("struct"), then through the AOT entry (what an engine of AOT plugins launches)."""
     batch, heads, positions, dim = KV_CACHE_SHAPE
     if size_mb < 256:
         positions = min(positions, max(32, (size_mb << 20) // (batch * heads * dim * 2)))
     plan = []
-    for tokens in (1, 16):
-        for positions_kind in ("per row", "one position"):
-            plan.append({"op": "tensor_scatter", "cache_shape": (batch, heads, positions, dim), "tokens": tokens,
-                         "positions": positions_kind, "step": "decode" if tokens == 1 else f"prefill of {tokens}"})
+    for entry in ("struct", "aot"):
+        for tokens in (1, 16):
+            for positions_kind in ("per row", "one position"):
+                plan.append({"op": "tensor_scatter", "cache_shape": (batch, heads, positions, dim), "tokens": tokens, "entry": entry,
+                             "positions": positions_kind, "step": "decode" if tokens == 1 else f"prefill of {tokens}"})
     return plan
 
 
@@ -1316,17 +1319,19 @@ def _kv_positions(entry):
 
 def kv_cache_benchmarks(kernels, cuda, stream, size_mb, reps, torch_device=None, plan=None, seed=0, log=lambda row: None):
     """Runs every KV-cache configuration: our in-place launch (production: no error counter) timed with CUDA events after
-    an L2 flush, against one launch's latency (the same kernel on a one-element cache, timed the same way) and against
-    torch on the same buffers and stream; outputs compared with the oracle's. Returns (rows, problems)."""
+    an L2 flush, against one launch's latency (the same kernel through the same entry on a one-element cache, timed the
+    same way) and, for the plugins' entry, against torch on the same buffers and stream; outputs compared with the
+    oracle's. Returns (rows, problems)."""
     plan = kv_cache_plan(size_mb) if plan is None else plan
     memory = DeviceMemory(cuda)
     timer = Timer(cuda, stream, memory, 4 * machine_l2(cuda))
-    launch = launcher("launch_tensor_scatter")
+    launches = {"struct": launcher("launch_tensor_scatter"), "aot": launcher("launch_tensor_scatter_aot")}
+    flags = {"struct": {"error_flag": 0}, "aot": {}}  # the AOT entry counts nothing
     tiny = memory.put(np.zeros((1, 1, 1, 1), np.float16))
     tiny_update, tiny_index = memory.put(np.ones((1, 1, 1, 1), np.float16)), memory.put(np.zeros(1, np.int64))
     tiny_args = dict(output=tiny, data=0, update=tiny_update, write_indices=tiny_index, data_shape=(1, 1, 1, 1), update_shape=(1, 1, 1, 1),
-                     index_count=1, axis=2, mode="linear", element_size=2, write_index_itemsize=8, error_flag=0, stream=stream)
-    launch_ms, _ = timer.measure(lambda: launch(**tiny_args), reps)
+                     index_count=1, axis=2, mode="linear", element_size=2, write_index_itemsize=8, stream=stream)
+    launch_ms = {entry: timer.measure(lambda entry=entry: launches[entry](**tiny_args, **flags[entry]), reps)[0] for entry in launches}
     torch_side = None
     if torch_device:
         import torch
@@ -1340,21 +1345,23 @@ def kv_cache_benchmarks(kernels, cuda, stream, size_mb, reps, torch_device=None,
         cache = _random_bits(rng, shape, np.dtype(np.float16))
         update = _random_bits(rng, update_shape, np.dtype(np.float16))
         positions = _kv_positions(entry)
-        what = f"KV cache {list(shape)} float16, {entry['step']}, {entry['positions']}"
+        kind = entry.get("entry", "struct")
+        launch = launches[kind]
+        what = f"KV cache {list(shape)} float16, {entry['step']}, {entry['positions']}" + (", AOT entry" if kind == "aot" else "")
         try:
             out, update_pool, index = memory.put(cache), memory.put(update), memory.put(positions)
             args = dict(output=out, data=0, update=update_pool, write_indices=index, data_shape=shape, update_shape=update_shape,
-                        index_count=shape[0], axis=2, mode="linear", element_size=2, write_index_itemsize=8, error_flag=0, stream=stream)
-            ms, host_us = timer.measure(lambda args=args: launch(**args), reps)
+                        index_count=shape[0], axis=2, mode="linear", element_size=2, write_index_itemsize=8, stream=stream, **flags[kind])
+            ms, host_us = timer.measure(lambda args=args, launch=launch: launch(**args), reps)
             from trt_scatter import oracle
 
             expected = oracle.tensor_scatter(cache, update, positions, 2)
             correct = bool(np.array_equal(memory.get(out, np.float16, shape).view(np.uint16), expected.view(np.uint16)))
             moved = 2 * update.nbytes + positions.nbytes
-            row = {"what": what, "ms": round(ms, 4), "launch_ms": round(launch_ms, 4), "over_launch": round(ms / launch_ms, 2),
+            row = {"what": what, "ms": round(ms, 4), "launch_ms": round(launch_ms[kind], 4), "over_launch": round(ms / launch_ms[kind], 2),
                    "goal": GOALS["decode_over_launch"] if tokens == 1 else "", "bytes_moved": moved, "GB/s": round(moved / ms / 1e6, 2),
                    "host_us": round(host_us, 1), "correct": correct}
-            if torch_side is not None:
+            if torch_side is not None and kind == "struct":  # torch's side does not depend on our entry
                 row.update(_torch_kv_row(torch_side, timer, entry, reps, out, update_pool, positions, shape, update_shape, ms))
             if not correct:
                 problems.append(f"{what}: output differs from the oracle's")
@@ -1544,7 +1551,7 @@ def format_markdown(results):
         lines += _table([{k: v for k, v in r.items() if k not in ("op", "element_size", "path", "layout", "fraction")}
                          for r in results["benchmarks"]])
     if results.get("kv_cache"):
-        lines += ["", "## KV cache: TensorScatter in place (ms: median of CUDA-event times after an L2 flush; launch_ms: the same kernel writing one element)", ""]
+        lines += ["", "## KV cache: TensorScatter in place (ms: median of CUDA-event times after an L2 flush; launch_ms: the same kernel through the same entry writing one element)", ""]
         lines += _table(results["kv_cache"])
     if results.get("determinism"):
         lines += ["", "## Reductions: outputs over many launches (grids cycling; 1 distinct output = bit-identical)", ""]

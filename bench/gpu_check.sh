@@ -7,12 +7,12 @@
 # working tree) and commit what comes back from $OUT under bench/results/. OUT defaults to $OUT.
 # Measured on an H200 (bench/results/gpu_check_h200_2026-11-26_*, three runs): 186-231 s in all. gpu_check.py
 # 139-170 s (cold NVRTC of the 64 kernel instantiations 50-63 s, correctness 11-13 s, determinism 6-8 s, 126
-# benchmark rows at 256 MB 46-56 s, each output checked against the oracle on the host, KV cache 4-6 s, 6
-# reduction rows against torch 15-20 s, Python overhead ~1 s), the GPU tests 25-32 s (with the AOT PTX
-# compiles), memcheck 16-24 s, racecheck 6 s. (The same command on the 2-core development CPU with the
-# stand-in driver and --size-mb 1 takes about 90 s, 60 s of it NVRTC.) Each step is bounded (300/150/150/90 s)
-# and the whole run by GPU_CHECK_BUDGET_S=540 s, so it ends, with its summary, inside 10 minutes even if a step
-# hangs.
+# benchmark rows at 256 MB 46-56 s, each output checked against the oracle on the host, KV cache 4-6 s for its
+# 4 rows of the plugins' entry (the 4 AOT-entry rows added since have not run), 6 reduction rows against torch
+# 15-20 s, Python overhead ~1 s), the GPU tests 25-32 s (with the AOT PTX compiles), memcheck 16-24 s,
+# racecheck 6 s. (The same command on the 2-core development CPU with the stand-in driver and --size-mb 1 takes
+# about 90 s, 60 s of it NVRTC.) Each step is bounded (300/150/150/90 s) and the whole run by
+# GPU_CHECK_BUDGET_S=540 s, so it ends, with its summary, inside 10 minutes even if a step hangs.
 # Steps, in order of what matters most if time runs short:
 #   1. bench/gpu_check.py: machine, cold NVRTC compile, correctness against the oracle, the reductions'
 #      determinism over 100 launches, benchmarks (vs cuMemcpyDtoD, in place vs copy, vs torch; the reductions

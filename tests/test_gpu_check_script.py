@@ -160,7 +160,8 @@ def test_a_fault_stops_the_check_and_names_its_case(monkeypatch):
 def test_kv_cache_plan_is_the_decode_goal_and_a_prefill():
     plan = gpu_check.kv_cache_plan(256)
     assert {entry["cache_shape"] for entry in plan} == {(64, 8, 4096, 128)}  # 512 MiB of float16
-    assert [(entry["tokens"], entry["positions"]) for entry in plan] == [(1, "per row"), (1, "one position"), (16, "per row"), (16, "one position")]
+    steps = [(1, "per row"), (1, "one position"), (16, "per row"), (16, "one position")]
+    assert [(entry["tokens"], entry["positions"], entry["entry"]) for entry in plan] == [step + (kind,) for kind in ("struct", "aot") for step in steps]
     small = gpu_check.kv_cache_plan(1)
     assert all(entry["cache_shape"] == (64, 8, 32, 128) for entry in small)  # cut to the rehearsal's size
     for entry in plan:
@@ -174,12 +175,15 @@ def test_kv_cache_benchmark_runs_on_host_memory_and_compares_with_torch(host_gpu
     from trt_scatter.plugins import cuda
 
     rows, problems = gpu_check.kv_cache_benchmarks(kernels, cuda, 0x5, size_mb=1, reps=1, torch_device=_torch_device())
-    assert problems == [] and len(rows) == 4 and all(row["correct"] for row in rows)
-    assert all(row["bytes_moved"] == 2 * 64 * 8 * row_tokens * 128 * 2 + 64 * 8 for row, row_tokens in zip(rows, (1, 1, 16, 16)))
-    assert [row["goal"] for row in rows] == [3, 3, "", ""]  # the goal is the decode write's
+    assert problems == [] and len(rows) == 8 and all(row["correct"] for row in rows)
+    assert all(row["bytes_moved"] == 2 * 64 * 8 * row_tokens * 128 * 2 + 64 * 8 for row, row_tokens in zip(rows, (1, 1, 16, 16) * 2))
+    assert [row["goal"] for row in rows] == [3, 3, "", ""] * 2  # the goal is the decode write's, through either entry
+    assert [row["what"].endswith(", AOT entry") for row in rows] == [False] * 4 + [True] * 4
+    launched = [call[1] for call in kernels.device.calls if call[0] == "launch"]
+    assert {"run_tensor_scatter_e2", "run_tensor_scatter_aot_e2"} <= set(launched)
     if _torch_device():
-        assert [row["torch_op"] for row in rows] == ["Tensor.index_put_", "Tensor.index_copy_"] * 2
-        assert all(row["torch_same_output"] for row in rows)
+        assert [row.get("torch_op") for row in rows] == ["Tensor.index_put_", "Tensor.index_copy_"] * 2 + [None] * 4
+        assert all(row["torch_same_output"] for row in rows[:4])
     assert host_gpu.live == set()
 
 
@@ -540,8 +544,8 @@ def test_rehearsal_runs_every_step_and_brings_back_every_figure(rehearsal, tmp_p
     assert len(results["benchmarks"]) == len(gpu_check.benchmark_plan(1)) and all(row["correct"] for row in results["benchmarks"])
     assert len(results["python_overhead"]) == 4 and len(results["resources"]) == 64
     kv = results["kv_cache"]  # the cache's positions cut to fit --size-mb 1
-    assert len(kv) == len(gpu_check.kv_cache_plan(1)) == 4 and all(row["correct"] and row["over_launch"] > 0 for row in kv)
-    assert all(row["torch_same_output"] for row in kv) if _torch_device() else True
+    assert len(kv) == len(gpu_check.kv_cache_plan(1)) == 8 and all(row["correct"] and row["over_launch"] > 0 for row in kv)
+    assert all(row["torch_same_output"] for row in kv[:4]) if _torch_device() else True
     assert [(r["op"], r["identical"], r["oracle"]) for r in results["determinism"]] == [
         ("scatter_elements_reduce", True, True), ("scatter_nd_reduce", True, True)]
     assert len(results["reduction_benchmarks"]) == 6 and all(r["correct"] and r["identical"] for r in results["reduction_benchmarks"])
