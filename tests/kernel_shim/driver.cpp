@@ -10,6 +10,7 @@
 #include "scatter_nd_reduce.cu"
 #include "overrun.cu"
 #include "atomic_add.cu"
+#include "shared_broadcast.cu"
 
 thread_local dim3 blockIdx, threadIdx, blockDim, gridDim;
 
@@ -210,6 +211,11 @@ extern "C" int shim_unit_bytes(u64 bits) { return unit_bytes(bits); }
 extern "C" void run_overrun(const OverrunArgs* a, unsigned int g, unsigned int b) {
     void* params[] = {const_cast<OverrunArgs*>(a)};
     run(overrun, params, g, b);
+}
+
+extern "C" void run_shared_broadcast(const SharedBroadcastArgs* a, unsigned int g, unsigned int b) {
+    void* params[] = {const_cast<SharedBroadcastArgs*>(a)};
+    run(shared_broadcast, params, g, b);
 }
 
 extern "C" void run_atomic_scatter_add(const AtomicScatterAddArgs* a, unsigned int g, unsigned int b) {
