@@ -88,6 +88,17 @@ def check_element_type(op: str, name: str, dtype: DTypeLike) -> None:
         raise rules.ScatterInputError(op, name, "must be a number type a reduction can combine (not bool)", np.dtype(dtype))
 
 
+def check_arguments(op: str, data: np.ndarray, indices: np.ndarray, updates: np.ndarray, reduction: str | bytes, include_self: int) -> tuple[str, int]:
+    """What both reduction ops check before their shapes: the reduction, include_self, and the three inputs' types;
+    returns the reduction as a str and include_self as an int."""
+    reduction = check_reduction(op, reduction)
+    include_self = check_include_self(op, include_self)
+    check_element_type(op, "data", data.dtype)
+    rules.check_same_type(op, "updates", updates.dtype, data.dtype)
+    rules.check_index_type(op, "indices", indices.dtype)
+    return reduction, include_self
+
+
 def reduce_rows(data_rows: ArrayLike, targets: ArrayLike, update_rows: np.ndarray, reduction: str, include_self: int) -> np.ndarray:
     """``data_rows`` (T, C) with ``update_rows`` (R, C) combined into rows ``targets`` (R ints in [0, T)) in the
     order the module docstring defines; returns a new (T, C) array of data's dtype."""

@@ -44,11 +44,7 @@ def scatter_elements_reduce(data: ArrayLike, indices: ArrayLike, updates: ArrayL
     """Returns a copy of ``data`` with ``updates`` combined into the elements ``indices`` address along ``axis``.
     ``op`` names the op in messages (ONNX's ScatterElements with a reduction runs this too)."""
     data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
-    reduction = reductions.check_reduction(op, reduction)
-    include_self = reductions.check_include_self(op, include_self)
-    reductions.check_element_type(op, "data", data.dtype)
-    rules.check_same_type(op, "updates", updates.dtype, data.dtype)
-    rules.check_index_type(op, "indices", indices.dtype)
+    reduction, include_self = reductions.check_arguments(op, data, indices, updates, reduction, include_self)
     axis = rules.check_elements_shapes(op, data.shape, indices.shape, updates.shape, axis)
     size = data.shape[axis]
     rules.check_indices_in_range(op, "indices", indices, (size,), allow_negative=True)

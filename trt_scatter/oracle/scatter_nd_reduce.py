@@ -45,11 +45,7 @@ def scatter_nd_reduce(data: ArrayLike, indices: ArrayLike, updates: ArrayLike, r
     """Returns a copy of ``data`` with the rows of ``updates`` combined into the elements or slices ``indices`` address.
     ``op`` names the op in messages (ONNX's ScatterND with a reduction runs this too)."""
     data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
-    reduction = reductions.check_reduction(op, reduction)
-    include_self = reductions.check_include_self(op, include_self)
-    reductions.check_element_type(op, "data", data.dtype)
-    rules.check_same_type(op, "updates", updates.dtype, data.dtype)
-    rules.check_index_type(op, "indices", indices.dtype)
+    reduction, include_self = reductions.check_arguments(op, data, indices, updates, reduction, include_self)
     rules.check_nd_shapes(op, data.shape, indices.shape, updates.shape)
     k = indices.shape[-1]
     rows = indices.reshape(math.prod(indices.shape[:-1]), k).astype(np.int64)  # not (-1, k): k may be 0
