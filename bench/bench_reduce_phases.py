@@ -82,8 +82,9 @@ def time_phases(kernels, cuda, stream, memory, what, rows, targets, columns, chu
         for group in dict.fromkeys(PHASE_GROUPS.values()):
             record[group] = round(statistics.median(sum(ms for phase, ms in run.items() if PHASE_GROUPS[phase] == group) for run in runs), 4)
         record["total_ms"] = round(statistics.median(sum(run.values()) for run in runs), 4)
-        record["launches"] = len(reductions.Plan(rows, targets, chunk).launches(lambda **fields: b"", 0, columns))
-        record["workspace_MB"] = round(reductions.Plan(rows, targets, chunk).workspace_bytes / 2**20, 1)
+        plan = reductions.Plan(rows, targets, chunk)
+        record["launches"] = len(plan.launches(lambda **fields: b"", 0, columns))
+        record["workspace_MB"] = round(plan.workspace_bytes / 2**20, 1)
         records.append(record)
         print(json.dumps(record), flush=True)
     return records

@@ -161,7 +161,7 @@ def element_type_of(op: str, types: Sequence[str] | None, itemsize: int) -> str:
     return name
 
 
-def check_launch(op: str, *, element_size: int, element_type: str, index_itemsize: int, reduction: str, include_self: int, rows: int, targets: int, workspace: int, chunk: int | None, segment: int) -> None:
+def check_launch(op: str, *, element_size: int, element_type: str, index_itemsize: int, reduction: str, include_self: int, rows: int, targets: int, workspace: int, chunk: int, segment: int) -> None:
     """The host-known arguments of a launch, each refused by name."""
     kernels.choice(op, "element_size", element_size, kernels.ELEMENT_SIZES, " bytes")
     kernels.choice(op, "index_itemsize", index_itemsize, kernels.INDEX_ITEMSIZES, " bytes")
@@ -173,8 +173,6 @@ def check_launch(op: str, *, element_size: int, element_type: str, index_itemsiz
         raise ScatterInputError(op, "indices", "must address fewer than 2**32 - 1 targets with at most 2**32 - 1 update rows "
                                 "(the kernels sort them as uint32)", f"{rows} rows into {targets} targets")
     for name, value, lowest in (("chunk", chunk, 1), ("segment", segment, 2)):  # a segment of 1 would never shrink the scan
-        if value is None and name == "chunk":
-            continue  # the default split
         if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
             raise ScatterInputError(op, name, f"must be an int >= {lowest}", value)
     if Plan(rows, targets, chunk, segment).workspace_bytes and not workspace:
@@ -212,14 +210,14 @@ def _planned(kernel, output, updates, indices, error_flag, workspace, data_shape
     """The checked and packed launches for these arguments, made once: an enqueue with the buffers and shapes of the
     one before (TensorRT's usual case) reuses them instead of packing 20-odd structs again."""
     op = f"launch_{kernel}"
+    plan = Plan(rows, targets, chunk, segment)  # chunk None: the default split, decided there
     check_launch(op, element_size=element_size, element_type=element_type, index_itemsize=index_itemsize, reduction=reduction,
-                 include_self=include_self, rows=rows, targets=targets, workspace=workspace, chunk=chunk, segment=segment)
+                 include_self=include_self, rows=rows, targets=targets, workspace=workspace, chunk=plan.chunk, segment=segment)
     kernels.needed(op, "output", output, math.prod(data_shape))
     kernels.needed(op, "indices", indices, rows)
     kernels.needed(op, "updates", updates, rows * columns)
     pointers = kernels.pointers(op, output=output or 0, updates=updates or 0, indices=indices or 0, error_flag=error_flag or 0,
                                 workspace=workspace or 0)
-    plan = Plan(rows, targets, chunk, segment)
     head, shapes = pointers[:4], (*kernels.padded(data_shape), *kernels.padded(indices_shape))
     sizes = (rows, columns, targets, plan.chunk, plan.chunks, segment)
     kind = (len(data_shape), len(indices_shape), axis)
