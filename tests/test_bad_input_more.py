@@ -241,21 +241,27 @@ def test_sigterm_mid_write_leaves_the_old_output_and_no_temporary_file(tmp_path,
     assert (tmp_path / "out.onnx").read_bytes() == b"old" and _temporary_files(tmp_path) == []
 
 
-def test_sigterm_while_building_ends_the_build_child_too(tmp_path):
+def _build_signalled(tmp_path, signal_number):
+    """`trt-scatter build` in a forked process whose build child, once started, writes its pid to ``child`` and sends
+    ``signal_number`` to the command; the command's result."""
     from trt_scatter import engine
     from trt_scatter.cli import main
 
     def command():
         def slow_build(*args, **kwargs):  # in the child that builds: tell where it is, then the command is stopped
             (tmp_path / "child").write_text(str(os.getpid()))
-            os.kill(os.getppid(), signal.SIGTERM)
+            os.kill(os.getppid(), signal_number)
             time.sleep(20)
             return real(*args, **kwargs)
 
         real, engine.build_engine = engine.build_engine, slow_build
         return main(["build", "slice_scatter", "-o", str(tmp_path / "e.engine")])
 
-    result = fx.run_forked(command, ["trt-scatter"], cwd=tmp_path)
+    return fx.run_forked(command, ["trt-scatter"], cwd=tmp_path)
+
+
+def test_sigterm_while_building_ends_the_build_child_too(tmp_path):
+    result = _build_signalled(tmp_path, signal.SIGTERM)
     assert _one_line(result, code=128 + signal.SIGTERM) == "trt-scatter build: terminated by SIGTERM"
     child = Path("/proc") / (tmp_path / "child").read_text()
     assert not child.exists() or (child / "stat").read_text().split(") ")[1].startswith("Z")  # gone (or dead, not yet reaped)
@@ -279,20 +285,7 @@ def _ended(pid, within_s=10.0):
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc (Linux)")
 def test_sigkill_of_the_command_ends_the_build_child_too(tmp_path):
     """SIGKILL leaves the command no time to end its build child: the child ends with it (PR_SET_PDEATHSIG)."""
-    from trt_scatter import engine
-    from trt_scatter.cli import main
-
-    def command():
-        def slow_build(*args, **kwargs):
-            (tmp_path / "child").write_text(str(os.getpid()))
-            os.kill(os.getppid(), signal.SIGKILL)
-            time.sleep(20)
-            return real(*args, **kwargs)
-
-        real, engine.build_engine = engine.build_engine, slow_build
-        return main(["build", "slice_scatter", "-o", str(tmp_path / "e.engine")])
-
-    result = fx.run_forked(command, ["trt-scatter"], cwd=tmp_path)
+    result = _build_signalled(tmp_path, signal.SIGKILL)
     assert result.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), (result.returncode, result.stderr)
     assert _ended(int((tmp_path / "child").read_text()))
     assert not (tmp_path / "e.engine").exists()
