@@ -78,6 +78,40 @@ def kernel_cache(tmp_path_factory):
     del os.environ["TRT_SCATTER_CACHE_DIR"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _torchlib_registry_built_once():
+    """torch.onnx's dynamo exporter builds its registry of torchlib's translations anew for every export (about 0.35 s
+    of CPU; the suite exports about a hundred times). Here it is built once per opset and every export gets its own
+    copy of it, to which the exporter adds the export's custom translation table as it would to a new one
+    (tests/test_torch_export.py checks that a copy equals a new registry and that what one export adds stays in it)."""
+    import sys
+
+    if "torch" not in sys.modules:  # no test module collected imported torch
+        yield
+        return
+    from torch.onnx._internal.exporter import _registration
+
+    yield from _registration_copies(_registration.ONNXRegistry)
+
+
+def _registration_copies(registry_class):
+    build, built = registry_class.__dict__["from_torchlib"], {}  # the classmethod itself, put back after the run
+
+    def from_torchlib(cls, *args, **kwargs):
+        key = (cls, args, tuple(sorted(kwargs.items())))
+        if key not in built:
+            built[key] = build.__func__(cls, *args, **kwargs)
+        copy = cls.__new__(cls)
+        copy.__dict__.update(built[key].__dict__)
+        copy.functions = {target: list(decompositions) for target, decompositions in built[key].functions.items()}
+        return copy
+
+    from_torchlib.original = build
+    registry_class.from_torchlib = classmethod(from_torchlib)
+    yield
+    registry_class.from_torchlib = build
+
+
 @pytest.fixture(scope="session")
 def shim():
     """The kernels' CPU build (tests/kernel_shim), loaded once: tests that run kernels on the CPU take it."""

@@ -290,6 +290,25 @@ def test_inplace_model_builds_with_aliased_io(tmp_path, dynamo):
     _build(path, case, True)
 
 
+def test_the_suites_registry_copies_equal_a_new_registry_and_keep_what_an_export_adds():
+    """conftest builds torch.onnx's registry once per opset and gives each export a copy: a copy must hold what a new
+    registry holds, in the same order, and a custom translation one export registers must not reach the next."""
+    from torch.onnx._internal.exporter import _registration
+
+    from_torchlib = _registration.ONNXRegistry.from_torchlib.__func__
+    assert hasattr(from_torchlib, "original"), "conftest's registry copies are not in place"
+    new = from_torchlib.original.__func__(_registration.ONNXRegistry, opset_version=18)
+    first, second = (_registration.ONNXRegistry().from_torchlib(opset_version=18) for _ in range(2))
+
+    def entries(registry):
+        return {target: [(d.onnx_function, d.fx_target, d.is_custom, d.is_complex) for d in decompositions]
+                for target, decompositions in registry.functions.items()}
+
+    assert entries(first) == entries(new) and first.opset_version == new.opset_version == 18
+    first.register_op(torch.ops.aten.add.Tensor, lambda *args: None)  # an op torchlib translates: its list gets one more
+    assert entries(second) == entries(new) and entries(first) != entries(new)
+
+
 def test_aot_export_names_the_aot_plugins_and_computes_the_same():
     from trt_scatter.ops import AOT_ATTRIBUTES
     from trt_scatter.passes.validate import validate
