@@ -148,7 +148,8 @@ def source_digest() -> str:
 
 
 def cache_key(kernel: str, element_size: int, index_itemsize: int | None, arch: int) -> str:
-    """The cache file stem for one instantiation on one architecture (``arch`` as 90 for sm_90)."""
+    """The cache file stem for one instantiation on one architecture (``arch`` as 90 for sm_90): ``<stem>.cubin`` holds
+    its CUBIN, ``<stem>.ptx`` an AOT entry's PTX for compute_<arch>."""
     index = f"i{8 * index_itemsize}" if index_itemsize else "any"
     return f"{kernel}-e{element_size}-{index}-sm{arch}-{source_digest()}"
 
@@ -230,15 +231,22 @@ _aot_ptx = {}
 
 def aot_ptx(kernel: str, element_size: int, index_itemsize: int | None = None) -> tuple[str, str]:
     """``(lowered name, PTX text)`` of an AOT entry point (``slice_scatter_aot`` or ``scatter_update_aot``):
-    what the AOT plugin hands TensorRT to embed in the engine. Compiled once per process."""
+    what the AOT plugin hands TensorRT to embed in the engine. From memory, else from the kernel cache (beside the
+    CUBINs, as ``<key>.ptx``), else NVRTC."""
     if not kernel.endswith(AOT_SUFFIX):
         raise ValueError(f"aot_ptx: {kernel!r} is not an AOT entry point (one of {KERNELS[1::2]})")
     key = (kernel, element_size, index_itemsize)
     with _cubins_lock:
         if key not in _aot_ptx:
             arch = aot_ptx_arch()
-            logger.info("trt-scatter: compiling %s to PTX for compute_%d", name_expression(kernel, element_size, index_itemsize), arch)
-            ptx, lowered = compile_ptx(kernel, element_size, index_itemsize, arch)
+            path = cache_dir() / f"{cache_key(kernel, element_size, index_itemsize, arch)}.ptx"
+            entry = _read_cache_file(path)
+            if entry is None:
+                logger.info("trt-scatter: compiling %s to PTX for compute_%d", name_expression(kernel, element_size, index_itemsize), arch)
+                ptx, lowered = compile_ptx(kernel, element_size, index_itemsize, arch)
+                _write_cache_file(path, ptx.encode(), lowered)
+            else:
+                ptx, lowered = entry[0].decode(), entry[1]
             _aot_ptx[key] = (lowered, ptx)
         return _aot_ptx[key]
 
@@ -251,14 +259,15 @@ def ptx_isa_version(ptx: str) -> str | None:
     return None
 
 
-_MAGIC = b"trt-scatter-cubin-2\n"  # then the CUBIN's SHA-256 (hex), its lowered name and the CUBIN, the first two each ending a line
+_MAGIC = b"trt-scatter-cubin-2\n"  # then the SHA-256 (hex) of the rest, the lowered name and the image (CUBIN or PTX), the first two each ending a line
 _cubins = {}
 _cubins_lock = threading.Lock()
 
 
 def _read_cache_file(path):
-    """``(cubin, lowered name)`` from a cache file, or None where it is missing, unreadable, of another format or
-    damaged (truncated, overwritten): its digest must match, so a damaged CUBIN is compiled again, never loaded."""
+    """``(image, lowered name)`` from a cache file (a CUBIN or a PTX text), or None where it is missing, unreadable, of
+    another format or damaged (truncated, overwritten): its digest must match, so a damaged image is compiled again,
+    never loaded."""
     try:
         blob = path.read_bytes()
     except OSError:

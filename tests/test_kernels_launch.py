@@ -393,6 +393,29 @@ def test_disk_cache_round_trip(fake_compiler, tmp_path):
     assert len(fake_compiler) == 2  # another arch is another entry
 
 
+def test_aot_ptx_is_read_from_the_disk_cache_by_a_new_process(fake_compiler, tmp_path, monkeypatch):
+    compiled = []
+
+    def compile_ptx(kernel, element_size, index_itemsize, arch):
+        compiled.append((kernel, element_size, index_itemsize, arch))
+        return f".version 8.0\n// {kernel} {element_size} {index_itemsize}", f"lowered_{kernel}_{element_size}"
+
+    monkeypatch.setattr(cuda, "compile_ptx", compile_ptx)
+    monkeypatch.setattr(cuda, "_aot_ptx", {})
+    monkeypatch.setattr(cuda, "aot_ptx_arch", lambda: 75)
+    first = cuda.aot_ptx("scatter_update_aot", 4, 8)
+    assert first == ("lowered_scatter_update_aot_4", ".version 8.0\n// scatter_update_aot 4 8")
+    assert cuda.aot_ptx("scatter_update_aot", 4, 8) is first and compiled == [("scatter_update_aot", 4, 8, 75)]
+    cuda._aot_ptx.clear()  # what a new process holds
+    assert cuda.aot_ptx("scatter_update_aot", 4, 8) == first and len(compiled) == 1
+    path = tmp_path / "cache" / (cuda.cache_key("scatter_update_aot", 4, 8, 75) + ".ptx")
+    assert [f.name for f in (tmp_path / "cache").iterdir()] == [path.name] and fake_compiler == []
+    path.write_bytes(path.read_bytes()[:-3])  # a damaged file is compiled again
+    cuda._aot_ptx.clear()
+    assert cuda.aot_ptx("scatter_update_aot", 4, 8) == first and len(compiled) == 2
+    assert cuda.aot_ptx("scatter_update_aot", 4, 4)[1].endswith("4 4") and len(compiled) == 3
+
+
 @pytest.mark.parametrize("damage", [b"", b"garbage", cuda._MAGIC + b"name-without-image"])
 def test_damaged_cache_file_is_recompiled(fake_compiler, tmp_path, damage):
     first = cuda.cubin("slice_scatter", 2, None, 75)
