@@ -93,6 +93,56 @@ def test_the_original_model_is_not_changed():
     assert original.SerializeToString() == before
 
 
+def _stock_row_mask_model(values_shape):
+    """PyTorch's TorchScript translation of ``x[mask] = v`` (x (6, 5), mask (6,)): the mask expanded to x's shape,
+    NonZero, and v's elements one per masked element (``Slice(Reshape(v, [-1]), 0, count)``)."""
+    nodes = [
+        helper.make_node("Unsqueeze", ["mask", "one"], ["mask_column"]),
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Expand", ["mask_column", "shape"], ["mask_full"]),
+        helper.make_node("NonZero", ["mask_full"], ["nonzero"]),
+        helper.make_node("Transpose", ["nonzero"], ["indices"], perm=[1, 0]),
+        helper.make_node("Reshape", ["v", "flat"], ["v_flat"]),
+        helper.make_node("Shape", ["indices"], ["indices_shape"]),
+        helper.make_node("Gather", ["indices_shape", "zero_scalar"], ["count"], axis=0),
+        helper.make_node("Unsqueeze", ["count", "zero"], ["count_1d"]),
+        helper.make_node("Slice", ["v_flat", "zero", "count_1d", "zero"], ["updates"]),
+        helper.make_node("ScatterND", ["x", "indices", "updates"], ["output"]),
+    ]
+    inputs = [("x", FLOAT, [6, 5]), ("mask", TensorProto.BOOL, [6]), ("v", FLOAT, list(values_shape))]
+    return _model(nodes, inputs, [("output", FLOAT, [6, 5])], {"one": [1], "zero": [0], "flat": [-1], "zero_scalar": 0})
+
+
+@pytest.mark.parametrize("values_shape", [(5,), (1, 5)])
+def test_a_row_assigned_through_a_row_mask_is_written_in_every_masked_row(values_shape):
+    """The stock form is right while one row is masked and fails with more (too few values); the rewrite's Where gives
+    the same where the original runs, and eager PyTorch's values (v in every masked row) where it fails."""
+    original = _stock_row_mask_model(values_shape)
+    model, report = rewrite(original)
+    assert [change.detail for change in report.rewritten] == ["a row in every masked row"] and "NonZero" not in {n.op_type for n in model.graph.node}
+    rng = np.random.default_rng(0)
+    x, v = rng.standard_normal((6, 5)).astype(np.float32), rng.standard_normal(values_shape).astype(np.float32)
+    session = onnxruntime.InferenceSession(original.SerializeToString())
+    for rows in ([], [3], [0, 2, 5], list(range(6))):
+        mask = np.isin(np.arange(6), rows)
+        expected = x.copy()
+        expected[mask] = v
+        written = Reference(model).run({"x": x, "mask": mask, "v": v})["output"]
+        np.testing.assert_array_equal(written, expected)
+        if len(rows) <= 1:
+            np.testing.assert_array_equal(written, session.run(["output"], {"x": x, "mask": mask, "v": v})[0])
+
+
+def test_values_one_per_masked_element_are_still_taken_in_order():
+    """Values of another shape than a row (here 10 of them, two rows' worth) are a source taken in order."""
+    model, report = rewrite(_stock_row_mask_model((10,)))
+    assert [change.detail for change in report.rewritten] == ["values in order"]
+    x, v, mask = np.zeros((6, 5), np.float32), np.arange(10, dtype=np.float32), np.isin(np.arange(6), [1, 4])
+    expected = x.copy()
+    expected[mask] = v.reshape(2, 5)
+    np.testing.assert_array_equal(Reference(model).run({"x": x, "mask": mask, "v": v})["output"], expected)
+
+
 # ---- models it must leave alone ------------------------------------------------------------------
 
 

@@ -148,6 +148,26 @@ def test_a_boolean_mask_keeps_the_stock_translation(caplog):
     assert any("a mask" in record.getMessage() for record in caplog.records)
 
 
+@pytest.mark.parametrize("dynamo", [True, False])
+@pytest.mark.parametrize("mask_shape, values_shape", [((6,), (5,)), ((6,), (1, 5)), ((6,), ()), ((6, 5), ()), ((6,), (3, 5))],
+                         ids=["row-mask-one-row", "row-mask-1xrow", "row-mask-scalar", "element-mask-scalar", "row-mask-row-each"])
+def test_masked_assignment_computes_what_eager_pytorch_does_for_any_mask(dynamo, mask_shape, values_shape):
+    """``x[mask] = v``: v broadcast to every masked row (or one row per masked row). PyTorch's TorchScript translation
+    writes v's elements one per masked element, right only while one row is masked; the export must hold no NonZero
+    and equal eager PyTorch with none, one and several rows masked."""
+    x = torch.randn(6, 5)
+    masks = [torch.zeros(mask_shape, dtype=torch.bool), torch.rand(mask_shape) < 0.5, torch.ones(mask_shape, dtype=torch.bool)]
+    masks[1].view(-1)[:3] = torch.tensor([True, False, True])
+    if values_shape == (3, 5):  # one row per masked row: that many rows masked (the export's own rule for its example)
+        masks = [torch.tensor([True, False, True, False, False, True])]
+    values = torch.randn(values_shape)
+    model = trt_scatter_torch.export(MaskedFill(), (x, masks[0], values), dynamo=dynamo, input_names=["x", "mask", "values"], output_names=["output"])
+    assert "NonZero" not in {n.op_type for n in model.graph.node} or values_shape == (3, 5)
+    for mask in masks:
+        expected = MaskedFill()(x, mask, values).numpy()
+        np.testing.assert_array_equal(Reference(model).run({"x": x.numpy(), "mask": mask.numpy(), "values": values.numpy()})["output"], expected)
+
+
 class IndexCopyOneRow(torch.nn.Module):
     def forward(self, x, index, row):
         return x.index_copy(0, index, row)

@@ -22,8 +22,10 @@ reduction, which TensorRT builds nondeterministically or not at all; each patter
   a write of each batch row at its own position, one ``trt_scatter::CacheScatter`` (TensorScatter-24);
 - masked writes, ``ScatterND(X, Transpose(NonZero(M)), U)`` (``x[mask] = v``, ``masked_scatter``):
   a ``Where`` on the mask, with the values broadcast (``U`` an ``Expand`` of values that do not vary
-  along the written elements) or gathered in order (``U`` the first rows of a source, taken at
-  ``CumSum(M) - 1``), so that no NonZero (data-dependent shapes, and none at all in TensorRT-RTX) remains;
+  along the written elements; or a row written through a row mask, which PyTorch's TorchScript
+  translation gives one value per masked element, too few once two rows are masked) or gathered in
+  order (``U`` the first rows of a source, taken at ``CumSum(M) - 1``), so that no NonZero
+  (data-dependent shapes, and none at all in TensorRT-RTX) remains;
 - ``SliceScatter(D, SliceScatter(Slice(D, s), Y, t), s)`` on different axes: one SliceScatter over
   both (the dynamo exporter hands a write over several axes over as nested writes);
 - a chain of SliceScatters that writes batch row ``b`` of D at position ``P[b]`` with ``K[b]``, once for
@@ -625,6 +627,8 @@ class _Rewriter:
         rank, tail = len(dims), len(dims) - len(mask_dims)
         values, how = self._broadcast_values(updates, mask, tail, rank), "values broadcast"
         if values is None:
+            values, how = self._row_in_every_masked_row(updates, mask, dims), "a row in every masked row"
+        if values is None:
             values, how = self._gathered_values(updates, mask, label), "values in order"
         if values is None:
             raise _Left("a masked write whose values are neither broadcast nor a source's first rows")
@@ -672,6 +676,29 @@ class _Rewriter:
             if axes is not None and sorted(a % rank for a in axes) == list(range(rank - len(shape), rank)):
                 return values
         return None
+
+    def _row_in_every_masked_row(self, updates, mask, dims):
+        """``V`` where the mask is ``Expand(Unsqueeze(M0), Shape(X))`` over data's trailing axes and ``U`` is
+        ``Slice(Reshape(V, [-1]), [0], n, [0])`` with V of those trailing axes' shape (leading 1s aside): PyTorch's
+        TorchScript translation of ``x[M0] = V``, which gives V's elements one per masked element. That is V in the one
+        masked row, and too few values (a failure) for more; ``Where(mask, V, X)`` computes the same where the model
+        runs, and eager PyTorch's V in every masked row where it would fail. None for another form."""
+        slice_node = _producer(updates)
+        reshape = _producer(slice_node.inputs[0]) if slice_node is not None and slice_node.op == "Slice" else None
+        expand = _producer(mask)
+        unsqueeze = _producer(expand.inputs[0]) if expand is not None and expand.op == "Expand" else None
+        if reshape is None or reshape.op != "Reshape" or _ints(self._constant(reshape.inputs[1])) != [-1] or unsqueeze is None or unsqueeze.op != "Unsqueeze":
+            return None
+        values, row_mask = reshape.inputs[0], unsqueeze.inputs[0]
+        value_dims, mask_dims, axes = _dims(values), _dims(row_mask), self._unsqueeze_axes(unsqueeze)
+        if value_dims is None or mask_dims is None or axes is None or not mask_dims:
+            return None
+        trailing = list(dims[len(mask_dims):])
+        if sorted(a % len(dims) for a in axes) != list(range(len(mask_dims), len(dims))) or not all(isinstance(d, int) for d in trailing):
+            return None
+        while value_dims and value_dims[0] == 1 and len(value_dims) > len(trailing):
+            value_dims = value_dims[1:]
+        return values if list(value_dims) == trailing else None
 
     def _gathered_values(self, updates, mask, label):
         """``S[max(CumSum(M) - 1, 0)]`` reshaped to data's shape, where ``U`` is ``Slice(S, [0], n, [0])`` (the first rows

@@ -119,8 +119,8 @@ def index_put(g: GraphContext, self, indices: torch._C.Value, values: torch._C.V
     if symbolic_helper._is_packed_list(indices):
         unpacked = symbolic_helper._unpack_list(indices)
         written = _index_put(_Emitter(g), self, unpacked, values, accumulate=accumulating)
-        if written is None and accumulating:
-            written = _masked_accumulate(_Emitter(g), self, unpacked, values)
+        if written is None:
+            written = (_masked_accumulate if accumulating else _masked_assign)(_Emitter(g), self, unpacked, values)
     if written is None and accumulating:  # the stock symbolic: ScatterND (no reduction) into zeros, plus self
         logger.warning("trt_scatter.torch: aten::index_put with accumulate=True and several index tensors: PyTorch's "
                        "TorchScript translation adds repeated indices once where eager PyTorch sums every value")
@@ -334,6 +334,21 @@ def _runtime_index(emitter, data, axis, index):
     index = emitter.int64(index)
     size = emitter.op("Gather", emitter.op("Shape", data), emitter.scalar(axis), axis=0)
     return emitter.op("Where", emitter.op("Less", index, emitter.scalar(0)), emitter.op("Add", index, size), index)
+
+
+def _masked_assign(emitter, data, indices, values):
+    """``data[mask] = values`` with one boolean mask over data's leading axes and values that broadcast over the axes the
+    mask leaves: ``Where(mask, values, data)`` (:func:`writes.masked_write`). PyTorch's stock symbolic expands the mask to
+    data's shape and writes values' elements one per True element, which is eager PyTorch's result only while one row
+    is masked. ``None`` where ``indices`` is no single mask, or values are one per masked element (the stock form)."""
+    from torch.onnx import symbolic_helper
+
+    tensors = [index for index in indices if not symbolic_helper._is_none(index)]
+    if len(tensors) != 1 or len(tensors) != len(indices):
+        return None
+    if emitter.scalar_type(tensors[0]) != _exporter_module("_type_utils").JitScalarType.BOOL:
+        return None
+    return writes.masked_write(emitter, data, tensors[0], values)
 
 
 def _masked_accumulate(emitter, data, indices, values):
