@@ -127,6 +127,8 @@ def test_k_zero_combines_every_row_into_all_of_data():
 @pytest.mark.parametrize("arguments, message", [
     (dict(reduction="prod"), "scatter_nd_reduce: 'reduction' must be one of 'add', 'mul', 'min', 'max', 'mean' (got 'prod')"),
     (dict(indices=np.array([[0], [4]])), r"scatter_nd_reduce: 'indices' values must be in [-4, 3] for a dimension of size 4 (got 4)"),
+    (dict(indices=np.array([[0], [2**64 - 1]], np.uint64)),  # checked before int64, which would make it -1
+     "scatter_nd_reduce: 'indices' values must be in [-4, 3] for a dimension of size 4 (got 18446744073709551615)"),
     (dict(updates=np.ones((2, 2), np.float32)),
      "scatter_nd_reduce: 'updates' must have shape (2, 3) (indices.shape[:-1] + data.shape[indices.shape[-1]:]) (got shape (2, 2))"),
     (dict(data=np.zeros((4, 3), bool), updates=np.ones((2, 3), bool)),

@@ -118,6 +118,12 @@ def test_circular_positions_wrap_without_overflow():
     assert positions[0].tolist() == expected.tolist()
 
 
+@pytest.mark.parametrize("write_index", [2**64 - 1, 2**63, 2**63 + 5])
+def test_circular_positions_of_uint64_write_indices_past_int64_are_exact(write_index):
+    written = oracle.tensor_scatter(np.zeros((1, 5), np.int64), np.array([[7]]), np.array([write_index], np.uint64), axis=1, mode="circular")
+    assert written[0].tolist() == [7 if p == write_index % 5 else 0 for p in range(5)]
+
+
 @pytest.mark.parametrize("call, name, rule", [
     (lambda: oracle.tensor_scatter(np.zeros(3), np.zeros(1)), "past_cache", "must have rank >= 2"),
     (lambda: oracle.tensor_scatter(np.zeros((2, 3)), np.zeros((2, 1)), axis=0), "axis", "must not be the batch axis 0 (of 'past_cache' of rank 2) (got 0)"),

@@ -48,8 +48,9 @@ def scatter_nd_reduce(data: ArrayLike, indices: ArrayLike, updates: ArrayLike, r
     reduction, include_self = reductions.check_arguments(op, data, indices, updates, reduction, include_self)
     rules.check_nd_shapes(op, data.shape, indices.shape, updates.shape)
     k = indices.shape[-1]
-    rows = indices.reshape(math.prod(indices.shape[:-1]), k).astype(np.int64)  # not (-1, k): k may be 0
-    rules.check_indices_in_range(op, "indices", rows, data.shape[:k], allow_negative=True)
+    rows = indices.reshape(math.prod(indices.shape[:-1]), k)  # not (-1, k): k may be 0
+    rules.check_indices_in_range(op, "indices", rows, data.shape[:k], allow_negative=True)  # before int64: a uint64 may not fit
+    rows = rows.astype(np.int64)
     lead = data.shape[:k]
     rows = np.where(rows < 0, rows + np.array(lead, np.int64), rows)
     targets = np.ravel_multi_index(tuple(rows.T), lead) if k else np.zeros(rows.shape[0], np.int64)

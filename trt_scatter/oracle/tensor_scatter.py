@@ -93,11 +93,11 @@ def positions(write_indices: ArrayLike | None, batch: int, count: int, size: int
     Circular positions wrap modulo ``size`` in exact integer arithmetic, ``(w mod M + s) mod M``, as no
     ``w + s`` may overflow. The write indices must have been checked (:func:`check_write_indices`).
     """
-    starts = np.zeros(batch, np.int64) if write_indices is None else np.asarray(write_indices).reshape(-1).astype(np.int64)
+    starts = np.zeros(batch, np.int64) if write_indices is None else np.asarray(write_indices).reshape(-1)
     offsets = np.arange(count, dtype=np.int64)
-    if mode == "circular" and size:
-        return ((starts % size)[:, None] + offsets[None, :]) % size
-    return starts[:, None] + offsets[None, :]
+    if mode == "circular" and size:  # the remainder in the indices' own type: a uint64 past int64's range stays exact
+        return ((starts % size).astype(np.int64)[:, None] + offsets[None, :]) % size
+    return starts.astype(np.int64)[:, None] + offsets[None, :]  # linear: at most size - count, checked
 
 
 def tensor_scatter(past_cache: ArrayLike, update: ArrayLike, write_indices: ArrayLike | None = None, axis: int = DEFAULT_AXIS, mode: str | bytes = "linear") -> np.ndarray:
