@@ -384,6 +384,8 @@ class TensorRTGraph(_Composites):
         from trt_scatter.backend import tensorrt
 
         self.trt = tensorrt()
+        if not hasattr(network, "add_constant"):  # an INetworkDefinition, or an object that passes its calls on to one
+            raise TypeError(f"network must be a TensorRT INetworkDefinition (got {type(network).__name__})")
         self.network = network
         self._shapes, self._constants = {}, {}
 
@@ -699,8 +701,9 @@ def describe(value: object) -> str:
 
 
 def is_tensor(x: object) -> bool:
-    """True for a tensor of a graph (an ``ITensor`` or a :class:`Value`); False for None, numbers, lists, tuples and arrays."""
-    return x is not None and not isinstance(x, (numbers.Number, np.generic, tuple, list, range, np.ndarray))
+    """True for a tensor of a graph (an ``ITensor`` or a :class:`Value`); False for None, numbers, strings, lists, tuples
+    and arrays."""
+    return x is not None and not isinstance(x, (numbers.Number, np.generic, tuple, list, range, np.ndarray, str, bytes))
 
 
 def _broadcast(a, b):

@@ -107,7 +107,7 @@ def check(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, updates: 
         if is_tensor(value):
             rules.check_index_type(OP, name, graph.dtype_of(value))
             rules.check_vector(OP, name, graph.shape_of(value))
-        elif value is not None:
+        elif value is not None or name != "axes":  # axes alone may be left out
             params[name] = rules.as_int_vector(OP, name, value)
     data_shape, updates_shape = graph.shape_of(data), graph.shape_of(updates)
     if not any(is_tensor(value) for value in params.values()):

@@ -33,6 +33,12 @@ CASES = [
      "slice_scatter: 'updates' " + TENSOR_RULE + " (got list)"),
     ("slice-scatter-start", lambda n, t: add_slice_scatter(n, t["data"], t["updates"], t["rows"], [3], [1], [1]),  # run-time start: an int tensor
      "slice_scatter: 'start' must have an integer element type (got float32)"),
+    ("slice-scatter-start-none", lambda n, t: add_slice_scatter(n, t["data"], t["updates"], None, [3], [1], [1]),
+     "slice_scatter: 'start' must be given (1-D integers) (got None)"),
+    ("slice-scatter-stop-string", lambda n, t: add_slice_scatter(n, t["data"], t["updates"], [0], "3", [1], [1]),
+     "slice_scatter: 'stop' must have an integer element type (got <U1)"),
+    ("slice-scatter-plugin-step-none", lambda n, t: add_slice_scatter(n, t["data"], t["updates"], [0], [3], None, [1], impl="plugin"),
+     "slice_scatter: 'step' must be given (1-D integers) (got None)"),
     ("scatter-update-indices", lambda n, t: add_scatter_update(n, t["data"], np.array([0, 1]), t["rows"], 0),
      "scatter_update: 'indices' " + TENSOR_RULE + " (got ndarray int64 (2,))"),
     ("scatter-elements-axis", lambda n, t: add_scatter_elements(n, t["data"], t["indices"], t["updates"], t["indices"]),
@@ -59,3 +65,11 @@ def test_the_right_kinds_still_build(net):
     add_slice_scatter(network, t["data"], t["updates"], np.array([0]), [3], [1], axes=[1])
     add_scatter_update(network, t["data"], t["indices"], t["rows"], np.array(0))
     assert network.num_layers > 0
+
+
+@pytest.mark.parametrize("network", [None, "network", object()])
+def test_a_network_that_is_not_one_is_refused_in_one_line(net, network):
+    _, t = net
+    with pytest.raises(TypeError) as caught:
+        add_slice_scatter(network, t["data"], t["updates"], [0], [3], [1], [1])
+    assert str(caught.value) == f"network must be a TensorRT INetworkDefinition (got {type(network).__name__})"

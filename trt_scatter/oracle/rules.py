@@ -190,7 +190,11 @@ def check_vector(op: str, name: str, shape: Sequence[int | None]) -> None:
 
 def as_int_vector(op: str, name: str, values: ArrayLike) -> list[int]:
     """A 1-D integer input (start, stop, step, axes) as a list of Python ints (exact for any int64)."""
+    if values is None:
+        raise ScatterInputError(op, name, "must be given (1-D integers)", None)
     array = np.asarray(values)
+    if array.dtype.kind in "OSU":  # a string or an object: its type is the broken rule, not its shape
+        check_index_type(op, name, array.dtype)
     if array.ndim == 0 and array.dtype.kind in "iu":
         raise ScatterInputError(op, name, "must be a 1-D tensor", f"a scalar {array.item()}")
     check_vector(op, name, array.shape)
