@@ -55,9 +55,7 @@ def add_scatter_elements_reduce(network: trt.INetworkDefinition, data: trt.ITens
 
 def check(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, indices: trt.ITensor | Value, updates: trt.ITensor | Value, axis: int, reduction: str, include_self: int) -> int:
     """The oracle's rules on what is known at build time; returns ``axis`` in [0, r-1]."""
-    reductions.check_reduction(OP, reduction)
-    reductions.check_include_self(OP, include_self)
-    reductions.check_element_type(OP, "data", graph.dtype_of(data))
+    reductions.check_attributes(OP, reduction, include_self, graph.dtype_of(data))
     rules.check_same_type(OP, "updates", graph.dtype_of(updates), graph.dtype_of(data))
     rules.check_index_type(OP, "indices", graph.dtype_of(indices))
     return check_scatter_elements_reduce(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates), axis)

@@ -45,9 +45,7 @@ def add_scatter_nd_reduce(network: trt.INetworkDefinition, data: trt.ITensor, in
 
 def check(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, indices: trt.ITensor | Value, updates: trt.ITensor | Value, reduction: str, include_self: int) -> None:
     """The oracle's rules on what is known at build time."""
-    reductions.check_reduction(OP, reduction)
-    reductions.check_include_self(OP, include_self)
-    reductions.check_element_type(OP, "data", graph.dtype_of(data))
+    reductions.check_attributes(OP, reduction, include_self, graph.dtype_of(data))
     rules.check_same_type(OP, "updates", graph.dtype_of(updates), graph.dtype_of(data))
     rules.check_index_type(OP, "indices", graph.dtype_of(indices))
     check_scatter_nd_reduce(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates))

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from lowering_support import build, parse_onnx, profile_for, run_onnx, scatter_layers
 
-from trt_scatter import oracle
+from trt_scatter import onnx_models, oracle
 from trt_scatter.backend import tensorrt
 from trt_scatter.onnx_models import scatter_elements_model, scatter_nd_model, scatter_update_model, slice_scatter_model
 
@@ -155,3 +155,18 @@ def test_bad_parameters_are_refused_with_the_oracles_rules():
         scatter_update_model((3, 5), (2,), -3, impl="native")
     with pytest.raises(oracle.ScatterInputError, match="slice_scatter: 'axes' must be given to be a graph input"):
         slice_scatter_model((2, 5), [0], [5], [1], runtime=("axes",))
+
+
+@pytest.mark.parametrize("impl", ["plugin", "native"])
+@pytest.mark.parametrize("build, message", [
+    (lambda impl: onnx_models.scatter_elements_reduce_model((4, 5), (2, 5), reduction="sum", impl=impl),
+     "scatter_elements_reduce: 'reduction' must be one of 'add', 'mul', 'min', 'max', 'mean' (got 'sum')"),
+    (lambda impl: onnx_models.scatter_nd_reduce_model((4, 5), (2, 1), include_self=2, impl=impl), "scatter_nd_reduce: 'include_self' must be 0 or 1 (got 2)"),
+    (lambda impl: onnx_models.scatter_nd_reduce_model((4, 5), (2, 1), include_self=0.5, impl=impl), "scatter_nd_reduce: 'include_self' must be 0 or 1 (got 0.5)"),
+    (lambda impl: onnx_models.scatter_nd_reduce_model((4, 5), (2, 1), dtype=bool, impl=impl),
+     "scatter_nd_reduce: 'data' must be a number type a reduction can combine (not bool) (got bool)"),
+])
+def test_reduction_models_refuse_what_the_oracle_refuses_before_they_are_built(impl, build, message):
+    with pytest.raises(oracle.ScatterInputError) as raised:
+        build(impl)
+    assert str(raised.value) == message

@@ -139,6 +139,9 @@ def test_inputs_are_not_changed_and_the_type_is_kept():
 @pytest.mark.parametrize("arguments, message", [
     (dict(reduction="sum"), "scatter_elements_reduce: 'reduction' must be one of 'add', 'mul', 'min', 'max', 'mean' (got 'sum')"),
     (dict(include_self=2), "scatter_elements_reduce: 'include_self' must be 0 or 1 (got 2)"),
+    (dict(include_self=0.5), "scatter_elements_reduce: 'include_self' must be 0 or 1 (got 0.5)"),
+    (dict(include_self=np.array([1])), "scatter_elements_reduce: 'include_self' must be 0 or 1 (got array([1]))"),
+    (dict(include_self=True), "scatter_elements_reduce: 'include_self' must be 0 or 1 (got True)"),
     (dict(data=np.zeros(3, bool), updates=np.ones(2, bool)),
      "scatter_elements_reduce: 'data' must be a number type a reduction can combine (not bool) (got bool)"),
     (dict(indices=np.array([0, 3])), r"scatter_elements_reduce: 'indices' values must be in [-3, 2] for a dimension of size 3 (got 3)"),

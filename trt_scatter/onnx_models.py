@@ -35,7 +35,7 @@ from trt_scatter.networks.scatter_update import lower_scatter_update
 from trt_scatter.networks.slice_scatter import lower_slice_scatter
 from trt_scatter.networks.tensor_scatter import lower_tensor_scatter
 from trt_scatter.ops import DOMAIN, INDEX_TYPES, VERSION
-from trt_scatter.oracle import ScatterInputError, rules
+from trt_scatter.oracle import ScatterInputError, reductions, rules
 from trt_scatter.oracle.scatter_elements import check_scatter_elements
 from trt_scatter.oracle.scatter_elements_reduce import check_scatter_elements_reduce
 from trt_scatter.oracle.scatter_nd import check_scatter_nd
@@ -191,6 +191,7 @@ def scatter_elements_reduce_model(data_shape: Sequence[int | str | None], indice
     reduction); updates have indices' shape."""
     _check_impl("scatter_elements_reduce", impl)
     _check_types("scatter_elements_reduce", dtype, index_dtype)
+    reduction, include_self = reductions.check_attributes("scatter_elements_reduce", reduction, include_self, dtype)
     check_scatter_elements_reduce(_known(data_shape), _known(indices_shape), _known(indices_shape), axis)
     graph = OnnxGraph()
     data, indices, updates = _inputs(graph, dtype, index_dtype, data_shape, indices_shape, indices_shape)
@@ -206,6 +207,7 @@ def scatter_nd_reduce_model(data_shape: Sequence[int | str | None], indices_shap
     updates have shape ``indices.shape[:-1] + data.shape[k:]``."""
     _check_impl("scatter_nd_reduce", impl)
     _check_types("scatter_nd_reduce", dtype, index_dtype)
+    reduction, include_self = reductions.check_attributes("scatter_nd_reduce", reduction, include_self, dtype)
     k = indices_shape[-1] if len(indices_shape) else None
     if not isinstance(k, int):
         raise ScatterInputError("scatter_nd_reduce", "indices", "last dimension must be a known int", f"shape {tuple(indices_shape)}")

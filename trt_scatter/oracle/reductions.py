@@ -76,9 +76,17 @@ def check_reduction(op: str, reduction: str | bytes, allowed: Sequence[str] = RE
 
 
 def check_include_self(op: str, include_self: int) -> int:
-    if isinstance(include_self, (bool, np.bool_)) or include_self not in (0, 1):
+    number = isinstance(include_self, (int, float, np.integer, np.floating)) and not isinstance(include_self, (bool, np.bool_))
+    if not number or include_self not in (0, 1):  # an array, a bool, 0.5...
         raise rules.ScatterInputError(op, "include_self", "must be 0 or 1", repr(include_self))
     return int(include_self)
+
+
+def check_attributes(op: str, reduction: str | bytes, include_self: int, dtype: DTypeLike) -> tuple[str, int]:
+    """What a reduction node states before any value is known: its reduction, include_self, and data's type."""
+    reduction, include_self = check_reduction(op, reduction), check_include_self(op, include_self)
+    check_element_type(op, "data", dtype)
+    return reduction, include_self
 
 
 def check_element_type(op: str, name: str, dtype: DTypeLike) -> None:
@@ -91,9 +99,7 @@ def check_element_type(op: str, name: str, dtype: DTypeLike) -> None:
 def check_arguments(op: str, data: np.ndarray, indices: np.ndarray, updates: np.ndarray, reduction: str | bytes, include_self: int) -> tuple[str, int]:
     """What both reduction ops check before their shapes: the reduction, include_self, and the three inputs' types;
     returns the reduction as a str and include_self as an int."""
-    reduction = check_reduction(op, reduction)
-    include_self = check_include_self(op, include_self)
-    check_element_type(op, "data", data.dtype)
+    reduction, include_self = check_attributes(op, reduction, include_self, data.dtype)
     rules.check_same_type(op, "updates", updates.dtype, data.dtype)
     rules.check_index_type(op, "indices", indices.dtype)
     return reduction, include_self
