@@ -128,7 +128,7 @@ def test_circular_positions_of_uint64_write_indices_past_int64_are_exact(write_i
     (lambda: oracle.tensor_scatter(np.zeros(3), np.zeros(1)), "past_cache", "must have rank >= 2"),
     (lambda: oracle.tensor_scatter(np.zeros((2, 3)), np.zeros((2, 1)), axis=0), "axis", "must not be the batch axis 0 (of 'past_cache' of rank 2) (got 0)"),
     (lambda: oracle.tensor_scatter(np.zeros((2, 3)), np.zeros((2, 1)), axis=-2), "axis", "must not be the batch axis 0 (of 'past_cache' of rank 2) (got -2)"),
-    (lambda: oracle.tensor_scatter(np.zeros((2, 3)), np.zeros((2, 1)), axis=2), "axis", "must be in [-2, 1]"),
+    (lambda: oracle.tensor_scatter(np.zeros((2, 3)), np.zeros((2, 1)), axis=2), "axis", "must be in [-2, 1] for 'past_cache' of rank 2 (got 2)"),
     (lambda: oracle.tensor_scatter(np.zeros((2, 3, 4)), np.zeros((2, 2, 3))), "update", "must have shape (2, ?, 4) (past_cache's shape off the axis)"),
     (lambda: oracle.tensor_scatter(np.zeros((2, 3, 4)), np.zeros((2, 4, 4))), "update", "must have at most past_cache's 3 entries on axis 1"),
     (lambda: oracle.tensor_scatter(np.zeros((2, 3, 4)), np.zeros((2, 1, 4)), np.zeros(3, np.int64)), "write_indices", "must have shape (2,) (one write index per batch row"),

@@ -77,13 +77,13 @@ def check_rank_at_least(op: str, name: str, shape: Sequence[int | None], minimum
         raise ScatterInputError(op, name, f"must have rank >= {minimum}", f"shape {tuple(shape)}")
 
 
-def normalize_axis(op: str, name: str, axis: int | np.integer, rank: int) -> int:
-    """``axis`` in [-rank, rank-1] -> [0, rank-1]."""
+def normalize_axis(op: str, name: str, axis: int | np.integer, rank: int, data: str = "data") -> int:
+    """``axis`` in [-rank, rank-1] -> [0, rank-1]; ``data`` names the input whose rank it is."""
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
         raise ScatterInputError(op, name, "must be an integer", repr(axis))
     axis = int(axis)
     if not -rank <= axis < rank:
-        raise ScatterInputError(op, name, f"must be in [{-rank}, {rank - 1}] for 'data' of rank {rank}", axis)
+        raise ScatterInputError(op, name, f"must be in [{-rank}, {rank - 1}] for '{data}' of rank {rank}", axis)
     return axis % rank
 
 

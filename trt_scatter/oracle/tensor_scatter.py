@@ -62,7 +62,7 @@ def check_tensor_scatter(cache_shape: Sequence[int | None], update_shape: Sequen
     """Checks the shapes and ``axis`` (dimensions -1 or None: not known, they fit); returns ``axis`` in [1, rank-1]."""
     rules.check_rank_at_least(OP, "past_cache", cache_shape, 2)
     rank = len(cache_shape)
-    given, axis = axis, rules.normalize_axis(OP, "axis", axis, rank)
+    given, axis = axis, rules.normalize_axis(OP, "axis", axis, rank, data="past_cache")
     if axis == 0:
         raise rules.ScatterInputError(OP, "axis", f"must not be the batch axis 0 (of 'past_cache' of rank {rank})", given)
     expected = tuple(cache_shape[:axis]) + (-1,) + tuple(cache_shape[axis + 1 :])
