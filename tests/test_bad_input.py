@@ -240,6 +240,26 @@ def test_repeated_targets_are_warned_of_by_name(tmp_path):
     assert "(in the inputs of a run): the result is undefined" in checked.stderr and "rows 0 and 1 of 'indices' both write (2,)" in checked.stderr
 
 
+@pytest.mark.parametrize("rows", [1, 2])
+def test_scatter_nd_whose_indices_have_last_dimension_0_writes_all_of_data(tmp_path, capsys, rows):
+    """Valid ONNX (each index row addresses all of data): one row is checked and lowered, two are warned of by name."""
+    from trt_scatter.cli import main
+    from trt_scatter.reference import Reference
+
+    graph = helper.make_graph([helper.make_node("ScatterND", ["data", "indices", "updates"], ["output"])], "g",
+                              [helper.make_tensor_value_info("data", TensorProto.FLOAT, [4, 3]),
+                               helper.make_tensor_value_info("updates", TensorProto.FLOAT, [rows, 4, 3])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [4, 3])],
+                              [numpy_helper.from_array(np.zeros((rows, 0), np.int64), "indices")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    assert main(["lower", str(_saved(tmp_path, model)), str(tmp_path / "lowered.onnx")]) == 0
+    warned = "rows 0 and 1 of 'indices' both write all of data: the result is undefined" in capsys.readouterr().err
+    assert warned == (rows == 2)
+    updates = np.arange(12, dtype=np.float32).reshape(1, 4, 3)
+    if rows == 1:
+        np.testing.assert_array_equal(Reference(model).run({"data": np.zeros((4, 3), np.float32), "updates": updates})["output"], updates[0])
+
+
 # ---- no crash, no hang ---------------------------------------------------------------------------------
 
 

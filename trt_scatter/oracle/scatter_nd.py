@@ -89,9 +89,10 @@ def repeated_target(node: OpNode | rules.Known) -> str | None:
     dims = data[:k]
     if k > len(data) or not all(rules.is_known(d) and d > 0 for d in dims):
         return None
-    rows = indices.reshape(-1, k).astype(np.int64) % np.array(dims, np.int64)
+    rows = indices.reshape(math.prod(indices.shape[:-1]), k).astype(np.int64) % np.array(dims, np.int64)  # not (-1, k): k may be 0
     pair = rules.first_repeat(np.ravel_multi_index(tuple(rows.T), dims) if k else np.zeros(len(rows), np.int64))
-    return None if pair is None else f"rows {pair[0]} and {pair[1]} of 'indices' both write {tuple(rows[pair[0]].tolist())}"
+    target = tuple(rows[pair[0]].tolist()) if pair is not None and k else "all of data"  # k = 0: each row writes all of it
+    return None if pair is None else f"rows {pair[0]} and {pair[1]} of 'indices' both write {target}"
 
 
 def distinct_targets(node: OpNode) -> bool:
