@@ -59,6 +59,43 @@ def test_write_output_failure_is_one_error(tmp_path):
     assert (tmp_path / "new" / "x.engine").read_bytes() == b"plan"
 
 
+def test_a_fifo_or_a_device_is_written_into_never_replaced(tmp_path):
+    """``-o /dev/null``, a FIFO a reader waits on, ``/dev/stdout``: the bytes go to them; the node stays what it was."""
+    import stat
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    common.write_output(fifo, b"plan", "engine")
+    reader.join(10)
+    assert received == [b"plan"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    common.write_output("/dev/null", b"plan", "engine")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode) and not list(tmp_path.glob(".*.tmp"))
+    if os.path.exists("/dev/full"):
+        with pytest.raises(common.CliError, match=r"^cannot write engine '/dev/full': No space left on device$"):
+            common.write_output("/dev/full", b"plan", "engine")
+        assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+    with pytest.raises(common.CliError, match=r"^cannot write output '/dev/null': its tensors go to a .data file beside"):
+        common.write_model(_tiny_model(), "/dev/null", external_data=True)
+
+
+def _tiny_model():
+    from trt_scatter.onnx_models import slice_scatter_model
+
+    return slice_scatter_model((4, 6), start=[0], stop=[6], step=[2], axes=[1])
+
+
+def test_a_model_with_external_data_and_only_small_tensors_is_written_whole(tmp_path):
+    """Tensors under 1 KiB stay in the model: no .data file is written, and none is needed."""
+    import onnx
+
+    common.write_model(_tiny_model(), tmp_path / "low.onnx", external_data=True)
+    assert onnx.load(tmp_path / "low.onnx") == _tiny_model() and not (tmp_path / "low.onnx.data").exists()
+
+
 def test_outputs_without_write_permission_are_refused(tmp_path, monkeypatch):
     """A read-only file, a folder one may not write in. os.access answers as for a user without the
     permission: root (as on this project's machines) has it everywhere, so chmod alone shows nothing."""

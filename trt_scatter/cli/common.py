@@ -270,7 +270,11 @@ def replacing(path: str | os.PathLike, what: str = "output") -> Iterator[str]:
 
     As ``open(path, "w")`` would, it writes where a link ``path`` points (a dangling one included), not over the
     link, and the file gets the permissions of the one it replaces (a new one: 0o666 less the umask), not
-    the temporary file's 0o600."""
+    the temporary file's 0o600. A device, FIFO or socket (``/dev/null``, ``/dev/stdout``) is written into, as
+    ``open(path, "wb")`` would, once the block ends: never replaced by a file."""
+    if _is_special(path):
+        yield from _written_into(os.fspath(path), what)
+        return
     path = os.path.realpath(os.fspath(path))
     folder = os.path.dirname(path)
     try:
@@ -288,6 +292,31 @@ def replacing(path: str | os.PathLike, what: str = "output") -> Iterator[str]:
     finally:
         if os.path.exists(temporary):
             os.remove(temporary)
+
+
+def _is_special(path):
+    """True where ``path`` is (or links to) something other than a file or a folder: a device, a FIFO, a socket."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def _written_into(path, what):
+    """:func:`replacing` for a device, FIFO or socket: the block writes a temporary file, whose bytes then go to ``path``."""
+    import shutil
+
+    handle, temporary = tempfile.mkstemp(prefix="trt-scatter-", suffix=".tmp")
+    os.close(handle)
+    try:
+        yield temporary
+        with open(temporary, "rb") as source, open(path, "wb") as target:
+            shutil.copyfileobj(source, target)
+    except OSError as err:
+        raise CliError(f"cannot write {what} {path!r}: {err.strerror or err}") from None
+    finally:
+        os.remove(temporary)
 
 
 def _mode_of(path):
@@ -349,6 +378,9 @@ def write_model(model: onnx.ModelProto, path: str | os.PathLike, external_data: 
 
     if not external_data:
         return write_output(path, model.SerializeToString(), "output")
+    if _is_special(path):
+        raise CliError(f"cannot write output {os.fspath(path)!r}: its tensors go to a .data file beside the model, and it is "
+                       "not a file (a device, FIFO or socket)")
     path = os.path.realpath(os.fspath(path))  # where a link points, as replacing() writes
     folder, name = os.path.split(path)
     location = name + ".data"
@@ -356,7 +388,8 @@ def write_model(model: onnx.ModelProto, path: str | os.PathLike, external_data: 
         os.makedirs(folder, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=folder) as staging:
             onnx.save_model(model, os.path.join(staging, name), save_as_external_data=True, all_tensors_to_one_file=True, location=location)
-            os.replace(os.path.join(staging, location), os.path.join(folder, location))
+            if os.path.exists(os.path.join(staging, location)):  # none where every tensor is under 1 KiB
+                os.replace(os.path.join(staging, location), os.path.join(folder, location))
             os.replace(os.path.join(staging, name), path)
     except Exception as err:  # OSError, or onnx's ValidationError for the data file
         raise CliError(f"cannot write output {path!r}: {first_line(err)}") from None
