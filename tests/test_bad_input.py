@@ -260,6 +260,42 @@ def test_scatter_nd_whose_indices_have_last_dimension_0_writes_all_of_data(tmp_p
         np.testing.assert_array_equal(Reference(model).run({"data": np.zeros((4, 3), np.float32), "updates": updates})["output"], updates[0])
 
 
+def _model_with_a_local_function(step):
+    """data (4, 6) -> local.WriteCols(data, updates): a SliceScatter of every ``step``-th column, inside the function."""
+    def constant(name, values):
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(values, np.int64), name))
+
+    body = [constant("start", [0]), constant("stop", [6]), constant("step", [step]), constant("axes", [1]),
+            helper.make_node("SliceScatter", ["d", "u", "start", "stop", "step", "axes"], ["o"], domain=DOMAIN)]
+    function = helper.make_function("local", "WriteCols", ["d", "u"], ["o"], body, [helper.make_opsetid("", 18), helper.make_opsetid(DOMAIN, 1)])
+    graph = helper.make_graph([helper.make_node("WriteCols", ["data", "updates"], ["output"], domain="local")], "g",
+                              [helper.make_tensor_value_info("data", TensorProto.FLOAT, [4, 6]),
+                               helper.make_tensor_value_info("updates", TensorProto.FLOAT, [4, 3])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [4, 6])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid(DOMAIN, 1), helper.make_opsetid("local", 1)],
+                             functions=[function])
+
+
+def test_scatter_nodes_inside_a_local_function_are_validated_and_lowered():
+    """Validation, the lowering and the plugins walk the main graph: the model is held with such functions inlined."""
+    import onnxruntime
+
+    from trt_scatter import oracle
+    from trt_scatter.model import ModelError
+    from trt_scatter.passes.lower import lower
+    from trt_scatter.passes.validate import validate
+
+    broken = _model_with_a_local_function(0)
+    with pytest.raises(ModelError, match=r"^SliceScatter node #4 \(output 'output'\): slice_scatter: 'step' must not contain 0 \(got \[0\]\)$"):
+        validate(broken)
+    assert len(broken.functions) == 1  # the caller's model is not changed
+    lowered = lower(_model_with_a_local_function(2))
+    assert not [node for node in lowered.graph.node if node.domain == DOMAIN] and not lowered.functions
+    data, updates = np.arange(24, dtype=np.float32).reshape(4, 6), -np.ones((4, 3), np.float32)
+    out = onnxruntime.InferenceSession(lowered.SerializeToString()).run(None, {"data": data, "updates": updates})[0]
+    np.testing.assert_array_equal(out, oracle.slice_scatter(data, updates, [0], [6], [2], [1]))
+
+
 # ---- no crash, no hang ---------------------------------------------------------------------------------
 
 

@@ -29,6 +29,7 @@ from trt_scatter.model.graph import (
     all_nodes,
     fed_inputs,
     fresh_name,
+    functions_hold_scatters,
     graph_names,
     indexed_nodes,
     node_label,
@@ -68,10 +69,15 @@ class Model:
     memory (external data lives beside the file). ``files``: every file the model is read from (its own
     and its external data files), which no command may write. ``external``: whether the file kept
     tensors in external files (read or not). ``weights``: whether every external tensor has been read in.
-    ``validated``: set by :func:`trt_scatter.passes.validate.validate` once every rule held.
+    ``validated``: set by :func:`trt_scatter.passes.validate.validate` once every rule held. A model whose local
+    functions hold scatter nodes is held with those functions inlined (a copy), so that every pass sees them.
     """
 
     def __init__(self, proto, path=None, external=False, weights=True):
+        if functions_hold_scatters(proto):
+            import onnx.inliner
+
+            proto = onnx.inliner.inline_local_functions(proto)
         self.proto = proto
         self.path = None if path is None else os.fspath(path)
         self.external = external

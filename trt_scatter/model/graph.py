@@ -107,6 +107,14 @@ def fresh_name(hint: str, taken: set[str]) -> str:
     return name
 
 
+def functions_hold_scatters(model: onnx.ModelProto) -> bool:
+    """True where a model-local function's body holds a node of trt-scatter's ops or of ONNX's scatter ops, which the
+    passes and the plugins would not see there (they walk the main graph and its subgraphs)."""
+    from trt_scatter.ops import op_of
+
+    return any(is_trt_scatter(node) or op_of(node) is not None for function in model.functions for node in function.node)
+
+
 def trt_scatter_ops(model: onnx.ModelProto) -> list[str]:
     """The op types of the ``trt_scatter`` nodes of ``model`` (an ``onnx.ModelProto``), If/Loop bodies
     included, sorted: empty for a model that needs none of trt-scatter's plugins."""
