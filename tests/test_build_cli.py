@@ -371,3 +371,36 @@ def test_dtype_names_are_numpys_or_tensorrts_own():
     trt = backend.tensorrt()
     assert [dtype_name(t) for t in (trt.float32, trt.float16, trt.bfloat16, trt.int64, trt.bool)] == ["float32", "float16", "bfloat16", "int64", "bool"]
     assert dtype_name(trt.DataType.FP8) == "fp8" and dtype_name(trt.DataType.INT4) == "int4"  # no NumPy type: TensorRT's name
+
+
+def test_no_garbage_collection_starts_while_tensorrt_creates_a_builder_or_builds(monkeypatch):
+    """TensorRT(-RTX) calls the Python logger while it holds a lock of its own: a collection starting there that frees an
+    earlier builder left in a reference cycle waits on that lock forever (seen in a process that had built before). The
+    loaders and the build run TensorRT with automatic collection off, and turn it back on after."""
+    import gc
+
+    import polygraphy.backend.trt as polygraphy_trt
+
+    from trt_scatter import engine
+
+    seen = []
+
+    def recording(real):
+        class Recording:
+            def __init__(self, *args, **kwargs):
+                self.loader = real(*args, **kwargs)
+
+            def __call__(self, *args, **kwargs):
+                seen.append((real.__name__, gc.isenabled()))
+                return self.loader(*args, **kwargs)
+
+        return Recording
+
+    for name in ("CreateNetwork", "EngineBytesFromNetwork"):
+        monkeypatch.setattr(polygraphy_trt, name, recording(getattr(polygraphy_trt, name)))
+    assert gc.isenabled()
+    plan, _ = engine.build_engine(engine.network_from_example("scatter_nd", {}))
+    assert len(plan) > 0 and seen == [("CreateNetwork", False), ("EngineBytesFromNetwork", False)] and gc.isenabled()
+    with pytest.raises(RuntimeError), engine.no_collection_inside_tensorrt():
+        raise RuntimeError("a failed build")
+    assert gc.isenabled()

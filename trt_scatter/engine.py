@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import os
 import time
 from typing import TYPE_CHECKING, Any
@@ -60,6 +61,20 @@ def _shape(shape):
     return "[" + ", ".join("?" if d < 0 else str(d) for d in shape) + "]"
 
 
+@contextlib.contextmanager
+def no_collection_inside_tensorrt() -> Iterator[None]:
+    """TensorRT(-RTX) calls the Python logger while it holds a lock of its own (creating a builder does). A garbage
+    collection that starts in that call and frees an earlier builder left in a reference cycle waits on that lock:
+    the process hangs. So no collection starts inside the block; such garbage is freed after it."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def network_from_example(name: str, profile_shapes: dict[str, tuple[Sequence[int], Sequence[int], Sequence[int]]], strongly_typed: bool = True, **params: Any) -> Callable[[], tuple[trt.Builder, trt.INetworkDefinition]]:
     """A loader ``() -> (builder, network)`` of an example network.
 
@@ -80,7 +95,8 @@ def network_from_example(name: str, profile_shapes: dict[str, tuple[Sequence[int
         check_profile(name, profile_shapes, **params)
 
     def load():
-        builder, network = CreateNetwork(strongly_typed=strongly_typed)()
+        with no_collection_inside_tensorrt():
+            builder, network = CreateNetwork(strongly_typed=strongly_typed)()
         for input_name, shapes in EXAMPLES[name](network, **params).items():
             profile_shapes.setdefault(input_name, shapes)
         return builder, network
@@ -187,7 +203,8 @@ def _network_from_proto(proto, path=None, strongly_typed=True):
         from polygraphy.backend.trt import CreateNetwork
         from polygraphy.backend.trt import util as trt_util
 
-        builder, network = CreateNetwork(strongly_typed=strongly_typed)()
+        with no_collection_inside_tensorrt():
+            builder, network = CreateNetwork(strongly_typed=strongly_typed)()
         parser = tensorrt().OnnxParser(network, trt_util.get_trt_logger())
         with _parser_path(path) as parser_path:
             success = parser.parse(proto.SerializeToString(), parser_path)
@@ -323,7 +340,8 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
         config = with_aliased_plugin_io(config)
     start = time.perf_counter()
     saved = save_timing_cache if save_timing_cache is not None else timing_cache
-    engine = bytes(EngineBytesFromNetwork(loaded, config=config, save_timing_cache=saved)())  # raises if TensorRT fails
+    with no_collection_inside_tensorrt():  # it logs throughout the build
+        engine = bytes(EngineBytesFromNetwork(loaded, config=config, save_timing_cache=saved)())  # raises if TensorRT fails
     seconds = time.perf_counter() - start
     summary = BuildSummary(name, inputs, outputs, network.num_layers, seconds, len(engine))
     logger.info("built %s in %.2f s (%d bytes)", name, seconds, len(engine))
