@@ -357,6 +357,7 @@ def test_example_network_flags_on_an_onnx_model_are_refused_not_ignored(tmp_path
         (["build", "slice_scatter", "--plugins"], "--plugins applies to ONNX models (their trt_scatter nodes); the example networks use the native lowerings"),
         (["build", "--all", "--min", "data:[1,5]", "--opt", "data:[2,5]", "--max", "data:[4,5]"],
          "--all builds the example networks with their own profiles; give no --min/--opt/--max"),
+        (["build", "slice_scatter", "-o", "x1.engine"], "-o names the engine file and --out-dir the folder of <target>.engine: give one of them"),
     ],
 )
 def test_flags_that_would_do_nothing_on_example_networks_are_refused(tmp_path, capsys, argv, message):

@@ -34,7 +34,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("target", nargs="?", help="an example network name or an .onnx file")
     parser.add_argument("--all", action="store_true", help="build every example network (static and dynamic) into --out-dir")
     parser.add_argument("-o", "--output", help="engine file (default: <target>.engine in --out-dir)")
-    parser.add_argument("--out-dir", default="engines", help="folder for engines (default: engines)")
+    parser.add_argument("--out-dir", help="folder for engines (default: engines)")
     for bound in ("min", "opt", "max"):
         parser.add_argument(f"--{bound}", nargs="+", action="extend", default=[], metavar="NAME:[D,...]", help=f"{bound} shape of a dynamic input in the optimization profile")
     parser.add_argument("--dynamic", action="store_true", help="example networks: dynamic input dimensions with a built-in profile")
@@ -116,7 +116,7 @@ def _build_one(args, target, output, dynamic):
         raise ValueError("--aot applies to ONNX models (their trt_scatter nodes); give an .onnx file")
     _refuse_flags_that_would_do_nothing(args, is_model)
     name = pathlib.Path(target).stem if is_model else target + ("_dynamic" if dynamic else "")
-    output = pathlib.Path(output or pathlib.Path(args.out_dir) / f"{name}.engine")
+    output = pathlib.Path(output or pathlib.Path(args.out_dir or "engines") / f"{name}.engine")
     reads = [target] if is_model else []
     common.check_output_path(output, reads=reads)
     if args.timing_cache:
@@ -224,6 +224,8 @@ def run(args: argparse.Namespace) -> int:
             return _build_all(args)
         if not args.target:
             raise ValueError("give an example network name or an .onnx file, or --all")
+        if args.output and args.out_dir:
+            raise ValueError("-o names the engine file and --out-dir the folder of <target>.engine: give one of them")
         output, summary = _build_one(args, args.target, args.output, args.dynamic)
     except (common.CliError, ValueError, TypeError, ImportError, RuntimeError) as err:
         return common.report("build", err)
