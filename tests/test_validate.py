@@ -180,6 +180,13 @@ def test_output_must_have_data_type():
     assert refused(model) == "SliceScatter node 'write_kv': slice_scatter: 'output' must have the element type of 'data' (float32) (got int32)"
 
 
+def test_output_must_have_data_shape():
+    """A graph output declared with another shape: TensorRT's parser and onnxruntime would each take it their own way."""
+    model = slice_scatter(outputs=[info("output", (2, 7), TensorProto.FLOAT)])
+    assert refused(model) == "SliceScatter node 'write_kv': slice_scatter: 'output' must have shape (2, 5) (data's shape) (got shape (2, 7))"
+    validate(slice_scatter(outputs=[info("output", ("batch", 5), TensorProto.FLOAT)]))  # a symbolic dimension may be any
+
+
 def test_data_must_be_numeric():
     message = refused(slice_scatter(dtype=TensorProto.STRING))
     assert message == "SliceScatter node 'write_kv': slice_scatter: 'data' must have a numeric element type (got object)"

@@ -224,7 +224,7 @@ def _check_attribute(op, label, attribute):
 def _check_types(node):
     """Element types against the contract: data numeric (a ``trt_scatter`` op's; ONNX's own ops take what their
     schema takes), the element inputs and the output of data's type, index inputs int32 or int64, an index
-    input of its leader's type."""
+    input of its leader's type; the output of data's shape where both are known."""
     op, name = node.op, node.op.key
     data = node.dtype(op.data_input)
     if data is not None and op.is_plugin:
@@ -238,3 +238,6 @@ def _check_types(node):
     for input_name in [n for n in op.element_inputs if n != op.data_input] + ["output"]:
         if data is not None and node.dtype(input_name) is not None:
             rules.check_same_type(name, input_name, node.dtype(input_name), data, other=op.data_input)
+    data_shape, output_shape = node.shape(op.data_input), node.tensors.shape(node.node.output[0])
+    if data_shape is not None and output_shape is not None:  # every scatter's output is data written into
+        rules.check_shape(name, "output", output_shape, data_shape, f"{op.data_input}'s shape")
