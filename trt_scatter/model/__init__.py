@@ -125,7 +125,8 @@ class Model:
 
 
 def as_model(model: Model | onnx.ModelProto | str | os.PathLike, weights: bool = False) -> Model:
-    """``model`` as a :class:`Model`: itself, a ``ModelProto`` wrapped (not copied), or the file at a path
+    """``model`` as a :class:`Model`: itself, a ``ModelProto`` wrapped (not copied, unless its local functions hold
+    scatter nodes: see :class:`Model`), or the file at a path
     read (:meth:`Model.read`). ``weights``: every external tensor read in. A TypeError names anything else."""
     import onnx
 
