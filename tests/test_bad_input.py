@@ -276,6 +276,23 @@ def _model_with_a_local_function(step):
                              functions=[function])
 
 
+def test_a_step_in_external_data_reaches_the_check_of_a_node_inside_a_local_function(tmp_path):
+    """The model file's integer tensors kept in external data are read into the model every step works on (the one
+    with its functions inlined): a step of 0 there is refused."""
+    from trt_scatter.model import Model, ModelError
+    from trt_scatter.passes.validate import validate
+
+    model = _model_with_a_local_function(2)
+    function = model.functions[0]
+    function.input.append("step_given")
+    function.node[2].CopyFrom(helper.make_node("Identity", ["step_given"], ["step"]))
+    model.graph.node[0].input.append("step_given")
+    model.graph.initializer.append(numpy_helper.from_array(np.zeros(1, np.int64), "step_given"))
+    onnx.save(model, tmp_path / "m.onnx", save_as_external_data=True, location="m.onnx.data", size_threshold=0)
+    with pytest.raises(ModelError, match=r"slice_scatter: 'step' must not contain 0 \(got \[0\]\)$"):
+        validate(Model.read(tmp_path / "m.onnx"))
+
+
 def test_scatter_nodes_inside_a_local_function_are_validated_and_lowered():
     """Validation, the lowering and the plugins walk the main graph: the model is held with such functions inlined."""
     import onnxruntime

@@ -92,6 +92,7 @@ class Model:
         see index constants), the others too with ``weights`` (to run the model). ModelError otherwise."""
         proto = files.read_proto(path)
         model = cls(proto, path, external=bool(files.external_tensors(proto)), weights=False)
+        proto = model.proto  # the one every step works on: a copy where local functions were inlined
         model.files += sorted({files.external_file(tensor, path)[0] for tensor in files.external_tensors(proto)})
         files.read_external(proto, path, integers_only=True)
         if weights:
