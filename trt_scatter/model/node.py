@@ -34,13 +34,18 @@ class OpNode:
         return self.tensors.constant(self.inputs[name]) if name in self.inputs else None
 
     def shape(self, name: str) -> tuple[int, ...] | None:
-        """The static shape of input ``name`` (-1 for unknown dimensions), ``None`` where its rank is not known."""
-        return self.tensors.shape(self.inputs[name]) if name in self.inputs else None
+        """The static shape of input ``name`` (or ``"output"``; -1 for unknown dimensions), ``None`` where its rank is not
+        known."""
+        tensor = self._tensor(name)
+        return None if tensor is None else self.tensors.shape(tensor)
 
     def dtype(self, name: str) -> np.dtype | None:
         """The element type of input ``name`` (or ``"output"``), ``None`` where not known."""
-        tensor = self.node.output[0] if name == "output" and self.node.output else self.inputs.get(name)
+        tensor = self._tensor(name)
         return None if tensor is None else self.tensors.dtype(tensor)
+
+    def _tensor(self, name):
+        return self.node.output[0] if name == "output" and self.node.output else self.inputs.get(name)
 
     def attribute(self, name: str, default: Any = None) -> Any:
         """The value of the node's attribute ``name`` (strings decoded); where the node leaves it out, ``default``,

@@ -238,6 +238,6 @@ def _check_types(node):
     for input_name in [n for n in op.element_inputs if n != op.data_input] + ["output"]:
         if data is not None and node.dtype(input_name) is not None:
             rules.check_same_type(name, input_name, node.dtype(input_name), data, other=op.data_input)
-    data_shape, output_shape = node.shape(op.data_input), node.tensors.shape(node.node.output[0])
+    data_shape, output_shape = node.shape(op.data_input), node.shape("output")
     if data_shape is not None and output_shape is not None:  # every scatter's output is data written into
         rules.check_shape(name, "output", output_shape, data_shape, f"{op.data_input}'s shape")
