@@ -336,11 +336,8 @@ def _runtime_index(emitter, data, axis, index):
     return emitter.op("Where", emitter.op("Less", index, emitter.scalar(0)), emitter.op("Add", index, size), index)
 
 
-def _masked_assign(emitter, data, indices, values):
-    """``data[mask] = values`` with one boolean mask over data's leading axes and values that broadcast over the axes the
-    mask leaves: ``Where(mask, values, data)`` (:func:`writes.masked_write`). PyTorch's stock symbolic expands the mask to
-    data's shape and writes values' elements one per True element, which is eager PyTorch's result only while one row
-    is masked. ``None`` where ``indices`` is no single mask, or values are one per masked element (the stock form)."""
+def _single_mask(emitter, indices):
+    """The one boolean mask ``indices`` holds (``x[mask]``), or None where they are anything else."""
     from torch.onnx import symbolic_helper
 
     tensors = [index for index in indices if not symbolic_helper._is_none(index)]
@@ -348,7 +345,16 @@ def _masked_assign(emitter, data, indices, values):
         return None
     if emitter.scalar_type(tensors[0]) != _exporter_module("_type_utils").JitScalarType.BOOL:
         return None
-    return writes.masked_write(emitter, data, tensors[0], values)
+    return tensors[0]
+
+
+def _masked_assign(emitter, data, indices, values):
+    """``data[mask] = values`` with one boolean mask over data's leading axes and values that broadcast over the axes the
+    mask leaves: ``Where(mask, values, data)`` (:func:`writes.masked_write`). PyTorch's stock symbolic expands the mask to
+    data's shape and writes values' elements one per True element, which is eager PyTorch's result only while one row
+    is masked. ``None`` where ``indices`` is no single mask, or values are one per masked element (the stock form)."""
+    mask = _single_mask(emitter, indices)
+    return None if mask is None else writes.masked_write(emitter, data, mask, values)
 
 
 def _masked_accumulate(emitter, data, indices, values):
@@ -357,13 +363,8 @@ def _masked_accumulate(emitter, data, indices, values):
     PyTorch's stock symbolic writes ``Where(mask, values, data)``, an assignment: its sums were wrong. Values given
     one per masked element cannot be written this way: refused (the dynamo exporter writes them). ``None`` where
     ``indices`` is no single mask."""
-    from torch.onnx import symbolic_helper
-
-    tensors = [index for index in indices if not symbolic_helper._is_none(index)]
-    if len(tensors) != 1 or len(tensors) != len(indices):
-        return None
-    mask = tensors[0]
-    if emitter.scalar_type(mask) != _exporter_module("_type_utils").JitScalarType.BOOL:
+    mask = _single_mask(emitter, indices)
+    if mask is None:
         return None
     data_dims, mask_dims, value_dims = emitter.dims(data), emitter.dims(mask), emitter.dims(values)
     if data_dims is None or mask_dims is None or value_dims is None:
