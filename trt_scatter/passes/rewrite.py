@@ -669,13 +669,18 @@ class _Rewriter:
             return values  # one value for every element
         if not reshaped and (len(shape) <= tail or (len(shape) == tail + 1 and shape[0] == 1)):
             return values
+        spread = self._spread_mask(mask, rank) if tail == 0 else None
+        return values if spread is not None and spread[1] == rank - len(shape) else None
+
+    def _spread_mask(self, mask, rank):
+        """``(M0, k)`` where the mask is ``Expand(Unsqueeze(M0, [k, ..., rank - 1]))``: a mask of data's first k axes spread
+        over the others (both exporters write ``x[M0] = v`` so); else None."""
         expand = _producer(mask)
         unsqueeze = _producer(expand.inputs[0]) if expand is not None and expand.op == "Expand" else None
-        if tail == 0 and unsqueeze is not None and unsqueeze.op == "Unsqueeze":
-            axes = self._unsqueeze_axes(unsqueeze)
-            if axes is not None and sorted(a % rank for a in axes) == list(range(rank - len(shape), rank)):
-                return values
-        return None
+        axes = self._unsqueeze_axes(unsqueeze) if unsqueeze is not None and unsqueeze.op == "Unsqueeze" else None
+        if axes is None or sorted(a % rank for a in axes) != list(range(rank - len(axes), rank)):
+            return None
+        return unsqueeze.inputs[0], rank - len(axes)
 
     def _row_in_every_masked_row(self, updates, mask, dims):
         """``V`` where the mask is ``Expand(Unsqueeze(M0), Shape(X))`` over data's trailing axes and ``U`` is
@@ -685,16 +690,13 @@ class _Rewriter:
         runs, and eager PyTorch's V in every masked row where it would fail. None for another form."""
         slice_node = _producer(updates)
         reshape = _producer(slice_node.inputs[0]) if slice_node is not None and slice_node.op == "Slice" else None
-        expand = _producer(mask)
-        unsqueeze = _producer(expand.inputs[0]) if expand is not None and expand.op == "Expand" else None
-        if reshape is None or reshape.op != "Reshape" or _ints(self._constant(reshape.inputs[1])) != [-1] or unsqueeze is None or unsqueeze.op != "Unsqueeze":
+        spread = self._spread_mask(mask, len(dims))
+        if reshape is None or reshape.op != "Reshape" or _ints(self._constant(reshape.inputs[1])) != [-1] or spread is None:
             return None
-        values, row_mask = reshape.inputs[0], unsqueeze.inputs[0]
-        value_dims, mask_dims, axes = _dims(values), _dims(row_mask), self._unsqueeze_axes(unsqueeze)
-        if value_dims is None or mask_dims is None or axes is None or not mask_dims:
-            return None
-        trailing = list(dims[len(mask_dims):])
-        if sorted(a % len(dims) for a in axes) != list(range(len(mask_dims), len(dims))) or not all(isinstance(d, int) for d in trailing):
+        values, (row_mask, leading) = reshape.inputs[0], spread
+        value_dims, mask_dims = _dims(values), _dims(row_mask)
+        trailing = list(dims[leading:])
+        if value_dims is None or mask_dims is None or not 1 <= len(mask_dims) == leading or not all(isinstance(d, int) for d in trailing):
             return None
         while value_dims and value_dims[0] == 1 and len(value_dims) > len(trailing):
             value_dims = value_dims[1:]
