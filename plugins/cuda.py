@@ -239,15 +239,14 @@ def aot_ptx(kernel: str, element_size: int, index_itemsize: int | None = None) -
     with _cubins_lock:
         if key not in _aot_ptx:
             arch = aot_ptx_arch()
-            path = cache_dir() / f"{cache_key(kernel, element_size, index_itemsize, arch)}.ptx"
-            entry = _read_cache_file(path)
-            if entry is None:
-                logger.info("trt-scatter: compiling %s to PTX for compute_%d", name_expression(kernel, element_size, index_itemsize), arch)
+
+            def compile_text():
                 ptx, lowered = compile_ptx(kernel, element_size, index_itemsize, arch)
-                _write_cache_file(path, ptx.encode(), lowered)
-            else:
-                ptx, lowered = entry[0].decode(), entry[1]
-            _aot_ptx[key] = (lowered, ptx)
+                return ptx.encode(), lowered
+
+            path = cache_dir() / f"{cache_key(kernel, element_size, index_itemsize, arch)}.ptx"
+            ptx, lowered = _read_or_compile(path, f"{name_expression(kernel, element_size, index_itemsize)} to PTX for compute_{arch}", compile_text)
+            _aot_ptx[key] = (lowered, ptx.decode())
         return _aot_ptx[key]
 
 
@@ -299,14 +298,20 @@ def cubin(kernel: str, element_size: int, index_itemsize: int | None, arch: int)
     with _cubins_lock:
         if key in _cubins:
             return _cubins[key]
-        path = cache_dir() / f"{key}.cubin"
-        entry = _read_cache_file(path)
-        if entry is None:
-            logger.info("trt-scatter: compiling %s for sm_%d", name_expression(kernel, element_size, index_itemsize), arch)
-            entry = compile_cubin(kernel, element_size, index_itemsize, arch)
-            _write_cache_file(path, *entry)
+        entry = _read_or_compile(cache_dir() / f"{key}.cubin", f"{name_expression(kernel, element_size, index_itemsize)} for sm_{arch}",
+                                 lambda: compile_cubin(kernel, element_size, index_itemsize, arch))
         _cubins[key] = entry
         return entry
+
+
+def _read_or_compile(path, what, compile_image):
+    """``(image, lowered name)`` from the cache file ``path``, else from ``compile_image()``, then written there."""
+    entry = _read_cache_file(path)
+    if entry is None:
+        logger.info("trt-scatter: compiling %s", what)
+        entry = compile_image()
+        _write_cache_file(path, *entry)
+    return entry
 
 
 # ---------------------------------------------------------------------------------------------
