@@ -31,9 +31,8 @@ SCATTER_OPS = ("ScatterND", "ScatterElements", "Transpose")
 # - the dynamo exporter's select_scatter with dynamic dims writes updates whose batch dimension has
 #   its own symbol: nothing proves that they span data's batch;
 # - with dynamic dims, both exporters broadcast a per-row write's batch index against its positions to a
-#   length only the run time knows (longer than the batch, it would write several positions of one row),
-#   and the dynamo exporter's masked write has a mask whose dims have symbols of their own: nothing proves
-#   that it spans data (the exporters of trt_scatter.torch write those as one node instead).
+#   length only the run time knows (longer than the batch, it would write several positions of one row):
+#   nothing proves that it stays in its row (the exporters of trt_scatter.torch write those as one node instead).
 LEFT = {
     **{f"{case}.torchscript.dynamic": {"ScatterND": 1} for case in
        ("assign_block", "assign_last", "assign_middle", "buffer_cache", "kv_cache_bhsd", "kv_cache_bshd", "select_assign", "index_put_columns")},
@@ -42,7 +41,6 @@ LEFT = {
     "tensor_index_assign.torchscript.dynamic": {"ScatterND": 1},
     **{f"kv_rows_{form}.dynamo.dynamic": {"ScatterND": 1, "Transpose": 2} for form in ("bhsd", "index_put")},
     **{f"kv_rows_bshd.{exporter}.dynamic": {"ScatterND": 1} for exporter in ("dynamo", "torchscript")},
-    "masked_fill.dynamo.dynamic": {"ScatterND": 1, "Transpose": 1},
     "select_scatter.dynamo.dynamic": {"ScatterElements": 1},
 }
 
@@ -93,7 +91,7 @@ def test_the_original_model_is_not_changed():
     assert original.SerializeToString() == before
 
 
-def _stock_row_mask_model(values_shape):
+def _stock_row_mask_model(values_shape, element_type=TensorProto.FLOAT):
     """PyTorch's TorchScript translation of ``x[mask] = v`` (x (6, 5), mask (6,)): the mask expanded to x's shape,
     NonZero, and v's elements one per masked element (``Slice(Reshape(v, [-1]), 0, count)``)."""
     nodes = [
@@ -109,8 +107,8 @@ def _stock_row_mask_model(values_shape):
         helper.make_node("Slice", ["v_flat", "zero", "count_1d", "zero"], ["updates"]),
         helper.make_node("ScatterND", ["x", "indices", "updates"], ["output"]),
     ]
-    inputs = [("x", FLOAT, [6, 5]), ("mask", TensorProto.BOOL, [6]), ("v", FLOAT, list(values_shape))]
-    return _model(nodes, inputs, [("output", FLOAT, [6, 5])], {"one": [1], "zero": [0], "flat": [-1], "zero_scalar": 0})
+    inputs = [("x", element_type, [6, 5]), ("mask", TensorProto.BOOL, [6]), ("v", element_type, list(values_shape))]
+    return _model(nodes, inputs, [("output", element_type, [6, 5])], {"one": [1], "zero": [0], "flat": [-1], "zero_scalar": 0})
 
 
 @pytest.mark.parametrize("values_shape", [(5,), (1, 5)])
@@ -141,6 +139,74 @@ def test_values_one_per_masked_element_are_still_taken_in_order():
     expected = x.copy()
     expected[mask] = v.reshape(2, 5)
     np.testing.assert_array_equal(Reference(model).run({"x": x, "mask": mask, "v": v})["output"], expected)
+
+
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.INT8])
+def test_values_in_order_from_a_source_that_is_empty_when_nothing_is_masked(element_type):
+    """The values taken in order come from a source that may have no rows when no element is masked (``x[mask] =
+    f(x[mask])``): the gather reads a row of zeros then, never past the source's end, and the Where leaves x as it was."""
+    original = _stock_row_mask_model(("k",), element_type)
+    model, report = rewrite(original)
+    assert [change.detail for change in report.rewritten] == ["values in order"]
+    onnx.checker.check_model(model, full_check=True)
+    dtype = helper.tensor_dtype_to_np_dtype(element_type)
+    x = (np.arange(30) - 7).reshape(6, 5).astype(dtype)
+    for rows in ([], [1, 4], list(range(6))):
+        mask, v = np.isin(np.arange(6), rows), (np.arange(5 * len(rows)) + 3).astype(dtype)
+        expected = x.copy()
+        expected[mask] = v.reshape(len(rows), 5)
+        written = Reference(model).run({"x": x, "mask": mask, "v": v})["output"]
+        assert written.dtype == dtype and np.array_equal(written.astype(np.float64), expected.astype(np.float64)), rows
+        if element_type in (TensorProto.FLOAT, TensorProto.FLOAT16):
+            session = onnxruntime.InferenceSession(model.SerializeToString())
+            np.testing.assert_array_equal(session.run(["output"], {"x": x, "mask": mask, "v": v})[0], expected)
+
+
+def _masked_update_model(chain, w_shape):
+    """PyTorch's TorchScript translation of ``x[mask] = F(x[mask], w)`` (x (6, 5), mask (6,)): ``F`` the ``chain`` of binary
+    ops applied to the gathered rows, each with ``w`` as its second input."""
+    nodes = [
+        helper.make_node("NonZero", ["mask"], ["rows_nonzero"]),
+        helper.make_node("Transpose", ["rows_nonzero"], ["rows"], perm=[1, 0]),
+        helper.make_node("GatherND", ["x", "rows"], ["f0"]),
+        *[helper.make_node(op, [f"f{i}", "w"], [f"f{i + 1}"]) for i, op in enumerate(chain)],
+        helper.make_node("Unsqueeze", ["mask", "one"], ["mask_column"]),
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Expand", ["mask_column", "shape"], ["mask_full"]),
+        helper.make_node("NonZero", ["mask_full"], ["nonzero"]),
+        helper.make_node("Transpose", ["nonzero"], ["indices"], perm=[1, 0]),
+        helper.make_node("Reshape", [f"f{len(chain)}", "flat"], ["f_flat"]),
+        helper.make_node("Shape", ["indices"], ["indices_shape"]),
+        helper.make_node("Gather", ["indices_shape", "zero_scalar"], ["count"], axis=0),
+        helper.make_node("Unsqueeze", ["count", "zero"], ["count_1d"]),
+        helper.make_node("Slice", ["f_flat", "zero", "count_1d", "zero"], ["updates"]),
+        helper.make_node("ScatterND", ["x", "indices", "updates"], ["output"]),
+    ]
+    inputs = [("x", FLOAT, [6, 5]), ("mask", TensorProto.BOOL, [6]), ("w", FLOAT, list(w_shape))]
+    return _model(nodes, inputs, [("output", FLOAT, [6, 5])], {"one": [1], "zero": [0], "flat": [-1], "zero_scalar": 0})
+
+
+@pytest.mark.parametrize("chain, w_shape, detail", [
+    (["Add"], (5,), "values computed from the masked elements"), (["Mul", "Sub"] * 3, (1, 5), "values computed from the masked elements"),
+    (["Add"], (), "values computed from the masked elements"),
+    (["Add"], ("k", 5), "values in order"),  # w a row per masked row: varies along the masked elements
+    (["Add", "Mul"] * 40, (5,), "values in order")],  # longer than the rewrite follows
+    ids=["a-row", "a-chain", "a-scalar", "a-row-per-masked-row", "a-chain-too-long"])
+def test_values_computed_from_the_masked_elements_leave_no_nonzero(chain, w_shape, detail):
+    """``x[mask] = F(x[mask], w)`` with F elementwise and w the same for every masked row is ``Where(mask, F(x, w), x)``:
+    no NonZero is left. Where w varies along the masked rows (or F is too long to follow) the values are taken in order,
+    through the NonZero. Every form computes what onnxruntime computes of the original, with no row, some and all masked."""
+    original = _masked_update_model(chain, w_shape)
+    model, report = rewrite(original)
+    assert [change.detail for change in report.rewritten] == [detail]
+    assert ("NonZero" in {node.op_type for node in model.graph.node}) == (detail == "values in order")
+    session = onnxruntime.InferenceSession(original.SerializeToString())
+    x = np.random.default_rng(0).standard_normal((6, 5)).astype(np.float32)
+    for rows in ([], [1, 4], list(range(6))):
+        mask = np.isin(np.arange(6), rows)
+        w = np.asarray(np.random.default_rng(1).standard_normal([len(rows) if d == "k" else d for d in w_shape]) / 2 + 1, np.float32)
+        feeds = {"x": x, "mask": mask, "w": w}
+        np.testing.assert_allclose(Reference(model).run(feeds)["output"], session.run(["output"], feeds)[0], rtol=1e-6)
 
 
 # ---- models it must leave alone ------------------------------------------------------------------

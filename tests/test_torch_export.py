@@ -168,6 +168,63 @@ def test_masked_assignment_computes_what_eager_pytorch_does_for_any_mask(dynamo,
         np.testing.assert_array_equal(Reference(model).run({"x": x.numpy(), "mask": mask.numpy(), "values": values.numpy()})["output"], expected)
 
 
+class MaskedAdd(torch.nn.Module):
+    def forward(self, x, mask, values):
+        x = x.clone()
+        x[mask] += values
+        return x
+
+
+class MaskedExpression(torch.nn.Module):
+    def forward(self, x, mask, values):
+        x = x.clone()
+        x[mask] = torch.relu(x[mask] * values) - x[mask] / 2  # x's masked elements, element by element
+        return x
+
+
+class MaskedCopy(torch.nn.Module):
+    def forward(self, x, mask, values):
+        x = x.clone()
+        x[mask] = values[mask] * 2 + 1  # another tensor's masked elements
+        return x
+
+
+class MaskedSoftmax(torch.nn.Module):
+    def forward(self, x, mask, values):
+        x = x.clone()
+        x[mask] = torch.softmax(x[mask], dim=0) + values  # across the masked rows: not element by element
+        return x
+
+
+@pytest.mark.parametrize("dynamo", [True, False])
+@pytest.mark.parametrize("module, mask_shape, values_shape, where", [
+    (MaskedAdd, (6,), (5,), True), (MaskedAdd, (6, 5), (), True), (MaskedExpression, (2, 6), (1, 5), True),
+    (MaskedCopy, (2, 6), (2, 6, 5), True), (MaskedAdd, (6,), (3, 5), False), (MaskedSoftmax, (6,), (5,), False)],
+    ids=["row-mask-add-a-row", "element-mask-add-a-scalar", "row-mask-expression", "row-mask-copy-of-another-tensor",
+         "a-row-per-masked-row", "softmax-across-masked-rows"])
+def test_masked_update_computes_what_eager_pytorch_does(dynamo, module, mask_shape, values_shape, where):
+    """``x[mask] += v`` and the like read ``x[mask]`` (a NonZero) and assign the result: where every masked element's
+    new value is computed from that element alone (and values that do not vary along the masked elements), the export
+    is a Where with no NonZero; a value per masked row, or a softmax across them, keeps PyTorch's NonZero. Both equal
+    eager PyTorch for none, some and all elements masked, with x's first axis dynamic."""
+    x = torch.randn(2, 6, 5) if mask_shape == (2, 6) else torch.randn(6, 5)
+    example = torch.zeros(mask_shape, dtype=torch.bool)
+    example.view(-1)[[0, 2, 3]] = True
+    values = torch.randn(values_shape) if module is not MaskedCopy else torch.randn(x.shape)
+    axis = {"x": {0: "n"}, "mask": {0: "n"}, "values": {0: "n"} if module is MaskedCopy else {}}
+    dynamic = ({"dynamic_shapes": {k: {i: torch.export.Dim(v) for i, v in d.items()} or None for k, d in axis.items()}} if dynamo
+               else {"dynamic_axes": {k: d for k, d in axis.items() if d}})
+    model = trt_scatter_torch.export(module(), (x, example, values), dynamo=dynamo, input_names=["x", "mask", "values"],
+                                     output_names=["output"], **dynamic)
+    assert ("NonZero" not in {n.op_type for n in model.graph.node}) == where
+    masks = [example] if values_shape == (3, 5) else [torch.zeros(mask_shape, dtype=torch.bool), torch.rand(mask_shape) < 0.5,
+                                                      torch.ones(mask_shape, dtype=torch.bool), example]
+    for mask in masks:
+        expected = module()(x, mask, values).numpy()
+        feeds = {"x": x.numpy(), "mask": mask.numpy(), "values": values.numpy()}
+        np.testing.assert_allclose(Reference(model).run(feeds)["output"], expected, rtol=1e-6, atol=1e-6)
+
+
 class IndexCopyOneRow(torch.nn.Module):
     def forward(self, x, index, row):
         return x.index_copy(0, index, row)

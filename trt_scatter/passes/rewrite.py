@@ -23,9 +23,10 @@ reduction, which TensorRT builds nondeterministically or not at all; each patter
 - masked writes, ``ScatterND(X, Transpose(NonZero(M)), U)`` (``x[mask] = v``, ``masked_scatter``):
   a ``Where`` on the mask, with the values broadcast (``U`` an ``Expand`` of values that do not vary
   along the written elements; or a row written through a row mask, which PyTorch's TorchScript
-  translation gives one value per masked element, too few once two rows are masked) or gathered in
-  order (``U`` the first rows of a source, taken at ``CumSum(M) - 1``), so that no NonZero
-  (data-dependent shapes, and none at all in TensorRT-RTX) remains;
+  translation gives one value per masked element, too few once two rows are masked), computed element by
+  element from the masked elements (``x[mask] += v``: ``U`` an elementwise ``F(GatherND(X, NonZero(M)), v)``
+  becomes ``F(X, v)``), or gathered in order (``U`` the first rows of a source, taken at ``CumSum(M) - 1``),
+  so that no NonZero (data-dependent shapes, and none at all in TensorRT-RTX) remains;
 - ``SliceScatter(D, SliceScatter(Slice(D, s), Y, t), s)`` on different axes: one SliceScatter over
   both (the dynamo exporter hands a write over several axes over as nested writes);
 - a chain of SliceScatters that writes batch row ``b`` of D at position ``P[b]`` with ``K[b]``, once for
@@ -629,9 +630,12 @@ class _Rewriter:
         if values is None:
             values, how = self._row_in_every_masked_row(updates, mask, dims), "a row in every masked row"
         if values is None:
+            values, how = self._computed_from_masked(updates, mask, data), "values computed from the masked elements"
+        if values is None:
             values, how = self._gathered_values(updates, mask, label), "values in order"
         if values is None:
-            raise _Left("a masked write whose values are neither broadcast nor a source's first rows")
+            raise _Left("a masked write whose values are neither broadcast, nor computed element by element from the masked "
+                        "elements, nor a source's first rows")
         condition = mask if _np_dtype(mask) == np.bool_ else self._node("Cast", [mask], f"{label}_mask", np.bool_, to=dtypes.to_onnx(np.bool_))
         if tail:
             condition = self._unsqueeze(condition, list(range(len(mask_dims), rank)), f"{label}_mask_b", np.bool_)
@@ -648,7 +652,8 @@ class _Rewriter:
             return True
         expand = _producer(mask)
         shape = _producer(expand.inputs[1]) if expand is not None and expand.op == "Expand" else None
-        return count == len(dims) and shape is not None and shape.op == "Shape" and shape.inputs[0] is data and not shape.attrs
+        whole = shape is not None and shape.op == "Shape" and shape.attrs.get("start", 0) == 0 and shape.attrs.get("end") is None
+        return count == len(dims) and whole and shape.inputs[0] is data
 
     def _broadcast_values(self, updates, mask, tail, rank):
         """``V`` where ``U`` is ``Expand(V, shape)`` (or a Reshape of it) and each written element's value is V broadcast
@@ -702,29 +707,137 @@ class _Rewriter:
             value_dims = value_dims[1:]
         return values if list(value_dims) == trailing else None
 
+    def _computed_from_masked(self, updates, mask, data):
+        """``F(Y, c)`` where ``U`` is (through Reshape, Expand and a Slice of its first elements, which keep its elements in
+        order) ``F(GatherND(Y, I), c)``: F elementwise, I the coordinates of the mask's True elements (``NonZero`` of the
+        mask, or of the row mask it spreads) and Y of data's shape, so that U holds F of the masked elements in order
+        (``x[mask] += v``, ``x[mask] = y[mask] * 2``); every other input of F (``c``) must not vary along the masked
+        elements (a scalar, or at most the axes the mask leaves). F applied to Y whole is then the value of every
+        masked element, and no NonZero is left to compute it. None for another form."""
+        rank = len(_dims(data))
+        masks = [mask]
+        spread, expand = self._spread_mask(mask, rank), _producer(mask)
+        if spread is not None:
+            masks.append(spread[0])
+        if expand is not None and expand.op == "Expand":
+            masks.append(expand.inputs[0])
+        tensor = updates
+        while _producer(tensor) is not None and (_producer(tensor).op in ("Reshape", "Expand", "Identity") or self._first_elements(_producer(tensor))):
+            tensor = _producer(tensor).inputs[0]
+        sources, masked, leaves = {}, set(), []
+        if self._elementwise_of_masked(tensor, masks, data, sources, masked, leaves, budget=[_ELEMENTWISE_NODES]) != "masked":
+            return None
+        masked_axes = {len(_dims(mask_used)) for _, mask_used in sources.values()}
+        if len(masked_axes) != 1:
+            return None
+        own = rank - masked_axes.pop()  # the axes the mask leaves: each masked element's own
+        if not all(len(dims) <= own or (len(dims) == own + 1 and dims[0] == 1) for dims in map(_dims, leaves)):
+            return None
+        return self._unmasked(tensor, sources, masked)
+
+    def _elementwise_of_masked(self, tensor, masks, data, sources, masked, leaves, budget):
+        """``"masked"`` if ``tensor`` is computed element by element (at most ``budget`` nodes) from masked gathers
+        (recorded in ``sources``: the gather's id -> (Y, the mask)) and other tensors of known shape (recorded in
+        ``leaves``), ``"other"`` if it reads no masked gather, None if it reads one otherwise. ``masked`` collects the ids
+        of the tensors that read one."""
+        producer = _producer(tensor)
+        kind = "other"
+        if producer is not None and producer.op == "GatherND":
+            found = self._masked_source(producer, masks, data)
+            if found is not None:
+                sources[id(producer)], kind = found, "masked"
+        elif producer is not None and producer.op in _ELEMENTWISE and len(producer.outputs) == 1 and budget[0] > 0:
+            budget[0] -= 1
+            inputs = [t for t in producer.inputs if not _is_empty(t)]
+            kinds = [self._elementwise_of_masked(t, masks, data, sources, masked, leaves, budget) for t in inputs]
+            if None in kinds:
+                return None
+            if "masked" in kinds:
+                if any(_dims(t) is None for t, k in zip(inputs, kinds) if k == "other"):
+                    return None
+                leaves.extend(t for t, k in zip(inputs, kinds) if k == "other")
+                kind = "masked"
+        elif producer is not None and producer.op in _ELEMENTWISE:
+            return None  # too long a computation to follow: left as it is
+        if kind == "masked":
+            masked.add(id(tensor))
+        return kind
+
+    def _unmasked(self, tensor, sources, masked):
+        """A copy of the elementwise computation of ``tensor`` with each masked gather replaced by its source: F of the
+        whole tensor."""
+        producer = _producer(tensor)
+        if id(producer) in sources:
+            return sources[id(producer)][0]
+        inputs = [self._unmasked(t, sources, masked) if id(t) in masked else t for t in producer.inputs]
+        label = producer.name or tensor.name
+        return self._node(producer.op, inputs, f"{label}_unmasked", _np_dtype(tensor), **producer.attrs)
+
+    def _first_elements(self, node):
+        """True for ``Slice(S, [0], end, [0])`` (step 1): S's first ``end`` elements along axis 0, in order."""
+        if node.op != "Slice" or len(node.inputs) < 4:
+            return False
+        steps = node.inputs[4] if len(node.inputs) > 4 else None
+        return (_ints(self._constant(node.inputs[1])) == [0] and _ints(self._constant(node.inputs[3])) == [0]
+                and (steps is None or _is_empty(steps) or _ints(self._constant(steps)) == [1]))
+
+    def _masked_source(self, gather, masks, data):
+        """``(Y, M)`` where ``gather`` is ``GatherND(Y, I)`` (batch_dims 0) of the True elements of M, one of ``masks``, in
+        order (I from ``Transpose(NonZero(M), [1, 0])``, through the Squeeze, Expand and Unsqueeze around the dynamo
+        exporter's one index), with Y of data's shape; else None."""
+        source, index = gather.inputs
+        if gather.attrs.get("batch_dims", 0) != 0:
+            return None
+        node = _producer(index)
+        while node is not None and (node.op in ("Squeeze", "Unsqueeze", "Expand", "Identity") or (node.op == "Max" and len(node.inputs) == 1)):
+            node = _producer(node.inputs[0])
+        if node is None or node.op != "Transpose" or [int(p) for p in node.attrs.get("perm", [])] != [1, 0]:
+            return None
+        nonzero = _producer(node.inputs[0])
+        if nonzero is None or nonzero.op != "NonZero" or not any(nonzero.inputs[0] is mask for mask in masks):
+            return None
+        data_dims, source_dims, index_dims = _dims(data), _dims(source), _dims(index)
+        mask_dims, gathered_dims = _dims(nonzero.inputs[0]), _dims(gather.outputs[0])
+        if None in (source_dims, index_dims, mask_dims, gathered_dims):
+            return None
+        same_shape = source is data or (len(source_dims) == len(data_dims) and all(map(_same_dim, source_dims, data_dims)))
+        rows_of_coordinates = len(index_dims) == 2 and index_dims[1] == len(mask_dims)
+        if not same_shape or not rows_of_coordinates or len(gathered_dims) != 1 + len(data_dims) - len(mask_dims):
+            return None
+        return source, nonzero.inputs[0]
+
     def _gathered_values(self, updates, mask, label):
         """``S[max(CumSum(M) - 1, 0)]`` reshaped to data's shape, where ``U`` is ``Slice(S, [0], n, [0])`` (the first rows
         of ``S``, a Reshape of the source to ``(-1,) + tail``): element p of the mask takes the row its rank among
-        the True elements picks; None for another form."""
+        the True elements picks; None for another form. S gets a row of zeros at its end first: the elements before
+        the first True one read row 0, and S may have none (nothing masked, and S computed from the masked rows)."""
         node = _producer(updates)
         if node is None or node.op != "Slice" or len(node.inputs) < 4:
             return None
         source, starts, axes = node.inputs[0], node.inputs[1], node.inputs[3]
         steps = node.inputs[4] if len(node.inputs) > 4 else None
+        dtype = _np_dtype(source)
         if _ints(self._constant(starts)) != [0] or _ints(self._constant(axes)) not in ([0],) or (steps is not None and not _is_empty(steps) and _ints(self._constant(steps)) != [1]):
+            return None
+        if dtype is None:
             return None
         flat = self._node("Reshape", [mask, self._int64([-1], f"{label}_flat")], f"{label}_mask_flat", _np_dtype(mask))
         counts = self._node("Cast", [flat], f"{label}_mask_counts", np.int64, to=dtypes.to_onnx(np.int64))
         ranks = self._node("CumSum", [counts, self._int64(0, f"{label}_cumsum_axis")], f"{label}_ranks", np.int64)
         rows = self._node("Max", [self._node("Sub", [ranks, self._int64(1, f"{label}_one")], f"{label}_rows0", np.int64),
                                   self._int64(0, f"{label}_zero")], f"{label}_rows", np.int64)
-        gathered = self._node("Gather", [source, rows], f"{label}_gathered", _np_dtype(source), axis=0)
-        shape = self._node("Shape", [mask], f"{label}_mask_shape", np.int64)
         source_shape = self._node("Shape", [source], f"{label}_source_shape", np.int64)
         tail = self._node("Slice", [source_shape, self._int64([1], f"{label}_tail_start"), self._int64([INT64_MAX], f"{label}_tail_end")],
                           f"{label}_source_tail", np.int64)
+        zero_shape = self._node("Concat", [self._int64([1], f"{label}_zero_rows"), tail], f"{label}_zero_shape", np.int64, axis=0)
+        zero = self._node("ConstantOfShape", [zero_shape], f"{label}_zero_row", np.float32)  # float zeros: every opset has them
+        if dtype != np.float32:
+            zero = self._node("Cast", [zero], f"{label}_zero_row_cast", dtype, to=dtypes.to_onnx(dtype))
+        padded = self._node("Concat", [source, zero], f"{label}_source_padded", dtype, axis=0)
+        gathered = self._node("Gather", [padded, rows], f"{label}_gathered", dtype, axis=0)
+        shape = self._node("Shape", [mask], f"{label}_mask_shape", np.int64)
         full = self._node("Concat", [shape, tail], f"{label}_values_shape", np.int64, axis=0)
-        return self._node("Reshape", [gathered, full], f"{label}_values", _np_dtype(source))
+        return self._node("Reshape", [gathered, full], f"{label}_values", dtype)
 
     def _replaced_by(self, op_type, node, inputs, name, **attributes):
         """A standard node computing ``node``'s output from ``inputs``, in its place."""
@@ -1162,6 +1275,17 @@ def _progression(values):
 
 
 # Inputs that TensorRT reads as shape tensors (what a plugin cannot compute): op -> input positions.
+_ELEMENTWISE_NODES = 64  # the most elementwise nodes followed from a masked write's values to the masked gathers
+# Ops that compute each output element from the inputs' elements at the same (broadcast) position: applied to a
+# whole tensor, they give at each masked element what they gave for the masked elements alone.
+_ELEMENTWISE = frozenset({
+    "Abs", "Acos", "Acosh", "Add", "And", "Asin", "Asinh", "Atan", "Atanh", "BitShift", "BitwiseAnd", "BitwiseNot", "BitwiseOr",
+    "BitwiseXor", "Cast", "CastLike", "Ceil", "Celu", "Clip", "Cos", "Cosh", "Div", "Elu", "Equal", "Erf", "Exp", "Floor", "Gelu",
+    "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish", "Identity", "IsInf", "IsNaN", "LeakyRelu", "Less", "LessOrEqual", "Log",
+    "Max", "Mean", "Min", "Mish", "Mod", "Mul", "Neg", "Not", "Or", "Pow", "PRelu", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid",
+    "Sign", "Sin", "Sinh", "Softplus", "Softsign", "Sqrt", "Sub", "Sum", "Tan", "Tanh", "ThresholdedRelu", "Where", "Xor",
+})
+
 SHAPE_INPUTS = {
     "Reshape": {1}, "Expand": {1}, "ConstantOfShape": {0}, "Tile": {1}, "Slice": {1, 2, 3, 4}, "Range": {0, 1, 2},
     "Resize": {2, 3}, "Upsample": {1}, "Pad": {1, 3}, "Unsqueeze": {1}, "Squeeze": {1}, "Split": {1}, "TopK": {1},
