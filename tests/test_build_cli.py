@@ -10,11 +10,11 @@ from trt_scatter.cli import main
 from trt_scatter.cli.build import parse_profile
 
 
-def _scatter_elements_onnx(path, batch="n"):
+def _scatter_elements_onnx(path, batch="n", index_type=TensorProto.INT32):
     shape = [batch, 3, 4, 5]
     inputs = [
         helper.make_tensor_value_info("data", TensorProto.FLOAT, shape),
-        helper.make_tensor_value_info("indices", TensorProto.INT32, shape),
+        helper.make_tensor_value_info("indices", index_type, shape),
         helper.make_tensor_value_info("updates", TensorProto.FLOAT, shape),
     ]
     node = helper.make_node("ScatterElements", ["data", "indices", "updates"], ["output"], axis=2)
@@ -200,6 +200,23 @@ def test_model_tensorrt_cannot_parse_fails_with_one_line(tmp_path, capsys):
     assert err.count("\n") == 0 and err.startswith("trt-scatter build: error: TensorRT could not build bad: ")
     assert "NoSuchOp" in err  # TensorRT's own reason, from the log it no longer prints
     assert "[E]" not in captured.out + captured.err
+
+
+def test_a_quiet_build_prints_no_tensorrt_warning_and_a_verbose_one_does(tmp_path, capsys):
+    """TensorRT's parser warns on every int64 index input ("Make sure input indices has Int64 binding"): nothing a user
+    acts on, so only -v shows it."""
+    model = _scatter_elements_onnx(tmp_path / "int64.onnx", batch=2, index_type=TensorProto.INT64)
+    assert main(["build", model, "--out-dir", str(tmp_path)]) == 0
+    quiet = capsys.readouterr()
+    assert "[W]" not in quiet.out + quiet.err and quiet.out.startswith("network ")
+    try:
+        assert main(["build", model, "-v", "--out-dir", str(tmp_path)]) == 0
+    finally:
+        main(["build", model, "--out-dir", str(tmp_path)])  # back to quiet for the tests after this one
+        import logging
+
+        logging.getLogger("trt_scatter").setLevel(logging.NOTSET)
+    assert "Int64 binding" in capsys.readouterr().out
 
 
 def test_verbose_build_shows_tensorrt_and_polygraphy_logs(tmp_path, capsys):

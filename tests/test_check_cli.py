@@ -407,7 +407,7 @@ def golden_files(elements_model, tmp_path_factory):
 
 
 @pytest.mark.parametrize("mixup", ["inputs file as golden outputs", "golden outputs as inputs", "not JSON", "inputs not JSON",
-                                   "the model as inputs"])
+                                   "the model as inputs", "no golden file"])
 def test_a_json_file_of_the_wrong_kind_is_one_line_without_polygraphys_log(elements_model, golden_files, tmp_path, mixup):
     """Swapping --load-inputs and --load-outputs is an easy mistake: one line on stderr that names the file and
     what it is not, not polygraphy's [!] block too."""
@@ -424,10 +424,12 @@ def test_a_json_file_of_the_wrong_kind_is_one_line_without_polygraphys_log(eleme
         "inputs not JSON": (["--load-inputs", text], f"cannot load inputs from {str(text)!r}: Expecting value: line 1 column 1 (char 0)"),
         "the model as inputs": (["--load-inputs", elements_model],
                                 f"cannot load inputs from {str(elements_model)!r}: not a text file (polygraphy's --save-inputs JSON is)"),
+        "no golden file": (["--load-outputs", tmp_path / "missing.json"], f"cannot load golden outputs from {str(tmp_path / 'missing.json')!r}: "),
     }[mixup]  # fmt: skip
     result = check(elements_model, *args)
     assert result.returncode == 2, output_of(result)
-    assert result.stderr == f"trt-scatter check: error: {line}\n"
+    assert result.stderr.startswith(f"trt-scatter check: error: {line}") and result.stderr.count("\n") == 1, result.stderr
+    assert result.stdout == ""  # refused before the engine is built
 
 
 def test_golden_data_that_does_not_fit_the_run_and_inputs_the_reference_refuses(elements_model, tmp_path):
@@ -457,6 +459,28 @@ def test_golden_data_that_does_not_fit_the_run_and_inputs_the_reference_refuses(
     refused = check(elements_model, "--load-inputs", tmp_path / "out_of_range.json")
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, output_of(refused)
     assert refused.stderr.startswith("trt-scatter check: error: a run failed: ") and "'indices' values must be in [-5, 4]" in refused.stderr
+    assert "--input-shapes" not in refused.stderr  # the inputs were given: their shapes are not the loader's to choose
+
+
+@pytest.mark.skipif(HAS_GPU, reason="the note is for the onnxruntime stand-in, which runs where no GPU runs the engine")
+def test_a_min_reduction_that_onnxruntime_settles_otherwise_fails_with_a_note_saying_why(tmp_path):
+    """A NaN wins PyTorch's amin (the reference) but not onnxruntime's min (the lowered model): the check fails, and a
+    note says why instead of leaving a bare ``max abs diff nan``."""
+    from polygraphy.json import save_json
+
+    from trt_scatter.onnx_models import scatter_nd_reduce_model
+
+    path = fx.save(scatter_nd_reduce_model((4, 3), (2, 1), reduction="min", include_self=1), tmp_path / "min.onnx")
+    feeds = {"data": np.array([[np.nan, 1, 1]] + [[0, 0, 0]] * 3, np.float32), "indices": np.array([[0], [0]]),
+             "updates": np.array([[5, np.nan, 0], [5, 0, 0]], np.float32)}
+    save_json([feeds], str(tmp_path / "nan.json"))
+    failed = check(path, "--load-inputs", tmp_path / "nan.json")
+    assert failed.returncode == 1 and failed.stdout.rstrip().endswith("FAILED"), output_of(failed)
+    assert "note: onnxruntime's min and max let no NaN win" in failed.stdout
+    feeds["data"][0, 0] = feeds["updates"][0, 1] = 2.0  # no NaN: they agree, and no note
+    save_json([feeds], str(tmp_path / "plain.json"))
+    passed = check(path, "--load-inputs", tmp_path / "plain.json", "--allow-engine-not-run")
+    assert passed.returncode == 0 and "note:" not in passed.stdout, output_of(passed)
 
 
 def test_loaded_inputs_with_a_name_the_model_lacks_are_refused(tmp_path, elements_model):

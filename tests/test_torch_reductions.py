@@ -5,7 +5,7 @@ passes it against eager PyTorch's outputs.
 
 PyTorch's own exports of these modules mostly do not build (TensorRT refuses ScatterND with a reduction, and
 TensorRT-RTX ScatterElements with one) and two compute other values: dynamo's ``scatter_reduce(reduce="mean")``
-is a sum, TorchScript's ``index_put(accumulate=True)`` adds a repeated index once.
+is a plain ScatterElements (the last update wins), TorchScript's ``index_put(accumulate=True)`` adds a repeated index once.
 """
 
 import functools
@@ -120,15 +120,31 @@ class _MaskedAccumulate(torch.nn.Module):
     (torch.tensor([True, False, True]), torch.tensor([1.0, 2.0, 3.0, 4.0])),
 ], ids=["a scalar per element", "a row per masked row"])
 def test_masked_index_put_with_accumulate_adds(mask, values, dynamo):
-    """x[mask] += v: PyTorch's TorchScript translation assigned v (Where(mask, v, x)) and `check` passed the wrong model."""
+    """x[mask] += v: PyTorch's TorchScript translation assigned v (Where(mask, v, x)) and `check` passed the wrong model;
+    the dynamo exporter's kept a NonZero (which TensorRT-RTX cannot build). Both are a Where of the sum, for any mask."""
     import trt_scatter.torch as trt_scatter_torch
 
     data = torch.arange(12.0).reshape(3, 4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = trt_scatter_torch.export(_MaskedAccumulate(values), (data, mask), dynamo=dynamo, input_names=["data", "mask"])
+    assert not {"NonZero", "ScatterND"} & {node.op_type for node in model.graph.node} and not [n for n in model.graph.node if n.domain]
+    for masked in (mask, torch.zeros_like(mask), torch.ones_like(mask)):
+        (result,) = Reference(model).run({"data": data.numpy(), "mask": masked.numpy()}).values()
+        np.testing.assert_array_equal(result, _MaskedAccumulate(values)(data, masked).numpy())
+
+
+def test_masked_index_put_with_accumulate_and_a_value_per_element_keeps_the_stock_form_with_dynamo():
+    """A value per masked row cannot be a Where: the dynamo exporter's own translation (a NonZero) adds them."""
+    import trt_scatter.torch as trt_scatter_torch
+
+    module, data, mask = _MaskedAccumulate(torch.arange(8.0).reshape(2, 4)), torch.zeros(3, 4), torch.tensor([True, False, True])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = trt_scatter_torch.export(module, (data, mask), dynamo=True, input_names=["data", "mask"])
+    assert "NonZero" in {node.op_type for node in model.graph.node}
     (result,) = Reference(model).run({"data": data.numpy(), "mask": mask.numpy()}).values()
-    np.testing.assert_array_equal(result, _MaskedAccumulate(values)(data, mask).numpy())
+    np.testing.assert_array_equal(result, module(data, mask).numpy())
 
 
 def test_masked_index_put_with_accumulate_and_a_value_per_element_is_refused_with_torchscript():

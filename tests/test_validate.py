@@ -650,6 +650,10 @@ def standard_node(op, data=(4, 3), indices=(2, 3), updates=(2, 3), opset=18, dat
      "ScatterElements at opset 13, the model's, has no attribute 'reduction' (it arrives in opset 16)"),
     (standard_node("ScatterND", indices=(2, 1), updates=(2, 3), cols=1),
      "ScatterND has no attribute 'cols' (its attributes: reduction)"),
+    (standard_node("ScatterElements", opset=16, reduction="min"),
+     "ScatterElements at opset 16, the model's, has no reduction 'min' (it arrives in opset 18)"),
+    (standard_node("ScatterND", opset=17, indices=(2, 1), updates=(2, 3), reduction="max"),
+     "ScatterND at opset 17, the model's, has no reduction 'max' (it arrives in opset 18)"),
     (standard_node("TensorScatter", opset=18, data=(2, 4, 8), updates=(2, 1, 8), indices=(2,), inputs=("past_cache", "update", "write_indices")),
      "ONNX has no TensorScatter at opset 18, the model's (it arrives in opset 24)"),
     (standard_node("ScatterElements", data_type=np.bool_, reduction="add"),
@@ -667,7 +671,8 @@ def standard_node(op, data=(4, 3), indices=(2, 3), updates=(2, 3), opset=18, dat
     (standard_node("TensorScatter", opset=24, data=(2, 4, 8), updates=(2, 1, 8), indices=(2,), index_type=np.float32,
                    inputs=("past_cache", "update", "write_indices")),
      "tensor_scatter: 'write_indices' must be int32 or int64 (got float32)"),
-], ids=["reduction sum", "reduction before opset 16", "an attribute ONNX lacks", "TensorScatter before opset 24",
+], ids=["reduction sum", "reduction before opset 16", "an attribute ONNX lacks", "min before opset 18", "max before opset 18",
+        "TensorScatter before opset 24",
         "a reduction of bool", "axis past the rank", "indices wider than data", "float indices", "updates of another type",
         "too many index columns", "updates of another shape", "float write_indices"])
 def test_standard_scatter_nodes_are_checked_against_onnx_and_the_oracle(model, message):

@@ -236,7 +236,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _set_verbosity(verbose):
-    """Quiet by default: polygraphy and TensorRT say only warnings and errors unless --verbose."""
+    """Quiet by default: polygraphy and TensorRT say only errors unless --verbose (TensorRT's warnings on a build that
+    succeeds, such as its parser's note on every int64 index input, say nothing a user must act on)."""
     import logging
 
     from trt_scatter.backend import tensorrt
@@ -244,7 +245,7 @@ def _set_verbosity(verbose):
     tensorrt()  # polygraphy must see the backend choice before it is imported
     from polygraphy.logger import G_LOGGER
 
-    G_LOGGER.module_severity = G_LOGGER.VERBOSE if verbose else G_LOGGER.WARNING
+    G_LOGGER.module_severity = G_LOGGER.VERBOSE if verbose else G_LOGGER.ERROR
     if verbose:
         logging.basicConfig()
         logger.setLevel(logging.DEBUG)

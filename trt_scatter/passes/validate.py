@@ -47,7 +47,7 @@ from trt_scatter.log import warn
 from trt_scatter.model import ModelError, as_model, indexed_nodes, node_label, opset_version, printable, subgraphs
 from trt_scatter.model.files import MAX_ELEMENTS
 from trt_scatter.model.node import OpNode
-from trt_scatter.oracle import rules
+from trt_scatter.oracle import reductions, rules
 from trt_scatter.oracle.rules import ScatterInputError
 
 if TYPE_CHECKING:
@@ -190,6 +190,11 @@ def _check_schema(node, index, version):
                              f"(it arrives in opset {since})")
         raise ModelError(f"{label}: {node.op_type} has no attribute '{attribute.name}' (its attributes: "
                          f"{', '.join(sorted(schema.attributes))})")
+    reduction = next((attribute.s.decode(errors="replace") for attribute in node.attribute if attribute.name == "reduction"), "none")
+    since = reductions.ONNX_REDUCTIONS.get(reduction)
+    if since is not None and version < since:
+        raise ModelError(f"{label}: {node.op_type} at opset {version}, the model's, has no reduction '{reduction}' "
+                         f"(it arrives in opset {since})")
 
 
 def _since(op_type, attribute=None):

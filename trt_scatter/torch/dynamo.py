@@ -10,7 +10,8 @@ The exporter does not decompose an op that has a translation, so ``aten.index_co
 assignment becomes after functionalization) reaches :func:`slice_scatter`. The writes that combine
 (``scatter_add``, ``scatter_reduce``, ``index_add``, ``index_put(accumulate=True)``; their in-place
 forms after functionalization) become the reduction ops: the stock translations drop ``mean``
-(``scatter_reduce(reduce="mean")`` exports as a sum) and refuse ``include_self=False``.
+(``scatter_reduce(reduce="mean")`` exports as a plain ScatterElements, the last update winning) and refuse
+``include_self=False``.
 """
 
 from __future__ import annotations
@@ -107,12 +108,12 @@ def index_put(self, indices, values, accumulate=False):
     """``aten.index_put``: with one integer index tensor, one ScatterUpdate, or with ``accumulate=True`` one
     ScatterNDReduce (along the first axis) or ScatterElementsReduce (a 1-D index along another) that adds; with a batch
     index (``arange`` over the first dimension) and a position index, one CacheScatter (each batch row at its own
-    position); with a boolean mask and values that broadcast, a Where."""
+    position); with a boolean mask and values that broadcast, a Where (of the sum, with ``accumulate=True``)."""
     ir = _ir()
     tensors = [(position, index) for position, index in enumerate(indices) if index is not None]
     integer = tensors and all(index.dtype in (ir.DataType.INT64, ir.DataType.INT32) for _, index in tensors)
-    if not accumulate and len(tensors) == 1 and tensors[0][0] == 0 and tensors[0][1].dtype == ir.DataType.BOOL:
-        written = writes.masked_write(_Emitter(), self, tensors[0][1], values)  # x[mask] = v: a Where
+    if len(tensors) == 1 and tensors[0][0] == 0 and tensors[0][1].dtype == ir.DataType.BOOL:  # x[mask] = v, x[mask] += v: a Where
+        written = (writes.masked_accumulate if accumulate else writes.masked_write)(_Emitter(), self, tensors[0][1], values)
         if written is not None:
             return written
     if not accumulate and integer and self.shape is not None and len(tensors) == 2 and tensors[0][0] == 0:
@@ -152,7 +153,7 @@ def scatter_add(self, dim, index, src):
 
 def scatter_reduce(self, dim, index, src, reduce, include_self=True):
     """``aten.scatter_reduce.two`` (sum, prod, mean, amax, amin; include_self either way): one reduction node. The
-    stock translation drops ``mean`` (it writes a sum) and cannot say ``include_self=False``."""
+    stock translation drops ``mean`` (it writes a plain ScatterElements) and cannot say ``include_self=False``."""
     axis = _axis(dim, self)
     reduction = writes.REDUCTIONS.get(reduce)
     written = None if axis is None or reduction is None else writes.scatter_reduce_write(_Emitter(), self, axis, index, src, reduction, include_self)

@@ -370,16 +370,11 @@ def _masked_accumulate(emitter, data, indices, values):
     if data_dims is None or mask_dims is None or value_dims is None:
         raise ValueError("trt_scatter.torch: index_put with a mask and accumulate=True on tensors of unknown rank: PyTorch's "
                          "TorchScript translation assigns instead of adding; export with dynamo=True")
-    rest = len(data_dims) - len(mask_dims)
-    if len(value_dims) > rest and any(d != 1 for d in value_dims[: len(value_dims) - rest]):
+    written = writes.masked_accumulate(emitter, data, mask, values)
+    if written is None:
         raise ValueError("trt_scatter.torch: index_put with a mask, accumulate=True and a value per masked element: "
                          "PyTorch's TorchScript translation assigns instead of adding; export with dynamo=True")
-    if len(value_dims) > rest:  # leading 1s: values of the rest's shape
-        values = emitter.op("Reshape", values, emitter.op("Shape", values, start=len(value_dims) - rest))
-    if rest:
-        mask = emitter.op("Unsqueeze", mask, emitter.ints(list(range(len(mask_dims), len(data_dims)))))
-    added = emitter.op("Add", data, emitter.cast(values, emitter.scalar_type(data)))
-    return emitter.op("Where", mask, added, data)
+    return written
 
 
 def _index_put(emitter, data, indices, values, accumulate=False):

@@ -142,6 +142,23 @@ def masked_write(emitter: Any, data: _Value, mask: _Value, values: _Value) -> _V
     return emitter.op("Where", mask, emitter.op("CastLike", values, data), data)
 
 
+def masked_accumulate(emitter: Any, data: _Value, mask: _Value, values: _Value) -> _Value | None:
+    """``data[mask] += values`` (``index_put_((mask,), values, accumulate=True)``) with a boolean ``mask`` over data's
+    leading axes and ``values`` that broadcast over the axes the mask leaves (a scalar, or a row of the rest's shape,
+    leading 1s aside): ``Where(mask, data + values, data)``, no NonZero; None for values of one row per masked element."""
+    dims, mask_dims, value_dims = emitter.dims(data), emitter.dims(mask), emitter.dims(values)
+    if dims is None or mask_dims is None or value_dims is None or len(mask_dims) > len(dims):
+        return None
+    rest = len(dims) - len(mask_dims)
+    if len(value_dims) > rest and any(d != 1 for d in value_dims[: len(value_dims) - rest]):
+        return None
+    if len(value_dims) > rest:  # leading 1s: values of the rest's shape
+        values = emitter.op("Reshape", values, emitter.op("Shape", values, start=len(value_dims) - rest))
+    if rest:
+        mask = emitter.op("Unsqueeze", mask, emitter.ints(list(range(len(mask_dims), len(dims)))))
+    return emitter.op("Where", mask, emitter.op("Add", data, emitter.op("CastLike", values, data)), data)
+
+
 def masked_scatter(emitter: Any, data: _Value, mask: _Value, source: _Value) -> _Value:
     """``data.masked_scatter(mask, source)``: the True elements of ``mask`` (broadcast to data) take ``source``'s elements
     in order, as ``Where(mask, source_flat[max(CumSum(mask) - 1, 0)], data)``: no NonZero."""
