@@ -167,6 +167,8 @@ def test_both_ops_run_the_same_module():
     (dict(cache_shape=(2, 8, 3, 4), sequence_length=1, axis=1), False),
     (dict(cache_shape=(2, 8, 4), sequence_length=1), False),
     (dict(cache_shape=(2, 3, 8, 4), sequence_length=1, dtype=np.int32), False),
+    (dict(cache_shape=("batch", 3, "max_length", 4), sequence_length="tokens"), False),  # a sequence axis of no static length
+    (dict(cache_shape=("batch", 3, 8, 4), sequence_length="tokens"), True),
 ])
 def test_from_standard_leaves_tensorrt_what_its_parser_builds(kwargs, kept):
     node = _node(tensor_scatter_model(**kwargs, impl="standard"))
@@ -185,6 +187,16 @@ def test_from_standard_maps_a_cache_tensorrt_would_not_take():
     relu = onnx.helper.make_node("Relu", ["output"], ["relu"])
     graph.node.append(relu)
     graph.output[0].name = "relu"
+    assert from_standard(_node(model)) is not None
+
+
+def test_from_standard_maps_a_cache_that_another_node_reads():
+    """TensorRT's KV-cache layers cannot both update one cache in place (its builder: "Input index already mapped to an
+    output_index"), nor one update a cache that another layer reads."""
+    model = tensor_scatter_model((2, 3, 8, 4), 1, impl="standard")
+    graph = model.graph
+    graph.node.append(onnx.helper.make_node("Relu", ["past_cache"], ["relu"]))
+    graph.output.append(onnx.helper.make_tensor_value_info("relu", onnx.TensorProto.FLOAT, [2, 3, 8, 4]))
     assert from_standard(_node(model)) is not None
 
 

@@ -202,6 +202,7 @@ def test_bad_shapes_fail_the_parse_with_the_oracle_message(capfd):
     (dict(cache_shape=(2, 4, 8, 16), sequence_length=1, mode="circular"), "PLUGIN_V3"),  # the plugin
     (dict(cache_shape=(2, 8, 16), sequence_length=2, axis=1, dtype=np.int32), "PLUGIN_V3"),
     (dict(cache_shape=(2, 4, 8, 16), sequence_length=1, dtype=np.float16), "KV_CACHE_UPDATE"),  # TensorRT's own layer
+    (dict(cache_shape=(2, 4, "max_length", 16), sequence_length=1), "PLUGIN_V3"),  # TensorRT's needs a static length
 ])
 @models.forked
 def test_standard_tensorscatter_nodes_build_with_plugins(kwargs, layer):
@@ -211,6 +212,25 @@ def test_standard_tensorscatter_nodes_build_with_plugins(kwargs, layer):
     loader = engine.network_from_onnx(model, plugins=True)
     _, network, _ = loader()
     assert layer in [str(network.get_layer(i).type).split(".")[-1] for i in range(network.num_layers)]
+    shape = kwargs["cache_shape"]
+    profile = {"past_cache": tuple(tuple(length if d == "max_length" else d for d in shape) for length in (4, 8, 16))} if "max_length" in shape else None
+    assert engine.build_engine(loader, profile)[1].engine_bytes > 0
+
+
+@models.forked
+def test_two_standard_tensorscatters_of_one_cache_build_with_plugins():
+    """Two TensorScatters that update one cache (each its own output): TensorRT's KV-cache layers cannot alias one
+    input twice, so both go to the plugin."""
+    from trt_scatter import engine
+
+    model = tensor_scatter_model((2, 4, 8, 16), 1, impl="standard")
+    graph = model.graph
+    second = onnx.helper.make_node("TensorScatter", ["past_cache", "update", "write_indices"], ["second"], name="second", axis=-2)
+    graph.node.append(second)
+    graph.output.append(onnx.helper.make_tensor_value_info("second", onnx.TensorProto.FLOAT, [2, 4, 8, 16]))
+    loader = engine.network_from_onnx(model, plugins=True)
+    _, network, _ = loader()
+    assert [str(network.get_layer(i).type).split(".")[-1] for i in range(network.num_layers)].count("PLUGIN_V3") == 2
     assert engine.build_engine(loader)[1].engine_bytes > 0
 
 

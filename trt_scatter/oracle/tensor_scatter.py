@@ -162,10 +162,12 @@ def from_standard(node: OpNode) -> dict[str, Any] | None:
     ``None`` where TensorRT's ONNX parser builds it itself.
 
     TensorRT's parser makes a TensorScatter one ``IKVCacheUpdateLayer`` (TensorRT-RTX 1.7.1, TensorRT 11)
-    for a 4-D cache written on axis -2 in linear mode, of float32, float16 or bfloat16 (others fail its
-    parse), whose cache is a graph input and whose output a graph output (others fail its build:
-    "The cache tensor must be a network input", "The output tensor must be a network output"). Every
-    other node goes to the plugin, which takes any rank, axis, mode and element type.
+    for a 4-D cache written on axis -2 in linear mode, of float32, float16 or bfloat16, with a static length
+    on that axis (others fail its parse: "The KV cache tensor must have a static sequence length
+    dimension"), whose cache is a graph input that no other node reads and whose output a graph output
+    (others fail its build: "The cache tensor must be a network input", "The output tensor must be a
+    network output"; a cache that two layers update: "Input index already mapped to an output_index").
+    Every other node goes to the plugin, which takes any rank, axis, mode and element type.
     """
     axis, mode = node_attributes(node)
     cache, dtype = node.shape("past_cache"), node.dtype("past_cache")
@@ -174,7 +176,9 @@ def from_standard(node: OpNode) -> dict[str, Any] | None:
         cache is not None and len(cache) == TENSORRT_KV_CACHE["rank"] and -len(cache) <= axis < len(cache)
         and axis % len(cache) == TENSORRT_KV_CACHE["axis"] and mode == TENSORRT_KV_CACHE["mode"]
         and dtype is not None and np.dtype(dtype).name in TENSORRT_KV_CACHE["types"]
+        and cache[axis % len(cache)] >= 0
         and node.inputs["past_cache"] in {value.name for value in graph.input}
+        and sum(node.inputs["past_cache"] in other.input for other in graph.node) == 1
         and node.node.output[0] in {value.name for value in graph.output}
     )  # fmt: skip
     if kept:
