@@ -670,11 +670,15 @@ def standard_node(op, data=(4, 3), indices=(2, 3), updates=(2, 3), opset=18, dat
      "scatter_nd: 'updates' must have shape (2, 3) (indices.shape[:-1] + data.shape[indices.shape[-1]:]) (got shape (2, 4))"),
     (standard_node("TensorScatter", opset=24, data=(2, 4, 8), updates=(2, 1, 8), indices=(2,), index_type=np.float32,
                    inputs=("past_cache", "update", "write_indices")),
-     "tensor_scatter: 'write_indices' must be int32 or int64 (got float32)"),
+     "tensor_scatter: 'write_indices' must be int64 (got float32)"),
+    (standard_node("TensorScatter", opset=24, data=(2, 4, 8), updates=(2, 1, 8), indices=(2,), index_type=np.int32,
+                   inputs=("past_cache", "update", "write_indices")),
+     "tensor_scatter: 'write_indices' must be int64 (got int32)"),
+    (standard_node("ScatterND", indices=(2, 1), updates=(2, 3), index_type=np.int32), "scatter_nd: 'indices' must be int64 (got int32)"),
 ], ids=["reduction sum", "reduction before opset 16", "an attribute ONNX lacks", "min before opset 18", "max before opset 18",
         "TensorScatter before opset 24",
         "a reduction of bool", "axis past the rank", "indices wider than data", "float indices", "updates of another type",
-        "too many index columns", "updates of another shape", "float write_indices"])
+        "too many index columns", "updates of another shape", "float write_indices", "int32 write_indices", "int32 ScatterND indices"])
 def test_standard_scatter_nodes_are_checked_against_onnx_and_the_oracle(model, message):
     """ONNX's own scatter nodes: the schema at the model's opset, then the oracle's rules on the types and shapes the
     model shows; each refused in one line before TensorRT (whose parser asserted, built the wrong engine, or ignored it)."""

@@ -226,10 +226,22 @@ def _check_attribute(op, label, attribute):
         raise ModelError(f"{label}: attribute '{attribute.name}' must be {contract.describe()} (got {value!r})")
 
 
+def _schema_types(node, position):
+    """The element type names ONNX's schema of a standard ``node`` (at the model's opset) takes for its input at
+    ``position``: ScatterND's indices and TensorScatter's write_indices are int64 only (TensorRT's parser takes
+    int32 too, but onnxruntime and ONNX's checker refuse the model)."""
+    import onnx.defs
+
+    schema = onnx.defs.get_schema(node.node.op_type, opset_version(node.tensors.model, "") or onnx.defs.onnx_opset_version(), "")
+    formal = schema.inputs[position].type_str
+    allowed = next((c.allowed_type_strs for c in schema.type_constraints if c.type_param_str == formal), [formal])
+    return tuple(text.removeprefix("tensor(").removesuffix(")") for text in allowed)
+
+
 def _check_types(node):
     """Element types against the contract: data numeric (a ``trt_scatter`` op's; ONNX's own ops take what their
-    schema takes), the element inputs and the output of data's type, index inputs int32 or int64, an index
-    input of its leader's type; the output of data's shape where both are known."""
+    schema takes), the element inputs and the output of data's type, index inputs int32 or int64 (ONNX's own ops:
+    what their schema takes), an index input of its leader's type; the output of data's shape where both are known."""
     op, name = node.op, node.op.key
     data = node.dtype(op.data_input)
     if data is not None and op.is_plugin:
@@ -237,7 +249,8 @@ def _check_types(node):
     for input_name, leader in op.index_inputs.items():
         if node.dtype(input_name) is None:
             continue
-        rules.check_type_in(name, input_name, node.dtype(input_name), ops.INDEX_TYPES)
+        allowed = ops.INDEX_TYPES if op.is_plugin else _schema_types(node, op.inputs.index(input_name))
+        rules.check_type_in(name, input_name, node.dtype(input_name), allowed)
         if leader != input_name and node.dtype(leader) is not None:
             rules.check_same_type(name, input_name, node.dtype(input_name), node.dtype(leader), other=leader)
     for input_name in [n for n in op.element_inputs if n != op.data_input] + ["output"]:
