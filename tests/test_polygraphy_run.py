@@ -134,6 +134,31 @@ def test_a_model_the_loader_cannot_serve_fails_in_one_line(tmp_path):
     assert "Traceback" not in result.stdout + result.stderr
 
 
+@pytest.mark.parametrize("broken, line", [
+    ("unknown op", "SliceScatterX node 'scatter': domain 'trt_scatter' has no op 'SliceScatterX'"),
+    ("unknown attribute", "SliceScatter node 'scatter': attribute 'foo' is not an attribute of SliceScatter"),
+    ("missing file", "cannot read ONNX model"),
+])
+def test_the_reference_runs_only_a_model_that_passes_validation(tmp_path, broken, line):
+    """``--pluginref`` alone (no trt-scatter option) runs the oracle on the model: a model it refuses ends the run in
+    polygraphy's one line, not in a traceback, nor in a PASSED run of what the model cannot mean."""
+    from onnx import helper
+
+    from trt_scatter.onnx_models import slice_scatter_model
+
+    model = slice_scatter_model((4, 6), [1], [4], [1], [1])
+    model.graph.node[0].name = "scatter"
+    if broken == "unknown op":
+        model.graph.node[0].op_type = "SliceScatterX"
+    elif broken == "unknown attribute":
+        model.graph.node[0].attribute.append(helper.make_attribute("foo", 1))
+    path = fx.save(model, tmp_path / "model.onnx") if broken != "missing file" else tmp_path / "missing.onnx"
+    result = fx.run_tool("polygraphy", ["run", path, "--pluginref"])
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in output and "PASSED" not in output, output
+    assert f"[!] --pluginref: {line}" in output
+
+
 def test_register_loader_registers_then_passes_through(monkeypatch, debug_env_unset):
     import trt_scatter.plugins
     from trt_scatter.polygraphy_ext import RegisterTrtScatterPlugins
@@ -279,8 +304,8 @@ def _runtime_axes(model):
     "change, options, line",
     [
         (_step_0, ["--onnxrt", "--pluginref"], "[!] --onnxrt: SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])"),
-        (_step_0, ["--pluginref", "--trt-scatter-inputs"],
-         "[!] --trt-scatter-inputs: SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])"),
+        (_step_0, ["--pluginref", "--trt-scatter-inputs"],  # the model is validated before the loader plans inputs
+         "[!] --pluginref: SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])"),
         (lambda model: None, ["--pluginref", "--val-range", "pos:[20,30]"],
          "[!] SliceScatter node 'write_kv': slice_scatter: 'updates' must have shape (2, 3, 0, 4) (data's shape with each sliced axis cut to its slice's length) (got shape (2, 3, 1, 4))"),
     ],

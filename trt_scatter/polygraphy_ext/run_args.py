@@ -4,7 +4,8 @@ Loading it (polygraphy does, on every ``polygraphy run``, once trt-scatter is in
 
 - ``--pluginref`` runs trt-scatter's whole-model reference (:class:`.ReferenceRunner`: ONNX's
   evaluator with the oracle for the scatter ops) instead of polygraphy's node-by-node one, so
-  models with MatMul, Conv, Sigmoid... around scatter nodes run there;
+  models with MatMul, Conv, Sigmoid... around scatter nodes run there, once the model passes
+  validation (a mistake it shows ends the run in one line);
 - ``--onnxrt`` runs a model with ``trt_scatter`` nodes lowered to standard ONNX ops
   (:class:`~trt_scatter.passes.lower.LowerTrtScatter`), which onnxruntime can run; it says so;
 
@@ -86,13 +87,14 @@ class TrtScatterArgs(BaseArgs):
             self.arg_groups[PluginRefRunnerArgs].add_to_script_impl = self._add_reference_runner
         self._model = None  # the run's ONNX model once read (_read_model): every check below reads it once
         # Only the onnxrt runner builds a session (OnnxrtSessionArgs.add_to_script): other runs need not read the model.
-        runs_onnxrt = OnnxrtSessionArgs in self.arg_groups and "onnxrt" in (args_util.get(args, "runners") or [])
+        runners = args_util.get(args, "runners") or []
+        runs_onnxrt = OnnxrtSessionArgs in self.arg_groups and "onnxrt" in runners
         model = self._model_to_lower() if runs_onnxrt else None
         if model is not None:
             self._check_lowering(model)
             _before_add_to_script(self.arg_groups[OnnxrtSessionArgs], self._lowered_model)
-        if self.register_plugins:
-            self._validate_model()
+        if self.register_plugins or (PluginRefRunnerArgs in self.arg_groups and "pluginref" in runners):
+            self._validate_model("--trt-scatter-plugins" if self.register_plugins else "--pluginref")
         if self.register_plugins and TrtLoadPluginsArgs in self.arg_groups:
             _after_add_to_script(self.arg_groups[TrtLoadPluginsArgs], self._register_plugins_first)
         if DataLoaderArgs in self.arg_groups:
@@ -151,8 +153,10 @@ class TrtScatterArgs(BaseArgs):
             return None
         return model if model is not None and model.trt_scatter_ops() else None
 
-    def _validate_model(self):
-        """Validates an ONNX model now, so that a mistake it shows fails before anything runs, in one line."""
+    def _validate_model(self, flag):
+        """Validates an ONNX model now, so that a mistake it shows fails before anything runs, in one line that
+        starts with the ``flag`` that asked for it (the reference runs the model as the oracle defines it: a model
+        the oracle refuses would end in a traceback, or pass what it cannot mean)."""
         from trt_scatter.engine import needs_aliased_plugin_io
         from trt_scatter.model import ModelError
         from trt_scatter.passes.validate import validate
@@ -163,8 +167,8 @@ class TrtScatterArgs(BaseArgs):
                 return
             validate(model)
         except ModelError as err:
-            G_LOGGER.critical(f"--trt-scatter-plugins: {err}")
-        if needs_aliased_plugin_io(model.proto) and TrtConfigArgs in self.arg_groups:
+            G_LOGGER.critical(f"{flag}: {err}")
+        if self.register_plugins and needs_aliased_plugin_io(model.proto) and TrtConfigArgs in self.arg_groups:
             self._allow_aliased_plugin_io(self.arg_groups[TrtConfigArgs])
 
     def _allow_aliased_plugin_io(self, config_args):
