@@ -234,6 +234,8 @@ def test_repeated_targets_are_warned_of_by_name(tmp_path):
     constant.graph.initializer.append(numpy_helper.from_array(np.array([[1], [-3]], np.int64), "indices"))
     built = fx.run_tool("trt-scatter", ["build", _saved(tmp_path, constant, "constant.onnx"), "-o", tmp_path / "e.engine"])
     assert built.returncode == 0 and "warning: ScatterND node" in built.stderr and "rows 0 and 1 of 'indices' both write (1,): the result is undefined" in built.stderr
+    checked_constant = fx.run_tool("trt-scatter", ["check", tmp_path / "constant.onnx", "--allow-engine-not-run"])
+    assert checked_constant.stderr.count("warning:") == 1, checked_constant.stderr  # validation's; the run's own would repeat it
     fed = _saved(tmp_path, model, "fed.onnx")
     save_json([{"data": np.zeros((4, 3), np.float32), "indices": np.array([[2], [2]]), "updates": np.ones((2, 3), np.float32)}], tmp_path / "in.json")
     checked = fx.run_tool("trt-scatter", ["check", fed, "--load-inputs", tmp_path / "in.json", "--allow-engine-not-run"])

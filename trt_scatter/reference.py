@@ -68,7 +68,8 @@ def _reference_op(op, domain=None):
         except ScatterInputError as err:  # the oracle's own: the scatter ops run no other node
             raise NodeInputError(self.onnx_node, err) from None
         repeat = oracle.module(op).repeated_target(Known({name: v for name, v in zip(op.inputs, inputs) if v is not None}, given))
-        if repeat:
+        index_names = {self.onnx_node.input[op.inputs.index(name)] for name in op.index_inputs if op.inputs.index(name) < len(self.onnx_node.input)}
+        if repeat and not index_names <= getattr(self, "model_constants", set()):  # validation warns of a model's constants
             warn(f"{node_label(self.onnx_node)}: {repeat} (in the inputs of a run): {rules.UNDEFINED}")
         return (output,)
 
@@ -127,6 +128,10 @@ class Reference:
         self.model = model  #: the ModelProto it runs, as given or read
         self.evaluator = ReferenceEvaluator(_default_domain_as_empty(model), new_ops=REFERENCE_OPS)
         self._defaults = {init.name for init in model.graph.initializer}  # inputs an initializer fills when not fed
+        constants = (self._defaults - set(self.evaluator.input_names)) | {
+            name for node in model.graph.node if node.op_type == "Constant" for name in node.output}
+        for node in getattr(self.evaluator, "rt_nodes_", None) or ():
+            node.model_constants = constants  # what no run changes: the scatter ops warn of repeats only in the others
 
     @property
     def input_names(self) -> list[str]:
