@@ -85,6 +85,37 @@ def test_scatter_reduce_prod_amin_mean_without_self_and_per_element_indices(name
     _matches_eager(module, model, {n: a.numpy() for n, a in zip(module.input_names, module.inputs())})
 
 
+class _IndexReduce(torch.nn.Module):
+    def __init__(self, dim, reduce, include_self):
+        super().__init__()
+        self.dim, self.reduce, self.include_self = dim, reduce, include_self
+
+    def forward(self, data, index, source):
+        data = data.clone()
+        data.index_reduce_(self.dim, index, source, self.reduce, include_self=self.include_self)  # in place, as GNN code writes it
+        return data
+
+
+@EXPORTERS
+@pytest.mark.parametrize("dim, reduce, include_self", [(0, "amax", True), (0, "mean", False), (1, "prod", False), (-1, "amin", True)])
+def test_index_reduce_is_one_reduction_node_that_computes_what_eager_pytorch_does(dim, reduce, include_self, dynamo):
+    """``index_reduce`` (prod, mean, amax, amin), which neither of PyTorch's exporters translates: one node, as index_add."""
+    import trt_scatter.torch as trt_scatter_torch
+
+    module = _IndexReduce(dim, reduce, include_self)
+    index = torch.tensor([0, 2, 2, 3, 0, 2])  # repeated targets, and target 1 untouched
+    args = (torch.randn(4, 5), index, torch.randn(6, 5) if dim == 0 else torch.randn(4, 6))
+    if dim != 0:
+        args = (torch.randn(5, 4), index, torch.randn(5, 6))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = trt_scatter_torch.export(module, args, dynamo=dynamo, input_names=["data", "index", "source"])
+    written = [node.op_type for node in model.graph.node if node.domain == "trt_scatter"]
+    assert written == [ops.SCATTER_ND_REDUCE.name if dim == 0 else ops.SCATTER_ELEMENTS_REDUCE.name]
+    (result,) = Reference(model).run({name: arg.numpy() for name, arg in zip(["data", "index", "source"], args)}).values()
+    np.testing.assert_allclose(result, module(*args).numpy(), rtol=1e-6, atol=1e-6)
+
+
 @EXPORTERS
 @pytest.mark.parametrize("dtype, alpha", [(torch.float32, 2.5), (torch.float32, 1.5), (torch.int64, 3), (torch.float16, -0.5)])
 def test_index_add_with_alpha_adds_alpha_times_the_source(dtype, alpha, dynamo):

@@ -4,7 +4,7 @@ PyTorch's exporters write ``slice_scatter``, slice assignment, ``select_scatter`
 and ``index_put`` as ScatterND or ScatterElements with Transposes around them or full coordinate
 tensors (or not at all), and ``scatter_add``, ``scatter_reduce``, ``index_add`` and
 ``index_put(accumulate=True)`` as scatters with a reduction that TensorRT builds nondeterministically
-or not at all (two of them computing other values than eager PyTorch). Here each becomes one
+or not at all (two of them computing other values than eager PyTorch), and ``index_reduce`` not at all. Here each becomes one
 ``trt_scatter`` node (SliceScatter, ScatterUpdate, ScatterElementsReduce or ScatterNDReduce), a write
 of each batch row at its own position (``cache[torch.arange(B), :, pos] = k``, ``index_put`` with a
 batch and a position index) one ``CacheScatter`` node (TensorScatter-24), which TensorRT's ONNX

@@ -46,6 +46,7 @@ def translation_table() -> dict[torch._ops.OpOverload, Callable[..., Any]]:
         aten.scatter_add.default: scatter_add,
         aten.scatter_reduce.two: scatter_reduce,
         aten.index_add.default: index_add,
+        aten.index_reduce.default: index_reduce,
         aten.scatter.reduce: scatter_with_reduce,
         aten.scatter.value_reduce: scatter_value_with_reduce,
     }
@@ -174,6 +175,19 @@ def index_add(self, dim, index, source, alpha=1):
         scale = emitter.op("Constant", **({"value_int": alpha} if isinstance(alpha, int) else {"value_float": float(alpha)}))
         source = emitter.op("Mul", source, emitter.op("CastLike", scale, source))
     return writes.index_reduce_write(emitter, self, index, source, axis, "add")
+
+
+def index_reduce(self, dim, index, source, reduce, include_self=True):
+    """``aten.index_reduce`` (prod, mean, amax, amin; include_self either way), which torch.onnx has no translation
+    of: one ScatterNDReduce along the first axis, a ScatterElementsReduce along another, as :func:`index_add`."""
+    axis, reduction = _axis(dim, self), writes.REDUCTIONS.get(reduce)
+    if axis is None or index.shape is None or len(index.shape) > 1 or reduction is None:
+        raise ValueError(f"trt_scatter.torch: aten.index_reduce with reduce={reduce!r}, an index of rank > 1 or data of unknown "
+                         "rank: PyTorch's exporters have no translation of it, and trt_scatter's takes a 0-D or 1-D index")
+    emitter = _Emitter()
+    if len(index.shape) == 0:
+        index = emitter.op("Reshape", index, emitter.ints([1]))
+    return writes.index_reduce_write(emitter, self, index, source, axis, reduction, include_self)
 
 
 def scatter_with_reduce(self, dim, index, src, reduce):

@@ -10,8 +10,8 @@ for what a ``trt_scatter`` node cannot express exactly:
   ``accumulate=False``: one ScatterUpdate, negative indices wrapped first;
 - ``aten::scatter_add``, ``aten::scatter_reduce`` (sum, prod, mean, amax, amin, include_self either way),
   ``aten::scatter`` with ``reduce="add"|"multiply"`` (the stock symbolic cannot translate it),
-  ``aten::index_add``, ``aten::index_put`` with ``accumulate=True``: one ScatterNDReduce or
-  ScatterElementsReduce (:mod:`.writes`). The stock symbolics refuse ``mean``, ``include_self=False``
+  ``aten::index_add``, ``aten::index_reduce`` (no stock symbolic), ``aten::index_put`` with ``accumulate=True``: one
+  ScatterNDReduce or ScatterElementsReduce (:mod:`.writes`). The stock symbolics refuse ``mean``, ``include_self=False``
   and ``index_add`` with repeated indices, and add a repeated ``index_put`` index once;
 - slice assignment (``x[:, a:b] = y``, ``cache[:, :, pos:pos + t] = new``, ``x[:, 3] = y``,
   ``x[:, idx] = y``): the exporter turns ``aten::slice``/``aten::select`` followed by an in-place
@@ -186,6 +186,22 @@ def index_add(g: GraphContext, self, dim: torch._C.Value, index: torch._C.Value,
                                                      self, dim, index, source, alpha)
 
 
+def index_reduce(g: GraphContext, self, dim: torch._C.Value, index: torch._C.Value, source: torch._C.Value, reduce: torch._C.Value, include_self: torch._C.Value, *, stock: Callable[..., torch._C.Value]) -> torch._C.Value:
+    """``aten::index_reduce`` (prod, mean, amax, amin; include_self either way), which torch.onnx has no symbolic
+    of: one reduction node, as :func:`index_add` writes."""
+    from torch.onnx import symbolic_helper
+
+    axis, rank = _axis(self, _const(dim)), symbolic_helper._get_tensor_rank(index)
+    reduction, include = writes.REDUCTIONS.get(symbolic_helper._maybe_get_const(reduce, "s")), _const(include_self)
+    if axis is None or rank is None or rank > 1 or reduction is None or include not in (True, False, 0, 1):
+        raise ValueError("trt_scatter.torch: aten::index_reduce with a reduce or include_self not known, an index of rank > 1 or "
+                         "data of unknown rank: PyTorch's exporters have no translation of it, and trt_scatter's takes a 0-D or 1-D index")
+    emitter = _Emitter(g)
+    if rank == 0:
+        index = emitter.op("Reshape", index, emitter.ints([1]))
+    return writes.index_reduce_write(emitter, self, index, source, axis, reduction, include)
+
+
 def placeholder(g: GraphContext, *inputs: torch._C.Value, stock: Callable[..., torch._C.Value], **attributes: object) -> torch._C.Value:
     """``onnx::Placeholder`` of an in-place write through a chain of slices and selects."""
     written = None
@@ -205,6 +221,7 @@ _SYMBOLICS = {
     "aten::scatter_reduce": scatter_reduce,
     "aten::scatter": scatter,
     "aten::index_add": index_add,
+    "aten::index_reduce": index_reduce,
     "onnx::Placeholder": placeholder,
 }
 
