@@ -209,6 +209,30 @@ def test_values_computed_from_the_masked_elements_leave_no_nonzero(chain, w_shap
         np.testing.assert_allclose(Reference(model).run(feeds)["output"], session.run(["output"], feeds)[0], rtol=1e-6)
 
 
+@pytest.mark.parametrize("reduction, done", [("add", "added to data"), ("mul", "multiplied into data")])
+def test_a_masked_scatter_nd_with_a_reduction_is_a_where_that_combines(reduction, done):
+    """``index_put((mask,), v, accumulate=True)`` as the dynamo exporter writes it: ScatterND(x, NonZero(mask), v
+    expanded, reduction=add). NonZero names each masked element once, so it is ``Where(mask, x + v, x)``: no NonZero."""
+    nodes = [
+        helper.make_node("NonZero", ["mask"], ["nonzero"]),
+        helper.make_node("Transpose", ["nonzero"], ["indices"], perm=[1, 0]),
+        helper.make_node("Shape", ["indices"], ["indices_shape"]),
+        helper.make_node("Slice", ["indices_shape", "zero", "one"], ["count"]),
+        helper.make_node("Expand", ["v", "count"], ["updates"]),
+        helper.make_node("ScatterND", ["x", "indices", "updates"], ["output"], reduction=reduction),
+    ]
+    inputs = [("x", FLOAT, [6, 5]), ("mask", TensorProto.BOOL, [6, 5]), ("v", FLOAT, [])]
+    original = _model(nodes, inputs, [("output", FLOAT, [6, 5])], {"one": [1], "zero": [0]})
+    model, report = rewrite(original)
+    assert [change.detail for change in report.rewritten] == [f"values broadcast, {done}"]
+    assert not {"NonZero", "ScatterND"} & {node.op_type for node in model.graph.node} and not _plugins(model)
+    session = onnxruntime.InferenceSession(original.SerializeToString())
+    x, v = np.random.default_rng(0).standard_normal((6, 5)).astype(np.float32), np.array(1.5, np.float32)
+    for mask in (np.zeros((6, 5), bool), np.random.default_rng(1).random((6, 5)) < 0.5, np.ones((6, 5), bool)):
+        feeds = {"x": x, "mask": mask, "v": v}
+        np.testing.assert_array_equal(Reference(model).run(feeds)["output"], session.run(["output"], feeds)[0])
+
+
 # ---- models it must leave alone ------------------------------------------------------------------
 
 

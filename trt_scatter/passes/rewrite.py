@@ -26,7 +26,8 @@ reduction, which TensorRT builds nondeterministically or not at all; each patter
   translation gives one value per masked element, too few once two rows are masked), computed element by
   element from the masked elements (``x[mask] += v``: ``U`` an elementwise ``F(GatherND(X, NonZero(M)), v)``
   becomes ``F(X, v)``), or gathered in order (``U`` the first rows of a source, taken at ``CumSum(M) - 1``),
-  so that no NonZero (data-dependent shapes, and none at all in TensorRT-RTX) remains;
+  so that no NonZero (data-dependent shapes, and none at all in TensorRT-RTX) remains; with a reduction add or mul
+  (``index_put((mask,), v, accumulate=True)``), a ``Where`` of ``X + values`` or ``X * values``;
 - ``SliceScatter(D, SliceScatter(Slice(D, s), Y, t), s)`` on different axes: one SliceScatter over
   both (the dynamo exporter hands a write over several axes over as nested writes);
 - a chain of SliceScatters that writes batch row ``b`` of D at position ``P[b]`` with ``K[b]``, once for
@@ -298,7 +299,15 @@ class _Rewriter:
         """
         import onnx_graphsurgeon as gs
 
-        if _attr(node, "reduction", "none") != "none":
+        reduction = _attr(node, "reduction", "none")
+        if reduction in _MASKED_COMBINES:  # x[mask] += v as PyTorch's exporters write index_put((mask,), v, accumulate=True)
+            try:
+                masked = self._masked_write(node, combine=reduction)
+            except _Left:
+                masked = None  # a ScatterNDReduce then, NonZero and all
+            if masked is not None:
+                return masked
+        if reduction != "none":
             return self._reduction(node)
         masked = self._masked_write(node)
         if masked is not None:
@@ -609,10 +618,12 @@ class _Rewriter:
 
     # ---- masked writes ---------------------------------------------------------------------------
 
-    def _masked_write(self, node):
+    def _masked_write(self, node, combine=None):
         """``ScatterND(X, Transpose(NonZero(M), [1, 0]), U)`` as a ``Where`` on M (``None`` where it is not that form):
         ``U`` an Expand of values that do not vary along the written elements (``x[mask] = v``), or the first rows of a
-        source ``S`` in order (``masked_scatter``), gathered at ``CumSum(M) - 1``. M must span data's leading axes."""
+        source ``S`` in order (``masked_scatter``), gathered at ``CumSum(M) - 1``. M must span data's leading axes.
+        ``combine`` (``"add"``, ``"mul"``): a ScatterND with that reduction, ``Where(M, X + values, X)`` (or ``*``: NonZero
+        names each element once, so each combines with its value once)."""
         data, indices, updates = node.inputs
         transpose = _producer(indices)
         if transpose is None or transpose.op != "Transpose" or [int(p) for p in transpose.attrs.get("perm", [])] != [1, 0]:
@@ -639,6 +650,9 @@ class _Rewriter:
         condition = mask if _np_dtype(mask) == np.bool_ else self._node("Cast", [mask], f"{label}_mask", np.bool_, to=dtypes.to_onnx(np.bool_))
         if tail:
             condition = self._unsqueeze(condition, list(range(len(mask_dims), rank)), f"{label}_mask_b", np.bool_)
+        if combine is not None:
+            op_type, done = _MASKED_COMBINES[combine]
+            values, how = self._node(op_type, [data, values], f"{label}_combined", _np_dtype(data)), f"{how}, {done}"
         where = self._replaced_by("Where", node, [condition, values, data], f"{label}_where")
         return "NonZero/ScatterND (a masked write)", where.op, how
 
@@ -1275,6 +1289,8 @@ def _progression(values):
 
 
 # Inputs that TensorRT reads as shape tensors (what a plugin cannot compute): op -> input positions.
+#: a masked ScatterND's reduction -> the op that combines in its Where, and what the report says
+_MASKED_COMBINES = {"add": ("Add", "added to data"), "mul": ("Mul", "multiplied into data")}
 _ELEMENTWISE_NODES = 64  # the most elementwise nodes followed from a masked write's values to the masked gathers
 # Ops that compute each output element from the inputs' elements at the same (broadcast) position: applied to a
 # whole tensor, they give at each masked element what they gave for the masked elements alone.
