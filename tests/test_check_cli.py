@@ -483,6 +483,19 @@ def test_a_min_reduction_that_onnxruntime_settles_otherwise_fails_with_a_note_sa
     assert passed.returncode == 0 and "note:" not in passed.stdout, output_of(passed)
 
 
+def test_loaded_inputs_that_give_one_named_dimension_two_lengths_are_one_line_before_the_build(tmp_path, elements_model):
+    """The model names indices' and updates' first dimension "N": loaded inputs of 2 and 3 rows there fail in one line
+    naming the dimension, before the engine's profile fails to build and the reference refuses the run."""
+    from polygraphy.json import save_json
+
+    feeds = {"data": np.zeros((2, 5), np.float32), "indices": np.array([[0, 1, 2], [0, 1, 2]]), "updates": np.ones((3, 3), np.float32)}
+    save_json([feeds], str(tmp_path / "rows.json"))
+    refused = check(elements_model, "--load-inputs", tmp_path / "rows.json")
+    assert refused.returncode == 2 and refused.stdout == "", output_of(refused)
+    assert refused.stderr.endswith("iteration 0: dimension 'N' is 2 in input 'data' and 3 in input 'updates': the model names them one "
+                                   "dimension\n"), refused.stderr
+
+
 def test_loaded_inputs_with_a_name_the_model_lacks_are_refused(tmp_path, elements_model):
     from polygraphy.json import save_json
 

@@ -304,6 +304,7 @@ def _inputs(args, loaded):
                 raise common.CliError(f"--load-inputs {args.load_inputs!r}: iteration {iteration} has {extra[0]!r}, which is not an input of the model (its inputs: {', '.join(names)})")
             for name in names:
                 _check_loaded(args.load_inputs, iteration, name, feed[name], loaded.tensors)
+            _check_named_dims(args.load_inputs, iteration, feed, model.graph)
         return feeds
     from trt_scatter.polygraphy_ext import ScatterDataLoader
 
@@ -327,6 +328,25 @@ def _check_loaded(path, iteration, name, value, tensors):
     if shape is not None and (value.ndim != len(shape) or any(d >= 0 and d != v for d, v in zip(shape, value.shape))):
         declared = "(" + ", ".join("?" if d < 0 else str(d) for d in shape) + ")"
         raise common.CliError(f"{where} has shape {value.shape}, which does not fit the model's {declared}")
+
+
+def _check_named_dims(path, iteration, feed, graph):
+    """Loaded inputs give a named (symbolic) dimension one length wherever the model's inputs name it (else the
+    engine's profile fails to build, and the reference refuses the run too: two lines for one mistake)."""
+    import numpy as np
+
+    seen = {}
+    for value in graph.input:
+        if value.name not in feed:
+            continue
+        shape = np.shape(feed[value.name])
+        for axis, dim in enumerate(value.type.tensor_type.shape.dim):
+            if not dim.dim_param or axis >= len(shape):
+                continue
+            first = seen.setdefault(dim.dim_param, (shape[axis], value.name))
+            if first[0] != shape[axis]:
+                raise common.CliError(f"--load-inputs {path!r}: iteration {iteration}: dimension {dim.dim_param!r} is {first[0]} in "
+                                      f"input {first[1]!r} and {shape[axis]} in input {value.name!r}: the model names them one dimension")
 
 
 def _build_engine(loaded, feeds, plugins):
