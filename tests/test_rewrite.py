@@ -209,6 +209,37 @@ def test_values_computed_from_the_masked_elements_leave_no_nonzero(chain, w_shap
         np.testing.assert_allclose(Reference(model).run(feeds)["output"], session.run(["output"], feeds)[0], rtol=1e-6)
 
 
+def test_a_mask_broadcast_over_leading_axes_is_not_the_row_mask_its_values_were_gathered_with():
+    """ScatterND through ``Expand(m, [5, 5])`` (m of 5 broadcast on the left: a mask of columns) with values gathered
+    through ``NonZero(m)`` (rows): valid ONNX, whose elements take the gathered values in order. They are not the
+    columns' own F: the values are taken in order, and the result is onnxruntime's."""
+    nodes = [
+        helper.make_node("NonZero", ["mask"], ["rows_nonzero"]),
+        helper.make_node("Transpose", ["rows_nonzero"], ["rows"], perm=[1, 0]),
+        helper.make_node("GatherND", ["x", "rows"], ["gathered"]),
+        helper.make_node("Add", ["gathered", "w"], ["f"]),
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Expand", ["mask", "shape"], ["mask_full"]),
+        helper.make_node("NonZero", ["mask_full"], ["nonzero"]),
+        helper.make_node("Transpose", ["nonzero"], ["indices"], perm=[1, 0]),
+        helper.make_node("Reshape", ["f", "flat"], ["f_flat"]),
+        helper.make_node("Shape", ["indices"], ["indices_shape"]),
+        helper.make_node("Gather", ["indices_shape", "zero_scalar"], ["count"], axis=0),
+        helper.make_node("Unsqueeze", ["count", "zero"], ["count_1d"]),
+        helper.make_node("Slice", ["f_flat", "zero", "count_1d", "zero"], ["updates"]),
+        helper.make_node("ScatterND", ["x", "indices", "updates"], ["output"]),
+    ]
+    inputs = [("x", FLOAT, [5, 5]), ("mask", TensorProto.BOOL, [5]), ("w", FLOAT, [5])]
+    original = _model(nodes, inputs, [("output", FLOAT, [5, 5])], {"flat": [-1], "zero": [0], "zero_scalar": 0})
+    model, report = rewrite(original)
+    assert [change.detail for change in report.rewritten] == ["values in order"]
+    session = onnxruntime.InferenceSession(original.SerializeToString())
+    x, w = np.arange(25, dtype=np.float32).reshape(5, 5), np.arange(5, dtype=np.float32) * 100
+    for mask in (np.isin(np.arange(5), [1, 3]), np.ones(5, bool), np.zeros(5, bool)):
+        feeds = {"x": x, "mask": mask, "w": w}
+        np.testing.assert_array_equal(Reference(model).run(feeds)["output"], session.run(["output"], feeds)[0])
+
+
 @pytest.mark.parametrize("reduction, done", [("add", "added to data"), ("mul", "multiplied into data")])
 def test_a_masked_scatter_nd_with_a_reduction_is_a_where_that_combines(reduction, done):
     """``index_put((mask,), v, accumulate=True)`` as the dynamo exporter writes it: ScatterND(x, NonZero(mask), v

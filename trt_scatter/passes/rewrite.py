@@ -733,8 +733,8 @@ class _Rewriter:
         spread, expand = self._spread_mask(mask, rank), _producer(mask)
         if spread is not None:
             masks.append(spread[0])
-        if expand is not None and expand.op == "Expand":
-            masks.append(expand.inputs[0])
+        if expand is not None and expand.op == "Expand" and _rank(expand.inputs[0]) == rank:  # of data's rank: the same mask
+            masks.append(expand.inputs[0])  # (one of lower rank, broadcast on the left, would mask trailing axes)
         tensor = updates
         while _producer(tensor) is not None and (_producer(tensor).op in ("Reshape", "Expand", "Identity") or self._first_elements(_producer(tensor))):
             tensor = _producer(tensor).inputs[0]
