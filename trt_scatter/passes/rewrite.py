@@ -735,9 +735,7 @@ class _Rewriter:
             masks.append(spread[0])
         if expand is not None and expand.op == "Expand" and _rank(expand.inputs[0]) == rank:  # of data's rank: the same mask
             masks.append(expand.inputs[0])  # (one of lower rank, broadcast on the left, would mask trailing axes)
-        tensor = updates
-        while _producer(tensor) is not None and (_producer(tensor).op in ("Reshape", "Expand", "Identity") or self._first_elements(_producer(tensor))):
-            tensor = _producer(tensor).inputs[0]
+        tensor = self._in_order(updates)
         sources, masked, leaves = {}, set(), []
         if self._elementwise_of_masked(tensor, masks, data, sources, masked, leaves, budget=[_ELEMENTWISE_NODES]) != "masked":
             return None
@@ -748,6 +746,19 @@ class _Rewriter:
         if not all(len(dims) <= own or (len(dims) == own + 1 and dims[0] == 1) for dims in map(_dims, leaves)):
             return None
         return self._unmasked(tensor, sources, masked)
+
+    def _in_order(self, updates):
+        """F where ``U`` holds F's elements in order as the exporters write it: ``Slice(Reshape(F, [-1]), [0], end, [0])``
+        (TorchScript: F's first ``end`` elements) or ``Reshape(Expand(F, S), [-1])`` (dynamo; either part may be left
+        out). Only these: a Slice or Expand inside F (``x[mask][:1]``, broadcast back) is part of what F computes."""
+        node = _producer(updates)
+        if node is not None and self._first_elements(node):
+            flat = _producer(node.inputs[0])
+            return flat.inputs[0] if flat is not None and flat.op == "Reshape" and _ints(self._constant(flat.inputs[1])) == [-1] else updates
+        tensor = updates
+        if node is not None and node.op == "Reshape":
+            tensor, node = node.inputs[0], _producer(node.inputs[0])
+        return node.inputs[0] if node is not None and node.op == "Expand" else tensor
 
     def _elementwise_of_masked(self, tensor, masks, data, sources, masked, leaves, budget):
         """``"masked"`` if ``tensor`` is computed element by element (at most ``budget`` nodes) from masked gathers
@@ -760,6 +771,8 @@ class _Rewriter:
             found = self._masked_source(producer, masks, data)
             if found is not None:
                 sources[id(producer)], kind = found, "masked"
+        elif producer is not None and producer.op in _TRAPS_ON_INTEGERS and _dtype_kind(tensor) != "f":
+            return None  # F runs on the unmasked elements too, where an integer division may be by zero (a trap on a CPU)
         elif producer is not None and producer.op in _ELEMENTWISE and len(producer.outputs) == 1 and budget[0] > 0:
             budget[0] -= 1
             inputs = [t for t in producer.inputs if not _is_empty(t)]
@@ -1291,6 +1304,7 @@ def _progression(values):
 # Inputs that TensorRT reads as shape tensors (what a plugin cannot compute): op -> input positions.
 #: a masked ScatterND's reduction -> the op that combines in its Where, and what the report says
 _MASKED_COMBINES = {"add": ("Add", "added to data"), "mul": ("Mul", "multiplied into data")}
+_TRAPS_ON_INTEGERS = frozenset({"Div", "Mod", "Pow"})  # integer division by 0, a negative integer power: not run on every element
 _ELEMENTWISE_NODES = 64  # the most elementwise nodes followed from a masked write's values to the masked gathers
 # Ops that compute each output element from the inputs' elements at the same (broadcast) position: applied to a
 # whole tensor, they give at each masked element what they gave for the masked elements alone.
