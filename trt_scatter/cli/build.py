@@ -138,7 +138,7 @@ def _build_one(args, target, output, dynamic):
         try:
             plan, summary, timing_cache = common.isolated(lambda: _build(engine, load, profile, name, aliased_plugin_io, flags), f"building {name}")
         except PolygraphyException as err:  # TensorRT failed on a model that passed every check
-            raise common.CliError(f"TensorRT could not build {name}: {tensorrt_output.reason(err)}",
+            raise common.CliError(f"TensorRT could not build {name}: {tensorrt_output.reason(err)}{_nested_hint(model if is_model else None)}",
                                   common.FAILED) from None
     tensorrt_output.replay_warnings()
     common.write_output(output, plan, "engine")
@@ -249,6 +249,16 @@ def _set_verbosity(verbose):
     if verbose:
         logging.basicConfig()
         logger.setLevel(logging.DEBUG)
+
+
+def _nested_hint(model):
+    """Where TensorRT-RTX failed on a model with a ``trt_scatter`` node in an If or Loop body: a note naming it (TensorRT-RTX
+    1.7.1 builds no plugin there, and says only that a workspace tensor has no type)."""
+    from trt_scatter import backend
+    from trt_scatter.passes.lower import nested_node
+
+    nested = nested_node(model.proto.graph) if model is not None and backend.is_rtx() else None
+    return "" if nested is None else f" ({nested[0]} lies in a subgraph of {nested[1]}: TensorRT-RTX builds no plugin there)"
 
 
 def _build_all(args):

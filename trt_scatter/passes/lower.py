@@ -183,11 +183,22 @@ def _reads(node):
     return names
 
 
-def _refuse_nested(graph):
-    """The pass lowers the main graph; a ``trt_scatter`` node in a subgraph (If/Loop/Scan body) is refused by name."""
+def nested_node(graph: onnx.GraphProto) -> tuple[str, str] | None:
+    """``(label of the node, label of the node of its graph that holds it)`` for the first ``trt_scatter`` node in a
+    subgraph of ``graph`` (an If branch, a Loop or Scan body, at any depth); None where there is none."""
     for index, node in enumerate(graph.node):
         for subgraph in subgraphs(node):
             for inner_index, inner in enumerate(subgraph.node):
                 if ops.is_trt_scatter(inner):
-                    raise ModelError(f"{node_label(inner, inner_index)}: lies in a subgraph of {node_label(node, index)}; lower replaces nodes of the main graph only")
-            _refuse_nested(subgraph)
+                    return node_label(inner, inner_index), node_label(node, index)
+            deeper = nested_node(subgraph)
+            if deeper is not None:
+                return deeper
+    return None
+
+
+def _refuse_nested(graph):
+    """The pass lowers the main graph; a ``trt_scatter`` node in a subgraph (If/Loop/Scan body) is refused by name."""
+    nested = nested_node(graph)
+    if nested is not None:
+        raise ModelError(f"{nested[0]}: lies in a subgraph of {nested[1]}; lower replaces nodes of the main graph only")
