@@ -91,22 +91,37 @@ def test_the_original_model_is_not_changed():
     assert original.SerializeToString() == before
 
 
-def _stock_row_mask_model(values_shape, element_type=TensorProto.FLOAT):
-    """PyTorch's TorchScript translation of ``x[mask] = v`` (x (6, 5), mask (6,)): the mask expanded to x's shape,
-    NonZero, and v's elements one per masked element (``Slice(Reshape(v, [-1]), 0, count)``)."""
-    nodes = [
-        helper.make_node("Unsqueeze", ["mask", "one"], ["mask_column"]),
-        helper.make_node("Shape", ["x"], ["shape"]),
-        helper.make_node("Expand", ["mask_column", "shape"], ["mask_full"]),
+def _row_mask_spread():
+    """``mask_full``: the row mask ``mask`` (6,) spread over x's rows, as PyTorch's TorchScript translation writes it."""
+    return [helper.make_node("Unsqueeze", ["mask", "one"], ["mask_column"]), helper.make_node("Shape", ["x"], ["shape"]),
+            helper.make_node("Expand", ["mask_column", "shape"], ["mask_full"])]
+
+
+def _stock_masked_scatter(values):
+    """The rest of PyTorch's TorchScript translation of a masked write: ``values`` flattened, their first ``count`` elements
+    written into x at ``NonZero(mask_full)`` (count: the number of its True elements)."""
+    return [
         helper.make_node("NonZero", ["mask_full"], ["nonzero"]),
         helper.make_node("Transpose", ["nonzero"], ["indices"], perm=[1, 0]),
-        helper.make_node("Reshape", ["v", "flat"], ["v_flat"]),
+        helper.make_node("Reshape", [values, "flat"], ["values_flat"]),
         helper.make_node("Shape", ["indices"], ["indices_shape"]),
         helper.make_node("Gather", ["indices_shape", "zero_scalar"], ["count"], axis=0),
         helper.make_node("Unsqueeze", ["count", "zero"], ["count_1d"]),
-        helper.make_node("Slice", ["v_flat", "zero", "count_1d", "zero"], ["updates"]),
+        helper.make_node("Slice", ["values_flat", "zero", "count_1d", "zero"], ["updates"]),
         helper.make_node("ScatterND", ["x", "indices", "updates"], ["output"]),
     ]
+
+
+def _gathered_rows(source="x"):
+    """``rows``, the coordinates of mask's True elements, and ``f0``, ``source``'s masked rows (``x[mask]``)."""
+    return [helper.make_node("NonZero", ["mask"], ["rows_nonzero"]), helper.make_node("Transpose", ["rows_nonzero"], ["rows"], perm=[1, 0]),
+            helper.make_node("GatherND", [source, "rows"], ["f0"])]
+
+
+def _stock_row_mask_model(values_shape, element_type=TensorProto.FLOAT):
+    """PyTorch's TorchScript translation of ``x[mask] = v`` (x (6, 5), mask (6,)): the mask expanded to x's shape,
+    NonZero, and v's elements one per masked element (``Slice(Reshape(v, [-1]), 0, count)``)."""
+    nodes = _row_mask_spread() + _stock_masked_scatter("v")
     inputs = [("x", element_type, [6, 5]), ("mask", TensorProto.BOOL, [6]), ("v", element_type, list(values_shape))]
     return _model(nodes, inputs, [("output", element_type, [6, 5])], {"one": [1], "zero": [0], "flat": [-1], "zero_scalar": 0})
 
@@ -165,23 +180,8 @@ def test_values_in_order_from_a_source_that_is_empty_when_nothing_is_masked(elem
 def _masked_update_model(chain, w_shape):
     """PyTorch's TorchScript translation of ``x[mask] = F(x[mask], w)`` (x (6, 5), mask (6,)): ``F`` the ``chain`` of binary
     ops applied to the gathered rows, each with ``w`` as its second input."""
-    nodes = [
-        helper.make_node("NonZero", ["mask"], ["rows_nonzero"]),
-        helper.make_node("Transpose", ["rows_nonzero"], ["rows"], perm=[1, 0]),
-        helper.make_node("GatherND", ["x", "rows"], ["f0"]),
-        *[helper.make_node(op, [f"f{i}", "w"], [f"f{i + 1}"]) for i, op in enumerate(chain)],
-        helper.make_node("Unsqueeze", ["mask", "one"], ["mask_column"]),
-        helper.make_node("Shape", ["x"], ["shape"]),
-        helper.make_node("Expand", ["mask_column", "shape"], ["mask_full"]),
-        helper.make_node("NonZero", ["mask_full"], ["nonzero"]),
-        helper.make_node("Transpose", ["nonzero"], ["indices"], perm=[1, 0]),
-        helper.make_node("Reshape", [f"f{len(chain)}", "flat"], ["f_flat"]),
-        helper.make_node("Shape", ["indices"], ["indices_shape"]),
-        helper.make_node("Gather", ["indices_shape", "zero_scalar"], ["count"], axis=0),
-        helper.make_node("Unsqueeze", ["count", "zero"], ["count_1d"]),
-        helper.make_node("Slice", ["f_flat", "zero", "count_1d", "zero"], ["updates"]),
-        helper.make_node("ScatterND", ["x", "indices", "updates"], ["output"]),
-    ]
+    nodes = [*_gathered_rows(), *[helper.make_node(op, [f"f{i}", "w"], [f"f{i + 1}"]) for i, op in enumerate(chain)],
+             *_row_mask_spread(), *_stock_masked_scatter(f"f{len(chain)}")]
     inputs = [("x", FLOAT, [6, 5]), ("mask", TensorProto.BOOL, [6]), ("w", FLOAT, list(w_shape))]
     return _model(nodes, inputs, [("output", FLOAT, [6, 5])], {"one": [1], "zero": [0], "flat": [-1], "zero_scalar": 0})
 
@@ -213,22 +213,8 @@ def test_a_mask_broadcast_over_leading_axes_is_not_the_row_mask_its_values_were_
     """ScatterND through ``Expand(m, [5, 5])`` (m of 5 broadcast on the left: a mask of columns) with values gathered
     through ``NonZero(m)`` (rows): valid ONNX, whose elements take the gathered values in order. They are not the
     columns' own F: the values are taken in order, and the result is onnxruntime's."""
-    nodes = [
-        helper.make_node("NonZero", ["mask"], ["rows_nonzero"]),
-        helper.make_node("Transpose", ["rows_nonzero"], ["rows"], perm=[1, 0]),
-        helper.make_node("GatherND", ["x", "rows"], ["gathered"]),
-        helper.make_node("Add", ["gathered", "w"], ["f"]),
-        helper.make_node("Shape", ["x"], ["shape"]),
-        helper.make_node("Expand", ["mask", "shape"], ["mask_full"]),
-        helper.make_node("NonZero", ["mask_full"], ["nonzero"]),
-        helper.make_node("Transpose", ["nonzero"], ["indices"], perm=[1, 0]),
-        helper.make_node("Reshape", ["f", "flat"], ["f_flat"]),
-        helper.make_node("Shape", ["indices"], ["indices_shape"]),
-        helper.make_node("Gather", ["indices_shape", "zero_scalar"], ["count"], axis=0),
-        helper.make_node("Unsqueeze", ["count", "zero"], ["count_1d"]),
-        helper.make_node("Slice", ["f_flat", "zero", "count_1d", "zero"], ["updates"]),
-        helper.make_node("ScatterND", ["x", "indices", "updates"], ["output"]),
-    ]
+    nodes = [*_gathered_rows(), helper.make_node("Add", ["f0", "w"], ["f"]), helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Expand", ["mask", "shape"], ["mask_full"]), *_stock_masked_scatter("f")]
     inputs = [("x", FLOAT, [5, 5]), ("mask", TensorProto.BOOL, [5]), ("w", FLOAT, [5])]
     original = _model(nodes, inputs, [("output", FLOAT, [5, 5])], {"flat": [-1], "zero": [0], "zero_scalar": 0})
     model, report = rewrite(original)
