@@ -185,6 +185,18 @@ class _Composites:
         rule = f"must be empty when data's dimension {axes} has size 0 at run time: no index is then in range"
         self.assertion(self.binary("less", self.constant(np.zeros(1, INT64)), smallest), f"{op}: 'indices' {rule}")
 
+    def assert_shape_at_most(self, op: str, name: str, tensor: trt.ITensor | Value, bound: trt.ITensor | Value, axes: Sequence[int], rule: str) -> None:
+        """The run-time half of a rule "``tensor``'s dimension ``a`` is at most ``bound``'s", for each of ``axes`` where
+        one of the two is known at run time only (the oracle's check decides the others when the network is built):
+        one assertion over all of them, naming ``op``, the input ``name`` and the ``rule``. Backends without assertions
+        (ONNX) add nothing."""
+        shape, bounds = self.shape_of(tensor), self.shape_of(bound)
+        axes = [axis for axis in axes if shape[axis] < 0 or bounds[axis] < 0]
+        if not axes or not self.RUNTIME_ASSERTIONS:
+            return
+        excess = self.binary("sub", self.gather(self.shape_vector(tensor), axes), self.gather(self.shape_vector(bound), axes))
+        self.assertion(self.binary("less", excess, self.constant(np.ones(len(axes), INT64))), f"{op}: '{name}' {rule}")
+
     def shape_tensor(self, tensor: trt.ITensor | Value) -> trt.ITensor | Value:
         """``tensor``'s run-time shape, one shape layer per tensor."""
         key = self._key(tensor)

@@ -51,7 +51,11 @@ def lower_scatter_elements(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor |
         )
     if graph.dtype_of(indices) not in (np.int32, np.int64):  # the index types of IScatterLayer and ONNX
         indices = graph.cast(indices, INT64)
-    indices = graph.indices_in_range(OP, indices, data, [axis], negative=True)
+    checked = [i for i in range(len(graph.shape_of(data))) if i != axis or graph.ELEMENT_INDICES_WITHIN_DATA_ON_AXIS]
+    given = indices
+    indices = graph.indices_in_range(OP, indices, data, [axis], negative=True)  # its assertion first: the narrower rule
+    graph.assert_shape_at_most(OP, "indices", given, data, checked,
+                               "dimensions must be at most data's when the network runs (on the axis too, in TensorRT's IScatterLayer)")
     return graph.scatter(data, indices, updates, "element", axis=axis)
 
 

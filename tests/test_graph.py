@@ -312,6 +312,35 @@ def test_indices_into_a_dimension_that_is_0_at_run_time_fail_by_name(op, caplog)
         assert plan is not None, errors
 
 
+@pytest.mark.parametrize("axis, data_shape", [(1, (-1, 3)), (1, (2, -1))], ids=["off-the-axis", "on-the-axis"])
+def test_scatter_elements_indices_larger_than_data_at_run_time_fail_by_name(axis, data_shape, caplog):
+    """Indices of a dimension larger than data's (ONNX forbids it off the axis; TensorRT's IScatterLayer on it too)
+    where the shapes are known at run time only: an assertion names the rule, evaluated at build time where the profile
+    fixes the shapes; indices no larger build."""
+    trt = tensorrt()
+    dynamic = data_shape.index(-1)
+
+    def build(data_size, index_size):
+        builder, network = new_network()
+        shapes = {"data": data_shape, "indices": data_shape, "updates": data_shape}
+        tensors = [add_input(network, name, np.int32 if name == "indices" else np.float32, shape) for name, shape in shapes.items()]
+        network.mark_output(add_scatter_elements(network, *tensors, axis=axis))
+        assert trt.LayerType.ASSERTION in {layer.type for layer in layers(network)}
+        config, profile = builder.create_builder_config(), builder.create_optimization_profile()
+        for tensor in tensors:
+            fixed = tuple((data_size if tensor.name == "data" else index_size) if i == dynamic else d for i, d in enumerate(data_shape))
+            profile.set_shape(tensor.name, fixed, fixed, fixed)
+        config.add_optimization_profile(profile)
+        caplog.clear()
+        with caplog.at_level(logging.ERROR, logger="trt_scatter"):
+            return builder.build_serialized_network(network, config), caplog.text
+
+    plan, errors = build(data_size=2, index_size=3)
+    assert plan is None and "scatter_elements: 'indices' dimensions must be at most data's when the network runs" in errors
+    plan, errors = build(data_size=3, index_size=2)
+    assert plan is not None, errors
+
+
 def test_no_assertion_where_the_indexed_dimension_is_known():
     trt = tensorrt()
     _, network = new_network()
