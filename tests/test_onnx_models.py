@@ -13,6 +13,7 @@ from lowering_support import build, parse_onnx, profile_for, run_onnx, scatter_l
 from trt_scatter import onnx_models, oracle
 from trt_scatter.backend import tensorrt
 from trt_scatter.onnx_models import scatter_elements_model, scatter_nd_model, scatter_update_model, slice_scatter_model
+from trt_scatter.reference import Reference
 
 STANDARD_OPS = {"Shape", "Gather", "Add", "Sub", "Mul", "Div", "Min", "Max", "Less", "Where", "Concat", "Reshape", "Cast", "Range", "ConstantOfShape", "ScatterElements", "ScatterND"}
 
@@ -134,6 +135,50 @@ def test_plugin_models_parse_into_plugins_when_they_are_registered():
     )
     result = fx.run_python(script)  # in a forked child: the TensorRT-RTX heap bug (README) after a plugin parse
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("build, error, message", [
+    (lambda: onnx_models.tensor_scatter_model((2, 3.5, 4), 1), TypeError, "tensor_scatter: cache_shape must hold ints >= 0"),
+    (lambda: onnx_models.tensor_scatter_model((2, -3, 4), 1), TypeError, "tensor_scatter: cache_shape must hold ints >= 0"),
+    (lambda: onnx_models.tensor_scatter_model("abc", 1), TypeError, "tensor_scatter: cache_shape must be a sequence of dimensions"),
+    (lambda: onnx_models.tensor_scatter_model(None, 1), TypeError, "tensor_scatter: cache_shape must be a sequence of dimensions"),
+    (lambda: onnx_models.tensor_scatter_model((2, 3, 8, 4), 1.5), TypeError, "tensor_scatter: sequence_length must hold ints >= 0"),
+    (lambda: onnx_models.tensor_scatter_model((2, 3, 8, 4), True), TypeError, "tensor_scatter: sequence_length must hold ints >= 0"),
+    (lambda: onnx_models.scatter_elements_reduce_model((-2, 3), (2, 3)), TypeError, "scatter_elements_reduce: data_shape must hold ints >= 0"),
+    (lambda: onnx_models.scatter_nd_reduce_model((2.5, 3), (2, 1)), TypeError, "scatter_nd_reduce: data_shape must hold ints >= 0"),
+    (lambda: onnx_models.scatter_nd_reduce_model("ab", (2, 1)), TypeError, "scatter_nd_reduce: data_shape must be a sequence of dimensions"),
+    (lambda: onnx_models.scatter_elements_model((4, 3), (2, 3), dtype=None), TypeError, "scatter_elements: dtype must be a type, e.g. np.float32 (got None)"),
+    (lambda: onnx_models.slice_scatter_model((4, 6), [1], [4], [1], index_dtype=None), TypeError, "slice_scatter: index_dtype must be a type"),
+    (lambda: onnx_models.slice_scatter_model((4, 6), [1], [4], [1], runtime=["stat"]), ValueError,
+     "slice_scatter: runtime must be a collection of the names 'start', 'stop', 'step', 'axes' (got ['stat'])"),
+    (lambda: onnx_models.slice_scatter_model((4, 6), [1], [4], [1], runtime="start"), ValueError, "slice_scatter: runtime must be a collection"),
+    (lambda: onnx_models.scatter_update_model((4, 6), (2,), 0, runtime=["axes"]), ValueError,
+     "scatter_update: runtime must be a collection of the names 'axis' (got ['axes'])"),
+    (lambda: onnx_models.scatter_update_model((4, 6), (2,), 0, inplace="yes"), TypeError, "scatter_update: inplace must be True or False (got 'yes')"),
+    (lambda: onnx_models.scatter_nd_reduce_model((4, 3), (2, 1), inplace=2), TypeError, "scatter_nd_reduce: inplace must be True or False (got 2)"),
+], ids=["float dim", "negative dim", "a string", "None", "float sequence_length", "bool sequence_length", "reduce negative dim",
+        "reduce float dim", "reduce string", "dtype None", "index_dtype None", "misspelt runtime name", "runtime a bare name",
+        "runtime name of another builder", "inplace a word", "inplace 2"])
+def test_builder_arguments_that_would_make_another_model_are_refused_by_name(build, error, message):
+    """Each would have built a model of another shape or type than asked (a float dim truncated, a negative one made
+    dynamic, a string read as one dimension per letter, None as ONNX's UNDEFINED type), ignored a name or raised a
+    bare KeyError."""
+    with pytest.raises(error) as raised:
+        build()
+    assert str(raised.value).startswith(message)
+
+
+def test_builder_dims_may_be_numpy_ints_and_parameters_beyond_int32_clamp():
+    """``np.int64(1)`` is a known dimension like 1; INT64's bounds as int32 slice parameters clamp to int32's (the same
+    slice: OpenVINO clamps them to the dimension)."""
+    model = onnx_models.scatter_nd_model((4, 3), (2, np.int64(1)))
+    assert [d.dim_value for d in model.graph.input[1].type.tensor_type.shape.dim] == [2, 1]
+    plugin = onnx_models.slice_scatter_model((4, 6), [-(2**63)], [2**63 - 1], [2], [1], index_dtype=np.int32)
+    values = {init.name: onnx.numpy_helper.to_array(init) for init in plugin.graph.initializer}
+    assert sorted(int(v) for array in values.values() for v in array.ravel()) == [-(2**31), 1, 2, 2**31 - 1]
+    data, updates = np.arange(24, dtype=np.float32).reshape(4, 6), np.ones((4, 3), np.float32)
+    written = Reference(plugin).run({"data": data, "updates": updates})["output"]
+    np.testing.assert_array_equal(written, oracle.slice_scatter(data, updates, [-(2**63)], [2**63 - 1], [2], [1]))
 
 
 def test_bad_parameters_are_refused_with_the_oracles_rules():

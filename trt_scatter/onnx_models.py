@@ -92,6 +92,7 @@ def slice_scatter_model(data_shape: Sequence[int | str | None], start: ArrayLike
     here only shape the updates), the rest are initializers.
     """
     _check_impl("slice_scatter", impl)
+    _check_flags("slice_scatter", inplace, runtime, ("start", "stop", "step", "axes"))
     data_shape = _check_shape("slice_scatter", "data_shape", data_shape)
     if updates_shape is not None:
         updates_shape = _check_shape("slice_scatter", "updates_shape", updates_shape)
@@ -120,7 +121,7 @@ def slice_scatter_model(data_shape: Sequence[int | str | None], start: ArrayLike
     if impl == "native":
         return graph.model({"output": lower_slice_scatter(graph, data, updates, *params.values(), axes)})
     params = list(params.values()) + ([] if axes is None else [axes])
-    inputs = [v if isinstance(v, Value) else graph.constant(np.array(v, dtype=index_dtype)) for v in params]
+    inputs = [v if isinstance(v, Value) else graph.constant(_parameters(v, index_dtype)) for v in params]
     return graph.model({"output": _plugin_node(graph, "SliceScatter", [data, updates] + inputs, data, inplace)})
 
 
@@ -131,6 +132,7 @@ def scatter_update_model(data_shape: Sequence[int | str | None], indices_shape: 
     makes ``axis`` a graph input of shape (1,) and ``index_dtype`` (its value here only shapes the updates).
     """
     _check_impl("scatter_update", impl)
+    _check_flags("scatter_update", inplace, runtime, ("axis",))
     data_shape, indices_shape = _check_shape("scatter_update", "data_shape", data_shape), _check_shape("scatter_update", "indices_shape", indices_shape)
     _check_types("scatter_update", dtype, index_dtype)
     axis = rules.normalize_axis("scatter_update", "axis", axis, len(data_shape))
@@ -160,6 +162,9 @@ def tensor_scatter_model(cache_shape: Sequence[int | str | None], sequence_lengt
     """
     if impl not in IMPLS + ("standard",):
         raise ValueError(f"tensor_scatter: impl must be one of {', '.join(IMPLS + ('standard',))} (got {impl!r})")
+    _check_flags("tensor_scatter", inplace, (), ())
+    cache_shape = _check_shape("tensor_scatter", "cache_shape", cache_shape)
+    (sequence_length,) = _check_shape("tensor_scatter", "sequence_length", (sequence_length,))
     _check_types("tensor_scatter", dtype, index_dtype, "write_indices")
     mode = check_mode(mode)
     update_shape = list(cache_shape)
@@ -190,6 +195,8 @@ def scatter_elements_reduce_model(data_shape: Sequence[int | str | None], indice
     """ScatterElementsReduce(data, indices, updates) as a plugin node or its lowering (standard ScatterElements with a
     reduction); updates have indices' shape."""
     _check_impl("scatter_elements_reduce", impl)
+    _check_flags("scatter_elements_reduce", inplace, (), ())
+    data_shape, indices_shape = _check_shape("scatter_elements_reduce", "data_shape", data_shape), _check_shape("scatter_elements_reduce", "indices_shape", indices_shape)
     _check_types("scatter_elements_reduce", dtype, index_dtype)
     reduction, include_self = reductions.check_attributes("scatter_elements_reduce", reduction, include_self, dtype)
     check_scatter_elements_reduce(_known(data_shape), _known(indices_shape), _known(indices_shape), axis)
@@ -206,6 +213,8 @@ def scatter_nd_reduce_model(data_shape: Sequence[int | str | None], indices_shap
     """ScatterNDReduce(data, indices, updates) as a plugin node or its lowering (standard ScatterND with a reduction);
     updates have shape ``indices.shape[:-1] + data.shape[k:]``."""
     _check_impl("scatter_nd_reduce", impl)
+    _check_flags("scatter_nd_reduce", inplace, (), ())
+    data_shape, indices_shape = _check_shape("scatter_nd_reduce", "data_shape", data_shape), _check_shape("scatter_nd_reduce", "indices_shape", indices_shape)
     _check_types("scatter_nd_reduce", dtype, index_dtype)
     reduction, include_self = reductions.check_attributes("scatter_nd_reduce", reduction, include_self, dtype)
     k = indices_shape[-1] if len(indices_shape) else None
@@ -235,8 +244,27 @@ def _inputs(graph, dtype, index_dtype, data_shape, indices_shape, updates_shape)
 
 
 def _check_types(op, dtype, index_dtype, index_name="indices"):
+    for name, given in (("dtype", dtype), ("index_dtype", index_dtype)):
+        if given is None:  # NumPy reads None as float64; a model would get ONNX's UNDEFINED
+            raise TypeError(f"{op}: {name} must be a type, e.g. np.float32 (got None)")
     rules.check_data_type(op, "data", dtype)
     rules.check_type_in(op, index_name, index_dtype, INDEX_TYPES)
+
+
+def _check_flags(op, inplace, runtime, allowed):
+    """``inplace`` a bool (or 0, 1) and ``runtime`` a collection of names of ``allowed`` (not one name as a str)."""
+    if not (isinstance(inplace, (bool, np.bool_)) or (isinstance(inplace, (int, np.integer)) and inplace in (0, 1))):
+        raise TypeError(f"{op}: inplace must be True or False (got {inplace!r})")
+    if isinstance(runtime, (str, bytes)) or not hasattr(runtime, "__iter__") or not set(runtime) <= set(allowed):
+        names = ", ".join(repr(name) for name in allowed) or "none"
+        raise ValueError(f"{op}: runtime must be a collection of the names {names} (got {runtime!r})")
+
+
+def _parameters(values, index_dtype):
+    """A parameter's values as an array of ``index_dtype``, values beyond it clamped to its bounds: OpenVINO clamps
+    start and stop to the dimension and a step beyond it takes one element either way, so the slice is the same."""
+    bounds = np.iinfo(index_dtype)
+    return np.array([min(max(int(v), bounds.min), bounds.max) for v in values], dtype=index_dtype)
 
 
 def _check_impl(op, impl):
@@ -251,7 +279,7 @@ def _check_shape(op, name, shape):
     for dim in shape:
         if not (dim is None or isinstance(dim, str) or (isinstance(dim, (int, np.integer)) and not isinstance(dim, bool) and dim >= 0)):
             raise TypeError(f"{op}: {name} must hold ints >= 0, symbolic names or None (got {tuple(shape)!r})")
-    return tuple(shape)
+    return tuple(int(dim) if isinstance(dim, np.integer) else dim for dim in shape)
 
 
 def _known(shape):

@@ -188,11 +188,24 @@ def check_vector(op: str, name: str, shape: Sequence[int | None]) -> None:
         raise ScatterInputError(op, name, "must be a 1-D tensor", f"shape {_show(shape)}")
 
 
+def _as_64_bit(op, name, array):
+    """An object array of Python ints as int64 (or uint64, the values of an integer tensor can be), else the error
+    naming the value of the largest magnitude."""
+    for dtype in (np.int64, np.uint64):
+        try:
+            return np.asarray(array.tolist(), dtype=dtype)
+        except OverflowError:
+            continue
+    raise ScatterInputError(op, name, "values must fit in int64 or uint64 (an integer tensor's)", max(array.ravel(), key=abs))
+
+
 def as_int_vector(op: str, name: str, values: ArrayLike) -> list[int]:
     """A 1-D integer input (start, stop, step, axes) as a list of Python ints (exact for any int64)."""
     if values is None:
         raise ScatterInputError(op, name, "must be given (1-D integers)", None)
     array = np.asarray(values)
+    if array.dtype.kind == "O" and array.size and all(isinstance(v, int) and not isinstance(v, bool) for v in array.ravel()):
+        array = _as_64_bit(op, name, array)  # Python ints NumPy held as objects: those of no 64-bit type are the broken rule
     if array.dtype.kind in "OSU":  # a string or an object: its type is the broken rule, not its shape
         check_index_type(op, name, array.dtype)
     if array.ndim == 0 and array.dtype.kind in "iu":
