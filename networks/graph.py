@@ -413,10 +413,26 @@ class TensorRTGraph(_Composites):
             if not isinstance(value, self.trt.ITensor):
                 rule = "must be an ITensor of the network (an array becomes one with network.add_constant(shape, array).get_output(0))"
                 raise ScatterInputError(op, name, rule, describe(value))
+            if not self._owns(value):  # TensorRT would log a usage error and return no layer, failing far from here
+                raise ScatterInputError(op, name, "must be an ITensor of this network (it is another network's)", describe(value))
         for name, value in (constants or {}).items():
             if isinstance(value, self.trt.ITensor):
                 rule = "must be a constant (an int, a list or a NumPy array): its values are used when the network is built"
                 raise ScatterInputError(op, name, rule, describe(value))
+
+    def _owns(self, tensor):
+        """True if ``tensor`` is an input of the network or the output of one of its layers (looked for from the last
+        layer back: a builder's tensors are mostly recent). A stand-in network that lists no layers owns every tensor."""
+        network = self.network
+        if not hasattr(network, "num_layers") or not hasattr(network, "num_inputs"):
+            return True
+        if any(network.get_input(i) is tensor for i in range(network.num_inputs)):
+            return True
+        for index in reversed(range(network.num_layers)):
+            layer = network.get_layer(index)
+            if any(layer.get_output(j) is tensor for j in range(layer.num_outputs)):
+                return True
+        return False
 
     def _strongly_typed(self):
         from trt_scatter.backend import always_strongly_typed

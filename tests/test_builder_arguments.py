@@ -73,3 +73,20 @@ def test_a_network_that_is_not_one_is_refused_in_one_line(net, network):
     with pytest.raises(TypeError) as caught:
         add_slice_scatter(network, t["data"], t["updates"], [0], [3], [1], [1])
     assert str(caught.value) == f"network must be a TensorRT INetworkDefinition (got {type(network).__name__})"
+
+
+@pytest.mark.parametrize("add", [
+    lambda n, foreign, t: add_slice_scatter(n, foreign, t["updates"], [0], [5], [2], [1]),
+    lambda n, foreign, t: add_scatter_elements(n, t["data"], t["indices"], foreign, 0),
+], ids=["data", "updates"])
+def test_a_tensor_of_another_network_is_refused_by_name(net, add):
+    """TensorRT logs a usage error and returns no layer for it, and the builder failed later on a None."""
+    network, tensors = net
+    other = trt.Builder(trt_logger()).create_network(0)
+    foreign = other.add_identity(other.add_input("data", trt.float32, (4, 5))).get_output(0)
+    layers = network.num_layers
+    with pytest.raises(ScatterInputError, match=r"must be an ITensor of this network \(it is another network's\)"):
+        add(network, foreign, tensors)
+    assert network.num_layers == layers
+    made = network.add_identity(tensors["data"]).get_output(0)  # one of its own layers' outputs is its own
+    network.mark_output(add_slice_scatter(network, made, tensors["updates"], [0], [5], [2], [1]))
