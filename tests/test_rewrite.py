@@ -619,6 +619,32 @@ def test_cli_writes_the_weights_a_model_keeps_in_external_files(tmp_path, comman
 
 
 @pytest.mark.parametrize("command", ["rewrite", "lower"])
+def test_cli_writes_external_data_beside_the_output_whatever_the_working_directory(tmp_path, capsys, monkeypatch, command):
+    """The output's tensors go to ``<output>.data`` beside it: where that is the input's own data file the command
+    refuses (it overwrote it, and the input could no longer be read); a file of that name in the working directory
+    neither blocks the write nor a second run into the same path (onnx looked for it there)."""
+    source = tmp_path / "in" / "a.onnx"
+    source.parent.mkdir()
+    model = _cli_input(command)
+    model.graph.initializer.append(numpy_helper.from_array(np.arange(1000, dtype=np.float32), "weights"))
+    model.graph.node.append(helper.make_node("Identity", ["weights"], ["weights_out"]))
+    model.graph.output.append(helper.make_tensor_value_info("weights_out", TensorProto.FLOAT, [1000]))
+    onnx.save(model, source, save_as_external_data=True, all_tensors_to_one_file=True, location="b.onnx.data", size_threshold=1024)
+    before = (source.parent / "b.onnx.data").read_bytes()
+    assert main([command, str(source), str(source.parent / "b.onnx")]) == 2
+    assert capsys.readouterr().err.startswith(f"trt-scatter {command}: error: output {str(source.parent / 'b.onnx')!r} keeps its tensors in ")
+    assert (source.parent / "b.onnx.data").read_bytes() == before and onnx.load(source) is not None
+    monkeypatch.chdir(source.parent)
+    (source.parent / "z.onnx.data").write_bytes(b"unrelated")
+    for _ in range(2):
+        assert main([command, str(source), str(tmp_path / "out" / "z.onnx")]) == 0, capsys.readouterr().err
+    assert (source.parent / "z.onnx.data").read_bytes() == b"unrelated"
+    written = onnx.load(tmp_path / "out" / "z.onnx")
+    weights = next(init for init in written.graph.initializer if init.name == "weights")
+    np.testing.assert_array_equal(numpy_helper.to_array(weights), np.arange(1000, dtype=np.float32))
+
+
+@pytest.mark.parametrize("command", ["rewrite", "lower"])
 def test_cli_refuses_weights_kept_outside_the_models_folder_in_one_line(tmp_path, capsys, command):
     """onnx reads external data only from the model's folder: a location like '../w.bin' is one error line, not a traceback."""
     source = tmp_path / "in" / "model.onnx"

@@ -370,12 +370,27 @@ def load_model_to_rewrite(path: str | os.PathLike) -> Model:
         raise CliError(str(err)) from None
 
 
+def data_file(path: str | os.PathLike) -> str:
+    """Where :func:`write_model` puts a model's external tensors: ``<file name>.data`` beside the file (a link resolved)."""
+    return os.path.realpath(os.fspath(path)) + ".data"
+
+
+def check_model_output(path: str | os.PathLike, reads: Iterable[str | os.PathLike], external_data: bool) -> None:
+    """:func:`check_output_path` for a model output and, where its tensors go to an external file, for that file too
+    (the input's own data file may bear that name)."""
+    check_output_path(path, reads=reads)
+    if not external_data:
+        return
+    data = data_file(path)
+    if any(_same_file(data, read) for read in reads):
+        raise CliError(f"output {os.fspath(path)!r} keeps its tensors in {data!r}, which this command reads: write it elsewhere")
+    check_output_path(data, what="output data file")
+
+
 def write_model(model: onnx.ModelProto, path: str | os.PathLike, external_data: bool = False) -> None:
     """Writes ``model`` to ``path`` (making its folder) whole or not at all; with ``external_data``, its tensors over
     1 KiB go to ``<file name>.data`` beside it, as the model it came from kept them: both files are written in a
     temporary folder beside them and then moved into place. One CliError line if that fails."""
-    import onnx
-
     if not external_data:
         return write_output(path, model.SerializeToString(), "output")
     if _is_special(path):
@@ -383,16 +398,30 @@ def write_model(model: onnx.ModelProto, path: str | os.PathLike, external_data: 
                        "not a file (a device, FIFO or socket)")
     path = os.path.realpath(os.fspath(path))  # where a link points, as replacing() writes
     folder, name = os.path.split(path)
-    location = name + ".data"
+    location = os.path.basename(data_file(path))
     try:
         os.makedirs(folder, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=folder) as staging:
-            onnx.save_model(model, os.path.join(staging, name), save_as_external_data=True, all_tensors_to_one_file=True, location=location)
+            _save_with_external_data(model, staging, name, location)
             if os.path.exists(os.path.join(staging, location)):  # none where every tensor is under 1 KiB
                 os.replace(os.path.join(staging, location), os.path.join(folder, location))
             os.replace(os.path.join(staging, name), path)
     except Exception as err:  # OSError, or onnx's ValidationError for the data file
         raise CliError(f"cannot write output {path!r}: {first_line(err)}") from None
+
+
+def _save_with_external_data(model, folder, name, location):
+    """``onnx.save_model`` of ``model`` to ``folder/name`` with its tensors in ``folder/location``. onnx refuses a
+    location that exists relative to the working directory, not to the model: it saves from inside ``folder`` (new
+    and empty), so that no file elsewhere blocks it."""
+    import onnx
+
+    here = os.getcwd()
+    os.chdir(folder)
+    try:
+        onnx.save_model(model, name, save_as_external_data=True, all_tensors_to_one_file=True, location=location)
+    finally:
+        os.chdir(here)
 
 
 def report(command: str, err: BaseException) -> int:

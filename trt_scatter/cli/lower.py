@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         common.check_output_path(args.output, reads=[args.model])
         model = common.load_model_to_rewrite(args.model)
-        common.check_output_path(args.output, reads=model.files)  # its external data files too
+        common.check_model_output(args.output, reads=model.files, external_data=model.external)  # its external data files too
         try:
             lowered = lower(model)
         except ModelError as err:

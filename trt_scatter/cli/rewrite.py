@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         common.check_output_path(args.output, reads=[args.input])
         model = common.load_model_to_rewrite(args.input)
-        common.check_output_path(args.output, reads=model.files)  # its external data files too
+        common.check_model_output(args.output, reads=model.files, external_data=model.external)  # its external data files too
         try:
             validate(model)  # the rewrite pass keeps the model's trt_scatter nodes as they are: they must hold
         except ModelError as err:
