@@ -230,8 +230,8 @@ _registered = {}
 
 
 def register() -> dict[str, str]:
-    """Defines ``trt_scatter::SliceScatter`` and ``trt_scatter::ScatterUpdate`` with ``tensorrt.plugin``
-    (once per process) and so puts their creators in TensorRT's plugin registry, where the ONNX
+    """Defines every op's AOT plugin (``trt_scatter::SliceScatter``, ``trt_scatter::ScatterUpdate`` and the others of
+    :data:`OPS`) with ``tensorrt.plugin`` (once per process) and so puts their creators in TensorRT's plugin registry, where the ONNX
     parser finds them for nodes with ``plugin_namespace="trt_scatter"`` and ``aot=1``. Returns the
     plugin ids. Independent of :func:`trt_scatter.plugins.register` (the Python plugins, namespace "")."""
     trt, trtp = tensorrt_plugin()

@@ -175,3 +175,27 @@ def test_a_cache_scatter_without_write_indices_gets_zeros_one_per_batch_row(shap
     assert (len(converted.graph.node) == 1) is static
     feeds = {"past_cache": RNG.standard_normal((3, 2, 6, 4)).astype(np.float32), "update": RNG.standard_normal((3, 2, 2, 4)).astype(np.float32)}
     np.testing.assert_array_equal(Reference(converted).run(feeds)["output"], Reference(model).run(feeds)["output"])
+
+
+def test_a_model_it_cannot_take_is_refused_in_one_line_not_converted():
+    """A mistake the model shows (validation's line), and a trt_scatter node in an If branch, which would stay on the
+    Python plugin in an engine meant to run without Python."""
+    from trt_scatter.model import ModelError
+
+    wrong = onnx_models.slice_scatter_model((4, 6), [0], [4], [2], [0])
+    next(value for value in wrong.graph.input if value.name == "updates").type.tensor_type.shape.dim[1].dim_value = 3
+    with pytest.raises(ModelError, match=r"^SliceScatter node .*'updates' must have shape \(2, 6\)"):
+        to_aot(wrong)
+    inner = onnx_models.slice_scatter_model((3, 5), [1], [4], [2], [1]).graph
+    inner.node[0].name = "in_branch"
+    then_branch = helper.make_graph(list(inner.node), "then", [], [helper.make_tensor_value_info(inner.output[0].name, TensorProto.FLOAT, [3, 5])],
+                                    initializer=list(inner.initializer))
+    else_branch = helper.make_graph([helper.make_node("Identity", ["data"], ["kept"])], "else", [],
+                                    [helper.make_tensor_value_info("kept", TensorProto.FLOAT, [3, 5])])
+    graph = helper.make_graph([helper.make_node("If", ["cond"], ["output"], name="choice", then_branch=then_branch, else_branch=else_branch)], "g",
+                              [helper.make_tensor_value_info("cond", TensorProto.BOOL, []), *[v for v in inner.input if v.name in ("data", "updates")]],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [3, 5])])
+    nested = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("trt_scatter", 1)])
+    with pytest.raises(ModelError, match=r"^SliceScatter node 'in_branch': lies in a subgraph of If node 'choice'; the AOT form takes "
+                                         r"nodes of the main graph only$"):
+        to_aot(nested)

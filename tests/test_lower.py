@@ -302,6 +302,17 @@ def test_the_command_reads_the_models_tensors_once(tmp_path, monkeypatch):
     assert len(reads) == 1
 
 
+def test_the_command_says_when_the_lowered_model_is_not_for_tensorrt(tmp_path, capsys):
+    """The reductions lower to ONNX's scatters with a reduction, which TensorRT builds wrong or not at all."""
+    from trt_scatter.cli import main
+    from trt_scatter.onnx_models import scatter_nd_reduce_model, slice_scatter_model
+
+    for model, noted in ((scatter_nd_reduce_model((4, 3), (2, 1)), True), (slice_scatter_model((4, 6), [0], [4], [2], [0]), False)):
+        assert main(["lower", str(fx.save(model, tmp_path / "m.onnx")), str(tmp_path / "low.onnx")]) == 0
+        out = capsys.readouterr().out
+        assert ("note: 1 of its nodes are ONNX scatters with a reduction, which TensorRT builds wrong or not at all" in out) == noted, out
+
+
 @pytest.mark.parametrize("axes_from", ["constant", "input", "computed"])
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
 @pytest.mark.parametrize("name", ["kv_cache", "conv_update"])

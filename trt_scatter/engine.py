@@ -151,8 +151,9 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
 
         from trt_scatter.passes.plugins import to_plugins
 
+        converted = to_aot(to_plugins(model))  # what the model's nodes cannot be in the AOT form, before what TensorRT lacks
         aot_plugins.register()
-        return _network_from_proto(to_aot(to_plugins(model)), model.path, strongly_typed=strongly_typed)
+        return _network_from_proto(converted, model.path, strongly_typed=strongly_typed)
     node = aot_node(model.proto)
     if node is not None:
         raise ValueError(f"{model.name}: {node_label(node)} names trt-scatter's AOT plugins "

@@ -145,6 +145,9 @@ def _build_one(args, target, output, dynamic):
     if timing_cache == _UNREAD:
         warn(f"--timing-cache {args.timing_cache!r} is not a timing cache TensorRT can read here: the engine was built "
              "without it, and the file is left as it was")
+    elif timing_cache == _NO_DRIVER:
+        warn(f"--timing-cache {args.timing_cache!r} was not read: TensorRT reads a timing cache only where a CUDA driver runs, "
+             "and none runs here; the engine was built without it, and the file is left as it was")
     elif timing_cache is not None:
         common.write_output(args.timing_cache, timing_cache, "--timing-cache")
     return output, summary
@@ -163,7 +166,7 @@ def _build(engine, load, profile, name, aliased_plugin_io, flags):
         plan, summary = engine.build_engine(load, profile, name=name, aliased_plugin_io=aliased_plugin_io, **dict(flags, timing_cache=cache),
                                             save_timing_cache=saved)
         if any("failed to deserialize timing cache" in warning.lower() for warning in warnings):
-            return plan, summary, _UNREAD
+            return plan, summary, _NO_DRIVER if any("cudaError 35" in line for line in warnings) else _UNREAD
         return plan, summary, pathlib.Path(saved).read_bytes() if os.path.exists(saved) else None
 
 
@@ -181,24 +184,30 @@ def _left_by(path):
 
 
 _UNREAD = "unread"  #: _build's timing cache where TensorRT could not read the user's file
+_NO_DRIVER = "no driver"  #: _build's timing cache where TensorRT read none for want of a CUDA driver (cudaError 35)
 
 
 @contextlib.contextmanager
 def _tensorrt_warnings():
-    """The warnings TensorRT logs during the block (through polygraphy's logger, which prints each one once)."""
+    """The warnings and errors TensorRT logs during the block (through polygraphy's logger, which prints each one once)."""
     from polygraphy.logger import G_LOGGER
 
-    heard, warning = [], G_LOGGER.warning
+    heard, originals = [], {name: getattr(G_LOGGER, name) for name in ("warning", "error")}
 
-    def listen(message, *args, **kwargs):
-        heard.append(message if isinstance(message, str) else "")
-        return warning(message, *args, **kwargs)
+    def listening(log):
+        def listen(message, *args, **kwargs):
+            heard.append(message if isinstance(message, str) else "")
+            return log(message, *args, **kwargs)
 
-    G_LOGGER.warning = listen
+        return listen
+
+    for name, log in originals.items():
+        setattr(G_LOGGER, name, listening(log))
     try:
         yield heard
     finally:
-        G_LOGGER.warning = warning
+        for name, log in originals.items():
+            setattr(G_LOGGER, name, log)
 
 
 def _refuse_flags_that_would_do_nothing(args, is_model):
@@ -211,6 +220,8 @@ def _refuse_flags_that_would_do_nothing(args, is_model):
             raise ValueError("--dynamic applies to example networks; an ONNX model's dynamic dimensions get --min/--opt/--max")
     elif args.plugins:
         raise ValueError("--plugins applies to ONNX models (their trt_scatter nodes); the example networks use the native lowerings")
+    if args.aot and args.plugins:
+        raise ValueError("--aot builds the trt_scatter nodes with the AOT plugins and --plugins with the Python ones: give one of them")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -57,10 +57,18 @@ RANGE_OPSET = 11  # Range arrives in opset 11 of the default domain
 
 def to_aot(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelProto:
     """A copy of ``model`` (a path, an ``onnx.ModelProto`` or a :class:`~trt_scatter.model.Model`) whose
-    ``trt_scatter`` nodes go to the AOT plugins."""
+    ``trt_scatter`` nodes go to the AOT plugins. The model is validated first; a ``trt_scatter`` node in an If or Loop
+    body, or one the AOT kernels cannot run, is a :class:`~trt_scatter.model.ModelError`."""
     import onnx
 
+    from trt_scatter.passes.lower import nested_node
+    from trt_scatter.passes.validate import validate
+
     model = as_model(model)
+    validate(model)  # a mistake the model shows, in one line, not a converted copy of it
+    nested = nested_node(model.proto.graph)
+    if nested is not None:  # left as it is, it would name the Python plugin, in an engine meant to run without Python
+        raise ModelError(f"{nested[0]}: lies in a subgraph of {nested[1]}; the AOT form takes nodes of the main graph only")
     _refuse_what_the_aot_form_cannot_run(model)
     converted = onnx.ModelProto()
     converted.CopyFrom(model.proto)
