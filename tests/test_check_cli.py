@@ -589,3 +589,17 @@ def test_outputs_computed_with_floats_get_tolerances_and_data_moved_is_exact(tmp
     activated = [line for line in lines if line.startswith("PASS activated")]
     assert len(activated) == 3 and all("(atol 1e-05, rtol 1e-05: the model computes it with floats)" in line or "(identical)" in line for line in activated)
     assert any("(atol 1e-05" in line for line in activated)  # onnxruntime's Sigmoid is not NumPy's to the last bit
+
+
+def test_check_says_nothing_of_the_inputs_its_loader_threw_away(tmp_path):
+    """The command line keeps trt-scatter's warnings for after the run: the loader's discarded tries must not reach it."""
+    from onnx import TensorProto, helper
+
+    from onnx_fixtures import info
+
+    nodes = [helper.make_node("Concat", ["a", "b"], ["ab"], axis=0), helper.make_node("ScatterElements", ["d", "ab", "u"], ["y"], axis=0)]
+    graph = helper.make_graph(nodes, "g", [info("d", ["N"]), info("a", [2], TensorProto.INT64), info("b", [2], TensorProto.INT64), info("u", [4])],
+                              [info("y", ["N"])])
+    path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "concat.onnx")
+    result = check(path, "--iterations", "5", "--allow-engine-not-run")
+    assert result.returncode == 0 and "warning" not in result.stderr, output_of(result)

@@ -413,3 +413,48 @@ def test_constant_and_fed_slice_parameters_on_a_dimension_too_large_to_search_ar
     large = fx.slice_scatter_model([400], updates_shape, [0], [0], [1], constant_params=("step",))
     with pytest.raises(ValueError, match=r"^SliceScatter node #0 \(output 'output'\): slice_scatter: 'start/stop/step' mix constants and fed values on too large a dimension to search; feed all three \(got 400\)$"):
         ScatterDataLoader(large)[0]
+
+
+def _named_batch_model():
+    """data, idx (B, 4), x (B, 3) -> updates through a MatMul, z (B,) beside it: every input names its first dimension B."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["u"]), helper.make_node("ScatterElements", ["data", "idx", "u"], ["y"], axis=1),
+             helper.make_node("Relu", ["z"], ["zz"])]
+    graph = helper.make_graph(nodes, "g", [info("data", ["B", 4]), info("idx", ["B", 4], TensorProto.INT64), info("x", ["B", 3]), info("z", ["B"])],
+                              [info("y", ["B", 4]), info("zz", ["B"])], [onnx.numpy_helper.from_array(np.ones((3, 4), np.float32), "W")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+@pytest.mark.parametrize("given", ["data", "x", "z"])
+def test_a_given_shape_sets_its_named_dimensions_in_every_input_that_names_them(given):
+    """Giving one input's shape gives the dimension names it holds: B is 2 in every input, whichever input says so (the
+    others kept the default 4, and the engine's profile failed, or the loader blamed the values it drew)."""
+    shape = {"data": (2, 4), "x": (2, 3), "z": (2,)}[given]
+    feed = next(iter(ScatterDataLoader(_named_batch_model(), input_shapes={given: shape})))
+    assert {name: value.shape for name, value in feed.items()} == {"data": (2, 4), "idx": (2, 4), "x": (2, 3), "z": (2,)}
+
+
+def test_given_shapes_that_give_one_named_dimension_two_sizes_are_one_error_naming_both():
+    with pytest.raises(ValueError, match=r"dimension 'B' is 2 in the given shape of input 'data' and 3 in that of input 'z': the model "
+                                         r"names them one dimension"):
+        next(iter(ScatterDataLoader(_named_batch_model(), input_shapes={"data": (2, 4), "z": (3,)})))
+
+
+def test_the_values_the_search_throws_away_are_not_warned_of(caplog):
+    """Indices the loader cannot trace (a Concat of two inputs) are searched: a try with a repeated target is thrown away,
+    and nothing is said of it; the feed it keeps has distinct targets."""
+    import logging
+
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Concat", ["a", "b"], ["ab"], axis=0), helper.make_node("ScatterElements", ["d", "ab", "u"], ["y"], axis=0)]
+    graph = helper.make_graph(nodes, "g", [info("d", ["N"]), info("a", [2], TensorProto.INT64), info("b", [2], TensorProto.INT64), info("u", [4])],
+                              [info("y", ["N"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    with caplog.at_level(logging.WARNING, logger="trt_scatter"):
+        feeds = list(ScatterDataLoader(model, iterations=5))
+    assert not [record for record in caplog.records if "undefined" in record.getMessage()]
+    for feed in feeds:
+        targets = np.concatenate([feed["a"], feed["b"]]) % len(feed["d"])
+        assert len(set(targets.tolist())) == 4

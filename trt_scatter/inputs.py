@@ -40,7 +40,7 @@ from collections import OrderedDict
 import numpy as np
 
 from trt_scatter import oracle
-from trt_scatter.log import first_line
+from trt_scatter.log import first_line, warnings_dropped
 from trt_scatter.model import as_model, fed_inputs
 from trt_scatter.model.node import OpNode
 from trt_scatter.model.tensors import ModelTensors
@@ -277,7 +277,8 @@ class _Plan:
             for name in self.shared:
                 feed[name] = np.asarray(self.generators[name][1](draw)).astype(self.inputs[name][0], copy=False)
             try:
-                values = dict(zip(names, self._reference.evaluator.run(names, dict(feed))))
+                with warnings_dropped():  # of repeated targets in a try that is thrown away
+                    values = dict(zip(names, self._reference.evaluator.run(names, dict(feed))))
                 if all(_distinct_targets(node, values) for node in self.nodes if _needs_distinct_targets(node)):
                     return
                 last = "two writes to one element"
@@ -409,8 +410,12 @@ def _symbolic_shapes(plan):
 
     model = onnx.ModelProto()
     model.CopyFrom(plan.model)
+    bound = _named_dims_given(model.graph, plan.given)
     for value in model.graph.input:
         shape = value.type.tensor_type.shape
+        for dim in shape.dim:  # a named dimension a given shape sets is that size in every input that names it
+            if dim.dim_param in bound:
+                dim.dim_value = bound[dim.dim_param][0]
         if value.name in plan.given:
             del shape.dim[:]
             shape.dim.extend(onnx.TensorShapeProto.Dimension(dim_value=size) for size in plan.given[value.name])
@@ -418,6 +423,22 @@ def _symbolic_shapes(plan):
             if value.name in plan.inputs and not dim.HasField("dim_value") and not dim.dim_param:
                 dim.dim_param = f"{value.name}:{i}"
     return ModelTensors(model)
+
+
+def _named_dims_given(graph, given):
+    """``{dimension name: (size, input)}`` for the named dimensions of the inputs whose shapes are given; a name given
+    two sizes is one ValueError naming both inputs."""
+    bound = {}
+    for value in graph.input:
+        if value.name not in given:
+            continue
+        for dim, size in zip(value.type.tensor_type.shape.dim, given[value.name]):
+            if dim.dim_param:
+                first = bound.setdefault(dim.dim_param, (size, value.name))
+                if first[0] != size:
+                    raise ValueError(f"dimension {dim.dim_param!r} is {first[0]} in the given shape of input {first[1]!r} and {size} in "
+                                     f"that of input {value.name!r}: the model names them one dimension")
+    return bound
 
 
 def _searched_inputs(plan):

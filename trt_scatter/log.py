@@ -8,8 +8,13 @@ Quiet by default (warnings and errors); ``TRT_SCATTER_VERBOSE=1`` or
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 logger = logging.getLogger("trt_scatter")
 
@@ -65,6 +70,20 @@ def warn(message: str) -> None:
     the logger (Python shows it on stderr where nothing else is set up; ``trt-scatter`` prints it as
     ``trt-scatter <command>: warning: <message>``)."""
     logger.warning(message, extra={WARNING: True})
+
+
+@contextlib.contextmanager
+def warnings_dropped() -> Iterator[None]:
+    """:func:`warn`'s warnings dropped within the block: for work that tries inputs and keeps only those it accepts
+    (what it said of the others would be about inputs nobody sees)."""
+    def keep(record):
+        return not getattr(record, WARNING, False)
+
+    logger.filters.insert(0, keep)  # ahead of a filter that keeps them for later (the command line's)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)
 
 
 def first_line(err: BaseException) -> str:

@@ -312,7 +312,7 @@ def _inputs(args, loaded):
         return list(ScatterDataLoader(loaded, seed=1 if args.seed is None else args.seed, input_shapes=dict(args.input_shapes),
                                       iterations=args.iterations or 1))
     except ValueError as err:  # ScatterInputError and ModelError included
-        hint = _free_dims_hint(model, args.input_shapes) or " (or give inputs of your own: --load-inputs)"
+        hint = _free_dims_hint(model, args.input_shapes) or ("" if "--load-inputs" in str(err) else " (or give inputs of your own: --load-inputs)")
         raise common.CliError(f"cannot generate valid inputs: {err}{hint}") from None
 
 
@@ -435,9 +435,12 @@ def _run(runners, feeds, hint):
 
 
 def _free_dims_hint(model, given=()):
-    """Where inputs may have failed for the dims the loader chose: a note saying to give them."""
+    """Where inputs may have failed for the dims the loader chose: a note saying to give them (none where every
+    dynamic dimension is given, by its input's shape or by the name another given shape sets)."""
     given = dict(given)
-    dynamic = any(not d.HasField("dim_value") for value in model.graph.input if value.name not in given for d in value.type.tensor_type.shape.dim)
+    named = {d.dim_param for value in model.graph.input if value.name in given for d in value.type.tensor_type.shape.dim if d.dim_param}
+    dynamic = any(not d.HasField("dim_value") and d.dim_param not in named
+                  for value in model.graph.input if value.name not in given for d in value.type.tensor_type.shape.dim)
     return " (the model has dynamic input dims: give them with --input-shapes)" if dynamic else ""
 
 
