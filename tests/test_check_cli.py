@@ -279,7 +279,9 @@ def test_nan_and_infinities_moved_unchanged_pass_and_changed_ones_fail():
     nearly = expected.copy()
     nearly[3] += 1e-3
     assert not _verdict(expected, nearly) and _verdict(expected[1:], nearly[1:], atol=1e-2)
+    assert _verdict(expected, nearly, atol=1e-2)  # NaN in the same place on both sides (a NaN input computed on): the rest compared
     assert not _verdict(expected, np.array([0.0, np.inf, -np.inf, 1.0], dtype=np.float32), atol=1e-2)
+    assert not _verdict(np.array([0.0, 1.0], np.float32), np.array([np.nan, 1.0], np.float32), atol=1e-2)
     assert not _verdict(expected[1:], np.array([-np.inf, -np.inf, 1.0], dtype=np.float32), atol=1e-2)
 
 
