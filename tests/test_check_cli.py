@@ -605,3 +605,24 @@ def test_check_says_nothing_of_the_inputs_its_loader_threw_away(tmp_path):
     path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "concat.onnx")
     result = check(path, "--iterations", "5", "--allow-engine-not-run")
     assert result.returncode == 0 and "warning" not in result.stderr, output_of(result)
+
+
+def test_a_run_that_fails_on_generated_inputs_says_they_were_generated(tmp_path):
+    """A scatter in an If branch: the loader draws its indices as free integers (it plans the main graph), and the
+    reference refuses them; the line says the inputs were generated and how to give others."""
+    from onnx import TensorProto, helper
+
+    from onnx_fixtures import info
+
+    branch = helper.make_graph([helper.make_node("ScatterElements", ["data", "idx", "upd"], ["written"], axis=0)], "then", [],
+                               [info("written", [6])])
+    other = helper.make_graph([helper.make_node("Identity", ["data"], ["kept"])], "else", [], [info("kept", [6])])
+    graph = helper.make_graph([helper.make_node("If", ["cond"], ["o"], then_branch=branch, else_branch=other)], "g",
+                              [info("cond", [], TensorProto.BOOL), info("data", [6]), info("idx", [3], TensorProto.INT64), info("upd", [3])],
+                              [info("o", [6])])
+    path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "branch.onnx")
+    results = [check(path, "--seed", str(seed)) for seed in range(1, 4)]
+    failed = [r for r in results if r.returncode == 2]
+    assert failed, [output_of(r) for r in results]  # some draw takes the branch with indices out of range
+    assert all(r.stderr.rstrip().endswith("(the inputs were generated: give yours with --load-inputs)") and r.stderr.count("\n") == 1
+               for r in failed), [r.stderr for r in failed]

@@ -106,3 +106,19 @@ def test_a_file_that_is_no_model_is_refused_in_one_line(tmp_path):
     (tmp_path / "junk.onnx").write_bytes(b"\xff\xfe not a model")
     with pytest.raises(ModelError, match=r"^'.*junk\.onnx' is not an ONNX model \([^\n]*\)$"):
         Reference(tmp_path / "junk.onnx")
+
+
+def test_another_ops_failure_names_the_node():
+    """ONNX's evaluator raises a Gather's IndexError naming no node: the reference leads it with the node's label."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from trt_scatter.reference import NodeRunError, Reference
+
+    graph = helper.make_graph([helper.make_node("Gather", ["table", "ids"], ["out"], name="embed")], "g",
+                              [helper.make_tensor_value_info("table", TensorProto.FLOAT, [4, 2]), helper.make_tensor_value_info("ids", TensorProto.INT64, [1])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    onnx.checker.check_model(model)
+    with pytest.raises(NodeRunError, match=r"^Gather node 'embed': index 9 is out of bounds"):
+        Reference(model).run({"table": np.zeros((4, 2), np.float32), "ids": np.array([9])})

@@ -111,6 +111,27 @@ def _default_domain_as_empty(model):
     return copy
 
 
+class NodeRunError(RuntimeError):
+    """Another op's failure in a run (an index out of range in a Gather...), its message led by the node's label: ONNX's
+    evaluator raises the op's own error, which names no node."""
+
+
+def _naming_the_node(node):
+    """``node.run`` that raises :class:`NodeRunError` naming the node for an error other than the oracle's (which
+    names it already, :class:`NodeInputError`)."""
+    run = node.run
+
+    def run_naming_the_node(*args, **kwargs):
+        try:
+            return run(*args, **kwargs)
+        except (NodeInputError, NodeRunError):
+            raise
+        except Exception as err:
+            raise NodeRunError(f"{node_label(node.onnx_node)}: {str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}") from err
+
+    return run_naming_the_node
+
+
 class Reference:
     """Runs an ONNX model (a path, an ``onnx.ModelProto`` or a :class:`~trt_scatter.model.Model`) with
     :data:`REFERENCE_OPS` for the scatter ops.
@@ -132,6 +153,7 @@ class Reference:
             name for node in model.graph.node if node.op_type == "Constant" for name in node.output}
         for node in getattr(self.evaluator, "rt_nodes_", None) or ():
             node.model_constants = constants  # what no run changes: the scatter ops warn of repeats only in the others
+            node.run = _naming_the_node(node)
 
     @property
     def input_names(self) -> list[str]:
