@@ -252,3 +252,17 @@ __all__ = [
     "slice_scatter_model",
     "slice_scatter_native_model",
 ]
+
+
+def slice_scatter_in_if_branch():
+    """A SliceScatter node ``in_branch`` (data (3, 5), a column slice) in the then-branch of If node ``choice`` on a
+    bool input ``cond``; the else-branch keeps data."""
+    from trt_scatter.onnx_models import slice_scatter_model
+
+    inner = slice_scatter_model((3, 5), [1], [4], [2], [1]).graph
+    inner.node[0].name = "in_branch"
+    then_branch = helper.make_graph(list(inner.node), "then", [], [info(inner.output[0].name, [3, 5])], initializer=list(inner.initializer))
+    else_branch = helper.make_graph([helper.make_node("Identity", ["data"], ["kept"])], "else", [], [info("kept", [3, 5])])
+    graph = helper.make_graph([helper.make_node("If", ["cond"], ["output"], name="choice", then_branch=then_branch, else_branch=else_branch)], "g",
+                              [info("cond", [], np.bool_), *[v for v in inner.input if v.name in ("data", "updates")]], [info("output", [3, 5])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("trt_scatter", 1)])

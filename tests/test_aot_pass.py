@@ -7,6 +7,8 @@ import pytest
 from onnx import TensorProto, helper
 from polygraphy.backend.onnx import OnnxFromPath
 
+import onnx_fixtures as fx
+
 from trt_scatter import onnx_models
 from trt_scatter.ops import AOT_ATTRIBUTES, DOMAIN, is_trt_scatter
 from trt_scatter.passes.aot import ToAotPlugins, to_aot
@@ -186,16 +188,7 @@ def test_a_model_it_cannot_take_is_refused_in_one_line_not_converted():
     next(value for value in wrong.graph.input if value.name == "updates").type.tensor_type.shape.dim[1].dim_value = 3
     with pytest.raises(ModelError, match=r"^SliceScatter node .*'updates' must have shape \(2, 6\)"):
         to_aot(wrong)
-    inner = onnx_models.slice_scatter_model((3, 5), [1], [4], [2], [1]).graph
-    inner.node[0].name = "in_branch"
-    then_branch = helper.make_graph(list(inner.node), "then", [], [helper.make_tensor_value_info(inner.output[0].name, TensorProto.FLOAT, [3, 5])],
-                                    initializer=list(inner.initializer))
-    else_branch = helper.make_graph([helper.make_node("Identity", ["data"], ["kept"])], "else", [],
-                                    [helper.make_tensor_value_info("kept", TensorProto.FLOAT, [3, 5])])
-    graph = helper.make_graph([helper.make_node("If", ["cond"], ["output"], name="choice", then_branch=then_branch, else_branch=else_branch)], "g",
-                              [helper.make_tensor_value_info("cond", TensorProto.BOOL, []), *[v for v in inner.input if v.name in ("data", "updates")]],
-                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [3, 5])])
-    nested = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("trt_scatter", 1)])
+    nested = fx.slice_scatter_in_if_branch()
     with pytest.raises(ModelError, match=r"^SliceScatter node 'in_branch': lies in a subgraph of If node 'choice'; the AOT form takes "
                                          r"nodes of the main graph only$"):
         to_aot(nested)

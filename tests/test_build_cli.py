@@ -239,18 +239,7 @@ def test_a_quiet_build_prints_no_tensorrt_warning_and_a_verbose_one_does(tmp_pat
 @pytest.mark.skipif(not backend.is_rtx(), reason="what TensorRT-RTX 1.7.1 cannot build; full TensorRT may")
 def test_a_plugin_node_in_an_if_branch_that_tensorrt_rtx_cannot_build_is_named(tmp_path, capsys):
     """TensorRT-RTX fails such a build saying only that a workspace tensor has no type: the error line names the node."""
-    from trt_scatter.onnx_models import slice_scatter_model
-
-    inner = slice_scatter_model((3, 5), [1], [4], [2], [1]).graph
-    inner.node[0].name = "in_branch"
-    then_branch = helper.make_graph(list(inner.node), "then", [], [helper.make_tensor_value_info(inner.output[0].name, TensorProto.FLOAT, [3, 5])],
-                                    initializer=list(inner.initializer))
-    else_branch = helper.make_graph([helper.make_node("Identity", ["data"], ["kept"])], "else", [],
-                                    [helper.make_tensor_value_info("kept", TensorProto.FLOAT, [3, 5])])
-    graph = helper.make_graph([helper.make_node("If", ["cond"], ["output"], name="choice", then_branch=then_branch, else_branch=else_branch)], "g",
-                              [helper.make_tensor_value_info("cond", TensorProto.BOOL, []), *[v for v in inner.input if v.name in ("data", "updates")]],
-                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [3, 5])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("trt_scatter", 1)])
+    model = fx.slice_scatter_in_if_branch()
     onnx.save(model, tmp_path / "branch.onnx")
     assert main(["build", str(tmp_path / "branch.onnx"), "--plugins", "-o", str(tmp_path / "e.engine")]) == 1
     err = capsys.readouterr().err.strip()
