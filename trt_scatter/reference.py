@@ -26,7 +26,7 @@ from onnx.reference.ops import load_op
 
 from trt_scatter import oracle
 from trt_scatter.model import as_model, node_label
-from trt_scatter.log import warn
+from trt_scatter.log import first_line, warn
 from trt_scatter.ops import OPS, STANDARD_OPS
 from trt_scatter.oracle import rules
 from trt_scatter.oracle.rules import Known, ScatterInputError
@@ -127,7 +127,7 @@ def _naming_the_node(node):
         except (NodeInputError, NodeRunError):
             raise
         except Exception as err:
-            raise NodeRunError(f"{node_label(node.onnx_node)}: {str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}") from err
+            raise NodeRunError(f"{node_label(node.onnx_node)}: {first_line(err)}") from err
 
     return run_naming_the_node
 

@@ -839,13 +839,10 @@ class _Rewriter:
         the True elements picks; None for another form. S gets a row of zeros at its end first: the elements before
         the first True one read row 0, and S may have none (nothing masked, and S computed from the masked rows)."""
         node = _producer(updates)
-        if node is None or node.op != "Slice" or len(node.inputs) < 4:
+        if node is None or not self._first_elements(node):
             return None
-        source, starts, axes = node.inputs[0], node.inputs[1], node.inputs[3]
-        steps = node.inputs[4] if len(node.inputs) > 4 else None
+        source = node.inputs[0]
         dtype = _np_dtype(source)
-        if _ints(self._constant(starts)) != [0] or _ints(self._constant(axes)) not in ([0],) or (steps is not None and not _is_empty(steps) and _ints(self._constant(steps)) != [1]):
-            return None
         if dtype is None:
             return None
         flat = self._node("Reshape", [mask, self._int64([-1], f"{label}_flat")], f"{label}_mask_flat", _np_dtype(mask))
