@@ -261,13 +261,6 @@ def _check(args):
     return "PASSED" if engine_runs else "NOT RUN ON TENSORRT"
 
 
-def _nan_places_differ(want, got):
-    """Whether two float arrays hold NaN in other places (then no tolerance can pass them)."""
-    import numpy as np
-
-    return want.dtype.kind == "f" and bool((np.isnan(want) != np.isnan(got)).any())
-
-
 def _min_max_reductions(model):
     """The model's scatter nodes that combine by min or max (which onnxruntime settles otherwise for NaN and ±0)."""
     return [node for node in model.graph.node if any(a.name == "reduction" and a.s in (b"min", b"max") for a in node.attribute)]
@@ -535,23 +528,24 @@ def _compare(results, pairs, tolerances, given=False):
                 # Contiguous: a runner may hand out a view (onnx.reference's Transpose does), which polygraphy's
                 # elementwise check cannot reshape ("Input array to view() must be contiguous in memory").
                 want, got = np.ascontiguousarray(expected[name]), np.ascontiguousarray(actual[name])
+                floats = want.dtype == got.dtype and want.shape == got.shape and want.dtype.kind == "f"
+                nans, got_nans = (np.isnan(want), np.isnan(got)) if floats else (np.zeros(want.shape, bool),) * 2
                 if want.dtype != got.dtype or want.shape != got.shape:
                     passed, detail = False, f"got {got.dtype} {got.shape}, expected {want.dtype} {want.shape}"
                 elif want.tobytes() == got.tobytes():
                     passed, detail = True, "max abs diff 0 (identical)"
-                elif _nan_places_differ(want, got):
-                    passed, detail = False, (f"NaN in {int(np.isnan(got).sum())} elements, {int((np.isnan(want) != np.isnan(got)).sum())} of "
+                elif (nans != got_nans).any():  # no tolerance passes a NaN
+                    passed, detail = False, (f"NaN in {int(got_nans.sum())} elements, {int((nans != got_nans).sum())} of "
                                              f"them where {reference} has none, or none where it has NaN")
                 else:
                     atol, rtol = tolerances.get(name, (0.0, 0.0))
-                    nans = np.isnan(want) if want.dtype.kind == "f" else None
-                    if nans is not None and nans.any():  # in the same places on both sides (a NaN input, computed on): compare the rest
+                    if nans.any():  # in the same places on both sides (a NaN input, computed on): compare the rest
                         want, got = np.where(nans, 0, want), np.where(nans, 0, got)
                     compare = SimpleCompareFunc(atol=atol, rtol=rtol, check_shapes=True, infinities_compare_equal=True)
                     with G_LOGGER.verbosity(G_LOGGER.CRITICAL):  # its log lines would come between the verdict lines
                         verdict = compare(IterationResult({name: want}), IterationResult({name: got}))[name]
                     why = "given" if given else "exact: the model only moves data to compute it" if (atol, rtol) == (0.0, 0.0) else "the model computes it with floats"
-                    same_nan = f"; NaN in the same {int(nans.sum())} places on both sides" if nans is not None and nans.any() else ""
+                    same_nan = f"; NaN in the same {int(nans.sum())} places on both sides" if nans.any() else ""
                     passed, detail = bool(verdict), f"max abs diff {verdict.max_absdiff:.6g}, max rel diff {verdict.max_reldiff:.6g} (atol {atol:g}, rtol {rtol:g}: {why}){same_nan}"
                 print(f"{'PASS' if passed else 'FAIL'} {name}{where}: {candidate} vs {reference}: {detail}")
                 ok &= passed
