@@ -192,3 +192,21 @@ def test_a_model_it_cannot_take_is_refused_in_one_line_not_converted():
     with pytest.raises(ModelError, match=r"^SliceScatter node 'in_branch': lies in a subgraph of If node 'choice'; the AOT form takes "
                                          r"nodes of the main graph only$"):
         to_aot(nested)
+
+
+def test_a_validated_model_is_not_validated_again_for_the_aot_form(monkeypatch):
+    """network_from_onnx(aot=True) hands to_aot the Model itself where no standard node went to a plugin: its validation
+    (shape inference over the whole model) is not done again."""
+    from trt_scatter import engine
+    from trt_scatter.model import Model
+    from trt_scatter.passes import validate as validation
+
+    model = Model(onnx_models.scatter_update_model((3, 5), (2,), 1))
+    validation.validate(model)
+    checked = []
+    monkeypatch.setattr(validation, "_check_structure", lambda *args: checked.append(args))
+    try:
+        engine.network_from_onnx(model, aot=True)
+    except Exception:  # the AOT plugins need full TensorRT >= 10.9: their registration comes after the conversion
+        pass
+    assert checked == []

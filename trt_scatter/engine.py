@@ -151,7 +151,8 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
 
         from trt_scatter.passes.plugins import to_plugins
 
-        converted = to_aot(to_plugins(model))  # what the model's nodes cannot be in the AOT form, before what TensorRT lacks
+        plugged = to_plugins(model)  # the Model itself where no node changed: validated once, not again
+        converted = to_aot(model if plugged is model.proto else plugged)  # what the model cannot be in the AOT form, before what TensorRT lacks
         aot_plugins.register()
         return _network_from_proto(converted, model.path, strongly_typed=strongly_typed)
     node = aot_node(model.proto)
