@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -47,6 +48,11 @@ from trt_scatter.model.tensors import ModelTensors
 from trt_scatter.ops import op_of
 from trt_scatter.oracle.rules import ScatterInputError
 from trt_scatter.passes.validate import validate
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import onnx
 
 DEFAULT_DIM = 4
 TRIES = 100  # random values tried for an input that reaches index inputs through other ops
@@ -410,7 +416,7 @@ def _symbolic_shapes(plan):
 
     model = onnx.ModelProto()
     model.CopyFrom(plan.model)
-    bound = _named_dims_given(model.graph, plan.given)
+    bound = named_dimensions(model.graph, plan.given)
     for value in model.graph.input:
         shape = value.type.tensor_type.shape
         for dim in shape.dim:  # a named dimension a given shape sets is that size in every input that names it
@@ -425,19 +431,27 @@ def _symbolic_shapes(plan):
     return ModelTensors(model)
 
 
-def _named_dims_given(graph, given):
-    """``{dimension name: (size, input)}`` for the named dimensions of the inputs whose shapes are given; a name given
-    two sizes is one ValueError naming both inputs."""
+class NamedDimensionConflict(ValueError):
+    """Two shapes give one named dimension of a model two sizes: ``name``, and ``(size, input)`` of each."""
+
+    def __init__(self, name: str, first: tuple[int, str], second: tuple[int, str]):
+        self.name, self.first, self.second = name, first, second
+        super().__init__(f"dimension {name!r} is {first[0]} in the given shape of input {first[1]!r} and {second[0]} in that of "
+                         f"input {second[1]!r}: the model names them one dimension")
+
+
+def named_dimensions(graph: onnx.GraphProto, shapes: dict[str, Sequence[int]]) -> dict[str, tuple[int, str]]:
+    """``{dimension name: (size, input)}`` that ``shapes`` (``{input name: shape}``) give the named (symbolic) dimensions
+    of ``graph``'s inputs; a name given two sizes is a :class:`NamedDimensionConflict`."""
     bound = {}
     for value in graph.input:
-        if value.name not in given:
+        if value.name not in shapes:
             continue
-        for dim, size in zip(value.type.tensor_type.shape.dim, given[value.name]):
+        for dim, size in zip(value.type.tensor_type.shape.dim, shapes[value.name]):
             if dim.dim_param:
                 first = bound.setdefault(dim.dim_param, (size, value.name))
                 if first[0] != size:
-                    raise ValueError(f"dimension {dim.dim_param!r} is {first[0]} in the given shape of input {first[1]!r} and {size} in "
-                                     f"that of input {value.name!r}: the model names them one dimension")
+                    raise NamedDimensionConflict(dim.dim_param, first, (size, value.name))
     return bound
 
 

@@ -336,18 +336,13 @@ def _check_named_dims(path, iteration, feed, graph):
     engine's profile fails to build, and the reference refuses the run too: two lines for one mistake)."""
     import numpy as np
 
-    seen = {}
-    for value in graph.input:
-        if value.name not in feed:
-            continue
-        shape = np.shape(feed[value.name])
-        for axis, dim in enumerate(value.type.tensor_type.shape.dim):
-            if not dim.dim_param or axis >= len(shape):
-                continue
-            first = seen.setdefault(dim.dim_param, (shape[axis], value.name))
-            if first[0] != shape[axis]:
-                raise common.CliError(f"--load-inputs {path!r}: iteration {iteration}: dimension {dim.dim_param!r} is {first[0]} in "
-                                      f"input {first[1]!r} and {shape[axis]} in input {value.name!r}: the model names them one dimension")
+    from trt_scatter.inputs import NamedDimensionConflict, named_dimensions
+
+    try:
+        named_dimensions(graph, {name: np.shape(value) for name, value in feed.items()})
+    except NamedDimensionConflict as err:
+        raise common.CliError(f"--load-inputs {path!r}: iteration {iteration}: dimension {err.name!r} is {err.first[0]} in "
+                              f"input {err.first[1]!r} and {err.second[0]} in input {err.second[1]!r}: the model names them one dimension") from None
 
 
 def _build_engine(loaded, feeds, plugins):
