@@ -50,10 +50,12 @@ BLOCK = 256
 BLOCKS_PER_SM = 8
 DEBUG_ENV = "TRT_SCATTER_DEBUG"
 # AOT form: TensorRT passes shapes as int32 kernel arguments (NvInferPythonPlugin.h, PluginArgDataType),
-# and sizes the grid without knowing the GPU: a fixed cap of 8 blocks on each of 256 SMs (H100: 132,
-# B200: 148) fills any current GPU; the kernels grid-stride, so any grid is correct.
+# and sizes the grid without knowing the GPU: a fixed cap of 8 blocks on each of 128 SMs, one wave on an
+# H100 or H200 (132 SMs). The kernels grid-stride, so any grid is correct, but blocks beyond one wave cost
+# time even with no work: a cap of 2048 took 2-3 us more per launch than the Python entry's one wave
+# (bench/results/gpu_check_h200_2026-11-26_1d0f1e4).
 AOT_MAX_DIM = 2**31 - 1
-AOT_MAX_BLOCKS = 2048
+AOT_MAX_BLOCKS = 1024
 AOT_LIMITS = f"the AOT form passes shapes as int32: every dimension below 2**31, rank at most {MAX_RANK}"
 
 # The driver backend: plugins.cuda on a GPU. Tests substitute an object with the same functions

@@ -262,6 +262,11 @@ def test_aot_grid(updates_shape, blocks):
     assert kernels.aot_grid(updates_shape) == blocks
 
 
+def test_aot_grid_cap_is_one_wave_on_an_h100():
+    # Blocks beyond the resident ones make a second wave that costs microseconds even when idle.
+    assert kernels.AOT_MAX_BLOCKS <= 132 * kernels.BLOCKS_PER_SM
+
+
 def test_aot_launch_uses_the_aot_grid(recording):
     device = recording(SLICE_AOT_PARAMS)
     slice_kernel.launch_slice_scatter_aot(**_aot({**SLICE, "data_shape": (1000, 6), "updates_shape": (1000, 6), "num_axes": 0}))
