@@ -5,10 +5,10 @@
 #
 # On a GPU machine, run exactly that one command (within 10 minutes, nothing to install beyond the
 # working tree) and commit what comes back from $OUT under bench/results/. OUT defaults to $OUT.
-# Measured on an H200 (bench/results/gpu_check_h200_2026-11-26_*, three runs): 186-231 s in all. gpu_check.py
-# 139-170 s (cold NVRTC of the 64 kernel instantiations 50-63 s, correctness 11-13 s, determinism 6-8 s, 126
-# benchmark rows at 256 MB 46-56 s, each output checked against the oracle on the host, KV cache 4-6 s for its
-# 4 rows of the plugins' entry (the 4 AOT-entry rows added since have not run), 6 reduction rows against torch
+# Measured on an H200 (bench/results/gpu_check_h200_2026-11-26_*, five runs): 186-231 s in all. gpu_check.py
+# 139-170 s (cold NVRTC of the 64 kernel instantiations 50-63 s, correctness 11-14 s, determinism 6-8 s, 126
+# benchmark rows at 256 MB 46-56 s, each output checked against the oracle on the host, KV cache 9-10 s for its
+# 8 rows through both entries (4-6 s for the 4 of the first three runs), 6 reduction rows against torch
 # 15-20 s, Python overhead ~1 s), the GPU tests 25-32 s (with the AOT PTX compiles), memcheck 16-24 s,
 # racecheck 6 s. (The same command on the 2-core development CPU with the stand-in driver and --size-mb 1 takes
 # about 90 s, 60 s of it NVRTC.) Each step is bounded (300/150/150/90 s) and the whole run by
