@@ -118,7 +118,7 @@ __device__ __forceinline__ int unit_bytes(u64 bits) {
 // Copies `rows` rows of `row_units` units U: source row r starts at byte r*row_units*sizeof(U)
 // of `src` (updates are dense), its destination at byte map(r) of `dst`, or nowhere if map(r) < 0.
 // Long rows: blocks take tiles of a row (one row lookup per tile); short rows: threads take
-// single units, four at a time (one row lookup per unit). Both are grid-stride loops, so any grid is correct.
+// single units (one row lookup per unit). Both are grid-stride loops, so any grid is correct.
 template <typename U, typename RowMap>
 __device__ __forceinline__ void copy_rows(char* __restrict__ dst, const char* __restrict__ src, i64 rows,
                                           i64 row_units, const RowMap& map) {
@@ -141,30 +141,18 @@ __device__ __forceinline__ void copy_rows(char* __restrict__ dst, const char* __
                 if (u < row_units) out[u] = row[u];
             }
         }
+    } else if (row_units == 1) {  // e.g. a strided innermost axis: one unit per row, no division
+        for (i64 r = global_thread(); r < rows; r += grid_threads()) {
+            const i64 offset = map(r);
+            if (offset >= 0) *reinterpret_cast<U*>(dst + offset) = in[r];
+        }
     } else {
-        // A thread takes `batch` units a grid apart and loads all of them (and their rows' indices) before it
-        // stores any: one unit at a time, each thread waited for its loads before the next, and a strided
-        // column of 1-byte elements ran at a third of torch's speed (bench/results/gpu_check_h200_*).
-        constexpr int batch = 4;
         const i64 units = rows * row_units;
-        const i64 stride = grid_threads();
-        for (i64 first = global_thread(); first < units; first += stride * batch) {
-            i64 offset[batch];
-            U value[batch];
-#pragma unroll
-            for (int k = 0; k < batch; ++k) {
-                const i64 i = first + k * stride;
-                offset[k] = -1;
-                if (i >= units) continue;
-                const i64 r = row_units == 1 ? i : quotient(i, row_units);  // e.g. a strided innermost axis: 1
-                const i64 row = map(r);
-                if (row < 0) continue;
-                offset[k] = row + (i - r * row_units) * static_cast<i64>(sizeof(U));
-                value[k] = in[i];
-            }
-#pragma unroll
-            for (int k = 0; k < batch; ++k)
-                if (offset[k] >= 0) *reinterpret_cast<U*>(dst + offset[k]) = value[k];
+        for (i64 i = global_thread(); i < units; i += grid_threads()) {
+            const i64 r = quotient(i, row_units);
+            const i64 offset = map(r);
+            if (offset < 0) continue;
+            reinterpret_cast<U*>(dst + offset)[i - r * row_units] = in[i];
         }
     }
 }
