@@ -154,3 +154,13 @@ def test_broken_rules_are_one_line(arguments, message):
     with pytest.raises(ScatterInputError) as raised:
         scatter_elements_reduce(**inputs)
     assert str(raised.value) == message
+
+
+def test_the_package_names_the_function_the_readme_lists():
+    from trt_scatter import oracle
+
+    data, indices, updates = np.zeros(3, np.float32), np.array([0, 0, 2]), np.ones(3, np.float32)
+    expected = data.copy()
+    np.add.at(expected, indices, updates)
+    np.testing.assert_array_equal(oracle.scatter_elements_reduce(data, indices, updates), expected)
+    assert oracle.check_scatter_elements_reduce is not None

@@ -139,3 +139,13 @@ def test_broken_rules_are_one_line(arguments, message):
     with pytest.raises(ScatterInputError) as raised:
         scatter_nd_reduce(**inputs)
     assert str(raised.value) == message
+
+
+def test_the_package_names_the_function_the_readme_lists():
+    from trt_scatter import oracle
+
+    data, indices, updates = np.zeros((3, 2), np.float32), np.array([[1], [1]]), np.ones((2, 2), np.float32)
+    expected = data.copy()
+    np.add.at(expected, indices[:, 0], updates)
+    np.testing.assert_array_equal(oracle.scatter_nd_reduce(data, indices, updates), expected)
+    assert oracle.check_scatter_nd_reduce is not None

@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING
 
 from trt_scatter.oracle.rules import ScatterInputError
 from trt_scatter.oracle.scatter_elements import check_scatter_elements, scatter_elements
+from trt_scatter.oracle.scatter_elements_reduce import check_scatter_elements_reduce, scatter_elements_reduce
 from trt_scatter.oracle.scatter_nd import check_scatter_nd, scatter_nd, scatter_nd_update
+from trt_scatter.oracle.scatter_nd_reduce import check_scatter_nd_reduce, scatter_nd_reduce
 from trt_scatter.oracle.scatter_update import check_scatter_update, scatter_update
 from trt_scatter.oracle.slice_scatter import check_slice_scatter, slice_geometry, slice_scatter, slice_shape
 from trt_scatter.oracle.tensor_scatter import check_tensor_scatter, tensor_scatter
@@ -36,13 +38,17 @@ if TYPE_CHECKING:
 __all__ = [
     "ScatterInputError",
     "check_scatter_elements",
+    "check_scatter_elements_reduce",
     "check_scatter_nd",
+    "check_scatter_nd_reduce",
     "check_scatter_update",
     "check_slice_scatter",
     "check_tensor_scatter",
     "module",
     "scatter_elements",
+    "scatter_elements_reduce",
     "scatter_nd",
+    "scatter_nd_reduce",
     "scatter_nd_update",
     "scatter_update",
     "slice_geometry",

@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from trt_scatter.oracle import scatter_elements_reduce, reductions, rules
+from trt_scatter.oracle import reductions, rules
+from trt_scatter.oracle.scatter_elements_reduce import check_shapes_and_indices, scatter_elements_reduce
+from trt_scatter.oracle.scatter_elements_reduce import input_capacity as input_capacity  # the same targets, whether indices repeat or not
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -61,7 +63,7 @@ def evaluate(inputs: dict[str, np.ndarray], attributes: dict[str, Any]) -> np.nd
     reduction = reductions.reduction_of(attributes.get("reduction") or "none")
     if reduction != "none":
         reduction = reductions.check_reduction(OP, reduction, tuple(reductions.ONNX_REDUCTIONS))
-        return scatter_elements_reduce.scatter_elements_reduce(inputs["data"], inputs["indices"], inputs["updates"], axis=attributes.get("axis", 0),
+        return scatter_elements_reduce(inputs["data"], inputs["indices"], inputs["updates"], axis=attributes.get("axis", 0),
                                        reduction=reduction, include_self=1, op=OP)
     return scatter_elements(inputs["data"], inputs["indices"], inputs["updates"], axis=attributes.get("axis", 0))
 
@@ -73,7 +75,7 @@ def check_node(node: OpNode) -> None:
     reduction = reductions.check_reduction(OP, node.attribute("reduction", "none"), ("none", *reductions.ONNX_REDUCTIONS))
     if reduction != "none" and node.dtype("data") is not None:
         reductions.check_element_type(OP, "data", node.dtype("data"))
-    scatter_elements_reduce.check_shapes_and_indices(node, OP)
+    check_shapes_and_indices(node, OP)
 
 
 def repeated_target(node: OpNode | rules.Known) -> str | None:
@@ -125,7 +127,6 @@ def input_relations(shapes: Any, node: OpNode) -> None:
         shapes.bounds.append(([a], [b]))
 
 
-input_capacity = scatter_elements_reduce.input_capacity  #: the same targets, whether indices repeat or not
 
 
 def plan_inputs(plan: Any, node: OpNode, rng: np.random.Generator) -> None:

@@ -21,7 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from trt_scatter.oracle import scatter_nd_reduce, reductions, rules
+from trt_scatter.oracle import reductions, rules
+from trt_scatter.oracle.scatter_nd_reduce import check_shapes_and_indices, scatter_nd_reduce
+from trt_scatter.oracle.scatter_nd_reduce import input_capacity as input_capacity  # the same targets, whether rows repeat or not
+from trt_scatter.oracle.scatter_nd_reduce import input_relations as reduce_input_relations
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -66,7 +69,7 @@ def evaluate(inputs: dict[str, np.ndarray], attributes: dict[str, Any]) -> np.nd
     reduction = reductions.reduction_of(attributes.get("reduction") or "none")
     if reduction != "none":
         reduction = reductions.check_reduction(OP, reduction, tuple(reductions.ONNX_REDUCTIONS))
-        return scatter_nd_reduce.scatter_nd_reduce(inputs["data"], inputs["indices"], inputs["updates"], reduction=reduction, include_self=1, op=OP)
+        return scatter_nd_reduce(inputs["data"], inputs["indices"], inputs["updates"], reduction=reduction, include_self=1, op=OP)
     return scatter_nd(inputs["data"], inputs["indices"], inputs["updates"])
 
 
@@ -77,7 +80,7 @@ def check_node(node: OpNode) -> None:
     reduction = reductions.check_reduction(OP, node.attribute("reduction", "none"), ("none", *reductions.ONNX_REDUCTIONS))
     if reduction != "none" and node.dtype("data") is not None:
         reductions.check_element_type(OP, "data", node.dtype("data"))
-    scatter_nd_reduce.check_shapes_and_indices(node, OP)
+    check_shapes_and_indices(node, OP)
 
 
 def repeated_target(node: OpNode | rules.Known) -> str | None:
@@ -116,13 +119,11 @@ def input_relations(shapes: Any, node: OpNode) -> None:
     """scatter_nd_reduce's relations, and rows no more than the targets (distinct rows, unless the node reduces)."""
     if _reduces(node):
         return _reducing(node).input_relations(shapes, node)
-    scatter_nd_reduce.input_relations(shapes, node, OP)
+    reduce_input_relations(shapes, node, OP)
     data, indices = shapes.shape(node, "data"), shapes.shape(node, "indices")
     if data is not None and indices is not None:
         shapes.bounds.append((list(indices[:-1]), list(data[: shapes.of(indices[-1])])))
 
-
-input_capacity = scatter_nd_reduce.input_capacity  #: the same targets, whether rows repeat or not
 
 
 def plan_inputs(plan: Any, node: OpNode, rng: np.random.Generator) -> None:
