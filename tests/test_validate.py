@@ -263,7 +263,9 @@ def test_parameters_fed_at_run_time_are_checked_by_what_is_known():
         "to its slice's length) (got shape (7, 6))"
     )
     model.graph.input[1].CopyFrom(info("updates", (7, 5)))
-    validate(model)  # axis 0 may be cut to any length by the fed start/stop
+    assert refused(model) == "SliceScatter node 'n': slice_scatter: 'updates' dimension 0 must be at most data's (2) to be a slice of it (got 7)"
+    model.graph.input[1].CopyFrom(info("updates", (1, 5)))
+    validate(model)  # axis 0 may be cut to any length up to data's by the fed start/stop
     model.graph.initializer[0].CopyFrom(const("step", [0]))
     assert refused(model) == "SliceScatter node 'n': slice_scatter: 'step' must not contain 0 (got [0])"
     model.graph.initializer[0].CopyFrom(const("step", [1, 1]))
@@ -492,6 +494,14 @@ def test_static_check_never_refuses_what_some_value_makes_valid(case, data):
     shape = lambda s: tuple(-1 if data.draw(st.booleans()) else d for d in s)
     check_slice_scatter_static(shape(data_shape), shape(updates), *params)
     check_slice_scatter_static(None, None, *params)
+
+
+@pytest.mark.parametrize("updates, start, axes, axis", [((5, 3), 1, [0], 0), ((9, 9), [0], 1, 0), ((4, 4), [0], 1, 1)])
+def test_static_check_refuses_updates_longer_than_data_on_an_axis_sliced_at_run_time(updates, start, axes, axis):
+    """No start/stop/step makes a slice longer than its dimension: run-time values or axes do not lift that."""
+    with pytest.raises(oracle.ScatterInputError, match=rf"'updates' dimension {axis} must be at most data's \(\d\) to be a slice of it"):
+        check_slice_scatter_static((4, 3), updates, start, [2], [1], axes)
+    check_slice_scatter_static((4, 3), (3, 3), start, [2], [1], axes)
 
 
 def test_static_check_with_unknown_rank_still_refuses_step_0_and_unequal_lengths():

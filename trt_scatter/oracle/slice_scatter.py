@@ -22,7 +22,7 @@ import numpy as np
 from trt_scatter.oracle import rules
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     from numpy.typing import ArrayLike
 
@@ -124,6 +124,20 @@ def check_slice_scatter_static(data_shape: Sequence[int | None] | None, updates_
         cut = [a % rank for a in values.get("axes", range(len(values["start"]))) if -rank <= a < rank]
     data_free = tuple(-1 if axis in cut else dim for axis, dim in enumerate(data_shape))
     check_slice_scatter(data_free, updates_shape, **values)
+    check_fits_in_data(data_shape, updates_shape, cut)
+
+
+def check_fits_in_data(data_shape: Sequence[int | None], updates_shape: Sequence[int | None] | None, axes: Iterable[int]) -> None:
+    """A slice of a dimension has at most its elements, whatever start/stop/step are: on each of ``axes``
+    (those that may be sliced), ``updates`` is no longer than ``data``."""
+    if updates_shape is None or len(updates_shape) != len(data_shape):
+        return
+    axes = list(axes)
+    rules.check_indices_can_exist(OP, "updates", updates_shape, [(axis, data_shape[axis]) for axis in axes])
+    for axis in axes:
+        dim, count = data_shape[axis], updates_shape[axis]
+        if rules.is_known(dim) and rules.is_known(count) and count > dim:
+            raise rules.ScatterInputError(OP, "updates", f"dimension {axis} must be at most data's ({dim}) to be a slice of it", count)
 
 
 def slice_scatter(data: ArrayLike, updates: ArrayLike, start: ArrayLike, stop: ArrayLike, step: ArrayLike, axes: ArrayLike | None = None) -> np.ndarray:
@@ -254,8 +268,6 @@ def plan_inputs(plan: Any, node: OpNode, rng: np.random.Generator) -> None:
     choices = []  # per sliced axis, the (start, stop, step) that take updates' length
     for axis in node.axes:
         dim, count = data[axis], updates[axis]
-        if count > dim:
-            raise rules.ScatterInputError(OP, "updates", f"dimension {axis} must be at most data's ({dim}) to be a slice of it", count)
         fixed = node.fixed.get(axis)
         choices.append(None if not fixed else slices_by_count(dim, fixed).get(count))
         if fixed and not choices[-1]:
