@@ -125,3 +125,18 @@ def test_plugin_impl_does_not_wrap_huge_unsigned_parameters(plugin_calls):
     stop = [layer for layer in layers(network) if layer.type == trt.LayerType.CONSTANT][1]
     stop.__class__ = trt.IConstantLayer
     assert inputs[3].dtype == trt.int64 and np.array(stop.weights).tolist() == [2**63 - 1]
+
+
+@pytest.mark.parametrize("data_shape, updates_shape, start, stop, step, axes", [
+    ((2, 1), (0, 1), [0], [0], [1], [0]),  # an empty slice of a full dimension
+    ((0, 3), (0, 2), [0], [2], [1], [1]),  # data itself empty
+    ((-1, 3), (-1, 0), [0], [0], [1], [1]),  # an empty slice beside a dynamic dimension
+    ((0,), (0,), [], [], [], []),  # no axes, empty data
+])
+def test_an_empty_write_builds_an_engine(data_shape, updates_shape, start, stop, step, axes):
+    """TensorRT refuses empty constants: the lowering's empty index tensors must still build (data comes back)."""
+    builder, network = new_network()
+    data, updates = add_input(network, "data", np.float32, data_shape), add_input(network, "updates", np.float32, updates_shape)
+    network.mark_output(add_slice_scatter(network, data, updates, start, stop, step, axes))
+    profile = {"data": [(2, 3)] * 3, "updates": [(2, 0)] * 3} if -1 in data_shape else None
+    build(builder, network, profile)

@@ -179,3 +179,15 @@ def test_check_passes_on_writes_of_every_rank_axis_mode_and_type(tmp_path, stand
     for i in range(len(WRITES)):
         for iteration in (0, 1):
             assert f"PASS written{i} (iteration {iteration}): {backend} vs reference: max abs diff 0 (identical)" in result.stdout
+
+
+@pytest.mark.parametrize("cache_shape, update_shape", [((2, 3, 4, 5), (2, 3, 0, 5)), ((0, 3, 4, 5), (0, 3, 1, 5))])
+def test_an_empty_write_builds_an_engine(cache_shape, update_shape):
+    """No tokens, or no batch rows: the empty index tensors still build (TensorRT refuses empty constants)."""
+    from lowering_support import add_input, build, new_network
+
+    builder, network = new_network()
+    cache, update = add_input(network, "cache", np.float32, cache_shape), add_input(network, "update", np.float32, update_shape)
+    write_indices = add_input(network, "write_indices", np.int64, cache_shape[:1])
+    network.mark_output(add_tensor_scatter(network, cache, update, write_indices))
+    build(builder, network)
