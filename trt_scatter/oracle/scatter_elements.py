@@ -22,6 +22,7 @@ import numpy as np
 
 from trt_scatter.oracle import reductions, rules
 from trt_scatter.oracle.scatter_elements_reduce import check_shapes_and_indices, scatter_elements_reduce
+from trt_scatter.oracle.scatter_elements_reduce import input_relations as reduce_input_relations, plan_inputs as reduce_plan_inputs
 from trt_scatter.oracle.scatter_elements_reduce import input_capacity as input_capacity  # the same targets, whether indices repeat or not
 
 if TYPE_CHECKING:
@@ -108,17 +109,12 @@ def _reduces(node):
     return reductions.reduction_of(node.attribute("reduction", "none")) != "none"
 
 
-def _reducing(node):
-    """scatter_elements_reduce's module, whose valid inputs (repeats allowed) serve a node with a reduction."""
-    return scatter_elements_reduce
-
-
 # ---- valid inputs (trt_scatter.inputs): shape relations, capacity, index generator
 
 
 def input_relations(shapes: Any, node: OpNode) -> None:
     if _reduces(node):
-        return _reducing(node).input_relations(shapes, node)
+        return reduce_input_relations(shapes, node)
     data, indices, updates = (shapes.shape(node, n) for n in ("data", "indices", "updates"))
     if data is not None:
         rules.check_rank_at_least(OP, "data", data, 1)
@@ -131,7 +127,7 @@ def input_relations(shapes: Any, node: OpNode) -> None:
 
 def plan_inputs(plan: Any, node: OpNode, rng: np.random.Generator) -> None:
     if _reduces(node):
-        return _reducing(node).plan_inputs(plan, node, rng)
+        return reduce_plan_inputs(plan, node, rng)
     data, indices, updates = (plan.shape(node, n) for n in ("data", "indices", "updates"))
     axis = node.attribute("axis", 0)
     name = plan.fed(node, "indices")

@@ -24,7 +24,7 @@ import numpy as np
 from trt_scatter.oracle import reductions, rules
 from trt_scatter.oracle.scatter_nd_reduce import check_shapes_and_indices, scatter_nd_reduce
 from trt_scatter.oracle.scatter_nd_reduce import input_capacity as input_capacity  # the same targets, whether rows repeat or not
-from trt_scatter.oracle.scatter_nd_reduce import input_relations as reduce_input_relations
+from trt_scatter.oracle.scatter_nd_reduce import input_relations as reduce_input_relations, plan_inputs as reduce_plan_inputs
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -107,18 +107,13 @@ def _reduces(node):
     return reductions.reduction_of(node.attribute("reduction", "none")) != "none"
 
 
-def _reducing(node):
-    """scatter_nd_reduce's module, whose valid inputs (repeats allowed) serve a node with a reduction."""
-    return scatter_nd_reduce
-
-
 # ---- valid inputs (trt_scatter.inputs): shape relations, capacity, index generator
 
 
 def input_relations(shapes: Any, node: OpNode) -> None:
     """scatter_nd_reduce's relations, and rows no more than the targets (distinct rows, unless the node reduces)."""
     if _reduces(node):
-        return _reducing(node).input_relations(shapes, node)
+        return reduce_input_relations(shapes, node)
     reduce_input_relations(shapes, node, OP)
     data, indices = shapes.shape(node, "data"), shapes.shape(node, "indices")
     if data is not None and indices is not None:
@@ -128,7 +123,7 @@ def input_relations(shapes: Any, node: OpNode) -> None:
 
 def plan_inputs(plan: Any, node: OpNode, rng: np.random.Generator) -> None:
     if _reduces(node):
-        return _reducing(node).plan_inputs(plan, node, rng)
+        return reduce_plan_inputs(plan, node, rng)
     data, indices, updates = (plan.shape(node, n) for n in ("data", "indices", "updates"))
     name = plan.fed(node, "indices")
     plan.check_known(node, check_scatter_nd, name, data, indices, updates)
