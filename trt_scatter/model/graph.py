@@ -4,6 +4,7 @@
   If/Loop/Scan bodies, in order;
 - :func:`node_label`: how every message names a node (``SliceScatter node 'write_kv'``);
 - :func:`graph_names` / :func:`fresh_name`: the names a pass that adds nodes must avoid, and new ones;
+- :func:`value_readers` / :func:`overwrite_conflict`: who reads a tensor's values, and what an in-place write of it would clobber;
 - :func:`opset_version`: the version at which a model imports a domain;
 - :class:`ModelError`: a model's mistake, one line naming the node (or the file), the rule and the value.
 """
@@ -87,6 +88,41 @@ def fed_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
     from IR version 3 on, as a default one may override)."""
     initializers = {init.name for init in graph.initializer}
     return [value for value in graph.input if value.name not in initializers]
+
+
+def value_readers(graph: onnx.GraphProto) -> dict[str, list[onnx.NodeProto]]:
+    """Each tensor name of ``graph`` -> the nodes that read its values, in order. A node that reads only its shape
+    is left out: Shape and Size, and a node whose results only such nodes read (the TorchScript exporter slices a
+    cache to broadcast new tokens to the slice's shape); a trt_scatter node always counts."""
+    outputs = {output.name for output in graph.output}
+    consumers = {}
+    for node in graph.node:
+        for name in dict.fromkeys(node.input):
+            consumers.setdefault(name, []).append(node)
+
+    def shape_only(node, depth=0):
+        if node.op_type in ("Shape", "Size"):
+            return True
+        users = [user for output in node.output for user in consumers.get(output, [])]
+        return depth < 8 and bool(users) and not any(o in outputs for o in node.output) and all(shape_only(u, depth + 1) for u in users)
+
+    return {name: [n for n in nodes if is_trt_scatter(n) or not shape_only(n)] for name, nodes in consumers.items()}
+
+
+def overwrite_conflict(graph: onnx.GraphProto, node: onnx.NodeProto, readers: dict[str, list[onnx.NodeProto]] | None = None) -> str | None:
+    """Why ``node`` (of ``graph``) may not write into the buffer of its first input (``inplace=1``), or None: that
+    tensor is a graph output, another node reads its values, or ``node`` reads it twice. ``readers``:
+    :func:`value_readers` of ``graph``, where the caller has it."""
+    name = node.input[0]
+    readers = value_readers(graph) if readers is None else readers
+    others = [other for other in readers.get(name, []) if other is not node]
+    if name in {output.name for output in graph.output}:
+        return "is a graph output"
+    if others:
+        return f"is read by {node_label(others[0], list(graph.node).index(others[0]))} too"
+    if list(node.input).count(name) > 1:
+        return "is read by this node twice"
+    return None
 
 
 def graph_names(graph: onnx.GraphProto) -> set[str]:

@@ -32,6 +32,7 @@ import io
 from typing import IO, TYPE_CHECKING, Any
 
 from trt_scatter.log import logger
+from trt_scatter.model.graph import overwrite_conflict, value_readers
 from trt_scatter.ops import DOMAIN, VERSION, is_trt_scatter, register_onnx_schemas
 from trt_scatter.torch import writes
 from trt_scatter.torch.dynamo import translation_table
@@ -149,24 +150,11 @@ def mark_inplace(model: onnx.ModelProto) -> list[str]:
     from onnx import helper
 
     graph = model.graph
-    outputs = {output.name for output in graph.output}
-    consumers = {}
-    for node in graph.node:
-        for name in set(node.input):
-            consumers.setdefault(name, []).append(node)
-
-    def shape_only(node, depth=0):
-        """A node whose result feeds only Shape nodes (a Slice whose shape an expand needs): it reads no value."""
-        if node.op_type in ("Shape", "Size"):
-            return True
-        users = [user for output in node.output for user in consumers.get(output, [])]
-        return depth < 8 and bool(users) and not any(o in outputs for o in node.output) and all(shape_only(u, depth + 1) for u in users)
-
-    readers = {name: [n for n in nodes if is_trt_scatter(n) or not shape_only(n)] for name, nodes in consumers.items()}
+    readers = value_readers(graph)
     written = []
     for name in (graph_input.name for graph_input in graph.input):
         nodes = readers.get(name, [])
-        if len(nodes) == 1 and is_trt_scatter(nodes[0]) and nodes[0].input[0] == name and list(nodes[0].input).count(name) == 1 and name not in outputs:
+        if len(nodes) == 1 and is_trt_scatter(nodes[0]) and nodes[0].input[0] == name and overwrite_conflict(graph, nodes[0], readers) is None:
             node = nodes[0]
             kept = [attribute for attribute in node.attribute if attribute.name != "inplace"]
             del node.attribute[:]
