@@ -125,7 +125,8 @@ def add_plugin_layer(network: trt.INetworkDefinition, op_name: str, inputs: Sequ
         raise PluginError(
             f"{op_name}: {backend.name()} {trt.__version__} has no INetworkDefinition.add_plugin_v3, so the plugin "
             f"cannot be added through the network API. Put a '{op_name}' node (domain 'trt_scatter') in an ONNX model "
-            f"and parse it with the ONNX parser after trt_scatter.plugins.register(), or use impl='native'."
+            f"and parse it with the ONNX parser after trt_scatter.plugins.register()"
+            + (", or use impl='native'." if OPS[op_name].builds_natively else ".")
         )
     from trt_scatter.plugins.base import fields_to_keep
 

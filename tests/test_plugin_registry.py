@@ -157,7 +157,8 @@ def test_add_plugin_layer_on_rtx_points_to_onnx_and_native(op_name):
         plugins.add_plugin_layer(network, op_name, [data])
     message = str(caught.value)
     assert message.startswith(f"{op_name}: tensorrt_rtx")
-    assert "add_plugin_v3" in message and f"'{op_name}' node" in message and "impl='native'" in message
+    assert "add_plugin_v3" in message and f"'{op_name}' node" in message
+    assert ("impl='native'" in message) == (op_name not in ("ScatterElementsReduce", "ScatterNDReduce"))  # no TensorRT layer reduces
 
 
 def test_add_plugin_layer_rejects_unknown_ops():

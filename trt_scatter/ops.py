@@ -144,6 +144,12 @@ class Op:
         return self.domain == DOMAIN
 
     @property
+    def builds_natively(self) -> bool:
+        """Whether TensorRT's own layers can compute it (a builder's ``impl="native"``): not an op that reduces, as
+        IScatterLayer has no reduction."""
+        return "reduction" not in self.attributes
+
+    @property
     def element_inputs(self) -> tuple:
         """The inputs that hold elements (data, updates): they share the output's type."""
         return tuple(name for name in self.inputs if name not in self.index_inputs)
