@@ -70,7 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     subparsers = parser.add_subparsers(dest="command", required=True)
     for subcommand in (build, check, lower, rewrite):
         subcommand.add_parser(subparsers)
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # the command's own parser says so, in its words: trt-scatter <command>: error: ...
+        subparsers.choices[args.command].error(f"unrecognized arguments: {' '.join(extras)}")
     if hasattr(sys.stdout, "reconfigure"):  # a path of bytes that are not UTF-8 is printed as those bytes, not a crash
         sys.stdout.reconfigure(errors="surrogateescape")
     warnings = _Warnings(args.command)
