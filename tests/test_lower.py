@@ -271,14 +271,14 @@ def test_the_command_line(tmp_path):
     path, out = fx.save(case.model, tmp_path / "kv.onnx"), tmp_path / "kv.lowered.onnx"
     result = fx.run_tool("trt-scatter", ["lower", path, out])
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith(f"lowered 1 trt_scatter node(s) (SliceScatter) of {path}: {out}")
+    assert result.stdout.startswith(f"lowered 1 trt_scatter node (SliceScatter) of {path}: {out}")
     check_lowered(case, onnx.load(str(out)), seeds=[0])
 
     for axes_from in ("input", "computed"):  # which axis is written: known at run time only
         case = mixed_models.kv_cache(runtime=True, dynamic=True, axes_from=axes_from)
         path = fx.save(case.model, tmp_path / f"kv_{axes_from}.onnx")
         result = fx.run_tool("trt-scatter", ["lower", path, out])
-        assert result.returncode == 0 and result.stdout.startswith(f"lowered 1 trt_scatter node(s) (SliceScatter) of {path}: {out}"), result.stderr
+        assert result.returncode == 0 and result.stdout.startswith(f"lowered 1 trt_scatter node (SliceScatter) of {path}: {out}"), result.stderr
         check_lowered(case, onnx.load(str(out)), seeds=[0, 1])
 
     bad = fx.save(_kv_with(lambda m: m.graph.node[4].input.__setitem__(1, "nowhere")), tmp_path / "bad.onnx")
@@ -310,7 +310,7 @@ def test_the_command_says_when_the_lowered_model_is_not_for_tensorrt(tmp_path, c
     for model, noted in ((scatter_nd_reduce_model((4, 3), (2, 1)), True), (slice_scatter_model((4, 6), [0], [4], [2], [0]), False)):
         assert main(["lower", str(fx.save(model, tmp_path / "m.onnx")), str(tmp_path / "low.onnx")]) == 0
         out = capsys.readouterr().out
-        assert ("note: 1 of its nodes are ONNX scatters with a reduction, which TensorRT builds wrong or not at all" in out) == noted, out
+        assert ("note: 1 of its nodes is an ONNX scatter with a reduction, which TensorRT builds wrong or not at all" in out) == noted, out
 
 
 @pytest.mark.parametrize("axes_from", ["constant", "input", "computed"])

@@ -51,11 +51,15 @@ def run(args: argparse.Namespace) -> int:
         return common.report("lower", err)
     replaced = model.trt_scatter_ops()
     count = sum(is_trt_scatter(node) for node in model.proto.graph.node)
-    what = f"{count} trt_scatter node(s) ({', '.join(replaced)})" if count else "no trt_scatter node"
-    print(f"lowered {what} of {args.model}: {args.output} ({len(lowered.graph.node)} nodes, standard ONNX ops only)")
+    what = f"{_count(count, 'trt_scatter node')} ({', '.join(replaced)})" if count else "no trt_scatter node"
+    print(f"lowered {what} of {args.model}: {args.output} ({_count(len(lowered.graph.node), 'node')}, standard ONNX ops only)")
     reducing = [node for node in lowered.graph.node if any(a.name == "reduction" and a.s != b"none" for a in node.attribute)]
     if reducing:  # the reductions lower to ONNX's own scatters with a reduction
-        print(f"note: {len(reducing)} of its nodes are ONNX scatters with a reduction, which TensorRT builds wrong or not at all: "
+        are = "of its nodes are ONNX scatters" if len(reducing) > 1 else "of its nodes is an ONNX scatter"
+        print(f"note: {len(reducing)} {are} with a reduction, which TensorRT builds wrong or not at all: "
               "the lowered model is for onnxruntime and other runtimes; TensorRT builds the original with --plugins")
     return 0
 
+
+def _count(number, noun):
+    return f"{number} {noun}" + ("" if number == 1 else "s")
