@@ -6,9 +6,12 @@ the original in onnxruntime, and against eager PyTorch's outputs saved with the 
 
 import collections
 import json
+import os
 import pathlib
+import stat
 
 import hypothesis.strategies as st
+
 import numpy as np
 import onnx
 import onnxruntime
@@ -610,8 +613,14 @@ def test_cli_writes_the_weights_a_model_keeps_in_external_files(tmp_path, comman
     # Only the weights are over the threshold: the model's other tensors stay in it.
     onnx.save(model, source, save_as_external_data=True, all_tensors_to_one_file=True, location="weights.bin", size_threshold=1024)
     output = tmp_path / "out" / "model.onnx"
-    assert main([command, str(source), str(output)]) == 0
+    umask = os.umask(0o022)
+    try:
+        assert main([command, str(source), str(output)]) == 0
+    finally:
+        os.umask(umask)
     assert (output.parent / "model.onnx.data").is_file()
+    # Both files get the permissions a new file gets (0o666 less the umask), not the temporary ones' 0o600.
+    assert [stat.S_IMODE((output.parent / name).stat().st_mode) for name in ("model.onnx", "model.onnx.data")] == [0o644, 0o644]
     (source.parent / "weights.bin").unlink()  # the written model must not need the input's file
     written = onnx.load(output)
     weights = next(init for init in written.graph.initializer if init.name == "weights")

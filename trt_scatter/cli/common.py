@@ -403,9 +403,10 @@ def write_model(model: onnx.ModelProto, path: str | os.PathLike, external_data: 
         os.makedirs(folder, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=folder) as staging:
             _save_with_external_data(model, staging, name, location)
-            if os.path.exists(os.path.join(staging, location)):  # none where every tensor is under 1 KiB
-                os.replace(os.path.join(staging, location), os.path.join(folder, location))
-            os.replace(os.path.join(staging, name), path)
+            for staged, final in ((location, os.path.join(folder, location)), (name, path)):
+                if os.path.exists(os.path.join(staging, staged)):  # no data file where every tensor is under 1 KiB
+                    os.chmod(os.path.join(staging, staged), _mode_of(final))  # as replacing() does: not onnx's 0o600
+                    os.replace(os.path.join(staging, staged), final)
     except Exception as err:  # OSError, or onnx's ValidationError for the data file
         raise CliError(f"cannot write output {path!r}: {first_line(err)}") from None
 
