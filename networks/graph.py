@@ -84,6 +84,18 @@ class _Composites:
     result on the host (NumPy, the same integer arithmetic) and add a constant instead of a layer.
     """
 
+    #: element types the graph's scatter lacks: a lowering refuses them before it adds a layer
+    SCATTER_LACKS = ()
+
+    def check_scatter_type(self, op: str, data: trt.ITensor | Value, name: str = "data") -> None:
+        """Refuses, by name and before any layer is added, data of a type this graph's scatter lacks."""
+        from trt_scatter.oracle.rules import ScatterInputError
+
+        dtype = self.dtype_of(data)
+        if dtype in self.SCATTER_LACKS:
+            raise ScatterInputError(op, name, f"must not be {dtype} for TensorRT's own layers (IScatterLayer has no {dtype}): cast "
+                                    "it and the updates to int32, and the output back", str(dtype))
+
     def _constant_value(self, tensor):
         return self._constants.get(self._key(tensor)) if is_tensor(tensor) else None
 
@@ -391,6 +403,7 @@ class TensorRTGraph(_Composites):
     ELEMENT_INDICES_WITHIN_DATA_ON_AXIS = True
     RUNTIME_ASSERTIONS = True
     SCATTER_REDUCTIONS = False  # IScatterLayer has no reduction (TensorRT 10.x, 11.x, TensorRT-RTX)
+    SCATTER_LACKS = (np.dtype(np.uint8),)  # else the build fails later, far from the call
 
     def __init__(self, network):
         from trt_scatter.backend import tensorrt
@@ -520,8 +533,6 @@ class TensorRTGraph(_Composites):
     def scatter(self, data: trt.ITensor, indices: trt.ITensor, updates: trt.ITensor, mode: str, axis: int = 0, reduction: str = "none") -> trt.ITensor:
         if reduction != "none":
             raise TypeError(f"TensorRT's IScatterLayer has no reduction (asked for {reduction!r}): the reduction ops build as plugins")
-        if data.dtype == self.trt.uint8:  # else the build fails later, far from here
-            raise TypeError("TensorRT's IScatterLayer has no uint8: cast 'data' and 'updates' to int32 (and the output back)")
         if indices.dtype == self.trt.int64 and not self._strongly_typed():
             # As TensorRT's own ONNX parser does: weakly typed networks (full TensorRT's default)
             # scatter with int32 indices; no index can exceed int32, TensorRT's volume limit.

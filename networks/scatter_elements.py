@@ -43,6 +43,7 @@ def lower_scatter_elements(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor |
     rules.check_same_type(OP, "updates", graph.dtype_of(updates), graph.dtype_of(data))
     rules.check_index_type(OP, "indices", graph.dtype_of(indices))
     axis = check_scatter_elements(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates), axis)
+    graph.check_scatter_type(OP, data)
     index_dim, data_dim = graph.shape_of(indices)[axis], graph.shape_of(data)[axis]
     if graph.ELEMENT_INDICES_WITHIN_DATA_ON_AXIS and rules.is_known(index_dim) and rules.is_known(data_dim) and index_dim > data_dim:
         raise rules.ScatterInputError(

@@ -39,6 +39,7 @@ def lower_scatter_nd(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value
     rules.check_same_type(OP, "updates", graph.dtype_of(updates), graph.dtype_of(data))
     rules.check_index_type(OP, "indices", graph.dtype_of(indices))
     check_scatter_nd(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates))
+    graph.check_scatter_type(OP, data)
     return graph.scatter(data, index_rows(graph, OP, data, indices), updates, "nd")
 
 

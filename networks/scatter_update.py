@@ -60,8 +60,10 @@ def add_scatter_update(network: trt.INetworkDefinition, data: trt.ITensor, indic
         return lower_scatter_update(graph, data, indices, updates, axis)
     if impl == "plugin":
         check(graph, data, indices, updates, axis)
+        from trt_scatter.plugins import add_plugin_layer, require_plugin_layers
+
+        require_plugin_layers(network, "ScatterUpdate")  # before the axis constant: a refusal leaves the network as it was
         axis_input = axis if is_tensor(axis) else graph.constant(index_constant(axis, [axis_value(axis)]))
-        from trt_scatter.plugins import add_plugin_layer
 
         return add_plugin_layer(network, "ScatterUpdate", [data, indices, updates, axis_input])
     raise ValueError(f"{OP}: impl must be one of {', '.join(IMPLS)} (got {impl!r})")
@@ -83,6 +85,7 @@ def check(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, indices: 
 def lower_scatter_update(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, indices: trt.ITensor | Value, updates: trt.ITensor | Value, axis: ArrayLike | trt.ITensor | Value) -> trt.ITensor | Value:
     """The native lowering on ``graph`` (a :class:`~trt_scatter.networks.graph.TensorRTGraph` or ``OnnxGraph``)."""
     constant_axis = check(graph, data, indices, updates, axis)
+    graph.check_scatter_type(OP, data)
     if constant_axis is None:
         return _lower_runtime_axis(graph, data, indices, updates, axis)
     axis = constant_axis

@@ -76,8 +76,9 @@ def add_slice_scatter(network: trt.INetworkDefinition, data: trt.ITensor, update
         checked = check(graph, data, updates, start, stop, step, axes)[:3]
         params = [start, stop, step] + ([] if axes is None else [axes])
         values = list(checked) + ([] if axes is None else [axes if is_tensor(axes) else rules.as_int_vector(OP, "axes", axes)])
-        from trt_scatter.plugins import add_plugin_layer
+        from trt_scatter.plugins import add_plugin_layer, require_plugin_layers
 
+        require_plugin_layers(network, "SliceScatter")  # before any constant: a refusal leaves the network as it was
         inputs = [value if is_tensor(value) else graph.constant(index_constant(param, value)) for param, value in zip(params, values)]
         return add_plugin_layer(network, "SliceScatter", [data, updates] + inputs)
     raise ValueError(f"{OP}: impl must be one of {', '.join(IMPLS)} (got {impl!r})")
@@ -129,6 +130,7 @@ def check(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, updates: 
 def lower_slice_scatter(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, updates: trt.ITensor | Value, start: ArrayLike | trt.ITensor | Value, stop: ArrayLike | trt.ITensor | Value, step: ArrayLike | trt.ITensor | Value, axes: ArrayLike | trt.ITensor | Value | None = None) -> trt.ITensor | Value:
     """The native lowering on ``graph`` (a :class:`~trt_scatter.networks.graph.TensorRTGraph` or ``OnnxGraph``)."""
     start, stop, step, axes = check(graph, data, updates, start, stop, step, axes)
+    graph.check_scatter_type(OP, data)
     if is_tensor(axes):
         return _lower_runtime_axes(graph, data, updates, start, step, axes)
     if not axes:  # no sliced axis: updates replace all of data, i.e. a full slice of axis 0

@@ -70,6 +70,7 @@ def check(graph: TensorRTGraph | OnnxGraph, past_cache: trt.ITensor | Value, upd
 def lower_tensor_scatter(graph: TensorRTGraph | OnnxGraph, past_cache: trt.ITensor | Value, update: trt.ITensor | Value, write_indices: trt.ITensor | Value | None = None, axis: int = DEFAULT_AXIS, mode: str = "linear") -> trt.ITensor | Value:
     """The native lowering on ``graph`` (a :class:`~trt_scatter.networks.graph.TensorRTGraph` or ``OnnxGraph``)."""
     axis = check(graph, past_cache, update, write_indices, axis, mode)
+    graph.check_scatter_type(OP, past_cache, "past_cache")
     rank = len(graph.shape_of(past_cache))
     batch, size, count = graph.dim(past_cache, 0), graph.dim(past_cache, axis), graph.dim(update, axis)
     inner = graph.product([graph.dim(past_cache, d) for d in range(1, axis)])  # P

@@ -111,6 +111,20 @@ def fix_rtx_library_link(folder: str | None = None) -> str:
     return link
 
 
+def require_plugin_layers(network: trt.INetworkDefinition, op_name: str) -> None:
+    """Raises :class:`PluginError` unless :func:`add_plugin_layer` can add ``op_name``'s layer to ``network``: the
+    builders ask first, so that a refusal leaves the network as it was (no constant added for the plugin's inputs)."""
+    if op_name not in PLUGIN_NAMES:
+        raise PluginError(f"add_plugin_layer: unknown plugin {op_name!r}; known: {', '.join(PLUGIN_NAMES)}")
+    if not hasattr(network, "add_plugin_v3"):
+        raise PluginError(
+            f"{op_name}: {backend.name()} {backend.tensorrt().__version__} has no INetworkDefinition.add_plugin_v3, so the "
+            f"plugin cannot be added through the network API. Put a '{op_name}' node (domain 'trt_scatter') in an ONNX model "
+            f"and parse it with the ONNX parser after trt_scatter.plugins.register()"
+            + (", or use impl='native'." if OPS[op_name].builds_natively else ".")
+        )
+
+
 def add_plugin_layer(network: trt.INetworkDefinition, op_name: str, inputs: Sequence[trt.ITensor], fields: dict[str, int | str] | None = None) -> trt.ITensor:
     """Adds the plugin layer of a ``trt_scatter`` op (e.g. ``"SliceScatter"``) to ``network``; returns its output tensor.
 
@@ -119,15 +133,7 @@ def add_plugin_layer(network: trt.INetworkDefinition, op_name: str, inputs: Sequ
     TensorRT-RTX lacks it, so there this raises :class:`PluginError` naming the alternatives.
     """
     trt = backend.tensorrt()
-    if op_name not in PLUGIN_NAMES:
-        raise PluginError(f"add_plugin_layer: unknown plugin {op_name!r}; known: {', '.join(PLUGIN_NAMES)}")
-    if not hasattr(network, "add_plugin_v3"):
-        raise PluginError(
-            f"{op_name}: {backend.name()} {trt.__version__} has no INetworkDefinition.add_plugin_v3, so the plugin "
-            f"cannot be added through the network API. Put a '{op_name}' node (domain 'trt_scatter') in an ONNX model "
-            f"and parse it with the ONNX parser after trt_scatter.plugins.register()"
-            + (", or use impl='native'." if OPS[op_name].builds_natively else ".")
-        )
+    require_plugin_layers(network, op_name)
     from trt_scatter.plugins.base import fields_to_keep
 
     creator = register()[op_name]

@@ -104,7 +104,8 @@ def values(rng, shape, dtype):
 
 @pytest.fixture
 def plugin_calls(monkeypatch):
-    """Replaces trt_scatter.plugins.add_plugin_layer (RTX cannot add plugin layers) by a recorder."""
+    """Replaces trt_scatter.plugins.add_plugin_layer (RTX cannot add plugin layers) by a recorder, and lets the
+    builders' question whether it can (require_plugin_layers) pass."""
     calls = []
 
     def add_plugin_layer(network, op_name, inputs, fields=None):
@@ -112,4 +113,5 @@ def plugin_calls(monkeypatch):
         return inputs[0]
 
     monkeypatch.setattr(plugins, "add_plugin_layer", add_plugin_layer, raising=False)
+    monkeypatch.setattr(plugins, "require_plugin_layers", lambda network, op_name: None, raising=False)
     return calls

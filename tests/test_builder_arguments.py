@@ -90,3 +90,23 @@ def test_a_tensor_of_another_network_is_refused_by_name(net, add):
     assert network.num_layers == layers
     made = network.add_identity(tensors["data"]).get_output(0)  # one of its own layers' outputs is its own
     network.mark_output(add_slice_scatter(network, made, tensors["updates"], [0], [5], [2], [1]))
+
+
+UINT8_RULE = "must not be uint8 for TensorRT's own layers (IScatterLayer has no uint8): cast it and the updates to int32, and the output back (got uint8)"
+
+
+@pytest.mark.parametrize("add, message", [
+    (lambda n, d, u, i: add_scatter_elements(n, d, i, u, 0), "scatter_elements: 'data' "),
+    (lambda n, d, u, i: add_scatter_nd(n, d, n.add_input("rows", trt.int64, (2, 1)), u), "scatter_nd: 'data' "),
+    (lambda n, d, u, i: add_scatter_update(n, d, n.add_input("rows", trt.int64, (2,)), u, 0), "scatter_update: 'data' "),
+    (lambda n, d, u, i: add_slice_scatter(n, d, u, [0], [2], [1], [0]), "slice_scatter: 'data' "),
+], ids=["scatter_elements", "scatter_nd", "scatter_update", "slice_scatter"])
+def test_uint8_data_is_refused_by_name_before_any_layer(add, message):
+    """TensorRT's IScatterLayer has no uint8: the native builders say so before they add a layer."""
+    network = trt.Builder(trt_logger()).create_network(0)
+    data, updates = network.add_input("data", trt.uint8, (4, 3)), network.add_input("updates", trt.uint8, (2, 3))
+    indices = network.add_input("indices", trt.int64, (2, 3))
+    with pytest.raises(ScatterInputError) as caught:
+        add(network, data, updates, indices)
+    assert str(caught.value) == message + UINT8_RULE
+    assert network.num_layers == 0

@@ -12,6 +12,7 @@ from trt_scatter.backend import tensorrt
 from trt_scatter.networks import add_scatter_elements, add_scatter_nd, add_scatter_update, add_slice_scatter
 from trt_scatter.dtypes import from_tensorrt as numpy_dtype, to_tensorrt as trt_dtype
 from trt_scatter.networks.graph import OnnxGraph, TensorRTGraph
+from trt_scatter.oracle import ScatterInputError
 from trt_scatter.dtypes import BFLOAT16
 
 
@@ -193,12 +194,14 @@ def test_tensorrt_scatter_accepts_these_data_types(dtype):
 
 
 def test_uint8_data_is_refused_before_tensorrt_builds():
+    """TensorRT's IScatterLayer has no uint8 (the build would fail far from the call); ONNX's scatters have it."""
     _, network = new_network()
     graph = TensorRTGraph(network)
-    data = add_input(network, "data", np.uint8, (4,))
-    indices = add_input(network, "indices", np.int32, (1, 1))
-    with pytest.raises(TypeError, match="no uint8"):
-        graph.scatter(data, indices, add_input(network, "updates", np.uint8, (1,)), "nd")
+    with pytest.raises(ScatterInputError, match=r"^op: 'data' must not be uint8 for TensorRT's own layers"):
+        graph.check_scatter_type("op", add_input(network, "data", np.uint8, (4,)))
+    graph.check_scatter_type("op", add_input(network, "other", np.int8, (4,)))
+    onnx_graph = OnnxGraph()
+    onnx_graph.check_scatter_type("op", onnx_graph.add_input("data", np.uint8, (4,)))
 
 
 def test_dtype_mapping_refuses_types_tensorrt_lacks():

@@ -201,3 +201,18 @@ def test_add_plugin_layer_builds_with_full_tensorrt():
     network.mark_output(output)
     assert tuple(output.shape) == (4, 5)
     assert builder.build_serialized_network(network, builder.create_builder_config()) is not None
+
+
+@needs_rtx
+def test_a_plugin_builder_refused_on_rtx_leaves_the_network_as_it_was():
+    """The builders ask whether the plugin layer can be added before they add the constants of its inputs."""
+    from trt_scatter.networks import add_scatter_update, add_slice_scatter
+
+    network = trt.Builder(trt.Logger()).create_network(0)
+    data, updates = network.add_input("data", trt.DataType.FLOAT, (4, 3)), network.add_input("updates", trt.DataType.FLOAT, (2, 3))
+    indices = network.add_input("indices", trt.DataType.INT64, (2,))
+    with pytest.raises(PluginError, match="^SliceScatter: .* add_plugin_v3"):
+        add_slice_scatter(network, data, updates, [0], [2], [1], [0], impl="plugin")
+    with pytest.raises(PluginError, match="^ScatterUpdate: .* add_plugin_v3"):
+        add_scatter_update(network, data, indices, updates, 0, impl="plugin")
+    assert network.num_layers == 0
