@@ -211,8 +211,8 @@ def test_a_plugin_builder_refused_on_rtx_leaves_the_network_as_it_was():
     network = trt.Builder(trt.Logger()).create_network(0)
     data, updates = network.add_input("data", trt.DataType.FLOAT, (4, 3)), network.add_input("updates", trt.DataType.FLOAT, (2, 3))
     indices = network.add_input("indices", trt.DataType.INT64, (2,))
-    with pytest.raises(PluginError, match="^SliceScatter: .* add_plugin_v3"):
+    with pytest.raises(PluginError, match="^SliceScatter: .* INetworkDefinition.add_plugin_v3"):
         add_slice_scatter(network, data, updates, [0], [2], [1], [0], impl="plugin")
-    with pytest.raises(PluginError, match="^ScatterUpdate: .* add_plugin_v3"):
+    with pytest.raises(PluginError, match="^ScatterUpdate: .* INetworkDefinition.add_plugin_v3"):
         add_scatter_update(network, data, indices, updates, 0, impl="plugin")
     assert network.num_layers == 0
