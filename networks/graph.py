@@ -433,6 +433,15 @@ class TensorRTGraph(_Composites):
                 rule = "must be a constant (an int, a list or a NumPy array): its values are used when the network is built"
                 raise ScatterInputError(op, name, rule, describe(value))
 
+    def check_plugin_index_types(self, op: str, tensors: dict[str, object]) -> None:
+        """The plugins' kernels read index inputs of int32 or int64 only (as validation requires of a model's node):
+        refuse another type by name before any layer is added. Constants are written in one of those."""
+        from trt_scatter.oracle.rules import check_type_in
+
+        for name, value in tensors.items():
+            if isinstance(value, self.trt.ITensor):
+                check_type_in(op, name, self.dtype_of(value), dtypes.INDEX_TYPES)
+
     def _owns(self, tensor):
         """True if ``tensor`` is an input of the network or the output of one of its layers (looked for from the last
         layer back: a builder's tensors are mostly recent). A stand-in network that lists no layers owns every tensor."""

@@ -47,6 +47,7 @@ def add_scatter_elements_reduce(network: trt.INetworkDefinition, data: trt.ITens
     if impl != "plugin":
         raise ValueError(f"{OP}: impl must be one of {', '.join(IMPLS)} (got {impl!r})")
     axis = check(graph, data, indices, updates, axis, reduction, include_self)
+    graph.check_plugin_index_types(OP, {"indices": indices})
     from trt_scatter.plugins import add_plugin_layer
 
     fields = {"axis": axis, "reduction": reduction, "include_self": include_self}

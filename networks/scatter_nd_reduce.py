@@ -38,6 +38,7 @@ def add_scatter_nd_reduce(network: trt.INetworkDefinition, data: trt.ITensor, in
     if impl != "plugin":
         raise ValueError(f"{OP}: impl must be one of {', '.join(IMPLS)} (got {impl!r})")
     check(graph, data, indices, updates, reduction, include_self)
+    graph.check_plugin_index_types(OP, {"indices": indices})
     from trt_scatter.plugins import add_plugin_layer
 
     return add_plugin_layer(network, "ScatterNDReduce", [data, indices, updates], {"reduction": reduction, "include_self": include_self})

@@ -62,6 +62,7 @@ def add_scatter_update(network: trt.INetworkDefinition, data: trt.ITensor, indic
         check(graph, data, indices, updates, axis)
         from trt_scatter.plugins import add_plugin_layer, require_plugin_layers
 
+        graph.check_plugin_index_types(OP, {"indices": indices, "axis": axis})
         require_plugin_layers(network, "ScatterUpdate")  # before the axis constant: a refusal leaves the network as it was
         axis_input = axis if is_tensor(axis) else graph.constant(index_constant(axis, [axis_value(axis)]))
 

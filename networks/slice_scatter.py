@@ -78,6 +78,7 @@ def add_slice_scatter(network: trt.INetworkDefinition, data: trt.ITensor, update
         values = list(checked) + ([] if axes is None else [axes if is_tensor(axes) else rules.as_int_vector(OP, "axes", axes)])
         from trt_scatter.plugins import add_plugin_layer, require_plugin_layers
 
+        graph.check_plugin_index_types(OP, dict(zip(("start", "stop", "step", "axes"), params)))
         require_plugin_layers(network, "SliceScatter")  # before any constant: a refusal leaves the network as it was
         inputs = [value if is_tensor(value) else graph.constant(index_constant(param, value)) for param, value in zip(params, values)]
         return add_plugin_layer(network, "SliceScatter", [data, updates] + inputs)

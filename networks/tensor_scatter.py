@@ -49,6 +49,7 @@ def add_tensor_scatter(network: trt.INetworkDefinition, past_cache: trt.ITensor,
         return lower_tensor_scatter(graph, past_cache, update, write_indices, axis, mode)
     if impl == "plugin":
         axis = check(graph, past_cache, update, write_indices, axis, mode)
+        graph.check_plugin_index_types(OP, {"write_indices": write_indices})
         from trt_scatter.plugins import add_plugin_layer
 
         return add_plugin_layer(network, "CacheScatter", list(tensors.values()), {"axis": axis, "mode": mode})

@@ -47,6 +47,11 @@ CASES = [
      "scatter_elements: 'updates' " + TENSOR_RULE + " (got ndarray float64 (2,))"),
     ("scatter-nd-indices", lambda n, t: add_scatter_nd(n, t["data"], np.zeros((2, 1), np.int64), t["rows"]),
      "scatter_nd: 'indices' " + TENSOR_RULE + " (got ndarray int64 (2, 1))"),
+    # The plugins' kernels read int32 and int64 indices only (the native lowerings cast any integer type).
+    ("slice-scatter-plugin-int8-start", lambda n, t: add_slice_scatter(n, t["data"], t["updates"], n.add_input("s", trt.int8, (1,)), [3], [1], [1], impl="plugin"),
+     "slice_scatter: 'start' must be int32 or int64 (got int8)"),
+    ("scatter-update-plugin-uint8-indices", lambda n, t: add_scatter_update(n, t["data"], n.add_input("i", trt.uint8, (2,)), t["rows"], 0, impl="plugin"),
+     "scatter_update: 'indices' must be int32 or int64 (got uint8)"),
 ]
 
 
