@@ -42,10 +42,9 @@ def add_scatter_elements_reduce(network: trt.INetworkDefinition, data: trt.ITens
     """
     graph = TensorRTGraph(network)
     graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates), dict(axis=axis))
+    rules.check_choice(OP, "impl", impl, IMPLS)
     if impl == "native":
         return lower_scatter_elements_reduce(graph, data, indices, updates, axis, reduction, include_self)
-    if impl != "plugin":
-        raise ValueError(f"{OP}: impl must be one of {', '.join(IMPLS)} (got {impl!r})")
     axis = check(graph, data, indices, updates, axis, reduction, include_self)
     graph.check_plugin_index_types(OP, {"indices": indices})
     from trt_scatter.plugins import add_plugin_layer

@@ -33,10 +33,9 @@ def add_scatter_nd_reduce(network: trt.INetworkDefinition, data: trt.ITensor, in
     :func:`~trt_scatter.networks.scatter_elements_reduce.add_scatter_elements_reduce` for ``impl``)."""
     graph = TensorRTGraph(network)
     graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates))
+    rules.check_choice(OP, "impl", impl, IMPLS)
     if impl == "native":
         return lower_scatter_nd_reduce(graph, data, indices, updates, reduction, include_self)
-    if impl != "plugin":
-        raise ValueError(f"{OP}: impl must be one of {', '.join(IMPLS)} (got {impl!r})")
     check(graph, data, indices, updates, reduction, include_self)
     graph.check_plugin_index_types(OP, {"indices": indices})
     from trt_scatter.plugins import add_plugin_layer

@@ -56,18 +56,16 @@ def add_scatter_update(network: trt.INetworkDefinition, data: trt.ITensor, indic
     """
     graph = TensorRTGraph(network)
     graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates))  # axis: a constant, or an ITensor for the plugin
+    rules.check_choice(OP, "impl", impl, IMPLS)
     if impl == "native":
         return lower_scatter_update(graph, data, indices, updates, axis)
-    if impl == "plugin":
-        check(graph, data, indices, updates, axis)
-        from trt_scatter.plugins import add_plugin_layer, require_plugin_layers
+    check(graph, data, indices, updates, axis)
+    from trt_scatter.plugins import add_plugin_layer, require_plugin_layers
 
-        graph.check_plugin_index_types(OP, {"indices": indices, "axis": axis})
-        require_plugin_layers(network, "ScatterUpdate")  # before the axis constant: a refusal leaves the network as it was
-        axis_input = axis if is_tensor(axis) else graph.constant(index_constant(axis, [axis_value(axis)]))
-
-        return add_plugin_layer(network, "ScatterUpdate", [data, indices, updates, axis_input])
-    raise ValueError(f"{OP}: impl must be one of {', '.join(IMPLS)} (got {impl!r})")
+    graph.check_plugin_index_types(OP, {"indices": indices, "axis": axis})
+    require_plugin_layers(network, "ScatterUpdate")  # before the axis constant: a refusal leaves the network as it was
+    axis_input = axis if is_tensor(axis) else graph.constant(index_constant(axis, [axis_value(axis)]))
+    return add_plugin_layer(network, "ScatterUpdate", [data, indices, updates, axis_input])
 
 
 def check(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, indices: trt.ITensor | Value, updates: trt.ITensor | Value, axis: ArrayLike | trt.ITensor | Value) -> int | None:

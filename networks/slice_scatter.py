@@ -70,19 +70,18 @@ def add_slice_scatter(network: trt.INetworkDefinition, data: trt.ITensor, update
     """
     graph = TensorRTGraph(network)
     graph.check_arguments(OP, dict(data=data, updates=updates))  # parameters: constants or ITensors
+    rules.check_choice(OP, "impl", impl, IMPLS)
     if impl == "native":
         return lower_slice_scatter(graph, data, updates, start, stop, step, axes)
-    if impl == "plugin":
-        checked = check(graph, data, updates, start, stop, step, axes)[:3]
-        params = [start, stop, step] + ([] if axes is None else [axes])
-        values = list(checked) + ([] if axes is None else [axes if is_tensor(axes) else rules.as_int_vector(OP, "axes", axes)])
-        from trt_scatter.plugins import add_plugin_layer, require_plugin_layers
+    checked = check(graph, data, updates, start, stop, step, axes)[:3]
+    params = [start, stop, step] + ([] if axes is None else [axes])
+    values = list(checked) + ([] if axes is None else [axes if is_tensor(axes) else rules.as_int_vector(OP, "axes", axes)])
+    from trt_scatter.plugins import add_plugin_layer, require_plugin_layers
 
-        graph.check_plugin_index_types(OP, dict(zip(("start", "stop", "step", "axes"), params)))
-        require_plugin_layers(network, "SliceScatter")  # before any constant: a refusal leaves the network as it was
-        inputs = [value if is_tensor(value) else graph.constant(index_constant(param, value)) for param, value in zip(params, values)]
-        return add_plugin_layer(network, "SliceScatter", [data, updates] + inputs)
-    raise ValueError(f"{OP}: impl must be one of {', '.join(IMPLS)} (got {impl!r})")
+    graph.check_plugin_index_types(OP, dict(zip(("start", "stop", "step", "axes"), params)))
+    require_plugin_layers(network, "SliceScatter")  # before any constant: a refusal leaves the network as it was
+    inputs = [value if is_tensor(value) else graph.constant(index_constant(param, value)) for param, value in zip(params, values)]
+    return add_plugin_layer(network, "SliceScatter", [data, updates] + inputs)
 
 
 def index_constant(original: ArrayLike, values: Sequence[int]) -> np.ndarray:

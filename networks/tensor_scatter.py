@@ -45,15 +45,14 @@ def add_tensor_scatter(network: trt.INetworkDefinition, past_cache: trt.ITensor,
     graph = TensorRTGraph(network)
     tensors = dict(past_cache=past_cache, update=update) | ({} if write_indices is None else {"write_indices": write_indices})
     graph.check_arguments(OP, tensors)
+    rules.check_choice(OP, "impl", impl, IMPLS)
     if impl == "native":
         return lower_tensor_scatter(graph, past_cache, update, write_indices, axis, mode)
-    if impl == "plugin":
-        axis = check(graph, past_cache, update, write_indices, axis, mode)
-        graph.check_plugin_index_types(OP, {"write_indices": write_indices})
-        from trt_scatter.plugins import add_plugin_layer
+    axis = check(graph, past_cache, update, write_indices, axis, mode)
+    graph.check_plugin_index_types(OP, {"write_indices": write_indices})
+    from trt_scatter.plugins import add_plugin_layer
 
-        return add_plugin_layer(network, "CacheScatter", list(tensors.values()), {"axis": axis, "mode": mode})
-    raise ValueError(f"{OP}: impl must be one of {', '.join(IMPLS)} (got {impl!r})")
+    return add_plugin_layer(network, "CacheScatter", list(tensors.values()), {"axis": axis, "mode": mode})
 
 
 def check(graph: TensorRTGraph | OnnxGraph, past_cache: trt.ITensor | Value, update: trt.ITensor | Value, write_indices: trt.ITensor | Value | None, axis: int, mode: str) -> int:

@@ -6,7 +6,8 @@ import pytest
 
 from trt_scatter.backend import tensorrt
 from trt_scatter.backend import trt_logger
-from trt_scatter.networks import add_scatter_elements, add_scatter_nd, add_scatter_update, add_slice_scatter
+from trt_scatter.networks import (add_scatter_elements, add_scatter_elements_reduce, add_scatter_nd, add_scatter_nd_reduce, add_scatter_update,
+                                  add_slice_scatter, add_tensor_scatter)
 from trt_scatter.oracle import ScatterInputError
 
 trt = tensorrt()
@@ -114,4 +115,18 @@ def test_uint8_data_is_refused_by_name_before_any_layer(add, message):
     with pytest.raises(ScatterInputError) as caught:
         add(network, data, updates, indices)
     assert str(caught.value) == message + UINT8_RULE
+    assert network.num_layers == 0
+
+
+@pytest.mark.parametrize("add, op", [
+    (lambda n, t: add_slice_scatter(n, t["data"], t["updates"], [0], [3], [1], [1], impl="cuda"), "slice_scatter"),
+    (lambda n, t: add_scatter_update(n, t["data"], t["indices"], t["rows"], 0, impl="cuda"), "scatter_update"),
+    (lambda n, t: add_tensor_scatter(n, t["data"], t["updates"], impl="cuda"), "tensor_scatter"),
+    (lambda n, t: add_scatter_elements_reduce(n, t["data"], t["indices"], t["rows"], impl="cuda"), "scatter_elements_reduce"),
+    (lambda n, t: add_scatter_nd_reduce(n, t["data"], t["indices"], t["rows"], impl="cuda"), "scatter_nd_reduce"),
+], ids=["slice_scatter", "scatter_update", "tensor_scatter", "scatter_elements_reduce", "scatter_nd_reduce"])
+def test_an_unknown_impl_is_refused_by_name_in_one_format(net, add, op):
+    network, tensors = net
+    with pytest.raises(ScatterInputError, match=rf"^{op}: 'impl' must be one of '\w+', '\w+' \(got 'cuda'\)$"):
+        add(network, tensors)
     assert network.num_layers == 0

@@ -33,7 +33,7 @@ def test_plugin_impl_checks_inputs_first_and_unknown_impl_is_refused(plugin_call
     with pytest.raises(oracle.ScatterInputError, match="'updates' must have shape"):
         add_scatter_update(network, *tensors, 1, impl="plugin")
     assert not plugin_calls
-    with pytest.raises(ValueError, match="impl must be one of native, plugin"):
+    with pytest.raises(oracle.ScatterInputError, match=r"^scatter_update: 'impl' must be one of 'native', 'plugin' \(got 'kernel'\)$"):
         add_scatter_update(network, *tensors, 1, impl="kernel")
 
 

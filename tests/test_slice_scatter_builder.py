@@ -68,7 +68,7 @@ def test_plugin_impl_checks_inputs_before_adding_the_plugin(plugin_calls):
 def test_unknown_impl_is_refused():
     _, network = new_network()
     data = add_input(network, "data", np.float32, (2, 5))
-    with pytest.raises(ValueError, match="impl must be one of native, plugin"):
+    with pytest.raises(oracle.ScatterInputError, match=r"^slice_scatter: 'impl' must be one of 'native', 'plugin' \(got 'cuda'\)$"):
         add_slice_scatter(network, data, add_input(network, "updates", np.float32, (2, 3)), [0], [5], [2], [1], impl="cuda")
 
 

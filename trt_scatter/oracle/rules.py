@@ -65,6 +65,12 @@ def check_type_in(op: str, name: str, dtype: DTypeLike, allowed: Sequence[str]) 
         raise ScatterInputError(op, name, f"must be {' or '.join(allowed)}", np.dtype(dtype))
 
 
+def check_choice(op: str, name: str, value: object, choices: Sequence[str]) -> None:
+    """``name`` must be one of ``choices`` (a builder's ``impl``, a mode)."""
+    if not isinstance(value, str) or value not in choices:
+        raise ScatterInputError(op, name, f"must be one of {', '.join(repr(c) for c in choices)}", repr(value))
+
+
 def check_index_type(op: str, name: str, dtype: DTypeLike) -> None:
     """Index inputs (indices, start/stop/step/axes, axis) must be integers."""
     dtype = np.dtype(dtype)
