@@ -94,7 +94,7 @@ class _Composites:
         dtype = self.dtype_of(data)
         if dtype in self.SCATTER_LACKS:
             raise ScatterInputError(op, name, f"must not be {dtype} for TensorRT's own layers (IScatterLayer has no {dtype}): cast "
-                                    "it and the updates to int32, and the output back", str(dtype))
+                                    "the element inputs to int32 and the output back", str(dtype))
 
     def _constant_value(self, tensor):
         return self._constants.get(self._key(tensor)) if is_tensor(tensor) else None

@@ -1,5 +1,7 @@
 """``trt-scatter build``: engines from ONNX files and example networks, profiles, and one-line errors."""
 
+import re
+
 import onnx
 import pytest
 from onnx import TensorProto, helper
@@ -450,3 +452,50 @@ def test_no_garbage_collection_starts_while_tensorrt_creates_a_builder_or_builds
     with pytest.raises(RuntimeError), engine.no_collection_inside_tensorrt():
         raise RuntimeError("a failed build")
     assert gc.isenabled()
+
+
+def _inplace_model(extra, outputs, data="data", body_reader=False):
+    """SliceScatter 'w' with inplace=1 on ``data`` (4, 6), after the nodes ``extra``; graph outputs ``outputs``."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    node = helper.make_node("SliceScatter", [data, "updates", "start", "stop", "step", "axes"], ["output"], domain="trt_scatter", name="w", inplace=1)
+    params = [numpy_helper.from_array(np.array([value]), name) for name, value in (("start", 0), ("stop", 6), ("step", 3), ("axes", 1))]
+    nodes = list(extra) + [node]
+    if body_reader:  # an If whose branches read data by name
+        branch = lambda op: helper.make_graph([helper.make_node(op, ["data"], [f"{op}_out"])], op, [], [helper.make_tensor_value_info(f"{op}_out", TensorProto.FLOAT, None)])
+        nodes.insert(0, helper.make_node("Constant", [], ["flag"], value=numpy_helper.from_array(np.array(True))))
+        nodes.insert(1, helper.make_node("If", ["flag"], ["branch"], then_branch=branch("Neg"), else_branch=branch("Abs")))
+    inputs = [helper.make_tensor_value_info("data", TensorProto.FLOAT, [4, 6]), helper.make_tensor_value_info("updates", TensorProto.FLOAT, [4, 2])]
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in outputs], initializer=params)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
+
+
+@pytest.mark.skipif(not backend.is_rtx(), reason="the refusal is TensorRT-RTX's: full TensorRT copies data where another node reads it")
+@pytest.mark.parametrize("model, why", [
+    (lambda: _inplace_model([helper.make_node("Neg", ["data"], ["n"])], ["output", "n"]), r"is read by Neg node #0 \(output 'n'\) too"),
+    (lambda: _inplace_model([], ["output", "data"]), "is a graph output"),
+    (lambda: _inplace_model([helper.make_node("Relu", ["data"], ["r"]), helper.make_node("Neg", ["r"], ["n"])], ["output", "n"], "r"),
+     r"is read by Neg node #1 \(output 'n'\) too"),
+    (lambda: _inplace_model([], ["output", "branch"], body_reader=True), r"is read by If node #1 \(output 'branch'\) too"),
+])
+def test_inplace_where_data_is_read_elsewhere_is_refused_on_rtx_in_one_line(model, why):
+    """TensorRT-RTX fails such a build with an internal assertion or an invalid engine; validation accepts the model
+    (full TensorRT builds it, copying data)."""
+    from trt_scatter import engine
+    from trt_scatter.passes.validate import validate
+
+    model = model()
+    validate(model)
+    with pytest.raises(ValueError) as caught:
+        engine.network_from_onnx(model, plugins=True)
+    assert re.fullmatch(rf"g: SliceScatter node 'w': inplace=1 writes into data \('\w+'\), which {why}: TensorRT-RTX cannot build that "
+                        r"\(full TensorRT copies data there\); set inplace=0", str(caught.value)), str(caught.value)
+
+
+def test_inplace_where_only_shapes_or_types_are_read_elsewhere_builds(tmp_path):
+    shape = helper.make_node("Shape", ["data"], ["shape"])
+    cast = helper.make_node("CastLike", ["updates", "data"], ["cast"])  # reads data's type only
+    path = tmp_path / "inplace.onnx"
+    onnx.save(_inplace_model([shape, cast], ["output", "shape", "cast"]), path)
+    assert main(["build", str(path), "--plugins", "--output", str(tmp_path / "inplace.engine")]) == 0

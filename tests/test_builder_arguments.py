@@ -98,7 +98,7 @@ def test_a_tensor_of_another_network_is_refused_by_name(net, add):
     network.mark_output(add_slice_scatter(network, made, tensors["updates"], [0], [5], [2], [1]))
 
 
-UINT8_RULE = "must not be uint8 for TensorRT's own layers (IScatterLayer has no uint8): cast it and the updates to int32, and the output back (got uint8)"
+UINT8_RULE = "must not be uint8 for TensorRT's own layers (IScatterLayer has no uint8): cast the element inputs to int32 and the output back (got uint8)"
 
 
 @pytest.mark.parametrize("add, message", [

@@ -388,3 +388,14 @@ def test_a_run_time_axis_into_data_that_is_empty_at_run_time_fails_by_name(op, c
     for data_rows, updates_rows in ((0, 0), (3, 2)):
         plan, errors = _build_flat_scatter(add, data_rows, updates_rows, caplog)
         assert plan is not None, errors
+
+
+@pytest.mark.parametrize("shape, dtype", [((0,), np.int64), ((0, 3), np.int32), ((2, 0, 5), np.float32)])
+def test_an_empty_constant_has_its_shape_and_type(shape, dtype):
+    """TensorRT refuses empty weights: the graph makes the empty tensor another way, of the same shape and type,
+    and folds it like any constant."""
+    _, network = new_network()
+    graph = TensorRTGraph(network)
+    tensor = graph.constant(np.zeros(shape, dtype))
+    assert tuple(tensor.shape) == shape and numpy_dtype(tensor.dtype) == np.dtype(dtype)
+    assert graph._constant_value(tensor).shape == shape  # folded on the host as the array it stands for

@@ -182,7 +182,7 @@ def test_builder_dims_may_be_numpy_ints_and_parameters_beyond_int32_clamp():
 
 
 def test_bad_parameters_are_refused_with_the_oracles_rules():
-    with pytest.raises(ValueError, match="impl must be one of plugin, native"):
+    with pytest.raises(oracle.ScatterInputError, match=r"^slice_scatter: 'impl' must be one of 'plugin', 'native' \(got 'lowered'\)$"):
         slice_scatter_model((2, 5), [0], [5], [2], impl="lowered")
     with pytest.raises(oracle.ScatterInputError, match="'indices' must be int32 or int64"):
         scatter_update_model((3, 5), (2,), 1, index_dtype=np.float32)

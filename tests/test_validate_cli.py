@@ -134,6 +134,7 @@ def test_input_shapes_for_no_input_is_one_line(tmp_path):
     [
         (["build", "--bogus"], "trt-scatter build: error: unrecognized arguments: --bogus (see trt-scatter build --help)"),
         (["lower", "a.onnx", "b.onnx", "c.onnx"], "trt-scatter lower: error: unrecognized arguments: c.onnx (see trt-scatter lower --help)"),
+        (["--bogus", "lower", "a.onnx", "b.onnx"], "trt-scatter: error: unrecognized arguments: --bogus (see trt-scatter --help)"),
         (["check"], "trt-scatter check: error: the following arguments are required: model (see trt-scatter check --help)"),
         (["check", "m.onnx", "--iterations", "0"], "trt-scatter check: error: argument --iterations: '0' is not a positive integer (see trt-scatter check --help)"),
         ([], "trt-scatter: error: the following arguments are required: command (see trt-scatter --help)"),

@@ -171,6 +171,8 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
         proto = to_plugins(model)  # ONNX's own nodes that a plugin runs in TensorRT's place
         if proto is not model.proto:
             validate(proto)
+        if backend.is_rtx():
+            _check_rtx_aliasing(model.name, proto)
     elif model.trt_scatter_ops():
         raise ValueError(f"{model.name} has trt-scatter plugin nodes ({', '.join(model.trt_scatter_ops())}): register the plugins (--plugins)")
     else:
@@ -182,6 +184,25 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
             raise ValueError(f"{model.name}: {node_label(node)} is one TensorRT builds wrong or not at all, and trt-scatter's "
                              f"plugins build: add --plugins (plugins=True)")
     return _network_from_proto(proto, model.path, strongly_typed=strongly_typed)
+
+
+def _check_rtx_aliasing(name, proto):
+    """TensorRT-RTX fails to build (an internal assertion, or an invalid engine) a plugin aliased with a data tensor
+    that another node reads or that is a graph output, where full TensorRT inserts a copy (``getAliasedInput``:
+    "TensorRT may insert copies to facilitate this capability", NvInferRuntime.h): refused here in one line."""
+    from trt_scatter.model import all_graphs, node_label
+    from trt_scatter.model.graph import overwrite_conflict, value_readers
+    from trt_scatter.ops import is_trt_scatter
+
+    for graph in all_graphs(proto.graph):
+        readers = None
+        for index, node in enumerate(graph.node):
+            if is_trt_scatter(node) and node.input and any(a.name == "inplace" and a.i == 1 for a in node.attribute):
+                readers = value_readers(graph) if readers is None else readers
+                conflict = overwrite_conflict(graph, node, readers)
+                if conflict:
+                    raise ValueError(f"{name}: {node_label(node, index)}: inplace=1 writes into data ({node.input[0]!r}), which "
+                                     f"{conflict}: TensorRT-RTX cannot build that (full TensorRT copies data there); set inplace=0")
 
 
 def _warn_of_float64(model):

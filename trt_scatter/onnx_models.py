@@ -160,8 +160,7 @@ def tensor_scatter_model(cache_shape: Sequence[int | str | None], sequence_lengt
     ``update`` has the cache's shape with ``sequence_length`` (an int or a symbolic string) on ``axis``;
     ``write_indices`` (``write_indices=False``: left out) is a graph input of shape ``(batch,)``.
     """
-    if impl not in IMPLS + ("standard",):
-        raise ValueError(f"tensor_scatter: impl must be one of {', '.join(IMPLS + ('standard',))} (got {impl!r})")
+    rules.check_choice("tensor_scatter", "impl", impl, IMPLS + ("standard",))
     _check_flags("tensor_scatter", inplace, (), ())
     cache_shape = _check_shape("tensor_scatter", "cache_shape", cache_shape)
     (sequence_length,) = _check_shape("tensor_scatter", "sequence_length", (sequence_length,))
@@ -268,8 +267,7 @@ def _parameters(values, index_dtype):
 
 
 def _check_impl(op, impl):
-    if impl not in IMPLS:
-        raise ValueError(f"{op}: impl must be one of {', '.join(IMPLS)} (got {impl!r})")
+    rules.check_choice(op, "impl", impl, IMPLS)
 
 
 def _check_shape(op, name, shape):

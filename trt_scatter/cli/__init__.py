@@ -71,8 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for subcommand in (build, check, lower, rewrite):
         subcommand.add_parser(subparsers)
     args, extras = parser.parse_known_args(argv)
-    if extras:  # the command's own parser says so, in its words: trt-scatter <command>: error: ...
-        subparsers.choices[args.command].error(f"unrecognized arguments: {' '.join(extras)}")
+    if extras:  # the parser of the part they stand in says so: trt-scatter <command>: error: ..., or trt-scatter: error: ...
+        words = list(sys.argv[1:] if argv is None else argv)
+        before_command = words.index(extras[0]) < words.index(args.command) if extras[0] in words else False
+        (parser if before_command else subparsers.choices[args.command]).error(f"unrecognized arguments: {' '.join(extras)}")
     if hasattr(sys.stdout, "reconfigure"):  # a path of bytes that are not UTF-8 is printed as those bytes, not a crash
         sys.stdout.reconfigure(errors="surrogateescape")
     warnings = _Warnings(args.command)

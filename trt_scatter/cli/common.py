@@ -4,7 +4,7 @@ The standard: a command that cannot do what it was asked prints ONE line on stde
 <command>: error: <what, naming the input and the rule>``, and nothing else there (no traceback,
 no usage text, no TensorRT or polygraphy log lines), and exits 2 for a bad argument or model, 1
 when TensorRT itself fails on a model that passed every check. TensorRT's own reason is then in
-that line. ``-v`` (or ``TRT_SCATTER_VERBOSE=1``) shows the logs as they come.
+that line. ``trt-scatter build -v`` shows TensorRT's log as it comes; ``TRT_SCATTER_VERBOSE=1`` trt-scatter's own.
 """
 
 from __future__ import annotations

@@ -90,38 +90,62 @@ def fed_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
     return [value for value in graph.input if value.name not in initializers]
 
 
+#: ops that read an input for its shape or type only -> that input's position (None: every input)
+SHAPE_READERS = {"Shape": None, "Size": None, "EyeLike": None, "RandomUniformLike": None, "RandomNormalLike": None, "CastLike": 1}
+
+
 def value_readers(graph: onnx.GraphProto) -> dict[str, list[onnx.NodeProto]]:
-    """Each tensor name of ``graph`` -> the nodes that read its values, in order. A node that reads only its shape
-    is left out: Shape and Size, and a node whose results only such nodes read (the TorchScript exporter slices a
-    cache to broadcast new tokens to the slice's shape); a trt_scatter node always counts."""
+    """Each tensor name of ``graph`` -> the nodes that read its values, in order. A node that reads only its shape or
+    type is left out (:data:`SHAPE_READERS`, and a node whose results only such nodes read: the TorchScript exporter
+    slices a cache to broadcast new tokens to the slice's shape); a trt_scatter node always counts, and so does an
+    If or Loop whose body uses the tensor by name."""
     outputs = {output.name for output in graph.output}
-    consumers = {}
+    consumers = {}  # name -> [(node, input position, or -1 for a body's use)]
     for node in graph.node:
-        for name in dict.fromkeys(node.input):
-            consumers.setdefault(name, []).append(node)
+        for position, name in enumerate(node.input):
+            consumers.setdefault(name, []).append((node, position))
+        for body in subgraphs(node):
+            for name in dict.fromkeys(_names_used(body)):
+                consumers.setdefault(name, []).append((node, -1))
 
-    def shape_only(node, depth=0):
-        if node.op_type in ("Shape", "Size"):
-            return True
+    def shape_only(node, position, depth=0):
+        if node.op_type in SHAPE_READERS and position >= 0:
+            return SHAPE_READERS[node.op_type] in (None, position)
         users = [user for output in node.output for user in consumers.get(output, [])]
-        return depth < 8 and bool(users) and not any(o in outputs for o in node.output) and all(shape_only(u, depth + 1) for u in users)
+        return (position >= 0 and depth < 8 and bool(users) and not any(o in outputs for o in node.output)
+                and all(shape_only(user, at, depth + 1) for user, at in users))
 
-    return {name: [n for n in nodes if is_trt_scatter(n) or not shape_only(n)] for name, nodes in consumers.items()}
+    readers = {}
+    for name, uses in consumers.items():
+        nodes = [node for node, position in uses if is_trt_scatter(node) or not shape_only(node, position)]
+        readers[name] = list({id(node): node for node in nodes}.values())
+    return readers
+
+
+def _names_used(body):
+    """Every name a body (and the bodies in it) reads or outputs: an outer tensor is used by its name."""
+    for graph in all_graphs(body):
+        for node in graph.node:
+            yield from node.input
+        yield from (output.name for output in graph.output)
 
 
 def overwrite_conflict(graph: onnx.GraphProto, node: onnx.NodeProto, readers: dict[str, list[onnx.NodeProto]] | None = None) -> str | None:
-    """Why ``node`` (of ``graph``) may not write into the buffer of its first input (``inplace=1``), or None: that
-    tensor is a graph output, another node reads its values, or ``node`` reads it twice. ``readers``:
-    :func:`value_readers` of ``graph``, where the caller has it."""
+    """Why ``node`` (of ``graph``) should not write into the buffer of its first input (``inplace=1``), or None: that
+    tensor is a graph output, another node reads its values, ``node`` reads it twice, or it is an enclosing
+    graph's (``graph`` a body). ``readers``: :func:`value_readers` of ``graph``, where the caller has it."""
     name = node.input[0]
     readers = value_readers(graph) if readers is None else readers
     others = [other for other in readers.get(name, []) if other is not node]
+    local = {value.name for value in graph.input} | {init.name for init in graph.initializer} | {o for n in graph.node for o in n.output}
     if name in {output.name for output in graph.output}:
         return "is a graph output"
     if others:
         return f"is read by {node_label(others[0], list(graph.node).index(others[0]))} too"
     if list(node.input).count(name) > 1:
         return "is read by this node twice"
+    if name not in local:
+        return "belongs to the graph around this If or Loop body"
     return None
 
 

@@ -104,8 +104,9 @@ def check_slice_scatter_static(data_shape: Sequence[int | None] | None, updates_
             _check_step(step)
         return
     rank = len(data_shape)
-    if not known:  # how many axes are sliced is not known: any dimension of updates may differ
+    if not known:  # how many axes are sliced is not known: any dimension of updates may differ, none exceed data's
         check_slice_scatter((-1,) * rank, updates_shape, [], [], [])
+        check_fits_in_data(data_shape, updates_shape, range(rank))
         return
     if axes is not None and not isinstance(axes, list) and lengths["axes"] > rank:
         rule = f"must have at most {rank} entries (distinct axes of 'data')"

@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING
 from trt_scatter import ops, oracle
 from trt_scatter.log import warn
 from trt_scatter.model import ModelError, as_model, indexed_nodes, node_label, opset_version, printable, subgraphs
-from trt_scatter.model.graph import all_graphs, overwrite_conflict, value_readers
 from trt_scatter.model.files import MAX_ELEMENTS
 from trt_scatter.model.node import OpNode
 from trt_scatter.oracle import reductions, rules
@@ -70,7 +69,6 @@ def validate(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelPr
         return model.proto
     _check_structure(model.proto.graph, set())
     _check_sizes(model.proto.graph)
-    _check_in_place(model.proto.graph)
     version, onnx_version = opset_version(model.proto, ops.DOMAIN), opset_version(model.proto, "")
     for index, node in indexed_nodes(model.proto.graph):
         if ops.is_trt_scatter(node):
@@ -146,21 +144,6 @@ def _check_sizes(graph):
             if any(d > MAX_ELEMENTS for d in dims) or math.prod(dims) > MAX_ELEMENTS:
                 shape = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in value.type.tensor_type.shape.dim]
                 raise ModelError(f"graph {kind} {printable(repr(value.name))} has shape {shape}: TensorRT takes at most {MAX_ELEMENTS} elements per tensor")
-
-
-def _check_in_place(graph):
-    """A node with ``inplace=1`` overwrites its data's buffer: nothing else may read data's values, nor may data be a
-    graph output (TensorRT-RTX fails such a build with an internal assertion; where it built, the reader would see
-    the written values). Bodies likewise."""
-    for sub in all_graphs(graph):
-        readers = None
-        for index, node in enumerate(sub.node):
-            if ops.is_trt_scatter(node) and any(a.name == "inplace" and a.i == 1 for a in node.attribute) and node.input:
-                readers = value_readers(sub) if readers is None else readers
-                conflict = overwrite_conflict(sub, node, readers)
-                if conflict:
-                    raise ModelError(f"{node_label(node, index)}: inplace=1 writes into data ({printable(repr(node.input[0]))}), which {conflict}: "
-                                     "set inplace=0 (the plugin then copies data first)")
 
 
 def _check_contract(node, index, version):
