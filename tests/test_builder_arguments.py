@@ -40,6 +40,8 @@ CASES = [
      "slice_scatter: 'stop' must have an integer element type (got <U1)"),
     ("slice-scatter-plugin-step-none", lambda n, t: add_slice_scatter(n, t["data"], t["updates"], [0], [3], None, [1], impl="plugin"),
      "slice_scatter: 'step' must be given (1-D integers) (got None)"),
+    ("scatter-update-axis-none", lambda n, t: add_scatter_update(n, t["data"], t["indices"], t["rows"], None),
+     "scatter_update: 'axis' must be given (an integer) (got None)"),
     ("scatter-update-indices", lambda n, t: add_scatter_update(n, t["data"], np.array([0, 1]), t["rows"], 0),
      "scatter_update: 'indices' " + TENSOR_RULE + " (got ndarray int64 (2,))"),
     ("scatter-elements-axis", lambda n, t: add_scatter_elements(n, t["data"], t["indices"], t["updates"], t["indices"]),

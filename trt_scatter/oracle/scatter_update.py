@@ -31,7 +31,9 @@ OP = "scatter_update"
 
 
 def axis_value(axis: ArrayLike) -> int:
-    """``axis`` given as an int, a 0-D array or a one-element 1-D array, as a Python int."""
+    """``axis`` given as an int, a 0-D array or a one-element 1-D array (an input, in the spec), as a Python int."""
+    if axis is None:
+        raise rules.ScatterInputError(OP, "axis", "must be given (an integer)", None)
     array = np.asarray(axis)
     if array.ndim > 1 or array.size != 1:
         raise rules.ScatterInputError(OP, "axis", "must be a scalar or a 1-D tensor with one element", f"shape {array.shape}")
