@@ -126,6 +126,35 @@ def test_generated_inputs_set_the_tensorrt_profile_unless_the_user_did(model_pat
     assert "Profile().add('data', min=[6, 5], opt=[6, 5], max=[6, 5])" in user.stdout
 
 
+def test_generated_inputs_take_the_users_tensorrt_profile(model_paths):
+    """A profile of the user's own: the data loader generates its opt shapes (outside it, TensorRT refuses them)."""
+    path = model_paths["scatter_elements"]
+    env = {"POLYGRAPHY_USE_TENSORRT_RTX": "1"} if not _has_full_tensorrt() else None
+    profile = ["--trt-min-shapes", "data:[2,5]", "--trt-opt-shapes", "data:[7,5]", "--trt-max-shapes", "data:[9,5]"]
+    generated = fx.run_tool("polygraphy", ["run", path, "--trt", "--trt-scatter-inputs", *profile, "--gen-script", "-"], env=env)
+    assert generated.returncode == 0, generated.stderr
+    assert "input_shapes={'data': [7, 5]}" in generated.stdout, generated.stdout
+
+
+def test_a_seed_with_no_valid_values_for_a_later_iteration_fails_in_one_line_before_anything_runs(tmp_path):
+    """Indices computed from an input (raw + 1) are searched for; every iteration is drawn while the command is read,
+    so the one that finds none fails as the first would, not with a traceback in the middle of the run."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Add", ["raw", "one"], ["indices"]), helper.make_node("ScatterElements", ["data", "indices", "updates"], ["output"], axis=1)]
+    graph = helper.make_graph(nodes, "g", [fx.info("data", ("N", 5), np.float32), fx.info("raw", ("N", 2), np.int64), fx.info("updates", ("N", 2), np.float32)],
+                              [fx.info("output", ("N", 5), np.float32)], initializer=[helper.make_tensor("one", TensorProto.INT64, [], [1])])
+    path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "computed.onnx")
+    args = ["run", path, "--onnxrt", "--pluginref", "--trt-scatter-inputs", "--input-shapes", "data:[6,5]", "--seed", "0"]
+    first = fx.run_tool("polygraphy", args)  # seed 0 finds values for iteration 0, not for iteration 1
+    assert first.returncode == 0, first.stdout + first.stderr
+    two = fx.run_tool("polygraphy", [*args, "--iterations", "2"])
+    output = two.stdout + two.stderr
+    assert two.returncode != 0 and "Traceback" not in output, output
+    assert "--trt-scatter-inputs: ScatterElements node #1 (output 'output'): input 'raw' gives 'indices', and none of 100 random values" in output, output
+    assert "onnxrt-runner" not in output  # refused before any run
+
+
 def test_a_model_the_loader_cannot_serve_fails_in_one_line(tmp_path):
     path = fx.save(fx.scatter_elements_model([3, 4], [4, 4], axis=0), tmp_path / "too_many.onnx")
     result = fx.run_tool("polygraphy", ["run", path, "--pluginref", "--trt-scatter-inputs"])

@@ -24,12 +24,8 @@ not match its updates. :class:`ScatterDataLoader` reads the model instead:
    gets values in [0, c), c the fewest targets they address.
 
 Use it from Python as an iterable of feed dicts (like polygraphy's ``DataLoader``), from
-``polygraphy run`` with ``--trt-scatter-inputs``, or as polygraphy documents data-loader scripts:
-``--data-loader-script`` naming this file of the installed package (its ``load_data`` serves the
-model of that ``polygraphy run``, which trt-scatter's extension tells it)::
-
-    polygraphy run model.onnx --onnxrt --pluginref \\
-        --data-loader-script "$(python -c 'import trt_scatter.polygraphy_ext.data_loader as m; print(m.__file__)')"
+``polygraphy run`` with ``--trt-scatter-inputs``, or from a data-loader script of your own
+(``--data-loader-script valid_inputs.py``, as the README shows) whose ``load_data`` returns one.
 """
 
 from __future__ import annotations

@@ -209,6 +209,9 @@ class TrtScatterArgs(BaseArgs):
         if loader_args.load_inputs_paths or loader_args.data_loader_script:
             G_LOGGER.critical("--trt-scatter-inputs cannot be combined with --load-inputs or --data-loader-script")
         shapes = {name: list(meta.shape) for name, meta in (model_args.input_shapes or {}).items()} or None
+        profiles = self.arg_groups[TrtConfigArgs].profile_dicts if TrtConfigArgs in self.arg_groups else None
+        if shapes is None and profiles:  # the user's TensorRT profile: its opt shapes, as polygraphy's own loader feeds
+            shapes = {name: list(opt) for name, (_, opt, _) in profiles[0].items()}
         options = dict(seed=loader_args.seed if loader_args.seed is not None else 1, input_shapes=shapes, iterations=loader_args.iterations or 1)
         generated = self._plan_inputs(model_args.path, options)
 
@@ -221,12 +224,16 @@ class TrtScatterArgs(BaseArgs):
             _profile_for(generated, self.arg_groups[TrtConfigArgs])
 
     def _plan_inputs(self, path, options):
-        """The shapes of the inputs the data loader generates, planned now (on the model this parse read),
-        so that a model it cannot serve fails before anything runs, in one line; returns them."""
+        """The shapes of the inputs the data loader generates, planned now (on the model this parse read), every
+        iteration drawn once, so that a model it cannot serve, or a seed it finds no valid values for, fails before
+        anything runs, in one line; returns them."""
         from trt_scatter.inputs import ScatterDataLoader
 
         try:
-            return ScatterDataLoader(self._read_model() or path, **options).shapes()
+            loader = ScatterDataLoader(self._read_model() or path, **options)
+            for iteration in range(1, len(loader)):
+                loader[iteration]
+            return loader.shapes()
         except (ValueError, TypeError) as err:  # ScatterInputError and ModelError included; a shape that is no list of ints
             G_LOGGER.critical(f"--trt-scatter-inputs: {err}")
 
