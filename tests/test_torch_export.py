@@ -7,6 +7,7 @@ another batch and length), and ``trt-scatter build --plugins`` must build the dy
 """
 
 import logging
+import re
 import sys
 
 import numpy as np
@@ -378,7 +379,7 @@ def test_inplace_leaves_a_write_whose_data_is_read_elsewhere(caplog):
     with caplog.at_level(logging.WARNING, logger="trt_scatter"):
         model = trt_scatter_torch.export(CacheAndSum(), tuple(t.clone() for t in case.example), inplace=True)
     assert [onnx.helper.get_attribute_value(a) for n in model.graph.node if n.domain == "trt_scatter" for a in n.attribute] == [0]
-    assert any("no write has a graph input of its own" in record.getMessage() for record in caplog.records)
+    assert any("no write of the main graph has a graph input of its own" in record.getMessage() for record in caplog.records)
 
 
 @pytest.mark.parametrize("dynamo", [True, False])
@@ -538,3 +539,21 @@ def test_a_loop_of_per_row_writes_is_one_cache_scatter():
     assert [node.op_type for node in partial.graph.node if node.domain == "trt_scatter"] == ["SliceScatter"] * 2  # row 1 is not written
     feeds = {"cache": cache.numpy(), "new": new.numpy(), "pos": pos.numpy()}
     np.testing.assert_array_equal(Reference(partial).run(feeds)["output"], RowLoop(rows=(0, 2))(cache.clone(), new, pos).numpy())
+
+
+class CondWrite(torch.nn.Module):
+    """A cache write in each branch of torch.cond: the dynamo exporter puts the plugin nodes in If branches."""
+
+    def forward(self, cache, new, pos, flag):
+        return torch.cond(flag, lambda c, n, p: c.index_copy(2, p, n), lambda c, n, p: c.index_copy(2, p, n * 2), (cache, new, pos))
+
+
+def test_a_write_inside_torch_cond_is_named_with_what_builds_it(caplog):
+    """A plugin node in an If body: full TensorRT builds it, TensorRT-RTX and the lowering cannot: export says so."""
+    args = (torch.randn(2, 2, 8, 4), torch.randn(2, 2, 1, 4), torch.tensor([3]), torch.tensor(True))
+    with caplog.at_level(logging.WARNING, logger="trt_scatter"):
+        trt_scatter_torch.export(CondWrite(), args, dynamo=True, inplace=True)
+    messages = [record.getMessage() for record in caplog.records]
+    assert any(re.search(r"ScatterUpdate node .* lies in a subgraph of If node .*: full TensorRT builds it, TensorRT-RTX builds no plugin there", m)
+               for m in messages), messages
+    assert any("writes in If or Loop bodies are not marked" in m for m in messages), messages

@@ -73,6 +73,7 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
     import onnx
     import torch
 
+    from trt_scatter.passes.lower import nested_node
     from trt_scatter.passes.rewrite import rewrite
     from trt_scatter.passes.validate import validate
 
@@ -88,11 +89,17 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
     for line in report.lines():
         logger.debug("trt_scatter.torch: rewrite: %s", line)
     validate(proto)  # what the exporter let through and trt-scatter would refuse (float indices...) is refused here, not at build
+    nested = nested_node(proto.graph)
+    if nested is not None:  # a write inside torch.cond or a loop
+        logger.warning(f"trt_scatter.torch: {nested[0]} lies in a subgraph of {nested[1]}: full TensorRT builds it, TensorRT-RTX "
+                       "builds no plugin there and trt-scatter lower and check cannot lower it (torch.onnx.export writes it "
+                       "with ONNX's own ops)")
     if inplace:
         written = mark_inplace(proto)
         logger.debug("trt_scatter.torch: inplace=1 on %s", ", ".join(written) or "no node")
         if not written:
-            logger.warning("trt_scatter.torch: inplace=True, but no write has a graph input of its own as data")
+            logger.warning("trt_scatter.torch: inplace=True, but no write of the main graph has a graph input of its own as data "
+                           "(writes in If or Loop bodies are not marked)")
     if aot:
         from trt_scatter.passes.aot import to_aot
 
