@@ -3,6 +3,8 @@ GPU: onnxruntime on the lowered model, and a distinct verdict and exit code), sa
 named by runner, and fails (exit 1, FAIL lines) when the reference, a lowering or a golden file is corrupted."""
 
 
+import re
+
 import numpy as np
 import pytest
 
@@ -87,6 +89,22 @@ def test_a_corrupted_golden_file_fails_unless_within_tolerance(elements_model, t
     assert "PASS output: reference vs golden reference" in failed.stdout
     tolerant = check(elements_model, "--load-inputs", inputs, "--load-outputs", outputs, "--atol", "1e-2")
     assert tolerant.returncode == _exit_code_without_tensorrt_run(tolerant), output_of(tolerant)
+
+
+def test_golden_data_saved_by_polygraphy_run_is_matched_by_runner(elements_model, tmp_path):
+    """polygraphy names its runs onnxrt-runner-N0-<time>, reference-runner-N0-<time>: each of check's runs is
+    compared with the golden run of its own runner, not every run with the file's first."""
+    inputs, outputs = tmp_path / "inputs.json", tmp_path / "outputs.json"
+    saved = fx.run_tool("polygraphy", ["run", elements_model, "--pluginref", "--onnxrt", "--trt-scatter-inputs",
+                                       "--save-inputs", inputs, "--save-outputs", outputs])
+    assert saved.returncode == 0, saved.stdout + saved.stderr
+    if HAS_GPU:
+        pytest.skip("with a GPU the engine runs: polygraphy's file has no TensorRT run to match")
+    _shift_golden(outputs, 1e-3, run=0)  # the golden reference run only
+    result = check(elements_model, "--load-inputs", inputs, "--load-outputs", outputs)
+    assert result.returncode == 1, output_of(result)
+    assert re.search(r"FAIL output: reference vs golden reference-runner-N0-\S+", result.stdout), result.stdout
+    assert re.search(r"PASS output: onnxruntime vs golden onnxrt-runner-N0-\S+", result.stdout), result.stdout
 
 
 def _corrupted(module, function):

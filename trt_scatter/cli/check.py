@@ -32,8 +32,8 @@ says so. ``--save-inputs``/``--save-outputs`` write golden data in polygraphy's 
 files ``polygraphy run --load-inputs/--load-outputs`` reads); the outputs are saved per runner,
 named by what produced them (``reference``, ``tensorrt``, ``onnxruntime`` or
 ``onnxruntime-lowered``). ``--load-outputs`` compares each run with the golden run of the same
-runner, and runs the golden file lacks (e.g. ``tensorrt`` against golden data saved without a GPU)
-with the golden reference.
+runner (``polygraphy run``'s names too: ``reference-runner-N0-<time>``...), and runs the golden file lacks (e.g.
+``tensorrt`` against golden data saved without a GPU) with the golden reference.
 """
 
 from __future__ import annotations
@@ -234,7 +234,7 @@ def _check(args):
     if golden is not None:
         print(f"golden outputs ({args.load_outputs}) from: {', '.join(golden.keys())}")
         for name in names:
-            source = name if name in golden.keys() else REFERENCE if REFERENCE in golden.keys() else next(iter(golden.keys()))
+            source = _golden_run_of(name, list(golden.keys()))
             results.append((f"golden {source}", golden[source]))
             pairs.append((f"golden {source}", name))
     exact = _exact_outputs(loaded)
@@ -449,6 +449,23 @@ def _counted_plugin_errors(plugins):
     from trt_scatter.plugins import counted_errors
 
     return counted_errors()
+
+
+#: the name prefix ``polygraphy run`` gives each of this command's runners (polygraphy appends a count and a time)
+POLYGRAPHY_PREFIXES = {REFERENCE: "reference-runner-", "tensorrt": "trt-runner-", "onnxruntime": "onnxrt-runner-",
+                       "onnxruntime-lowered": "onnxrt-runner-"}
+
+
+def _golden_run_of(name, golden_names):
+    """The golden run to compare run ``name`` with: its own (saved by this command, or by ``polygraphy run``, whose
+    runner names carry a count and a time), else the golden reference (either's), else the file's first run."""
+    for wanted in (name, REFERENCE):
+        if wanted in golden_names:
+            return wanted
+        saved_by_polygraphy = [golden for golden in golden_names if golden.startswith(POLYGRAPHY_PREFIXES[wanted])]
+        if saved_by_polygraphy:
+            return saved_by_polygraphy[0]
+    return golden_names[0]
 
 
 def _load_golden(path):
