@@ -155,6 +155,12 @@ def test_a_seed_with_no_valid_values_for_a_later_iteration_fails_in_one_line_bef
     assert "onnxrt-runner" not in output  # refused before any run
 
 
+def test_a_value_range_is_said_to_be_ignored_with_generated_inputs(model_paths):
+    result = fx.run_tool("polygraphy", ["run", model_paths["scatter_elements"], "--pluginref", "--trt-scatter-inputs", "--val-range", "[0,1]"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "--trt-scatter-inputs draws the values every scatter node accepts: --val-range is ignored" in result.stdout + result.stderr
+
+
 def test_a_model_the_loader_cannot_serve_fails_in_one_line(tmp_path):
     path = fx.save(fx.scatter_elements_model([3, 4], [4, 4], axis=0), tmp_path / "too_many.onnx")
     result = fx.run_tool("polygraphy", ["run", path, "--pluginref", "--trt-scatter-inputs"])

@@ -208,6 +208,8 @@ class TrtScatterArgs(BaseArgs):
         model_args = self.arg_groups[ModelArgs]
         if loader_args.load_inputs_paths or loader_args.data_loader_script:
             G_LOGGER.critical("--trt-scatter-inputs cannot be combined with --load-inputs or --data-loader-script")
+        if loader_args.val_range:  # the values each scatter node accepts decide, not a range
+            G_LOGGER.warning("--trt-scatter-inputs draws the values every scatter node accepts: --val-range is ignored")
         shapes = {name: list(meta.shape) for name, meta in (model_args.input_shapes or {}).items()} or None
         profiles = self.arg_groups[TrtConfigArgs].profile_dicts if TrtConfigArgs in self.arg_groups else None
         if shapes is None and profiles:  # the user's TensorRT profile: its opt shapes, as polygraphy's own loader feeds
