@@ -477,9 +477,8 @@ class TensorRTGraph(_Composites):
         if array.size == 0:  # TensorRT refuses empty weights: a one-element constant sliced with stride 0 (as onnx-tensorrt expands)
             one = self.network.add_constant((1,) * array.ndim, np.zeros((1,) * array.ndim, array.dtype)).get_output(0)
             tensor = self.network.add_slice(one, (0,) * array.ndim, array.shape, (0,) * array.ndim).get_output(0)
-            self._constants[tensor.name] = array
-            return tensor
-        tensor = self.network.add_constant(array.shape, array).get_output(0)
+        else:
+            tensor = self.network.add_constant(array.shape, array).get_output(0)
         self._constants[tensor.name] = array
         return tensor
 

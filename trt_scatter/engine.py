@@ -192,12 +192,11 @@ def _check_rtx_aliasing(name, proto):
     "TensorRT may insert copies to facilitate this capability", NvInferRuntime.h): refused here in one line."""
     from trt_scatter.model import all_graphs, node_label
     from trt_scatter.model.graph import overwrite_conflict, value_readers
-    from trt_scatter.ops import is_trt_scatter
 
     for graph in all_graphs(proto.graph):
         readers = None
         for index, node in enumerate(graph.node):
-            if is_trt_scatter(node) and node.input and any(a.name == "inplace" and a.i == 1 for a in node.attribute):
+            if _writes_in_place(node) and node.input:
                 readers = value_readers(graph) if readers is None else readers
                 conflict = overwrite_conflict(graph, node, readers)
                 if conflict:
@@ -278,14 +277,15 @@ def needs_aliased_plugin_io(model: onnx.ModelProto) -> bool:
     """True if a ``trt_scatter`` node of ``model`` (an ``onnx.ModelProto``) has ``inplace=1``: its plugin
     then aliases its output with data, which the builder allows only with ``PreviewFeature.ALIASED_PLUGIN_IO_10_03``."""
     from trt_scatter.model import all_nodes
+
+    return any(_writes_in_place(node) for node in all_nodes(model.graph))  # If/Loop bodies included
+
+
+def _writes_in_place(node):
+    """Whether ``node`` is a ``trt_scatter`` node with ``inplace=1`` (its plugin aliases its output with data)."""
     from trt_scatter.ops import is_trt_scatter
 
-    return any(
-        attribute.name == "inplace" and attribute.i == 1
-        for node in all_nodes(model.graph)  # If/Loop bodies included
-        if is_trt_scatter(node)
-        for attribute in node.attribute
-    )
+    return is_trt_scatter(node) and any(attribute.name == "inplace" and attribute.i == 1 for attribute in node.attribute)
 
 
 def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefinition] | tuple[trt.Builder, trt.INetworkDefinition, trt.OnnxParser]], profile_shapes: dict[str, tuple[Sequence[int], Sequence[int], Sequence[int]]] | None = None, *, fp16: bool = False, bf16: bool = False, timing_cache: str | os.PathLike | None = None, progress: bool = False, name: str = "network", aliased_plugin_io: bool = False, feeds: Sequence[dict[str, ArrayLike]] | None = None,

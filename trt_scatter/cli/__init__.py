@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, extras = parser.parse_known_args(argv)
     if extras:  # the parser of the part they stand in says so: trt-scatter <command>: error: ..., or trt-scatter: error: ...
         words = list(sys.argv[1:] if argv is None else argv)
-        before_command = words.index(extras[0]) < words.index(args.command) if extras[0] in words else False
+        before_command = words.index(extras[0]) < words.index(args.command)
         (parser if before_command else subparsers.choices[args.command]).error(f"unrecognized arguments: {' '.join(extras)}")
     if hasattr(sys.stdout, "reconfigure"):  # a path of bytes that are not UTF-8 is printed as those bytes, not a crash
         sys.stdout.reconfigure(errors="surrogateescape")

@@ -137,14 +137,13 @@ def overwrite_conflict(graph: onnx.GraphProto, node: onnx.NodeProto, readers: di
     name = node.input[0]
     readers = value_readers(graph) if readers is None else readers
     others = [other for other in readers.get(name, []) if other is not node]
-    local = {value.name for value in graph.input} | {init.name for init in graph.initializer} | {o for n in graph.node for o in n.output}
-    if name in {output.name for output in graph.output}:
+    if any(output.name == name for output in graph.output):
         return "is a graph output"
     if others:
         return f"is read by {node_label(others[0], list(graph.node).index(others[0]))} too"
     if list(node.input).count(name) > 1:
         return "is read by this node twice"
-    if name not in local:
+    if not any(name == value.name for value in (*graph.input, *graph.initializer)) and not any(name in n.output for n in graph.node):
         return "belongs to the graph around this If or Loop body"
     return None
 

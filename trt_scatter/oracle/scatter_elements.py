@@ -123,8 +123,6 @@ def input_relations(shapes: Any, node: OpNode) -> None:
         shapes.bounds.append(([a], [b]))
 
 
-
-
 def plan_inputs(plan: Any, node: OpNode, rng: np.random.Generator) -> None:
     if _reduces(node):
         return reduce_plan_inputs(plan, node, rng)

@@ -120,7 +120,6 @@ def input_relations(shapes: Any, node: OpNode) -> None:
         shapes.bounds.append((list(indices[:-1]), list(data[: shapes.of(indices[-1])])))
 
 
-
 def plan_inputs(plan: Any, node: OpNode, rng: np.random.Generator) -> None:
     if _reduces(node):
         return reduce_plan_inputs(plan, node, rng)
