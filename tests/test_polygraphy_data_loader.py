@@ -140,6 +140,7 @@ def test_generated_inputs_pass_the_oracle_and_are_distinct(case, seed):
                 assert len(feed[value.name].shape) == len(declared)
                 assert all(d is None or d == s for d, s in zip(declared, feed[value.name].shape)), (value.name, declared)
         assert_valid(op, feed, constants, model)
+        assert {name: array.shape for name, array in feed.items()} == ScatterDataLoader(model, seed=seed, iterations=0).shapes()
     # same seed, same inputs
     again = ScatterDataLoader(model, seed=seed, iterations=2)[1]
     for name, array in feeds[1].items():

@@ -271,6 +271,18 @@ def test_plugins_flag_validates_onnx_models_and_leaves_engines_to_tensorrt(tmp_p
         _parsed([str(tmp_path / "model.onnx"), "--trt-scatter-plugins"])
 
 
+@pytest.mark.parametrize("iterations", [0, 3])
+def test_generated_inputs_come_for_as_many_iterations_as_asked(model_paths, iterations):
+    """As polygraphy's own data loader: ``--iterations 0`` runs nothing (it used to run one iteration)."""
+    from polygraphy.tools.args import DataLoaderArgs
+    from polygraphy.tools.script import Script
+
+    run = _parsed([model_paths["scatter_nd"], "--trt-scatter-inputs", "--iterations", str(iterations)], DataLoaderArgs)
+    script = Script()
+    run.arg_groups[DataLoaderArgs].add_to_script(script)
+    assert f"iterations={iterations}" in str(script)
+
+
 def test_conflicting_data_options_are_refused(model_paths, tmp_path):
     result = fx.run_tool("polygraphy", ["run", model_paths["scatter_nd"], "--pluginref", "--trt-scatter-inputs", "--load-inputs", tmp_path / "x.json"])
     assert result.returncode != 0

@@ -82,18 +82,22 @@ class ScatterDataLoader:
     def __getitem__(self, iteration):
         if not 0 <= iteration < self.iterations:
             raise IndexError(iteration)
+        return self._planned().feed(np.random.default_rng([self.seed, iteration]))
+
+    def _planned(self):
         if self._plan is None:
             plan = _Plan(as_model(self.model, weights=True), self.input_shapes, np.random.default_rng([self.seed]))
             _check_size(plan, self.iterations)
             self._plan = plan
-        return self._plan.feed(np.random.default_rng([self.seed, iteration]))
+        return self._plan
 
     def __iter__(self):
         return (self[i] for i in range(self.iterations))
 
     def shapes(self) -> dict[str, tuple[int, ...]]:
         """``{input name: shape}`` of the generated inputs (for TensorRT optimization profiles)."""
-        return {name: tuple(array.shape) for name, array in self[0].items()}
+        plan = self._planned()
+        return {name: tuple(plan.shapes[name]) for name in plan.inputs}
 
 
 def _check_size(plan, iterations):

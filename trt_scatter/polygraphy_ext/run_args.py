@@ -214,7 +214,7 @@ class TrtScatterArgs(BaseArgs):
         profiles = self.arg_groups[TrtConfigArgs].profile_dicts if TrtConfigArgs in self.arg_groups else None
         if shapes is None and profiles:  # the user's TensorRT profile: its opt shapes, as polygraphy's own loader feeds
             shapes = {name: list(opt) for name, (_, opt, _) in profiles[0].items()}
-        options = dict(seed=loader_args.seed if loader_args.seed is not None else 1, input_shapes=shapes, iterations=loader_args.iterations or 1)
+        options = dict(seed=loader_args.seed if loader_args.seed is not None else 1, input_shapes=shapes, iterations=1 if loader_args.iterations is None else loader_args.iterations)
         generated = self._plan_inputs(model_args.path, options)
 
         def add_to_script_impl(script, user_input_metadata_str=None):  # in place of polygraphy's random DataLoader
