@@ -579,10 +579,25 @@ def random_reduce_case(op, rng, element_size, index_dtype, max_elements=200_000,
         info = np.iinfo(index_dtype)
         bad = rng.choice(np.array([-int(sizes.max()) - 1, int(sizes.max()), info.min, info.max], np.int64), size=indices_shape)
         indices = np.where(rng.random(indices_shape) < 0.1, bad, indices)
+    disagree = broken and entry == "aot" and rng.random() < 0.5
+    if disagree:  # shapes no model allows, which an engine still launches: the AOT kernel must write nothing
+        indices, updates_shape = _disagreeing_reduce_shapes(rng, op, shape, axis, indices, updates_shape)
     reductions = ("add", "mul", "min", "max") if entry == "aot" else ("add", "mul", "min", "max", "mean")
     return {"op": op, "data": reduce_values(rng, shape, dtype), "indices": indices.astype(index_dtype),
             "updates": reduce_values(rng, updates_shape, dtype), "axis": axis, "reduction": str(rng.choice(reductions)),
-            "include_self": 1 if entry == "aot" else int(rng.integers(0, 2)), "broken": bool(broken)}
+            "include_self": 1 if entry == "aot" else int(rng.integers(0, 2)), "broken": bool(broken), "disagree": bool(disagree)}
+
+
+def _disagreeing_reduce_shapes(rng, op, shape, axis, indices, updates_shape):
+    """(indices, updates shape) that disagree with data: ScatterElementsReduce's indices past data off the axis, or
+    updates one shorter on one axis (or one longer where that axis is empty)."""
+    others = [d for d in range(len(shape)) if d != axis]
+    if op == "scatter_elements_reduce" and others and rng.random() < 0.5:
+        d = int(rng.choice(others))
+        grown = tuple(shape[d] + 1 if i == d else n for i, n in enumerate(indices.shape))
+        return rng.integers(-shape[axis], shape[axis], size=grown), grown
+    d = int(rng.integers(len(updates_shape)))
+    return indices, tuple((n - 1 if n else 1) if i == d else n for i, n in enumerate(updates_shape))
 
 
 def expected_reduce(case):
@@ -591,6 +606,8 @@ def expected_reduce(case):
     from trt_scatter.oracle.scatter_nd_reduce import scatter_nd_reduce
 
     data, indices, updates = case["data"], case["indices"].astype(np.int64), case["updates"]
+    if case.get("disagree"):  # the AOT entry writes nothing (and counts nothing)
+        return data.copy(), None
     if case["op"] == "scatter_nd_reduce":
         k = indices.shape[-1]
         lead = np.array(data.shape[:k], np.int64)
@@ -621,6 +638,8 @@ def run_reduce(kernels, memory, stream, case, in_place, error_flag=True, entry="
     if entry == "struct":
         size = importlib.import_module(f"trt_scatter.plugins.{op}").workspace_size([data.shape, indices.shape, updates.shape], [])
         arguments["workspace"] = memory.alloc(size) if size else 0
+    else:
+        arguments["updates_shape"] = updates.shape
     count = _launched(kernels, memory, stream, f"launch_{op}", arguments, entry, error_flag)
     return memory.get(output, data.dtype, data.shape), count
 

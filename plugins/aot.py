@@ -290,11 +290,18 @@ def _decorated(op, trt, trtp):
         function.__name__ = function.__qualname__ = f"{op.key}_{function.__name__}"
         return function
 
-    def split(args, kwargs):
-        """TensorRT's plugin classes pass the input descriptors positionally (``_plugin_class.py``), the
-        attributes either way: ``(inputs, attribute values)``."""
-        inputs, rest = args[: len(op.inputs)], args[len(op.inputs) :]
-        return inputs, {**dict(zip(attributes, rest)), **{name: kwargs[name] for name in attributes if name in kwargs}}
+    def split(args, kwargs, trailing=0):
+        """TensorRT's plugin classes pass the input descriptors positionally, the attributes by name (``register``) or
+        positionally (``aot_impl``: the values of the node's attributes in order, then ``trailing`` arguments, the
+        outputs and the tactic; ``_plugin_class.py``): ``(inputs, attribute values)``. A node that leaves an attribute
+        out would shift the values onto the wrong names: :func:`trt_scatter.passes.aot.to_aot` writes them all."""
+        inputs, rest = args[: len(op.inputs)], args[len(op.inputs) : len(args) - trailing]
+        values = {**dict(zip(attributes, rest)), **{name: kwargs[name] for name in attributes if name in kwargs}}
+        if len(rest) + len(kwargs) != len(attributes) and (rest or trailing):
+            given = ", ".join(map(repr, rest)) or "none"
+            raise PluginError(f"{op.name} (AOT): TensorRT passed the values {given} for the attributes {', '.join(attributes)}: "
+                              "the node must give every one, defaults included (trt_scatter.passes.aot.to_aot writes them)")
+        return inputs, values
 
     def register(*args, **kwargs):
         return output_desc(op, *split(args, kwargs))
@@ -303,7 +310,7 @@ def _decorated(op, trt, trtp):
         return combinations(op, trt, trtp)
 
     def aot_impl(*args, **kwargs):
-        inputs, values = split(args, kwargs)
+        inputs, values = split(args, kwargs, trailing=2)
         return compiled_kernel(op, inputs, trtp, values)
 
     names = (*op.inputs, *attributes)
@@ -312,22 +319,38 @@ def _decorated(op, trt, trtp):
     trtp.aot_impl(plugin)(signed(aot_impl, (*names, "outputs", "tactic"), Compiled))
 
 
-def add_plugin_layer(network: trt.INetworkDefinition, op_name: str, inputs: Sequence[trt.ITensor]) -> trt.ITensor:
+def add_plugin_layer(network: trt.INetworkDefinition, op_name: str, inputs: Sequence[trt.ITensor], **attributes: int | str) -> trt.ITensor:
     """Adds the AOT form of ``op_name`` to a full-TensorRT ``network``; returns its output tensor.
 
-    ``inputs``: every input of the op in order (SliceScatter's ``axes`` too). The builder config
-    must enable ``PreviewFeature.ALIASED_PLUGIN_IO_10_03`` (the output is aliased with data).
+    ``inputs``: every input of the op in order (SliceScatter's ``axes`` too); ``attributes``: the op's
+    attributes (``axis``, ``mode``, ``reduction``, ...), each left out taking its default (``inplace`` means
+    nothing here). The builder config must enable ``PreviewFeature.ALIASED_PLUGIN_IO_10_03`` (the output is
+    aliased with data).
     """
-    trt, trtp = tensorrt_plugin()
     op = OPS.get(op_name)
     if op is None:
         raise PluginError(f"add_plugin_layer: unknown plugin {op_name!r}; known: {', '.join(OPS)}")
     if len(inputs) != len(op.inputs):
         raise PluginError(f"{op_name} (AOT) takes all of its inputs ({', '.join(op.inputs)}), got {len(inputs)}"
                           + (f"; give {op.axes_input} 0..n-1 for the default" if op.default_axes_from else ""))
+    values = _attribute_values(op, attributes)
+    trt, trtp = tensorrt_plugin()
     register()
     plugin = getattr(getattr(trtp.op, NAMESPACE), op_name)
-    layer = network.add_plugin(plugin(*inputs), aot=True)
+    layer = network.add_plugin(plugin(*inputs, **values), aot=True)  # _lib.py: every attribute, by name, in order
     if layer is None:  # pyGraph.cpp returns addPluginV3's pointer: None where TensorRT refused the layer
         raise PluginError(f"{op_name} (AOT): TensorRT refused the plugin layer (add_plugin returned None; its log says why)")
     return layer.get_output(0)
+
+
+def _attribute_values(op: Op, given: dict[str, object]) -> dict[str, int | str]:
+    """Every attribute of ``op`` but ``inplace``, in its order: the ``given`` value or the default; a PluginError
+    naming the first unknown attribute or value an attribute does not admit."""
+    for name, value in given.items():
+        attribute = op.attributes.get(name)
+        if attribute is None:
+            raise PluginError(f"{op.name} (AOT): {name!r} is not an attribute of {op.name} (its attributes: {', '.join(op.attributes)})")
+        if not attribute.admits(value):
+            raise PluginError(f"{op.name} (AOT): attribute {name!r} must be {attribute.describe()} (got {value!r})")
+    return {name: given.get(name, attribute.default) for name, attribute in op.attributes.items() if name != "inplace"}
+

@@ -39,13 +39,17 @@ __global__ void scatter_elements_reduce(ScatterReduceArgs a) {
 }
 
 // Entry point of the AOT plugin (plugins/aot.py): the three inputs, the int32 scalars, then the output,
-// aliased with `data` (not read). Integer atomics, include_self=1: what the AOT form takes.
+// aliased with `data` (not read). Integer atomics, include_self=1: what the AOT form takes. TensorRT checks no
+// shapes at run time: `updates` of another shape than `indices`, or `indices` longer than `data` off the axis,
+// writes nothing (ElementTargets would address past the output, the reads past `updates`).
 template <typename T, typename Index>
 __global__ void scatter_elements_reduce_aot(const char* data, const void* indices, const char* updates, int rank, int axis,
                                             int reduction, TRT_SCATTER_SHAPE_PARAMS(data_dim),
-                                            TRT_SCATTER_SHAPE_PARAMS(indices_dim), char* output) {
+                                            TRT_SCATTER_SHAPE_PARAMS(indices_dim), TRT_SCATTER_SHAPE_PARAMS(updates_dim),
+                                            char* output) {
     (void)data;
     __shared__ ScatterReduceArgs a;  // filled once per block (scatter_common.cuh)
+    __shared__ bool valid;
     if (threadIdx.x == 0) {
         a = ScatterReduceArgs{};
         a.output = output;
@@ -53,14 +57,21 @@ __global__ void scatter_elements_reduce_aot(const char* data, const void* indice
         a.indices = indices;
         TRT_SCATTER_SET_SHAPE(a.data_shape, data_dim);
         TRT_SCATTER_SET_SHAPE(a.indices_shape, indices_dim);
+        i64 updates_shape[TRT_SCATTER_MAX_RANK];
+        TRT_SCATTER_SET_SHAPE(updates_shape, updates_dim);
         a.data_rank = a.indices_rank = rank;
         a.axis = axis;
         a.reduction = reduction;
         a.include_self = 1;
         a.num_rows = 1;
-        for (int d = 0; d < rank; ++d) a.num_rows *= a.indices_shape[d];
+        valid = true;
+        for (int d = 0; d < rank; ++d) {
+            a.num_rows *= a.indices_shape[d];
+            valid = valid && updates_shape[d] == a.indices_shape[d] && (d == axis || a.indices_shape[d] <= a.data_shape[d]);
+        }
         a.columns = 1;
     }
     __syncthreads();
+    if (!valid) return;
     scatter_reduce_atomic<T>(a, ElementTargets<Index>{a});
 }

@@ -36,13 +36,17 @@ __global__ void scatter_nd_reduce(ScatterReduceArgs a) {
 }
 
 // Entry point of the AOT plugin (plugins/aot.py): the three inputs, the int32 scalars, then the output,
-// aliased with `data` (not read). Integer atomics, include_self=1: what the AOT form takes.
+// aliased with `data` (not read). Integer atomics, include_self=1: what the AOT form takes. TensorRT checks no
+// shapes at run time: `updates` of another shape than indices.shape[:-1] + data.shape[k:], or k above data's
+// rank, writes nothing (RowTargets would address past the output, the reads past `updates`).
 template <typename T, typename Index>
 __global__ void scatter_nd_reduce_aot(const char* data, const void* indices, const char* updates, int data_rank,
-                                      int indices_rank, int reduction, TRT_SCATTER_SHAPE_PARAMS(data_dim),
-                                      TRT_SCATTER_SHAPE_PARAMS(indices_dim), char* output) {
+                                      int indices_rank, int updates_rank, int reduction, TRT_SCATTER_SHAPE_PARAMS(data_dim),
+                                      TRT_SCATTER_SHAPE_PARAMS(indices_dim), TRT_SCATTER_SHAPE_PARAMS(updates_dim),
+                                      char* output) {
     (void)data;
     __shared__ ScatterReduceArgs a;  // filled once per block (scatter_common.cuh)
+    __shared__ bool valid;
     if (threadIdx.x == 0) {
         a = ScatterReduceArgs{};
         a.output = output;
@@ -50,16 +54,22 @@ __global__ void scatter_nd_reduce_aot(const char* data, const void* indices, con
         a.indices = indices;
         TRT_SCATTER_SET_SHAPE(a.data_shape, data_dim);
         TRT_SCATTER_SET_SHAPE(a.indices_shape, indices_dim);
+        i64 updates_shape[TRT_SCATTER_MAX_RANK];
+        TRT_SCATTER_SET_SHAPE(updates_shape, updates_dim);
         a.data_rank = data_rank;
         a.indices_rank = indices_rank;
         a.reduction = reduction;
         a.include_self = 1;
-        const int k = static_cast<int>(a.indices_shape[indices_rank - 1]);
+        const i64 k = a.indices_shape[indices_rank - 1];
+        valid = k >= 0 && k <= data_rank && updates_rank == indices_rank - 1 + data_rank - k;
+        for (int d = 0; valid && d < updates_rank; ++d)
+            valid = updates_shape[d] == (d + 1 < indices_rank ? a.indices_shape[d] : a.data_shape[d - (indices_rank - 1) + k]);
         a.num_rows = 1;
         for (int d = 0; d + 1 < indices_rank; ++d) a.num_rows *= a.indices_shape[d];
         a.columns = 1;
-        for (int d = k; d < data_rank; ++d) a.columns *= a.data_shape[d];
+        for (int d = valid ? static_cast<int>(k) : data_rank; d < data_rank; ++d) a.columns *= a.data_shape[d];
     }
     __syncthreads();
+    if (!valid) return;
     scatter_reduce_atomic<T>(a, RowTargets<Index>{a});
 }

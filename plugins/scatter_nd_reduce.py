@@ -83,15 +83,18 @@ def check_aot(node: OpNode) -> None:
 
 
 def aot_scalars(shapes: dict[str, Sequence[int | trtp.ShapeExpr]], itemsizes: dict[str, int], ops: Any = kernels.IntegerOps, types: dict[str, str] | None = None, reduction: str = "add", include_self: int = 1, **attributes: object) -> list[int | trtp.ShapeExpr]:
-    """The int32 scalars of ``scatter_nd_reduce_aot`` (after its three input pointers), in order: the ranks of data
-    and indices, the reduction's code, then data's and indices' 8 dimensions each (0-padded). ``types`` by input name."""
+    """The int32 scalars of ``scatter_nd_reduce_aot`` (after its three input pointers), in order: the ranks of data,
+    indices and updates, the reduction's code, then data's, indices' and updates' 8 dimensions each (0-padded).
+    ``types`` by input name."""
     reductions.check_aot(OP, (types or {}).get("data"), reduction, include_self)
-    return scalars(data_shape=shapes["data"], indices_shape=shapes["indices"], reduction=reduction)
+    return scalars(data_shape=shapes["data"], indices_shape=shapes["indices"], updates_shape=shapes["updates"], reduction=reduction)
 
 
-def scalars(*, data_shape: Sequence[int | trtp.ShapeExpr], indices_shape: Sequence[int | trtp.ShapeExpr], reduction: str) -> list[int | trtp.ShapeExpr]:
-    return [len(data_shape), len(indices_shape), reductions.REDUCTION_CODES[reduction], *kernels.padded(data_shape),
-            *kernels.padded(indices_shape)]
+def scalars(*, data_shape: Sequence[int | trtp.ShapeExpr], indices_shape: Sequence[int | trtp.ShapeExpr], updates_shape: Sequence[int | trtp.ShapeExpr],
+            reduction: str) -> list[int | trtp.ShapeExpr]:
+    """The int32 scalars of ``scatter_nd_reduce_aot`` in order (see :func:`aot_scalars`)."""
+    return [len(data_shape), len(indices_shape), len(updates_shape), reductions.REDUCTION_CODES[reduction], *kernels.padded(data_shape),
+            *kernels.padded(indices_shape), *kernels.padded(updates_shape)]
 
 
 # ---- launches --------------------------------------------------------------------------------------
@@ -126,22 +129,24 @@ def launch_scatter_nd_reduce(*, output: int, data: int, indices: int, updates: i
                    reduction=reduction, include_self=include_self, chunk=chunk, segment=segment)
 
 
-def launch_scatter_nd_reduce_aot(*, output: int, data: int, indices: int, updates: int, data_shape: Sequence[int], indices_shape: Sequence[int], element_size: int, element_type: str,
-                                 index_itemsize: int, reduction: str, include_self: int, stream: int) -> None:
+def launch_scatter_nd_reduce_aot(*, output: int, data: int, indices: int, updates: int, data_shape: Sequence[int], indices_shape: Sequence[int], updates_shape: Sequence[int],
+                                 element_size: int, element_type: str, index_itemsize: int, reduction: str, include_self: int, stream: int) -> None:
     """:func:`launch_scatter_nd_reduce` through the AOT entry, as an engine built with :mod:`trt_scatter.plugins.aot`
     launches it: int32/int64 with add, mul, min or max and ``include_self=1`` (integer atomics); rows with an
-    index out of range are skipped, not counted."""
+    index out of range are skipped, not counted. As in an engine, nothing here relates the three shapes: the kernel
+    writes nothing where they disagree."""
     op = "launch_scatter_nd_reduce_aot"
-    data_shape, indices_shape = _geometry(op, data_shape, indices_shape)
+    data_shape = kernels.checked_shape(op, "data_shape", data_shape)
+    indices_shape = kernels.checked_shape(op, "indices_shape", indices_shape)
+    updates_shape = kernels.checked_shape(op, "updates_shape", updates_shape, min_rank=0)
     semantics.check_reduction(op, reduction)
     reductions.check_aot(op, element_type, reduction, include_self)
     kernels.choice(op, "element_size", element_size, (reductions.ELEMENT_SIZES[element_type],), " bytes")
     kernels.choice(op, "index_itemsize", index_itemsize, kernels.INDEX_ITEMSIZES, " bytes")
-    kernels.check_aot_limits(op, {"data_shape": data_shape, "indices_shape": indices_shape})
+    kernels.check_aot_limits(op, {"data_shape": data_shape, "indices_shape": indices_shape, "updates_shape": updates_shape})
     kernels.needed(op, "output", output, math.prod(data_shape))
     output, indices, updates = kernels.pointers(op, output=output or 0, indices=indices or 0, updates=updates or 0)
-    rows, columns, _ = _rows(data_shape, indices_shape)
-    arguments = scalars(data_shape=data_shape, indices_shape=indices_shape, reduction=reduction)
+    arguments = scalars(data_shape=data_shape, indices_shape=indices_shape, updates_shape=updates_shape, reduction=reduction)
     kernels.launch_aot(KERNEL + kernels.AOT_SUFFIX, element_size, index_itemsize, [output, indices, updates], arguments,
                        output=output, data=data, data_bytes=math.prod(data_shape) * element_size,
-                       grid=kernels.aot_grid((rows, columns)), stream=stream)
+                       grid=kernels.aot_grid(updates_shape), stream=stream)

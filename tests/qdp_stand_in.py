@@ -248,10 +248,26 @@ def register(plugin_id, lazy_register=False):
             raise ValueError(f"Return argument is of type {returned}. Return types can only be TensorDesc or Tuple[TensorDesc].")
         REGISTRY[plugin_id] = {"register": function, "inputs": inputs + list(attributes), "attributes": attributes}
         op.namespaces.setdefault(namespace, type("Namespace", (), {}))
-        setattr(op.namespaces[namespace], name, lambda *tensors: ("plugin", plugin_id, tensors))
+        setattr(op.namespaces[namespace], name, lambda *tensors, **values: _called(plugin_id, tensors, values))
         return function
 
     return decorator
+
+
+def _called(plugin_id, tensors, values):
+    """``op.<namespace>.<name>(*itensors, **attributes)`` as ``_lib.py``'s ``PluginDef.__call__`` checks it: the
+    tensors, then every attribute by name, in the registered order, each of its annotated type."""
+    attributes = REGISTRY[plugin_id]["attributes"]
+    for key, value in values.items():
+        if key not in attributes:
+            raise ValueError(f"Unexpected attribute {key} provided. Expected one of {attributes.keys()}.")
+        if attributes[key] is not type(value):
+            raise ValueError(f"Unexpected type '{type(value)}' for attribute '{key}'. Expected '{attributes[key]}'.")
+    schema = "(" + ", ".join(["ITensor"] * len(tensors) + list(values)) + ")"
+    expected = "(" + ", ".join(["ITensor"] * (len(REGISTRY[plugin_id]["inputs"]) - len(attributes)) + list(attributes)) + ")"
+    if schema != expected:
+        raise ValueError(f"Unexpected schema {schema} received. Expected {expected}.")
+    return ("plugin", plugin_id, tensors, values)
 
 
 def _check_names(plugin_id, function, tail, what):
@@ -299,8 +315,9 @@ def get_launch_params(plugin_id, input_descs, output_descs, tactic=0, attributes
     """Calls the ``aot_impl`` function as ``_TemplateAOTPlugin.get_launch_params`` does (the input descriptors,
     the attribute values in order, the outputs, the tactic: ``_plugin_class.py``), with its checks on the
     result; returns ``(kernel name, PTX, grid, block, shared_mem, scalars)`` as ints. ``attributes``: the
-    node's values by name, every registered attribute."""
-    values = [(attributes or {})[name] for name in REGISTRY[plugin_id]["attributes"]]
+    node's values by name; as TensorRT (``_lib.py`` ``create_plugin`` keeps the fields the ONNX parser found), the
+    values of those the node has, in the registered order."""
+    values = [(attributes or {})[name] for name in REGISTRY[plugin_id]["attributes"] if name in (attributes or {})]
     name, ptx, params, extra_args = REGISTRY[plugin_id]["aot_impl"](*input_descs, *values, output_descs, tactic)
     if not isinstance(name, (str, bytes)) or not isinstance(ptx, (str, bytes)):
         raise TypeError("Kernel name and PTX must be 'str' or 'bytes'")

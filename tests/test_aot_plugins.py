@@ -243,11 +243,53 @@ def test_add_plugin_layer_adds_the_aot_form_and_refuses_a_none_layer(registered,
     monkeypatch.setattr(aot, "_registered", {name: aot.plugin_id(name) for name in OPS})  # defined by the fixture
     network = _Network()
     assert aot.add_plugin_layer(network, "ScatterUpdate", ["d", "i", "u", "a"]) == ("output", 0)
-    assert network.added == [(("plugin", "trt_scatter::ScatterUpdate", ("d", "i", "u", "a")), True)]
+    assert network.added == [(("plugin", "trt_scatter::ScatterUpdate", ("d", "i", "u", "a"), {}), True)]
     with pytest.raises(PluginError, match=r"^ScatterUpdate \(AOT\): TensorRT refused the plugin layer"):
         aot.add_plugin_layer(_Network(refuse=True), "ScatterUpdate", ["d", "i", "u", "a"])
     with pytest.raises(PluginError, match=r"SliceScatter \(AOT\) takes all of its inputs .*give axes 0..n-1"):
         aot.add_plugin_layer(network, "SliceScatter", ["d", "u", "b", "e", "s"])
+
+
+def test_add_plugin_layer_passes_every_attribute_by_name_in_order(registered, monkeypatch):
+    """tensorrt.plugin's op call takes the tensors, then every attribute by name, in order (``_lib.py``): the
+    ones given, the defaults for the rest; a value an attribute does not admit is one line, before TensorRT."""
+    monkeypatch.setattr(aot, "tensorrt_plugin", lambda: (tensorrt(), qdp))
+    monkeypatch.setattr(aot, "_registered", {name: aot.plugin_id(name) for name in OPS})
+    network = _Network()
+    aot.add_plugin_layer(network, "ScatterElementsReduce", ["d", "i", "u"], reduction="max", axis=1)
+    aot.add_plugin_layer(network, "CacheScatter", ["c", "u", "w"])
+    assert [(plugin[3], list(plugin[3])) for plugin, _ in network.added] == [
+        ({"axis": 1, "reduction": "max", "include_self": 1}, ["axis", "reduction", "include_self"]),
+        ({"axis": -2, "mode": "linear"}, ["axis", "mode"])]
+    with pytest.raises(PluginError, match=r"^CacheScatter \(AOT\): attribute 'mode' must be one of the strings 'linear', 'circular' \(got 'wrap'\)$"):
+        aot.add_plugin_layer(network, "CacheScatter", ["c", "u", "w"], mode="wrap")
+    with pytest.raises(PluginError, match=r"^ScatterNDReduce \(AOT\): 'axis' is not an attribute of ScatterNDReduce"):
+        aot.add_plugin_layer(network, "ScatterNDReduce", ["d", "i", "u"], axis=0)
+    assert len(network.added) == 2
+
+
+def test_a_node_that_leaves_an_attribute_out_gets_it_from_to_aot_and_is_refused_without(registered):
+    """TensorRT hands aot_impl the values of the attributes a node has, by position: one left out would shift the
+    others onto the wrong names (the tactic into 'mode'). to_aot writes them all; without, aot_impl says so."""
+    from onnx import helper
+
+    from trt_scatter.passes.aot import to_aot
+
+    node = helper.make_node("CacheScatter", ["cache", "update", "write_indices"], ["out"], domain="trt_scatter", mode="circular")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("cache", 6, [3, 9, 5]), helper.make_tensor_value_info("update", 6, [3, 2, 5]),
+                                            helper.make_tensor_value_info("write_indices", 6, [3])],
+                              [helper.make_tensor_value_info("out", 6, [3, 9, 5])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
+    written = {a.name: helper.get_attribute_value(a) for a in to_aot(model).graph.node[-1].attribute}
+    assert written == {"mode": b"circular", "axis": -2, "plugin_namespace": b"trt_scatter", "aot": 1}
+    shapes, types = [(3, 9, 5), (3, 2, 5), (3,)], ["INT32", "INT32", "INT32"]
+    symbolic = [qdp.TensorDesc(d.dtype, [qdp.ShapeExpr(dim) for dim in d.shape_expr], d.shape) for d in (desc(s, t) for s, t in zip(shapes, types))]
+    attributes = {"axis": -2, "mode": "circular"}
+    _, _, _, scalars = qdp.get_launch_params(aot.plugin_id("CacheScatter"), symbolic, (symbolic[0].aliased(),), attributes=attributes)
+    assert scalars[1:3] == [1, 1]  # axis -2 of rank 3, circular
+    with pytest.raises(PluginError, match=r"^CacheScatter \(AOT\): TensorRT passed the values 'circular' for the attributes axis, mode: the node "
+                                          r"must give every one, defaults included \(trt_scatter.passes.aot.to_aot writes them\)$"):
+        qdp.get_launch_params(aot.plugin_id("CacheScatter"), symbolic, (symbolic[0].aliased(),), attributes={"mode": "circular"})
 
 
 # --- aot_impl: kernel, scalars, grid ----------------------------------------------------------
@@ -405,7 +447,7 @@ def test_reduction_aot_impl_gets_its_attributes_and_hands_the_integer_launch(reg
     name, ptx, launch, scalars = qdp.get_launch_params(aot.plugin_id("ScatterNDReduce"), symbolic, (symbolic[0].aliased(),),
                                                        attributes={"reduction": "max", "include_self": 1})
     assert registered == [("scatter_nd_reduce_aot", 8, 4)] and launch["grid_x"] == 1
-    assert scalars == [2, 2, 3] + [6, 8] + [0] * 6 + [10, 1] + [0] * 6
+    assert scalars == [2, 2, 2, 3] + [6, 8] + [0] * 6 + [10, 1] + [0] * 6 + [10, 8] + [0] * 6  # ranks, max, the three shapes
 
 
 @pytest.mark.parametrize("types, attributes, message", [

@@ -140,14 +140,16 @@ def test_dynamic_shapes_take_their_scalars_and_grid_from_the_run_time_shapes(tmp
         np.testing.assert_array_equal(results["output"], oracle.slice_scatter(data, updates, [0], [1000], [3], [1]))
 
 
-def test_register_puts_both_creators_in_tensorrts_registry():
+def test_register_puts_every_creator_in_tensorrts_registry():
     import tensorrt as trt
 
     from trt_scatter.plugins import aot
 
-    assert aot.register() == {"SliceScatter": "trt_scatter::SliceScatter", "ScatterUpdate": "trt_scatter::ScatterUpdate"}
+    from trt_scatter.ops import OPS
+
+    assert aot.register() == {name: f"trt_scatter::{name}" for name in OPS}
     registry = trt.get_plugin_registry()
-    for name in ("SliceScatter", "ScatterUpdate"):
+    for name in OPS:
         assert registry.get_creator(name, "1", "trt_scatter") is not None
     assert aot.register() == aot.register()  # once per process
 
@@ -171,3 +173,42 @@ def test_network_api_builds_the_aot_form(tmp_path):
     feeds = {"data": np.zeros((3, 4), np.float32), "indices": np.array([3, 0], np.int64), "updates": np.ones((3, 2), np.float32)}
     results = _run_without_trt_scatter(tmp_path, engine_bytes, feeds)
     np.testing.assert_array_equal(results["output"], oracle.scatter_update(feeds["data"], feeds["indices"], feeds["updates"], 1))
+
+
+def test_a_node_without_its_optional_attributes_builds_and_runs(tmp_path):
+    """TensorRT hands aot_impl the values of the attributes a node has, by position: a CacheScatter node with
+    ``mode`` and no ``axis`` (-2 by default) builds through to_aot, which writes the default in."""
+    from onnx import helper
+
+    node = helper.make_node("CacheScatter", ["cache", "update", "write_indices"], ["output"], domain="trt_scatter", mode="circular")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("cache", onnx.TensorProto.INT32, [2, 6, 3]),
+                                            helper.make_tensor_value_info("update", onnx.TensorProto.INT32, [2, 4, 3]),
+                                            helper.make_tensor_value_info("write_indices", onnx.TensorProto.INT64, [2])],
+                              [helper.make_tensor_value_info("output", onnx.TensorProto.INT32, [2, 6, 3])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "model.onnx")
+    feeds = {"cache": RNG.integers(0, 100, (2, 6, 3)).astype(np.int32), "update": RNG.integers(0, 100, (2, 4, 3)).astype(np.int32),
+             "write_indices": np.array([4, 1], np.int64)}
+    results = _run_without_trt_scatter(tmp_path, _build(tmp_path / "model.onnx"), feeds)
+    np.testing.assert_array_equal(results["output"], oracle.tensor_scatter(feeds["cache"], feeds["update"], feeds["write_indices"], -2, "circular"))
+
+
+def test_network_api_passes_the_attributes(tmp_path):
+    import tensorrt as trt
+    from polygraphy.backend.trt import CreateConfig, CreateNetwork, EngineBytesFromNetwork
+
+    from trt_scatter.plugins import aot
+
+    builder, network = CreateNetwork(strongly_typed=True)()
+    data = network.add_input("data", trt.int32, (3, 4))
+    indices = network.add_input("indices", trt.int64, (3, 2))
+    updates = network.add_input("updates", trt.int32, (3, 2))
+    output = aot.add_plugin_layer(network, "ScatterElementsReduce", [data, indices, updates], axis=1, reduction="max")
+    output.name = "output"
+    network.mark_output(output)
+    config = CreateConfig(preview_features=[trt.PreviewFeature.ALIASED_PLUGIN_IO_10_03])
+    engine_bytes = bytes(EngineBytesFromNetwork((builder, network), config=config)())
+    feeds = {"data": RNG.integers(-9, 9, (3, 4)).astype(np.int32), "indices": np.array([[0, 0], [3, 1], [2, 2]], np.int64),
+             "updates": RNG.integers(-9, 9, (3, 2)).astype(np.int32)}
+    results = _run_without_trt_scatter(tmp_path, engine_bytes, feeds)
+    np.testing.assert_array_equal(results["output"], oracle.scatter_elements_reduce(feeds["data"], feeds["indices"], feeds["updates"], 1, "max"))
+

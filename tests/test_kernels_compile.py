@@ -13,6 +13,7 @@ import re
 import pytest
 
 from trt_scatter.plugins import cuda, kernels
+from trt_scatter.plugins import scatter_elements_reduce as elements_reduce_kernel, scatter_nd_reduce as nd_reduce_kernel
 from trt_scatter.plugins import slice_scatter as slice_kernel, scatter_update as update_kernel, tensor_scatter as cache_kernel
 
 
@@ -33,7 +34,9 @@ def _supported_archs():
 INSTANTIATIONS = [("slice_scatter", size, None) for size in kernels.ELEMENT_SIZES] + [
     ("scatter_update", size, index) for size in kernels.ELEMENT_SIZES for index in kernels.INDEX_ITEMSIZES
 ] + [("tensor_scatter", size, None) for size in kernels.ELEMENT_SIZES]
-AOT_INSTANTIATIONS = [(kernel + "_aot", size, index) for kernel, size, index in INSTANTIATIONS]
+AOT_INSTANTIATIONS = [(kernel + "_aot", size, index) for kernel, size, index in INSTANTIATIONS] + [
+    (f"{op}_aot", size, index) for op in ("scatter_elements_reduce", "scatter_nd_reduce") for size in (4, 8) for index in kernels.INDEX_ITEMSIZES
+]  # the reductions' AOT entries take int32 and int64
 ALL_ARCHS = os.environ.get("TRT_SCATTER_TEST_ALL_ARCHS", "0") == "1"
 # The AOT entries (same body, compiled to PTX for engines by the test below): CUBINs of two, for GPU launches.
 MATRIX = [(k, e, i, 90) for k, e, i in INSTANTIATIONS + [("slice_scatter_aot", 2, None), ("scatter_update_aot", 8, 8),
@@ -72,7 +75,8 @@ def test_compile_errors_carry_the_nvrtc_log(tmp_path, monkeypatch):
         cuda.compile_cubin("slice_scatter", 4, None, 90)
 
 
-AOT_INPUTS = {"slice_scatter_aot": 6, "scatter_update_aot": 4, "tensor_scatter_aot": 3}  # AOT forms take every input
+AOT_INPUTS = {"slice_scatter_aot": 6, "scatter_update_aot": 4, "tensor_scatter_aot": 3, "scatter_elements_reduce_aot": 3,
+              "scatter_nd_reduce_aot": 3}  # AOT forms take every input
 AOT_SCALARS = {
     "slice_scatter_aot": slice_kernel.scalars(data_shape=(1,), updates_shape=(1,), axes_count=2,
                                                            param_itemsize=8, axes_itemsize=8),
@@ -80,6 +84,9 @@ AOT_SCALARS = {
                                                              axis_itemsize=8),
     "tensor_scatter_aot": cache_kernel.scalars(data_shape=(1, 1), update_shape=(1, 1), index_count=1, axis=1, mode="linear",
                                                index_itemsize=8),
+    "scatter_elements_reduce_aot": elements_reduce_kernel.scalars(data_shape=(1,), indices_shape=(1,), updates_shape=(1,), axis=0,
+                                                                  reduction="add"),
+    "scatter_nd_reduce_aot": nd_reduce_kernel.scalars(data_shape=(1,), indices_shape=(1, 1), updates_shape=(1,), reduction="add"),
 }
 
 

@@ -390,6 +390,7 @@ class ReduceCase:
     include_self: int
     setup: dict
     notes: dict = field(default_factory=dict)
+    disagree: str | None = None  # (AOT entry) shapes that disagree: the kernel must write nothing
 
 
 def reduce_values(rng, shape, dtype, special=False):
@@ -414,8 +415,10 @@ def reduce_setups(draw, entry=None):
 
 
 @st.composite
-def reduce_cases(draw, op, aot=False):
-    """Valid inputs with repeated targets and (sometimes) out-of-range indices; ``aot``: what the AOT entry takes."""
+def reduce_cases(draw, op, aot=False, disagree=False):
+    """Valid inputs with repeated targets and (sometimes) out-of-range indices; ``aot``: what the AOT entry takes;
+    ``disagree``: (AOT entry) shapes of data, indices and updates that no model allows, which an engine still
+    launches (TensorRT checks no shapes at run time): the kernel must write nothing."""
     rank = draw(st.integers(1, 4))
     shape = tuple(draw(st.lists(st.integers(0, 9).map(lambda x: x % 5 + 1 if x else 0), min_size=rank, max_size=rank)))
     if draw(st.integers(0, 3)) == 0:
@@ -442,13 +445,37 @@ def reduce_cases(draw, op, aot=False):
         indices = np.stack([_reduce_indices(rng, (rows,), n, index_dtype, invalid) for n in shape[:k]], axis=-1) if k else np.zeros((rows, 0), index_dtype)
         indices = indices.astype(index_dtype).reshape(rows, k)
         updates_shape = (rows,) + shape[k:]
-    if aot:
+    broken = None
+    if disagree:
+        indices, updates_shape, broken = _disagreeing(draw, op, shape, axis, indices, updates_shape, rng)
+    if aot or disagree:
         dtype, reduction, include_self = draw(st.sampled_from([np.dtype(np.int32), np.dtype(np.int64)])), draw(st.sampled_from(REDUCTIONS[:4])), 1
     else:
         dtype, reduction, include_self = draw(st.sampled_from(REDUCE_DTYPES)), draw(st.sampled_from(REDUCTIONS)), draw(st.sampled_from([0, 1]))
     special = draw(st.booleans())
     return ReduceCase(op, reduce_values(rng, shape, dtype, special), indices, reduce_values(rng, updates_shape, dtype, special),
-                      axis, reduction, include_self, draw(reduce_setups("aot" if aot else "struct")))
+                      axis, reduction, include_self, draw(reduce_setups("aot" if aot or disagree else "struct")), disagree=broken)
+
+
+def _disagreeing(draw, op, shape, axis, indices, updates_shape, rng):
+    """(indices, updates shape, what disagrees) for shapes an engine may launch the AOT entry with and no model allows."""
+    rank = len(shape)
+    if op == "scatter_elements_reduce":
+        others = [d for d in range(rank) if d != axis]
+        if others and draw(st.booleans()):  # indices past data off the axis: targets outside the output
+            d = draw(st.sampled_from(others))
+            grown = tuple(shape[d] + 1 if i == d else n for i, n in enumerate(indices.shape))
+            values = rng.integers(-max(shape[axis], 1), max(shape[axis], 1), size=grown).astype(indices.dtype)
+            return values, grown, f"indices {grown} past data {shape} on axis {d}"
+    elif draw(st.booleans()):  # k above data's rank
+        rows = max(indices.shape[0], 1)
+        values = np.zeros((rows, rank + 1), indices.dtype)
+        return values, (rows,), f"indices of k = {rank + 1} for data of rank {rank}"
+    d = draw(st.integers(0, len(updates_shape) - (op == "scatter_elements_reduce")))  # (ranks are fixed at build time)
+    if d == len(updates_shape):  # ScatterNDReduce: updates of one more axis
+        return indices, tuple(updates_shape) + (1,), "updates of another rank"
+    changed = tuple((n - 1 if n else 1) if i == d else n for i, n in enumerate(updates_shape))  # fewer: reads past them
+    return indices, changed, f"updates {changed} for indices {indices.shape}"
 
 
 def _reduce_indices(rng, shape, size, dtype, invalid):
@@ -493,7 +520,7 @@ def check_reduce(lib, case, exact=False):
                                         entry=case.setup["entry"], chunk=case.setup.get("chunk"), segment=case.setup.get("segment"))
     finally:
         memory.free()
-    expected, expected_count = expected_reduce(case)
+    expected, expected_count = (case.data, None) if case.disagree else expected_reduce(case)
     if count is not None:
         assert count == expected_count, f"error count {count}, expected {expected_count}"
     same_bits(output, expected)

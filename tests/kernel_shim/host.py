@@ -284,7 +284,7 @@ def run_reduce(device, memory, op, data, indices, updates, *, reduction, include
         arguments.update(workspace=memory.alloc(size) if size else 0, error_flag=memory.put(np.array([0xDEAD], np.uint32)) if error_flag else 0,
                          **split)
     else:
-        arguments["error_flag"] = 0
+        arguments.update(error_flag=0, updates_shape=updates.shape)
     return _launch(device, memory, op, entry, arguments, data)
 
 

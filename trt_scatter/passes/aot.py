@@ -17,6 +17,8 @@ CHANGELOG.md 10.9 and 10.10). So, for every ``trt_scatter`` node, this pass:
   the node then names the AOT plugins of :mod:`trt_scatter.plugins.aot` on every TensorRT >= 10.9,
   never the Python plugins (namespace "");
 - drops ``inplace``: the AOT form's output is always aliased with data (see the plugin module);
+- writes every other attribute the node leaves out with its default: TensorRT hands the AOT plugin the
+  values of the attributes a node has, by position, so one left out would shift the rest;
 - gives a node without its optional axes input its default (:attr:`trt_scatter.ops.Op.default_axes_from`:
   SliceScatter's axes are 0..n-1 for n = len(start)), as an AOT plugin's inputs are fixed: an int64
   initializer where that input is one, else ``Range(0, Size(start), 1)``; and any other optional input
@@ -82,7 +84,7 @@ def to_aot(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelProt
             if _missing_axes(op, node):
                 nodes.extend(_default_axes(converted, op, node, index, initializers, taken))
             nodes.extend(_default_inputs(converted, op, node, index, taken, tensors))
-            _set_aot_attributes(node)
+            _set_aot_attributes(node, op)
         nodes.append(node)
     del graph.node[:]
     graph.node.extend(nodes)
@@ -160,12 +162,18 @@ def _default_inputs(model, op, node, index, taken, tensors):
     return graph.nodes
 
 
-def _set_aot_attributes(node):
+def _set_aot_attributes(node, op):
+    """The op's attributes, each left out written with its default: TensorRT hands an AOT plugin's ``aot_impl`` the
+    values of the attributes the node has, by position (``_plugin_class.py``, ``get_launch_params``), so one left out
+    would shift the others onto the wrong names. Then :data:`AOT_ATTRIBUTES`; ``inplace`` dropped."""
     from onnx import helper
 
     kept = [attribute for attribute in node.attribute if attribute.name not in AOT_ATTRIBUTES and attribute.name != "inplace"]
+    given = {attribute.name for attribute in kept}
+    defaults = [helper.make_attribute(name, attribute.default) for name, attribute in op.attributes.items()
+                if name != "inplace" and name not in given]
     del node.attribute[:]
-    node.attribute.extend(kept + [helper.make_attribute(name, value) for name, value in AOT_ATTRIBUTES.items()])
+    node.attribute.extend(kept + defaults + [helper.make_attribute(name, value) for name, value in AOT_ATTRIBUTES.items()])
 
 
 def _default_axes(model, op, node, index, initializers, taken):
