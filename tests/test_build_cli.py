@@ -82,6 +82,8 @@ def test_a_timing_cache_tensorrt_cannot_read_is_left_as_it_was(tmp_path, capsys,
         (["build", "x.onnx", "--min", "data:1x3"], "--min 'data:1x3' is not NAME:[D,...]"),
         (["build", "slice_scatter", "--dynamic", "--min", "data:[1,3]"], "input 'data' has no --opt/--max shape"),
         (["build", "scatter_nd", "--dtype", "float17"], "--dtype 'float17' is not a NumPy element type name"),
+        # the build runs in a child process, which sends its error back pickled
+        (["build", "scatter_update", "--dtype", "uint8"], "scatter_update: 'data' must not be uint8 for TensorRT's own layers"),
         (["build", "slice_scatter", "--aot"], "--aot applies to ONNX models (their trt_scatter nodes); give an .onnx file"),
         (["build", "x.onnx", "--aot", "--plugins"], "--aot builds the trt_scatter nodes with the AOT plugins and --plugins with the Python ones"),
     ],

@@ -240,3 +240,19 @@ def test_python_ints_of_no_64_bit_type_are_named_as_such():
         slice_scatter(np.zeros(5), np.zeros(0), [-2**70], [2], [1])
     written = slice_scatter(np.zeros(5), np.ones(2), np.array([0], dtype=object), np.array([2**64 - 1], dtype=object), [3])
     np.testing.assert_array_equal(written, [1, 0, 0, 1, 0])
+
+
+def test_the_oracles_errors_survive_pickling():
+    """``trt-scatter build`` builds in a child process that sends its error back pickled (and so do process pools):
+    each error class comes back with its message and fields, not a TypeError from ``__init__``."""
+    import pickle
+
+    from trt_scatter.inputs import NamedDimensionConflict
+    from trt_scatter.polygraphy_ext.references import ReferenceInputError
+    from trt_scatter.reference import NodeInputError
+
+    error = ScatterInputError("scatter_update", "axis", "must be in [-2, 1]", 5)
+    node = type("Node", (), {"op_type": "ScatterUpdate", "name": "update", "output": ["y"]})()
+    for original in (error, NodeInputError(node, error), ReferenceInputError(error), NamedDimensionConflict("n", (2, "x"), (3, "y"))):
+        copy = pickle.loads(pickle.dumps(original))
+        assert type(copy) is type(original) and str(copy) == str(original) and vars(copy) == vars(original)

@@ -439,6 +439,8 @@ class NamedDimensionConflict(ValueError):
         super().__init__(f"dimension {name!r} is {first[0]} in the given shape of input {first[1]!r} and {second[0]} in that of "
                          f"input {second[1]!r}: the model names them one dimension")
 
+    __reduce__ = ScatterInputError.__reduce__  # pickled as it is, not by calling __init__ with the message
+
 
 def named_dimensions(graph: onnx.GraphProto, shapes: dict[str, Sequence[int]]) -> dict[str, tuple[int, str]]:
     """``{dimension name: (size, input)}`` that ``shapes`` (``{input name: shape}``) give the named (symbolic) dimensions

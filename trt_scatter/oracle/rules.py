@@ -32,6 +32,18 @@ class ScatterInputError(ValueError):
         self.op, self.input_name, self.rule, self.value = op, input_name, rule, value
         super().__init__(f"{op}: '{input_name}' {rule} (got {value})")
 
+    def __reduce__(self):
+        """Pickled as it is (message and fields), not by calling ``__init__`` with the message: ``trt-scatter build``
+        builds in a child process, which sends its error back pickled, and so do process pools."""
+        return _unpickled, (type(self), self.args, self.__dict__)
+
+
+def _unpickled(cls, args, fields):
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(fields)
+    return error
+
 
 def is_known(dim: int | None) -> bool:
     return dim is not None and dim >= 0
