@@ -417,16 +417,19 @@ class TensorRTGraph(_Composites):
     def _key(self, tensor):
         return tensor.name
 
-    def check_arguments(self, op: str, tensors: dict[str, object], constants: dict[str, object] | None = None) -> None:
+    def check_arguments(self, op: str, tensors: dict[str, object], constants: dict[str, object] | None = None,
+                        parameters: dict[str, object] | None = None) -> None:
         """The network builders take ITensors for an op's tensors and Python or NumPy values for its
-        constants: the other way round TensorRT would fail far from the call, so refuse it by name."""
+        constants (``parameters``: either, an ITensor being this network's): the other way round TensorRT
+        would fail far from the call, so refuse it by name."""
         from trt_scatter.oracle.rules import ScatterInputError
 
         for name, value in tensors.items():
             if not isinstance(value, self.trt.ITensor):
                 rule = "must be an ITensor of the network (an array becomes one with network.add_constant(shape, array).get_output(0))"
                 raise ScatterInputError(op, name, rule, describe(value))
-            if not self._owns(value):  # TensorRT would log a usage error and return no layer, failing far from here
+        for name, value in {**tensors, **(parameters or {})}.items():
+            if isinstance(value, self.trt.ITensor) and not self._owns(value):  # TensorRT would log a usage error and return no layer
                 raise ScatterInputError(op, name, "must be an ITensor of this network (it is another network's)", describe(value))
         for name, value in (constants or {}).items():
             if isinstance(value, self.trt.ITensor):

@@ -55,7 +55,7 @@ def add_scatter_update(network: trt.INetworkDefinition, data: trt.ITensor, indic
     becomes int64).
     """
     graph = TensorRTGraph(network)
-    graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates))  # axis: a constant, or an ITensor for the plugin
+    graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates), parameters=dict(axis=axis))  # axis: an ITensor for the plugin
     rules.check_choice(OP, "impl", impl, IMPLS)
     if impl == "native":
         return lower_scatter_update(graph, data, indices, updates, axis)

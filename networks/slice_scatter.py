@@ -69,7 +69,7 @@ def add_slice_scatter(network: trt.INetworkDefinition, data: trt.ITensor, update
     ITensors are its inputs as they are, constants keep the arrays' int32/int64 type (lists become int64).
     """
     graph = TensorRTGraph(network)
-    graph.check_arguments(OP, dict(data=data, updates=updates))  # parameters: constants or ITensors
+    graph.check_arguments(OP, dict(data=data, updates=updates), parameters=dict(start=start, stop=stop, step=step, axes=axes))
     rules.check_choice(OP, "impl", impl, IMPLS)
     if impl == "native":
         return lower_slice_scatter(graph, data, updates, start, stop, step, axes)

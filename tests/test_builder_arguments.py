@@ -100,6 +100,24 @@ def test_a_tensor_of_another_network_is_refused_by_name(net, add):
     network.mark_output(add_slice_scatter(network, made, tensors["updates"], [0], [5], [2], [1]))
 
 
+@pytest.mark.parametrize("add, name", [
+    (lambda n, foreign, t: add_slice_scatter(n, t["data"], t["updates"], foreign, [5], [2], [1]), "start"),
+    (lambda n, foreign, t: add_slice_scatter(n, t["data"], t["updates"], [0], [5], [2], foreign), "axes"),
+    (lambda n, foreign, t: add_scatter_update(n, t["data"], n.add_input("picked", trt.int64, (2,)), n.add_input("picked_rows", trt.float32, (2, 5)), foreign),
+     "axis"),
+])
+def test_a_parameter_tensor_of_another_network_is_refused_by_name(net, add, name):
+    """start/stop/step/axes and ScatterUpdate's axis may be ITensors: another network's is refused before any layer
+    (TensorRT logged a usage error, and the builder failed on a None with an AttributeError)."""
+    network, tensors = net
+    other = trt.Builder(trt_logger()).create_network(0)
+    foreign = other.add_input("parameter", trt.int64, (1,))
+    layers = network.num_layers
+    with pytest.raises(ScatterInputError, match=rf"'{name}' must be an ITensor of this network \(it is another network's\)"):
+        add(network, foreign, tensors)
+    assert network.num_layers == layers
+
+
 UINT8_RULE = "must not be uint8 for TensorRT's own layers (IScatterLayer has no uint8): cast the element inputs to int32 and the output back (got uint8)"
 
 
