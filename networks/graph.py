@@ -429,8 +429,14 @@ class TensorRTGraph(_Composites):
                 rule = "must be an ITensor of the network (an array becomes one with network.add_constant(shape, array).get_output(0))"
                 raise ScatterInputError(op, name, rule, describe(value))
         for name, value in {**tensors, **(parameters or {})}.items():
-            if isinstance(value, self.trt.ITensor) and not self._owns(value):  # TensorRT would log a usage error and return no layer
+            if not isinstance(value, self.trt.ITensor):
+                continue
+            if not self._owns(value):  # TensorRT would log a usage error and return no layer, failing far from here
                 raise ScatterInputError(op, name, "must be an ITensor of this network (it is another network's)", describe(value))
+            try:
+                self.dtype_of(value)
+            except TypeError:  # fp8, fp4, int4, e8m0: no NumPy type, so no rule of the oracle's can speak of it
+                raise ScatterInputError(op, name, "must have an element type NumPy has (bool, integers, floats, bfloat16)", value.dtype) from None
         for name, value in (constants or {}).items():
             if isinstance(value, self.trt.ITensor):
                 rule = "must be a constant (an int, a list or a NumPy array): its values are used when the network is built"

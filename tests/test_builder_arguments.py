@@ -118,6 +118,16 @@ def test_a_parameter_tensor_of_another_network_is_refused_by_name(net, add, name
     assert network.num_layers == layers
 
 
+@pytest.mark.parametrize("type_name", [name for name in ("fp8", "int4", "fp4", "e8m0") if hasattr(trt, name)])
+def test_element_types_numpy_lacks_are_refused_by_name(net, type_name):
+    """TensorRT's fp8/int4/fp4/e8m0 have no NumPy type: one line naming the input (it was a TypeError naming neither)."""
+    network, tensors = net
+    data = network.add_input(f"{type_name}_data", getattr(trt, type_name), (4, 5))
+    with pytest.raises(ScatterInputError, match=rf"^scatter_elements: 'data' must have an element type NumPy has \(bool, integers, floats, "
+                                                rf"bfloat16\) \(got DataType.{type_name.upper()}\)$"):
+        add_scatter_elements(network, data, tensors["indices"], data, 0)
+
+
 UINT8_RULE = "must not be uint8 for TensorRT's own layers (IScatterLayer has no uint8): cast the element inputs to int32 and the output back (got uint8)"
 
 
