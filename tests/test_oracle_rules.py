@@ -132,6 +132,10 @@ CASES = [
     case("se-indices-uint64-huge", lambda: se(indices=np.array([[0, 1, 2**64 - 1, 2]], np.uint64), updates=np.ones((1, 4), F32)), "scatter_elements", "indices", "values must be in [-3, 2] for a dimension of size 3", str(2**64 - 1)),
     case("nd-indices-uint64-huge", lambda: nd(indices=np.array([[0, 2**64 - 4]], np.uint64), updates=np.ones(1, F32)), "scatter_nd", "indices", "values in column 1 must be in [-4, 3]", str(2**64 - 4)),
     case("su-indices-uint64-huge", lambda: su(indices=np.array([2**63, 0], np.uint64)), "scatter_update", "indices", "values must be in [0, 3]", str(2**63)),
+    # Python ints NumPy alone would hold as float64 ([2**63, 0]) or objects (2**64): the value breaks the rule, not a type
+    case("se-indices-python-ints-past-int64", lambda: se(indices=[[0, 1, 2**63, 2]], updates=np.ones((1, 4), F32)), "scatter_elements", "indices", "values must be in [-3, 2] for a dimension of size 3", str(2**63)),
+    case("nd-indices-python-ints-past-int64", lambda: nd(indices=[[0, 2**63]], updates=np.ones(1, F32)), "scatter_nd", "indices", "values in column 1 must be in [-4, 3]", str(2**63)),
+    case("su-axis-python-int-past-uint64", lambda: su(axis=2**64), "scatter_update", "axis", "values must fit in int64 or uint64 (an integer tensor's)", str(2**64)),
     # updates of another element type than data
     case("se-updates-type", lambda: se(updates=np.ones((2, 4))), "scatter_elements", "updates", "must have the element type of 'data' (float32)", "float64"),
     case("nd-updates-type", lambda: nd(updates=np.ones((2, 4), np.int32)), "scatter_nd", "updates", "must have the element type of 'data' (float32)", "int32"),
@@ -256,3 +260,10 @@ def test_the_oracles_errors_survive_pickling():
     for original in (error, NodeInputError(node, error), ReferenceInputError(error), NamedDimensionConflict("n", (2, "x"), (3, "y"))):
         copy = pickle.loads(pickle.dumps(original))
         assert type(copy) is type(original) and str(copy) == str(original) and vars(copy) == vars(original)
+
+
+def test_python_ints_past_int64_are_values_not_a_float_type():
+    """NumPy makes float64 of [2**63, 0]; as an int list it is a start past every dimension: an empty slice."""
+    np.testing.assert_array_equal(slice_scatter(DATA, np.ones((0, 4), F32), [2**63, 0], [3, 4], [1, 1], [0, 1]), DATA)
+    np.testing.assert_array_equal(scatter_update(DATA, [2, 0], np.ones((3, 2), F32), [1]), scatter_update(DATA, np.array([2, 0]), np.ones((3, 2), F32), 1))
+

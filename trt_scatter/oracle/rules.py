@@ -217,13 +217,29 @@ def _as_64_bit(op, name, array):
     raise ScatterInputError(op, name, "values must fit in int64 or uint64 (an integer tensor's)", max(array.ravel(), key=abs))
 
 
+def _python_ints(values):
+    """Whether ``values`` is a Python int or a non-empty (nested) list or tuple of them (bools aside)."""
+    if isinstance(values, (list, tuple)):
+        return bool(values) and all(_python_ints(value) for value in values)
+    return isinstance(values, int) and not isinstance(values, bool)
+
+
+def as_index_array(op: str, name: str, values: ArrayLike) -> np.ndarray:
+    """An integer input as an array: Python ints as int64, or as uint64 where one of them needs it (NumPy would make
+    float64 of ``[2**63, 0]`` and an object array of ``2**64``, and the type would be the rule said broken)."""
+    if _python_ints(values):
+        return _as_64_bit(op, name, np.array(values, dtype=object))
+    array = np.asarray(values)
+    if array.dtype.kind == "O" and array.size and all(isinstance(v, int) and not isinstance(v, bool) for v in array.ravel()):
+        return _as_64_bit(op, name, array)  # Python ints NumPy held as objects: those of no 64-bit type are the broken rule
+    return array
+
+
 def as_int_vector(op: str, name: str, values: ArrayLike) -> list[int]:
     """A 1-D integer input (start, stop, step, axes) as a list of Python ints (exact for any int64)."""
     if values is None:
         raise ScatterInputError(op, name, "must be given (1-D integers)", None)
-    array = np.asarray(values)
-    if array.dtype.kind == "O" and array.size and all(isinstance(v, int) and not isinstance(v, bool) for v in array.ravel()):
-        array = _as_64_bit(op, name, array)  # Python ints NumPy held as objects: those of no 64-bit type are the broken rule
+    array = as_index_array(op, name, values)
     if array.dtype.kind in "OSU":  # a string or an object: its type is the broken rule, not its shape
         check_index_type(op, name, array.dtype)
     if array.ndim == 0 and array.dtype.kind in "iu":

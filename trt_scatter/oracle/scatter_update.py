@@ -34,7 +34,7 @@ def axis_value(axis: ArrayLike) -> int:
     """``axis`` given as an int, a 0-D array or a one-element 1-D array (an input, in the spec), as a Python int."""
     if axis is None:
         raise rules.ScatterInputError(OP, "axis", "must be given (an integer)", None)
-    array = np.asarray(axis)
+    array = rules.as_index_array(OP, "axis", axis)
     if array.ndim > 1 or array.size != 1:
         raise rules.ScatterInputError(OP, "axis", "must be a scalar or a 1-D tensor with one element", f"shape {array.shape}")
     rules.check_index_type(OP, "axis", array.dtype)
@@ -89,7 +89,7 @@ def check_scatter_update_static(data_shape: Sequence[int | None] | None, indices
 
 def scatter_update(data: ArrayLike, indices: ArrayLike, updates: ArrayLike, axis: ArrayLike) -> np.ndarray:
     """Returns a copy of ``data`` with the slices at ``indices`` along ``axis`` replaced by ``updates``."""
-    data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
+    data, indices, updates = np.asarray(data), rules.as_index_array(OP, "indices", indices), np.asarray(updates)
     rules.check_data_type(OP, "data", data.dtype)
     rules.check_same_type(OP, "updates", updates.dtype, data.dtype)
     rules.check_index_type(OP, "indices", indices.dtype)

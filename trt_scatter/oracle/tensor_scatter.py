@@ -108,7 +108,7 @@ def tensor_scatter(past_cache: ArrayLike, update: ArrayLike, write_indices: Arra
     mode = check_mode(mode)
     indices = None
     if write_indices is not None:
-        indices = np.asarray(write_indices)
+        indices = rules.as_index_array(OP, "write_indices", write_indices)
         rules.check_index_type(OP, "write_indices", indices.dtype)
     axis = check_tensor_scatter(cache.shape, update.shape, None if indices is None else indices.shape, axis)
     size, count = cache.shape[axis], update.shape[axis]
