@@ -231,13 +231,14 @@ class _Rewriter:
 
     def _through_expand(self, node):
         """Transpose(Expand(A, shape), Q) -> Expand(Transpose(A, Q), shape permuted by Q), for an added Transpose
-        and A of the Expand's rank (the dynamo exporter broadcasts index_put's values under its Transposes)."""
+        and A and shape of the Expand's rank (the dynamo exporter broadcasts index_put's values under its Transposes;
+        a shorter shape, which Expand broadcasts from the left, is left as it is)."""
         expand = _producer(node.inputs[0]) if node.inputs else None
         if expand is None or expand.op != "Expand" or len(expand.outputs[0].outputs) != 1 or expand.outputs[0] in self.graph.outputs:
             return False
         source, shape = expand.inputs
         perm = [int(p) for p in node.attrs["perm"]]
-        if _rank(source) != len(perm):
+        if _rank(source) != len(perm) or self._length(shape) != len(perm):
             return False
         constant = self._constant(shape)
         if constant is not None:
