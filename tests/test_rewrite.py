@@ -398,6 +398,19 @@ def test_leaves_a_scatter_that_computes_a_shape():
     assert "computes a shape" in report.left[0].detail
 
 
+def test_a_scatter_in_an_if_branch_is_said_to_be_left():
+    """torch.cond exports put a write in an If branch: rewrite works on the main graph, and its report says so (it said
+    there was no scatter pattern in the model)."""
+    write = helper.make_node("ScatterND", ["data", "indices", "updates"], ["written"], name="write")
+    branch = helper.make_graph([write], "then", [], [helper.make_tensor_value_info("written", TensorProto.FLOAT, [4, 5])])
+    keep = helper.make_graph([helper.make_node("Identity", ["data"], ["kept"])], "else", [], [helper.make_tensor_value_info("kept", TensorProto.FLOAT, [4, 5])])
+    model = _model([helper.make_node("If", ["flag"], ["output"], name="choose", then_branch=branch, else_branch=keep)],
+                   [("data", FLOAT, [4, 5]), ("updates", FLOAT, [2, 5]), ("flag", TensorProto.BOOL, [])], [("output", FLOAT, [4, 5])], {"indices": [[1], [3]]})
+    rewritten, report = rewrite(model)
+    assert rewritten.SerializeToString() == model.SerializeToString()
+    assert list(report.lines()) == ["left       ScatterND node 'write': ScatterND: lies in a subgraph of If node 'choose'; rewrite works on the main graph only"]
+
+
 def test_a_model_without_scatters_comes_back_as_it_was():
     node = helper.make_node("Relu", ["x"], ["y"])
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])

@@ -64,7 +64,7 @@ from polygraphy import util
 from polygraphy.backend.base import BaseLoader
 
 from trt_scatter import dtypes
-from trt_scatter.model import as_model, fresh_name
+from trt_scatter.model import as_model, fresh_name, node_label, subgraphs
 from trt_scatter.model.tensors import fold
 from trt_scatter.ops import DEFAULT_DOMAINS, DOMAIN, is_trt_scatter, op_of, register_onnx_schemas
 from trt_scatter.oracle.reductions import ONNX_REDUCTIONS
@@ -122,6 +122,8 @@ def rewrite(model: Model | onnx.ModelProto | str | os.PathLike) -> tuple[onnx.Mo
     graph = gs.import_onnx(inferred)
     rewriter = _Rewriter(graph)
     rewriter.run()
+    rewriter.report.left += [Change(label, op, None, f"lies in a subgraph of {holder}; rewrite works on the main graph only")
+                             for label, op, holder in _nested_scatters(model.graph)]
     if not rewriter.report.rewritten:  # left alone means left alone: not even the inferred shapes are added
         unchanged = onnx.ModelProto()
         unchanged.CopyFrom(model)
@@ -131,6 +133,17 @@ def rewrite(model: Model | onnx.ModelProto | str | os.PathLike) -> tuple[onnx.Mo
     del result.metadata_props[:]
     result.metadata_props.extend(model.metadata_props)
     return result, rewriter.report  # onnx-graphsurgeon imports every domain the nodes use (trt_scatter at version 1)
+
+
+def _nested_scatters(graph: onnx.GraphProto) -> Iterator[tuple[str, str, str]]:
+    """``(label, op, label of the node holding it)`` of each ScatterND/ScatterElements in a subgraph of ``graph``
+    (an If branch, a Loop or Scan body, at any depth): left, and said so (torch.cond exports put writes there)."""
+    for index, node in enumerate(graph.node):
+        for subgraph in subgraphs(node):
+            for inner_index, inner in enumerate(subgraph.node):
+                if inner.domain in DEFAULT_DOMAINS and inner.op_type in ("ScatterND", "ScatterElements"):
+                    yield node_label(inner, inner_index), inner.op_type, node_label(node, index)
+            yield from _nested_scatters(subgraph)
 
 
 class RewriteToTrtScatter(BaseLoader):
