@@ -357,3 +357,41 @@ def test_a_model_with_external_data_is_lowered_from_any_directory(tmp_path):
     unwritable = fx.run_tool("trt-scatter", ["lower", path, "/proc/kv.lowered.onnx"])  # even root cannot create files there
     assert unwritable.returncode == 2 and unwritable.stderr.startswith("trt-scatter lower: error: cannot write output '/proc/kv.lowered.onnx'"), unwritable.stderr
     assert unwritable.stderr.count("\n") == 1
+
+
+def test_a_model_over_two_gib_keeps_its_inferred_shapes(monkeypatch):
+    """ONNX's shape inference serializes the model, which protobuf refuses past 2 GiB: there it runs without the data of
+    the large initializers. Stood in for here: limits of a few bytes, and an inference that refuses any large one."""
+    from onnx import TensorProto, numpy_helper
+
+    from trt_scatter.model import tensors
+    from trt_scatter.passes.rewrite import rewrite
+
+    real = onnx.shape_inference.infer_shapes
+
+    def refusing(model, *args, **kwargs):
+        if any(len(initializer.raw_data) > tensors.LARGE_INITIALIZER for initializer in model.graph.initializer):
+            raise ValueError("Message onnx.ModelProto exceeds maximum protobuf size of 2GB")
+        return real(model, *args, **kwargs)
+
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", refusing)
+    monkeypatch.setattr(tensors, "SERIALIZE_LIMIT", 64)
+    monkeypatch.setattr(tensors, "LARGE_INITIALIZER", 64)
+    weights = np.arange(32, dtype=np.float32).reshape(4, 8)
+    constants = [numpy_helper.from_array(weights, "weights"), numpy_helper.from_array(np.array([[1], [3]], np.int64), "rows"),
+                 *[numpy_helper.from_array(np.array(v, np.int64), k) for k, v in (("s", [0]), ("e", [2]), ("st", [1]))]]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8]), helper.make_tensor_value_info("u", TensorProto.FLOAT, [2, 8])]
+    nodes = [helper.make_node("Relu", ["x"], ["z"]), helper.make_node("Add", ["z", "weights"], ["biased"])]
+    plugin = helper.make_model(helper.make_graph(nodes + [helper.make_node("SliceScatter", ["biased", "u", "s", "e", "st"], ["y"], domain=DOMAIN)], "g",
+                                                 inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], constants),
+                               opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)])
+    feeds = {"x": np.ones((4, 8), np.float32), "u": -np.ones((2, 8), np.float32)}
+    lowered = lower(plugin)  # refused before: "'data' must have a known rank for the lowering"
+    assert [numpy_helper.to_array(i) for i in lowered.graph.initializer if i.name == "weights"][0].tolist() == weights.tolist()
+    np.testing.assert_array_equal(Reference(lowered).run(feeds)["y"], Reference(plugin).run(feeds)["y"])
+    standard = helper.make_model(helper.make_graph(nodes + [helper.make_node("ScatterND", ["biased", "rows", "u"], ["y"])], "g", inputs,
+                                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], constants[:2]),
+                                 opset_imports=[helper.make_opsetid("", 17)])
+    rewritten, report = rewrite(standard)  # left before: "data or updates of unknown rank"
+    assert [n.op_type for n in rewritten.graph.node][-1] == "SliceScatter", list(report.lines())
+    np.testing.assert_array_equal(Reference(rewritten).run(feeds)["y"], Reference(standard).run(feeds)["y"])

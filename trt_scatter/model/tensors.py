@@ -169,18 +169,60 @@ def _to_array(proto):
 def _value_types(model):
     """``{name: (dtype or None, shape or None)}`` from what ``model`` declares and what one run of ONNX
     shape inference infers; outputs of ``trt_scatter`` nodes it could not type get their data's."""
-    import onnx
 
     register_onnx_schemas()  # ONNX's inference then types trt_scatter outputs and goes on past them
     known = _declared(model)
     try:
-        known.update(_declared(onnx.shape_inference.infer_shapes(model, data_prop=True)))
-    except Exception:  # a model over 2 GiB, a broken graph: keep what is declared
+        known.update(_declared(infer_shapes(model, data_prop=True, weights=False)))
+    except Exception:  # a broken graph: keep what is declared
         pass
     for node in model.graph.node:  # in graph order, so chains of scatters are typed in one pass
         if is_trt_scatter(node) and node.input and len(node.output) == 1 and node.output[0] not in known and node.input[0] in known:
             known[node.output[0]] = known[node.input[0]]
     return known
+
+
+#: Protobuf serializes at most 2 GiB, and ONNX's shape inference serializes the model it is given: past this
+#: many bytes of initializers (a margin left for the rest), :func:`infer_shapes` leaves the large ones' data out.
+SERIALIZE_LIMIT = 2**31 - 2**26
+LARGE_INITIALIZER = 1 << 20  #: bytes: weights, never a shape or an index list that inference must read
+
+
+def infer_shapes(model: onnx.ModelProto, data_prop: bool = False, weights: bool = True) -> onnx.ModelProto:
+    """``onnx.shape_inference.infer_shapes(model)``, for models over protobuf's 2 GiB too: there, inference runs on a
+    copy whose initializers over :data:`LARGE_INITIALIZER` bytes keep their name, type and shape but not their data
+    (inference reads the values of shape inputs only), which come back afterwards unless ``weights`` is False."""
+    import onnx
+
+    initializers = model.graph.initializer
+    if sum(initializer.ByteSize() for initializer in initializers) <= SERIALIZE_LIMIT:
+        return onnx.shape_inference.infer_shapes(model, data_prop=data_prop)
+    light = onnx.ModelProto()
+    _copy_fields(model, light, skip="graph")
+    _copy_fields(model.graph, light.graph, skip="initializer")
+    large = []
+    for index, initializer in enumerate(initializers):
+        if initializer.ByteSize() > LARGE_INITIALIZER:
+            large.append(index)
+            light.graph.initializer.add(name=initializer.name, data_type=initializer.data_type, dims=initializer.dims)
+        else:
+            light.graph.initializer.append(initializer)
+    inferred = onnx.shape_inference.infer_shapes(light, data_prop=data_prop)
+    for index in large if weights else ():
+        inferred.graph.initializer[index].CopyFrom(initializers[index])
+    return inferred
+
+
+def _copy_fields(source, target, skip):
+    for field, value in source.ListFields():
+        if field.name == skip:
+            continue
+        if field.is_repeated:
+            getattr(target, field.name).extend(value)
+        elif field.type == field.TYPE_MESSAGE:
+            getattr(target, field.name).CopyFrom(value)
+        else:
+            setattr(target, field.name, value)
 
 
 def _declared(model):

@@ -65,7 +65,7 @@ from polygraphy.backend.base import BaseLoader
 
 from trt_scatter import dtypes
 from trt_scatter.model import as_model, fresh_name, node_label, subgraphs
-from trt_scatter.model.tensors import fold
+from trt_scatter.model.tensors import fold, infer_shapes
 from trt_scatter.ops import DEFAULT_DOMAINS, DOMAIN, is_trt_scatter, op_of, register_onnx_schemas
 from trt_scatter.oracle.reductions import ONNX_REDUCTIONS
 
@@ -116,8 +116,8 @@ def rewrite(model: Model | onnx.ModelProto | str | os.PathLike) -> tuple[onnx.Mo
     register_onnx_schemas()  # so shape inference types the outputs of trt_scatter nodes already there
     model = as_model(model, weights=True).proto  # constant index tensors may be kept in external files
     try:
-        inferred = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # a model ONNX cannot infer (too large, unknown ops) keeps what it declares
+        inferred = infer_shapes(model)
+    except Exception:  # a model ONNX cannot infer (unknown ops) keeps what it declares
         inferred = model
     graph = gs.import_onnx(inferred)
     rewriter = _Rewriter(graph)
