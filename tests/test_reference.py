@@ -122,3 +122,23 @@ def test_another_ops_failure_names_the_node():
     onnx.checker.check_model(model)
     with pytest.raises(NodeRunError, match=r"^Gather node 'embed': index 9 is out of bounds"):
         Reference(model).run({"table": np.zeros((4, 2), np.float32), "ids": np.array([9])})
+
+
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_a_loop_without_a_cond_input_runs_its_count(count):
+    """The spec: a Loop whose cond input is left out runs M times (ONNX's own evaluator ran it zero times, so
+    `trt-scatter check` said FAILED against onnxruntime on a correct model)."""
+    import onnxruntime
+
+    body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Add", ["value_in", "step"], ["value_out"])], "body",
+                             [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("value_in", TensorProto.FLOAT, [2])],
+                             [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), helper.make_tensor_value_info("value_out", TensorProto.FLOAT, [2])])
+    graph = helper.make_graph([helper.make_node("Loop", ["count", "", "start"], ["output"], body=body)], "g",
+                              [helper.make_tensor_value_info("start", TensorProto.FLOAT, [2]), helper.make_tensor_value_info("step", TensorProto.FLOAT, [2]),
+                               helper.make_tensor_value_info("count", TensorProto.INT64, [])], [helper.make_tensor_value_info("output", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    feeds = {"start": np.array([1, 2], np.float32), "step": np.array([1, 2], np.float32), "count": np.array(count, np.int64)}
+    expected = onnxruntime.InferenceSession(model.SerializeToString()).run(None, feeds)[0]
+    np.testing.assert_array_equal(Reference(model).run(feeds)["output"], expected)
+    assert expected.tolist() == [1 + count, 2 + 2 * count]

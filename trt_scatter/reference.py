@@ -86,9 +86,22 @@ def _onnx_op(name):
         return OpRun
 
 
+def _loop_with_cond_left_out():
+    """ONNX's Loop op class, running a Loop whose ``cond`` input is left out as the spec says (true: M iterations);
+    ONNX's evaluator ran it zero times (``while cond and ...`` with cond None), so a model that wrote its output in
+    such a loop failed its check against onnxruntime."""
+    loop = load_op("", "Loop")
+
+    def _run(self, M, cond, *args, **kwargs):
+        return loop._run(self, M, np.array(True) if cond is None else cond, *args, **kwargs)
+
+    return type("Loop", (loop,), {"op_domain": "", "_run": _run})
+
+
 #: One op class per registered op, for ``onnx.reference.ReferenceEvaluator(..., new_ops=REFERENCE_OPS)``; a
-#: ``trt_scatter`` op in ONNX's own domain too (TensorRT's parser maps such a node onto the plugin as well).
-REFERENCE_OPS = [_reference_op(op) for op in (*OPS.values(), *STANDARD_OPS.values())] + [_reference_op(op, "") for op in OPS.values()]
+#: ``trt_scatter`` op in ONNX's own domain too (TensorRT's parser maps such a node onto the plugin as well); and Loop.
+REFERENCE_OPS = [_reference_op(op) for op in (*OPS.values(), *STANDARD_OPS.values())] + [_reference_op(op, "") for op in OPS.values()] + [
+    _loop_with_cond_left_out()]
 
 
 def _default_domain_as_empty(model):
