@@ -395,3 +395,30 @@ def test_a_model_over_two_gib_keeps_its_inferred_shapes(monkeypatch):
     rewritten, report = rewrite(standard)  # left before: "data or updates of unknown rank"
     assert [n.op_type for n in rewritten.graph.node][-1] == "SliceScatter", list(report.lines())
     np.testing.assert_array_equal(Reference(rewritten).run(feeds)["y"], Reference(standard).run(feeds)["y"])
+
+
+@pytest.mark.parametrize("op_type, inputs, unshaped, attributes, feeds", [
+    ("SliceScatter", ["data", "updates", "s", "e", "st"], "updates", {}, {"data": np.zeros((4, 8), np.float32), "updates": np.ones((2, 8), np.float32)}),
+    ("ScatterElementsReduce", ["data", "indices", "updates"], "data", {"reduction": "max", "axis": 1},
+     {"data": np.zeros((3, 4), np.float32), "indices": np.array([[0, 0], [3, 1], [2, 2]]), "updates": np.arange(6, dtype=np.float32).reshape(3, 2)}),
+    ("CacheScatter", ["data", "updates", "positions"], "updates", {"axis": 1},
+     {"data": np.zeros((2, 6, 3), np.float32), "updates": np.ones((2, 2, 3), np.float32), "positions": np.array([4, 1])}),
+])
+def test_an_input_of_unknown_rank_takes_it_from_an_input_of_the_same_rank(op_type, inputs, unshaped, attributes, feeds):
+    """PyTorch's TorchScript exports leave some tensors unshaped (an If's output, a Reshape at opset 13): where the op
+    requires two inputs of one rank, the known one gives the other's (the lowering refused it)."""
+    from onnx import TensorProto, numpy_helper
+
+    import onnxruntime
+
+    declared = [helper.make_value_info(name, helper.make_tensor_type_proto(TensorProto.FLOAT if array.dtype == np.float32 else TensorProto.INT64,
+                                                                            None if name == unshaped else array.shape))
+                for name, array in feeds.items()]
+    constants = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in (("s", [1]), ("e", [3]), ("st", [1]))]
+    node = helper.make_node(op_type, inputs, ["output"], domain=DOMAIN, **attributes)
+    model = helper.make_model(helper.make_graph([node], "g", declared, [helper.make_tensor_value_info("output", TensorProto.FLOAT, None)],
+                                                constants if op_type == "SliceScatter" else []),
+                              opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid(DOMAIN, 1)])
+    lowered = lower(model)
+    got = onnxruntime.InferenceSession(lowered.SerializeToString()).run(None, feeds)[0]
+    np.testing.assert_array_equal(got, Reference(model).run(feeds)["output"])

@@ -123,7 +123,8 @@ class Op:
     ``axes_input``: the input that names the axis or axes written along (a pass that transposes data
     moves it); ``default_axes_from``: where that input is optional, the input whose length ``n`` makes
     its default ``0..n-1``. ``kernel_index``: the input whose index type instantiates the kernel
-    (``None``: the kernel reads every index type at run time).
+    (``None``: the kernel reads every index type at run time). ``same_rank``: inputs whose ranks the op
+    requires equal (a pass that knows one of them knows them all).
     """
 
     name: str
@@ -137,6 +138,7 @@ class Op:
     default_axes_from: str | None = None
     kernel_index: str | None = None
     serves: str | None = None
+    same_rank: tuple = ()
 
     @property
     def is_plugin(self) -> bool:
@@ -220,18 +222,19 @@ SCATTER_ELEMENTS = register(Op("ScatterElements", "scatter_elements", ("data", "
 SCATTER_ND = register(Op("ScatterND", "scatter_nd", ("data", "indices", "updates"), 3, {"indices": "indices"}, attributes={}, domain=""))
 SLICE_SCATTER = register(Op("SliceScatter", "slice_scatter", ("data", "updates", "start", "stop", "step", "axes"), 5,
                             {"start": "start", "stop": "start", "step": "start", "axes": "axes"},
-                            axes_input="axes", default_axes_from="start"))
+                            axes_input="axes", default_axes_from="start", same_rank=("data", "updates")))
 SCATTER_UPDATE = register(Op("ScatterUpdate", "scatter_update", ("data", "indices", "updates", "axis"), 4,
                              {"indices": "indices", "axis": "axis"}, axes_input="axis", kernel_index="indices"))
 SCATTER_ELEMENTS_REDUCE = register(Op("ScatterElementsReduce", "scatter_elements_reduce", ("data", "indices", "updates"), 3,
                                       {"indices": "indices"}, attributes={"axis": Attribute(0), **REDUCE, **INPLACE},
-                                      kernel_index="indices", serves="ScatterElements"))
+                                      kernel_index="indices", serves="ScatterElements", same_rank=("data", "indices", "updates")))
 SCATTER_ND_REDUCE = register(Op("ScatterNDReduce", "scatter_nd_reduce", ("data", "indices", "updates"), 3, {"indices": "indices"},
                                 attributes={**REDUCE, **INPLACE}, kernel_index="indices", serves="ScatterND"))
 TENSOR_SCATTER = register(Op("TensorScatter", "tensor_scatter", ("past_cache", "update", "write_indices"), 2,
                              {"write_indices": "write_indices"}, attributes={}, domain=""))
 CACHE_SCATTER = register(Op("CacheScatter", "tensor_scatter", ("past_cache", "update", "write_indices"), 2, {"write_indices": "write_indices"},
-                            attributes={"axis": Attribute(-2), "mode": Attribute("linear", ("linear", "circular")), **INPLACE}, serves="TensorScatter"))
+                            attributes={"axis": Attribute(-2), "mode": Attribute("linear", ("linear", "circular")), **INPLACE}, serves="TensorScatter",
+                            same_rank=("past_cache", "update")))
 
 
 # ---- ONNX schemas ------------------------------------------------------------------------------

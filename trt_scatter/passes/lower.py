@@ -134,9 +134,14 @@ def _replace_nodes(graph, nodes, initializers):
 
 
 def _value(node, name):
-    """Input ``name`` of ``node`` as a tensor of the lowering's graph (its name, type and static shape)."""
+    """Input ``name`` of ``node`` as a tensor of the lowering's graph (its name, type and static shape; where only
+    the rank is known, from an input of the same rank (``op.same_rank``: PyTorch's TorchScript exports leave some
+    unshaped), every dimension unknown)."""
     tensor = node.inputs[name]
     shape = node.tensors.shape(tensor)
+    if shape is None and name in node.op.same_rank:
+        ranks = [len(known) for other in node.op.same_rank if other in node.inputs and (known := node.tensors.shape(node.inputs[other])) is not None]
+        shape = (-1,) * ranks[0] if ranks else None
     if shape is None:
         raise ScatterInputError(node.op.key, name, "must have a known rank for the lowering", f"tensor {tensor!r} of unknown shape")
     return Value(tensor, node.tensors.dtype(tensor), shape)
