@@ -459,3 +459,24 @@ def test_the_values_the_search_throws_away_are_not_warned_of(caplog):
     for feed in feeds:
         targets = np.concatenate([feed["a"], feed["b"]]) % len(feed["d"])
         assert len(set(targets.tolist())) == 4
+
+
+def test_slice_updates_whose_shape_only_a_run_tells_get_inputs():
+    """PyTorch's TorchScript export of ``x[:, 2:5] = y`` reshapes the updates by a shape computed from shapes: static
+    inference gives them no rank, a run of that part of the model does (the loader refused it: "'updates' must have a
+    shape the loader can tell"), and the constant axes need no updates' shape to be known."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from trt_scatter.reference import Reference
+
+    constants = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in
+                 (("one", [1]), ("two", [2]), ("zero", [0]), ("minus", [-1]), ("s", [2]), ("e", [5]), ("st", [1]), ("ax", [1]))]
+    nodes = [helper.make_node("Shape", ["y"], ["y_shape"]), helper.make_node("Slice", ["y_shape", "one", "two", "zero"], ["tail"]),
+             helper.make_node("Concat", ["minus", "tail"], ["shape"], axis=0), helper.make_node("Reshape", ["y", "shape"], ["u"]),
+             helper.make_node("SliceScatter", ["x", "u", "s", "e", "st", "ax"], ["out"], domain="trt_scatter")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8]), helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)], constants)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("trt_scatter", 1)])
+    feed = ScatterDataLoader(model)[0]
+    assert feed["x"].shape == (4, 8) and feed["y"].shape == (4, 3)
+    np.testing.assert_array_equal(Reference(model).run(feed)["out"], oracle.slice_scatter(feed["x"], feed["y"], [2], [5], [1], [1]))

@@ -194,6 +194,8 @@ def input_relations(shapes: Any, node: OpNode) -> None:
     length the constant parameters (if any) can give (derived once the dims have values)."""
     plan = shapes.plan
     data, updates = shapes.shape(node, "data"), shapes.shape(node, "updates")
+    if data is not None and updates is None and plan.fed(node, "axes") is None:
+        node.axes = _input_axes(shapes, node)  # constant or default: updates' shape, known by a run only, is not needed
     if data is None or updates is None or len(data) != len(updates):
         return  # nothing to merge; the oracle's check names a wrong rank
     params = {key: plan.constant(node, key) for key in ("start", "stop", "step")}
