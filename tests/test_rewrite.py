@@ -20,6 +20,7 @@ from hypothesis import given
 from onnx import TensorProto, helper, numpy_helper
 
 from trt_scatter.cli import main
+from trt_scatter.passes.lower import lower
 from trt_scatter.passes.rewrite import INT64_MAX, RewriteToTrtScatter, rewrite
 from trt_scatter.reference import Reference
 
@@ -409,6 +410,43 @@ def test_a_scatter_in_an_if_branch_is_said_to_be_left():
     rewritten, report = rewrite(model)
     assert rewritten.SerializeToString() == model.SerializeToString()
     assert list(report.lines()) == ["left       ScatterND node 'write': ScatterND: lies in a subgraph of If node 'choose'; rewrite works on the main graph only"]
+
+
+def _rank_guarded_scatter_reduce(data_shape):
+    """PyTorch's TorchScript export of ``x.scatter_reduce(0, i, y, "amax")``: its operands, and then its output, pass
+    through ``If(Size(Shape(x)) == 0)`` (a 0-D input is reshaped to 1-D), so shape inference sees no rank past them."""
+    def guard(names, outputs, then_node):
+        types = {name: INT64 if name == "i" else FLOAT for name in names}
+        then = helper.make_graph([then_node(name) for name in names], "then", [], [helper.make_tensor_value_info(f"{name}_then", types[name], None) for name in names])
+        other = helper.make_graph([helper.make_node("Identity", [name], [f"{name}_else"]) for name in names], "else", [],
+                                  [helper.make_tensor_value_info(f"{name}_else", types[name], None) for name in names])
+        return helper.make_node("If", ["is_scalar"], outputs, then_branch=then, else_branch=other)
+
+    flatten = lambda name: helper.make_node("Reshape", [name, "flat"], [f"{name}_then"])  # noqa: E731
+    squeeze = lambda name: helper.make_node("Squeeze", [name, "zero_axis"], [f"{name}_then"])  # noqa: E731
+    nodes = [helper.make_node("Shape", ["x"], ["x_shape"]), helper.make_node("Size", ["x_shape"], ["x_rank"]),
+             helper.make_node("Equal", ["x_rank", "zero"], ["is_scalar"]), guard(["x", "i", "y"], ["x1", "i1", "y1"], flatten),
+             helper.make_node("ScatterElements", ["x1", "i1", "y1"], ["written"], axis=0, reduction="max"), guard(["written"], ["output"], squeeze)]
+    return _model(nodes, [("x", FLOAT, data_shape), ("i", INT64, [2, 3]), ("y", FLOAT, [2, 3])], [("output", FLOAT, None)],
+                  {"zero": 0, "flat": [-1], "zero_axis": [0]})
+
+
+@pytest.mark.parametrize("data_shape", [[4, 3], ["n", 3]])  # the rank decides, even where a dimension is not known
+def test_an_if_the_static_shapes_decide_is_the_branch_it_takes(data_shape):
+    model = _rank_guarded_scatter_reduce(data_shape)
+    feeds = {"x": RNG.standard_normal((4, 3), np.float32), "i": np.array([[0, 1, 2], [0, 3, 1]]), "y": RNG.standard_normal((2, 3), np.float32)}
+    rewritten, report = _run_both(model, feeds)
+    assert [n.op_type for n in rewritten.graph.node if n.op_type in ("If", "ScatterElementsReduce")] == ["ScatterElementsReduce"], list(report.lines())
+    lowered = onnxruntime.InferenceSession(lower(rewritten).SerializeToString()).run(None, feeds)[0]  # the rank is known past the Ifs
+    np.testing.assert_array_equal(lowered, _outputs(model, feeds)["output"])
+
+
+def test_an_if_on_a_run_time_value_stays():
+    model = _rank_guarded_scatter_reduce([4, 3])
+    model.graph.node[2].input[1] = "limit"  # x's rank == an input: not decided by the model
+    model.graph.input.append(helper.make_tensor_value_info("limit", INT64, []))
+    rewritten, _ = rewrite(model)
+    assert [n.op_type for n in rewritten.graph.node].count("If") == 2
 
 
 def test_a_model_without_scatters_comes_back_as_it_was():

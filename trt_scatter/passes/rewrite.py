@@ -38,6 +38,10 @@ reduction, which TensorRT builds nondeterministically or not at all; each patter
   list expanded over data's other axes (PyTorch's ``scatter_add`` of ``index.view(-1, 1).expand_as(src)``,
   PyG's aggregations): ScatterNDReduce over those rows.
 
+First, an ``If`` whose condition the model's static shapes decide is replaced by the branch it takes: PyTorch's
+TorchScript exporter guards ``scatter_reduce`` and ``gather`` with ``If(Size(Shape(x)) == 0)`` (a 0-D input),
+whose branches give outputs of different ranks, so that shape inference can tell no rank past it.
+
 A write of a whole tensor becomes an Identity of the updates. Everything else is left as it was,
 and the report says why: point indices, indices computed at run time from something
 else, repeated or out-of-range constant indices (undefined or an error in ONNX). Nothing is
@@ -64,7 +68,7 @@ from polygraphy import util
 from polygraphy.backend.base import BaseLoader
 
 from trt_scatter import dtypes
-from trt_scatter.model import as_model, fresh_name, node_label, subgraphs
+from trt_scatter.model import as_model, fresh_name, node_label, opset_version, subgraphs
 from trt_scatter.model.tensors import fold, infer_shapes
 from trt_scatter.ops import DEFAULT_DOMAINS, DOMAIN, is_trt_scatter, op_of, register_onnx_schemas
 from trt_scatter.oracle.reductions import ONNX_REDUCTIONS
@@ -114,7 +118,7 @@ def rewrite(model: Model | onnx.ModelProto | str | os.PathLike) -> tuple[onnx.Mo
     import onnx_graphsurgeon as gs
 
     register_onnx_schemas()  # so shape inference types the outputs of trt_scatter nodes already there
-    model = as_model(model, weights=True).proto  # constant index tensors may be kept in external files
+    model = _taking_decided_branches(as_model(model, weights=True).proto)  # constant index tensors may be kept in external files
     try:
         inferred = infer_shapes(model)
     except Exception:  # a model ONNX cannot infer (unknown ops) keeps what it declares
@@ -133,6 +137,59 @@ def rewrite(model: Model | onnx.ModelProto | str | os.PathLike) -> tuple[onnx.Mo
     del result.metadata_props[:]
     result.metadata_props.extend(model.metadata_props)
     return result, rewriter.report  # onnx-graphsurgeon imports every domain the nodes use (trt_scatter at version 1)
+
+
+def _taking_decided_branches(model: onnx.ModelProto) -> onnx.ModelProto:
+    """``model``, or a copy in which each ``If`` of the main graph whose condition its static shapes decide is the
+    nodes of the branch it takes, with an Identity from each of the branch's outputs to the If's."""
+    import onnx
+    from onnx import helper
+
+    if not any(node.op_type == "If" and node.domain in DEFAULT_DOMAINS for node in model.graph.node):
+        return model
+    decided = _StaticValues(model)
+    nodes, taken = [], False
+    for node in model.graph.node:
+        condition = decided.value(node.input[0]) if node.op_type == "If" and node.domain in DEFAULT_DOMAINS else None
+        if condition is None or np.size(condition) != 1:
+            nodes.append(node)
+            continue
+        branch = next(a.g for a in node.attribute if a.name == ("then_branch" if bool(np.asarray(condition).reshape(())) else "else_branch"))
+        nodes += [*branch.node, *(helper.make_node("Identity", [inner.name], [outer]) for inner, outer in zip(branch.output, node.output) if outer)]
+        taken = True
+    if not taken:
+        return model
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    del copy.graph.node[:]
+    copy.graph.node.extend(nodes)
+    return copy
+
+
+class _StaticValues:
+    """Values a model's static shapes decide: constants, ``Shape`` of a tensor of static shape, ``Size`` of a ``Shape``
+    (the rank), and what standard ops compute from those (:func:`~trt_scatter.model.tensors.fold`)."""
+
+    def __init__(self, model):
+        from trt_scatter.model.tensors import ModelTensors
+
+        self.tensors = ModelTensors(model)
+        self.producers = {output: node for node in model.graph.node for output in node.output}
+        self.opset = opset_version(model)
+
+    def value(self, name, depth=0):
+        constant = self.tensors.constant(name)
+        node = self.producers.get(name)
+        if constant is not None or node is None or depth > 16:
+            return constant
+        if node.op_type == "Shape" and not node.attribute:  # start/end (opset 15) left to ONNX's own folding
+            shape = self.tensors.shape(node.input[0])
+            return np.array(shape, np.int64) if shape is not None and -1 not in shape else None
+        if node.op_type == "Size" and self.producers.get(node.input[0]) is not None and self.producers[node.input[0]].op_type == "Shape":
+            shape = self.tensors.shape(self.producers[node.input[0]].input[0])
+            return None if shape is None else np.array(len(shape), np.int64)
+        results = fold(node, [self.value(i, depth + 1) if i else None for i in node.input], self.opset)
+        return None if results is None else results[list(node.output).index(name)]
 
 
 def _nested_scatters(graph: onnx.GraphProto) -> Iterator[tuple[str, str, str]]:
