@@ -160,6 +160,25 @@ def test_values_one_per_masked_element_are_still_taken_in_order():
     np.testing.assert_array_equal(Reference(model).run({"x": x, "mask": mask, "v": v})["output"], expected)
 
 
+def test_values_in_order_at_opset_11_use_only_what_opset_11_has():
+    """The TorchScript exporter at opset 11 (Unsqueeze's axes an attribute): the rewrite's nodes must be opset 11's too
+    (a Max of int64, opset 12's, made a model onnxruntime and ONNX's checker refuse)."""
+    model = _stock_row_mask_model((10,))
+    constants = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "Unsqueeze":
+            node.attribute.append(helper.make_attribute("axes", constants[node.input[1]].tolist()))
+            del node.input[1]
+    model.opset_import[0].version = 11
+    rewritten, report = rewrite(model)
+    assert [change.detail for change in report.rewritten] == ["values in order"]
+    onnx.checker.check_model(rewritten, full_check=True)
+    x, v, mask = np.zeros((6, 5), np.float32), np.arange(10, dtype=np.float32), np.isin(np.arange(6), [1, 4])
+    expected = x.copy()
+    expected[mask] = v.reshape(2, 5)
+    np.testing.assert_array_equal(onnxruntime.InferenceSession(rewritten.SerializeToString()).run(["output"], {"x": x, "mask": mask, "v": v})[0], expected)
+
+
 @pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.INT8])
 def test_values_in_order_from_a_source_that_is_empty_when_nothing_is_masked(element_type):
     """The values taken in order come from a source that may have no rows when no element is masked (``x[mask] =

@@ -919,8 +919,10 @@ class _Rewriter:
         flat = self._node("Reshape", [mask, self._int64([-1], f"{label}_flat")], f"{label}_mask_flat", _np_dtype(mask))
         counts = self._node("Cast", [flat], f"{label}_mask_counts", np.int64, to=dtypes.to_onnx(np.int64))
         ranks = self._node("CumSum", [counts, self._int64(0, f"{label}_cumsum_axis")], f"{label}_ranks", np.int64)
-        rows = self._node("Max", [self._node("Sub", [ranks, self._int64(1, f"{label}_one")], f"{label}_rows0", np.int64),
-                                  self._int64(0, f"{label}_zero")], f"{label}_rows", np.int64)
+        zero_row = self._int64(0, f"{label}_zero")  # Where, not Max: Max takes int64 from opset 12 only
+        rows = self._node("Where", [self._node("Greater", [ranks, zero_row], f"{label}_ranked", np.bool_),
+                                    self._node("Sub", [ranks, self._int64(1, f"{label}_one")], f"{label}_rows0", np.int64), zero_row],
+                          f"{label}_rows", np.int64)
         source_shape = self._node("Shape", [source], f"{label}_source_shape", np.int64)
         tail = self._node("Slice", [source_shape, self._int64([1], f"{label}_tail_start"), self._int64([INT64_MAX], f"{label}_tail_end")],
                           f"{label}_source_tail", np.int64)
