@@ -602,6 +602,21 @@ def test_an_external_data_file_that_is_not_there_is_refused_by_name(tmp_path):
         Model.read(path)
 
 
+def test_a_model_in_memory_whose_external_data_was_not_read_is_refused_by_name(tmp_path, monkeypatch):
+    """``onnx.load(path, load_external_data=False)`` handed over: no file to read them beside, so every pass says which
+    tensor is missing (rewrite failed with onnx's own ValidationError, reading it from the working directory)."""
+    from trt_scatter.passes.lower import lower
+    from trt_scatter.passes.rewrite import rewrite
+
+    model = onnx.load(_external_scatter_update(tmp_path, bad_index=False), load_external_data=False)
+    monkeypatch.chdir(tmp_path.parent)
+    for run in (validate, lower, rewrite):
+        with pytest.raises(ModelError) as caught:
+            run(model)
+        assert str(caught.value) == ("tensor 'indices' of the model is kept in an external file ('m.bin') that was not read in: "
+                                     "give the model's path, or onnx.load it with its external data")
+
+
 # ---- ONNX's own ScatterND/ScatterElements: constant indices out of range ------------------------
 # TensorRT's IScatterLayer has no bounds check (the builders clamp for that reason); ONNX says such an
 # index is an error. A constant one is visible before TensorRT runs, so it is refused like a plugin's.

@@ -134,6 +134,11 @@ def as_model(model: Model | onnx.ModelProto | str | os.PathLike, weights: bool =
     if isinstance(model, Model):
         return model.read_weights() if weights else model
     if isinstance(model, onnx.ModelProto):
+        unread = files.external_tensors(model)
+        if unread:  # no file to find them beside: every pass would fail reading its first constant
+            location = next((entry.value for entry in unread[0].external_data if entry.key == "location"), "?")
+            raise ModelError(f"tensor {unread[0].name!r} of the model is kept in an external file ({location!r}) that was not read in: "
+                             "give the model's path, or onnx.load it with its external data")
         return Model(model)
     if isinstance(model, (str, os.PathLike)):
         return Model.read(model, weights=weights)
