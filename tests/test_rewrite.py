@@ -431,7 +431,7 @@ def test_a_scatter_in_an_if_branch_is_said_to_be_left():
     assert list(report.lines()) == ["left       ScatterND node 'write': ScatterND: lies in a subgraph of If node 'choose'; rewrite works on the main graph only"]
 
 
-def _rank_guarded_scatter_reduce(data_shape):
+def _rank_guarded_scatter_reduce(data_shape, output_shape=None):
     """PyTorch's TorchScript export of ``x.scatter_reduce(0, i, y, "amax")``: its operands, and then its output, pass
     through ``If(Size(Shape(x)) == 0)`` (a 0-D input is reshaped to 1-D), so shape inference sees no rank past them."""
     def guard(names, outputs, then_node):
@@ -446,18 +446,80 @@ def _rank_guarded_scatter_reduce(data_shape):
     nodes = [helper.make_node("Shape", ["x"], ["x_shape"]), helper.make_node("Size", ["x_shape"], ["x_rank"]),
              helper.make_node("Equal", ["x_rank", "zero"], ["is_scalar"]), guard(["x", "i", "y"], ["x1", "i1", "y1"], flatten),
              helper.make_node("ScatterElements", ["x1", "i1", "y1"], ["written"], axis=0, reduction="max"), guard(["written"], ["output"], squeeze)]
-    return _model(nodes, [("x", FLOAT, data_shape), ("i", INT64, [2, 3]), ("y", FLOAT, [2, 3])], [("output", FLOAT, None)],
+    return _model(nodes, [("x", FLOAT, data_shape), ("i", INT64, [2, 3]), ("y", FLOAT, [2, 3])], [("output", FLOAT, output_shape)],
                   {"zero": 0, "flat": [-1], "zero_axis": [0]})
 
 
-@pytest.mark.parametrize("data_shape", [[4, 3], ["n", 3]])  # the rank decides, even where a dimension is not known
-def test_an_if_the_static_shapes_decide_is_the_branch_it_takes(data_shape):
-    model = _rank_guarded_scatter_reduce(data_shape)
+@pytest.mark.parametrize("data_shape, output_shape", [([4, 3], None), (["n", 3], None),
+                                                      ([4, 3], [12])])  # PyTorch declares the output the then-branch's shape: dropped
+def test_an_if_the_static_shapes_decide_is_the_branch_it_takes(data_shape, output_shape):
+    model = _rank_guarded_scatter_reduce(data_shape, output_shape)
     feeds = {"x": RNG.standard_normal((4, 3), np.float32), "i": np.array([[0, 1, 2], [0, 3, 1]]), "y": RNG.standard_normal((2, 3), np.float32)}
     rewritten, report = _run_both(model, feeds)
     assert [n.op_type for n in rewritten.graph.node if n.op_type in ("If", "ScatterElementsReduce")] == ["ScatterElementsReduce"], list(report.lines())
     lowered = onnxruntime.InferenceSession(lower(rewritten).SerializeToString()).run(None, feeds)[0]  # the rank is known past the Ifs
     np.testing.assert_array_equal(lowered, _outputs(model, feeds)["output"])
+
+
+def _decided_if(branch_nodes, branch_initializers=(), condition=(), inputs=(), then_output="taken"):
+    """If(Size(Shape(x)) == 2) (x (2, 3): true) whose then-branch is ``branch_nodes``, beside a ScatterND that the rewrite
+    rewrites (so that the model comes back rewritten, Ifs folded or not)."""
+    then = helper.make_graph(list(branch_nodes), "then", [], [helper.make_tensor_value_info(then_output, INT64, None)], list(branch_initializers))
+    other = helper.make_graph([helper.make_node("Constant", [], ["not_taken"], value=numpy_helper.from_array(np.array(222)))], "else", [],
+                              [helper.make_tensor_value_info("not_taken", INT64, None)])
+    nodes = [*(condition or [helper.make_node("Shape", ["x"], ["x_shape"]), helper.make_node("Size", ["x_shape"], ["x_rank"]),
+                            helper.make_node("Equal", ["x_rank", "two"], ["decided"])]),
+             helper.make_node("If", ["decided"], ["chosen"], then_branch=then, else_branch=other),
+             helper.make_node("ScatterND", ["data", "rows", "updates"], ["written"])]
+    return _model(nodes, [("x", FLOAT, [2, 3]), ("data", FLOAT, [4, 5]), ("updates", FLOAT, [2, 5]), *inputs], [("chosen", INT64, None), ("written", FLOAT, [4, 5])],
+                  {"two": 2, "rows": [[1], [3]]})
+
+
+def _with_default(model):
+    """``model`` whose graph input ``flag`` has an initializer too: a default the caller may override (True)."""
+    model.graph.initializer.append(numpy_helper.from_array(np.array(True), "flag"))
+    return model
+
+
+_FEEDS = {"x": np.zeros((2, 3), np.float32), "data": np.zeros((4, 5), np.float32), "updates": np.ones((2, 5), np.float32)}
+_TAKEN = [helper.make_node("Constant", [], ["taken"], value=numpy_helper.from_array(np.array(111)))]
+
+
+@pytest.mark.parametrize("model, feeds, ifs", [
+    pytest.param(_decided_if(_TAKEN), _FEEDS, 0, id="decided"),
+    pytest.param(_decided_if([helper.make_node("Identity", ["weights"], ["taken"])], [numpy_helper.from_array(np.array(7), "weights")]), _FEEDS, 0,
+                 id="the-branch's-own-initializer-comes-along"),
+    pytest.param(_decided_if(_TAKEN, condition=[helper.make_node("Shape", ["x"], ["x_shape"], start=1), helper.make_node("Size", ["x_shape"], ["x_rank"]),
+                                                helper.make_node("Equal", ["x_rank", "two"], ["decided"])]), _FEEDS, 1,
+                 id="size-of-a-shape-from-start-1-is-no-rank"),
+    pytest.param(_decided_if(_TAKEN, condition=[helper.make_node("Identity", ["flag"], ["decided"])], inputs=[("flag", TensorProto.BOOL, [])]),
+                 {**_FEEDS, "flag": np.array(False)}, 1, id="a-run-time-condition"),
+    pytest.param(_with_default(_decided_if(_TAKEN, condition=[helper.make_node("Identity", ["flag"], ["decided"])], inputs=[("flag", TensorProto.BOOL, [])])),
+                 _FEEDS, 1, id="an-initializer-the-caller-may-override"),
+])
+def test_an_if_is_folded_only_where_the_static_shapes_decide_it(model, feeds, ifs):
+    rewritten, report = _run_both(model, feeds)
+    assert [n.op_type for n in rewritten.graph.node].count("If") == ifs, list(report.lines())
+
+
+def test_ifs_whose_branches_reuse_a_name_are_left():
+    """Sibling branches may define one name (ONNX scopes them); inlined, the two would clash."""
+    branch = lambda value: [helper.make_node("Constant", [], ["taken"], value=numpy_helper.from_array(np.array(value)))]  # noqa: E731
+    model = _decided_if(branch(1))
+    second = helper.make_node("If", ["decided"], ["chosen_again"], then_branch=helper.make_graph(branch(3), "then2", [], [helper.make_tensor_value_info("taken", INT64, None)]),
+                              else_branch=model.graph.node[3].attribute[1].g)
+    model.graph.node.insert(4, second)
+    model.graph.output.append(helper.make_tensor_value_info("chosen_again", INT64, None))
+    rewritten, report = _run_both(model, _FEEDS)
+    assert [n.op_type for n in rewritten.graph.node].count("If") == 2, list(report.lines())
+
+
+def test_a_decided_if_in_a_model_without_scatters_is_left_too():
+    model = _decided_if(_TAKEN)
+    del model.graph.node[-1]
+    del model.graph.output[-1]
+    rewritten, report = rewrite(model)
+    assert rewritten.SerializeToString() == model.SerializeToString() and list(report.lines()) == ["no scatter pattern in the model"]
 
 
 def test_an_if_on_a_run_time_value_stays():

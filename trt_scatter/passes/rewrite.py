@@ -60,6 +60,7 @@ It is the inverse of ``trt-scatter lower``: ``lower(rewrite(model))`` computes w
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from typing import TYPE_CHECKING
 
@@ -118,7 +119,8 @@ def rewrite(model: Model | onnx.ModelProto | str | os.PathLike) -> tuple[onnx.Mo
     import onnx_graphsurgeon as gs
 
     register_onnx_schemas()  # so shape inference types the outputs of trt_scatter nodes already there
-    model = _taking_decided_branches(as_model(model, weights=True).proto)  # constant index tensors may be kept in external files
+    original = as_model(model, weights=True).proto  # constant index tensors may be kept in external files
+    model = _taking_decided_branches(original)
     try:
         inferred = infer_shapes(model)
     except Exception:  # a model ONNX cannot infer (unknown ops) keeps what it declares
@@ -130,7 +132,7 @@ def rewrite(model: Model | onnx.ModelProto | str | os.PathLike) -> tuple[onnx.Mo
                              for label, op, holder in _nested_scatters(model.graph)]
     if not rewriter.report.rewritten:  # left alone means left alone: not even the inferred shapes are added
         unchanged = onnx.ModelProto()
-        unchanged.CopyFrom(model)
+        unchanged.CopyFrom(original)
         return unchanged, rewriter.report
     result = gs.export_onnx(graph)
     result.ir_version = model.ir_version
@@ -141,53 +143,91 @@ def rewrite(model: Model | onnx.ModelProto | str | os.PathLike) -> tuple[onnx.Mo
 
 def _taking_decided_branches(model: onnx.ModelProto) -> onnx.ModelProto:
     """``model``, or a copy in which each ``If`` of the main graph whose condition its static shapes decide is the
-    nodes of the branch it takes, with an Identity from each of the branch's outputs to the If's."""
+    nodes (and initializers) of the branch it takes, with an Identity from each of the branch's outputs to the If's,
+    whose declared shapes (the other branch's, as PyTorch declares them) are dropped. An If whose branch defines a
+    name defined anywhere else too (sibling scopes may reuse one) is left as it is."""
     import onnx
     from onnx import helper
 
-    if not any(node.op_type == "If" and node.domain in DEFAULT_DOMAINS for node in model.graph.node):
+    graph = model.graph
+    if not any(node.op_type == "If" and node.domain in DEFAULT_DOMAINS for node in graph.node):
         return model
     decided = _StaticValues(model)
-    nodes, taken = [], False
-    for node in model.graph.node:
-        condition = decided.value(node.input[0]) if node.op_type == "If" and node.domain in DEFAULT_DOMAINS else None
+    nodes, inlined, initializers = [], set(), []
+    for node in graph.node:
+        condition = decided.value(node.input[0]) if node.op_type == "If" and node.domain in DEFAULT_DOMAINS and node.input else None
         if condition is None or np.size(condition) != 1:
             nodes.append(node)
             continue
         branch = next(a.g for a in node.attribute if a.name == ("then_branch" if bool(np.asarray(condition).reshape(())) else "else_branch"))
+        if any(decided.definitions[name] > 1 for name in _defined(branch)):
+            nodes.append(node)
+            continue
         nodes += [*branch.node, *(helper.make_node("Identity", [inner.name], [outer]) for inner, outer in zip(branch.output, node.output) if outer)]
-        taken = True
-    if not taken:
+        initializers += branch.initializer
+        inlined.update(node.output)
+    if not inlined:
         return model
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
     del copy.graph.node[:]
     copy.graph.node.extend(nodes)
+    copy.graph.initializer.extend(initializers)
+    kept = [value for value in copy.graph.value_info if value.name not in inlined]
+    del copy.graph.value_info[:]
+    copy.graph.value_info.extend(kept)
+    for value in copy.graph.output:
+        if value.name in inlined and value.type.HasField("tensor_type"):
+            value.type.tensor_type.ClearField("shape")
     return copy
 
 
+def _defined(graph: onnx.GraphProto) -> list[str]:
+    """The names ``graph`` and its subgraphs define: node outputs, initializers, inputs."""
+    from trt_scatter.model.graph import all_graphs
+
+    return [name for inner in all_graphs(graph) for name in (*(o for n in inner.node for o in n.output if o), *(i.name for i in inner.initializer),
+                                                             *(i.name for i in inner.input))]
+
+
 class _StaticValues:
-    """Values a model's static shapes decide: constants, ``Shape`` of a tensor of static shape, ``Size`` of a ``Shape``
-    (the rank), and what standard ops compute from those (:func:`~trt_scatter.model.tensors.fold`)."""
+    """Values of the main graph's tensors that the model's static shapes decide: its initializers that are no graph
+    input (an input overrides its initializer), ``Shape`` of a tensor of static shape, ``Size`` of a ``Shape`` (the
+    rank), and what standard ops compute from those (:func:`~trt_scatter.model.tensors.fold`). A name a subgraph
+    defines too (a sibling scope may) is not decided here."""
 
     def __init__(self, model):
+        from onnx import numpy_helper
+
         from trt_scatter.model.tensors import ModelTensors
 
-        self.tensors = ModelTensors(model)
-        self.producers = {output: node for node in model.graph.node for output in node.output}
+        graph = model.graph
+        self.tensors = ModelTensors(model)  # shapes: the main graph's win
+        self.definitions = collections.Counter(_defined(graph))
+        inputs = {value.name for value in graph.input}
+        self.initializers = {init.name: init for init in graph.initializer if init.name not in inputs}
+        self.producers = {output: node for node in graph.node for output in node.output}
         self.opset = opset_version(model)
+        self._array = numpy_helper.to_array
 
     def value(self, name, depth=0):
-        constant = self.tensors.constant(name)
+        if self.definitions[name] != 1 or depth > 16:
+            return None
+        if name in self.initializers:
+            return self._array(self.initializers[name]) if self.initializers[name].data_location == 0 else None
         node = self.producers.get(name)
-        if constant is not None or node is None or depth > 16:
-            return constant
-        if node.op_type == "Shape" and not node.attribute:  # start/end (opset 15) left to ONNX's own folding
+        if node is None:
+            return None
+        shaped = node.op_type in ("Shape", "Size") and not node.attribute  # Shape's start/end (opset 15): left to folding
+        if shaped and node.op_type == "Shape":
             shape = self.tensors.shape(node.input[0])
             return np.array(shape, np.int64) if shape is not None and -1 not in shape else None
-        if node.op_type == "Size" and self.producers.get(node.input[0]) is not None and self.producers[node.input[0]].op_type == "Shape":
-            shape = self.tensors.shape(self.producers[node.input[0]].input[0])
+        source = self.producers.get(node.input[0]) if shaped else None
+        if source is not None and source.op_type == "Shape" and not source.attribute:
+            shape = self.tensors.shape(source.input[0])
             return None if shape is None else np.array(len(shape), np.int64)
+        if any(a.type in (5, 10) for a in node.attribute):  # GRAPH, GRAPHS: not folded here
+            return None
         results = fold(node, [self.value(i, depth + 1) if i else None for i in node.input], self.opset)
         return None if results is None else results[list(node.output).index(name)]
 
