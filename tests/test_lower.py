@@ -370,7 +370,8 @@ def test_a_model_over_two_gib_keeps_its_inferred_shapes(monkeypatch):
     real = onnx.shape_inference.infer_shapes
 
     def refusing(model, *args, **kwargs):
-        if any(len(initializer.raw_data) > tensors.LARGE_INITIALIZER for initializer in model.graph.initializer):
+        values = [*model.graph.initializer, *(a.t for n in model.graph.node if n.op_type == "Constant" for a in n.attribute)]
+        if any(len(value.raw_data) > tensors.LARGE_INITIALIZER for value in values):
             raise ValueError("Message onnx.ModelProto exceeds maximum protobuf size of 2GB")
         return real(model, *args, **kwargs)
 
@@ -381,7 +382,8 @@ def test_a_model_over_two_gib_keeps_its_inferred_shapes(monkeypatch):
     constants = [numpy_helper.from_array(weights, "weights"), numpy_helper.from_array(np.array([[1], [3]], np.int64), "rows"),
                  *[numpy_helper.from_array(np.array(v, np.int64), k) for k, v in (("s", [0]), ("e", [2]), ("st", [1]))]]
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8]), helper.make_tensor_value_info("u", TensorProto.FLOAT, [2, 8])]
-    nodes = [helper.make_node("Relu", ["x"], ["z"]), helper.make_node("Add", ["z", "weights"], ["biased"])]
+    nodes = [helper.make_node("Constant", [], ["bias"], value=numpy_helper.from_array(-weights, "bias")), helper.make_node("Add", ["x", "bias"], ["x_biased"]),
+             helper.make_node("Relu", ["x_biased"], ["z"]), helper.make_node("Add", ["z", "weights"], ["biased"])]  # large: an initializer and a Constant
     plugin = helper.make_model(helper.make_graph(nodes + [helper.make_node("SliceScatter", ["biased", "u", "s", "e", "st"], ["y"], domain=DOMAIN)], "g",
                                                  inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], constants),
                                opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)])

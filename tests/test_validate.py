@@ -615,6 +615,14 @@ def test_a_model_in_memory_whose_external_data_was_not_read_is_refused_by_name(t
             run(model)
         assert str(caught.value) == ("tensor 'indices' of the model is kept in an external file ('m.bin') that was not read in: "
                                      "give the model's path, or onnx.load it with its external data")
+    weights = helper.make_model(helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"]), helper.make_node("ScatterND", ["y", "rows", "u"], ["out"])], "g",
+                                                  [info("x", (300, 4)), info("u", (2, 4))], [info("out", (300, 4))],
+                                                  [numpy_helper.from_array(np.ones((300, 4), np.float32), "w"), const("rows", np.array([[1], [3]]))]),
+                                opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(weights, tmp_path / "w.onnx", save_as_external_data=True, location="w.bin", size_threshold=1024)
+    model = onnx.load(tmp_path / "w.onnx", load_external_data=False)  # a weight not read in: no pass needs its values
+    validate(model)
+    assert [change.result for change in rewrite(model)[1].rewritten] == ["SliceScatter"]
 
 
 # ---- ONNX's own ScatterND/ScatterElements: constant indices out of range ------------------------

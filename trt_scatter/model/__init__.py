@@ -134,8 +134,8 @@ def as_model(model: Model | onnx.ModelProto | str | os.PathLike, weights: bool =
     if isinstance(model, Model):
         return model.read_weights() if weights else model
     if isinstance(model, onnx.ModelProto):
-        unread = files.external_tensors(model)
-        if unread:  # no file to find them beside: every pass would fail reading its first constant
+        unread = [tensor for tensor in files.external_tensors(model) if tensor.data_type in (onnx.TensorProto.INT32, onnx.TensorProto.INT64)]
+        if unread:  # no file to find them beside: validation must see index constants (weights it need not)
             location = next((entry.value for entry in unread[0].external_data if entry.key == "location"), "?")
             raise ModelError(f"tensor {unread[0].name!r} of the model is kept in an external file ({location!r}) that was not read in: "
                              "give the model's path, or onnx.load it with its external data")

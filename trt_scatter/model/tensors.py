@@ -190,32 +190,52 @@ LARGE_INITIALIZER = 1 << 20  #: bytes: weights, never a shape or an index list t
 
 def infer_shapes(model: onnx.ModelProto, data_prop: bool = False, weights: bool = True) -> onnx.ModelProto:
     """``onnx.shape_inference.infer_shapes(model)``, for models over protobuf's 2 GiB too: there, inference runs on a
-    copy whose initializers over :data:`LARGE_INITIALIZER` bytes keep their name, type and shape but not their data
-    (inference reads the values of shape inputs only), which come back afterwards unless ``weights`` is False."""
+    copy whose main-graph initializers and ``Constant`` values over :data:`LARGE_INITIALIZER` bytes keep their name,
+    type and shape but not their data (inference reads the values of shape inputs only), which come back afterwards
+    unless ``weights`` is False."""
     import onnx
 
-    initializers = model.graph.initializer
-    if sum(initializer.ByteSize() for initializer in initializers) <= SERIALIZE_LIMIT:
+    graph = model.graph
+    constants = [_value_of(node) for node in graph.node]
+    sizes = [tensor.ByteSize() for tensor in (*graph.initializer, *(c for c in constants if c is not None))]
+    if sum(sizes) <= SERIALIZE_LIMIT:
         return onnx.shape_inference.infer_shapes(model, data_prop=data_prop)
     light = onnx.ModelProto()
-    _copy_fields(model, light, skip="graph")
-    _copy_fields(model.graph, light.graph, skip="initializer")
-    large = []
-    for index, initializer in enumerate(initializers):
+    _copy_fields(model, light, skip=("graph",))
+    _copy_fields(graph, light.graph, skip=("initializer", "node"))
+    stripped_initializers, stripped_nodes = [], []
+    for index, initializer in enumerate(graph.initializer):
         if initializer.ByteSize() > LARGE_INITIALIZER:
-            large.append(index)
+            stripped_initializers.append(index)
             light.graph.initializer.add(name=initializer.name, data_type=initializer.data_type, dims=initializer.dims)
         else:
             light.graph.initializer.append(initializer)
+    for index, (node, value) in enumerate(zip(graph.node, constants)):
+        light.graph.node.append(node)
+        if value is not None and value.ByteSize() > LARGE_INITIALIZER:
+            stripped_nodes.append(index)
+            stub = next(a for a in light.graph.node[index].attribute if a.name == "value").t
+            stub.Clear()
+            stub.MergeFrom(onnx.TensorProto(name=value.name, data_type=value.data_type, dims=value.dims))
     inferred = onnx.shape_inference.infer_shapes(light, data_prop=data_prop)
-    for index in large if weights else ():
-        inferred.graph.initializer[index].CopyFrom(initializers[index])
+    if weights:
+        for index in stripped_initializers:
+            inferred.graph.initializer[index].CopyFrom(graph.initializer[index])
+        for index in stripped_nodes:
+            inferred.graph.node[index].CopyFrom(graph.node[index])
     return inferred
+
+
+def _value_of(node):
+    """The tensor of a ``Constant`` node's ``value`` attribute, else None."""
+    if node.op_type != "Constant" or node.domain not in DEFAULT_DOMAINS:
+        return None
+    return next((attribute.t for attribute in node.attribute if attribute.name == "value"), None)
 
 
 def _copy_fields(source, target, skip):
     for field, value in source.ListFields():
-        if field.name == skip:
+        if field.name in skip:
             continue
         if field.is_repeated:
             getattr(target, field.name).extend(value)
