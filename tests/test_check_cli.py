@@ -645,3 +645,18 @@ def test_a_run_that_fails_on_generated_inputs_says_they_were_generated(tmp_path)
     assert failed, [output_of(r) for r in results]  # some draw takes the branch with indices out of range
     assert all(r.stderr.rstrip().endswith("(the inputs were generated: give yours with --load-inputs)") and r.stderr.count("\n") == 1
                for r in failed), [r.stderr for r in failed]
+
+
+def test_outputs_computed_exactly_are_found_through_thousands_of_nodes():
+    """Which outputs must match bit for bit is worked out without recursion (a chain of 400 nodes ended check in a
+    RecursionError, an internal error); a float Mul on the way makes an output inexact."""
+    from onnx import TensorProto, helper
+
+    from trt_scatter.cli.check import _exact_outputs
+    from trt_scatter.model import as_model
+
+    chain = [helper.make_node("Identity", [f"t{i}"], [f"t{i + 1}"]) for i in range(5000)]
+    nodes = [helper.make_node("Relu", ["x"], ["t0"]), *chain, helper.make_node("Mul", ["t5000", "t5000"], ["squared"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2]) for name in ("t5000", "squared")])
+    assert _exact_outputs(as_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))) == {"t5000"}

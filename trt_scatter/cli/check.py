@@ -500,11 +500,18 @@ def _exact_outputs(loaded):
 
     found, verdicts = set(), {}
 
-    def computed_exactly(name):
-        if name not in verdicts:
-            verdicts[name] = True  # while it is worked out: a cycle (refused before) would not loop
-            node = producers.get(name)
-            verdicts[name] = node is None or (exact(node) and all(computed_exactly(i) for i in node.input if i))
+    def computed_exactly(name):  # depth first, without recursion: a chain of thousands of nodes is a valid model
+        stack = [(name, False)]
+        while stack:
+            current, inputs_done = stack.pop()
+            node = producers.get(current)
+            if inputs_done:
+                verdicts[current] = exact(node) and all(verdicts[i] for i in node.input if i)
+            elif current not in verdicts:
+                verdicts[current] = True  # while it is worked out: a cycle (refused before) would not loop
+                if node is not None:
+                    stack.append((current, True))
+                    stack.extend((i, False) for i in node.input if i and i not in verdicts)
         return verdicts[name]
 
     for value in graph.output:
