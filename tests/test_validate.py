@@ -15,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 from polygraphy.backend.onnx import OnnxFromPath
 
 from onnx_fixtures import info
-from trt_scatter import oracle
+from trt_scatter import onnx_models, oracle
 from trt_scatter.oracle.slice_scatter import check_slice_scatter_static
 from trt_scatter.model import Model, ModelError, ModelTensors
 from trt_scatter.passes.validate import ValidateTrtScatter, validate
@@ -717,3 +717,46 @@ def test_standard_scatter_nodes_are_checked_against_onnx_and_the_oracle(model, m
     """ONNX's own scatter nodes: the schema at the model's opset, then the oracle's rules on the types and shapes the
     model shows; each refused in one line before TensorRT (whose parser asserted, built the wrong engine, or ignored it)."""
     assert refused(model) == f"{model.graph.node[0].op_type} node 'scatter': {message}"
+
+
+def _mutated(base, change):
+    model = onnx.ModelProto()
+    model.CopyFrom(base)
+    change(model)
+    return model
+
+
+def _set_dim(model, **field):
+    dim = model.graph.input[0].type.tensor_type.shape.dim[0]
+    dim.Clear()
+    if field:
+        setattr(dim, *next(iter(field.items())))
+
+
+_REDUCE = onnx_models.scatter_elements_reduce_model((5, 3), (2, 3))
+_SLICE = onnx_models.slice_scatter_model((4, 6), [0], [4], [2], axes=[1])
+
+
+@pytest.mark.parametrize("model, message", [
+    pytest.param(_mutated(_REDUCE, lambda m: m.graph.node[-1].attribute.append(helper.make_attribute("reduction", "max"))),
+                 r"^ScatterElementsReduce node .*: attribute 'reduction' is given 2 times \('add', 'max'\): once at most$", id="an-attribute-twice"),
+    pytest.param(_mutated(_SLICE, lambda m: setattr(m.graph.node[-1], "domain", "com.microsoft")),
+                 r"^SliceScatter node .*: is in domain 'com.microsoft', where TensorRT's parser, which finds plugins by op type alone, would build it as "
+                 r"trt-scatter's SliceScatter: trt-scatter's ops are in domain 'trt_scatter'$", id="an-op-of-ours-in-another-domain"),
+    pytest.param(_mutated(_SLICE, lambda m: _set_dim(m, dim_value=-3)), r"^graph input 'data': dimension 0 is -3: a size is at least 0", id="a-negative-dimension"),
+    pytest.param(_mutated(_SLICE, lambda m: _set_dim(m, dim_param="")), r"^graph input 'data': dimension 0 has an empty name \(dim_param ''\)",
+                 id="a-dimension-of-an-empty-name"),
+    pytest.param(_mutated(_SLICE, lambda m: m.graph.initializer.append(m.graph.initializer[0])), r"^graph '.*': initializer '.*' is listed 2 times",
+                 id="an-initializer-twice"),
+    pytest.param(_mutated(_SLICE, lambda m: m.graph.input.append(m.graph.input[0])), r"^graph '.*': input 'data' is listed 2 times", id="an-input-twice"),
+    pytest.param(_mutated(_SLICE, lambda m: m.graph.input.append(helper.make_tensor_value_info("", TensorProto.FLOAT, [1]))), r"^graph '.*': input #2 has no name",
+                 id="an-input-without-a-name"),
+    pytest.param(_mutated(_SLICE, lambda m: m.graph.ClearField("output")), r"^graph '.*' has no outputs", id="no-outputs"),
+    pytest.param(_mutated(_SLICE, lambda m: m.graph.input[1].type.tensor_type.ClearField("elem_type")),
+                 r"^SliceScatter node .*: input 'updates' is a graph input without a tensor element type$", id="an-input-without-an-element-type"),
+])
+def test_models_onnx_would_refuse_are_refused_in_one_line(model, message):
+    """Each of these built, or reached TensorRT's parser, an internal error or a rule read with float64 (the attribute given
+    twice built the first value into the plugin while the reference and lower used the last)."""
+    with pytest.raises(ModelError, match=message):
+        validate(model)

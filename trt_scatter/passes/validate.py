@@ -67,17 +67,28 @@ def validate(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelPr
     model = as_model(model)
     if model.validated:
         return model.proto
-    _check_structure(model.proto.graph, set())
-    _check_sizes(model.proto.graph)
+    graph = model.proto.graph
+    if not graph.output:
+        raise ModelError(f"graph {printable(repr(graph.name))} has no outputs: nothing would be computed (TensorRT builds no network without one)")
+    _check_structure(graph, set())
+    _check_sizes(graph)
     version, onnx_version = opset_version(model.proto, ops.DOMAIN), opset_version(model.proto, "")
-    for index, node in indexed_nodes(model.proto.graph):
+    untyped = {value.name for value in graph.input if not value.type.tensor_type.elem_type} - {init.name for init in graph.initializer}
+    for index, node in indexed_nodes(graph):
+        _check_attributes_once(node, index)
         if ops.is_trt_scatter(node):
             _check_contract(node, index, version)
+        elif node.op_type in ops.OPS and node.domain not in (ops.DOMAIN, *ops.DEFAULT_DOMAINS):
+            raise ModelError(f"{node_label(node, index)}: is in domain {printable(repr(node.domain))}, where TensorRT's parser, which finds plugins by "
+                             f"op type alone, would build it as trt-scatter's {node.op_type}: trt-scatter's ops are in domain '{ops.DOMAIN}'")
         op = ops.op_of(node)
         if op is not None and not op.is_plugin and onnx_version is not None:
             _check_schema(node, index, onnx_version)
         if op is None or (not op.is_plugin and len(node.input) < 2):
             continue
+        untyped_input = next((name for name in node.input if name in untyped), None)
+        if untyped_input is not None:  # its rules would read NumPy's default, float64
+            raise ModelError(f"{node_label(node, index)}: input {printable(repr(untyped_input))} is a graph input without a tensor element type")
         checked = OpNode(node, index, model.tensors, op)
         try:
             _check_types(checked)
@@ -109,9 +120,28 @@ class ValidateTrtScatter(BaseLoader):
         return model
 
 
+def _check_attributes_once(node, index):
+    """No attribute given twice (ONNX's checker refuses it; TensorRT reads the first, ONNX's evaluator the last)."""
+    from onnx import helper
+
+    names = [attribute.name for attribute in node.attribute]
+    for name in dict.fromkeys(name for name in names if names.count(name) > 1):
+        values = [helper.get_attribute_value(a) for a in node.attribute if a.name == name]
+        shown = ", ".join(repr(v.decode(errors="replace") if isinstance(v, bytes) else v) for v in values)
+        raise ModelError(f"{node_label(node, index)}: attribute '{printable(name)}' is given {len(values)} times ({printable(shown)}): once at most")
+
+
 def _check_structure(graph, outer):
-    """Every node input is defined before it is read (``outer``: the names of the enclosing graphs), no tensor
-    is written twice, every graph output is written; bodies likewise, with this graph's names as theirs."""
+    """Every graph input and initializer has a name of its own, every node input is defined before it is read
+    (``outer``: the names of the enclosing graphs), no tensor is written twice, every graph output is written;
+    bodies likewise, with this graph's names as theirs."""
+    for kind, values in (("input", graph.input), ("initializer", graph.initializer)):
+        names = [value.name for value in values]
+        if "" in names:
+            raise ModelError(f"graph {printable(repr(graph.name))}: {kind} #{names.index('')} has no name")
+        repeated = next((name for name in names if names.count(name) > 1), None)
+        if repeated is not None:
+            raise ModelError(f"graph {printable(repr(graph.name))}: {kind} {printable(repr(repeated))} is listed {names.count(repeated)} times: a name names one tensor")
     known = set(outer) | {value.name for value in graph.input} | {init.name for init in graph.initializer}
     producers = {output: (index, node) for index, node in enumerate(graph.node) for output in node.output if output}
     written = {}
@@ -137,9 +167,17 @@ def _check_structure(graph, outer):
 
 
 def _check_sizes(graph):
-    """No graph input or output has a dimension or a volume of :data:`MAX_ELEMENTS` or more."""
+    """No graph input or output has a negative dimension, one named with an empty name (TensorRT's parser builds it
+    as 0), or a dimension or a volume of :data:`MAX_ELEMENTS` or more."""
     for kind, values in (("input", graph.input), ("output", graph.output)):
         for value in values:
+            for axis, dim in enumerate(value.type.tensor_type.shape.dim):
+                if dim.HasField("dim_value") and dim.dim_value < 0:
+                    raise ModelError(f"graph {kind} {printable(repr(value.name))}: dimension {axis} is {dim.dim_value}: a size is at least 0 "
+                                     "(a dynamic one is named, with dim_param, or left unset)")
+                if dim.HasField("dim_param") and not dim.dim_param:
+                    raise ModelError(f"graph {kind} {printable(repr(value.name))}: dimension {axis} has an empty name (dim_param ''): "
+                                     "name it, or leave it unset, for a dynamic one")
             dims = [d.dim_value for d in value.type.tensor_type.shape.dim if d.HasField("dim_value")]
             if any(d > MAX_ELEMENTS for d in dims) or math.prod(dims) > MAX_ELEMENTS:
                 shape = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in value.type.tensor_type.shape.dim]
