@@ -501,3 +501,23 @@ def test_inplace_where_only_shapes_or_types_are_read_elsewhere_builds(tmp_path):
     path = tmp_path / "inplace.onnx"
     onnx.save(_inplace_model([shape, cast], ["output", "shape", "cast"]), path)
     assert main(["build", str(path), "--plugins", "--output", str(tmp_path / "inplace.engine")]) == 0
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_input_names_that_are_patterns_to_polygraphy_build(tmp_path, capsys, dynamic):
+    """polygraphy's Profile matches its keys to input names as fnmatch patterns: 'past_key_values[0]' matched no input
+    (TensorRT could not build it: "Invalid inputs were provided to the optimization profile")."""
+    import onnx
+
+    from trt_scatter import onnx_models
+
+    model = onnx_models.slice_scatter_model(("n" if dynamic else 4, 6), [0], [4], [2], axes=[1])
+    name = "past_key_values[0]"
+    for node in model.graph.node:
+        node.input[:] = [name if i == "data" else i for i in node.input]
+    model.graph.input[0].name = name
+    onnx.save(model, tmp_path / "model.onnx")
+    argv = ["build", str(tmp_path / "model.onnx"), "--plugins", "-o", str(tmp_path / "m.engine")]
+    for which in ("min", "opt", "max") if dynamic else ():
+        argv += [f"--{which}", f"{name}:[4,6]", "updates:[4,2]"]
+    assert main(argv) == 0, capsys.readouterr().err

@@ -347,10 +347,12 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
         raise ValueError(f"input(s) {', '.join(unranged)} set shapes in the network: give the range of their values "
                          f"with --min/--opt/--max NAME:[V,...] (e.g. --min {unranged[0]}:[0] --opt {unranged[0]}:[1] --max {unranged[0]}:[64])")
     profiles = None
-    if profile_shapes:
+    if profile_shapes or any(literal_pattern(t.name) != t.name for t in inputs):
+        # every input, the static ones at their shape: polygraphy's default profile would name them unescaped
+        static = {t.name: (t.shape,) * 3 for t in inputs if t.name not in profile_shapes and t.name not in shape_inputs}
         profile = Profile()
-        for input_name, (low, opt, high) in profile_shapes.items():
-            profile.add(input_name, min=low, opt=opt, max=high)
+        for input_name, (low, opt, high) in {**profile_shapes, **static}.items():
+            profile.add(literal_pattern(input_name), min=low, opt=opt, max=high)
         profiles = [profile]
     config = CreateConfig(
         fp16=fp16,
@@ -369,6 +371,12 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
     summary = BuildSummary(name, inputs, outputs, network.num_layers, seconds, len(engine))
     logger.info("built %s in %.2f s (%d bytes)", name, seconds, len(engine))
     return engine, summary
+
+
+def literal_pattern(name: str) -> str:
+    """``name`` as an ``fnmatch`` pattern that matches it alone: polygraphy's ``Profile`` matches its keys to input names
+    as patterns, where ``past_key_values[0]`` names no input (``[0]`` is a set of characters) and ``x*`` names several."""
+    return "".join(f"[{char}]" if char in "[]*?" else char for char in name)
 
 
 def _check_named_dimensions(network, profile_shapes, shape_inputs):

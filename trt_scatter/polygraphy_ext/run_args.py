@@ -246,9 +246,11 @@ def _profile_for(shapes, config_args):
     from polygraphy.common import TensorMetadata
     from polygraphy.tools.args.backend.trt.config import parse_profile_shapes
 
+    from trt_scatter.engine import literal_pattern
+
     metadata = TensorMetadata()
     for name, shape in shapes.items():
-        metadata.add(name, dtype=None, shape=shape)
+        metadata.add(literal_pattern(name), dtype=None, shape=shape)  # polygraphy's Profile matches its keys as patterns
     config_args.profile_dicts = parse_profile_shapes(metadata, [], [], [])
 
 
