@@ -521,3 +521,23 @@ def test_input_names_that_are_patterns_to_polygraphy_build(tmp_path, capsys, dyn
     for which in ("min", "opt", "max") if dynamic else ():
         argv += [f"--{which}", f"{name}:[4,6]", "updates:[4,2]"]
     assert main(argv) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("change", ["a-write-nothing-reads", "an-optional-input-given-as-empty"])
+def test_valid_models_tensorrt_mishandles_build(tmp_path, capsys, change):
+    """A trt_scatter node whose output nothing reads (TensorRT-RTX aborted: its plugin freed twice) and one that gives
+    its left-out optional axes as "" (the parser's INVALID_NODE) are valid models: they build."""
+    import onnx
+    from onnx import helper
+
+    from trt_scatter import onnx_models
+
+    model = onnx_models.slice_scatter_model((4, 6), [0], [4], [2])
+    write = model.graph.node[-1]
+    if change == "a-write-nothing-reads":
+        write.output[0] = "unread"
+        model.graph.node.append(helper.make_node("Relu", ["data"], ["output"]))
+    else:
+        write.input.append("")
+    onnx.save(model, tmp_path / "model.onnx")
+    assert main(["build", str(tmp_path / "model.onnx"), "--plugins", "-o", str(tmp_path / "m.engine")]) == 0, capsys.readouterr().err

@@ -173,6 +173,7 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
             validate(proto)
         if backend.is_rtx():
             _check_rtx_aliasing(model.name, proto)
+        proto = _for_the_parser(proto)
     elif model.trt_scatter_ops():
         raise ValueError(f"{model.name} has trt-scatter plugin nodes ({', '.join(model.trt_scatter_ops())}): register the plugins (--plugins)")
     else:
@@ -184,6 +185,33 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
             raise ValueError(f"{model.name}: {node_label(node)} is one TensorRT builds wrong or not at all, and trt-scatter's "
                              f"plugins build: add --plugins (plugins=True)")
     return _network_from_proto(proto, model.path, strongly_typed=strongly_typed)
+
+
+def _for_the_parser(proto):
+    """``proto``, or a copy without what TensorRT mishandles in a valid model: the trailing optional inputs a
+    ``trt_scatter`` node gives as "" (left out; the parser calls the node invalid), and the ``trt_scatter`` nodes of
+    the main graph whose output nothing reads (TensorRT-RTX drops the layer and frees its plugin twice: an abort)."""
+    import onnx
+
+    from trt_scatter.model import all_nodes
+    from trt_scatter.ops import is_trt_scatter
+
+    def live(graph):
+        read = {name for node in all_nodes(graph) for name in node.input} | {value.name for value in graph.output}
+        return [node for node in graph.node if not is_trt_scatter(node) or node.output[0] in read]
+
+    padded = any(is_trt_scatter(node) and node.input and not node.input[-1] for node in all_nodes(proto.graph))
+    if not padded and len(live(proto.graph)) == len(proto.graph.node):
+        return proto
+    copy = onnx.ModelProto()
+    copy.CopyFrom(proto)
+    for node in all_nodes(copy.graph):
+        while is_trt_scatter(node) and node.input and not node.input[-1]:
+            node.input.pop()
+    while len(kept := live(copy.graph)) < len(copy.graph.node):  # a write nothing reads may have been another's only reader
+        del copy.graph.node[:]
+        copy.graph.node.extend(kept)
+    return copy
 
 
 def _check_rtx_aliasing(name, proto):
