@@ -733,6 +733,12 @@ def _set_dim(model, **field):
         setattr(dim, *next(iter(field.items())))
 
 
+def _recursive_function():
+    """local::F, which holds a ScatterND (so the passes inline it) and calls itself."""
+    nodes = [helper.make_node("F", ["x"], ["y"], domain="local"), helper.make_node("ScatterND", ["y", "i", "u"], ["z"])]
+    return helper.make_function("local", "F", ["x", "i", "u"], ["z"], nodes, [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)])
+
+
 _REDUCE = onnx_models.scatter_elements_reduce_model((5, 3), (2, 3))
 _SLICE = onnx_models.slice_scatter_model((4, 6), [0], [4], [2], axes=[1])
 
@@ -754,9 +760,29 @@ _SLICE = onnx_models.slice_scatter_model((4, 6), [0], [4], [2], axes=[1])
     pytest.param(_mutated(_SLICE, lambda m: m.graph.ClearField("output")), r"^graph '.*' has no outputs", id="no-outputs"),
     pytest.param(_mutated(_SLICE, lambda m: m.graph.input[1].type.tensor_type.ClearField("elem_type")),
                  r"^SliceScatter node .*: input 'updates' is a graph input without a tensor element type$", id="an-input-without-an-element-type"),
+    pytest.param(_mutated(_REDUCE, lambda m: setattr(next(a for a in m.graph.node[-1].attribute if a.name == "axis"), "ref_attr_name", "ax")),
+                 r"^ScatterElementsReduce node .*: attribute 'axis' refers to a function's attribute \('ax'\) outside any function", id="an-attribute-of-no-function"),
+    pytest.param(_mutated(onnx_models.scatter_nd_model((4, 5), (2, 1)), lambda m: m.graph.node[-1].input.append("data")),
+                 r"^ScatterND node .*: ScatterND takes 3 inputs and gives 1 output \(got 4 inputs, 1 outputs\)$", id="an-onnx-scatter-of-4-inputs"),
+    pytest.param(_mutated(_SLICE, lambda m: m.functions.extend([_recursive_function(), _recursive_function()])),
+                 r"^the model's local functions cannot be inlined: ", id="local-functions-onnx-cannot-inline"),
 ])
 def test_models_onnx_would_refuse_are_refused_in_one_line(model, message):
     """Each of these built, or reached TensorRT's parser, an internal error or a rule read with float64 (the attribute given
     twice built the first value into the plugin while the reference and lower used the last)."""
     with pytest.raises(ModelError, match=message):
         validate(model)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda t: t.ClearField("data_type"), r"tensor 'const_0' has no element type \(data_type 0\)$"),
+    (lambda t: (t.ClearField("raw_data"), t.int64_data.extend([0, 1])), r"tensor 'const_0' of shape \[1\] holds 2 values in int64_data, not the 1 its shape takes$"),
+    (lambda t: t.ClearField("raw_data"), r"tensor 'const_0' of shape \[1\] holds 0 values in int64_data, not the 1 its shape takes$"),
+])
+def test_initializers_whose_values_do_not_fit_their_shape_or_type_are_refused(tmp_path, change, message):
+    """As a raw_data of the wrong length was: rewrite failed with an internal error, the parser with its own."""
+    model = onnx_models.slice_scatter_model((4, 6), [0], [4], [2], axes=[1])
+    change(model.graph.initializer[0])  # start
+    onnx.save(model, tmp_path / "model.onnx")
+    with pytest.raises(ModelError, match=message):
+        validate(tmp_path / "model.onnx")

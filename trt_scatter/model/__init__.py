@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from trt_scatter.log import first_line
 from trt_scatter.model import files
 from trt_scatter.model.graph import (
     ModelError,
@@ -77,7 +78,10 @@ class Model:
         if functions_hold_scatters(proto):
             import onnx.inliner
 
-            proto = onnx.inliner.inline_local_functions(proto)
+            try:
+                proto = onnx.inliner.inline_local_functions(proto)
+            except Exception as err:  # onnx's own ValidationError: a function that calls itself, two of one name
+                raise ModelError(f"the model's local functions cannot be inlined: {first_line(err)}") from None
         self.proto = proto
         self.path = None if path is None else os.fspath(path)
         self.external = external

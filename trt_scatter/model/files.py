@@ -120,7 +120,16 @@ def check_tensor_sizes(model: onnx.ModelProto, path: str | os.PathLike | None = 
         if count > MAX_ELEMENTS or any(d < 0 for d in tensor.dims):
             raise ModelError(f"{where}: tensor {printable(repr(name))} claims shape {list(tensor.dims)} ({count} elements): "
                              f"TensorRT takes at most {MAX_ELEMENTS} elements per tensor")
-        if tensor.data_location == TensorProto.EXTERNAL or not tensor.HasField("raw_data") or tensor.data_type in (TensorProto.STRING, TensorProto.UNDEFINED):
+        if tensor.data_type == TensorProto.UNDEFINED:
+            raise ModelError(f"{where}: tensor {printable(repr(name))} has no element type (data_type 0)")
+        if tensor.data_location == TensorProto.EXTERNAL or tensor.data_type == TensorProto.STRING:
+            continue
+        if not tensor.HasField("raw_data"):  # the values in the typed field of the type: one per element
+            field = _TYPED_FIELDS.get(tensor.data_type)
+            stored = len(getattr(tensor, field)) if field else count
+            if stored != count:
+                raise ModelError(f"{where}: tensor {printable(repr(name))} of shape {list(tensor.dims)} holds {stored} values in {field}, "
+                                 f"not the {count} its shape takes")
             continue
         try:
             itemsize = helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
@@ -132,6 +141,11 @@ def check_tensor_sizes(model: onnx.ModelProto, path: str | os.PathLike | None = 
                              f"not the {expected} its shape and type take")
 
 
+#: TensorProto's typed field that holds one value per element of a type (onnx.proto: float_data for FLOAT; int32_data
+#: for INT32, INT16, INT8, UINT16, UINT8, BOOL, FLOAT16 and BFLOAT16 bits; int64_data; double_data; uint64_data for
+#: UINT32 and UINT64); the other types are not counted here.
+_TYPED_FIELDS = {1: "float_data", 6: "int32_data", 5: "int32_data", 3: "int32_data", 4: "int32_data", 2: "int32_data", 9: "int32_data",
+                 10: "int32_data", 16: "int32_data", 7: "int64_data", 11: "double_data", 12: "uint64_data", 13: "uint64_data"}
 _PACKED = {21: 0.5, 22: 0.5, 23: 0.5, 25: 0.25, 26: 0.25}  # bytes per element of TensorProto.UINT4, INT4, FLOAT4E2M1, UINT2, INT2
 
 

@@ -121,9 +121,14 @@ class ValidateTrtScatter(BaseLoader):
 
 
 def _check_attributes_once(node, index):
-    """No attribute given twice (ONNX's checker refuses it; TensorRT reads the first, ONNX's evaluator the last)."""
+    """No attribute given twice (ONNX's checker refuses it; TensorRT reads the first, ONNX's evaluator the last), and
+    none that refers to a function's attribute (``ref_attr_name``) outside a function: it has no value there."""
     from onnx import helper
 
+    referring = next((attribute for attribute in node.attribute if attribute.ref_attr_name), None)
+    if referring is not None:
+        raise ModelError(f"{node_label(node, index)}: attribute '{printable(referring.name)}' refers to a function's attribute "
+                         f"({printable(repr(referring.ref_attr_name))}) outside any function, where it has no value")
     names = [attribute.name for attribute in node.attribute]
     for name in dict.fromkeys(name for name in names if names.count(name) > 1):
         values = [helper.get_attribute_value(a) for a in node.attribute if a.name == name]
@@ -219,6 +224,9 @@ def _check_schema(node, index, version):
     except onnx.defs.SchemaError:
         raise ModelError(f"{label}: ONNX has no {node.op_type} at opset {version}, the model's "
                          f"(it arrives in opset {_since(node.op_type)})") from None
+    if not schema.min_input <= len(node.input) <= schema.max_input or len(node.output) != 1:
+        takes = schema.min_input if schema.min_input == schema.max_input else f"{schema.min_input} to {schema.max_input}"
+        raise ModelError(f"{label}: {node.op_type} takes {takes} inputs and gives 1 output (got {len(node.input)} inputs, {len(node.output)} outputs)")
     for attribute in node.attribute:
         if attribute.name in schema.attributes:
             continue
