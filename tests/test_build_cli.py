@@ -541,3 +541,19 @@ def test_valid_models_tensorrt_mishandles_build(tmp_path, capsys, change):
         write.input.append("")
     onnx.save(model, tmp_path / "model.onnx")
     assert main(["build", str(tmp_path / "model.onnx"), "--plugins", "-o", str(tmp_path / "m.engine")]) == 0, capsys.readouterr().err
+
+
+def test_a_graph_input_of_a_type_tensorrt_has_not_is_named(tmp_path, capsys):
+    """TensorRT's parser refuses uint32 (uint16, uint64, int16...) without naming the input: exit 1 and its own words."""
+    import onnx
+    from onnx import TensorProto
+
+    from trt_scatter import onnx_models
+
+    model = onnx_models.slice_scatter_model((4, 6), [0], [4], [2], axes=[1])
+    for value in (*model.graph.input, *model.graph.output):
+        value.type.tensor_type.elem_type = TensorProto.UINT32
+    onnx.save(model, tmp_path / "model.onnx")
+    assert main(["build", str(tmp_path / "model.onnx"), "--plugins", "-o", str(tmp_path / "m.engine")]) == 2
+    assert capsys.readouterr().err == ("trt-scatter build: error: graph input 'data' is uint32, which TensorRT has not (its types: float32, float16, "
+                                       "bfloat16, int8, uint8, int32, int64, bool, and float64 as float32)\n")

@@ -232,16 +232,25 @@ def _check_rtx_aliasing(name, proto):
                                      f"{conflict}: TensorRT-RTX cannot build that (full TensorRT copies data there); set inplace=0")
 
 
+#: ONNX element types TensorRT has no DataType for: STRING, INT16, UINT16, UINT32, UINT64, COMPLEX64, COMPLEX128.
+_NOT_IN_TENSORRT = (8, 5, 4, 12, 13, 14, 15)
+
+
 def _warn_of_float64(model):
-    """TensorRT has no float64: its ONNX parser makes such a graph input or output float32, without a word."""
-    from onnx import TensorProto
+    """TensorRT has no float64: its ONNX parser makes such a graph input or output float32, without a word. Other
+    types it has not (uint16, uint32, uint64, int16...) its parser refuses without naming the input: refused here."""
+    from onnx import TensorProto, helper
 
     from trt_scatter.log import warn
 
     for kind, values in (("input", model.graph.input), ("output", model.graph.output)):
         for value in values:
-            if value.type.tensor_type.elem_type == TensorProto.DOUBLE:
+            elem_type = value.type.tensor_type.elem_type
+            if elem_type == TensorProto.DOUBLE:
                 warn(f"graph {kind} {value.name!r} is float64, which TensorRT has not: the engine takes and gives float32 there")
+            elif elem_type in _NOT_IN_TENSORRT:
+                raise ValueError(f"graph {kind} {value.name!r} is {helper.tensor_dtype_to_string(elem_type).removeprefix('TensorProto.').lower()}, "
+                                 f"which TensorRT has not (its types: {', '.join(dtypes.ELEMENT_TYPES)}, and float64 as float32)")
 
 
 def _network_from_proto(proto, path=None, strongly_typed=True):
