@@ -373,3 +373,17 @@ def test_run_time_axes_run_lowered_in_onnxrt_against_the_reference(tmp_path):
     result = fx.run_tool("polygraphy", ["run", path, "--onnxrt", "--pluginref", "--trt-scatter-inputs", "--atol", "0", "--rtol", "0"])
     output = result.stdout + result.stderr
     assert result.returncode == 0 and "PASSED" in output, output
+
+
+def test_the_reference_runner_refuses_a_model_onnx_cannot_evaluate_in_one_line():
+    """polygraphy prints a PolygraphyException as one line; anything else raised while activating was a traceback."""
+    from onnx import TensorProto, helper
+    from polygraphy.exception import PolygraphyException
+
+    from trt_scatter.polygraphy_ext.references import ReferenceRunner
+
+    graph = helper.make_graph([helper.make_node("If", ["flag"], ["y"])], "g", [helper.make_tensor_value_info("flag", TensorProto.BOOL, [])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    runner = ReferenceRunner(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    with pytest.raises(PolygraphyException, match=r"^the reference cannot run this model: Attribute 'else_branch' is expected"):
+        runner.activate()

@@ -66,10 +66,16 @@ class ReferenceRunner(BaseRunner):
 
     @util.check_called_by("activate")
     def activate_impl(self) -> None:
+        from trt_scatter.log import first_line
         from trt_scatter.reference import Reference
 
         model, _ = util.invoke_if_callable(self._model)
-        self.reference = Reference(model)
+        try:
+            self.reference = Reference(model)
+        except ValueError as err:  # ModelError: a model the passes refuse, named in one line
+            G_LOGGER.critical(str(err))
+        except Exception as err:  # ONNX's evaluator refuses the model (an If without a branch, an unknown function...)
+            G_LOGGER.critical(f"the reference cannot run this model: {first_line(err)}")
         self.model = self.reference.model
 
     @util.check_called_by("get_input_metadata")
@@ -80,6 +86,8 @@ class ReferenceRunner(BaseRunner):
 
     @util.check_called_by("infer")
     def infer_impl(self, feed_dict: dict[str, np.ndarray]) -> OrderedDict[str, np.ndarray]:
+        from trt_scatter.reference import NodeRunError
+
         feeds = {name: util.array.to_numpy(value) for name, value in feed_dict.items()}
         start = time.time()
         try:
@@ -87,6 +95,8 @@ class ReferenceRunner(BaseRunner):
         except ScatterInputError as err:  # inputs the spec forbids: polygraphy's one line, not a traceback
             G_LOGGER.log(str(err), G_LOGGER.CRITICAL)
             raise ReferenceInputError(err) from None
+        except NodeRunError as err:  # another op's failure, led by its node's name
+            G_LOGGER.critical(str(err))
         self.inference_time = time.time() - start
         return OrderedDict(outputs)
 
