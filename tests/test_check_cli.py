@@ -103,8 +103,8 @@ def test_golden_data_saved_by_polygraphy_run_is_matched_by_runner(elements_model
     _shift_golden(outputs, 1e-3, run=0)  # the golden reference run only
     result = check(elements_model, "--load-inputs", inputs, "--load-outputs", outputs)
     assert result.returncode == 1, output_of(result)
-    assert re.search(r"FAIL output: reference vs golden reference-runner-N0-\S+", result.stdout), result.stdout
-    assert re.search(r"PASS output: onnxruntime vs golden onnxrt-runner-N0-\S+", result.stdout), result.stdout
+    assert re.search(r"FAIL output: reference vs golden reference-runner-N\d+-\S+", result.stdout), result.stdout
+    assert re.search(r"PASS output: onnxruntime vs golden onnxrt-runner-N\d+-\S+", result.stdout), result.stdout
 
 
 def _corrupted(module, function):
