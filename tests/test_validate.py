@@ -766,6 +766,11 @@ _SLICE = onnx_models.slice_scatter_model((4, 6), [0], [4], [2], axes=[1])
                  r"^ScatterND node .*: ScatterND takes 3 inputs and gives 1 output \(got 4 inputs, 1 outputs\)$", id="an-onnx-scatter-of-4-inputs"),
     pytest.param(_mutated(_SLICE, lambda m: m.functions.extend([_recursive_function(), _recursive_function()])),
                  r"^the model's local functions cannot be inlined: ", id="local-functions-onnx-cannot-inline"),
+    pytest.param(_mutated(_SLICE, lambda m: m.opset_import.append(helper.make_opsetid("trt_scatter", 2))),
+                 r"^the model imports domain 'trt_scatter' 2 times \(versions \[1, 2\]\): once at most$", id="a-domain-imported-twice"),
+    pytest.param(_mutated(_SLICE, lambda m: (m.graph.node[-1].ClearField("attribute"),
+                                             m.graph.node[-1].attribute.append(helper.make_attribute("inplace", numpy_helper.from_array(np.array(1)))))),
+                 r"^SliceScatter node .*: attribute 'inplace' must be the int 0 or 1 \(got a tensor\)$", id="a-tensor-for-an-int-attribute"),
 ])
 def test_models_onnx_would_refuse_are_refused_in_one_line(model, message):
     """Each of these built, or reached TensorRT's parser, an internal error or a rule read with float64 (the attribute given

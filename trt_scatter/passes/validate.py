@@ -72,6 +72,11 @@ def validate(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelPr
         raise ModelError(f"graph {printable(repr(graph.name))} has no outputs: nothing would be computed (TensorRT builds no network without one)")
     _check_structure(graph, set())
     _check_sizes(graph)
+    domains = [opset.domain or "" for opset in model.proto.opset_import]
+    repeated = next((domain for domain in domains if domains.count(domain) > 1), None)
+    if repeated is not None:
+        versions = [opset.version for opset in model.proto.opset_import if (opset.domain or "") == repeated]
+        raise ModelError(f"the model imports domain {printable(repr(repeated))} {len(versions)} times (versions {versions}): once at most")
     version, onnx_version = opset_version(model.proto, ops.DOMAIN), opset_version(model.proto, "")
     untyped = {value.name for value in graph.input if not value.type.tensor_type.elem_type} - {init.name for init in graph.initializer}
     for index, node in indexed_nodes(graph):
@@ -123,7 +128,6 @@ class ValidateTrtScatter(BaseLoader):
 def _check_attributes_once(node, index):
     """No attribute given twice (ONNX's checker refuses it; TensorRT reads the first, ONNX's evaluator the last), and
     none that refers to a function's attribute (``ref_attr_name``) outside a function: it has no value there."""
-    from onnx import helper
 
     referring = next((attribute for attribute in node.attribute if attribute.ref_attr_name), None)
     if referring is not None:
@@ -131,8 +135,8 @@ def _check_attributes_once(node, index):
                          f"({printable(repr(referring.ref_attr_name))}) outside any function, where it has no value")
     names = [attribute.name for attribute in node.attribute]
     for name in dict.fromkeys(name for name in names if names.count(name) > 1):
-        values = [helper.get_attribute_value(a) for a in node.attribute if a.name == name]
-        shown = ", ".join(repr(v.decode(errors="replace") if isinstance(v, bytes) else v) for v in values)
+        values = [_value(a) for a in node.attribute if a.name == name]
+        shown = ", ".join(map(repr, values))
         raise ModelError(f"{node_label(node, index)}: attribute '{printable(name)}' is given {len(values)} times ({printable(shown)}): once at most")
 
 
@@ -253,12 +257,10 @@ def _since(op_type, attribute=None):
 
 
 def _check_attribute(op, label, attribute):
-    from onnx import AttributeProto, helper
+    from onnx import AttributeProto
 
     contract = op.attributes.get(attribute.name)
-    value = helper.get_attribute_value(attribute)
-    if isinstance(value, bytes):
-        value = value.decode(errors="replace")
+    value = _value(attribute)
     if attribute.name in ops.AOT_ATTRIBUTES:  # written by trt_scatter.passes.aot for the AOT plugins
         wanted = ops.AOT_ATTRIBUTES[attribute.name]
         if value != wanted or attribute.type != (AttributeProto.STRING if isinstance(wanted, str) else AttributeProto.INT):
@@ -270,6 +272,25 @@ def _check_attribute(op, label, attribute):
     kind = AttributeProto.STRING if isinstance(contract.default, str) else AttributeProto.INT
     if attribute.type != kind or not contract.admits(value):
         raise ModelError(f"{label}: attribute '{attribute.name}' must be {contract.describe()} (got {value!r})")
+
+
+def _value(attribute):
+    """An attribute's value: strings decoded; a tensor, a graph... as its kind (their repr runs over many lines)."""
+    from onnx import AttributeProto, helper
+
+    value = helper.get_attribute_value(attribute)
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    if not isinstance(value, (int, float, str, list)):
+        return _Shown(f"a {AttributeProto.AttributeType.Name(attribute.type).lower()}")
+    return value
+
+
+class _Shown(str):
+    """A value shown as it is in a message (``{value!r}`` without quotes)."""
+
+    def __repr__(self):
+        return str(self)
 
 
 def _schema_types(node, position):
