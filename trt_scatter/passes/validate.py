@@ -5,18 +5,24 @@ buffers, so a step of 0 or an index out of range in a model's constants would re
 which skip what they cannot write: the engine builds and silently does nothing. trt-scatter can
 read those constants, so it checks the model first, every If/Loop/Scan body included:
 
-- the graph: every node input is a graph input, an initializer, an earlier node's output or (in a
+- the graph: it has outputs; each domain is imported once; every graph input and initializer has a name
+  of its own; every node input is a graph input, an initializer, an earlier node's output or (in a
   body) a name of an enclosing graph; no tensor is written twice; every graph output is written
   (a cycle, a duplicate output or a dangling input would reach TensorRT's parser as its own error);
-- sizes: no graph input or output with a dimension, or a volume, of :data:`MAX_ELEMENTS` or more
-  (TensorRT's limit: it would build such an input with a dimension of 0);
+  no node gives an attribute twice (TensorRT reads the first, ONNX's evaluator the last) or refers to
+  a function's attribute outside a function; no trt-scatter op type in another domain (TensorRT's
+  parser finds plugins by op type alone);
+- sizes: no graph input or output with a negative dimension, one of an empty name (built as 0), or a
+  dimension or a volume of :data:`MAX_ELEMENTS` or more (TensorRT's limit: it would build such an
+  input with a dimension of 0);
 - every node of a registered op (:mod:`trt_scatter.ops`):
 
   - a ``trt_scatter`` node, against the op's contract: an op of the domain, imported at version 1,
   one output, its inputs (no missing one, none too many), its attributes (each one the op has, with
   an allowed value; any other is an error, not ignored); element types: data numeric, updates (and
   the output) of data's type, index inputs int32 or int64, those the contract ties of one type;
-- ONNX's own scatter nodes: index inputs int32 or int64, updates (and the output) of data's type;
+- ONNX's own scatter nodes: their inputs and outputs as ONNX's schema counts them, index inputs int32 or
+  int64, updates (and the output) of data's type; no scatter input a graph input without an element type;
 - every op's node (ONNX's ScatterND and ScatterElements too), against its oracle's rules on what
   the model shows (``check_node`` of :mod:`trt_scatter.oracle`): step 0, repeated or out-of-range
   axes, parameters of different lengths, updates that do not fit, indices out of range...
