@@ -739,6 +739,12 @@ def _recursive_function():
     return helper.make_function("local", "F", ["x", "i", "u"], ["z"], nodes, [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)])
 
 
+def _float_in_an_int(attribute):
+    """An attribute whose type says INT and whose value is in ``f`` (it read as 0)."""
+    attribute.ClearField("i")
+    attribute.f = 1.0
+
+
 _REDUCE = onnx_models.scatter_elements_reduce_model((5, 3), (2, 3))
 _SLICE = onnx_models.slice_scatter_model((4, 6), [0], [4], [2], axes=[1])
 
@@ -771,6 +777,8 @@ _SLICE = onnx_models.slice_scatter_model((4, 6), [0], [4], [2], axes=[1])
     pytest.param(_mutated(_SLICE, lambda m: (m.graph.node[-1].ClearField("attribute"),
                                              m.graph.node[-1].attribute.append(helper.make_attribute("inplace", numpy_helper.from_array(np.array(1)))))),
                  r"^SliceScatter node .*: attribute 'inplace' must be the int 0 or 1 \(got a tensor\)$", id="a-tensor-for-an-int-attribute"),
+    pytest.param(_mutated(_REDUCE, lambda m: _float_in_an_int(next(a for a in m.graph.node[-1].attribute if a.name == "axis"))),
+                 r"^ScatterElementsReduce node .*: attribute 'axis' must be an int \(got no int value: f set\)$", id="an-int-attribute-holding-a-float"),
 ])
 def test_models_onnx_would_refuse_are_refused_in_one_line(model, message):
     """Each of these built, or reached TensorRT's parser, an internal error or a rule read with float64 (the attribute given

@@ -276,6 +276,9 @@ def _check_attribute(op, label, attribute):
         known = ", ".join(f"'{name}'" for name in op.attributes)
         raise ModelError(f"{label}: attribute '{attribute.name}' is not an attribute of {op.name} (its attributes: {known}) (got {value!r})")
     kind = AttributeProto.STRING if isinstance(contract.default, str) else AttributeProto.INT
+    if attribute.type == kind and not attribute.HasField("s" if kind == AttributeProto.STRING else "i"):  # its type says so, its value is elsewhere
+        value = _Shown(f"no {'string' if kind == AttributeProto.STRING else 'int'} value: {', '.join(f.name for f, _ in attribute.ListFields() if f.name not in ('name', 'type')) or 'none'} set")
+        raise ModelError(f"{label}: attribute '{attribute.name}' must be {contract.describe()} (got {value!r})")
     if attribute.type != kind or not contract.admits(value):
         raise ModelError(f"{label}: attribute '{attribute.name}' must be {contract.describe()} (got {value!r})")
 
