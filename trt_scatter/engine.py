@@ -189,26 +189,26 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
 
 def _for_the_parser(proto):
     """``proto``, or a copy without what TensorRT mishandles in a valid model: the trailing optional inputs a
-    ``trt_scatter`` node gives as "" (left out; the parser calls the node invalid), and the ``trt_scatter`` nodes of
-    the main graph whose output nothing reads (TensorRT-RTX drops the layer and frees its plugin twice: an abort)."""
+    ``trt_scatter`` node gives as "" (left out; the parser calls the node invalid), and, where a ``trt_scatter`` node of
+    the main graph computes nothing an output depends on, every such node (TensorRT-RTX drops the layer and frees its
+    plugin twice: an abort; TensorRT would drop the others itself)."""
     import onnx
 
-    from trt_scatter.model import all_nodes
+    from trt_scatter.model import all_nodes, live_names
     from trt_scatter.ops import is_trt_scatter
 
-    def live(graph):
-        read = {name for node in all_nodes(graph) for name in node.input} | {value.name for value in graph.output}
-        return [node for node in graph.node if not is_trt_scatter(node) or node.output[0] in read]
-
+    live = live_names(proto.graph.node, [value.name for value in proto.graph.output])
+    dead = [node for node in proto.graph.node if not any(output in live for output in node.output)]
     padded = any(is_trt_scatter(node) and node.input and not node.input[-1] for node in all_nodes(proto.graph))
-    if not padded and len(live(proto.graph)) == len(proto.graph.node):
+    if not padded and not any(is_trt_scatter(node) for node in dead):
         return proto
     copy = onnx.ModelProto()
     copy.CopyFrom(proto)
     for node in all_nodes(copy.graph):
         while is_trt_scatter(node) and node.input and not node.input[-1]:
             node.input.pop()
-    while len(kept := live(copy.graph)) < len(copy.graph.node):  # a write nothing reads may have been another's only reader
+    if any(is_trt_scatter(node) for node in dead):
+        kept = [node for node in copy.graph.node if any(output in live for output in node.output)]
         del copy.graph.node[:]
         copy.graph.node.extend(kept)
     return copy
@@ -243,14 +243,19 @@ def _warn_of_float64(model):
 
     from trt_scatter.log import warn
 
+    weights = {init.name for init in model.graph.initializer}
     for kind, values in (("input", model.graph.input), ("output", model.graph.output)):
         for value in values:
             elem_type = value.type.tensor_type.elem_type
             if elem_type == TensorProto.DOUBLE:
                 warn(f"graph {kind} {value.name!r} is float64, which TensorRT has not: the engine takes and gives float32 there")
+            elif value.name in weights:  # an initializer an old exporter lists as an input too: the parser names it
+                continue
             elif elem_type in _NOT_IN_TENSORRT:
                 raise ValueError(f"graph {kind} {value.name!r} is {helper.tensor_dtype_to_string(elem_type).removeprefix('TensorProto.').lower()}, "
-                                 f"which TensorRT has not (its types: {', '.join(dtypes.ELEMENT_TYPES)}, and float64 as float32)")
+                                 "which TensorRT has no type for")
+            elif kind == "input" and not elem_type:
+                raise ValueError(f"graph input {value.name!r} has no tensor element type: TensorRT takes typed tensors only")
 
 
 def _network_from_proto(proto, path=None, strongly_typed=True):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from trt_scatter.ops import DEFAULT_DOMAINS, is_trt_scatter
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterable, Iterator, Sequence
 
     import onnx
 
@@ -92,6 +92,24 @@ def fed_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
 
 #: ops that read an input for its shape or type only -> that input's position (None: every input)
 SHAPE_READERS = {"Shape": None, "Size": None, "EyeLike": None, "RandomUniformLike": None, "RandomNormalLike": None, "CastLike": 1}
+
+
+def live_names(nodes: Sequence[onnx.NodeProto], outputs: Iterable[str]) -> set[str]:
+    """The tensor names the graph ``outputs`` depend on through ``nodes`` (in topological order), themselves included;
+    a node reads what its subgraphs read of outer names too."""
+    live = set(outputs)
+    for node in reversed(nodes):
+        if any(name in live for name in node.output):
+            live |= _reads(node)
+    return live
+
+
+def _reads(node):
+    names = set(node.input)
+    for subgraph in subgraphs(node):
+        for inner in subgraph.node:
+            names |= _reads(inner)
+    return names
 
 
 def value_readers(graph: onnx.GraphProto) -> dict[str, list[onnx.NodeProto]]:

@@ -41,7 +41,7 @@ from polygraphy.backend.base import BaseLoader
 
 from trt_scatter import networks, ops
 from trt_scatter.log import first_line, logger
-from trt_scatter.model import ModelError, as_model, graph_names, node_label, opset_version, subgraphs
+from trt_scatter.model import ModelError, as_model, graph_names, live_names, node_label, opset_version, subgraphs
 from trt_scatter.model.node import OpNode
 from trt_scatter.networks.graph import OnnxGraph, Value
 from trt_scatter.oracle.rules import ScatterInputError
@@ -124,7 +124,7 @@ def _replace_nodes(graph, nodes, initializers):
     """Puts ``nodes`` and the new ``initializers`` in ``graph``, without what only the replaced nodes
     read (a stop computed from pos, constant parameters); what nothing read before stays."""
     outputs = {value.name for value in graph.output}
-    dropped = _live(graph.node, outputs) - _live(nodes, outputs) - {value.name for value in graph.input}
+    dropped = live_names(graph.node, outputs) - live_names(nodes, outputs) - {value.name for value in graph.input}
     kept_initializers = [init for init in graph.initializer if init.name not in dropped]
     kept_info = [value for value in graph.value_info if value.name not in dropped]
     for field, values in ((graph.node, [n for n in nodes if not (n.output and set(n.output) <= dropped)]),
@@ -168,24 +168,6 @@ def _with_opset(model, needed=OPSET):
         raise ModelError(f"the model imports opset {version} of the default domain; the lowering needs {needed}, and ONNX's version converter cannot upgrade it ({first_line(err)})") from None
     logger.info("lower: upgraded the default-domain opset from %d to %d (what the lowerings need)", version, needed)
     return converted
-
-
-def _live(nodes, outputs):
-    """The tensor names the graph ``outputs`` depend on through ``nodes`` (in topological order), themselves included."""
-    live = set(outputs)
-    for node in reversed(nodes):
-        if any(name in live for name in node.output):
-            live |= _reads(node)
-    return live
-
-
-def _reads(node):
-    """The tensor names ``node`` reads, its subgraphs' reads of outer names included."""
-    names = set(node.input)
-    for subgraph in subgraphs(node):
-        for inner in subgraph.node:
-            names |= _reads(inner)
-    return names
 
 
 def nested_node(graph: onnx.GraphProto) -> tuple[str, str] | None:

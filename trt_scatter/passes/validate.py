@@ -5,15 +5,15 @@ buffers, so a step of 0 or an index out of range in a model's constants would re
 which skip what they cannot write: the engine builds and silently does nothing. trt-scatter can
 read those constants, so it checks the model first, every If/Loop/Scan body included:
 
-- the graph: it has outputs; each domain is imported once; every graph input and initializer has a name
+- the graph: it has outputs; each domain is imported at one version; every graph input and initializer has a name
   of its own; every node input is a graph input, an initializer, an earlier node's output or (in a
   body) a name of an enclosing graph; no tensor is written twice; every graph output is written
   (a cycle, a duplicate output or a dangling input would reach TensorRT's parser as its own error);
   no node gives an attribute twice (TensorRT reads the first, ONNX's evaluator the last) or refers to
   a function's attribute outside a function; no trt-scatter op type in another domain (TensorRT's
-  parser finds plugins by op type alone);
-- sizes: no graph input or output with a negative dimension, one of an empty name (built as 0), or a
-  dimension or a volume of :data:`MAX_ELEMENTS` or more (TensorRT's limit: it would build such an
+  parser finds plugins by op type alone), unless it calls a function of the model's;
+- sizes: no graph input with a dimension of an empty name (built as 0), and no graph input or output
+  with a dimension or a volume of :data:`MAX_ELEMENTS` or more (TensorRT's limit: it would build such an
   input with a dimension of 0);
 - every node of a registered op (:mod:`trt_scatter.ops`):
 
@@ -78,18 +78,20 @@ def validate(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelPr
         raise ModelError(f"graph {printable(repr(graph.name))} has no outputs: nothing would be computed (TensorRT builds no network without one)")
     _check_structure(graph, set())
     _check_sizes(graph)
-    domains = [opset.domain or "" for opset in model.proto.opset_import]
-    repeated = next((domain for domain in domains if domains.count(domain) > 1), None)
-    if repeated is not None:
-        versions = [opset.version for opset in model.proto.opset_import if (opset.domain or "") == repeated]
-        raise ModelError(f"the model imports domain {printable(repr(repeated))} {len(versions)} times (versions {versions}): once at most")
+    imported = {}  # domain -> versions ("" and "ai.onnx" are one domain; onnx.compose repeats imports at one version)
+    for opset in model.proto.opset_import:
+        imported.setdefault("" if opset.domain in ops.DEFAULT_DOMAINS else opset.domain, set()).add(opset.version)
+    twice = next((domain for domain, versions in imported.items() if len(versions) > 1), None)
+    if twice is not None:
+        raise ModelError(f"the model imports domain {printable(repr(twice))} at versions {sorted(imported[twice])}: one version at most")
     version, onnx_version = opset_version(model.proto, ops.DOMAIN), opset_version(model.proto, "")
     untyped = {value.name for value in graph.input if not value.type.tensor_type.elem_type} - {init.name for init in graph.initializer}
+    functions = {(function.domain, function.name) for function in model.proto.functions}  # a call of the model's own function
     for index, node in indexed_nodes(graph):
         _check_attributes_once(node, index)
         if ops.is_trt_scatter(node):
             _check_contract(node, index, version)
-        elif node.op_type in ops.OPS and node.domain not in (ops.DOMAIN, *ops.DEFAULT_DOMAINS):
+        elif node.op_type in ops.OPS and node.domain not in (ops.DOMAIN, *ops.DEFAULT_DOMAINS) and (node.domain, node.op_type) not in functions:
             raise ModelError(f"{node_label(node, index)}: is in domain {printable(repr(node.domain))}, where TensorRT's parser, which finds plugins by "
                              f"op type alone, would build it as trt-scatter's {node.op_type}: trt-scatter's ops are in domain '{ops.DOMAIN}'")
         op = ops.op_of(node)
@@ -182,17 +184,15 @@ def _check_structure(graph, outer):
 
 
 def _check_sizes(graph):
-    """No graph input or output has a negative dimension, one named with an empty name (TensorRT's parser builds it
-    as 0), or a dimension or a volume of :data:`MAX_ELEMENTS` or more."""
+    """No graph input has a dimension of an empty name (TensorRT's parser builds it as 0), and no graph input or output
+    a dimension or a volume of :data:`MAX_ELEMENTS` or more."""
+    for value in graph.input:
+        for axis, dim in enumerate(value.type.tensor_type.shape.dim):
+            if dim.HasField("dim_param") and not dim.dim_param:
+                raise ModelError(f"graph input {printable(repr(value.name))}: dimension {axis} has an empty name (dim_param ''), which TensorRT "
+                                 "builds as 0: name it, or leave it unset, for a dynamic one")
     for kind, values in (("input", graph.input), ("output", graph.output)):
         for value in values:
-            for axis, dim in enumerate(value.type.tensor_type.shape.dim):
-                if dim.HasField("dim_value") and dim.dim_value < 0:
-                    raise ModelError(f"graph {kind} {printable(repr(value.name))}: dimension {axis} is {dim.dim_value}: a size is at least 0 "
-                                     "(a dynamic one is named, with dim_param, or left unset)")
-                if dim.HasField("dim_param") and not dim.dim_param:
-                    raise ModelError(f"graph {kind} {printable(repr(value.name))}: dimension {axis} has an empty name (dim_param ''): "
-                                     "name it, or leave it unset, for a dynamic one")
             dims = [d.dim_value for d in value.type.tensor_type.shape.dim if d.HasField("dim_value")]
             if any(d > MAX_ELEMENTS for d in dims) or math.prod(dims) > MAX_ELEMENTS:
                 shape = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in value.type.tensor_type.shape.dim]
