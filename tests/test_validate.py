@@ -780,6 +780,11 @@ _SLICE = onnx_models.slice_scatter_model((4, 6), [0], [4], [2], axes=[1])
                  r"^SliceScatter node .*: attribute 'inplace' must be the int 0 or 1 \(got a tensor\)$", id="a-tensor-for-an-int-attribute"),
     pytest.param(_mutated(_REDUCE, lambda m: _float_in_an_int(next(a for a in m.graph.node[-1].attribute if a.name == "axis"))),
                  r"^ScatterElementsReduce node .*: attribute 'axis' must be an int \(got no int value: f set\)$", id="an-int-attribute-holding-a-float"),
+    pytest.param(_mutated(_SLICE, lambda m: setattr(next(o for o in m.opset_import if o.domain == ""), "version", 99)),
+                 r"^the model imports opset 99 of the default domain; onnx .*, installed here, knows opsets up to \d+ \(a model of a newer onnx: upgrade onnx\)$",
+                 id="an-opset-onnx-does-not-know"),
+    pytest.param(_mutated(_SLICE, lambda m: setattr(m, "ir_version", 99)), r"^the model has IR version 99; onnx .*, installed here, knows IR versions up to \d+",
+                 id="an-ir-version-onnx-does-not-know"),
 ])
 def test_models_onnx_would_refuse_are_refused_in_one_line(model, message):
     """Each of these built, or reached TensorRT's parser, an internal error or a rule read with float64 (the attribute given

@@ -5,7 +5,8 @@ buffers, so a step of 0 or an index out of range in a model's constants would re
 which skip what they cannot write: the engine builds and silently does nothing. trt-scatter can
 read those constants, so it checks the model first, every If/Loop/Scan body included:
 
-- the graph: it has outputs; each domain is imported at one version; every graph input and initializer has a name
+- the graph: an IR version and default-domain opset the installed onnx knows; it has outputs; each domain is
+  imported at one version; every graph input and initializer has a name
   of its own; every node input is a graph input, an initializer, an earlier node's output or (in a
   body) a name of an enclosing graph; no tensor is written twice; every graph output is written
   (a cycle, a duplicate output or a dangling input would reach TensorRT's parser as its own error);
@@ -85,6 +86,7 @@ def validate(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelPr
     if twice is not None:
         raise ModelError(f"the model imports domain {printable(repr(twice))} at versions {sorted(imported[twice])}: one version at most")
     version, onnx_version = opset_version(model.proto, ops.DOMAIN), opset_version(model.proto, "")
+    _check_versions(model.proto, onnx_version)
     untyped = {value.name for value in graph.input if not value.type.tensor_type.elem_type} - {init.name for init in graph.initializer}
     functions = {(function.domain, function.name) for function in model.proto.functions}  # a call of the model's own function
     for index, node in indexed_nodes(graph):
@@ -131,6 +133,21 @@ class ValidateTrtScatter(BaseLoader):
         model, _ = util.invoke_if_callable(self._model)
         validate(model)
         return model
+
+
+def _check_versions(proto, onnx_version):
+    """The model's IR version and default-domain opset are ones the installed onnx knows: past them its schemas, shape
+    inference and checker would read the model by older rules (a model of a newer onnx: upgrade onnx)."""
+    import onnx
+    import onnx.defs
+
+    newest = onnx.defs.onnx_opset_version()
+    if onnx_version is not None and onnx_version > newest:
+        raise ModelError(f"the model imports opset {onnx_version} of the default domain; onnx {onnx.__version__}, installed here, knows opsets "
+                         f"up to {newest} (a model of a newer onnx: upgrade onnx)")
+    if proto.ir_version > onnx.IR_VERSION:
+        raise ModelError(f"the model has IR version {proto.ir_version}; onnx {onnx.__version__}, installed here, knows IR versions up to "
+                         f"{onnx.IR_VERSION} (a model of a newer onnx: upgrade onnx)")
 
 
 def _check_attributes_once(node, index):
