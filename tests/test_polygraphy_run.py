@@ -387,3 +387,24 @@ def test_the_reference_runner_refuses_a_model_onnx_cannot_evaluate_in_one_line()
     runner = ReferenceRunner(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
     with pytest.raises(PolygraphyException, match=r"^the reference cannot run this model: Attribute 'else_branch' is expected"):
         runner.activate()
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_profile_keys_that_name_inputs_match_them_alone(tmp_path, dynamic):
+    """polygraphy's Profile matches keys as fnmatch patterns: 'past_key_values[0]' (PyTorch's KV-cache names) named no
+    input, given in --input-shapes or filled in by polygraphy ("Invalid inputs were provided to the optimization profile")."""
+    import onnx
+    from polygraphy.tools.args import RunnerSelectArgs, TrtConfigArgs, TrtRunnerArgs
+
+    from trt_scatter import onnx_models
+
+    model = onnx_models.slice_scatter_model(("n" if dynamic else 4, 6), [0], [4], [2], axes=[1])
+    for node in model.graph.node:
+        node.input[:] = ["past_key_values[0]" if name == "data" else name for name in node.input]
+    model.graph.input[0].name = "past_key_values[0]"
+    onnx.save(model, tmp_path / "model.onnx")
+    shapes = ["--input-shapes", "past_key_values[0]:[4,6]", "updates:[4,2]"] if dynamic else []
+    run = _parsed([str(tmp_path / "model.onnx"), "--trt", "--trt-scatter-plugins", *shapes], TrtRunnerArgs, RunnerSelectArgs, TrtConfigArgs)
+    (profile,) = run.arg_groups[TrtConfigArgs].profile_dicts
+    assert "past_key_values[[]0[]]" in profile and "past_key_values[0]" not in profile
+    assert [list(shape) for shape in profile["past_key_values[[]0[]]"]] == [[4, 6]] * 3

@@ -99,6 +99,32 @@ class TrtScatterArgs(BaseArgs):
             _after_add_to_script(self.arg_groups[TrtLoadPluginsArgs], self._register_plugins_first)
         if DataLoaderArgs in self.arg_groups:
             self._tell_data_loader(args)
+        if (self.register_plugins or self.generate_inputs) and TrtConfigArgs in self.arg_groups and "trt" in runners:
+            self._escape_profile_names()
+
+    def _escape_profile_names(self):
+        """polygraphy's ``Profile`` matches its keys to input names as fnmatch patterns, so ``past_key_values[0]`` (as
+        PyTorch's exports name a KV cache) names no input, given or filled in by polygraphy: each key that is an input's
+        name is made a pattern of that name alone, and an input so named that the profile leaves out gets an entry
+        (its static shape; 1 for a dynamic dimension, polygraphy's default)."""
+        from trt_scatter.engine import literal_pattern
+        from trt_scatter.model import fed_inputs
+
+        model = self._read_model()
+        if model is None:
+            return
+        inputs = {value.name: value for value in fed_inputs(model.proto.graph)}
+        if all(literal_pattern(name) == name for name in inputs):
+            return
+        config = self.arg_groups[TrtConfigArgs]
+        config.profile_dicts = config.profile_dicts or [{}]
+        for profile in config.profile_dicts:
+            for name, value in inputs.items():
+                if name in profile:
+                    profile[literal_pattern(name)] = profile.pop(name)
+                elif literal_pattern(name) != name and literal_pattern(name) not in profile:
+                    shape = [d.dim_value if d.HasField("dim_value") else 1 for d in value.type.tensor_type.shape.dim]
+                    profile[literal_pattern(name)] = (shape, shape, shape)
 
     def _add_reference_runner(self, script):
         """In place of ``PluginRefRunnerArgs.add_to_script_impl``: the whole-model reference."""
