@@ -161,7 +161,7 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
                          "(plugin_namespace='trt_scatter', aot=1): build it with --aot (full TensorRT >= 10.9), or export it "
                          "without aot=True for the Python plugins")
     proto = model.proto
-    _warn_of_float64(proto)
+    _check_io_types(proto)
     if plugins:
         from trt_scatter.passes.plugins import to_plugins
         from trt_scatter.passes.validate import validate
@@ -198,17 +198,18 @@ def _for_the_parser(proto):
     from trt_scatter.ops import is_trt_scatter
 
     live = live_names(proto.graph.node, [value.name for value in proto.graph.output])
-    dead = [node for node in proto.graph.node if not any(output in live for output in node.output)]
+    needed = [any(output in live for output in node.output) for node in proto.graph.node]
+    dead_write = any(is_trt_scatter(node) and not keep for node, keep in zip(proto.graph.node, needed))
     padded = any(is_trt_scatter(node) and node.input and not node.input[-1] for node in all_nodes(proto.graph))
-    if not padded and not any(is_trt_scatter(node) for node in dead):
+    if not padded and not dead_write:
         return proto
     copy = onnx.ModelProto()
     copy.CopyFrom(proto)
     for node in all_nodes(copy.graph):
         while is_trt_scatter(node) and node.input and not node.input[-1]:
             node.input.pop()
-    if any(is_trt_scatter(node) for node in dead):
-        kept = [node for node in copy.graph.node if any(output in live for output in node.output)]
+    if dead_write:
+        kept = [node for node, keep in zip(copy.graph.node, needed) if keep]
         del copy.graph.node[:]
         copy.graph.node.extend(kept)
     return copy
@@ -236,7 +237,7 @@ def _check_rtx_aliasing(name, proto):
 _NOT_IN_TENSORRT = (8, 5, 4, 12, 13, 14, 15)
 
 
-def _warn_of_float64(model):
+def _check_io_types(model):
     """TensorRT has no float64: its ONNX parser makes such a graph input or output float32, without a word. Other
     types it has not (uint16, uint32, uint64, int16...) its parser refuses without naming the input: refused here."""
     from onnx import TensorProto, helper

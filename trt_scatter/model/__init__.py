@@ -34,6 +34,7 @@ from trt_scatter.model.graph import (
     graph_names,
     indexed_nodes,
     live_names,
+    nested_nodes,
     node_label,
     opset_version,
     printable,
@@ -57,6 +58,7 @@ __all__ = [
     "graph_names",
     "indexed_nodes",
     "live_names",
+    "nested_nodes",
     "node_label",
     "opset_version",
     "printable",
@@ -140,8 +142,8 @@ def as_model(model: Model | onnx.ModelProto | str | os.PathLike, weights: bool =
     if isinstance(model, Model):
         return model.read_weights() if weights else model
     if isinstance(model, onnx.ModelProto):
-        unread = [tensor for tensor in files.external_tensors(model) if tensor.data_type in (onnx.TensorProto.INT32, onnx.TensorProto.INT64)]
-        if unread:  # no file to find them beside: validation must see index constants (weights it need not)
+        unread = [tensor for tensor in files.external_tensors(model) if files.holds_indices(tensor)]
+        if unread:  # no file to find them beside
             location = next((entry.value for entry in unread[0].external_data if entry.key == "location"), "?")
             raise ModelError(f"tensor {unread[0].name!r} of the model is kept in an external file ({location!r}) that was not read in: "
                              "give the model's path, or onnx.load it with its external data")

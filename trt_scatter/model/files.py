@@ -156,6 +156,14 @@ def external_tensors(model: onnx.ModelProto) -> list[onnx.TensorProto]:
     return [tensor for _, tensor in constant_tensors(model.graph) if uses_external_data(tensor)]
 
 
+def holds_indices(tensor: onnx.TensorProto) -> bool:
+    """Whether ``tensor`` is int32 or int64, the types of index constants, which validation must read wherever
+    trt-scatter runs from (weights it need not)."""
+    from onnx import TensorProto
+
+    return tensor.data_type in (TensorProto.INT32, TensorProto.INT64)
+
+
 def read_external(model: onnx.ModelProto, path: str | os.PathLike, integers_only: bool = False) -> None:
     """Reads into ``model`` the external data of its tensors from the folder of ``path`` (the model's file).
 
@@ -168,7 +176,7 @@ def read_external(model: onnx.ModelProto, path: str | os.PathLike, integers_only
     from onnx import TensorProto
 
     for name, tensor in constant_tensors(model.graph):
-        if tensor.data_location != TensorProto.EXTERNAL or (integers_only and tensor.data_type not in (TensorProto.INT32, TensorProto.INT64)):
+        if tensor.data_location != TensorProto.EXTERNAL or (integers_only and not holds_indices(tensor)):
             continue
         try:
             _load_external(tensor, path, name)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from trt_scatter.ops import DEFAULT_DOMAINS, is_trt_scatter
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
 
     import onnx
 
@@ -164,6 +164,18 @@ def overwrite_conflict(graph: onnx.GraphProto, node: onnx.NodeProto, readers: di
     if not any(name == value.name for value in (*graph.input, *graph.initializer)) and not any(name in n.output for n in graph.node):
         return "belongs to the graph around this If or Loop body"
     return None
+
+
+def nested_nodes(graph: onnx.GraphProto, wanted: Callable[[onnx.NodeProto], bool]) -> Iterator[tuple[onnx.NodeProto, str, str]]:
+    """``(node, its label, label of the node of its graph that holds it)`` for each node that ``wanted`` picks in a
+    subgraph of ``graph`` (an If branch, a Loop or Scan body, at any depth), in order: the nodes a pass of the main
+    graph does not reach."""
+    for index, holder in enumerate(graph.node):
+        for subgraph in subgraphs(holder):
+            for inner_index, inner in enumerate(subgraph.node):
+                if wanted(inner):
+                    yield inner, node_label(inner, inner_index), node_label(holder, index)
+            yield from nested_nodes(subgraph, wanted)
 
 
 def graph_names(graph: onnx.GraphProto) -> set[str]:

@@ -41,7 +41,7 @@ from polygraphy.backend.base import BaseLoader
 
 from trt_scatter import networks, ops
 from trt_scatter.log import first_line, logger
-from trt_scatter.model import ModelError, as_model, graph_names, live_names, node_label, opset_version, subgraphs
+from trt_scatter.model import ModelError, as_model, graph_names, live_names, nested_nodes, opset_version
 from trt_scatter.model.node import OpNode
 from trt_scatter.networks.graph import OnnxGraph, Value
 from trt_scatter.oracle.rules import ScatterInputError
@@ -173,15 +173,8 @@ def _with_opset(model, needed=OPSET):
 def nested_node(graph: onnx.GraphProto) -> tuple[str, str] | None:
     """``(label of the node, label of the node of its graph that holds it)`` for the first ``trt_scatter`` node in a
     subgraph of ``graph`` (an If branch, a Loop or Scan body, at any depth); None where there is none."""
-    for index, node in enumerate(graph.node):
-        for subgraph in subgraphs(node):
-            for inner_index, inner in enumerate(subgraph.node):
-                if ops.is_trt_scatter(inner):
-                    return node_label(inner, inner_index), node_label(node, index)
-            deeper = nested_node(subgraph)
-            if deeper is not None:
-                return deeper
-    return None
+    found = next(nested_nodes(graph, ops.is_trt_scatter), None)
+    return None if found is None else found[1:]
 
 
 def _refuse_nested(graph):

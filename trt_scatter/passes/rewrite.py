@@ -69,7 +69,7 @@ from polygraphy import util
 from polygraphy.backend.base import BaseLoader
 
 from trt_scatter import dtypes
-from trt_scatter.model import as_model, fresh_name, node_label, opset_version, subgraphs
+from trt_scatter.model import all_graphs, as_model, fresh_name, nested_nodes, opset_version
 from trt_scatter.model.tensors import fold, infer_shapes
 from trt_scatter.ops import DEFAULT_DOMAINS, DOMAIN, is_trt_scatter, op_of, register_onnx_schemas
 from trt_scatter.oracle.reductions import ONNX_REDUCTIONS
@@ -119,8 +119,9 @@ def rewrite(model: Model | onnx.ModelProto | str | os.PathLike) -> tuple[onnx.Mo
     import onnx_graphsurgeon as gs
 
     register_onnx_schemas()  # so shape inference types the outputs of trt_scatter nodes already there
-    original = as_model(model, weights=True).proto  # constant index tensors may be kept in external files
-    model = _taking_decided_branches(original)
+    loaded = as_model(model, weights=True)  # constant index tensors may be kept in external files
+    original = loaded.proto
+    model = _taking_decided_branches(loaded)
     try:
         inferred = infer_shapes(model)
     except Exception:  # a model ONNX cannot infer (unknown ops) keeps what it declares
@@ -128,8 +129,8 @@ def rewrite(model: Model | onnx.ModelProto | str | os.PathLike) -> tuple[onnx.Mo
     graph = gs.import_onnx(inferred)
     rewriter = _Rewriter(graph)
     rewriter.run()
-    rewriter.report.left += [Change(label, op, None, f"lies in a subgraph of {holder}; rewrite works on the main graph only")
-                             for label, op, holder in _nested_scatters(model.graph)]
+    rewriter.report.left += [Change(label, node.op_type, None, f"lies in a subgraph of {holder}; rewrite works on the main graph only")
+                             for node, label, holder in nested_nodes(model.graph, _standard_scatter)]  # torch.cond exports put writes there
     if not rewriter.report.rewritten:  # left alone means left alone: not even the inferred shapes are added
         unchanged = onnx.ModelProto()
         unchanged.CopyFrom(original)
@@ -141,7 +142,12 @@ def rewrite(model: Model | onnx.ModelProto | str | os.PathLike) -> tuple[onnx.Mo
     return result, rewriter.report  # onnx-graphsurgeon imports every domain the nodes use (trt_scatter at version 1)
 
 
-def _taking_decided_branches(model: onnx.ModelProto) -> onnx.ModelProto:
+def _standard_scatter(node: onnx.NodeProto) -> bool:
+    """Whether ``node`` is ONNX's ScatterND or ScatterElements, where the patterns end."""
+    return node.domain in DEFAULT_DOMAINS and node.op_type in ("ScatterND", "ScatterElements")
+
+
+def _taking_decided_branches(loaded: Model) -> onnx.ModelProto:
     """``model``, or a copy in which each ``If`` of the main graph whose condition its static shapes decide is the
     nodes (and initializers) of the branch it takes, with an Identity from each of the branch's outputs to the If's,
     whose declared shapes (the other branch's, as PyTorch declares them) are dropped. An If whose branch defines a
@@ -149,10 +155,11 @@ def _taking_decided_branches(model: onnx.ModelProto) -> onnx.ModelProto:
     import onnx
     from onnx import helper
 
+    model = loaded.proto
     graph = model.graph
     if not any(node.op_type == "If" and node.domain in DEFAULT_DOMAINS for node in graph.node):
         return model
-    decided = _StaticValues(model)
+    decided = _StaticValues(model, loaded.tensors)
     nodes, inlined, initializers = [], set(), []
     for node in graph.node:
         condition = decided.value(node.input[0]) if node.op_type == "If" and node.domain in DEFAULT_DOMAINS and node.input else None
@@ -184,8 +191,6 @@ def _taking_decided_branches(model: onnx.ModelProto) -> onnx.ModelProto:
 
 def _defined(graph: onnx.GraphProto) -> list[str]:
     """The names ``graph`` and its subgraphs define: node outputs, initializers, inputs."""
-    from trt_scatter.model.graph import all_graphs
-
     return [name for inner in all_graphs(graph) for name in (*(o for n in inner.node for o in n.output if o), *(i.name for i in inner.initializer),
                                                              *(i.name for i in inner.input))]
 
@@ -196,13 +201,11 @@ class _StaticValues:
     rank), and what standard ops compute from those (:func:`~trt_scatter.model.tensors.fold`). A name a subgraph
     defines too (a sibling scope may) is not decided here."""
 
-    def __init__(self, model):
+    def __init__(self, model, tensors):
         from onnx import numpy_helper
 
-        from trt_scatter.model.tensors import ModelTensors
-
         graph = model.graph
-        self.tensors = ModelTensors(model)  # shapes: the main graph's win
+        self.tensors = tensors  # the model's ModelTensors: shapes, the main graph's winning
         self.definitions = collections.Counter(_defined(graph))
         inputs = {value.name for value in graph.input}
         self.initializers = {init.name: init for init in graph.initializer if init.name not in inputs}
@@ -214,7 +217,8 @@ class _StaticValues:
         if self.definitions[name] != 1 or depth > 16:
             return None
         if name in self.initializers:
-            return self._array(self.initializers[name]) if self.initializers[name].data_location == 0 else None
+            initializer = self.initializers[name]
+            return None if initializer.data_location == initializer.EXTERNAL else self._array(initializer)
         node = self.producers.get(name)
         if node is None:
             return None
@@ -226,21 +230,8 @@ class _StaticValues:
         if source is not None and source.op_type == "Shape" and not source.attribute:
             shape = self.tensors.shape(source.input[0])
             return None if shape is None else np.array(len(shape), np.int64)
-        if any(a.type in (5, 10) for a in node.attribute):  # GRAPH, GRAPHS: not folded here
-            return None
         results = fold(node, [self.value(i, depth + 1) if i else None for i in node.input], self.opset)
         return None if results is None else results[list(node.output).index(name)]
-
-
-def _nested_scatters(graph: onnx.GraphProto) -> Iterator[tuple[str, str, str]]:
-    """``(label, op, label of the node holding it)`` of each ScatterND/ScatterElements in a subgraph of ``graph``
-    (an If branch, a Loop or Scan body, at any depth): left, and said so (torch.cond exports put writes there)."""
-    for index, node in enumerate(graph.node):
-        for subgraph in subgraphs(node):
-            for inner_index, inner in enumerate(subgraph.node):
-                if inner.domain in DEFAULT_DOMAINS and inner.op_type in ("ScatterND", "ScatterElements"):
-                    yield node_label(inner, inner_index), inner.op_type, node_label(node, index)
-            yield from _nested_scatters(subgraph)
 
 
 class RewriteToTrtScatter(BaseLoader):
