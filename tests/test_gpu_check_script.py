@@ -490,10 +490,33 @@ FAKE_SANITIZER = textwrap.dedent("""\
     """)
 
 
+def _kernel_cache_of_stand_ins(folder, library):
+    """The rehearsal's own kernel cache: for every instantiation gpu_check.py loads, a stand-in CUBIN (an ELF tag) under
+    the name g++ gave its kernel in the shim, and each AOT entry's PTX as NVRTC writes it (the run's, kernel_cache).
+
+    The stand-in driver runs the shim's kernel whatever image it is handed, so compiling the 64 CUBINs (about a minute
+    of CPU) would prove nothing here; tests/test_kernels_compile.py compiles CUBINs and every AOT entry's PTX and checks
+    that NVRTC's names are the shim's."""
+    from trt_scatter.plugins import cuda
+
+    try:
+        arch, ptx_arch = cuda.target_arch(90), cuda.aot_ptx_arch()
+    except cuda.CudaUnavailableError as error:
+        pytest.skip(f"the rehearsal needs NVRTC: {error}")
+    for kernel, element_size, index in gpu_check.INSTANTIATIONS:
+        cuda._write_cache_file(folder / f"{cuda.cache_key(kernel, element_size, index, arch)}.cubin", b"\x7fELF stand-in",
+                               host.kernel_symbol(library, kernel, element_size, index))
+        if kernel.endswith(cuda.AOT_SUFFIX):
+            lowered, ptx = cuda.aot_ptx(kernel, element_size, index)
+            cuda._write_cache_file(folder / f"{cuda.cache_key(kernel, element_size, index, ptx_arch)}.ptx", ptx.encode(), lowered)
+    return folder
+
+
 @pytest.fixture(scope="module")
 def rehearsal(tmp_path_factory, kernel_cache):
-    """What gpu_check.sh needs to run here: the stand-in driver and shim, a stand-in compute-sanitizer,
-    the run's kernel cache (conftest's kernel_cache). Skips where gcc or cuda-bindings are missing."""
+    """What gpu_check.sh needs to run here: the stand-in driver and shim, a stand-in compute-sanitizer, a kernel
+    cache of stand-in CUBINs and the AOT entries' PTX (_kernel_cache_of_stand_ins). Skips where gcc or cuda-bindings
+    are missing."""
     if shutil.which("gcc") is None or shutil.which("g++") is None or shutil.which("timeout") is None:
         pytest.skip("the rehearsal needs gcc, g++ and timeout")
     try:
@@ -508,9 +531,10 @@ def rehearsal(tmp_path_factory, kernel_cache):
     sanitizer = folder / "compute-sanitizer"
     sanitizer.write_text(FAKE_SANITIZER)
     sanitizer.chmod(0o755)
+    cache = _kernel_cache_of_stand_ins(folder / "kernel-cache", host.shared_library())
     # sms=1: the large cases stay small; ptx_isa: this NVRTC's PTX loads (a driver 580 takes ISA <= 9.0)
     env = host.fakecuda_environment(driver, host.shared_library(), sms=1, ptx_isa="99.9")
-    env.update(PYTHON=sys.executable, COMPUTE_SANITIZER=str(sanitizer), TRT_SCATTER_CACHE_DIR=kernel_cache,
+    env.update(PYTHON=sys.executable, COMPUTE_SANITIZER=str(sanitizer), TRT_SCATTER_CACHE_DIR=str(cache),
                HYPOTHESIS_PROFILE="dev", GPU_CHECK_PYTEST_ARGS="--deselect tests/test_kernels_gpu.py::test_offsets_past_4_gib")
     env.pop("TRT_SCATTER_REQUIRE_GPU", None)
     return env

@@ -1,10 +1,13 @@
-"""Every kernel instantiation compiles with NVRTC to CUBIN, on the CPU (no GPU needed).
+"""The kernels compile with NVRTC on the CPU (no GPU needed), under the names the launchers look up.
 
-All instantiations for sm_90 (an H100/H200), and one per kernel for the other archs tested
-(``TRT_SCATTER_TEST_ALL_ARCHS=1``: every instantiation for every arch). Also: the generated code
-uses 128-bit loads and stores, and NVRTC errors come back with the compiler's log. The AOT entry
-points compile to the PTX that the AOT plugins hand TensorRT, with exactly the parameter list that
-TensorRT launches them with (inputs, the int32 scalars of plugins.kernels, the output).
+CUBINs (NVRTC, then ptxas): one instantiation of each entry point for sm_90 (an H100/H200), element sizes and
+index types spread over them, and a write and a reduction for each other arch tested; every instantiation for every
+arch with ``TRT_SCATTER_TEST_ALL_ARCHS=1`` (ptxas takes about a second of CPU each: a GPU machine's check compiles
+all 64 for its own arch). PTX: every AOT entry's, the PTX the AOT plugins hand TensorRT, with exactly the parameter
+list TensorRT launches them with (inputs, the int32 scalars of plugins.kernels, the output). The CPU shim builds
+every instantiation from the same sources with g++; NVRTC's name for an instantiation is the symbol g++ gave it,
+the name the stand-in driver (tests/kernel_shim/fakecuda.c) looks up. Also: the generated code uses 128-bit loads
+and stores, and NVRTC errors come back with the compiler's log.
 """
 
 import os
@@ -12,6 +15,8 @@ import re
 
 import pytest
 
+from conftest import needs_gxx
+from kernel_shim import host
 from trt_scatter.plugins import cuda, kernels
 from trt_scatter.plugins import scatter_elements_reduce as elements_reduce_kernel, scatter_nd_reduce as nd_reduce_kernel
 from trt_scatter.plugins import slice_scatter as slice_kernel, scatter_update as update_kernel, tensor_scatter as cache_kernel
@@ -31,20 +36,19 @@ def _supported_archs():
         return set()
 
 
+REDUCE_OPS = ("scatter_elements_reduce", "scatter_nd_reduce")
 INSTANTIATIONS = [("slice_scatter", size, None) for size in kernels.ELEMENT_SIZES] + [
-    ("scatter_update", size, index) for size in kernels.ELEMENT_SIZES for index in kernels.INDEX_ITEMSIZES
+    (op, size, index) for op in ("scatter_update",) + REDUCE_OPS for size in kernels.ELEMENT_SIZES for index in kernels.INDEX_ITEMSIZES
 ] + [("tensor_scatter", size, None) for size in kernels.ELEMENT_SIZES]
-AOT_INSTANTIATIONS = [(kernel + "_aot", size, index) for kernel, size, index in INSTANTIATIONS] + [
-    (f"{op}_aot", size, index) for op in ("scatter_elements_reduce", "scatter_nd_reduce") for size in (4, 8) for index in kernels.INDEX_ITEMSIZES
-]  # the reductions' AOT entries take int32 and int64
+AOT_INSTANTIATIONS = [(kernel + "_aot", size, index) for kernel, size, index in INSTANTIATIONS]
 ALL_ARCHS = os.environ.get("TRT_SCATTER_TEST_ALL_ARCHS", "0") == "1"
-# The AOT entries (same body, compiled to PTX for engines by the test below): CUBINs of two, for GPU launches.
-MATRIX = [(k, e, i, 90) for k, e, i in INSTANTIATIONS + [("slice_scatter_aot", 2, None), ("scatter_update_aot", 8, 8),
-                                                          ("tensor_scatter_aot", 2, None)]] + [
-    (k, e, i, arch)
-    for arch in (75, 80, 120)
-    for k, e, i in (INSTANTIATIONS if ALL_ARCHS else [("slice_scatter", 8, None), ("scatter_update", 2, 4), ("tensor_scatter", 2, None)])
-]
+SAMPLE_90 = [("slice_scatter", 1, None), ("slice_scatter_aot", 8, None), ("scatter_update", 2, 8), ("scatter_update_aot", 8, 4),
+             ("tensor_scatter", 4, None), ("tensor_scatter_aot", 2, None), ("scatter_elements_reduce", 2, 4),
+             ("scatter_elements_reduce_aot", 4, 8), ("scatter_nd_reduce", 8, 8), ("scatter_nd_reduce_aot", 8, 4)]
+# The other archs: a write and a reduction each (the reductions' atomics and sorts are what an arch could refuse).
+SAMPLES = {90: SAMPLE_90, 75: [("scatter_update", 2, 4), ("scatter_elements_reduce", 2, 8)],
+           80: [("tensor_scatter", 1, None), ("scatter_nd_reduce", 2, 4)], 120: [("slice_scatter", 8, None), ("scatter_elements_reduce_aot", 8, 4)]}
+MATRIX = [(k, e, i, arch) for arch, sample in SAMPLES.items() for k, e, i in (INSTANTIATIONS + AOT_INSTANTIATIONS if ALL_ARCHS else sample)]
 
 
 @pytest.mark.parametrize("kernel, element_size, index_itemsize, arch", MATRIX)
@@ -56,6 +60,18 @@ def test_instantiation_compiles_to_cubin(kernel, element_size, index_itemsize, a
     assert image[:4] == b"\x7fELF", "NVRTC did not return a CUBIN (ELF) image"
     assert lowered.startswith(f"_Z{len(kernel)}{kernel}")  # the mangled template instance
     assert lowered.encode() in image  # the function cuModuleGetFunction will look up
+
+
+@needs_gxx
+@pytest.mark.parametrize("kernel, element_size, index_itemsize", [(k, e, i) for k, e, i in SAMPLE_90 if not k.endswith(cuda.AOT_SUFFIX)]
+                         + AOT_INSTANTIATIONS)
+def test_nvrtc_names_each_instantiation_as_g_plus_plus_does(kernel, element_size, index_itemsize):
+    """An instantiation's lowered name (from its CUBIN, or an AOT entry's from its PTX) is the symbol the CPU shim's g++
+    build gave it: the GPU check's rehearsal (tests/test_gpu_check_script.py) loads the shim's kernels by these names."""
+    _nvrtc_or_skip()
+    lowered = (cuda.aot_ptx(kernel, element_size, index_itemsize)[0] if kernel.endswith(cuda.AOT_SUFFIX)
+               else cuda.cubin(kernel, element_size, index_itemsize, 90)[1])
+    assert lowered == host.kernel_symbol(host.shared_library(), kernel, element_size, index_itemsize)
 
 
 def test_row_copies_use_128_bit_loads_and_stores():

@@ -304,6 +304,24 @@ def shared_library(sanitize=False):
     return _libraries[sanitize]
 
 
+_ITANIUM_CODES = {1: "h", 2: "t", 4: "j", 8: "y", "i4": "i", "i8": "x"}  # unsigned char ... unsigned long long; int, long long
+_symbols = {}
+
+
+def kernel_symbol(library, kernel, element_size, index_itemsize=None):
+    """The symbol g++ gave one kernel instantiation in the shim library ``library``: the name fakecuda's
+    cuModuleGetFunction looks up, so NVRTC's lowered name for the same instantiation must be it."""
+    from trt_scatter.plugins import cuda
+
+    if library not in _symbols:
+        listing = subprocess.run(["nm", "-D", "--defined-only", str(library)], check=True, capture_output=True, text=True).stdout
+        _symbols[library] = [line.split()[-1] for line in listing.splitlines()]
+    templated_on_index = ", " in cuda.name_expression(kernel, element_size, index_itemsize)
+    prefix = f"_Z{len(kernel)}{kernel}I{_ITANIUM_CODES[element_size]}{_ITANIUM_CODES[f'i{index_itemsize}'] if templated_on_index else ''}E"
+    (symbol,) = [name for name in _symbols[library] if name.startswith(prefix)]
+    return symbol
+
+
 def build_fakecuda(out_dir):
     """Compiles fakecuda.c, the stand-in CUDA driver, as ``out_dir/libcuda.so.1``; returns ``out_dir``
     (for ``LD_LIBRARY_PATH``). Raises CalledProcessError (with gcc's message) if it does not build."""
