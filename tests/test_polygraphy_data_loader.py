@@ -374,6 +374,28 @@ def test_indices_taken_by_two_nodes_fit_both():
         ScatterDataLoader(_shared_indices(6, 2, rows=3))[0]
 
 
+@pytest.mark.parametrize("between", ["Squeeze", "Reshape", "Unsqueeze"])
+def test_indices_that_reach_a_second_node_through_another_op_fit_it_too(between):
+    """One position input written into a [1, 5] tensor by ScatterElements and, through a Squeeze (Reshape, Unsqueeze),
+    into the rows of a [3, 4] tensor by ScatterUpdate: drawn for one node, it must fit the other too."""
+    from onnx import TensorProto, helper
+
+    shape = {"Squeeze": [0], "Reshape": [2], "Unsqueeze": [0]}[between]
+    nodes = [helper.make_node("ScatterElements", ["a", "idx", "u"], ["out_a"], axis=1, name="write"),
+             helper.make_node(between, ["idx", "shape"], ["rows"]),
+             helper.make_node("ScatterUpdate", ["b", "rows", "v", "axis"], ["out_b"], domain="trt_scatter", name="update")]
+    v_shape = {"Squeeze": [2, 4], "Reshape": [2, 4], "Unsqueeze": [1, 1, 2, 4]}[between]
+    graph = helper.make_graph(nodes, "g", [info("a", [1, 5]), info("idx", [1, 2], TensorProto.INT64), info("u", [1, 2]), info("b", [3, 4]),
+                                           info("v", v_shape)], [info("out_a", [1, 5]), info("out_b", [3, 4])],
+                              [onnx.numpy_helper.from_array(np.array(shape), "shape"), onnx.numpy_helper.from_array(np.array(0), "axis")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
+    for seed in range(10):
+        feed = ScatterDataLoader(model, seed=seed)[0]
+        assert set(feed["idx"].ravel() % 3) <= {0, 1, 2} and ((-3 <= feed["idx"]) & (feed["idx"] < 3)).all(), feed["idx"]
+        assert len(set(feed["idx"].ravel() % 3)) == 2, "distinct rows"
+        oracle.scatter_elements(feed["a"], feed["idx"], feed["u"], axis=1)
+
+
 def test_indices_that_cannot_fit_both_nodes_taking_them_are_one_line_naming_both():
     """ScatterElements draws indices distinct per column; the ScatterUpdate that takes them too needs all four distinct in [0, 3]."""
     from onnx import TensorProto, helper

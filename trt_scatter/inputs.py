@@ -460,14 +460,17 @@ def named_dimensions(graph: onnx.GraphProto, shapes: dict[str, Sequence[int]]) -
 def _searched_inputs(plan):
     """``({input: (node, index input)}, {input: [nodes]})``: integer graph inputs without a generator that a scatter
     node's index input is computed from (through ops the loader does not follow), the first node that reads each,
-    and every node whose index inputs it reaches."""
+    and every node whose index inputs it reaches. An input generated for one node that reaches another's index input
+    that way (a Squeeze, a Reshape, an Add between them) is ``shared`` with it: drawn again until both take it."""
     producers, searched, reached = plan.producers, {}, {}
     for node in plan.nodes:
         for key, tensor in node.inputs.items():
             stack, seen = [tensor] if key not in node.op.element_inputs else [], set()
             while stack:
                 name = stack.pop()
-                if name in plan.inputs and name not in plan.generators and np.dtype(plan.inputs[name][0]).kind in "iu":
+                if name in plan.generators and plan.generators[name][0] is not node:
+                    plan.shared.setdefault(name, (node, key))
+                elif name in plan.inputs and name not in plan.generators and np.dtype(plan.inputs[name][0]).kind in "iu":
                     searched.setdefault(name, (node, key))
                     if node not in reached.setdefault(name, []):
                         reached[name].append(node)
