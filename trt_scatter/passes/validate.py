@@ -254,8 +254,14 @@ def _check_schema(node, index, version):
     if not schema.min_input <= len(node.input) <= schema.max_input or len(node.output) != 1:
         takes = schema.min_input if schema.min_input == schema.max_input else f"{schema.min_input} to {schema.max_input}"
         raise ModelError(f"{label}: {node.op_type} takes {takes} inputs and gives 1 output (got {len(node.input)} inputs, {len(node.output)} outputs)")
+    for position, name in enumerate(node.input):
+        formal = schema.inputs[min(position, len(schema.inputs) - 1)]
+        if not name and formal.option != onnx.defs.OpSchema.FormalParameterOption.Optional:
+            raise ModelError(f"{label}: input '{formal.name}' is missing (input {position} has an empty name): {node.op_type} takes "
+                             f"{', '.join(schema_input.name for schema_input in schema.inputs)}")
     for attribute in node.attribute:
         if attribute.name in schema.attributes:
+            _check_attribute_kind(label, attribute, schema.attributes[attribute.name].type)
             continue
         since = _since(node.op_type, attribute.name)
         if since:
@@ -268,6 +274,20 @@ def _check_schema(node, index, version):
     if since is not None and version < since:
         raise ModelError(f"{label}: {node.op_type} at opset {version}, the model's, has no reduction '{reduction}' "
                          f"(it arrives in opset {since})")
+
+
+def _check_attribute_kind(label, attribute, kind):
+    """An attribute of ONNX's own node is of the kind its schema says, and holds a value of that kind (TensorRT reads
+    an INT-typed attribute's ``i``, 0 where it is not set)."""
+    from onnx import AttributeProto
+
+    field = {AttributeProto.INT: "i", AttributeProto.FLOAT: "f", AttributeProto.STRING: "s"}.get(kind)
+    if attribute.type == kind and (field is None or attribute.HasField(field)):
+        return
+    held = ", ".join(f.name for f, _ in attribute.ListFields() if f.name not in ("name", "type")) or "nothing"
+    wanted = {AttributeProto.INT: "an int", AttributeProto.FLOAT: "a float", AttributeProto.STRING: "a string"}.get(kind, AttributeProto.AttributeType.Name(kind))
+    raise ModelError(f"{label}: attribute '{printable(attribute.name)}' must be {wanted} (got an attribute typed "
+                     f"{AttributeProto.AttributeType.Name(attribute.type)} that holds {held})")
 
 
 def _since(op_type, attribute=None):
