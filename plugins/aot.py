@@ -77,7 +77,7 @@ from trt_scatter.log import logger
 from trt_scatter.ops import DOMAIN, OPS
 from trt_scatter.oracle.rules import ScatterInputError
 from trt_scatter.plugins import cuda, kernels
-from trt_scatter.plugins.kernels import PluginError, module
+from trt_scatter.plugins.kernels import PluginError, module, report_refused_shapes
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -112,7 +112,12 @@ def output_desc(op: Op, inputs: Sequence[trtp.TensorDesc], attributes: dict[str,
     """The ``register`` function's body: checks the shapes TensorRT knows (the Python plugins' build-time
     check, the oracle's rules, for the node's ``attributes``), returns data's descriptor aliased with data
     (see the module docstring for why)."""
-    module(op).check_shapes([known_shape(desc.shape_expr) for desc in inputs], **(attributes or {}))
+    shapes = [known_shape(desc.shape_expr) for desc in inputs]
+    try:
+        module(op).check_shapes(shapes, **(attributes or {}))
+    except ScatterInputError as err:
+        report_refused_shapes(f"{op.name} AOT plugin, input shapes {shapes}: {err}")
+        raise
     return inputs[0].aliased()
 
 

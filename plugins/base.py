@@ -36,7 +36,8 @@ import numpy as np
 from trt_scatter import dtypes
 from trt_scatter.backend import tensorrt
 from trt_scatter.log import logger
-from trt_scatter.plugins.kernels import PluginError, module, report_counted_error
+from trt_scatter.oracle.rules import ScatterInputError
+from trt_scatter.plugins.kernels import PluginError, module, report_counted_error, report_refused_shapes
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -128,7 +129,11 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
     @classmethod
     def check_shapes(cls, shapes: Sequence[Sequence[int]], **attributes: int | str) -> None:
         """The op's build-time rules on its inputs' shapes (-1 = unknown), for its ``attributes`` (defaults where left out)."""
-        cls.KERNEL.check_shapes(shapes, **attributes)
+        try:
+            cls.KERNEL.check_shapes(shapes, **attributes)
+        except ScatterInputError as err:
+            report_refused_shapes(f"{cls.NAME} plugin, input shapes {[tuple(shape) for shape in shapes]}: {err}")
+            raise
 
     def __init__(self, inplace=False, phase=None, **attributes):
         trt.IPluginV3.__init__(self)

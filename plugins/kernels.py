@@ -95,6 +95,25 @@ def counted_errors() -> list[str]:
     return errors
 
 
+_refused_shapes = []  # what the plugins' shape checks refused while TensorRT built or ran them, newest last
+
+
+def report_refused_shapes(message: str) -> None:
+    """Records a plugin's refusal of the shapes TensorRT gave it, for :func:`refused_shapes`."""
+    _refused_shapes.append(message)
+
+
+def refused_shapes() -> list[str]:
+    """What the plugins' shape checks refused since the last call (each names its op and the rule), and forgets them.
+
+    TensorRT catches a plugin's exception and says only that "output shape computation failed with a non-zero return
+    code"; this is how a caller (:func:`trt_scatter.engine.build_engine`) learns the rule a profile's shapes broke.
+    """
+    refused = list(_refused_shapes)
+    _refused_shapes.clear()
+    return refused
+
+
 def debug_enabled() -> bool:
     """True when ``TRT_SCATTER_DEBUG=1`` (or another value :func:`trt_scatter.log.env_flag` reads as on): callers then
     check the error counter after each launch."""

@@ -558,3 +558,20 @@ def test_a_graph_input_of_a_type_tensorrt_has_not_is_named(tmp_path, capsys):
     onnx.save(model, tmp_path / "model.onnx")
     assert main(["build", str(tmp_path / "model.onnx"), "--plugins", "-o", str(tmp_path / "m.engine")]) == 2
     assert capsys.readouterr().err == "trt-scatter build: error: graph input 'data' is uint32, which TensorRT has no type for\n"
+
+
+def test_a_profile_that_breaks_a_plugins_shape_rule_names_the_rule(tmp_path, capsys):
+    """TensorRT says only that the plugin's "output shape computation failed with a non-zero return code": the build
+    names the plugin, the shapes it got and the rule (exit 2, the profile is the user's to mend)."""
+    import onnx
+
+    from trt_scatter import onnx_models
+
+    model = onnx_models.slice_scatter_model(("N", "W"), [0], [1], [1], axes=[1])  # a slice one column wide
+    model.graph.input[1].type.tensor_type.shape.dim[1].dim_param = "U"  # updates' columns: their own size
+    onnx.save(model, tmp_path / "model.onnx")
+    profile = ["--min", "data:[1,2]", "updates:[1,3]", "--opt", "data:[2,2]", "updates:[2,3]", "--max", "data:[4,2]", "updates:[4,3]"]
+    assert main(["build", str(tmp_path / "model.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *profile]) == 2
+    assert capsys.readouterr().err == ("trt-scatter build: error: the profile's shapes break a plugin's rule: SliceScatter plugin, input shapes "
+                                       "[(-1, 2), (-1, 3), (1,), (1,), (1,), (1,)]: slice_scatter: 'updates' dimension 1 must be at most data's (2) "
+                                       "to be a slice of it (got 3)\n")

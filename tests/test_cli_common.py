@@ -39,6 +39,17 @@ def test_first_line_of_an_empty_message_is_the_type():
     assert common.first_line(ValueError("\n  first\nsecond")) == "first"
 
 
+def test_the_reason_of_a_record_over_several_lines_is_what_follows_error_is():
+    """TensorRT-RTX's Myelin names the broken shape rule on indented lines after "Error is:", its first line only a source file."""
+    held = common.TensorRTOutput()
+    held.python.write("[E] IBuilder::buildSerializedNetwork: Error Code 1: Myelin ([shape.cpp:175: ~op_constraints_msg_streamer_t] \n"
+                      "    Error during shape inference of\n    out : f32[N, 5] = scatter_elements(data, indices, updates), axis=1\n"
+                      "    Error is:\n    The extent of dimension i (1) of indices must be less than or equal to the extent of data (5).\n"
+                      "[!] Invalid Engine. Please ensure the engine was built correctly\n")
+    assert held.reason(RuntimeError("x")) == ("IBuilder::buildSerializedNetwork: Error Code 1: Myelin: The extent of dimension i (1) of indices must "
+                                              "be less than or equal to the extent of data (5).")
+
+
 def test_quiet_tensorrt_holds_python_and_native_output_and_finds_the_reason(capfd):
     with common.quiet_tensorrt() as held:
         print("[W] a warning")

@@ -352,6 +352,7 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
     """
     trt = tensorrt()
     from polygraphy.backend.trt import CreateConfig, EngineBytesFromNetwork, Profile
+    from polygraphy.exception import PolygraphyException
 
     for flag, wanted in (("FP16", fp16), ("BF16", bf16)):
         if wanted and not hasattr(trt.BuilderFlag, flag):
@@ -408,12 +409,27 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
         config = with_aliased_plugin_io(config)
     start = time.perf_counter()
     saved = save_timing_cache if save_timing_cache is not None else timing_cache
+    refused_shapes = _refused_plugin_shapes()  # forgets earlier refusals: a failed build names its own
     with no_collection_inside_tensorrt():  # it logs throughout the build
-        engine = bytes(EngineBytesFromNetwork(loaded, config=config, save_timing_cache=saved)())  # raises if TensorRT fails
+        try:
+            engine = bytes(EngineBytesFromNetwork(loaded, config=config, save_timing_cache=saved)())  # raises if TensorRT fails
+        except PolygraphyException:
+            refused_shapes = _refused_plugin_shapes()
+            if refused_shapes:  # TensorRT says only that the plugin's "output shape computation failed": the rule it broke
+                raise ValueError(f"the profile's shapes break a plugin's rule: {refused_shapes[-1]}") from None
+            raise
     seconds = time.perf_counter() - start
     summary = BuildSummary(name, inputs, outputs, network.num_layers, seconds, len(engine))
     logger.info("built %s in %.2f s (%d bytes)", name, seconds, len(engine))
     return engine, summary
+
+
+def _refused_plugin_shapes():
+    """What trt-scatter's plugins refused of the shapes TensorRT gave them since the last call, if they are loaded."""
+    import sys
+
+    kernels = sys.modules.get("trt_scatter.plugins.kernels")  # not imported where no plugin is: nothing to say
+    return kernels.refused_shapes() if kernels is not None else []
 
 
 def literal_pattern(name: str) -> str:

@@ -361,8 +361,8 @@ def _build_engine(loaded, feeds, plugins):
     with common.quiet_tensorrt() as tensorrt_output:
         try:
             return common.isolated(build, "building the engine"), None
-        except common.CliError as err:  # TensorRT crashed
-            return None, f"engine build failed: {err}"
+        except (common.CliError, ValueError) as err:  # TensorRT crashed; shapes a plugin's rule refuses (build_engine names it)
+            return None, f"engine build failed: {common.first_line(err)}"
         except Exception as err:  # polygraphy raises PolygraphyException; plugin registration may raise anything
             return None, f"engine build failed: {tensorrt_output.reason(err)}"
 

@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import ctypes
 import io
+import itertools
 import os
 import re
 import signal
@@ -78,11 +79,17 @@ class TensorRTOutput:
         return [line for line in text.splitlines() if line.strip()]
 
     def reason(self, err: BaseException) -> str:
-        """TensorRT's own words for a failure: its last error line, else the exception's first line."""
-        for line in reversed(self.lines()):
-            for prefix in ("[E]", "[ERROR]"):  # polygraphy's TensorRT log; the bindings' std::cerr
-                if line.startswith(prefix):
-                    return line[len(prefix) :].strip()
+        """TensorRT's own words for a failure: its last error record, else the exception's first line. A record may go on
+        over indented lines; where they hold an ``Error is:``, what follows it is the reason (TensorRT-RTX's Myelin
+        names the broken shape rule there, after a first line that names only a source file)."""
+        lines = self.lines()
+        for index in reversed(range(len(lines))):
+            prefix = next((prefix for prefix in ("[E]", "[ERROR]") if lines[index].startswith(prefix)), None)  # polygraphy's log; std::cerr
+            if prefix is None:
+                continue
+            first = lines[index][len(prefix) :].strip()
+            more = " ".join(line.strip() for line in itertools.takewhile(lambda line: line[:1].isspace(), lines[index + 1 :]))
+            return f"{first.split(' ([')[0]}: {more.split('Error is:', 1)[1].strip()}" if "Error is:" in more else first
         return first_line(err)
 
     def replay_warnings(self) -> None:
