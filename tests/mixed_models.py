@@ -12,7 +12,8 @@ computed by the graph from graph inputs (a write position ``pos``, ``stop = pos 
 from an input) instead of initializers; ``dynamic``: batch-like dims symbolic; ``axes_from``
 (SliceScatter's ``axes``, ScatterUpdate's ``axis``): ``"constant"`` (an initializer), ``"input"``
 (a graph input, fed the axis or its negative form) or ``"computed"`` (the data's rank minus 2,
-computed by Shape, Shape, Sub and, for int32, Cast nodes: a value no pass can read from the model).
+computed by Shape, Shape, Sub and, for int32, Cast nodes: the rank is static, so the passes fold it
+to a constant, as TensorRT builds it).
 """
 
 import dataclasses

@@ -829,3 +829,26 @@ def test_what_onnx_allows_is_not_refused():
     for model in (repeated, dynamic, outputs, own):
         validate(model)
 
+
+
+@pytest.mark.parametrize("shape_node, dims, message", [
+    (helper.make_node("Shape", ["data"], ["shape"]), [6, 4], r"ScatterUpdate node .*: scatter_update: 'indices' values must be in \[0, 5\] for a dimension of size 6 \(got 6\)"),
+    (helper.make_node("Shape", ["data"], ["shape"], start=-2, end=-1), [6, 4], r"'indices' values must be in \[0, 5\] .* \(got 6\)"),
+    (helper.make_node("Shape", ["data"], ["shape"], start=1), [6, 4], None),  # 4: a row of the 6
+    (helper.make_node("Size", ["data"], ["shape"]), [6, 1], r"'indices' values must be in \[0, 5\] .* \(got 6\)"),
+    (helper.make_node("Shape", ["data"], ["shape"]), ["N", 4], None),  # not known before it runs: the run checks it
+])
+def test_values_that_static_shapes_fix_are_checked(shape_node, dims, message):
+    """An index computed from the data's static shape (Shape, with start/end, or Size) is a constant, as TensorRT builds
+    it: a ScatterUpdate at row Shape(data)[0] of a 6-row tensor writes out of bounds (it built, and skipped the write)."""
+    gather = helper.make_node("Gather", ["shape", "zero"], ["row"], axis=0) if shape_node.op_type == "Shape" else helper.make_node("Reshape", ["shape", "one"], ["row"])
+    update = helper.make_node("ScatterUpdate", ["data", "row", "updates", "axis"], ["output"], domain="trt_scatter")
+    graph = helper.make_graph([shape_node, gather, update], "g", [info("data", dims), info("updates", [1, dims[1]])], [info("output", dims)],
+                              [numpy_helper.from_array(np.array([0]), "zero"), numpy_helper.from_array(np.array([1]), "one"),
+                               numpy_helper.from_array(np.array(0), "axis")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
+    if message is None:
+        validate(model)
+    else:
+        with pytest.raises(ModelError, match=message):
+            validate(model)

@@ -23,6 +23,7 @@ data's type and shape and carries on past them: one run, however many scatter no
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -103,9 +104,22 @@ class ModelTensors:
         dtype = self._types.get(name, (None, None))[0]
         if dtype is None or dtype.kind not in "iu":
             return None
+        if node.op_type in ("Shape", "Size") and node.domain in DEFAULT_DOMAINS and node.input and self.constant(node.input[0]) is None:
+            return self._of_static_shape(node)
         values = [self.constant(input_name) if input_name else None for input_name in node.input]
         results = fold(node, values, opset_version(self.model))
         return None if results is None else dict(zip([n for n in node.output if n], results)).get(name)
+
+    def _of_static_shape(self, node):
+        """A ``Shape`` (its ``start``/``end``: negative counts from the end, both clamped to the rank, as slicing does) or
+        ``Size`` of a tensor whose shape the model fixes: what TensorRT, too, builds as a constant. ``None`` otherwise."""
+        shape = self.shape(node.input[0])
+        if shape is None or -1 in shape:
+            return None
+        if node.op_type == "Size":
+            return np.array(math.prod(shape), np.int64)
+        bounds = {attribute.name: attribute.i for attribute in node.attribute if attribute.name in ("start", "end")}
+        return np.array(shape[bounds.get("start", 0) : bounds.get("end", len(shape))], np.int64)
 
     def shape(self, name: str) -> tuple[int, ...] | None:
         """The static shape of ``name`` as a tuple (-1 for each dimension not known), or ``None`` if its rank is not known."""
