@@ -155,6 +155,23 @@ def test_a_seed_with_no_valid_values_for_a_later_iteration_fails_in_one_line_bef
     assert "onnxrt-runner" not in output  # refused before any run
 
 
+def test_a_first_iteration_without_valid_values_fails_in_one_line_before_anything_runs(tmp_path):
+    """Indices that two nodes take and no draw fits both: the first iteration, too, is drawn while the command is read."""
+    from onnx import helper
+
+    nodes = [helper.make_node("ScatterElements", ["a", "indices", "u"], ["out_a"], axis=0, name="write"),
+             helper.make_node("ScatterUpdate", ["b", "indices", "v", "axis"], ["out_b"], domain="trt_scatter", name="update")]
+    graph = helper.make_graph(nodes, "g", [fx.info("a", (3, 2), np.float32), fx.info("b", (4,), np.float32), fx.info("indices", (2, 2), np.int64),
+                                           fx.info("u", (2, 2), np.float32), fx.info("v", (2, 2), np.float32)],
+                              [fx.info("out_a", (3, 2), np.float32), fx.info("out_b", (4,), np.float32)], [helper.make_tensor("axis", 7, [], [0])])
+    path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "both.onnx")
+    result = fx.run_tool("polygraphy", ["run", path, "--onnxrt", "--pluginref", "--trt-scatter-inputs"])
+    output = result.stdout + result.stderr
+    assert result.returncode != 0 and "Traceback" not in output, output
+    assert "--trt-scatter-inputs: ScatterUpdate node 'update': input 'indices' is drawn for ScatterElements node 'write' too" in output, output
+    assert "onnxrt-runner" not in output  # refused before any run
+
+
 def test_a_value_range_is_said_to_be_ignored_with_generated_inputs(model_paths):
     result = fx.run_tool("polygraphy", ["run", model_paths["scatter_elements"], "--pluginref", "--trt-scatter-inputs", "--val-range", "[0,1]"])
     assert result.returncode == 0, result.stdout + result.stderr

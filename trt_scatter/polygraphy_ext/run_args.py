@@ -259,7 +259,7 @@ class TrtScatterArgs(BaseArgs):
 
         try:
             loader = ScatterDataLoader(self._read_model() or path, **options)
-            for iteration in range(1, len(loader)):
+            for iteration in range(len(loader)):
                 loader[iteration]
             return loader.shapes()
         except (ValueError, TypeError) as err:  # ScatterInputError and ModelError included; a shape that is no list of ints
