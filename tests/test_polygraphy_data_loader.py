@@ -502,3 +502,40 @@ def test_slice_updates_whose_shape_only_a_run_tells_get_inputs():
     feed = ScatterDataLoader(model)[0]
     assert feed["x"].shape == (4, 8) and feed["y"].shape == (4, 3)
     np.testing.assert_array_equal(Reference(model).run(feed)["out"], oracle.slice_scatter(feed["x"], feed["y"], [2], [5], [1], [1]))
+
+
+@pytest.mark.parametrize("gather", ["GatherND", "Gather"])
+def test_a_gather_index_input_is_drawn_in_range(gather):
+    """A message-passing layer as PyTorch exports it (``zeros_like(x).index_add(0, dst, x[src])``): ``src`` only gives a
+    gather's indices (through an Unsqueeze for GatherND); drawn in [-6, 5] for 6 nodes, not in the default [-8, 7]."""
+    from onnx import TensorProto, helper
+
+    gathered = [helper.make_node("Unsqueeze", ["src", "last"], ["src_rows"]), helper.make_node("GatherND", ["x", "src_rows"], ["messages"])] \
+        if gather == "GatherND" else [helper.make_node("Gather", ["x", "src"], ["messages"], axis=0)]
+    nodes = [*gathered, helper.make_node("Unsqueeze", ["dst", "last"], ["dst_rows"]),
+             helper.make_node("ScatterNDReduce", ["x", "dst_rows", "messages"], ["out"], domain="trt_scatter", name="aggregate")]
+    graph = helper.make_graph(nodes, "g", [info("x", [6, 4]), info("src", [10], TensorProto.INT64), info("dst", [10], TensorProto.INT64)],
+                              [info("out", [6, 4])], [onnx.numpy_helper.from_array(np.array([-1]), "last")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
+    from trt_scatter.reference import Reference
+
+    for seed in range(5):
+        feed = ScatterDataLoader(model, seed=seed)[0]
+        assert ((-6 <= feed["src"]) & (feed["src"] < 6)).all() and (feed["src"] < 0).any(), feed["src"]
+        Reference(model).run(feed)
+
+
+def test_index_inputs_of_several_columns_are_drawn_within_every_column():
+    """``x.index_put((i, j), v, accumulate=True)`` as dynamo exports it: rows Concat(i, j) of a [4, 5] tensor; i and j are
+    each one column, so both are drawn below 4 (the product, 20, let i reach past the rows in every try)."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Unsqueeze", ["i", "last"], ["i_col"]), helper.make_node("Unsqueeze", ["j", "last"], ["j_col"]),
+             helper.make_node("Concat", ["i_col", "j_col"], ["rows"], axis=-1),
+             helper.make_node("ScatterNDReduce", ["x", "rows", "v"], ["out"], domain="trt_scatter", name="accumulate")]
+    graph = helper.make_graph(nodes, "g", [info("x", [4, 5]), info("i", [3], TensorProto.INT64), info("j", [3], TensorProto.INT64), info("v", [3])],
+                              [info("out", [4, 5])], [onnx.numpy_helper.from_array(np.array([-1]), "last")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
+    for seed in range(5):
+        feed = ScatterDataLoader(model, seed=seed)[0]
+        assert (0 <= feed["i"]).all() and (feed["i"] < 4).all() and (0 <= feed["j"]).all() and (feed["j"] < 4).all(), feed

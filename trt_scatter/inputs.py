@@ -39,6 +39,7 @@ import numpy as np
 from trt_scatter import oracle
 from trt_scatter.log import first_line, warnings_dropped
 from trt_scatter.model import as_model, fed_inputs
+from trt_scatter.model.graph import DEFAULT_DOMAINS, node_label
 from trt_scatter.model.node import OpNode
 from trt_scatter.model.tensors import ModelTensors
 from trt_scatter.ops import op_of
@@ -147,6 +148,17 @@ class _Node(OpNode):
         self.origin = {name: origin(tensor) for name, tensor in self.inputs.items()}
 
 
+_GATHERS = ("Gather", "GatherElements", "GatherND")
+_SAME_VALUES = ("Cast", "Identity", "Squeeze", "Unsqueeze", "Reshape", "Flatten", "Expand")  # keep every element's value
+
+
+class _Gather:
+    """A standard gather an input is drawn for (``label``: for messages)."""
+
+    def __init__(self, node, index):
+        self.label = node_label(node, index)
+
+
 class _Plan:
     """Shapes and value generators for every graph input of one model, fixed once per loader."""
 
@@ -171,8 +183,36 @@ class _Plan:
                 oracle.module(node.op).plan_inputs(self, node, rng)
             except ScatterInputError as err:
                 raise node.error(err) from None
+        self._plan_gathers()
         self.searched, self.reached = _searched_inputs(self)
         self._reference = None
+
+    def _plan_gathers(self):
+        """Integer graph inputs without a generator that give a standard gather's indices (``x[src]``, a message-passing
+        layer's source nodes): drawn in [-s, s-1], s the size they index (a GatherND's smallest indexed dimension), as
+        every element keeps its value through the shape ops between them. Random values past that fail the run, and
+        no search would draw them again."""
+        for index, node in enumerate(self.model.graph.node):
+            if node.op_type not in _GATHERS or node.domain not in DEFAULT_DOMAINS or len(node.input) < 2:
+                continue
+            name, data = node.input[1], self.concrete.get(node.input[0])
+            while name in self.producers and self.producers[name].op_type in _SAME_VALUES and self.producers[name].domain in DEFAULT_DOMAINS:
+                name = self.producers[name].input[0]
+            if name not in self.inputs or name in self.generators or np.dtype(self.inputs[name][0]).kind not in "iu" or not data:
+                continue
+            attributes = {attribute.name: attribute.i for attribute in node.attribute}
+            if node.op_type == "GatherND":
+                depth = (self.concrete.get(node.input[1]) or self.tensors.shape(node.input[1]) or (-1,))[-1]
+                batch = attributes.get("batch_dims", 0)
+                dims = data[batch : batch + depth] if depth > 0 else ()
+            else:
+                axis = attributes.get("axis", 0)
+                dims = (data[axis],) if -len(data) <= axis < len(data) else ()
+            size = min(dims, default=0)
+            if size > 0:
+                signed = np.dtype(self.inputs[name][0]).kind == "i"
+                self.generators[name] = (_Gather(node, index), lambda rng, shape=self.shapes[name], size=size, signed=signed: (
+                    oracle.rules.some_negative(rng, rng.integers(0, size, size=shape), size) if signed else rng.integers(0, size, size=shape)))
 
     def _shapes_by_running(self, rng):
         """Where static shape inference cannot tell a scatter node's data or updates shape (after a TopK with a
@@ -299,13 +339,16 @@ class _Plan:
 
     def _search_range(self, name, bound):
         """The values drawn for a searched input: in [0, c) where every scatter node it reaches takes repeated
-        targets (a reduction: an edge list is valid as it is) and c, the fewest targets any of them addresses,
-        is known; else in [-bound-1, bound], every form of index, until the reference accepts one."""
+        targets (a reduction: an edge list is valid as it is) and c, the least any of them takes in an index
+        (its oracle module's ``index_bound``), is known; else in [-bound-1, bound], every form of index, until the
+        reference accepts one."""
         nodes = self.reached.get(name, [])
         if nodes and not any(_needs_distinct_targets(node) for node in nodes):
-            capacity = min(self._addressed(node) for node in nodes)
-            if capacity != math.inf and capacity > 0:
-                return 0, int(capacity)
+            modules = [oracle.module(node.op) for node in nodes]
+            bounds = [getattr(module, "index_bound", module.input_capacity)(self, node) if self.concrete.get(node.inputs[node.op.data_input]) else None
+                      for module, node in zip(modules, nodes)]
+            if None not in bounds and min(bounds) > 0:
+                return 0, int(min(bounds))
         return -bound - 1, bound + 1
 
 

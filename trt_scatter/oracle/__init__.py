@@ -13,7 +13,9 @@ which one it is:
   :class:`trt_scatter.model.node.OpNode`: constants, static shapes, types, attributes);
 - ``repeated_target(node)``: where two updates write one element (or slice) that the spec leaves
   undefined, or None (validation and the reference warn);
-- ``input_relations``, ``input_capacity``, ``plan_inputs``: valid inputs (:mod:`trt_scatter.inputs`).
+- ``input_relations``, ``input_capacity``, ``plan_inputs``: valid inputs (:mod:`trt_scatter.inputs`); for an op whose
+  indices may repeat, ``distinct_targets(node)`` (False) and ``index_bound(plan, node)`` (what every index may hold,
+  [0, b); default ``input_capacity``).
 """
 
 from __future__ import annotations

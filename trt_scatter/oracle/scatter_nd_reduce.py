@@ -130,6 +130,13 @@ def input_capacity(plan: Any, node: OpNode) -> int | None:
     return math.prod(data[: indices[-1]]) if data and indices and indices[-1] <= len(data) else None
 
 
+def index_bound(plan: Any, node: OpNode) -> int | None:
+    """What any column of the index rows may hold, [0, b): data's smallest dimension of its first k axes (each
+    column of an index built from several inputs, ``x.index_put((i, j), v, accumulate=True)``, is one of them)."""
+    data, indices = plan.shape(node, "data"), plan.shape(node, "indices")
+    return min(data[: indices[-1]], default=None) if data and indices and indices[-1] <= len(data) else None
+
+
 def plan_inputs(plan: Any, node: OpNode, rng: np.random.Generator) -> None:
     data, indices, updates = (plan.shape(node, n) for n in ("data", "indices", "updates"))
     name = plan.fed(node, "indices")
