@@ -575,3 +575,20 @@ def test_a_profile_that_breaks_a_plugins_shape_rule_names_the_rule(tmp_path, cap
     assert capsys.readouterr().err == ("trt-scatter build: error: the profile's shapes break a plugin's rule: SliceScatter plugin, input shapes "
                                        "[(-1, 2), (-1, 3), (1,), (1,), (1,), (1,)]: slice_scatter: 'updates' dimension 1 must be at most data's (2) "
                                        "to be a slice of it (got 3)\n")
+
+
+def test_a_plugin_node_writing_uint8_data_is_one_line(tmp_path, capsys):
+    """TensorRT takes uint8 only at a network's inputs and outputs: a byte cache written by ScatterUpdate was refused by
+    TensorRT's network check (exit 1, its own words), and an identity layer after the plugin is no way out."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("ScatterUpdate", ["cache", "pos", "new", "axis"], ["out"], domain="trt_scatter", name="write")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("cache", TensorProto.UINT8, [4, 3]),
+                                            helper.make_tensor_value_info("pos", TensorProto.INT64, [1]),
+                                            helper.make_tensor_value_info("new", TensorProto.UINT8, [1, 3])],
+                              [helper.make_tensor_value_info("out", TensorProto.UINT8, [4, 3])], [helper.make_tensor("axis", TensorProto.INT64, [], [0])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "bytes.onnx")
+    assert main(["build", str(tmp_path / "bytes.onnx"), "--plugins", "-o", str(tmp_path / "m.engine")]) == 2
+    assert capsys.readouterr().err == (f"trt-scatter build: error: {tmp_path / 'bytes.onnx'}: ScatterUpdate node 'write' writes uint8 data, which TensorRT takes only at "
+                                       "the network's inputs and outputs, and a plugin's output is neither: keep the tensor as int8 (the same bytes)\n")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from trt_scatter import backend, dtypes
+from trt_scatter import backend, dtypes, ops
 from trt_scatter.backend import tensorrt
 from trt_scatter.log import logger
 
@@ -153,6 +153,7 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
 
         plugged = to_plugins(model)  # the Model itself where no node changed: validated once, not again
         converted = to_aot(model if plugged is model.proto else plugged)  # what the model cannot be in the AOT form, before what TensorRT lacks
+        _check_plugin_types(model, converted)
         aot_plugins.register()
         return _network_from_proto(converted, model.path, strongly_typed=strongly_typed)
     node = aot_node(model.proto)
@@ -171,6 +172,7 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
         proto = to_plugins(model)  # ONNX's own nodes that a plugin runs in TensorRT's place
         if proto is not model.proto:
             validate(proto)
+        _check_plugin_types(model, proto)
         if backend.is_rtx():
             _check_rtx_aliasing(model.name, proto)
         proto = _for_the_parser(proto)
@@ -235,6 +237,18 @@ def _check_rtx_aliasing(name, proto):
 
 #: ONNX element types TensorRT has no DataType for: STRING, INT16, UINT16, UINT32, UINT64, COMPLEX64, COMPLEX128.
 _NOT_IN_TENSORRT = (8, 5, 4, 12, 13, 14, 15)
+
+
+def _check_plugin_types(model, proto):
+    """No plugin node of ``proto`` (the model's, its nodes served by plugins) writes uint8 data: TensorRT takes uint8
+    tensors only at the network's inputs and outputs, and a plugin's output is neither (an identity after it is a
+    uint8 tensor inside the network too): it refused the build in words of its own network checks."""
+    from trt_scatter.model import node_label
+
+    for index, node in enumerate(proto.graph.node):
+        if ops.is_trt_scatter(node) and node.input and model.tensors.dtype(node.input[0]) == np.uint8:
+            raise ValueError(f"{model.name}: {node_label(node, index)} writes uint8 data, which TensorRT takes only at the network's "
+                             "inputs and outputs, and a plugin's output is neither: keep the tensor as int8 (the same bytes)")
 
 
 def _check_io_types(model):
