@@ -994,3 +994,34 @@ def test_tensors_too_large_to_fold_are_read_from_their_nodes(monkeypatch, limit)
     monkeypatch.setattr(tensors, "FOLD_LIMIT", limit)
     rewritten, report = _run_both(_range_slice_model(5, 1, False), _range_feeds(1, 4))
     assert [n.op_type for n in _plugins(rewritten)] == ["SliceScatter"], "\n".join(report.lines())
+
+
+def _accumulation(fill=None, read_twice=False):
+    """Add(x, ScatterND(ConstantOfShape(Shape(x)), index rows, values)) as PyTorch's TorchScript exporter writes
+    index_put(accumulate=True); ``fill``: ConstantOfShape's value; ``read_twice``: the scatter is an output too."""
+    value = {} if fill is None else {"value": numpy_helper.from_array(np.array([fill], np.float32))}
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("ConstantOfShape", ["shape"], ["zeros"], **value),
+             helper.make_node("ScatterND", ["zeros", "rows", "values"], ["scattered"], name="scatter"), helper.make_node("Add", ["x", "scattered"], ["y"])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 2])]
+    if read_twice:
+        outputs.append(helper.make_tensor_value_info("scattered", TensorProto.FLOAT, ["n", 2]))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 2]),
+                                           helper.make_tensor_value_info("rows", TensorProto.INT64, ["e", 1]),
+                                           helper.make_tensor_value_info("values", TensorProto.FLOAT, ["e", 2])], outputs)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("fill, read_twice, accumulated", [(None, False, True), (0.0, False, True), (1.0, False, False), (None, True, False)],
+                         ids=["zeros", "zeros-given", "ones", "the-scatter-read-elsewhere"])
+def test_an_add_of_a_scatter_of_zeros_becomes_a_sum_only_where_it_is_one(fill, read_twice, accumulated):
+    """Add(x, ScatterND(zeros, I, U)) is x with U added at I: ScatterNDReduce(x, I, U, add), which sums repeated rows as
+    PyTorch does. Not where the scatter starts from other values, nor where another reader needs the scatter itself."""
+    model = _accumulation(fill, read_twice)
+    rewritten, report = rewrite(model)
+    assert any(change.pattern == "Add(ScatterND of zeros)" for change in report.rewritten) == accumulated, report.lines()
+    feeds = {"x": np.arange(8, dtype=np.float32).reshape(4, 2), "rows": np.array([[3], [0], [-3]]), "values": np.ones((3, 2), np.float32)}
+    names = [value.name for value in model.graph.output]
+    expected = onnxruntime.InferenceSession(model.SerializeToString()).run(names, feeds)  # distinct rows: defined in ONNX, and kept
+    got = Reference(rewritten).run(feeds)
+    for name, value in zip(names, expected):
+        np.testing.assert_array_equal(got[name], value, err_msg=name)

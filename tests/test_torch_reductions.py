@@ -241,3 +241,40 @@ def test_trt_scatter_check_passes_against_eager_pytorch(tmp_path, name, dynamo):
     assert lines[0].startswith("engine: built (") and "golden outputs" in result.stdout
     assert [line for line in lines if line.startswith(("PASS", "FAIL"))] == [line for line in lines if line.startswith("PASS")]
     assert sum(line.startswith("PASS output") for line in lines) == 3  # reference and onnxruntime against PyTorch, and each other
+
+
+class _IndexPutAccumulate(torch.nn.Module):
+    def forward(self, x, index, values):
+        return x.index_put((index,), values, accumulate=True)
+
+
+class _IndexAdd(torch.nn.Module):
+    def forward(self, x, index, values):
+        return x.index_add(0, index, values)
+
+
+@pytest.mark.parametrize("module, dynamic", [(_IndexPutAccumulate, False), (_IndexPutAccumulate, True), (_IndexAdd, True)],
+                         ids=["index_put-static", "index_put-dynamic", "index_add-dynamic"])
+def test_rewrite_of_pytorchs_torchscript_accumulation_sums_repeated_indices(module, dynamic):
+    """PyTorch's own TorchScript export writes these as Add(x, ScatterND/ScatterElements(zeros, index, values)), which keeps
+    one update of a repeated index (ONNX leaves it undefined): rewrite makes it a reduction into x, the sum eager PyTorch
+    computes (index_add with static shapes PyTorch refuses to export)."""
+    import io
+
+    import onnx
+
+    from trt_scatter.passes.rewrite import rewrite
+
+    x, index, values = torch.arange(8.0).reshape(4, 2), torch.tensor([1, 1, 3, 0]), torch.ones(4, 2)
+    axes = {"x": {0: "n"}, "index": {0: "e"}, "values": {0: "e"}} if dynamic else None
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module(), (x, index, values), buffer, dynamo=False, input_names=["x", "index", "values"], output_names=["y"],
+                          dynamic_axes=axes)
+    model, report = rewrite(onnx.load_from_string(buffer.getvalue()))
+    assert [(change.pattern.split(" ")[0], change.result) for change in report.rewritten] in (
+        [("Add(ScatterND", "ScatterNDReduce")], [("Add(ScatterElements", "ScatterElementsReduce")], [("Add(ScatterElements", "ScatterNDReduce")]), report.lines()
+    assert "Add" not in [node.op_type for node in model.graph.node]
+    feeds = {"x": x.numpy(), "index": index.numpy(), "values": values.numpy()}
+    np.testing.assert_array_equal(Reference(model).run(feeds)["y"], module()(x, index, values).numpy())

@@ -36,7 +36,9 @@ reduction, which TensorRT builds nondeterministically or not at all; each patter
 - ``ScatterElements``/``ScatterND`` with a reduction (add, mul, min, max): ``ScatterElementsReduce``/
   ``ScatterNDReduce`` (``include_self=1``); a ScatterElements along axis 0 whose indices are an index
   list expanded over data's other axes (PyTorch's ``scatter_add`` of ``index.view(-1, 1).expand_as(src)``,
-  PyG's aggregations): ScatterNDReduce over those rows.
+  PyG's aggregations): ScatterNDReduce over those rows; ``Add(X, Scatter(zeros of X's shape, I, U))`` (the
+  TorchScript exporter's ``index_put(accumulate=True)`` and ``index_add``, which ONNX leaves undefined where I
+  repeats): the scatter into X with reduction add, PyTorch's sum.
 
 First, an ``If`` whose condition the model's static shapes decide is replaced by the branch it takes: PyTorch's
 TorchScript exporter guards ``scatter_reduce`` and ``gather`` with ``If(Size(Shape(x)) == 0)`` (a 0-D input),
@@ -284,7 +286,8 @@ class _Rewriter:
         matchers = {"ScatterND": self._scatter_nd, "ScatterElements": self._scatter_elements}  # the patterns, by the op they end in
         for node in list(self.graph.nodes):
             if node.domain in (None, *DEFAULT_DOMAINS) and node.op in matchers:  # onnx-graphsurgeon leaves no domain as None
-                self._rewrite(node, matchers[node.op])
+                add = self._accumulating_add(node)
+                self._rewrite(node, matchers[node.op] if add is None else lambda node, add=add: self._accumulate(node, add, matchers[node.op]))
         self._fold_transposes()
         self.graph.cleanup().toposort()
         for node in list(self.graph.nodes):
@@ -977,6 +980,48 @@ class _Rewriter:
 
 
     # ---- scatters with a reduction ------------------------------------------------------------
+
+    def _accumulating_add(self, node):
+        """The ``Add(X, node)`` that alone reads a ScatterND/ScatterElements without a reduction whose data is zeros of
+        X's shape (``ConstantOfShape(Shape(X))``, or a constant of zeros of X's static shape), else ``None``: PyTorch's
+        TorchScript exporter writes ``index_put(accumulate=True)`` and ``index_add`` so, which sums nothing where
+        indices repeat (ONNX leaves such a scatter undefined; onnxruntime keeps one update)."""
+        result = node.outputs[0]
+        add = result.outputs[0] if len(result.outputs) == 1 and result not in self.graph.outputs else None
+        if _attr(node, "reduction", "none") != "none" or add is None or add.op != "Add" or add.domain not in (None, *DEFAULT_DOMAINS):
+            return None
+        others = [tensor for tensor in add.inputs if tensor is not result]
+        if len(add.inputs) != 2 or len(others) != 1:
+            return None
+        zeros, like = node.inputs[0], others[0]
+        filled = _producer(zeros)
+        if filled is not None and filled.op == "ConstantOfShape":
+            value = filled.attrs.get("value")
+            shape_of = _producer(filled.inputs[0])
+            of_like = shape_of is not None and shape_of.op == "Shape" and shape_of.inputs[0] is like and not shape_of.attrs.get("start") \
+                and shape_of.attrs.get("end") is None
+            return add if of_like and not np.any(np.asarray(getattr(value, "values", 0 if value is None else value))) else None
+        values, dims = self._constant(zeros), _dims(like)
+        static = dims is not None and all(isinstance(d, int) for d in dims)
+        return add if values is not None and static and values.shape == dims and not values.any() else None
+
+    def _accumulate(self, node, add, match):
+        """``Add(X, Scatter(zeros, I, U))`` -> the scatter into X with reduction add (:meth:`_reduction`): what ``Add``
+        computes where I repeats no target, and the sum PyTorch computes where it does. Undone if ``match`` leaves it."""
+        result, sum_, zeros, operands = node.outputs[0], add.outputs[0], node.inputs[0], list(add.inputs)
+        like = next(tensor for tensor in operands if tensor is not result)
+        node.inputs[0], node.attrs["reduction"] = like, "add"
+        add.inputs.clear()
+        add.outputs.clear()
+        node.outputs = [sum_]
+        try:
+            pattern, op, detail = match(node)
+        except _Left:
+            node.inputs[0], node.outputs = zeros, [result]
+            del node.attrs["reduction"]
+            add.inputs, add.outputs = operands, [sum_]
+            raise
+        return f"Add({pattern} of zeros)", op, f"{detail}, into the Add's other input: the sum PyTorch computes where indices repeat"
 
     def _reduction(self, node):
         """ScatterElements/ScatterND with a reduction -> ScatterElementsReduce/ScatterNDReduce (``include_self=1``, as
