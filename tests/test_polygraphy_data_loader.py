@@ -539,3 +539,31 @@ def test_index_inputs_of_several_columns_are_drawn_within_every_column():
     for seed in range(5):
         feed = ScatterDataLoader(model, seed=seed)[0]
         assert (0 <= feed["i"]).all() and (feed["i"] < 4).all() and (0 <= feed["j"]).all() and (feed["j"] < 4).all(), feed
+
+
+@pytest.mark.parametrize("case", ["a-gather-and-a-scatter", "two-gathers", "a-table-initializer"])
+def test_gather_indices_fit_every_reader(case):
+    """One index input read by a Gather of a 100-row table and the rows of a 3-row ScatterNDReduce (it is searched for the
+    scatter, below 3), by Gathers of 100 and of 3 rows (below the least), or a Gather of a 3-row initializer."""
+    from onnx import TensorProto, helper
+
+    from trt_scatter.reference import Reference
+
+    table = [onnx.numpy_helper.from_array(np.ones((3, 2), np.float32), "table")] if case == "a-table-initializer" else []
+    inputs = [info("big", [100, 2]), info("x", [3, 2]), info("i", [4], TensorProto.INT64)] + ([info("table", [3, 2])] if not table else [])
+    nodes = [helper.make_node("Gather", ["big", "i"], ["looked_up"], axis=0)]
+    outputs = [info("looked_up", [4, 2])]
+    if case == "a-gather-and-a-scatter":
+        nodes += [helper.make_node("Unsqueeze", ["i", "last"], ["rows"]),
+                  helper.make_node("ScatterNDReduce", ["x", "rows", "looked_up"], ["out"], domain="trt_scatter")]
+        outputs.append(info("out", [3, 2]))
+    else:
+        nodes.append(helper.make_node("Gather", ["table" if table else "x", "i"], ["small"], axis=0))
+        outputs.append(info("small", [4, 2]))
+    graph = helper.make_graph(nodes, "g", inputs if case != "a-table-initializer" else [v for v in inputs if v.name != "table"], outputs,
+                              [onnx.numpy_helper.from_array(np.array([-1]), "last"), *table])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
+    for seed in range(5):
+        feed = ScatterDataLoader(model, seed=seed)[0]
+        assert ((-3 <= feed["i"]) & (feed["i"] < 3)).all(), feed["i"]
+        Reference(model).run(feed)

@@ -39,7 +39,7 @@ import numpy as np
 from trt_scatter import oracle
 from trt_scatter.log import first_line, warnings_dropped
 from trt_scatter.model import as_model, fed_inputs
-from trt_scatter.model.graph import DEFAULT_DOMAINS, node_label
+from trt_scatter.model.graph import DEFAULT_DOMAINS
 from trt_scatter.model.node import OpNode
 from trt_scatter.model.tensors import ModelTensors
 from trt_scatter.ops import op_of
@@ -152,13 +152,6 @@ _GATHERS = ("Gather", "GatherElements", "GatherND")
 _SAME_VALUES = ("Cast", "Identity", "Squeeze", "Unsqueeze", "Reshape", "Flatten", "Expand")  # keep every element's value
 
 
-class _Gather:
-    """A standard gather an input is drawn for (``label``: for messages)."""
-
-    def __init__(self, node, index):
-        self.label = node_label(node, index)
-
-
 class _Plan:
     """Shapes and value generators for every graph input of one model, fixed once per loader."""
 
@@ -183,35 +176,38 @@ class _Plan:
                 oracle.module(node.op).plan_inputs(self, node, rng)
             except ScatterInputError as err:
                 raise node.error(err) from None
-        self._plan_gathers()
         self.searched, self.reached = _searched_inputs(self)
+        self._plan_gathers()
         self._reference = None
 
     def _plan_gathers(self):
-        """Integer graph inputs without a generator that give a standard gather's indices (``x[src]``, a message-passing
-        layer's source nodes): drawn in [-s, s-1], s the size they index (a GatherND's smallest indexed dimension), as
-        every element keeps its value through the shape ops between them. Random values past that fail the run, and
-        no search would draw them again."""
-        for index, node in enumerate(self.model.graph.node):
+        """Integer graph inputs that only give standard gathers' indices (``x[src]``, a message-passing layer's source
+        nodes), not a scatter's (those are generated or searched for it): drawn in [-s, s-1], s the least size they
+        index in any of those gathers (a GatherND's smallest indexed dimension), as every element keeps its value
+        through the shape ops between. Random values past that fail the run, and no search would draw them again."""
+        sizes = {}
+        for node in self.model.graph.node:
             if node.op_type not in _GATHERS or node.domain not in DEFAULT_DOMAINS or len(node.input) < 2:
                 continue
-            name, data = node.input[1], self.concrete.get(node.input[0])
+            name, data = node.input[1], self.concrete.get(node.input[0]) or self.tensors.shape(node.input[0])
             while name in self.producers and self.producers[name].op_type in _SAME_VALUES and self.producers[name].domain in DEFAULT_DOMAINS:
                 name = self.producers[name].input[0]
-            if name not in self.inputs or name in self.generators or np.dtype(self.inputs[name][0]).kind not in "iu" or not data:
+            if name not in self.inputs or name in self.generators or name in self.searched or np.dtype(self.inputs[name][0]).kind not in "iu" or not data:
                 continue
             attributes = {attribute.name: attribute.i for attribute in node.attribute}
             if node.op_type == "GatherND":
                 depth = (self.concrete.get(node.input[1]) or self.tensors.shape(node.input[1]) or (-1,))[-1]
                 batch = attributes.get("batch_dims", 0)
-                dims = data[batch : batch + depth] if depth > 0 else ()
+                dims = data[batch : batch + depth] if depth > 0 else (-1,)
             else:
                 axis = attributes.get("axis", 0)
-                dims = (data[axis],) if -len(data) <= axis < len(data) else ()
-            size = min(dims, default=0)
-            if size > 0:
+                dims = (data[axis],) if -len(data) <= axis < len(data) else (-1,)
+            sizes.setdefault(name, []).append(min(dims, default=-1))
+        for name, indexed in sizes.items():
+            size = min(indexed)
+            if size > 0:  # every gather's size known (-1: not)
                 signed = np.dtype(self.inputs[name][0]).kind == "i"
-                self.generators[name] = (_Gather(node, index), lambda rng, shape=self.shapes[name], size=size, signed=signed: (
+                self.generators[name] = (None, lambda rng, shape=self.shapes[name], size=size, signed=signed: (
                     oracle.rules.some_negative(rng, rng.integers(0, size, size=shape), size) if signed else rng.integers(0, size, size=shape)))
 
     def _shapes_by_running(self, rng):
