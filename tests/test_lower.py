@@ -427,3 +427,22 @@ def test_an_input_of_unknown_rank_takes_it_from_an_input_of_the_same_rank(op_typ
     lowered = lower(model)
     got = onnxruntime.InferenceSession(lowered.SerializeToString()).run(None, feeds)[0]
     np.testing.assert_array_equal(got, Reference(model).run(feeds)["output"])
+
+
+def test_a_shape_is_folded_only_where_the_model_fixes_it():
+    """Shape of a graph input folds (TensorRT builds it as a constant); Shape of a computed tensor does not, for its declared
+    shape (value_info) may be stale: here t is (3, 8), declared (6, 4), and the write starts at Shape(t)[0] - 2 = row 1."""
+    from onnx import TensorProto, numpy_helper
+
+    nodes = [helper.make_node("Reshape", ["z", "s"], ["t"]), helper.make_node("Shape", ["t"], ["rows"], start=0, end=1),
+             helper.make_node("Sub", ["rows", "two"], ["start"]), helper.make_node("Add", ["start", "two"], ["stop"]),
+             helper.make_node("SliceScatter", ["x", "u", "start", "stop", "one", "zero"], ["y"], domain=DOMAIN, name="w")]
+    graph = helper.make_graph(nodes, "g", [fx.info("x", (6, 4), np.float32), fx.info("z", (24,), np.float32), fx.info("u", (2, 4), np.float32)],
+                              [fx.info("y", (6, 4), np.float32)],
+                              [numpy_helper.from_array(np.array(v), n) for n, v in (("s", [3, 8]), ("two", [2]), ("one", [1]), ("zero", [0]))],
+                              value_info=[helper.make_tensor_value_info("t", TensorProto.FLOAT, [6, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)])
+    feeds = {"x": np.zeros((6, 4), np.float32), "z": np.zeros(24, np.float32), "u": np.ones((2, 4), np.float32)}
+    expected = Reference(model).run(feeds)["y"]
+    assert np.nonzero(expected.any(1))[0].tolist() == [1, 2]
+    np.testing.assert_array_equal(run_onnxruntime(lower(model), feeds)["y"], expected)

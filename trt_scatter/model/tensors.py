@@ -112,7 +112,11 @@ class ModelTensors:
 
     def _of_static_shape(self, node):
         """A ``Shape`` (its ``start``/``end``: negative counts from the end, both clamped to the rank, as slicing does) or
-        ``Size`` of a tensor whose shape the model fixes: what TensorRT, too, builds as a constant. ``None`` otherwise."""
+        ``Size`` of a graph input or a constant whose shape the model fixes: what TensorRT, too, builds as a constant.
+        ``None`` otherwise, also for a tensor a node computes: its declared shape (``value_info``) may be stale, and a
+        run gives the real one (onnxruntime warns and goes on)."""
+        if node.input[0] not in self._constant_protos and node.input[0] not in {value.name for value in self.model.graph.input}:
+            return None
         shape = self.shape(node.input[0])
         if shape is None or -1 in shape:
             return None
