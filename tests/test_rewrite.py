@@ -996,32 +996,41 @@ def test_tensors_too_large_to_fold_are_read_from_their_nodes(monkeypatch, limit)
     assert [n.op_type for n in _plugins(rewritten)] == ["SliceScatter"], "\n".join(report.lines())
 
 
-def _accumulation(fill=None, read_twice=False):
+def _accumulation(fill=None, read_twice=False, rows=None):
     """Add(x, ScatterND(ConstantOfShape(Shape(x)), index rows, values)) as PyTorch's TorchScript exporter writes
-    index_put(accumulate=True); ``fill``: ConstantOfShape's value; ``read_twice``: the scatter is an output too."""
+    index_put(accumulate=True); ``fill``: ConstantOfShape's value; ``read_twice``: the scatter is an output too; ``rows``:
+    constant index rows (else a graph input)."""
     value = {} if fill is None else {"value": numpy_helper.from_array(np.array([fill], np.float32))}
     nodes = [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("ConstantOfShape", ["shape"], ["zeros"], **value),
              helper.make_node("ScatterND", ["zeros", "rows", "values"], ["scattered"], name="scatter"), helper.make_node("Add", ["x", "scattered"], ["y"])]
     outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 2])]
     if read_twice:
         outputs.append(helper.make_tensor_value_info("scattered", TensorProto.FLOAT, ["n", 2]))
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 2]),
-                                           helper.make_tensor_value_info("rows", TensorProto.INT64, ["e", 1]),
-                                           helper.make_tensor_value_info("values", TensorProto.FLOAT, ["e", 2])], outputs)
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 2]), helper.make_tensor_value_info("values", TensorProto.FLOAT, [3, 2])]
+    if rows is None:
+        inputs.append(helper.make_tensor_value_info("rows", TensorProto.INT64, [3, 1]))
+    graph = helper.make_graph(nodes, "g", inputs, outputs, [] if rows is None else [numpy_helper.from_array(np.array(rows), "rows")])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-@pytest.mark.parametrize("fill, read_twice, accumulated", [(None, False, True), (0.0, False, True), (1.0, False, False), (None, True, False)],
-                         ids=["zeros", "zeros-given", "ones", "the-scatter-read-elsewhere"])
-def test_an_add_of_a_scatter_of_zeros_becomes_a_sum_only_where_it_is_one(fill, read_twice, accumulated):
+@pytest.mark.parametrize("fill, read_twice, rows, accumulated", [
+    (None, False, None, True), (0.0, False, None, True), (1.0, False, None, False), (None, True, None, False),
+    (None, False, [[3], [0], [1]], False), (None, False, [[3], [0], [3]], True)],
+    ids=["zeros", "zeros-given", "ones", "the-scatter-read-elsewhere", "constant-distinct-rows", "constant-repeated-rows"])
+def test_an_add_of_a_scatter_of_zeros_becomes_a_sum_only_where_it_is_one(fill, read_twice, rows, accumulated):
     """Add(x, ScatterND(zeros, I, U)) is x with U added at I: ScatterNDReduce(x, I, U, add), which sums repeated rows as
-    PyTorch does. Not where the scatter starts from other values, nor where another reader needs the scatter itself."""
-    model = _accumulation(fill, read_twice)
+    PyTorch does. Not where the scatter starts from other values, nor where another reader needs the scatter itself,
+    nor where constant rows repeat nothing (a write of those rows then, as before: a slice or an index list)."""
+    model = _accumulation(fill, read_twice, rows)
     rewritten, report = rewrite(model)
     assert any(change.pattern == "Add(ScatterND of zeros)" for change in report.rewritten) == accumulated, report.lines()
-    feeds = {"x": np.arange(8, dtype=np.float32).reshape(4, 2), "rows": np.array([[3], [0], [-3]]), "values": np.ones((3, 2), np.float32)}
+    x, values = np.arange(8, dtype=np.float32).reshape(4, 2), np.arange(1, 7, dtype=np.float32).reshape(3, 2)
+    feeds = {"x": x, "values": values} | ({"rows": np.array([[3], [0], [-3]])} if rows is None else {})
+    got = Reference(rewritten).run(feeds)
+    if rows == [[3], [0], [3]]:  # repeated: PyTorch's sum (ONNX leaves the original undefined)
+        np.testing.assert_array_equal(got["y"], x + np.array([[3, 4], [0, 0], [0, 0], [6, 8]], np.float32))
+        return
     names = [value.name for value in model.graph.output]
     expected = onnxruntime.InferenceSession(model.SerializeToString()).run(names, feeds)  # distinct rows: defined in ONNX, and kept
-    got = Reference(rewritten).run(feeds)
     for name, value in zip(names, expected):
         np.testing.assert_array_equal(got[name], value, err_msg=name)

@@ -994,6 +994,8 @@ class _Rewriter:
         if len(add.inputs) != 2 or len(others) != 1:
             return None
         zeros, like = node.inputs[0], others[0]
+        if self._each_target_once(node, like):  # a write then, as the patterns above make it (a slice, an index list)
+            return None
         filled = _producer(zeros)
         if filled is not None and filled.op == "ConstantOfShape":
             value = filled.attrs.get("value")
@@ -1004,6 +1006,24 @@ class _Rewriter:
         values, dims = self._constant(zeros), _dims(like)
         static = dims is not None and all(isinstance(d, int) for d in dims)
         return add if values is not None and static and values.shape == dims and not values.any() else None
+
+    def _each_target_once(self, node, like):
+        """Whether ``node``'s indices are constants that write each element of ``like`` once at most (negative ones
+        read against its static dims): nothing then repeats that a sum would combine."""
+        indices, dims = self._constant(node.inputs[1]), _dims(like)
+        if indices is None or indices.ndim == 0 or dims is None:
+            return False
+        nd = node.op == "ScatterND"
+        axis = _attr(node, "axis", 0)
+        sizes = dims[: indices.shape[-1]] if nd else dims[axis : axis + 1 or None]
+        if (indices < 0).any():
+            if not all(isinstance(d, int) for d in sizes):
+                return False  # where -1 lands is known only when it runs
+            indices = np.where(indices < 0, indices + np.asarray(sizes, np.int64), indices)
+        if nd:
+            rows = indices.reshape(-1, indices.shape[-1])
+            return len(np.unique(rows, axis=0)) == len(rows)
+        return not (np.diff(np.sort(indices, axis=axis), axis=axis) == 0).any()
 
     def _accumulate(self, node, add, match):
         """``Add(X, Scatter(zeros, I, U))`` -> the scatter into X with reduction add (:meth:`_reduction`): what ``Add``
