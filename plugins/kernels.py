@@ -26,6 +26,7 @@ Importing this module needs no GPU; the first launch compiles (NVRTC) and loads 
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import importlib
 from typing import TYPE_CHECKING, Any
@@ -95,7 +96,7 @@ def counted_errors() -> list[str]:
     return errors
 
 
-_refused_shapes = []  # what the plugins' shape checks refused while TensorRT built or ran them, newest last
+_refused_shapes = collections.deque(maxlen=16)  # what the plugins' shape checks refused while TensorRT built or ran them, newest last
 
 
 def report_refused_shapes(message: str) -> None:

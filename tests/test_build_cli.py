@@ -591,4 +591,4 @@ def test_a_plugin_node_writing_uint8_data_is_one_line(tmp_path, capsys):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "bytes.onnx")
     assert main(["build", str(tmp_path / "bytes.onnx"), "--plugins", "-o", str(tmp_path / "m.engine")]) == 2
     assert capsys.readouterr().err == (f"trt-scatter build: error: {tmp_path / 'bytes.onnx'}: ScatterUpdate node 'write' writes uint8 data, which TensorRT takes only at "
-                                       "the network's inputs and outputs, and a plugin's output is neither: keep the tensor as int8 (the same bytes)\n")
+                                       "the network's inputs and outputs, and there only from an identity or a cast, not a plugin: keep the tensor as int8 (the same bytes)\n")

@@ -48,6 +48,9 @@ def test_the_reason_of_a_record_over_several_lines_is_what_follows_error_is():
                       "[!] Invalid Engine. Please ensure the engine was built correctly\n")
     assert held.reason(RuntimeError("x")) == ("IBuilder::buildSerializedNetwork: Error Code 1: Myelin: The extent of dimension i (1) of indices must "
                                               "be less than or equal to the extent of data (5).")
+    empty = common.TensorRTOutput()
+    empty.python.write("[E] Error Code 1: Myelin ([shape.cpp:175] \n    Error is:\n")
+    assert empty.reason(RuntimeError("x")) == "Error Code 1: Myelin ([shape.cpp:175]"  # nothing after it: the first line, whole
 
 
 def test_quiet_tensorrt_holds_python_and_native_output_and_finds_the_reason(capfd):

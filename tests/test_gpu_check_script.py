@@ -578,6 +578,8 @@ def test_rehearsal_runs_every_step_and_brings_back_every_figure(rehearsal, tmp_p
     assert re.search(r"\b\d+ passed, 1 deselected in", (tmp_path / "out" / "pytest_gpu.log").read_text())
     memcheck = (tmp_path / "out" / "memcheck.log").read_text()  # --sanitize: large cases and every benchmark configuration
     assert "| slice_scatter | struct | 1 | int32 | 8 | 0 |  |" in memcheck and "== benchmarks" in memcheck
+    cubins = list(Path(rehearsal["TRT_SCATTER_CACHE_DIR"]).glob("*.cubin"))  # every one loaded was a stand-in: NVRTC compiled none
+    assert len(cubins) == 64 and all(b"ELF stand-in" in path.read_bytes() for path in cubins)
 
 
 def test_rehearsal_fault_keeps_results_and_names_the_case(rehearsal, tmp_path):

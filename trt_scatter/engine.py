@@ -241,14 +241,14 @@ _NOT_IN_TENSORRT = (8, 5, 4, 12, 13, 14, 15)
 
 def _check_plugin_types(model, proto):
     """No plugin node of ``proto`` (the model's, its nodes served by plugins) writes uint8 data: TensorRT takes uint8
-    tensors only at the network's inputs and outputs, and a plugin's output is neither (an identity after it is a
-    uint8 tensor inside the network too): it refused the build in words of its own network checks."""
+    tensors only at the network's inputs and outputs, there only from an identity or a cast (and an identity after the
+    plugin leaves a uint8 tensor inside the network): it refused the build in words of its own network checks."""
     from trt_scatter.model import node_label
 
     for index, node in enumerate(proto.graph.node):
         if ops.is_trt_scatter(node) and node.input and model.tensors.dtype(node.input[0]) == np.uint8:
             raise ValueError(f"{model.name}: {node_label(node, index)} writes uint8 data, which TensorRT takes only at the network's "
-                             "inputs and outputs, and a plugin's output is neither: keep the tensor as int8 (the same bytes)")
+                             "inputs and outputs, and there only from an identity or a cast, not a plugin: keep the tensor as int8 (the same bytes)")
 
 
 def _check_io_types(model):

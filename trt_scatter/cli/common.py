@@ -89,7 +89,8 @@ class TensorRTOutput:
                 continue
             first = lines[index][len(prefix) :].strip()
             more = " ".join(line.strip() for line in itertools.takewhile(lambda line: line[:1].isspace(), lines[index + 1 :]))
-            return f"{first.split(' ([')[0]}: {more.split('Error is:', 1)[1].strip()}" if "Error is:" in more else first
+            reason = more.split("Error is:", 1)[1].strip() if "Error is:" in more else ""
+            return f"{first.split(' ([')[0]}: {reason}" if reason else first
         return first_line(err)
 
     def replay_warnings(self) -> None:
