@@ -852,3 +852,24 @@ def test_values_that_static_shapes_fix_are_checked(shape_node, dims, message):
     else:
         with pytest.raises(ModelError, match=message):
             validate(model)
+
+
+@pytest.mark.parametrize("rows, extra, refused", [(6, 0, False), (9, 10, True)])
+def test_a_branch_the_static_shapes_rule_out_is_not_checked(rows, extra, refused):
+    """A ScatterUpdate at row n - 8, n = Shape(data)[0] + extra, in the branch of If(n >= 8): with 6 rows the branch never
+    runs (its write, at row -2, would be out of bounds, and is no mistake); with 9 rows and n = 19 it runs, at row 11."""
+    then = helper.make_graph([helper.make_node("Sub", ["rows", "eight"], ["pos"]),
+                              helper.make_node("ScatterUpdate", ["data", "pos", "updates", "axis"], ["written"], domain="trt_scatter", name="tail")],
+                             "then", [], [info("written", [rows, 4])])
+    other = helper.make_graph([helper.make_node("Identity", ["data"], ["same"])], "else", [], [info("same", [rows, 4])])
+    nodes = [helper.make_node("Shape", ["data"], ["shape"], end=1), helper.make_node("Add", ["shape", "extra"], ["rows"]),
+             helper.make_node("GreaterOrEqual", ["rows", "eight"], ["big"]), helper.make_node("Squeeze", ["big"], ["cond"]),
+             helper.make_node("If", ["cond"], ["out"], then_branch=then, else_branch=other)]
+    graph = helper.make_graph(nodes, "g", [info("data", [rows, 4]), info("updates", [1, 4])], [info("out", [rows, 4])],
+                              [numpy_helper.from_array(np.array(value), name) for name, value in (("eight", [8]), ("axis", 0), ("extra", [extra]))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
+    if refused:
+        with pytest.raises(ModelError, match=r"ScatterUpdate node 'tail': scatter_update: 'indices' values must be in \[0, 8\] .*\(got 11\)"):
+            validate(model)
+    else:
+        validate(model)

@@ -99,10 +99,10 @@ class ModelTensors:
     def _folded(self, node, name):
         """The value of the integer output ``name`` of ``node``, folded (:func:`fold`) from constant inputs, or
         ``None``. Exporters leave such chains (``step = Cast(Constant)``, ``indices = Unsqueeze(9)``); what they
-        compute is what TensorRT will, so index values are known before it runs. Integer outputs only:
-        index values, not weights."""
+        compute is what TensorRT will, so index values are known before it runs. Integer and boolean outputs only:
+        index values and conditions, not weights."""
         dtype = self._types.get(name, (None, None))[0]
-        if dtype is None or dtype.kind not in "iu":
+        if dtype is None or dtype.kind not in "iub":  # and booleans: an If's condition
             return None
         if node.op_type in ("Shape", "Size") and node.domain in DEFAULT_DOMAINS and node.input and self.constant(node.input[0]) is None:
             return self._of_static_shape(node)

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING
 
 from trt_scatter import ops, oracle
 from trt_scatter.log import warn
-from trt_scatter.model import ModelError, as_model, indexed_nodes, node_label, opset_version, printable, subgraphs
+from trt_scatter.model import ModelError, as_model, node_label, opset_version, printable, subgraphs
 from trt_scatter.model.files import MAX_ELEMENTS
 from trt_scatter.model.node import OpNode
 from trt_scatter.oracle import reductions, rules
@@ -89,7 +89,7 @@ def validate(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelPr
     _check_versions(model.proto, onnx_version)
     untyped = {value.name for value in graph.input if not value.type.tensor_type.elem_type} - {init.name for init in graph.initializer}
     functions = {(function.domain, function.name) for function in model.proto.functions}  # a call of the model's own function
-    for index, node in indexed_nodes(graph):
+    for index, node in _nodes_that_may_run(graph, model.tensors):
         _check_attributes_once(node, index)
         if ops.is_trt_scatter(node):
             _check_contract(node, index, version)
@@ -133,6 +133,20 @@ class ValidateTrtScatter(BaseLoader):
         model, _ = util.invoke_if_callable(self._model)
         validate(model)
         return model
+
+
+def _nodes_that_may_run(graph, tensors):
+    """``(index, node)`` as :func:`~trt_scatter.model.indexed_nodes` gives them, less the branch of an ``If`` whose
+    condition the model's constants and static shapes decide against: it never runs, so what it would write is no
+    mistake (PyTorch's exports guard a 0-D case so: ``If(Size(Shape(x)) == 0)``)."""
+    for index, node in enumerate(graph.node):
+        yield index, node
+        condition = tensors.constant(node.input[0]) if node.op_type == "If" and node.domain in ops.DEFAULT_DOMAINS and node.input else None
+        never = None if condition is None or condition.size != 1 else ("else_branch" if condition.item() else "then_branch")
+        for attribute in node.attribute:
+            if attribute.name != never:
+                for subgraph in [*attribute.graphs, *([attribute.g] if attribute.HasField("g") else [])]:
+                    yield from _nodes_that_may_run(subgraph, tensors)
 
 
 def _check_versions(proto, onnx_version):
