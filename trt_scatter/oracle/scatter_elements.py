@@ -23,7 +23,7 @@ import numpy as np
 from trt_scatter.oracle import reductions, rules
 from trt_scatter.oracle.scatter_elements_reduce import check_shapes_and_indices, scatter_elements_reduce
 from trt_scatter.oracle.scatter_elements_reduce import input_relations as reduce_input_relations, plan_inputs as reduce_plan_inputs
-from trt_scatter.oracle.scatter_elements_reduce import index_bound as index_bound, input_capacity as input_capacity  # the same targets, whether indices repeat or not
+from trt_scatter.oracle.scatter_elements_reduce import input_capacity as input_capacity  # the same targets, whether indices repeat or not
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

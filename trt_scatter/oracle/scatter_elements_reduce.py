@@ -127,9 +127,6 @@ def input_capacity(plan: Any, node: OpNode) -> int | None:
     return data[axis % len(data)] if data and -len(data) <= axis < len(data) else None
 
 
-index_bound = input_capacity  #: what the indices may hold, [0, b): data's dimension along the axis
-
-
 def plan_inputs(plan: Any, node: OpNode, rng: np.random.Generator) -> None:
     data, indices, updates = (plan.shape(node, n) for n in ("data", "indices", "updates"))
     axis = node.attribute("axis", 0)
