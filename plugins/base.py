@@ -192,6 +192,10 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
     def configure_plugin(self, inputs: list[trt.DynamicPluginTensorDesc], outputs: list[trt.DynamicPluginTensorDesc]) -> None:
         self._check_input_count(len(inputs))
         self.check_shapes([dims_shape(desc.desc.dims) for desc in inputs], **self.attributes)
+        for bound in ("min", "max"):  # the profile's bounds, each a set of shapes the engine takes (a 17-token update into 16 slots)
+            shapes = [dims_shape(getattr(desc, bound)) for desc in inputs]
+            if all(dim >= 0 for shape in shapes for dim in shape):  # TensorRT gives them once it knows the profile
+                self.check_shapes(shapes, **self.attributes)
 
     def get_workspace_size(self, inputs: list[trt.DynamicPluginTensorDesc], outputs: list[trt.DynamicPluginTensorDesc]) -> int:
         if not self.WORKSPACE:

@@ -560,9 +560,11 @@ def test_a_graph_input_of_a_type_tensorrt_has_not_is_named(tmp_path, capsys):
     assert capsys.readouterr().err == "trt-scatter build: error: graph input 'data' is uint32, which TensorRT has no type for\n"
 
 
-def test_a_profile_that_breaks_a_plugins_shape_rule_names_the_rule(tmp_path, capsys):
+@pytest.mark.parametrize("at_max_only", [False, True], ids=["every-bound", "max-only"])
+def test_a_profile_that_breaks_a_plugins_shape_rule_names_the_rule(tmp_path, capsys, at_max_only):
     """TensorRT says only that the plugin's "output shape computation failed with a non-zero return code": the build
-    names the plugin, the shapes it got and the rule (exit 2, the profile is the user's to mend)."""
+    names the plugin, the shapes it got and the rule (exit 2, the profile is the user's to mend). Where only the max
+    shapes break it, TensorRT said nothing and built an engine that writes nothing there."""
     import onnx
 
     from trt_scatter import onnx_models
@@ -570,11 +572,12 @@ def test_a_profile_that_breaks_a_plugins_shape_rule_names_the_rule(tmp_path, cap
     model = onnx_models.slice_scatter_model(("N", "W"), [0], [1], [1], axes=[1])  # a slice one column wide
     model.graph.input[1].type.tensor_type.shape.dim[1].dim_param = "U"  # updates' columns: their own size
     onnx.save(model, tmp_path / "model.onnx")
-    profile = ["--min", "data:[1,2]", "updates:[1,3]", "--opt", "data:[2,2]", "updates:[2,3]", "--max", "data:[4,2]", "updates:[4,3]"]
+    small = "1" if at_max_only else "3"
+    profile = ["--min", "data:[1,2]", f"updates:[1,{small}]", "--opt", "data:[2,2]", f"updates:[2,{small}]", "--max", "data:[4,2]", "updates:[4,3]"]
     assert main(["build", str(tmp_path / "model.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *profile]) == 2
-    assert capsys.readouterr().err == ("trt-scatter build: error: the profile's shapes break a plugin's rule: SliceScatter plugin, input shapes "
-                                       "[(-1, 2), (-1, 3), (1,), (1,), (1,), (1,)]: slice_scatter: 'updates' dimension 1 must be at most data's (2) "
-                                       "to be a slice of it (got 3)\n")
+    shapes = "[(4, 2), (4, 3), (1,), (1,), (1,), (1,)]" if at_max_only else "[(-1, 2), (-1, 3), (1,), (1,), (1,), (1,)]"
+    assert capsys.readouterr().err == (f"trt-scatter build: error: the profile's shapes break a plugin's rule: SliceScatter plugin, input shapes "
+                                       f"{shapes}: slice_scatter: 'updates' dimension 1 must be at most data's (2) to be a slice of it (got 3)\n")
 
 
 def test_a_plugin_node_writing_uint8_data_is_one_line(tmp_path, capsys):

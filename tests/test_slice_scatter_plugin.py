@@ -106,7 +106,12 @@ def test_check_shapes_names_input_and_rule(shapes, input_name, rule):
 def test_configure_plugin_and_on_shape_change_check_shapes():
     plugin = SliceScatterPlugin()
     good = [((-1, 5), "float32"), ((-1, 5), "float32"), ((1,), "int64"), ((1,), "int64"), ((1,), "int64")]
-    plugin.configure_plugin([models.dynamic_desc(s, t, min=(1, 5), max=(8, 5)) for s, t in good], [])
+    bounds = {"min": (1, 5), "max": (8, 5)}
+    plugin.configure_plugin([models.dynamic_desc(s, t, **(bounds if i < 2 else {})) for i, (s, t) in enumerate(good)], [])
+    # the profile's max: updates of 6 columns into data of 5 (TensorRT would build it, and the plugin write nothing there)
+    wide = [models.dynamic_desc(s, t, **({"min": (1, 5), "max": (8, 6 if i else 5)} if i < 2 else {})) for i, (s, t) in enumerate([((-1, 5), "float32"), ((-1, -1), "float32"), *good[2:]])]
+    with pytest.raises(ScatterInputError, match="'updates' must have shape"):
+        plugin.configure_plugin(wide, [])
     bad = [((4, 5), "float32"), ((2, 6), "float32"), ((1,), "int64"), ((1,), "int64"), ((1,), "int64")]
     with pytest.raises(ScatterInputError, match="'updates' must have shape"):
         plugin.configure_plugin([models.dynamic_desc(s, t) for s, t in bad], [])
