@@ -48,6 +48,10 @@ SEPARATOR = ":"
 REFERENCE = "reference"
 MAX_ITERATIONS = 10000  #: the most sets of inputs a check generates or loads
 DEFAULT_TOLERANCE = 1e-5  #: polygraphy's default atol and rtol: for outputs the model computes with floats
+#: float16's atol and rtol: polygraphy's 1e-5 is below what float16 tells apart (a unit in the last place is 2**-10 of
+#: the value), and two runtimes that accumulate a float16 MatMul or sum in another order (onnxruntime, ONNX's evaluator)
+#: differ by a few such units
+FLOAT16_TOLERANCE = (1e-3, 1e-2)
 #: Ops whose outputs are their inputs' values moved, selected or exactly converted: an output that only these (and
 #: integer arithmetic) compute is compared exactly. A scatter with a ``reduction`` adds or multiplies: not these.
 EXACT_OPS = {"Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Concat", "Split", "Slice", "Gather",
@@ -73,8 +77,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     parser.add_argument("--seed", type=_non_negative_int, help="seed of the generated inputs (default 1)")
     parser.add_argument("--iterations", type=_iterations, help=f"how many sets of inputs to generate (default 1, at most {MAX_ITERATIONS})")
-    parser.add_argument("--atol", type=_tolerance, help=f"absolute tolerance of every output (default: 0 where the model only moves data to compute it, {DEFAULT_TOLERANCE} where it computes with floats)")
-    parser.add_argument("--rtol", type=_tolerance, help=f"relative tolerance of every output (default: as --atol's, {DEFAULT_TOLERANCE} or 0)")
+    parser.add_argument("--atol", type=_tolerance, help=f"absolute tolerance of every output (default: 0 where the model only moves data to compute it, {DEFAULT_TOLERANCE} where it computes with floats, {FLOAT16_TOLERANCE[0]} for a float16 output)")
+    parser.add_argument("--rtol", type=_tolerance, help=f"relative tolerance of every output (default: 0, {DEFAULT_TOLERANCE}, or {FLOAT16_TOLERANCE[1]} for a float16 output)")
     parser.add_argument("--load-inputs", metavar="JSON", help="inputs saved by --save-inputs or `polygraphy run --save-inputs`")
     parser.add_argument("--save-inputs", metavar="JSON", help="save the inputs (polygraphy's JSON list of feed dicts)")
     parser.add_argument("--save-outputs", metavar="JSON", help="save every runner's outputs, named by runner (polygraphy RunResults JSON)")
@@ -146,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _check(args):
     """Builds, runs, compares and prints the verdict lines per output; returns the final verdict."""
+    import numpy as np
     import onnx
 
     generating = [flag for flag, given in (("--seed", args.seed is not None), ("--iterations", args.iterations is not None),
@@ -238,9 +243,10 @@ def _check(args):
             results.append((f"golden {source}", golden[source]))
             pairs.append((f"golden {source}", name))
     exact = _exact_outputs(loaded)
-    tolerances = {name: (args.atol if args.atol is not None else 0.0 if name in exact else DEFAULT_TOLERANCE,
-                         args.rtol if args.rtol is not None else 0.0 if name in exact else DEFAULT_TOLERANCE)
-                  for name in (value.name for value in model.graph.output)}  # fmt: skip
+    defaults = {name: (0.0, 0.0) if name in exact else FLOAT16_TOLERANCE if loaded.tensors.dtype(name) == np.float16 else (DEFAULT_TOLERANCE,) * 2
+                for name in (value.name for value in model.graph.output)}
+    tolerances = {name: (args.atol if args.atol is not None else atol, args.rtol if args.rtol is not None else rtol)
+                  for name, (atol, rtol) in defaults.items()}
     ok &= _compare(results, pairs, tolerances, given=args.atol is not None or args.rtol is not None)
     if not ok and not engine_runs and _min_max_reductions(model):
         print("note: onnxruntime's min and max let no NaN win and settle ties of -0.0 and 0.0 their own way (the reference "
