@@ -770,9 +770,7 @@ class _Rewriter:
         if all(_same_dim(a, b) for a, b in zip(mask_dims, dims[:count])):
             return True
         expand = _producer(mask)
-        shape = _producer(expand.inputs[1]) if expand is not None and expand.op == "Expand" else None
-        whole = shape is not None and shape.op == "Shape" and shape.attrs.get("start", 0) == 0 and shape.attrs.get("end") is None
-        return count == len(dims) and whole and shape.inputs[0] is data
+        return count == len(dims) and expand is not None and expand.op == "Expand" and _whole_shape_of(expand.inputs[1]) is data
 
     def _broadcast_values(self, updates, mask, tail, rank):
         """``V`` where ``U`` is ``Expand(V, shape)`` (or a Reshape of it) and each written element's value is V broadcast
@@ -999,9 +997,7 @@ class _Rewriter:
         filled = _producer(zeros)
         if filled is not None and filled.op == "ConstantOfShape":
             value = filled.attrs.get("value")
-            shape_of = _producer(filled.inputs[0])
-            of_like = shape_of is not None and shape_of.op == "Shape" and shape_of.inputs[0] is like and not shape_of.attrs.get("start") \
-                and shape_of.attrs.get("end") is None
+            of_like = _whole_shape_of(filled.inputs[0]) is like
             return add if of_like and not np.any(np.asarray(getattr(value, "values", 0 if value is None else value))) else None
         values, dims = self._constant(zeros), _dims(like)
         static = dims is not None and all(isinstance(d, int) for d in dims)
@@ -1080,9 +1076,9 @@ class _Rewriter:
             return None
         source = expand.inputs[0]
         dims, source_dims, index_dims = _dims(data), _dims(source), _dims(indices)
-        shape_of = _producer(expand.inputs[1])
-        if shape_of is not None and shape_of.op == "Shape" and not shape_of.attrs.get("start") and shape_of.attrs.get("end") is None:
-            index_dims = _dims(shape_of.inputs[0])  # expand_as(t): the dims of t, which inference may not carry through
+        shaped_like = _whole_shape_of(expand.inputs[1])
+        if shaped_like is not None:
+            index_dims = _dims(shaped_like)  # expand_as(t): the dims of t, which inference may not carry through
         if None in (dims, source_dims, index_dims) or not len(dims) == len(source_dims) == len(index_dims):
             return None
         if any(d != 1 for d in source_dims[1:]) or not _same_dim(source_dims[0], index_dims[0]):
@@ -1519,6 +1515,14 @@ def _root(tensor):
         tensor = node.inputs[0]
         node = _producer(tensor)
     return tensor
+
+
+def _whole_shape_of(tensor):
+    """The tensor whose whole shape ``tensor`` is (``Shape(t)``, no start or end), else ``None``."""
+    node = _producer(tensor)
+    if node is None or node.op != "Shape" or node.attrs.get("start", 0) != 0 or node.attrs.get("end") is not None:
+        return None
+    return node.inputs[0]
 
 
 def _producer(tensor):
