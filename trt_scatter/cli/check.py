@@ -248,7 +248,7 @@ def _check(args):
     tolerances = {name: (args.atol if args.atol is not None else atol, args.rtol if args.rtol is not None else rtol)
                   for name, (atol, rtol) in defaults.items()}
     ok &= _compare(results, pairs, tolerances, given=args.atol is not None or args.rtol is not None)
-    if not ok and not engine_runs and _min_max_reductions(model):
+    if not ok and not engine_runs and _min_max_reductions(loaded):
         print("note: onnxruntime's min and max let no NaN win and settle ties of -0.0 and 0.0 their own way (the reference "
               "follows PyTorch's amin/amax): where the inputs hold those, only the engine, run on a GPU, checks these outputs")
 
@@ -267,9 +267,25 @@ def _check(args):
     return "PASSED" if engine_runs else "NOT RUN ON TENSORRT"
 
 
-def _min_max_reductions(model):
-    """The model's scatter nodes that combine by min or max (which onnxruntime settles otherwise for NaN and ±0)."""
-    return [node for node in model.graph.node if any(a.name == "reduction" and a.s in (b"min", b"max") for a in node.attribute)]
+def _reductions(loaded):
+    """``(index, node, reduction)`` for each scatter node of the model (subgraphs included) that combines its updates:
+    the node's ``reduction``, or its op's default (trt-scatter's reduction ops: add)."""
+    from trt_scatter import ops
+    from trt_scatter.model.graph import indexed_nodes
+
+    for index, node in indexed_nodes(loaded.proto.graph):
+        op = ops.op_of(node)
+        if op is None:
+            continue
+        default = op.attributes["reduction"].default if "reduction" in op.attributes else "none"
+        reduction = next((a.s.decode(errors="replace") for a in node.attribute if a.name == "reduction"), default)
+        if reduction != "none":
+            yield index, node, reduction
+
+
+def _min_max_reductions(loaded):
+    """Whether a scatter of the model combines by min or max (which onnxruntime settles otherwise for NaN and ±0)."""
+    return any(reduction in ("min", "max") for _, _, reduction in _reductions(loaded))
 
 
 def _resolve_tensorrt():
@@ -432,15 +448,9 @@ def _float16_sum(loaded):
     keeps onnxruntime from checking it: its CPU kernels run such reductions only at some opsets and round their sums
     their own way, where the spec combines each target's updates in their order, rounding after each step (a valid
     model failed by 1-2 units in the last place). Empty where there is none."""
-    from trt_scatter import ops
-    from trt_scatter.model.graph import indexed_nodes, node_label
+    from trt_scatter.model.graph import node_label
 
-    for index, node in indexed_nodes(loaded.proto.graph):
-        op = ops.op_of(node)
-        if op is None:
-            continue
-        default = op.attributes["reduction"].default if "reduction" in op.attributes else "none"
-        reduction = next((a.s.decode(errors="replace") for a in node.attribute if a.name == "reduction"), default)
+    for index, node, reduction in _reductions(loaded):
         dtype = loaded.tensors.dtype(node.input[0])
         if reduction in ("add", "mul", "mean") and dtype is not None and dtype.name in ("float16", "bfloat16"):
             return (f"{node_label(node, index)} reduces {dtype.name} values with '{reduction}': onnxruntime's CPU kernels round such sums "
