@@ -873,3 +873,7 @@ def test_a_branch_the_static_shapes_rule_out_is_not_checked(rows, extra, refused
             validate(model)
     else:
         validate(model)
+        branch = next(attribute.g for attribute in graph.node[-1].attribute if attribute.name == "then_branch")
+        branch.node[1].attribute.append(helper.make_attribute("inplace", 2))  # what TensorRT's parser reads is still checked
+        with pytest.raises(ModelError, match=r"ScatterUpdate node 'tail': attribute 'inplace' must be the int 0 or 1 \(got 2\)"):
+            validate(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]))

@@ -89,7 +89,7 @@ def validate(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelPr
     _check_versions(model.proto, onnx_version)
     untyped = {value.name for value in graph.input if not value.type.tensor_type.elem_type} - {init.name for init in graph.initializer}
     functions = {(function.domain, function.name) for function in model.proto.functions}  # a call of the model's own function
-    for index, node in _nodes_that_may_run(graph, model.tensors):
+    for index, node, runs in _nodes_that_may_run(graph, model.tensors):
         _check_attributes_once(node, index)
         if ops.is_trt_scatter(node):
             _check_contract(node, index, version)
@@ -107,10 +107,11 @@ def validate(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelPr
         checked = OpNode(node, index, model.tensors, op)
         try:
             _check_types(checked)
-            oracle.module(op).check_node(checked)
+            if runs:
+                oracle.module(op).check_node(checked)
         except ScatterInputError as err:
             raise checked.error(err) from None
-        repeat = oracle.module(op).repeated_target(checked)
+        repeat = runs and oracle.module(op).repeated_target(checked)
         if repeat:
             warn(f"{checked.label}: {repeat}: {rules.UNDEFINED}")
     model.validated = True
@@ -135,18 +136,18 @@ class ValidateTrtScatter(BaseLoader):
         return model
 
 
-def _nodes_that_may_run(graph, tensors):
-    """``(index, node)`` as :func:`~trt_scatter.model.indexed_nodes` gives them, less the branch of an ``If`` whose
-    condition the model's constants and static shapes decide against: it never runs, so what it would write is no
-    mistake (PyTorch's exports guard a 0-D case so: ``If(Size(Shape(x)) == 0)``)."""
+def _nodes_that_may_run(graph, tensors, runs=True):
+    """``(index, node, runs)`` for each node as :func:`~trt_scatter.model.indexed_nodes` gives them, ``runs`` False in the
+    branch of an ``If`` whose condition the model's constants and static shapes decide against: it never runs, so the
+    values it would write are no mistake (PyTorch's exports guard a 0-D case so: ``If(Size(Shape(x)) == 0)``), while
+    TensorRT's parser still reads its nodes, their attributes and types."""
     for index, node in enumerate(graph.node):
-        yield index, node
+        yield index, node, runs
         condition = tensors.constant(node.input[0]) if node.op_type == "If" and node.domain in ops.DEFAULT_DOMAINS and node.input else None
         never = None if condition is None or condition.size != 1 else ("else_branch" if condition.item() else "then_branch")
         for attribute in node.attribute:
-            if attribute.name != never:
-                for subgraph in [*attribute.graphs, *([attribute.g] if attribute.HasField("g") else [])]:
-                    yield from _nodes_that_may_run(subgraph, tensors)
+            for subgraph in [*attribute.graphs, *([attribute.g] if attribute.HasField("g") else [])]:
+                yield from _nodes_that_may_run(subgraph, tensors, runs and attribute.name != never)
 
 
 def _check_versions(proto, onnx_version):
