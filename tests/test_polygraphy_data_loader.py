@@ -541,22 +541,25 @@ def test_index_inputs_of_several_columns_are_drawn_within_every_column():
         assert (0 <= feed["i"]).all() and (feed["i"] < 4).all() and (0 <= feed["j"]).all() and (feed["j"] < 4).all(), feed
 
 
-@pytest.mark.parametrize("case", ["a-gather-and-a-scatter", "two-gathers", "a-table-initializer"])
+@pytest.mark.parametrize("case", ["a-gather-and-a-scatter", "a-small-gather-and-a-scatter", "two-gathers", "a-table-initializer"])
 def test_gather_indices_fit_every_reader(case):
     """One index input read by a Gather of a 100-row table and the rows of a 3-row ScatterNDReduce (it is searched for the
-    scatter, below 3), by Gathers of 100 and of 3 rows (below the least), or a Gather of a 3-row initializer."""
+    scatter, below 3), by a Gather of 3 rows and a 100-row scatter (searched, within the gather's 3), by Gathers of 100
+    and of 3 rows (below the least), or a Gather of a 3-row initializer."""
     from onnx import TensorProto, helper
 
     from trt_scatter.reference import Reference
 
     table = [onnx.numpy_helper.from_array(np.ones((3, 2), np.float32), "table")] if case == "a-table-initializer" else []
-    inputs = [info("big", [100, 2]), info("x", [3, 2]), info("i", [4], TensorProto.INT64)] + ([info("table", [3, 2])] if not table else [])
+    small_gather = case == "a-small-gather-and-a-scatter"
+    inputs = [info("big", [3 if small_gather else 100, 2]), info("x", [100 if small_gather else 3, 2]), info("i", [4], TensorProto.INT64)] + \
+        ([info("table", [3, 2])] if not table else [])
     nodes = [helper.make_node("Gather", ["big", "i"], ["looked_up"], axis=0)]
     outputs = [info("looked_up", [4, 2])]
-    if case == "a-gather-and-a-scatter":
+    if case in ("a-gather-and-a-scatter", "a-small-gather-and-a-scatter"):
         nodes += [helper.make_node("Unsqueeze", ["i", "last"], ["rows"]),
                   helper.make_node("ScatterNDReduce", ["x", "rows", "looked_up"], ["out"], domain="trt_scatter")]
-        outputs.append(info("out", [3, 2]))
+        outputs.append(info("out", [100 if small_gather else 3, 2]))
     else:
         nodes.append(helper.make_node("Gather", ["table" if table else "x", "i"], ["small"], axis=0))
         outputs.append(info("small", [4, 2]))

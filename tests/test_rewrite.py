@@ -1034,3 +1034,17 @@ def test_an_add_of_a_scatter_of_zeros_becomes_a_sum_only_where_it_is_one(fill, r
     expected = onnxruntime.InferenceSession(model.SerializeToString()).run(names, feeds)  # distinct rows: defined in ONNX, and kept
     for name, value in zip(names, expected):
         np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+
+def test_an_add_of_a_scatter_of_zeros_with_rows_of_no_index_is_a_sum():
+    """ScatterND indices of shape (3, 0): each row writes all of data, so the rows repeat every target (it was an internal
+    error): the Add becomes the sum of the three into x."""
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("ConstantOfShape", ["shape"], ["zeros"]),
+             helper.make_node("ScatterND", ["zeros", "rows", "values"], ["scattered"]), helper.make_node("Add", ["x", "scattered"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 2]),
+                                           helper.make_tensor_value_info("values", TensorProto.FLOAT, [3, 4, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 2])], [numpy_helper.from_array(np.zeros((3, 0), np.int64), "rows")])
+    rewritten, report = rewrite(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    assert [change.pattern for change in report.rewritten] == ["Add(ScatterND of zeros)"], report.lines()
+    x, values = np.arange(8, dtype=np.float32).reshape(4, 2), np.ones((3, 4, 2), np.float32)
+    np.testing.assert_array_equal(Reference(rewritten).run({"x": x, "values": values})["y"], x + 3)

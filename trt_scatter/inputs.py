@@ -181,18 +181,19 @@ class _Plan:
         self._reference = None
 
     def _plan_gathers(self):
-        """Integer graph inputs that only give standard gathers' indices (``x[src]``, a message-passing layer's source
-        nodes), not a scatter's (those are generated or searched for it): drawn in [-s, s-1], s the least size they
-        index in any of those gathers (a GatherND's smallest indexed dimension), as every element keeps its value
-        through the shape ops between. Random values past that fail the run, and no search would draw them again."""
-        sizes = {}
+        """Integer graph inputs that give standard gathers' indices (``x[src]``, a message-passing layer's source nodes):
+        drawn in [-s, s-1], s the least size they index in any of those gathers (a GatherND's smallest indexed
+        dimension), as every element keeps its value through the shape ops between. Random values past that fail the
+        run, and no search would draw them again. One a scatter's indices also reach is searched for the scatter, within
+        s (``gathered``)."""
+        sizes, self.gathered = {}, {}
         for node in self.model.graph.node:
             if node.op_type not in _GATHERS or node.domain not in DEFAULT_DOMAINS or len(node.input) < 2:
                 continue
             name, data = node.input[1], self.concrete.get(node.input[0]) or self.tensors.shape(node.input[0])
             while name in self.producers and self.producers[name].op_type in _SAME_VALUES and self.producers[name].domain in DEFAULT_DOMAINS:
                 name = self.producers[name].input[0]
-            if name not in self.inputs or name in self.generators or name in self.searched or np.dtype(self.inputs[name][0]).kind not in "iu" or not data:
+            if name not in self.inputs or name in self.generators or np.dtype(self.inputs[name][0]).kind not in "iu" or not data:
                 continue
             attributes = {attribute.name: attribute.i for attribute in node.attribute}
             if node.op_type == "GatherND":
@@ -205,7 +206,9 @@ class _Plan:
             sizes.setdefault(name, []).append(min(dims, default=-1))
         for name, indexed in sizes.items():
             size = min(indexed)
-            if size > 0:  # every gather's size known (-1: not)
+            if name in self.searched:  # a scatter's indices too: searched for it, within the gathers' size (_search_range)
+                self.gathered[name] = size
+            elif size > 0:  # every gather's size known (-1: not)
                 signed = np.dtype(self.inputs[name][0]).kind == "i"
                 self.generators[name] = (None, lambda rng, shape=self.shapes[name], size=size, signed=signed: (
                     oracle.rules.some_negative(rng, rng.integers(0, size, size=shape), size) if signed else rng.integers(0, size, size=shape)))
@@ -337,14 +340,16 @@ class _Plan:
         """The values drawn for a searched input: in [0, c) where every scatter node it reaches takes repeated
         targets (a reduction: an edge list is valid as it is) and c, the least any of them takes in an index
         (its oracle module's ``index_bound``), is known; else in [-bound-1, bound], every form of index, until the
-        reference accepts one."""
-        nodes = self.reached.get(name, [])
+        reference accepts one. Within the size the gathers that read it index (``gathered``), too."""
+        nodes, gathered = self.reached.get(name, []), self.gathered.get(name, -1)
+        if gathered > 0:  # a gather reads it too (-1: a size not known)
+            bound = min(bound, gathered - 1)
         if nodes and not any(_needs_distinct_targets(node) for node in nodes):
             modules = [oracle.module(node.op) for node in nodes]
             bounds = [getattr(module, "index_bound", module.input_capacity)(self, node) if self.concrete.get(node.inputs[node.op.data_input]) else None
                       for module, node in zip(modules, nodes)]
             if None not in bounds and min(bounds) > 0:
-                return 0, int(min(bounds))
+                return 0, int(min(bounds + ([gathered] if gathered > 0 else [])))
         return -bound - 1, bound + 1
 
 

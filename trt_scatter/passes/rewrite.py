@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -1016,6 +1017,8 @@ class _Rewriter:
             if not all(isinstance(d, int) for d in sizes):
                 return False  # where -1 lands is known only when it runs
             indices = np.where(indices < 0, indices + np.asarray(sizes, np.int64), indices)
+        if nd and not indices.shape[-1]:  # rows of no index: each writes all of data
+            return math.prod(indices.shape[:-1]) <= 1
         if nd:
             rows = indices.reshape(-1, indices.shape[-1])
             return len(np.unique(rows, axis=0)) == len(rows)
