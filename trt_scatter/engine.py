@@ -197,18 +197,17 @@ def _for_the_parser(proto):
     import onnx
 
     from trt_scatter.model import all_nodes, live_names
-    from trt_scatter.ops import is_trt_scatter
 
     live = live_names(proto.graph.node, [value.name for value in proto.graph.output])
     needed = [any(output in live for output in node.output) for node in proto.graph.node]
-    dead_write = any(is_trt_scatter(node) and not keep for node, keep in zip(proto.graph.node, needed))
-    padded = any(is_trt_scatter(node) and node.input and not node.input[-1] for node in all_nodes(proto.graph))
+    dead_write = any(ops.is_trt_scatter(node) and not keep for node, keep in zip(proto.graph.node, needed))
+    padded = any(ops.is_trt_scatter(node) and node.input and not node.input[-1] for node in all_nodes(proto.graph))
     if not padded and not dead_write:
         return proto
     copy = onnx.ModelProto()
     copy.CopyFrom(proto)
     for node in all_nodes(copy.graph):
-        while is_trt_scatter(node) and node.input and not node.input[-1]:
+        while ops.is_trt_scatter(node) and node.input and not node.input[-1]:
             node.input.pop()
     if dead_write:
         kept = [node for node, keep in zip(copy.graph.node, needed) if keep]
@@ -423,7 +422,7 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
         config = with_aliased_plugin_io(config)
     start = time.perf_counter()
     saved = save_timing_cache if save_timing_cache is not None else timing_cache
-    refused_shapes = _refused_plugin_shapes()  # forgets earlier refusals: a failed build names its own
+    _refused_plugin_shapes()  # forgets earlier refusals: a failed build names its own
     with no_collection_inside_tensorrt():  # it logs throughout the build
         try:
             engine = bytes(EngineBytesFromNetwork(loaded, config=config, save_timing_cache=saved)())  # raises if TensorRT fails

@@ -272,13 +272,12 @@ def _reductions(loaded):
     the node's ``reduction``, or its op's default (trt-scatter's reduction ops: add)."""
     from trt_scatter import ops
     from trt_scatter.model.graph import indexed_nodes
+    from trt_scatter.model.node import OpNode
 
     for index, node in indexed_nodes(loaded.proto.graph):
-        op = ops.op_of(node)
-        if op is None:
+        if ops.op_of(node) is None:
             continue
-        default = op.attributes["reduction"].default if "reduction" in op.attributes else "none"
-        reduction = next((a.s.decode(errors="replace") for a in node.attribute if a.name == "reduction"), default)
+        reduction = OpNode(node, index, loaded.tensors).attribute("reduction") or "none"
         if reduction != "none":
             yield index, node, reduction
 

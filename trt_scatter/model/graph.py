@@ -36,10 +36,16 @@ def opset_version(model: onnx.ModelProto, domain: str = "") -> int | None:
 
 def subgraphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
     """The graphs ``node`` holds in its attributes (If branches, Loop and Scan bodies)."""
+    return (graph for _, graph in named_subgraphs(node))
+
+
+def named_subgraphs(node: onnx.NodeProto) -> Iterator[tuple[str, onnx.GraphProto]]:
+    """``(attribute name, graph)`` for each graph ``node`` holds (``then_branch``, ``else_branch``, ``body``)."""
     for attribute in node.attribute:
-        yield from attribute.graphs
+        for graph in attribute.graphs:
+            yield attribute.name, graph
         if attribute.HasField("g"):
-            yield attribute.g
+            yield attribute.name, attribute.g
 
 
 def all_graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:

@@ -82,6 +82,7 @@ class ModelTensors:
             if node.op_type == "Constant" and node.domain in DEFAULT_DOMAINS and len(node.output) == 1 and len(node.attribute) == 1:
                 self._constant_protos[node.output[0]] = node.attribute[0]
         self._producers = {output: node for graph in graphs for node in graph.node for output in node.output if output}
+        self._graph_inputs = {value.name for value in model.graph.input}
         self._constants = {}
         self._types = _value_types(model)
 
@@ -115,7 +116,7 @@ class ModelTensors:
         ``Size`` of a graph input or a constant whose shape the model fixes: what TensorRT, too, builds as a constant.
         ``None`` otherwise, also for a tensor a node computes: its declared shape (``value_info``) may be stale, and a
         run gives the real one (onnxruntime warns and goes on)."""
-        if node.input[0] not in self._constant_protos and node.input[0] not in {value.name for value in self.model.graph.input}:
+        if node.input[0] not in self._constant_protos and node.input[0] not in self._graph_inputs:
             return None
         shape = self.shape(node.input[0])
         if shape is None or -1 in shape:

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING
 
 from trt_scatter import ops, oracle
 from trt_scatter.log import warn
-from trt_scatter.model import ModelError, as_model, node_label, opset_version, printable, subgraphs
+from trt_scatter.model import ModelError, as_model, named_subgraphs, node_label, opset_version, printable, subgraphs
 from trt_scatter.model.files import MAX_ELEMENTS
 from trt_scatter.model.node import OpNode
 from trt_scatter.oracle import reductions, rules
@@ -145,9 +145,8 @@ def _nodes_that_may_run(graph, tensors, runs=True):
         yield index, node, runs
         condition = tensors.constant(node.input[0]) if node.op_type == "If" and node.domain in ops.DEFAULT_DOMAINS and node.input else None
         never = None if condition is None or condition.size != 1 else ("else_branch" if condition.item() else "then_branch")
-        for attribute in node.attribute:
-            for subgraph in [*attribute.graphs, *([attribute.g] if attribute.HasField("g") else [])]:
-                yield from _nodes_that_may_run(subgraph, tensors, runs and attribute.name != never)
+        for name, subgraph in named_subgraphs(node):
+            yield from _nodes_that_may_run(subgraph, tensors, runs and name != never)
 
 
 def _check_versions(proto, onnx_version):
