@@ -117,8 +117,14 @@ __device__ __forceinline__ int unit_bytes(u64 bits) {
 
 // Copies `rows` rows of `row_units` units U: source row r starts at byte r*row_units*sizeof(U)
 // of `src` (updates are dense), its destination at byte map(r) of `dst`, or nowhere if map(r) < 0.
-// Long rows: blocks take tiles of a row (one row lookup per tile); short rows: threads take
-// single units (one row lookup per unit). Both are grid-stride loops, so any grid is correct.
+// A row map also splits its rows into groups of map.group_rows() consecutive rows (the innermost axis
+// it walks, or an index list): for r = g * group_rows + j, map(r) = map.group(g) + map.within(j), and
+// either part < 0 means nowhere.
+// Long rows: blocks take tiles of a row (one row lookup per tile). Rows of one unit in long groups
+// (a strided or indexed innermost axis): blocks take tiles of a group (one group lookup per tile), so a
+// unit costs its offset within the group and no division; a division per unit made these rows up to 3x
+// slower than torch's strided copies on an H200. Other short rows: threads take single units (one row
+// lookup per unit). All are grid-stride loops, so any grid is correct.
 template <typename U, typename RowMap>
 __device__ __forceinline__ void copy_rows(char* __restrict__ dst, const char* __restrict__ src, i64 rows,
                                           i64 row_units, const RowMap& map) {
@@ -141,7 +147,27 @@ __device__ __forceinline__ void copy_rows(char* __restrict__ dst, const char* __
                 if (u < row_units) out[u] = row[u];
             }
         }
-    } else if (row_units == 1) {  // e.g. a strided innermost axis: one unit per row, no division
+    } else if (row_units == 1 && map.group_rows() > 1 && map.group_rows() >= static_cast<i64>(blockDim.x)) {
+        const int unroll = 4;
+        const i64 group_rows = map.group_rows();
+        const i64 tile = static_cast<i64>(blockDim.x) * unroll;
+        const i64 tiles_per_group = (group_rows + tile - 1) / tile;
+        const i64 tiles = quotient(rows, group_rows) * tiles_per_group;
+        for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+            const i64 g = quotient(t, tiles_per_group);
+            const i64 base = map.group(g);
+            if (base < 0) continue;
+            const U* group_in = in + g * group_rows;
+            const i64 first = (t - g * tiles_per_group) * tile + threadIdx.x;
+#pragma unroll
+            for (int k = 0; k < unroll; ++k) {
+                const i64 j = first + static_cast<i64>(k) * blockDim.x;
+                if (j >= group_rows) break;
+                const i64 offset = map.within(j);
+                if (offset >= 0) *reinterpret_cast<U*>(dst + base + offset) = group_in[j];
+            }
+        }
+    } else if (row_units == 1) {  // one unit per row, short groups: no division inside a row
         for (i64 r = global_thread(); r < rows; r += grid_threads()) {
             const i64 offset = map(r);
             if (offset >= 0) *reinterpret_cast<U*>(dst + offset) = in[r];

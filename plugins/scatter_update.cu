@@ -10,7 +10,8 @@
 // this kernel: by the launcher (Python plugin) or by TensorRT (AOT plugin, output aliased with data).
 #include "scatter_common.cuh"
 
-// Row r = (outer position o, index position j) of updates -> byte offset of its destination row.
+// Row r = (outer position o, index position j) of updates -> byte offset of its destination row, or -1
+// for an index out of range. The outer positions make the groups (copy_rows).
 template <typename Index>
 struct IndexRows {
     const Index* indices;
@@ -18,11 +19,19 @@ struct IndexRows {
     i64 size;  // data.shape[axis]
     i64 row_bytes;
 
+    __device__ __forceinline__ i64 group_rows() const { return count; }
+
+    __device__ __forceinline__ i64 group(i64 o) const { return o * size * row_bytes; }
+
+    __device__ __forceinline__ i64 within(i64 j) const {
+        const i64 index = static_cast<i64>(indices[j]);
+        return index < 0 || index >= size ? -1 : index * row_bytes;
+    }
+
     __device__ __forceinline__ i64 operator()(i64 r) const {
         const i64 o = quotient(r, count);
-        const i64 index = static_cast<i64>(indices[r - o * count]);
-        if (index < 0 || index >= size) return -1;
-        return (o * size + index) * row_bytes;
+        const i64 offset = within(r - o * count);
+        return offset < 0 ? -1 : group(o) + offset;
     }
 };
 

@@ -25,24 +25,37 @@ __device__ __forceinline__ i64 slice_count(i64 start, i64 stop, i64 step, i64 di
     return static_cast<i64>(static_cast<u64>(span - 1) / stride + 1);
 }
 
-// Row r of updates -> byte offset of its destination in output. Rows are the outer axes' index
-// tuples; axis d of them lands at first[d] + c*step[d], `stride[d]` bytes apart.
+// Row r of updates -> byte offset of its destination in output. Rows are the walked axes' index
+// tuples; axis d of them lands at first[d] + c*step[d], `stride[d]` bytes apart. The innermost walked
+// axis makes the groups (copy_rows): index j of it lies within_first + j*within_step bytes into its group.
 struct SliceRows {
     i64 first[TRT_SCATTER_MAX_RANK];
     i64 step[TRT_SCATTER_MAX_RANK];
     i64 extent[TRT_SCATTER_MAX_RANK];
     i64 stride[TRT_SCATTER_MAX_RANK];
     i64 base;
-    int outer;
+    i64 inner_extent;  // of the innermost walked axis; 1 if no axis is walked
+    i64 within_first;
+    i64 within_step;
+    int outer;  // the walked axes before the innermost one: 0 .. outer-1
 
-    __device__ __forceinline__ i64 operator()(i64 r) const {
+    __device__ __forceinline__ i64 group_rows() const { return inner_extent; }
+
+    __device__ __forceinline__ i64 group(i64 g) const {
         i64 offset = base;
         for (int d = outer - 1; d >= 0; --d) {
-            const i64 q = quotient(r, extent[d]);
-            offset += (first[d] + (r - q * extent[d]) * step[d]) * stride[d];
-            r = q;
+            const i64 q = quotient(g, extent[d]);
+            offset += (first[d] + (g - q * extent[d]) * step[d]) * stride[d];
+            g = q;
         }
         return offset;
+    }
+
+    __device__ __forceinline__ i64 within(i64 j) const { return within_first + j * within_step; }
+
+    __device__ __forceinline__ i64 operator()(i64 r) const {
+        const i64 g = quotient(r, inner_extent);
+        return group(g) + within(r - g * inner_extent);
     }
 };
 
@@ -113,6 +126,15 @@ __device__ inline void plan_slice(const SliceScatterArgs& a, i64 element_size, S
         alignment |= static_cast<u64>(inner);
         rows *= a.updates_shape[d];
         inner *= a.data_shape[d];
+    }
+    rows_map.inner_extent = 1;
+    rows_map.within_first = 0;
+    rows_map.within_step = 0;
+    if (rows_map.outer > 0) {  // the innermost walked axis makes the groups
+        const int i = --rows_map.outer;
+        rows_map.inner_extent = rows_map.extent[i];
+        rows_map.within_first = rows_map.first[i] * rows_map.stride[i];
+        rows_map.within_step = rows_map.step[i] * rows_map.stride[i];
     }
     plan.rows = rows;
     plan.row_bytes = row_bytes;

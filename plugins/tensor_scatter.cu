@@ -33,6 +33,13 @@ struct CacheRows {
 
     __device__ __forceinline__ bool fits(i64 w) const { return w >= 0 && (circular || w <= size - count); }
 
+    // Groups of one row (copy_rows): where an entry goes depends on its batch row's write index.
+    __device__ __forceinline__ i64 group_rows() const { return 1; }
+
+    __device__ __forceinline__ i64 group(i64 r) const { return (*this)(r); }
+
+    __device__ __forceinline__ i64 within(i64) const { return 0; }
+
     __device__ __forceinline__ i64 operator()(i64 r) const {
         const i64 row = quotient(r, count);  // b * P + p
         const i64 s = r - row * count;

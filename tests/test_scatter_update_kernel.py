@@ -62,6 +62,9 @@ def _case(shape, indices, axis, dtype=np.float32, index_dtype=np.int64, device_a
         ((3, 0, 4), [1, 2], 0),  # empty rows
         ((2, 3, 300), [[2, 0]], 1),  # long rows
         ((4, 5), [2**31 - 1, -(2**31), 1], -2),
+        # one-element rows in groups of several tiles (copy_rows' grouped path), out-of-range indices among them
+        ((3, 1500), [(7 * i) % 1500 if i % 97 else 1500 + i for i in range(1300)], -1),
+        ((40, 300), [299 - i if i % 50 else -1 for i in range(260)], 1),
     ],
 )
 @ENTRIES
