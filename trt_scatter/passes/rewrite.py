@@ -505,6 +505,9 @@ class _Rewriter:
         constant = self._constant(indices)
         if constant is not None:
             return _grid(constant, dims, axis_of)
+        sliced = self._slice_grid(indices, data, transposed_data, dims, axis_of)
+        if sliced is not None:
+            return sliced
         shape = _dims(indices)
         if not shape or shape[-1] != 1:
             raise _Left("indices computed at run time that are not a slice range or an index list")
@@ -512,13 +515,70 @@ class _Rewriter:
         if unsqueeze is None or unsqueeze.op != "Unsqueeze" or self._unsqueeze_axes(unsqueeze) not in ([-1], [len(shape) - 1]):
             raise _Left("indices computed at run time that are not a slice range or an index list")
         inner = unsqueeze.inputs[0]
-        axis = axis_of(0)
-        slice_node = _producer(inner)
-        if slice_node is not None and slice_node.op == "Slice" and self._is_range_of(slice_node.inputs[0], data, transposed_data, axis, dims):
-            return _Write(slices=[(axis, *self._slice_bounds(slice_node))])
         if _dtype_kind(inner) != "i":
             raise _Left("indices of a type that is not a signed integer")
-        return _Write(axis=axis, list=inner, wrap=True)
+        return _Write(axis=axis_of(0), list=inner, wrap=True)
+
+    def _slice_grid(self, indices, data, transposed_data, dims, axis_of):
+        """A slice write, or None: the coordinate grid of the axes 0..k-1 that PyTorch's exporters write for
+        ``x[:, a:b, c:d] = v`` where the shapes or the bounds are known only at run time.
+
+        ``indices`` is ``Concat(Unsqueeze(C_0, -1), ..., Unsqueeze(C_k-1, -1), axis=-1)`` (one ``Unsqueeze`` for k = 1),
+        each column ``C_i`` an optional ``Expand`` (the TorchScript exporter broadcasts the columns to one shape) of
+        ``Reshape(R_i, [-1, 1, ..., 1])`` (rank k - i; ``R_i`` itself for the last), ``R_i`` a whole axis
+        ``[0, ..., n_i - 1]`` (a constant, or ``Range(0, n_i, 1)`` of data's dimension), a ``Slice`` of one, or a constant
+        progression; the last may also be a run-time index list where every other axis is whole. Column i
+        then varies along axis i of the grid only, so the grid is the slice's own positions: the Expands broadcast them
+        to the grid's shape, and any larger shape would repeat positions, which ScatterND does not allow.
+        """
+        rank, concat = _rank(indices), _producer(indices)
+        if rank is None or _rank(transposed_data) is None:
+            return None
+        columns = list(concat.inputs) if concat is not None and concat.op == "Concat" and _attr(concat, "axis", 0) in (-1, rank - 1) else [indices]
+        k = len(columns)
+        if rank != k + 1 or k > _rank(transposed_data):
+            return None
+        slices = []
+        for i, column in enumerate(columns):
+            unsqueeze = _producer(column)
+            if unsqueeze is None or unsqueeze.op != "Unsqueeze" or self._unsqueeze_axes(unsqueeze) not in ([-1], [k]):
+                return None
+            positions = unsqueeze.inputs[0]
+            expand = _producer(positions)
+            if expand is not None and expand.op == "Expand":
+                positions = expand.inputs[0]
+            size = dims[i] if dims else None
+            whole = [(data, axis_of(i)), (transposed_data, i)]
+            constant = self._constant(positions)
+            if constant is not None:  # a whole axis, or a strided slice, folded by the exporter from static shapes
+                if constant.dtype.kind not in "iu" or constant.shape[1:] != (1,) * (k - 1 - i) or constant.ndim != k - i:
+                    return None
+                values = _normalized(constant.reshape(-1), size)
+                progression = _progression(values)
+                if progression is None:
+                    return None
+                if not (isinstance(size, int) and np.array_equal(values, np.arange(size))):
+                    slices.append((axis_of(i), *progression))
+                continue
+            reshape = _producer(positions)
+            reshaped = reshape is not None and reshape.op == "Reshape"
+            if reshaped:
+                target = _ints(self._constant(reshape.inputs[1]))
+                if target is None or len(target) != k - i or target[1:] != [1] * (k - 1 - i):
+                    return None
+                positions = reshape.inputs[0]
+            if _rank(positions) != 1 or not reshaped and i != k - 1:  # the last column alone is 1-D as it is
+                return None
+            if self._is_arange(positions, size, whole):
+                continue
+            slice_node = _producer(positions)
+            if slice_node is not None and slice_node.op == "Slice" and self._is_arange(slice_node.inputs[0], size, whole):
+                slices.append((axis_of(i), *self._slice_bounds(slice_node)))
+            elif i == k - 1 and not slices and _dtype_kind(positions) == "i":  # x[:, :, index] = v: an index list
+                return _Write(axis=axis_of(i), list=positions, wrap=True)
+            else:
+                return None
+        return _Write(slices=slices)
 
     def _batch_rows(self, indices, dims, axis_of, sources):
         """A per-row write, or None: index rows ``(b, pos[b])`` for b = 0..B-1 (B data's first dimension, axis 0 of the
@@ -558,13 +618,14 @@ class _Rewriter:
                 return None
             columns.append(source)
         batch_index, positions = columns
-        if isinstance(positions, np.ndarray) or not self._is_arange(batch_index, batch, sources) or _dtype_kind(positions) != "i":
+        if isinstance(positions, np.ndarray) or not self._is_arange(batch_index, batch, [(source, 0) for source in sources]) or _dtype_kind(positions) != "i":
             return None  # constant positions with a run-time batch index: not a form an exporter writes
         return _Write(axis=axis_of(1), rows=positions, wrap=True)
 
-    def _is_arange(self, tensor, size, sources=()):
+    def _is_arange(self, tensor, size, dimensions=()):
         """True if ``tensor`` (or an array) is ``[0, 1, ..., size-1]``: a constant, or ``Range(0, n, 1)`` whose length is
-        ``size`` (equal static sizes or one symbolic dimension) or whose ``n`` is dimension 0 of one of ``sources``."""
+        ``size`` (equal static sizes or one symbolic dimension) or whose ``n`` is the size of one of ``dimensions``,
+        (tensor, axis) pairs."""
         constant = tensor if isinstance(tensor, np.ndarray) else self._constant(tensor)
         if constant is not None:
             return isinstance(size, int) and constant.ndim == 1 and np.array_equal(constant, np.arange(size))
@@ -574,7 +635,9 @@ class _Rewriter:
         limit = node.inputs[1]
         while _producer(limit) is not None and _producer(limit).op in ("Cast", "CastLike"):
             limit = _producer(limit).inputs[0]
-        return _same_dim((_dims(tensor) or (None,))[0], size) or any(self._is_dimension(limit, source, 0) for source in sources)
+        if isinstance(size, int) and self._number(limit) == size:
+            return True
+        return _same_dim((_dims(tensor) or (None,))[0], size) or any(self._is_dimension(limit, source, axis) for source, axis in dimensions)
 
     def _number(self, tensor):
         """A one-element constant as an int, through the ``CastLike`` the dynamo exporter puts on Python numbers; else None."""
@@ -602,22 +665,6 @@ class _Rewriter:
             value = self._constant(tensor)
             bounds.append(int(value.reshape(-1)[0]) if value is not None and value.size == 1 else tensor)
         return bounds[0], bounds[1], step
-
-    def _is_range_of(self, tensor, data, transposed_data, axis, dims):
-        """True if ``tensor`` is ``[0, 1, ..., n-1]`` with n the size of data's ``axis``."""
-        size = dims[0] if dims else None
-        constant = self._constant(tensor)
-        if constant is not None:
-            return isinstance(size, int) and constant.ndim == 1 and np.array_equal(constant, np.arange(size))
-        node = _producer(tensor)
-        if node is None or node.op != "Range":
-            return False
-        start, limit, delta = node.inputs
-        if _scalar(self._constant(start)) != 0 or _scalar(self._constant(delta)) != 1:
-            return False
-        if isinstance(size, int) and _scalar(self._constant(limit)) == size:
-            return True
-        return self._is_dimension(limit, data, axis) or self._is_dimension(limit, transposed_data, 0)
 
     def _is_dimension(self, tensor, source, axis):
         """True if ``tensor`` is the size of ``source``'s ``axis``: ``Gather(Shape(source, start=s), i)`` with
