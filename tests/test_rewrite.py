@@ -652,17 +652,18 @@ def test_run_time_slice_bounds_clamp_as_onnx_slice_does(size, step, start, stop,
     assert [n.op_type for n in rewritten.graph.node if n.op_type not in ("Shape", "Gather")] == ["SliceScatter"]
 
 
-def _grid_model(shape, columns, dynamic, layout=None):
+def _grid_model(shape, columns, dynamic, layout=None, target="where"):
     """The TorchScript exporter's ``x[:, a:b, index] = v``: ScatterND(data, Concat(Unsqueeze(Expand(C_i, G), -1), ...), updates),
     column i of ``columns`` ``(kind, values)``: ``whole`` (a constant arange, or Range(0, dim) where ``dynamic``), ``slice``
     (a Slice of it, constant bounds ``values``), ``run_time_slice`` (bounds the inputs ``start{i}``/``stop{i}``), ``list`` (the
     input ``index``), each reshaped to vary along grid axis i, or as ``layout[i]`` says: ``flat`` (1-D as it is), ``swapped``
-    (Reshape [1, -1, 1...]). G: the grid's shape, ``values``' counts."""
+    (Reshape [1, -1, 1...]). G (``target``): ``Shape(C_0 + ... + C_k-1)`` in the exporter's ``Where(Equal(s, -1s), 1s, s)``
+    (``where``) or alone (``shape``), or ``larger``: the grid's shape with axis 0 one longer (positions written twice)."""
     k = len(columns)
     nodes = [helper.make_node("Shape", ["data"], ["shape"])]
-    constants = {"zero": 0, "one": 1, "axis0": [0], "minus_one": [-1]}
-    inputs = [("data", FLOAT, [f"d{a}" for a in range(len(shape))] if dynamic else list(shape)), ("updates", FLOAT, [f"u{a}" for a in range(k + len(shape) - k)])]
-    grid, coordinates = [], []
+    constants = {"zero": 0, "one": 1, "axis0": [0], "minus_one": [-1], "negative_one": -1}
+    inputs = [("data", FLOAT, [f"d{a}" for a in range(len(shape))] if dynamic else list(shape)), ("updates", FLOAT, [f"u{a}" for a in range(len(shape))])]
+    grid, sources = [], []
     for i, (kind, values) in enumerate(columns):
         if dynamic:
             nodes += [helper.make_node("Gather", ["shape", f"axis_{i}"], [f"dim_{i}"], axis=0), helper.make_node("Range", ["zero", f"dim_{i}", "one"], [f"whole_{i}"])]
@@ -688,9 +689,24 @@ def _grid_model(shape, columns, dynamic, layout=None):
             constants[f"column_shape_{i}"] = [-1] + [1] * (k - 1 - i) if how == "column" else [1, -1] + [1] * (k - 2 - i)
             nodes.append(helper.make_node("Reshape", [column, f"column_shape_{i}"], [f"reshaped_{i}"]))
             column = f"reshaped_{i}"
-        nodes += [helper.make_node("Expand", [column, "grid"], [f"expanded_{i}"]), helper.make_node("Unsqueeze", [f"expanded_{i}", "minus_one"], [f"coordinates_{i}"])]
+        sources.append(column)
+    total = sources[0]
+    for i, source in enumerate(sources[1:]):
+        nodes.append(helper.make_node("Add", [total, source], [f"sum_{i}"]))
+        total = f"sum_{i}"
+    nodes.append(helper.make_node("Shape", [total], ["grid" if target == "shape" else "grid_shape"]))
+    if target == "where":
+        nodes += [helper.make_node("Shape", ["grid_shape"], ["grid_rank"]), helper.make_node("ConstantOfShape", ["grid_rank"], ["ones"], value=numpy_helper.from_array(np.array([1], np.int64))),
+                  helper.make_node("Mul", ["ones", "negative_one"], ["negative_ones"]), helper.make_node("Equal", ["grid_shape", "negative_ones"], ["unknown"]),
+                  helper.make_node("Where", ["unknown", "ones", "grid_shape"], ["grid"])]
+    elif target == "larger":
+        constants["one_more"] = [1] + [0] * (k - 1)
+        nodes.append(helper.make_node("Add", ["grid_shape", "one_more"], ["grid"]))
+        grid[0] += 1
+    coordinates = []
+    for i, source in enumerate(sources):
+        nodes += [helper.make_node("Expand", [source, "grid"], [f"expanded_{i}"]), helper.make_node("Unsqueeze", [f"expanded_{i}", "minus_one"], [f"coordinates_{i}"])]
         coordinates.append(f"coordinates_{i}")
-    constants["grid"] = grid
     if k > 1:
         nodes.append(helper.make_node("Concat", coordinates, ["indices"], axis=-1))
     nodes.append(helper.make_node("ScatterND", ["data", "indices" if k > 1 else coordinates[0], "updates"], ["output"]))
@@ -719,12 +735,12 @@ def _grid_writes(draw):
     return shape, columns
 
 
-@given(_grid_writes(), st.booleans(), st.integers(0, 2**31))
-def test_a_coordinate_grid_of_slices_becomes_one_node(case, dynamic, seed):
+@given(_grid_writes(), st.booleans(), st.sampled_from(["where", "shape"]), st.integers(0, 2**31))
+def test_a_coordinate_grid_of_slices_becomes_one_node(case, dynamic, target, seed):
     """Whole axes, slices (constant or run-time bounds) and a last index list, static or dynamic shapes: one node, whose
     values (the oracle's) are onnxruntime's for the original; a list after a sliced axis is left (no one op writes both)."""
     shape, columns = case
-    model, grid = _grid_model(shape, columns, dynamic)
+    model, grid = _grid_model(shape, columns, dynamic, target=target)
     rng = np.random.default_rng(seed)
     feeds = {"data": rng.standard_normal(shape, np.float32), "updates": rng.standard_normal(grid + shape[len(columns):], np.float32)}
     for i, (kind, values) in enumerate(columns):
@@ -745,15 +761,37 @@ def test_a_coordinate_grid_of_slices_becomes_one_node(case, dynamic, seed):
 
 
 @pytest.mark.parametrize("shape, columns, layout", [
-    ((3, 3, 2), [("whole", None), ("run_time_slice", (0, 3, 1))], {0: "flat"}),  # column 0 varies along the grid's last axis
     ((3, 3, 2), [("whole", None), ("run_time_slice", (0, 3, 1))], {0: "swapped"}),
     ((2, 3, 3), [("whole", None), ("whole", None), ("run_time_slice", (0, 3, 1))], {0: "swapped"}),
+    ((3, 3, 2), [("whole", None), ("run_time_slice", (0, 3, 1))], "larger"),  # Expanded past the grid: positions twice
 ])
 @pytest.mark.parametrize("dynamic", [False, True])  # False: the exporter's folded constants; True: Range(0, dim) columns
 def test_a_grid_whose_columns_do_not_each_vary_along_their_own_axis_is_left(shape, columns, layout, dynamic):
-    model, _ = _grid_model(shape, columns, dynamic=dynamic, layout=layout)
+    model, _ = _grid_model(shape, columns, dynamic=dynamic, **({"target": layout} if isinstance(layout, str) else {"layout": layout}))
     _, report = rewrite(model)
     assert not report.rewritten and "computed at run time" in report.left[0].detail
+
+
+def _range_of_a_dimension(limit_nodes, shape_attributes=None, dims=("n", 3)):
+    """ScatterND(x, Unsqueeze(Range(0, limit, 1), -1), u), ``limit`` what ``limit_nodes`` compute from ``Shape(x)`` (``shape``)."""
+    nodes = [helper.make_node("Shape", ["x"], ["shape"], **(shape_attributes or {})), *limit_nodes,
+             helper.make_node("Range", ["zero", "limit", "one"], ["rows"]), helper.make_node("Unsqueeze", ["rows", "minus_one"], ["indices"]),
+             helper.make_node("ScatterND", ["x", "indices", "u"], ["out"])]
+    return _model(nodes, [("x", FLOAT, list(dims)), ("u", FLOAT, ["k", *dims[1:]])], [("out", FLOAT, list(dims))],
+                  {"zero": 0, "one": 1, "minus_one": [-1], "first": 0, "last": -1})
+
+
+@pytest.mark.parametrize("model, feeds", [
+    # x.shape[0] through a Cast to bool and back is 1, not x.shape[0]: a Range of it is one row, not the whole axis
+    (_range_of_a_dimension([helper.make_node("Gather", ["shape", "first"], ["dim"], axis=0), helper.make_node("Cast", ["dim"], ["flag"], to=TensorProto.BOOL),
+                            helper.make_node("Cast", ["flag"], ["limit"], to=TensorProto.INT64)]),
+     {"x": np.arange(12, dtype=np.float32).reshape(4, 3), "u": -np.ones((1, 3), np.float32)}),
+    # Gather(Shape(x, start=1), -1) is x's last dimension (1 here), not its first
+    (_range_of_a_dimension([helper.make_node("Gather", ["shape", "last"], ["limit"], axis=0)], {"start": 1}, ("n", "h", "w")),
+     {"x": np.zeros((5, 1, 2), np.float32), "u": np.ones((2, 1, 2), np.float32)}),
+])
+def test_a_range_that_only_looks_like_a_whole_axis_is_written_as_the_rows_it_holds(model, feeds):
+    _run_both(model, feeds)
 
 
 def test_nested_slice_writes_fuse_into_one_node():

@@ -531,14 +531,15 @@ class _Rewriter:
         then varies along axis i of the grid only, so the grid is the slice's own positions: the Expands broadcast them
         to the grid's shape, and any larger shape would repeat positions, which ScatterND does not allow.
         """
-        rank, concat = _rank(indices), _producer(indices)
-        if rank is None or _rank(transposed_data) is None:
+        rank, concat = _rank(indices), _producer(indices)  # rank: None where shape inference lost it in the Expands' shapes
+        if _rank(transposed_data) is None:
             return None
-        columns = list(concat.inputs) if concat is not None and concat.op == "Concat" and _attr(concat, "axis", 0) in (-1, rank - 1) else [indices]
+        last = concat is not None and concat.op == "Concat" and (_attr(concat, "axis", 0) == -1 or rank is not None and _attr(concat, "axis", 0) == rank - 1)
+        columns = list(concat.inputs) if last else [indices]
         k = len(columns)
-        if rank != k + 1 or k > _rank(transposed_data):
+        if rank not in (None, k + 1) or k > _rank(transposed_data):
             return None
-        slices = []
+        slices, sources, targets, listed = [], [], [], None
         for i, column in enumerate(columns):
             unsqueeze = _producer(column)
             if unsqueeze is None or unsqueeze.op != "Unsqueeze" or self._unsqueeze_axes(unsqueeze) not in ([-1], [k]):
@@ -547,6 +548,8 @@ class _Rewriter:
             expand = _producer(positions)
             if expand is not None and expand.op == "Expand":
                 positions = expand.inputs[0]
+                targets.append(expand.inputs[1])
+            sources.append(positions)
             size = dims[i] if dims else None
             whole = [(data, axis_of(i)), (transposed_data, i)]
             constant = self._constant(positions)
@@ -575,10 +578,49 @@ class _Rewriter:
             if slice_node is not None and slice_node.op == "Slice" and self._is_arange(slice_node.inputs[0], size, whole):
                 slices.append((axis_of(i), *self._slice_bounds(slice_node)))
             elif i == k - 1 and not slices and _dtype_kind(positions) == "i":  # x[:, :, index] = v: an index list
-                return _Write(axis=axis_of(i), list=positions, wrap=True)
+                listed = positions
             else:
                 return None
-        return _Write(slices=slices)
+        if not all(self._is_broadcast_shape(target, sources) for target in targets) or rank is None and k > 1 and len(targets) < k:
+            return None  # the grid's rank is k only where every column is broadcast to it (or shape inference says so)
+        return _Write(axis=axis_of(k - 1), list=listed, wrap=True) if listed is not None else _Write(slices=slices)
+
+    def _is_broadcast_shape(self, target, columns):
+        """True if ``target`` (an Expand's shape) is the shape ``columns`` broadcast to, so that the Expand repeats no
+        position: a constant equal to their static broadcast shape, or ``Shape`` of an ``Add`` of them (the exporter's
+        way, its constants folded into one of their broadcast shape), also through the ``Where(Equal(s, -c), c, s)`` the
+        TorchScript exporter wraps it in (the identity where ``c >= 0``: a dimension s equals -c only where both are 0)."""
+        constant = self._constant(target)
+        if constant is not None:
+            shapes = [_dims(column) for column in columns]
+            if any(shape is None or not all(isinstance(d, int) for d in shape) for shape in shapes):
+                return False
+            return constant.reshape(-1).tolist() == list(np.broadcast_shapes(*shapes))
+        where = _producer(target)
+        if where is not None and where.op == "Where":
+            equal, fill = _producer(where.inputs[0]), _producer(where.inputs[1])
+            negated = _producer(equal.inputs[1]) if equal is not None and equal.op == "Equal" and equal.inputs[0] is where.inputs[2] else None
+            if negated is None or negated.op != "Mul" or negated.inputs[0] is not where.inputs[1] or self._number(negated.inputs[1]) != -1:
+                return False
+            filled = np.asarray(getattr(fill.attrs.get("value"), "values", 0)) if fill is not None and fill.op == "ConstantOfShape" else None
+            if filled is None or filled.size != 1 or filled.item() < 0:
+                return False
+            target = where.inputs[2]
+        shape = _producer(target)
+        if shape is None or shape.op != "Shape" or shape.attrs.get("start", 0) != 0 or "end" in shape.attrs:
+            return False
+        leaves, pending = [], [shape.inputs[0]]
+        while pending:
+            tensor = pending.pop()
+            add = _producer(tensor)
+            if add is not None and add.op == "Add" and all(tensor is not column for column in columns):
+                pending += add.inputs
+            else:
+                leaves.append(tensor)
+        constant_leaves = [leaf for leaf in leaves if self._constant(leaf) is not None]
+        constant_columns = [column for column in columns if self._constant(column) is not None]
+        return (sorted(id(leaf) for leaf in leaves if leaf not in constant_leaves) == sorted(id(c) for c in columns if c not in constant_columns)
+                and np.broadcast_shapes(*(self._constant(leaf).shape for leaf in constant_leaves)) == np.broadcast_shapes(*(self._constant(c).shape for c in constant_columns)))
 
     def _batch_rows(self, indices, dims, axis_of, sources):
         """A per-row write, or None: index rows ``(b, pos[b])`` for b = 0..B-1 (B data's first dimension, axis 0 of the
@@ -632,9 +674,7 @@ class _Rewriter:
         node = _producer(tensor)
         if node is None or node.op != "Range" or self._number(node.inputs[0]) != 0 or self._number(node.inputs[2]) != 1:
             return False
-        limit = node.inputs[1]
-        while _producer(limit) is not None and _producer(limit).op in ("Cast", "CastLike"):
-            limit = _producer(limit).inputs[0]
+        limit = _through_int64_casts(node.inputs[1])
         if isinstance(size, int) and self._number(limit) == size:
             return True
         return _same_dim((_dims(tensor) or (None,))[0], size) or any(self._is_dimension(limit, source, axis) for source, axis in dimensions)
@@ -680,13 +720,12 @@ class _Rewriter:
         rank = _rank(source)
         if offset is None or shape is None or shape.op != "Shape" or shape.inputs[0] is not source or rank is None:
             return False
-        start = _attr(shape, "start", 0)
-        start = start + rank if start < 0 else start
-        if one_element:
-            end = _attr(shape, "end", rank)
-            if (end + rank if end < 0 else end) - start != 1:
-                return False
-        return start + offset == axis
+        start, end = (min(max(v + rank if v < 0 else v, 0), rank) for v in (_attr(shape, "start", 0), _attr(shape, "end", rank)))
+        length = end - start  # of the Shape's output; Gather counts a negative index from its end
+        if one_element and length != 1:
+            return False
+        offset = offset + length if offset < 0 else offset
+        return 0 <= offset < length and start + offset == axis
 
     # ---- ScatterElements ------------------------------------------------------------------------
 
@@ -1604,6 +1643,17 @@ def _rank(value):
     if dims is None and _producer(value) is not None and _producer(value).op == "Transpose" and "perm" in _producer(value).attrs:
         return len(_producer(value).attrs["perm"])
     return None if dims is None else len(dims)
+
+
+def _through_int64_casts(tensor):
+    """``tensor`` before the Casts to int64 that produce it, which keep an integer's value (a Cast to bool, float16 or
+    int8 would not: a dimension through one is another number)."""
+    while True:
+        node = _producer(tensor)
+        if node is None or not (node.op == "Cast" and _attr(node, "to", None) == dtypes.to_onnx(np.int64)
+                                or node.op == "CastLike" and _np_dtype(node.inputs[1]) == np.int64) or _dtype_kind(node.inputs[0]) not in ("i", "u"):
+            return tensor
+        tensor = node.inputs[0]
 
 
 def _same_dim(a, b):
