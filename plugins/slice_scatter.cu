@@ -134,7 +134,9 @@ __device__ inline void plan_slice(const SliceScatterArgs& a, i64 element_size, S
         const int i = --rows_map.outer;
         rows_map.inner_extent = rows_map.extent[i];
         rows_map.within_first = rows_map.first[i] * rows_map.stride[i];
-        rows_map.within_step = rows_map.step[i] * rows_map.stride[i];
+        // A step times a stride stays within the data for two elements or more; one element takes no step (and a
+        // step up to INT64_MAX times the stride would overflow).
+        rows_map.within_step = rows_map.extent[i] > 1 ? rows_map.step[i] * rows_map.stride[i] : 0;
     }
     plan.rows = rows;
     plan.row_bytes = row_bytes;
