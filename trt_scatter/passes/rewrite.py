@@ -617,10 +617,11 @@ class _Rewriter:
                 pending += add.inputs
             else:
                 leaves.append(tensor)
-        constant_leaves = [leaf for leaf in leaves if self._constant(leaf) is not None]
-        constant_columns = [column for column in columns if self._constant(column) is not None]
-        return (sorted(id(leaf) for leaf in leaves if leaf not in constant_leaves) == sorted(id(c) for c in columns if c not in constant_columns)
-                and np.broadcast_shapes(*(self._constant(leaf).shape for leaf in constant_leaves)) == np.broadcast_shapes(*(self._constant(c).shape for c in constant_columns)))
+        def split(tensors):  # the tensors computed at run time (by identity), and the broadcast shape of the constant ones
+            values = [self._constant(tensor) for tensor in tensors]
+            return sorted(id(t) for t, v in zip(tensors, values) if v is None), np.broadcast_shapes(*(v.shape for v in values if v is not None))
+
+        return split(leaves) == split(columns)
 
     def _batch_rows(self, indices, dims, axis_of, sources):
         """A per-row write, or None: index rows ``(b, pos[b])`` for b = 0..B-1 (B data's first dimension, axis 0 of the
