@@ -525,6 +525,29 @@ def test_a_gather_index_input_is_drawn_in_range(gather):
         Reference(model).run(feed)
 
 
+@pytest.mark.parametrize("input_shapes", [{"x": (7, 6), "src": (20,), "dst": (20,)}, None])
+def test_a_gather_of_a_computed_tensor_is_drawn_within_its_rows(input_shapes):
+    """``zeros_like(x).index_add(0, dst, lin(x)[src])`` with dynamic node and edge counts: the gather's data is computed
+    (a MatMul), its rows as many as x's, which the given shapes (or the loader's own) set; ``src`` is drawn within them
+    (it was drawn in the default range, past 7 rows, and every try failed, blamed on ``dst``)."""
+    from onnx import TensorProto, helper
+
+    from trt_scatter.reference import Reference
+
+    nodes = [helper.make_node("MatMul", ["x", "weight"], ["lin"]), helper.make_node("Gather", ["lin", "src"], ["messages"], axis=0),
+             helper.make_node("Unsqueeze", ["dst", "last"], ["dst_rows"]),
+             helper.make_node("ScatterNDReduce", ["x", "dst_rows", "messages"], ["out"], domain="trt_scatter", name="aggregate")]
+    graph = helper.make_graph(nodes, "g", [info("x", ["n", 6]), info("src", ["e"], TensorProto.INT64), info("dst", ["e"], TensorProto.INT64)],
+                              [info("out", ["n", 6])], [onnx.numpy_helper.from_array(np.array([-1]), "last"),
+                                                        onnx.numpy_helper.from_array(np.ones((6, 6), np.float32), "weight")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
+    for seed in range(3):
+        feed = ScatterDataLoader(model, seed=seed, input_shapes=input_shapes)[0]
+        rows = len(feed["x"])
+        assert ((-rows <= feed["src"]) & (feed["src"] < rows)).all(), (rows, feed["src"])
+        Reference(model).run(feed)
+
+
 def test_index_inputs_of_several_columns_are_drawn_within_every_column():
     """``x.index_put((i, j), v, accumulate=True)`` as dynamo exports it: rows Concat(i, j) of a [4, 5] tensor; i and j are
     each one column, so both are drawn below 4 (the product, 20, let i reach past the rows in every try)."""

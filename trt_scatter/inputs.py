@@ -167,7 +167,8 @@ class _Plan:
         self.nodes = [_Node(node, index, self.tensors, self._origin) for index, node in enumerate(graph.node) if op_of(node)]
         self.generators = {}  # graph input -> (the node it is drawn for, callable(rng) -> array)
         self.shared = {}  # generated input -> (another node that takes it, its input there)
-        self.shapes, self.concrete = _Shapes(self, rng).solve()
+        self._solved = _Shapes(self, rng)
+        self.shapes, self.concrete = self._solved.solve()
         self._shapes_by_running(rng)
         # An input that several nodes take is drawn for the first planned: the one whose indices
         # address the fewest elements, so that the values fit the others too, or mostly (see _search).
@@ -190,7 +191,7 @@ class _Plan:
         for node in self.model.graph.node:
             if node.op_type not in _GATHERS or node.domain not in DEFAULT_DOMAINS or len(node.input) < 2:
                 continue
-            name, data = node.input[1], self.concrete.get(node.input[0]) or self.tensors.shape(node.input[0])
+            name, data = node.input[1], self.concrete.get(node.input[0]) or self._solved.known(node.input[0])
             while name in self.producers and self.producers[name].op_type in _SAME_VALUES and self.producers[name].domain in DEFAULT_DOMAINS:
                 name = self.producers[name].input[0]
             if name not in self.inputs or name in self.generators or np.dtype(self.inputs[name][0]).kind not in "iu" or not data:
@@ -430,6 +431,15 @@ class _Shapes:
         symbolic = {name: self.symbolic.symbolic_shape(name) for name in names}
         concrete = {name: tuple(self.of(d) for d in dims) for name, dims in symbolic.items() if dims is not None}
         return {name: concrete[name] for name in self.plan.inputs}, {name: dims for name, dims in concrete.items() if None not in dims}
+
+    def known(self, name):
+        """The shape of any tensor ``name`` (a gather's data computed from the inputs, ``lin(x)[src]``) as far as the
+        inputs' shapes set it, -1 for each other dimension; ``None`` where its rank is not known. Solved first."""
+        dims = self.symbolic.symbolic_shape(name)
+        if dims is None:
+            return None
+        roots = [self.find(d) for d in dims]
+        return tuple(root if isinstance(root, int) else self.value.get(root, -1) for root in roots)
 
     def _size(self, dims):
         return math.prod(1 if self.of(d) is None else self.of(d) for d in dims)
