@@ -2,6 +2,7 @@
 
 import re
 
+import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
@@ -353,6 +354,24 @@ def test_a_profile_that_contradicts_the_models_static_shape_names_the_input_and_
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
     assert err == f"trt-scatter build: error: {message}"
+
+
+def test_a_value_range_for_a_scalar_that_sets_no_shapes_says_so(tmp_path, capsys):
+    """``--min pos:[0]`` is the range of a shape input's values (a KV position that PyTorch's broadcast makes one); a
+    scalar position that sets no shapes (the plugin reads its value) needs none, and was told its rank was wrong."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [helper.make_node("Unsqueeze", ["pos", "zero"], ["start"]), helper.make_node("Add", ["start", "two"], ["stop"]),
+             helper.make_node("SliceScatter", ["cache", "new", "start", "stop", "one", "one"], ["out"], domain="trt_scatter")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("cache", TensorProto.FLOAT, [2, 8]), helper.make_tensor_value_info("new", TensorProto.FLOAT, [2, 2]),
+                                           helper.make_tensor_value_info("pos", TensorProto.INT64, [])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [2, 8])],
+                              [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in (("zero", [0]), ("one", [1]), ("two", [2]))])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "kv.onnx")
+    assert main(["build", str(tmp_path / "kv.onnx"), "--plugins", "--out-dir", str(tmp_path), "--min", "pos:[0]", "--opt", "pos:[3]", "--max", "pos:[6]"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert err.startswith("trt-scatter build: error: input 'pos': a scalar whose values set no shapes in this network") and "leave it out of --min/--opt/--max" in err
 
 
 def test_a_profile_that_repeats_the_static_shape_builds(tmp_path):

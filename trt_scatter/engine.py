@@ -474,6 +474,9 @@ def _check_named_dimensions(network, profile_shapes, shape_inputs):
 def _check_profile_fits(tensor, shapes):
     """The profile's (min, opt, max) shapes of an input have its rank and its static dimensions."""
     given = ", ".join(f"{which} {list(shape)}" for which, shape in zip(("min", "opt", "max"), shapes))
+    if not tensor.shape and any(shapes):  # NAME:[V] is the range of a shape input's values; this scalar is none
+        raise ValueError(f"input '{tensor.name}': a scalar whose values set no shapes in this network (an export that broadcasts "
+                         f"to a run-time slice makes a position do so, this one does not): leave it out of --min/--opt/--max (got {given})")
     if any(len(shape) != len(tensor.shape) for shape in shapes):
         raise ValueError(f"input '{tensor.name}': rank {len(tensor.shape)} in the model, the profile's shapes have rank "
                          f"{', '.join(sorted({str(len(shape)) for shape in shapes if len(shape) != len(tensor.shape)}))}")
