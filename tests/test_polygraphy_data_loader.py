@@ -286,6 +286,18 @@ def test_inputs_reaching_index_inputs_through_other_ops_get_values_the_reference
     with pytest.raises(ValueError, match=r"^ScatterUpdate node #1 \(output 'output'\): input 'indices' gives 'indices', and none of 100 random values of it gave valid inputs \(last: ScatterUpdate node \(output 'output'\): scatter_update: 'indices' values must be in \[0, 2\]"):
         ScatterDataLoader(hopeless)[0]
 
+    # A node that fails whatever the index values (as PyTorch's TorchScript export of x[:, idx] = v, whose Reshape keeps a
+    # shape of its example, fails): said at once, not as 100 failed draws of the index input.
+    broken = fx.scatter_update_model([4, 3], [2], [4, 2], axis=1)
+    broken.graph.node.insert(0, helper.make_node("Add", ["indices", "zero"], ["shifted"]))
+    broken.graph.node.insert(1, helper.make_node("Gather", ["bias", "past_the_end"], ["picked"], axis=0))
+    broken.graph.node.insert(2, helper.make_node("Add", ["updates", "picked"], ["biased"]))
+    broken.graph.node[3].input[1:3] = ["shifted", "biased"]
+    broken.graph.initializer.extend([onnx.numpy_helper.from_array(np.array(v), k) for k, v in
+                                     (("zero", 0), ("past_the_end", 10), ("bias", np.ones(3, np.float32)))])
+    with pytest.raises(ValueError, match=r"^ScatterUpdate node #3 \(output 'output'\): a run fails whatever the values drawn for 'indices': Gather node "):
+        ScatterDataLoader(broken)[0]
+
 
 def test_models_the_loader_cannot_serve_are_one_line_errors_naming_node_and_rule():
     from onnx import helper

@@ -45,6 +45,7 @@ from trt_scatter.model.tensors import ModelTensors
 from trt_scatter.ops import op_of
 from trt_scatter.oracle.rules import ScatterInputError
 from trt_scatter.passes.validate import validate
+from trt_scatter.reference import NodeRunError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -314,6 +315,7 @@ class _Plan:
         bound = max([max(self.concrete.get(node.inputs[node.op.data_input], ()), default=0) for node in self.nodes] + [DEFAULT_DIM])
         ranges = {name: self._search_range(name, bound) for name in self.searched}
         names = list(dict.fromkeys(name for node in self.nodes for name in node.inputs.values()))
+        drawn = self._value_dependents([*self.searched, *self.shared])
         last = None
         for _ in range(TRIES):
             for name in self.searched:
@@ -330,12 +332,27 @@ class _Plan:
                 last = "two writes to one element"
             except Exception as err:  # the oracle's rules (ScatterInputError) or another op's
                 last = first_line(err)
+                if isinstance(err, NodeRunError) and not drawn & set(err.outputs):
+                    name, (node, _) = next(iter({**self.searched, **self.shared}.items()))
+                    raise node.error(f"a run fails whatever the values drawn for {name!r}: {last}; give inputs that run "
+                                     f"(--load-inputs), or fix the model (an exporter may have kept a shape of its example)") from None
         if self.shared:
             name, (node, key) = next(iter(self.shared.items()))
             raise node.error(f"input {name!r} is drawn for {self.generators[name][0].label} too, and none of {TRIES} draws fit both (last: {last}); give valid inputs instead (--load-inputs)")
         name, (node, key) = next(iter(self.searched.items()))
         raise node.error(f"input {name!r} gives '{key}', and none of {TRIES} random values of it gave valid inputs (last: {last}); give valid inputs instead (--load-inputs)")
 
+
+    def _value_dependents(self, names):
+        """The tensors whose values follow from the values of ``names`` (``Shape`` and ``Size`` read shapes only); every
+        output of a node with a subgraph that reads any of them is counted, whatever its subgraph reads."""
+        reached = set(names)
+        for node in self.model.graph.node:  # in topological order
+            if node.op_type in ("Shape", "Size") and node.domain in DEFAULT_DOMAINS:
+                continue
+            if reached & set(node.input) or any(attribute.g.node or attribute.graphs for attribute in node.attribute):
+                reached.update(name for name in node.output if name)
+        return reached
 
     def _search_range(self, name, bound):
         """The values drawn for a searched input: in [0, c) where every scatter node it reaches takes repeated

@@ -126,7 +126,11 @@ def _default_domain_as_empty(model):
 
 class NodeRunError(RuntimeError):
     """Another op's failure in a run (an index out of range in a Gather...), its message led by the node's label: ONNX's
-    evaluator raises the op's own error, which names no node."""
+    evaluator raises the op's own error, which names no node. ``outputs``: the node's output names."""
+
+    def __init__(self, message, outputs=()):
+        super().__init__(message)
+        self.outputs = tuple(outputs)
 
 
 def _naming_the_node(node):
@@ -140,7 +144,7 @@ def _naming_the_node(node):
         except (NodeInputError, NodeRunError):
             raise
         except Exception as err:
-            raise NodeRunError(f"{node_label(node.onnx_node)}: {first_line(err)}") from err
+            raise NodeRunError(f"{node_label(node.onnx_node)}: {first_line(err)}", node.onnx_node.output) from err
 
     return run_naming_the_node
 
