@@ -298,6 +298,18 @@ def test_inputs_reaching_index_inputs_through_other_ops_get_values_the_reference
     with pytest.raises(ValueError, match=r"^ScatterUpdate node #3 \(output 'output'\): a run fails whatever the values drawn for 'indices': Gather node "):
         ScatterDataLoader(broken)[0]
 
+    # A shape that follows from the index values (NonZero's count): a node failing for some draws only is searched past.
+    counted = fx.scatter_update_model([4, 3], [2], [4, 2], axis=1)
+    counted.graph.node.insert(0, helper.make_node("Add", ["indices", "zero"], ["shifted"]))
+    counted.graph.node.insert(1, helper.make_node("NonZero", ["indices"], ["nonzero"]))
+    counted.graph.node.insert(2, helper.make_node("Shape", ["nonzero"], ["count"], start=1))
+    counted.graph.node.insert(3, helper.make_node("Reshape", ["two", "count"], ["two_rows"]))  # runs where both indices are nonzero
+    counted.graph.node.insert(4, helper.make_node("Add", ["updates", "two_rows"], ["biased"]))
+    counted.graph.node[5].input[1:3] = ["shifted", "biased"]
+    counted.graph.initializer.extend([onnx.numpy_helper.from_array(np.array(0, np.int64), "zero"), onnx.numpy_helper.from_array(np.ones(2, np.float32), "two")])
+    for seed in range(3):
+        assert np.count_nonzero(ScatterDataLoader(counted, seed=seed)[0]["indices"]) == 2
+
 
 def test_models_the_loader_cannot_serve_are_one_line_errors_naming_node_and_rule():
     from onnx import helper
@@ -558,6 +570,22 @@ def test_a_gather_of_a_computed_tensor_is_drawn_within_its_rows(input_shapes):
         rows = len(feed["x"])
         assert ((-rows <= feed["src"]) & (feed["src"] < rows)).all(), (rows, feed["src"])
         Reference(model).run(feed)
+
+
+def test_a_gather_of_rows_the_loader_cannot_count_names_its_index_input():
+    """``x[first:][src]`` with ``first`` an input: the gather's rows are not known before a run, so ``src`` is drawn as any
+    integer input is; where those values fail the run, the error names ``src``, not the scatter's index input."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Slice", ["x", "first", "end"], ["rest"]), helper.make_node("Gather", ["rest", "src"], ["messages"], axis=0),
+             helper.make_node("Unsqueeze", ["dst", "last"], ["dst_rows"]),
+             helper.make_node("ScatterNDReduce", ["x", "dst_rows", "messages"], ["out"], domain="trt_scatter", name="aggregate")]
+    graph = helper.make_graph(nodes, "g", [info("x", ["n", 4]), info("src", [12], TensorProto.INT64), info("dst", [12], TensorProto.INT64),
+                                           info("first", [1], TensorProto.INT64)],
+                              [info("out", ["n", 4])], [onnx.numpy_helper.from_array(np.array(v), k) for k, v in (("last", [-1]), ("end", [2**62]))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
+    with pytest.raises(ValueError, match=r"a run fails at values drawn for 'src', whose valid values the loader cannot tell: Gather node "):
+        ScatterDataLoader(model, input_shapes={"x": (3, 4)})[0]
 
 
 def test_index_inputs_of_several_columns_are_drawn_within_every_column():

@@ -39,7 +39,7 @@ import numpy as np
 from trt_scatter import oracle
 from trt_scatter.log import first_line, warnings_dropped
 from trt_scatter.model import as_model, fed_inputs
-from trt_scatter.model.graph import DEFAULT_DOMAINS
+from trt_scatter.model.graph import DEFAULT_DOMAINS, ELEMENTWISE, SHAPE_READERS
 from trt_scatter.model.node import OpNode
 from trt_scatter.model.tensors import ModelTensors
 from trt_scatter.ops import op_of
@@ -334,6 +334,11 @@ class _Plan:
                 last = first_line(err)
                 if isinstance(err, NodeRunError) and not drawn & set(err.outputs):
                     name, (node, _) = next(iter({**self.searched, **self.shared}.items()))
+                    unplanned = [other for other in self.inputs if other not in self.generators and other not in drawn
+                                 and np.dtype(self.inputs[other][0]).kind in "iu" and set(err.outputs) & self._value_dependents([other])]
+                    if unplanned:  # random integers the loader has no rule for (a gather's index of unknown size)
+                        raise node.error(f"a run fails at values drawn for {unplanned[0]!r}, whose valid values the loader cannot tell: "
+                                         f"{last}; give valid inputs (--load-inputs)") from None
                     raise node.error(f"a run fails whatever the values drawn for {name!r}: {last}; give inputs that run "
                                      f"(--load-inputs), or fix the model (an exporter may have kept a shape of its example)") from None
         if self.shared:
@@ -344,15 +349,33 @@ class _Plan:
 
 
     def _value_dependents(self, names):
-        """The tensors whose values follow from the values of ``names`` (``Shape`` and ``Size`` read shapes only); every
-        output of a node with a subgraph that reads any of them is counted, whatever its subgraph reads."""
-        reached = set(names)
-        for node in self.model.graph.node:  # in topological order
-            if node.op_type in ("Shape", "Size") and node.domain in DEFAULT_DOMAINS:
-                continue
-            if reached & set(node.input) or any(attribute.g.node or attribute.graphs for attribute in node.attribute):
-                reached.update(name for name in node.output if name)
-        return reached
+        """The tensors whose values follow from the values of the inputs ``names``. A shape reader (``Shape``, ``Size``)
+        gives values that follow from them only where its input's shape does: an elementwise op's shape is its inputs'
+        broadcast shape, any other op's may follow from their values (a Slice's ends, a NonZero). Every output of a node
+        with a subgraph counts, whatever its subgraph reads."""
+        values, shapes = set(names), set()  # the drawn inputs keep their shapes
+        for node in self.model.graph.node:
+            outputs = [name for name in node.output if name]
+            default = node.domain in DEFAULT_DOMAINS
+            if any(attribute.g.node or attribute.graphs for attribute in node.attribute):
+                values.update(outputs)
+                shapes.update(outputs)
+            elif default and node.op_type in SHAPE_READERS:
+                position = SHAPE_READERS[node.op_type]
+                read = [(name, position is None or k == position) for k, name in enumerate(node.input) if name]
+                if any(name in (shapes if shape_only else values) for name, shape_only in read):
+                    values.update(outputs)
+                if any(name in shapes for name, _ in read):
+                    shapes.update(outputs)
+            elif default and node.op_type in ELEMENTWISE:
+                if values & set(node.input):
+                    values.update(outputs)
+                if shapes & set(node.input):
+                    shapes.update(outputs)
+            elif (values | shapes) & set(node.input):
+                values.update(outputs)
+                shapes.update(outputs)
+        return values
 
     def _search_range(self, name, bound):
         """The values drawn for a searched input: in [0, c) where every scatter node it reaches takes repeated

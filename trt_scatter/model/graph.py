@@ -96,6 +96,18 @@ def fed_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
     return [value for value in graph.input if value.name not in initializers]
 
 
+#: ops that compute each output element from the inputs' elements at the same (broadcast) position: their output's shape
+#: is the inputs' broadcast shape, and applied to a whole tensor they give at each masked element what they gave for the
+#: masked elements alone (rewrite's masked writes)
+ELEMENTWISE = frozenset({
+    "Abs", "Acos", "Acosh", "Add", "And", "Asin", "Asinh", "Atan", "Atanh", "BitShift", "BitwiseAnd", "BitwiseNot", "BitwiseOr",
+    "BitwiseXor", "Cast", "CastLike", "Ceil", "Celu", "Clip", "Cos", "Cosh", "Div", "Elu", "Equal", "Erf", "Exp", "Floor", "Gelu",
+    "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish", "Identity", "IsInf", "IsNaN", "LeakyRelu", "Less", "LessOrEqual", "Log",
+    "Max", "Mean", "Min", "Mish", "Mod", "Mul", "Neg", "Not", "Or", "Pow", "PRelu", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid",
+    "Sign", "Sin", "Sinh", "Softplus", "Softsign", "Sqrt", "Sub", "Sum", "Tan", "Tanh", "ThresholdedRelu", "Where", "Xor",
+})
+
+
 #: ops that read an input for its shape or type only -> that input's position (None: every input)
 SHAPE_READERS = {"Shape": None, "Size": None, "EyeLike": None, "RandomUniformLike": None, "RandomNormalLike": None, "CastLike": 1}
 

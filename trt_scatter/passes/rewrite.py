@@ -73,6 +73,7 @@ from polygraphy.backend.base import BaseLoader
 
 from trt_scatter import dtypes
 from trt_scatter.model import all_graphs, as_model, fresh_name, nested_nodes, opset_version
+from trt_scatter.model.graph import ELEMENTWISE
 from trt_scatter.model.tensors import fold, infer_shapes
 from trt_scatter.ops import DEFAULT_DOMAINS, DOMAIN, is_trt_scatter, op_of, register_onnx_schemas
 from trt_scatter.oracle.reductions import ONNX_REDUCTIONS
@@ -964,7 +965,7 @@ class _Rewriter:
                 sources[id(producer)], kind = found, "masked"
         elif producer is not None and producer.op in _TRAPS_ON_INTEGERS and _dtype_kind(tensor) != "f":
             return None  # F runs on the unmasked elements too, where an integer division may be by zero (a trap on a CPU)
-        elif producer is not None and producer.op in _ELEMENTWISE and len(producer.outputs) == 1 and budget[0] > 0:
+        elif producer is not None and producer.op in ELEMENTWISE and len(producer.outputs) == 1 and budget[0] > 0:
             budget[0] -= 1
             inputs = [t for t in producer.inputs if not _is_empty(t)]
             kinds = [self._elementwise_of_masked(t, masks, data, sources, masked, leaves, budget) for t in inputs]
@@ -975,7 +976,7 @@ class _Rewriter:
                     return None
                 leaves.extend(t for t, k in zip(inputs, kinds) if k == "other")
                 kind = "masked"
-        elif producer is not None and producer.op in _ELEMENTWISE:
+        elif producer is not None and producer.op in ELEMENTWISE:
             return None  # too long a computation to follow: left as it is
         if kind == "masked":
             masked.add(id(tensor))
@@ -1558,15 +1559,6 @@ def _progression(values):
 _MASKED_COMBINES = {"add": ("Add", "added to data"), "mul": ("Mul", "multiplied into data")}
 _TRAPS_ON_INTEGERS = frozenset({"Div", "Mod", "Pow"})  # integer division by 0, a negative integer power: not run on every element
 _ELEMENTWISE_NODES = 64  # the most elementwise nodes followed from a masked write's values to the masked gathers
-# Ops that compute each output element from the inputs' elements at the same (broadcast) position: applied to a
-# whole tensor, they give at each masked element what they gave for the masked elements alone.
-_ELEMENTWISE = frozenset({
-    "Abs", "Acos", "Acosh", "Add", "And", "Asin", "Asinh", "Atan", "Atanh", "BitShift", "BitwiseAnd", "BitwiseNot", "BitwiseOr",
-    "BitwiseXor", "Cast", "CastLike", "Ceil", "Celu", "Clip", "Cos", "Cosh", "Div", "Elu", "Equal", "Erf", "Exp", "Floor", "Gelu",
-    "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish", "Identity", "IsInf", "IsNaN", "LeakyRelu", "Less", "LessOrEqual", "Log",
-    "Max", "Mean", "Min", "Mish", "Mod", "Mul", "Neg", "Not", "Or", "Pow", "PRelu", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid",
-    "Sign", "Sin", "Sinh", "Softplus", "Softsign", "Sqrt", "Sub", "Sum", "Tan", "Tanh", "ThresholdedRelu", "Where", "Xor",
-})
 
 SHAPE_INPUTS = {
     "Reshape": {1}, "Expand": {1}, "ConstantOfShape": {0}, "Tile": {1}, "Slice": {1, 2, 3, 4}, "Range": {0, 1, 2},
