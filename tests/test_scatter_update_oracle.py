@@ -132,3 +132,14 @@ def test_static_check_with_shapes_not_known():
     assert check_scatter_update_static((3, 5), None, (2, 5)) is None
     with pytest.raises(ScatterInputError, match="scatter_update: 'axis' must be in"):
         check_scatter_update_static((3, 5), None, None, 2)
+
+
+def test_static_check_with_the_axis_not_known_names_the_rule_the_fitting_axis_breaks():
+    """With the axis known only at run time (a plugin's build): where the shapes fit an axis and another rule fails there
+    (data's dimension 0 has no row, so the index must be empty), that rule is named, not a shape none fits."""
+    from trt_scatter.oracle.scatter_update import check_scatter_update_static
+
+    with pytest.raises(ScatterInputError, match=r"'indices' must be empty: data's dimension 0 has size 0"):
+        check_scatter_update_static((0, 8), (1,), (1, 8))
+    with pytest.raises(ScatterInputError, match=r"'updates' must have shape data.shape\[:axis\] \+ indices.shape \+ data.shape\[axis\+1:\] for some axis"):
+        check_scatter_update_static((3, 8), (2,), (5, 8))

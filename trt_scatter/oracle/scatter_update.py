@@ -77,8 +77,9 @@ def check_scatter_update_static(data_shape: Sequence[int | None] | None, indices
             return None
         except rules.ScatterInputError as err:
             failures.append(err)
-    if len(failures) == 1:
-        raise failures[0]
+    shaped = [err for err in failures if err.input_name != "updates"]  # the shapes fit that axis; another rule failed
+    if len(failures) == 1 or shaped:
+        raise (shaped or failures)[0]
     raise rules.ScatterInputError(
         OP,
         "updates",
