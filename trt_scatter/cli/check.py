@@ -432,7 +432,8 @@ def _onnxruntime_runner(loaded, lowered, tolerant=False):
     summing = "" if tolerant else _float16_sum(loaded)
     if summing:
         raise common.CliError(f"onnxruntime{'-lowered' if lowered else ''} cannot check this model on this machine, so nothing was compared "
-                              f"(compare the engine where a GPU runs it, or give --atol/--rtol): {summing}")
+                              f"(compare the engine where a GPU runs it, or give --atol/--rtol to let onnxruntime try: it has such kernels at some "
+                              f"opsets only): {summing}")
     if not lowered:
         return OnnxrtRunner(SessionFromOnnx(BytesFromOnnx(loaded.proto)), name="onnxruntime")
     try:
