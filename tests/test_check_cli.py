@@ -290,7 +290,7 @@ def test_outputs_of_another_type_or_shape_fail(capsys):
         assert f"FAIL output: engine vs oracle: got {actual.dtype} {actual.shape}, expected float32 (2, 3)" in capsys.readouterr().out
 
 
-def test_nan_and_infinities_moved_unchanged_pass_and_changed_ones_fail():
+def test_nan_and_infinities_moved_unchanged_pass_and_changed_ones_fail(capsys):
     """Scatter ops move NaN and inf like any value: identical outputs pass, exactly or within tolerances."""
     expected = np.array([np.nan, np.inf, -np.inf, 1.0], dtype=np.float32)
     assert _verdict(expected, expected.copy())
@@ -298,8 +298,11 @@ def test_nan_and_infinities_moved_unchanged_pass_and_changed_ones_fail():
     nearly[3] += 1e-3
     assert not _verdict(expected, nearly) and _verdict(expected[1:], nearly[1:], atol=1e-2)
     assert _verdict(expected, nearly, atol=1e-2)  # NaN in the same place on both sides (a NaN input computed on): the rest compared
+    capsys.readouterr()
     assert not _verdict(expected, np.array([0.0, np.inf, -np.inf, 1.0], dtype=np.float32), atol=1e-2)
+    assert "engine vs oracle: NaN in 0 elements against 1 of oracle's, 0 where oracle has none and 1 where oracle has NaN" in capsys.readouterr().out
     assert not _verdict(np.array([0.0, 1.0], np.float32), np.array([np.nan, 1.0], np.float32), atol=1e-2)
+    assert "engine vs oracle: NaN in 1 elements against 0 of oracle's, 1 where oracle has none and 0 where oracle has NaN" in capsys.readouterr().out
     assert not _verdict(expected[1:], np.array([-np.inf, -np.inf, 1.0], dtype=np.float32), atol=1e-2)
 
 

@@ -598,8 +598,9 @@ def _compare(results, pairs, tolerances, given=False):
                 elif want.tobytes() == got.tobytes():
                     passed, detail = True, "max abs diff 0 (identical)"
                 elif (nans != got_nans).any():  # no tolerance passes a NaN
-                    passed, detail = False, (f"NaN in {int(got_nans.sum())} elements, {int((nans != got_nans).sum())} of "
-                                             f"them where {reference} has none, or none where it has NaN")
+                    passed, detail = False, (f"NaN in {int(got_nans.sum())} elements against {int(nans.sum())} of {reference}'s, "
+                                             f"{int((got_nans & ~nans).sum())} where {reference} has none and {int((nans & ~got_nans).sum())} "
+                                             f"where {reference} has NaN")
                 else:
                     atol, rtol = tolerances.get(name, (0.0, 0.0))
                     if nans.any():  # in the same places on both sides (a NaN input, computed on): compare the rest
