@@ -63,7 +63,7 @@ def test_check_shapes_rejection_agrees_with_the_oracle(case, position, grow):
     try:
         ScatterUpdatePlugin.check_shapes([data_shape, indices_shape, tuple(updates_shape), ()])
     except ScatterInputError as err:
-        assert err.op == "scatter_update" and err.input_name == "updates"
+        assert err.op == "scatter_update" and err.input_name in ("updates", "indices")  # indices: an axis fits, its dimension is empty
         for axis in range(-len(data_shape), len(data_shape)):
             with pytest.raises(ScatterInputError):
                 oracle.check_scatter_update(data_shape, indices_shape, tuple(updates_shape), axis)
