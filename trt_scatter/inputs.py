@@ -39,7 +39,7 @@ import numpy as np
 from trt_scatter import oracle
 from trt_scatter.log import first_line, warnings_dropped
 from trt_scatter.model import as_model, fed_inputs
-from trt_scatter.model.graph import DEFAULT_DOMAINS, ELEMENTWISE, SHAPE_READERS
+from trt_scatter.model.graph import DEFAULT_DOMAINS, ELEMENTWISE, SHAPE_READERS, subgraphs
 from trt_scatter.model.node import OpNode
 from trt_scatter.model.tensors import ModelTensors
 from trt_scatter.ops import op_of
@@ -357,7 +357,7 @@ class _Plan:
         for node in self.model.graph.node:
             outputs = [name for name in node.output if name]
             default = node.domain in DEFAULT_DOMAINS
-            if any(attribute.g.node or attribute.graphs for attribute in node.attribute):
+            if next(subgraphs(node), None) is not None:
                 values.update(outputs)
                 shapes.update(outputs)
             elif default and node.op_type in SHAPE_READERS:

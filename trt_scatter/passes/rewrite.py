@@ -586,31 +586,35 @@ class _Rewriter:
             return None  # the grid's rank is k only where every column is broadcast to it (or shape inference says so)
         return _Write(axis=axis_of(k - 1), list=listed, wrap=True) if listed is not None else _Write(slices=slices)
 
+    def _past_unknown_dim_where(self, shape):
+        """``s`` where ``shape`` is the ``Where(Equal(s, -c), c, s)`` the TorchScript exporter wraps a broadcast shape in
+        (``c = ConstantOfShape(...)`` of a value ``>= 0``: a dimension s equals -c only where both are 0, so it changes no
+        dimension); ``shape`` itself where it is no Where; ``None`` for another Where."""
+        where = _producer(shape)
+        if where is None or where.op != "Where":
+            return shape
+        equal, fill = _producer(where.inputs[0]), _producer(where.inputs[1])
+        negated = _producer(equal.inputs[1]) if equal is not None and equal.op == "Equal" and equal.inputs[0] is where.inputs[2] else None
+        if negated is None or negated.op != "Mul" or negated.inputs[0] is not where.inputs[1] or self._number(negated.inputs[1]) != -1:
+            return None
+        filled = _fill_value(fill) if fill is not None and fill.op == "ConstantOfShape" else None
+        return where.inputs[2] if filled is not None and filled.size == 1 and filled.item() >= 0 else None
+
     def _is_broadcast_shape(self, target, columns):
         """True if ``target`` (an Expand's shape) is the shape ``columns`` broadcast to, so that the Expand repeats no
         position: a constant equal to their static broadcast shape, or ``Shape`` of an ``Add`` of them (the exporter's
-        way, its constants folded into one of their broadcast shape), also through the ``Where(Equal(s, -c), c, s)`` the
-        TorchScript exporter wraps it in (the identity where ``c >= 0``: a dimension s equals -c only where both are 0)."""
+        way, its constants folded into one of their broadcast shape), also through the exporter's
+        :meth:`_past_unknown_dim_where`."""
         constant = self._constant(target)
         if constant is not None:
             shapes = [_dims(column) for column in columns]
             if any(shape is None or not all(isinstance(d, int) for d in shape) for shape in shapes):
                 return False
             return constant.reshape(-1).tolist() == list(np.broadcast_shapes(*shapes))
-        where = _producer(target)
-        if where is not None and where.op == "Where":
-            equal, fill = _producer(where.inputs[0]), _producer(where.inputs[1])
-            negated = _producer(equal.inputs[1]) if equal is not None and equal.op == "Equal" and equal.inputs[0] is where.inputs[2] else None
-            if negated is None or negated.op != "Mul" or negated.inputs[0] is not where.inputs[1] or self._number(negated.inputs[1]) != -1:
-                return False
-            filled = np.asarray(getattr(fill.attrs.get("value"), "values", 0)) if fill is not None and fill.op == "ConstantOfShape" else None
-            if filled is None or filled.size != 1 or filled.item() < 0:
-                return False
-            target = where.inputs[2]
-        shape = _producer(target)
-        if shape is None or shape.op != "Shape" or shape.attrs.get("start", 0) != 0 or "end" in shape.attrs:
+        shaped = _whole_shape_of(self._past_unknown_dim_where(target))
+        if shaped is None:
             return False
-        leaves, pending = [], [shape.inputs[0]]
+        leaves, pending = [], [shaped]
         while pending:
             tensor = pending.pop()
             add = _producer(tensor)
@@ -767,18 +771,13 @@ class _Rewriter:
     def _data_shape_index_list(self, indices, data, axis):
         """The index list ``I`` where ``indices`` is ``Expand(..., shape)`` with ``shape`` data's shape with ``len(I)`` on
         ``axis``: ``ScatterElements(Shape(data), [axis], Shape(I))``, possibly behind the exporter's ``Where(Equal(s, -1),
-        1, s)``, which changes no shape (the TorchScript exporter's ``index_copy``). Then the indices, and so the updates
-        (ONNX gives them one shape), span data's other axes, whatever shapes inference could not tell. Else ``None``."""
+        1, s)`` (:meth:`_past_unknown_dim_where`), which changes no shape (the TorchScript exporter's ``index_copy``). Then
+        the indices, and so the updates (ONNX gives them one shape), span data's other axes, whatever shapes inference
+        could not tell. Else ``None``."""
         expand = _producer(indices)
         if expand is None or expand.op != "Expand":
             return None
-        shape = expand.inputs[1]
-        where = _producer(shape)
-        if where is not None and where.op == "Where":
-            equal = _producer(where.inputs[0])
-            if equal is None or equal.op != "Equal" or equal.inputs[0] is not where.inputs[2]:
-                return None
-            shape = where.inputs[2]
+        shape = self._past_unknown_dim_where(expand.inputs[1])
         scatter = _producer(shape)
         if scatter is None or scatter.op != "ScatterElements" or _attr(scatter, "axis", 0) != 0 or _attr(scatter, "reduction", "none") != "none":
             return None
@@ -1085,9 +1084,7 @@ class _Rewriter:
             return None
         filled = _producer(zeros)
         if filled is not None and filled.op == "ConstantOfShape":
-            value = filled.attrs.get("value")
-            of_like = _whole_shape_of(filled.inputs[0]) is like
-            return add if of_like and not np.any(np.asarray(getattr(value, "values", 0 if value is None else value))) else None
+            return add if _whole_shape_of(filled.inputs[0]) is like and not np.any(_fill_value(filled)) else None
         values, dims = self._constant(zeros), _dims(like)
         static = dims is not None and all(isinstance(d, int) for d in dims)
         return add if values is not None and static and values.shape == dims and not values.any() else None
@@ -1636,6 +1633,13 @@ def _rank(value):
     if dims is None and _producer(value) is not None and _producer(value).op == "Transpose" and "perm" in _producer(value).attrs:
         return len(_producer(value).attrs["perm"])
     return None if dims is None else len(dims)
+
+
+def _fill_value(node):
+    """A ``ConstantOfShape``'s value as an array (its ``value`` attribute, a onnx-graphsurgeon Constant or an array;
+    0 where it has none, as ONNX says)."""
+    value = node.attrs.get("value")
+    return np.asarray(getattr(value, "values", 0 if value is None else value))
 
 
 def _through_int64_casts(tensor):
