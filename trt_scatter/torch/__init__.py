@@ -122,7 +122,9 @@ def _export_torchscript(model, args, kwargs):
     from onnx import numpy_helper
 
     state = {name: tensor.detach().clone() for name, tensor in model.state_dict(keep_vars=True).items()} if isinstance(model, torch.nn.Module) else {}
-    custom_opsets = {DOMAIN: VERSION, **(kwargs.pop("custom_opsets", None) or {})}
+    # Not passed as custom_opsets: the exporter prints a warning to stderr for a domain no node uses (a model the
+    # rewrite turns into trt_scatter ops after the export), and names a domain it meets without a version at 1.
+    custom_opsets = kwargs.pop("custom_opsets", None) or {}
     registered_before = _symbolics_registered()
     register_symbolics()
     buffer = io.BytesIO()
@@ -138,6 +140,9 @@ def _export_torchscript(model, args, kwargs):
                     written[name] = tensor.detach().clone()
                     tensor.copy_(state[name])
     proto = onnx.load_from_string(buffer.getvalue())
+    for opset in proto.opset_import:
+        if opset.domain == DOMAIN:
+            opset.version = VERSION
     for initializer in proto.graph.initializer:
         if initializer.name in written:
             initializer.CopyFrom(numpy_helper.from_array(state[initializer.name].cpu().numpy(), initializer.name))
