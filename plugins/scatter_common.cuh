@@ -123,8 +123,10 @@ __device__ __forceinline__ int unit_bytes(u64 bits) {
 // Long rows: blocks take tiles of a row (one row lookup per tile). Rows of one unit in long groups
 // (a strided or indexed innermost axis): blocks take tiles of a group (one group lookup per tile), so a
 // unit costs its offset within the group and no division; a division per unit made these rows up to 3x
-// slower than torch's strided copies on an H200. Other short rows: threads take single units (one row
-// lookup per unit). All are grid-stride loops, so any grid is correct.
+// slower than torch's strided copies on an H200. In a tile a thread holds its whole share (4 units) in
+// registers between its loads and its stores: a store may alias the next load as far as the compiler
+// knows, so loads and stores in turn left one load in flight per thread. Other short rows: threads take
+// single units (one row lookup per unit). All are grid-stride loops, so any grid is correct.
 template <typename U, typename RowMap>
 __device__ __forceinline__ void copy_rows(char* __restrict__ dst, const char* __restrict__ src, i64 rows,
                                           i64 row_units, const RowMap& map) {
@@ -141,10 +143,14 @@ __device__ __forceinline__ void copy_rows(char* __restrict__ dst, const char* __
             U* out = reinterpret_cast<U*>(dst + offset);
             const U* row = in + r * row_units;
             const i64 first = (t - r * tiles_per_row) * tile + threadIdx.x;
+            if (first + (unroll - 1) * static_cast<i64>(blockDim.x) < row_units) {  // a whole tile: every load first
+                U values[unroll];
 #pragma unroll
-            for (int k = 0; k < unroll; ++k) {
-                const i64 u = first + static_cast<i64>(k) * blockDim.x;
-                if (u < row_units) out[u] = row[u];
+                for (int k = 0; k < unroll; ++k) values[k] = row[first + static_cast<i64>(k) * blockDim.x];
+#pragma unroll
+                for (int k = 0; k < unroll; ++k) out[first + static_cast<i64>(k) * blockDim.x] = values[k];
+            } else {
+                for (i64 u = first; u < row_units; u += blockDim.x) out[u] = row[u];
             }
         }
     } else if (row_units == 1 && map.group_rows() > 1 && map.group_rows() >= static_cast<i64>(blockDim.x)) {
@@ -159,12 +165,20 @@ __device__ __forceinline__ void copy_rows(char* __restrict__ dst, const char* __
             if (base < 0) continue;
             const U* group_in = in + g * group_rows;
             const i64 first = (t - g * tiles_per_group) * tile + threadIdx.x;
+            if (first + (unroll - 1) * static_cast<i64>(blockDim.x) < group_rows) {  // a whole tile: every load first
+                U values[unroll];
 #pragma unroll
-            for (int k = 0; k < unroll; ++k) {
-                const i64 j = first + static_cast<i64>(k) * blockDim.x;
-                if (j >= group_rows) break;
-                const i64 offset = map.within(j);
-                if (offset >= 0) *reinterpret_cast<U*>(dst + base + offset) = group_in[j];
+                for (int k = 0; k < unroll; ++k) values[k] = group_in[first + static_cast<i64>(k) * blockDim.x];
+#pragma unroll
+                for (int k = 0; k < unroll; ++k) {
+                    const i64 offset = map.within(first + static_cast<i64>(k) * blockDim.x);
+                    if (offset >= 0) *reinterpret_cast<U*>(dst + base + offset) = values[k];
+                }
+            } else {
+                for (i64 j = first; j < group_rows; j += blockDim.x) {
+                    const i64 offset = map.within(j);
+                    if (offset >= 0) *reinterpret_cast<U*>(dst + base + offset) = group_in[j];
+                }
             }
         }
     } else if (row_units == 1) {  // one unit per row, short groups: no division inside a row

@@ -91,6 +91,7 @@ def _case(shape, updates_shape, start, stop, step, axes=None, dtype=np.float32, 
         ((5, 6), (5, 0), [3], [3], [1], [1], INT64),  # empty slice on an inner axis
         ((4, 3, 1000), (2, 3, 500), [1, 0], [3, 1000], [1, 2], [0, 2], INT32),  # long strided rows
         ((4, 3, 1000), (4, 2, 1000), [-2], [I64_MAX], [1], [1], INT64),  # long contiguous rows
+        ((3, 2, 20000), (3, 1, 20000), [1], [2], [1], [1], INT32),  # rows of several tiles: whole and partial tiles
         ((3, 5000), (3, 1250), [4999], [I64_MIN], [-4], [1], INT64),  # one-element rows, groups of several tiles
         ((40, 2, 600), (40, 1, 300), [1, 0], [2, 600], [1, 2], [1, 2], INT32),  # more groups than blocks
         ((2, 3, 4, 5, 6, 7), (1, 3, 2, 5, 3, 7), [1, 3, 5], [2, 0, 0], [1, -2, -2], [0, -4, 4], INT64),
