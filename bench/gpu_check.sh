@@ -5,8 +5,8 @@
 #
 # On a GPU machine, run exactly that one command (within 10 minutes, nothing to install beyond the
 # working tree) and commit what comes back from $OUT under bench/results/. OUT defaults to $OUT.
-# Measured on an H200 (bench/results/gpu_check_h200_2026-11-26_*, the runs whose every step ran): 186-269 s in all. gpu_check.py
-# 139-202 s (cold NVRTC of the 64 kernel instantiations 50-93 s, correctness 11-14 s, determinism 6-8 s, 126
+# Measured on an H200 (bench/results/gpu_check_h200_2026-11-2*_*, the runs whose every step ran): 186-282 s in all. gpu_check.py
+# 139-215 s (cold NVRTC of the 64 kernel instantiations 50-98 s, correctness 11-14 s, determinism 6-8 s, 126
 # benchmark rows at 256 MB 46-56 s, each output checked against the oracle on the host, KV cache 9-10 s for its
 # 8 rows through both entries (4-6 s for the 4 of the first three runs), 6 reduction rows against torch
 # 15-20 s, Python overhead ~1 s), the GPU tests 25-32 s (with the AOT PTX compiles), memcheck 16-24 s,
