@@ -231,6 +231,18 @@ def test_a_model_of_plugin_nodes_only_gets_the_default_domain_it_needs():
     _same_in_onnxruntime(model, lowered)
 
 
+def test_an_input_an_initializer_fills_is_a_constant_and_no_input_of_the_lowered_model():
+    """ONNX lets a run override such an input; TensorRT's ONNX parser, and trt-scatter, take it as a constant. The lowering
+    folds its value, so onnxruntime must not be left free to take another for it."""
+    model = _slice_write()
+    model.graph.input.append(helper.make_tensor_value_info("start", onnx.TensorProto.INT64, [1]))
+    lowered = lower(model)
+    assert [value.name for value in lowered.graph.input] == ["data", "updates"]
+    _same_in_onnxruntime(model, lowered)  # rows 1:3, start's initial value
+    with pytest.raises(ValueError, match=r"^Reference\.run: input 'start' has an initializer, so its value is a constant "):
+        Reference(model).run({"data": np.zeros((4, 5), np.float32), "updates": np.ones((2, 5), np.float32), "start": np.array([2])})
+
+
 def test_a_parameter_a_subgraph_reads_too_is_kept():
     """The lowering reads the constant stop no more; the If's branch still does, so it stays."""
     then = helper.make_graph([helper.make_node("Identity", ["stop"], ["chosen_then"])], "then", [], [helper.make_tensor_value_info("chosen_then", onnx.TensorProto.INT64, [1])])

@@ -555,6 +555,18 @@ def _run_both(original, feeds):
     return rewritten, report
 
 
+def test_an_index_input_an_initializer_fills_is_folded_and_no_input_of_the_rewritten_model():
+    """Constant indices that the model also lists as an input (ONNX lets a run override them; TensorRT's ONNX parser takes
+    them as constants): the rewrite writes their rows into the node, so the input goes (onnx-graphsurgeon, which writes the
+    rewritten model, lists no constant among the inputs)."""
+    model = _scatter_model("ScatterND", [[1], [2]])
+    model.graph.input.append(helper.make_tensor_value_info("indices", TensorProto.INT64, [2, 1]))
+    rng = np.random.default_rng(0)
+    rewritten, report = _run_both(model, {"data": rng.standard_normal((4, 5), np.float32), "updates": rng.standard_normal((2, 5), np.float32)})
+    assert [node.op_type for node in _plugins(rewritten)] == ["SliceScatter"] and not report.left
+    assert [value.name for value in rewritten.graph.input] == ["data", "updates"]
+
+
 @st.composite
 def _slices(draw):
     """A data shape and a slice (start, stop, step) per sliced axis, each taking at least one element."""

@@ -165,8 +165,8 @@ class Reference:
         model = as_model(model, weights=True).proto  # a file that is no model: one ModelError line
         self.model = model  #: the ModelProto it runs, as given or read
         self.evaluator = ReferenceEvaluator(_default_domain_as_empty(model), new_ops=REFERENCE_OPS)
-        self._defaults = {init.name for init in model.graph.initializer}  # inputs an initializer fills when not fed
-        constants = (self._defaults - set(self.evaluator.input_names)) | {
+        self._defaults = {init.name for init in model.graph.initializer}  # constants, even where the model lists them as inputs
+        constants = self._defaults | {
             name for node in model.graph.node if node.op_type == "Constant" for name in node.output}
         for node in getattr(self.evaluator, "rt_nodes_", None) or ():
             node.model_constants = constants  # what no run changes: the scatter ops warn of repeats only in the others
@@ -182,7 +182,8 @@ class Reference:
 
     def run(self, feeds: dict[str, ArrayLike]) -> dict[str, np.ndarray]:
         """``{output name: array}`` for ``feeds`` (``{input name: array}``: every input without an
-        initializer, and nothing else, so that a misspelt name is an error, not an input left out)."""
+        initializer, and nothing else, so that a misspelt name is an error, not an input left out; an input with an
+        initializer is a constant, as everywhere else in trt-scatter and in TensorRT's ONNX parser)."""
         if not isinstance(feeds, dict):
             raise TypeError(f"Reference.run: feeds must be a dict of input name -> array (got {type(feeds).__name__})")
         names = self.input_names
@@ -190,6 +191,9 @@ class Reference:
         for name in feeds:
             if name not in names:
                 raise ValueError(f"Reference.run: {name!r} is not an input of the model (its inputs: {known})")
+            if name in self._defaults:
+                raise ValueError(f"Reference.run: input {name!r} has an initializer, so its value is a constant (as TensorRT's "
+                                 "ONNX parser takes it): leave it out of the feeds, or remove the initializer to feed it")
         for name in names:
             if name not in feeds and name not in self._defaults:
                 raise ValueError(f"Reference.run: no feed for the model's input {name!r} (its inputs: {known})")

@@ -96,6 +96,18 @@ def fed_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
     return [value for value in graph.input if value.name not in initializers]
 
 
+def drop_initialized_inputs(model: onnx.ModelProto) -> None:
+    """Removes from ``model``'s inputs (in place) those an initializer fills. trt-scatter takes their values as constants,
+    as TensorRT's ONNX parser does, and a pass that folded one into the nodes it wrote must not leave onnxruntime free
+    to take another value for it (only IR version 3 and older, which lists every initializer among the inputs, keeps them)."""
+    if model.ir_version <= 3:
+        return
+    fed = fed_inputs(model.graph)
+    if len(fed) != len(model.graph.input):
+        del model.graph.input[:]
+        model.graph.input.extend(fed)
+
+
 #: ops that compute each output element from the inputs' elements at the same (broadcast) position: their output's shape
 #: is the inputs' broadcast shape, and applied to a whole tensor they give at each masked element what they gave for the
 #: masked elements alone (rewrite's masked writes)

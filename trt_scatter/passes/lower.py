@@ -26,7 +26,9 @@ The pass, in order:
 4. Drop what only the replaced nodes read (initializers and nodes that computed a parameter the
    lowering does not need, such as a ``stop`` computed from the write position, whose length
    updates give), and the ``trt_scatter`` opset import; raise the IR version if the opset needs
-   a newer one. Nodes whose outputs nothing read before the pass stay.
+   a newer one. Nodes whose outputs nothing read before the pass stay. Graph inputs an initializer fills are
+   dropped from the inputs: trt-scatter, like TensorRT's ONNX parser, takes them as constants, and the lowering may
+   have folded their values.
 
 The result passes ``onnx.checker.check_model(full_check=True)``. Other nodes, initializers,
 inputs, outputs and metadata are kept as they are.
@@ -41,7 +43,7 @@ from polygraphy.backend.base import BaseLoader
 
 from trt_scatter import networks, ops
 from trt_scatter.log import first_line, logger
-from trt_scatter.model import ModelError, as_model, graph_names, live_names, nested_nodes, opset_version
+from trt_scatter.model import ModelError, as_model, drop_initialized_inputs, graph_names, live_names, nested_nodes, opset_version
 from trt_scatter.model.node import OpNode
 from trt_scatter.networks.graph import OnnxGraph, Value
 from trt_scatter.oracle.rules import ScatterInputError
@@ -78,6 +80,7 @@ def lower(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelProto
     del lowered.opset_import[:]
     lowered.opset_import.extend(kept)
     lowered.ir_version = max(lowered.ir_version, onnx.helper.find_min_ir_version_for(list(lowered.opset_import), True))
+    drop_initialized_inputs(lowered)  # constants now, maybe folded into the lowering
     return lowered
 
 
