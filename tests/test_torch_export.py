@@ -267,6 +267,20 @@ def test_index_copy_with_a_0d_index_is_one_scatter_update(dynamo):
         np.testing.assert_array_equal(Reference(model).run(feeds)["output"], IndexCopyOneRow()(x, index, row).numpy())
 
 
+class IndexFill(torch.nn.Module):
+    def forward(self, x, index):
+        return x.index_fill(1, index, -2.0)
+
+
+@pytest.mark.parametrize("dynamo", [True, False])
+def test_index_fill_takes_negative_indices_as_pytorch_does(dynamo):
+    """Eager index_fill takes -1 for the last column; dynamo decomposes it into index_copy, which eager refuses them."""
+    model = trt_scatter_torch.export(IndexFill(), (torch.randn(4, 6), torch.tensor([0, 3])), dynamo=dynamo, input_names=["x", "index"],
+                                     output_names=["output"])
+    x, index = torch.randn(4, 6), torch.tensor([-1, 2])
+    np.testing.assert_array_equal(Reference(model).run({"x": x.numpy(), "index": index.numpy()})["output"], IndexFill()(x, index).numpy())
+
+
 class AssignBroadcast(torch.nn.Module):
     def forward(self, x, y):
         x = x.clone()

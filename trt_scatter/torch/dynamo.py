@@ -94,15 +94,17 @@ def select_scatter(self, src, dim, index):
 
 
 def index_copy(self, dim, index, source):
-    """``aten.index_copy``: one ScatterUpdate. PyTorch refuses negative indices here, so none are wrapped."""
+    """``aten.index_copy``: one ScatterUpdate. Eager ``index_copy`` refuses negative indices, but ``index_fill``, which takes
+    them, is decomposed into it, so they are wrapped unless the index is a constant without any."""
     axis = _axis(dim, self)
     if axis is None or index.shape is None or len(index.shape) > 1:
         logger.debug("trt_scatter.torch: aten.index_copy with data of unknown rank or an index of rank > 1: the stock translation (index_put)")
         return _stock_function("index_put")(self, [None] * (axis or 0) + [index], source, False)
     emitter = _Emitter()
+    wrap = _may_be_negative(index)
     if len(index.shape) == 0:
         index = emitter.op("Reshape", index, emitter.ints([1]))
-    return writes.index_write(emitter, self, index, source, axis, wrap_negative=False)
+    return writes.index_write(emitter, self, index, source, axis, wrap_negative=wrap)
 
 
 def index_put(self, indices, values, accumulate=False):
@@ -134,9 +136,13 @@ def index_put(self, indices, values, accumulate=False):
         written = writes.index_reduce_write(emitter, self, index, updates, axis, "add")
         return written if written is not None else _stock("index_put", "accumulate=True with an index of rank > 1 off the first axis",
                                                           self, indices, values, accumulate)
+    return writes.index_write(emitter, self, index, updates, axis, wrap_negative=_may_be_negative(index))
+
+
+def _may_be_negative(index):
+    """Whether an index tensor may hold negative values: computed at run time, or a constant that does."""
     constant = index.const_value
-    wrap = constant is None or (constant.numpy() < 0).any()
-    return writes.index_write(emitter, self, index, updates, axis, wrap_negative=wrap)
+    return constant is None or bool((constant.numpy() < 0).any())
 
 
 def masked_scatter(self, mask, source):
