@@ -81,6 +81,10 @@ def expr_shape(dims_exprs: trt.DimsExprs) -> tuple[int, ...]:
     return tuple(dim.get_constant_value() if dim.is_constant() else -1 for dim in dims_exprs)
 
 
+#: The bound TensorRT gives a dimension it cannot bound (INT64_MAX).
+UNBOUNDED = 2**63 - 1
+
+
 def dims_shape(dims: trt.Dims) -> tuple[int, ...]:
     """A ``Dims`` (-1 for dynamic dimensions) as a shape tuple.
 
@@ -132,7 +136,7 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
         try:
             cls.KERNEL.check_shapes(shapes, **attributes)
         except ScatterInputError as err:
-            report_refused_shapes(f"{cls.NAME} plugin, input shapes {[tuple(shape) for shape in shapes]}: {err}")
+            report_refused_shapes(f"the profile's shapes break a plugin's rule: {cls.NAME} plugin, input shapes {[tuple(shape) for shape in shapes]}: {err}")
             raise
 
     def __init__(self, inplace=False, phase=None, **attributes):
@@ -191,10 +195,22 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
 
     def configure_plugin(self, inputs: list[trt.DynamicPluginTensorDesc], outputs: list[trt.DynamicPluginTensorDesc]) -> None:
         self._check_input_count(len(inputs))
+        if self.WORKSPACE:  # sized from INT64_MAX, the workspace would be a size TensorRT cannot allocate, or one that wraps
+            unbounded = [name for name, desc in zip(self.INPUTS, inputs)
+                         if name in self.KERNEL.WORKSPACE_INPUTS and any(dim >= UNBOUNDED for dim in dims_shape(desc.max))]
+            if unbounded:  # raised here, it fails the build (TensorRT goes on past an exception in get_workspace_size)
+                message = (f"{self.NAME} plugin: TensorRT cannot bound the shape of {' and '.join(repr(n) for n in unbounded)} (computed "
+                           "from values, e.g. by a ScatterElements on a Shape), so the workspace its sort needs cannot be sized: give "
+                           f"{'them shapes' if len(unbounded) > 1 else 'it a shape'} TensorRT can bound (a graph input, a Shape, "
+                           "a Concat of Shape slices)")
+                report_refused_shapes(message)
+                raise PluginError(message)
         self.check_shapes([dims_shape(desc.desc.dims) for desc in inputs], **self.attributes)
         for bound in ("min", "max"):  # the profile's bounds, each a set of shapes the engine takes (a 17-token update into 16 slots)
             shapes = [dims_shape(getattr(desc, bound)) for desc in inputs]
-            if all(dim >= 0 for shape in shapes for dim in shape):  # TensorRT gives them once it knows the profile
+            # TensorRT gives them once it knows the profile, and bounds it cannot know (a shape computed by a ScatterElements
+            # on a Shape, as PyTorch exports index_fill) as INT64_MIN and INT64_MAX: those are checked at run time only.
+            if all(0 <= dim < UNBOUNDED for shape in shapes for dim in shape):
                 self.check_shapes(shapes, **self.attributes)
 
     def get_workspace_size(self, inputs: list[trt.DynamicPluginTensorDesc], outputs: list[trt.DynamicPluginTensorDesc]) -> int:

@@ -44,6 +44,7 @@ CHUNKS = (256, 128, 64)
 CHUNKS_WANTED = 16384
 SEGMENT = 256  #: scan entries one thread sums
 ALIGN = 256  #: bytes each workspace region is aligned to
+WORKSPACE_INPUTS = ("data", "indices")  #: the inputs whose (largest) shapes size the workspace: the keys sorted, the targets
 MAX_ROWS = 2**32 - 1  #: keys and row numbers are uint32 in the workspace (and keys reach T, the out-of-range key)
 PHASES = {"keys": 0, "count": 1, "scan_up": 2, "scan_top": 3, "scan_down": 4, "place": 5, "reduce": 6}
 REDUCTION_CODES = {name: code for code, name in enumerate(semantics.REDUCTIONS)}  #: enum Reduction in scatter_reduce.cuh

@@ -59,6 +59,9 @@ def launch_args(shapes: Sequence[Sequence[int]], itemsizes: Sequence[int], types
                 reduction=reduction, include_self=include_self)
 
 
+WORKSPACE_INPUTS = reductions.WORKSPACE_INPUTS
+
+
 def workspace_size(shapes: Sequence[Sequence[int]], itemsizes: Sequence[int | None], chunk: int | None = None, segment: int = reductions.SEGMENT, **attributes: int | str) -> int:
     """Bytes of workspace the launches need for inputs of these (largest) shapes: the sort of the index rows
     (``chunk``/``segment``: as the launch splits it)."""

@@ -599,6 +599,44 @@ def test_a_profile_that_breaks_a_plugins_shape_rule_names_the_rule(tmp_path, cap
                                        f"{shapes}: slice_scatter: 'updates' dimension 1 must be at most data's (2) to be a slice of it (got 3)\n")
 
 
+def _shape_tensorrt_cannot_bound(op, **attributes):
+    """``op``(x (4, 6), indices, updates) whose updates (and, for a reduction, indices) take their shape from a
+    ScatterElements on Shape(x), as PyTorch's TorchScript exporter writes index_fill: TensorRT bounds such a dimension by
+    INT64_MIN and INT64_MAX, though the run's shape is (2, 6) or (4, 2)."""
+    axis = attributes.get("axis", 0)
+    reduce = op != "ScatterUpdate"
+    nodes = [helper.make_node("Shape", ["x"], ["x_shape"]), helper.make_node("Shape", ["k"], ["k_shape"]),
+             helper.make_node("ScatterElements", ["x_shape", "at", "k_shape"], ["shape"]),
+             helper.make_node("Expand", ["fill", "shape"], ["updates"])]
+    nodes += [helper.make_node("Expand", ["one", "shape"], ["indices"])] if reduce else []
+    nodes += [helper.make_node(op, ["x", "indices" if reduce else "k", "updates"] + ([] if reduce else ["axis"]), ["y"], domain="trt_scatter",
+                               **({"axis": axis} if reduce else {}))]
+    constants = {"at": np.array([axis], np.int64), "fill": np.array(-2.0, np.float32), "one": np.array(1, np.int64),
+                 "axis": np.array([axis], np.int64)}
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6]), helper.make_tensor_value_info("k", TensorProto.INT64, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 6])],
+                              [onnx.numpy_helper.from_array(value, name) for name, value in constants.items() if name != "axis" or not reduce])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("trt_scatter", 1)])
+
+
+def test_a_shape_tensorrt_cannot_bound_is_checked_at_run_time(tmp_path, capsys):
+    """The build checked INT64_MAX as the largest updates, and refused a model every run of which is right."""
+    onnx.save(_shape_tensorrt_cannot_bound("ScatterUpdate", axis=1), tmp_path / "model.onnx")
+    assert main(["build", str(tmp_path / "model.onnx"), "--plugins", "-o", str(tmp_path / "m.engine")]) == 0, capsys.readouterr().err
+    assert (tmp_path / "m.engine").stat().st_size > 0
+
+
+def test_a_reduction_whose_indices_tensorrt_cannot_bound_is_one_line(tmp_path, capsys):
+    """Its sort's workspace is sized from the largest indices: from INT64_MAX it was a size no allocation meets (TensorRT
+    logged the exception of get_workspace_size and built the engine all the same)."""
+    onnx.save(_shape_tensorrt_cannot_bound("ScatterElementsReduce", axis=0), tmp_path / "model.onnx")
+    assert main(["build", str(tmp_path / "model.onnx"), "--plugins", "-o", str(tmp_path / "m.engine")]) == 2
+    assert capsys.readouterr().err == (
+        "trt-scatter build: error: ScatterElementsReduce plugin: TensorRT cannot bound the shape of 'indices' (computed from values, e.g. "
+        "by a ScatterElements on a Shape), so the workspace its sort needs cannot be sized: give it a shape TensorRT can bound (a graph "
+        "input, a Shape, a Concat of Shape slices)\n")
+
+
 def test_a_plugin_node_writing_uint8_data_is_one_line(tmp_path, capsys):
     """TensorRT takes uint8 only at a network's inputs and outputs: a byte cache written by ScatterUpdate was refused by
     TensorRT's network check (exit 1, its own words), and an identity layer after the plugin is no way out."""

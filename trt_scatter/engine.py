@@ -429,7 +429,7 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
         except PolygraphyException:
             refused_shapes = _refused_plugin_shapes()
             if refused_shapes:  # TensorRT says only that the plugin's "output shape computation failed": the rule it broke
-                raise ValueError(f"the profile's shapes break a plugin's rule: {refused_shapes[-1]}") from None
+                raise ValueError(refused_shapes[-1]) from None
             raise
     seconds = time.perf_counter() - start
     summary = BuildSummary(name, inputs, outputs, network.num_layers, seconds, len(engine))
