@@ -101,7 +101,8 @@ def index_copy(self, dim, index, source):
         logger.debug("trt_scatter.torch: aten.index_copy with data of unknown rank or an index of rank > 1: the stock translation (index_put)")
         return _stock_function("index_put")(self, [None] * (axis or 0) + [index], source, False)
     emitter = _Emitter()
-    wrap = _may_be_negative(index)
+    integer = index.dtype in (_ir().DataType.INT64, _ir().DataType.INT32)  # other indices go on to the validator's refusal
+    wrap = integer and _may_be_negative(index)
     if len(index.shape) == 0:
         index = emitter.op("Reshape", index, emitter.ints([1]))
     return writes.index_write(emitter, self, index, source, axis, wrap_negative=wrap)
