@@ -8,7 +8,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnx_fixtures as fx
-from trt_scatter import backend
+from trt_scatter import backend, engine
 from trt_scatter.cli import main
 from trt_scatter.cli.build import parse_profile
 
@@ -591,12 +591,43 @@ def test_a_profile_that_breaks_a_plugins_shape_rule_names_the_rule(tmp_path, cap
     model = onnx_models.slice_scatter_model(("N", "W"), [0], [1], [1], axes=[1])  # a slice one column wide
     model.graph.input[1].type.tensor_type.shape.dim[1].dim_param = "U"  # updates' columns: their own size
     onnx.save(model, tmp_path / "model.onnx")
-    small = "1" if at_max_only else "3"
-    profile = ["--min", "data:[1,2]", f"updates:[1,{small}]", "--opt", "data:[2,2]", f"updates:[2,{small}]", "--max", "data:[4,2]", "updates:[4,3]"]
-    assert main(["build", str(tmp_path / "model.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *profile]) == 2
+    small = 1 if at_max_only else 3
+    profile = {"data": ((1, 2), (2, 2), (4, 2)), "updates": ((1, small), (2, small), (4, 3))}
     shapes = "[(4, 2), (4, 3), (1,), (1,), (1,), (1,)]" if at_max_only else "[(-1, 2), (-1, 3), (1,), (1,), (1,), (1,)]"
-    assert capsys.readouterr().err == (f"trt-scatter build: error: the profile's shapes break a plugin's rule: SliceScatter plugin, input shapes "
-                                       f"{shapes}: slice_scatter: 'updates' dimension 1 must be at most data's (2) to be a slice of it (got 3)\n")
+    with pytest.raises(ValueError) as refused:  # the plugin's check, which a build from the Python API meets
+        engine.build_engine(engine.network_from_onnx(model, plugins=True), profile)
+    assert str(refused.value) == (f"the profile's shapes break a plugin's rule: SliceScatter plugin, input shapes {shapes}: slice_scatter: 'updates' "
+                                  "dimension 1 must be at most data's (2) to be a slice of it (got 3)")
+    capsys.readouterr()  # what polygraphy printed of the failed build
+    arguments = [argument for flag, bound in (("--min", 0), ("--opt", 1), ("--max", 2))
+                 for argument in (flag, *(f"{name}:{list(bounds[bound])}".replace(" ", "") for name, bounds in profile.items()))]
+    assert main(["build", str(tmp_path / "model.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *arguments]) == 2
+    assert capsys.readouterr().err == ("trt-scatter build: error: at the profile's largest shapes (data [4, 2], updates [4, 3]): SliceScatter node "
+                                       "'SliceScatter_4': slice_scatter: 'updates' must have shape (4, 1) (data's shape with each sliced axis cut to "
+                                       "its slice's length) (got shape (4, 3))\n")  # the command checks the model at the profile's shapes first
+
+
+@pytest.mark.parametrize("indices, smallest_rows, message", [
+    ([6, 7], 1, "at the profile's largest shapes (data [4, 3]): ScatterUpdate node 'ScatterUpdate_1': scatter_update: 'indices' "
+                "values must be in [0, 3] for a dimension of size 4 (got 7)"),
+    ([0, 3], 1, "at the profile's smallest shapes (data [1, 3]): ScatterUpdate node 'ScatterUpdate_1': scatter_update: 'indices' "
+                "values must be in [0, 0] for a dimension of size 1 (got 3)"),
+    ([0, 1], 2, None),
+], ids=["out-of-range-for-every-shape", "out-of-range-for-the-smallest", "in-range"])
+def test_constant_indices_a_profile_puts_out_of_range_are_one_line(tmp_path, capsys, indices, smallest_rows, message):
+    """Constant indices into a dimension only the profile bounds: the plugin would skip them in every run (or in the runs
+    at the smallest shapes), and the build said nothing."""
+    from trt_scatter import onnx_models
+
+    model = onnx_models.scatter_update_model(("N", 3), (2,), 0)
+    kept = [value for value in model.graph.input if value.name != "indices"]
+    del model.graph.input[:]
+    model.graph.input.extend(kept)
+    model.graph.initializer.append(onnx.numpy_helper.from_array(np.array(indices, np.int64), "indices"))
+    onnx.save(model, tmp_path / "model.onnx")
+    profile = ["--min", f"data:[{smallest_rows},3]", "--opt", "data:[3,3]", "--max", "data:[4,3]"]
+    code = main(["build", str(tmp_path / "model.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *profile])
+    assert (code, capsys.readouterr().err) == ((2, f"trt-scatter build: error: {message}\n") if message else (0, ""))
 
 
 def _shape_tensorrt_cannot_bound(op, **attributes):

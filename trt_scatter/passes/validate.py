@@ -50,8 +50,8 @@ import math
 from typing import TYPE_CHECKING
 
 from trt_scatter import ops, oracle
-from trt_scatter.log import warn
-from trt_scatter.model import ModelError, as_model, named_subgraphs, node_label, opset_version, printable, subgraphs
+from trt_scatter.log import warn, warnings_dropped
+from trt_scatter.model import Model, ModelError, as_model, named_subgraphs, node_label, opset_version, printable, subgraphs
 from trt_scatter.model.files import MAX_ELEMENTS
 from trt_scatter.model.node import OpNode
 from trt_scatter.oracle import reductions, rules
@@ -59,12 +59,12 @@ from trt_scatter.oracle.rules import ScatterInputError
 
 if TYPE_CHECKING:
     import os
+    from collections.abc import Sequence
 
     import onnx
 
-    from trt_scatter.model import Model
 
-__all__ = ["ModelError", "ValidateTrtScatter", "validate"]
+__all__ = ["ModelError", "ValidateTrtScatter", "validate", "validate_profile"]
 
 
 def validate(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelProto:
@@ -116,6 +116,35 @@ def validate(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelPr
             warn(f"{checked.label}: {repeat}: {rules.UNDEFINED}")
     model.validated = True
     return model.proto
+
+
+def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile: dict[str, tuple[Sequence[int], Sequence[int], Sequence[int]]]) -> None:
+    """Checks ``model``'s scatter nodes again with its dynamic inputs at a shape profile's largest and at its smallest
+    shapes (``profile``: input name -> ``(min, opt, max)``): a constant its dynamic dimensions left unchecked, such as
+    an index of 7 into a dimension the profile bounds by 4, breaks a rule there, and an engine of that profile would
+    skip it at every run (or at the profile's smallest shapes). Raises :class:`ModelError` naming the shapes. Inputs
+    of static shape are left as they are: a profile gives those (a KV cache's position) a range of values."""
+    import onnx
+
+    model = as_model(model)
+    graph = model.proto.graph
+    dynamic = {value.name for value in graph.input
+               if any(not dim.HasField("dim_value") for dim in value.type.tensor_type.shape.dim) and value.name in profile}
+    if not dynamic or not model.trt_scatter_ops():
+        return
+    for bound, pick in (("largest", 2), ("smallest", 0)):
+        fixed = onnx.ModelProto()
+        fixed.CopyFrom(model.proto)
+        for value in fixed.graph.input:
+            if value.name in dynamic:
+                for dim, size in zip(value.type.tensor_type.shape.dim, profile[value.name][pick]):
+                    dim.dim_value = int(size)
+        shapes = ", ".join(f"{name} {list(profile[name][pick])}" for name in sorted(dynamic))
+        try:
+            with warnings_dropped():  # repeats were said of the model itself, once
+                validate(Model(fixed, model.path, model.external, model.weights))
+        except ModelError as err:
+            raise ModelError(f"at the profile's {bound} shapes ({shapes}): {err}") from None
 
 
 class ValidateTrtScatter(BaseLoader):
