@@ -272,13 +272,38 @@ class IndexFill(torch.nn.Module):
         return x.index_fill(1, index, -2.0)
 
 
+class IndexFillTensor(torch.nn.Module):
+    def forward(self, x, index, value):
+        return x.index_fill(-1, index, value)
+
+
 @pytest.mark.parametrize("dynamo", [True, False])
-def test_index_fill_takes_negative_indices_as_pytorch_does(dynamo):
-    """Eager index_fill takes -1 for the last column; dynamo decomposes it into index_copy, which eager refuses them."""
-    model = trt_scatter_torch.export(IndexFill(), (torch.randn(4, 6), torch.tensor([0, 3])), dynamo=dynamo, input_names=["x", "index"],
-                                     output_names=["output"])
-    x, index = torch.randn(4, 6), torch.tensor([-1, 2])
-    np.testing.assert_array_equal(Reference(model).run({"x": x.numpy(), "index": index.numpy()})["output"], IndexFill()(x, index).numpy())
+@pytest.mark.parametrize("module, dtype", [(IndexFill, torch.float32), (IndexFillTensor, torch.int32)], ids=["number", "0-d tensor"])
+def test_index_fill_is_one_scatter_update_that_takes_negative_indices_as_pytorch_does(dynamo, module, dtype):
+    """Eager index_fill takes -1 for the last column: dynamo decomposed it into index_copy, which refuses them, so the
+    index went unwrapped into ScatterUpdate."""
+    args = (torch.randn(4, 6).to(dtype), torch.tensor([0, 3])) + ((torch.tensor(7, dtype=dtype),) if module is IndexFillTensor else ())
+    names = ["x", "index", "value"][: len(args)]
+    model = trt_scatter_torch.export(module(), args, dynamo=dynamo, input_names=names, output_names=["output"])
+    assert [node.op_type for node in model.graph.node if node.domain == "trt_scatter"] == ["ScatterUpdate"]
+    args = (torch.randn(4, 6).to(dtype), torch.tensor([-1, 2])) + args[2:]
+    feeds = {name: value.numpy() for name, value in zip(names, args)}
+    np.testing.assert_array_equal(Reference(model).run(feeds)["output"], module()(*args).numpy())
+
+
+class ScatterLargerSource(torch.nn.Module):
+    def forward(self, x, index, src):
+        return x.scatter(1, index, src)
+
+
+@pytest.mark.parametrize("dynamo", [True, False])
+def test_scatter_reads_the_part_of_a_larger_source_that_has_the_index_shape(dynamo):
+    """PyTorch's own translations gave ScatterElements the whole of ``src``: a node no runtime takes."""
+    x, index, src = torch.randn(3, 5), torch.tensor([[0, 4], [2, 3]]), torch.randn(3, 4)
+    model = trt_scatter_torch.export(ScatterLargerSource(), (x, index, src), dynamo=dynamo, input_names=["x", "index", "src"], output_names=["output"])
+    index = torch.tensor([[1, 2], [4, 0]])
+    feeds = {"x": x.numpy(), "index": index.numpy(), "src": src.numpy()}
+    np.testing.assert_array_equal(Reference(model).run(feeds)["output"], ScatterLargerSource()(x, index, src).numpy())
 
 
 class AssignBroadcast(torch.nn.Module):

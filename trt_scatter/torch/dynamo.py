@@ -40,9 +40,12 @@ def translation_table() -> dict[torch._ops.OpOverload, Callable[..., Any]]:
         aten.slice_scatter.default: slice_scatter,
         aten.select_scatter.default: select_scatter,
         aten.index_copy.default: index_copy,
+        aten.index_fill.int_Scalar: index_fill,
+        aten.index_fill.int_Tensor: index_fill,
         aten.index_put.default: index_put,
         aten._unsafe_index_put.default: index_put,
         aten.masked_scatter.default: masked_scatter,
+        aten.scatter.src: scatter,
         aten.scatter_add.default: scatter_add,
         aten.scatter_reduce.two: scatter_reduce,
         aten.index_add.default: index_add,
@@ -94,18 +97,34 @@ def select_scatter(self, src, dim, index):
 
 
 def index_copy(self, dim, index, source):
-    """``aten.index_copy``: one ScatterUpdate. Eager ``index_copy`` refuses negative indices, but ``index_fill``, which takes
-    them, is decomposed into it, so they are wrapped unless the index is a constant without any."""
+    """``aten.index_copy``: one ScatterUpdate. PyTorch refuses negative indices here, so none are wrapped."""
     axis = _axis(dim, self)
     if axis is None or index.shape is None or len(index.shape) > 1:
         logger.debug("trt_scatter.torch: aten.index_copy with data of unknown rank or an index of rank > 1: the stock translation (index_put)")
         return _stock_function("index_put")(self, [None] * (axis or 0) + [index], source, False)
     emitter = _Emitter()
-    integer = index.dtype in (_ir().DataType.INT64, _ir().DataType.INT32)  # other indices go on to the validator's refusal
-    wrap = integer and _may_be_negative(index)
     if len(index.shape) == 0:
         index = emitter.op("Reshape", index, emitter.ints([1]))
-    return writes.index_write(emitter, self, index, source, axis, wrap_negative=wrap)
+    return writes.index_write(emitter, self, index, source, axis, wrap_negative=False)
+
+
+def index_fill(self, dim, index, value):
+    """``aten.index_fill`` (a number or a 0-d tensor): one ScatterUpdate of ``value`` broadcast to the written slices.
+    Unlike ``index_copy``, which PyTorch decomposes it into, it takes negative indices, so those are wrapped."""
+    axis = _axis(dim, self)
+    if axis is None or index.shape is None or len(index.shape) > 1:
+        raise ValueError("trt_scatter.torch: aten.index_fill with data of unknown rank or an index of rank > 1: PyTorch takes a 0-D "
+                         "or 1-D index")
+    emitter = _Emitter()
+    if len(index.shape) == 0:
+        index = emitter.op("Reshape", index, emitter.ints([1]))
+    if not hasattr(value, "dtype"):  # a Python number
+        value = emitter.op("Constant", **({"value_int": value} if isinstance(value, int) else {"value_float": float(value)}))
+    value = emitter.op("CastLike", value, self)
+    pieces = [emitter.op("Shape", self, start=0, end=axis), emitter.op("Shape", index), emitter.op("Shape", self, start=axis + 1)]
+    updates = writes.expand_to(emitter, value, pieces, None)
+    integer = index.dtype in (_ir().DataType.INT64, _ir().DataType.INT32)  # other indices go on to the validator's refusal
+    return writes.index_write(emitter, self, index, updates, axis, wrap_negative=integer and _may_be_negative(index))
 
 
 def index_put(self, indices, values, accumulate=False):
@@ -149,6 +168,15 @@ def _may_be_negative(index):
 def masked_scatter(self, mask, source):
     """``aten.masked_scatter``: a Where on the mask, each True element taking the next of ``source``'s (no NonZero)."""
     return writes.masked_scatter(_Emitter(), self, mask, source)
+
+
+def scatter(self, dim, index, src):
+    """``aten.scatter.src``: the stock translation (a ScatterElements) of the part of ``src`` that has ``index``'s shape,
+    all PyTorch reads of a larger ``src`` (the stock translation gave ScatterElements the whole of it, an invalid node)."""
+    shaped = writes.index_shaped(_Emitter(), index, src)
+    if shaped is not src:  # the stock translation reads its rank
+        shaped.shape, shaped.dtype = index.shape, src.dtype
+    return _stock_function("scatter", "src")(self, dim, index, shaped)
 
 
 def scatter_add(self, dim, index, src):

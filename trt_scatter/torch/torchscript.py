@@ -149,13 +149,14 @@ def scatter_reduce(g: GraphContext, self, dim: torch._C.Value, index: torch._C.V
 
 
 def scatter(g: GraphContext, self, dim: torch._C.Value, index: torch._C.Value, src: torch._C.Value, reduce: torch._C.Value | None = None, *, stock: Callable[..., torch._C.Value]) -> torch._C.Value:
-    """``aten::scatter``: without ``reduce``, the stock symbolic; ``scatter(dim, index, src or value, reduce="add" |
+    """``aten::scatter``: without ``reduce``, the stock symbolic of the part of ``src`` that has ``index``'s shape; ``scatter(dim, index, src or value, reduce="add" |
     "multiply")``, which the stock one cannot translate (it takes four inputs), one reduction node of ``src`` (a
     scalar ``value`` broadcast to the index's shape), as the dynamo translation writes it."""
     from torch.onnx import symbolic_helper
 
-    if reduce is None:
-        return stock(g, "no reduction", self, dim, index, src)
+    if reduce is None:  # of a larger src, PyTorch reads the part of index's shape (the stock symbolic took all of it)
+        shaped = src if symbolic_helper._get_tensor_rank(src) in (None, 0) else writes.index_shaped(_Emitter(g), index, src)
+        return stock(g, "no reduction", self, dim, index, shaped)
     axis = _axis(self, _const(dim))
     reduction = writes.REDUCTIONS.get(writes.SCATTER_REDUCE.get(symbolic_helper._maybe_get_const(reduce, "s")))
     written = None

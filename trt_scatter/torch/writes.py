@@ -181,15 +181,22 @@ def scatter_reduce_write(emitter: Any, data: _Value, axis: int, index: _Value, s
     data_dims, index_dims, src_dims = emitter.dims(data), emitter.dims(index), emitter.dims(src)
     if data_dims is None or index_dims is None or src_dims is None or not len(data_dims) == len(index_dims) == len(src_dims):
         return None
-    rank = len(data_dims)
-    updates = src
-    if not all(_known_equal(a, b) for a, b in zip(index_dims, src_dims)):
-        updates = emitter.op("Slice", src, emitter.ints([0] * rank), emitter.op("Shape", index), emitter.ints(list(range(rank))))
+    updates = index_shaped(emitter, index, src)
     attributes = {"reduction": reduction, "include_self": int(bool(include_self))}
     rows = _index_rows(emitter, index, axis, data_dims, index_dims)
     if rows is not None:
         return emitter.plugin("ScatterNDReduce", [data, rows, updates], data, **attributes)
     return emitter.plugin("ScatterElementsReduce", [data, index, updates], data, axis=axis, **attributes)
+
+
+def index_shaped(emitter: Any, index: _Value, src: _Value) -> _Value:
+    """The part of ``src`` that has ``index``'s shape, which is all PyTorch's scatters read of a larger ``src``: a Slice
+    where the shapes may differ, ``src`` itself where they are known to be equal or the ranks are unknown or differ."""
+    index_dims, src_dims = emitter.dims(index), emitter.dims(src)
+    if index_dims is None or src_dims is None or len(index_dims) != len(src_dims) or all(_known_equal(a, b) for a, b in zip(index_dims, src_dims)):
+        return src
+    rank = len(src_dims)
+    return emitter.op("Slice", src, emitter.ints([0] * rank), emitter.op("Shape", index), emitter.ints(list(range(rank))))
 
 
 def index_reduce_write(emitter: Any, data: _Value, indices: _Value, updates: _Value, axis: int, reduction: str, include_self: bool | int = 1) -> _Value | None:
