@@ -306,6 +306,35 @@ def test_scatter_reads_the_part_of_a_larger_source_that_has_the_index_shape(dyna
     np.testing.assert_array_equal(Reference(model).run(feeds)["output"], ScatterLargerSource()(x, index, src).numpy())
 
 
+class AssignRows(torch.nn.Module):
+    def forward(self, x, index, values):
+        x = x.clone()
+        x[index] = values
+        return x
+
+
+class PerSequenceWrite(torch.nn.Module):
+    def forward(self, cache, k, pos):
+        cache = cache.clone()
+        cache[torch.arange(cache.shape[0]), :, pos] = k
+        return cache
+
+
+@pytest.mark.parametrize("dynamo", [True, False])
+@pytest.mark.parametrize("module, args, feeds, given", [
+    (AssignRows, (torch.zeros(6, 4), torch.tensor([1, 4]), torch.ones(2, 4)), {"index": [0, -7]}, -7),
+    (PerSequenceWrite, (torch.zeros(2, 3, 16, 4), torch.ones(2, 3, 4), torch.tensor([3, 7])), {"pos": [-17, 0]}, -17),
+], ids=["index list", "per-sequence positions"])
+def test_an_index_below_minus_the_size_is_refused_with_the_value_given(dynamo, module, args, feeds, given):
+    """The export counts negative indices from the end as PyTorch does: adding the size once turned -7 into a -1 that
+    the refusal named, a value the user never gave and one PyTorch would take."""
+    names = list(module.forward.__code__.co_varnames[1 : len(args) + 1])
+    model = trt_scatter_torch.export(module(), args, dynamo=dynamo, input_names=names, output_names=["output"])
+    arrays = {name: np.asarray(feeds.get(name, value.numpy())) for name, value in zip(names, args)}
+    with pytest.raises(ValueError, match=rf"\(got {given}\)$"):
+        Reference(model).run(arrays)
+
+
 class AssignBroadcast(torch.nn.Module):
     def forward(self, x, y):
         x = x.clone()

@@ -1213,7 +1213,9 @@ class _Rewriter:
         return gs.Node(op_type, name=self._name(f"{label}_{op_type}"), domain=DOMAIN, inputs=inputs, attrs={**attributes, "inplace": 0})
 
     def _wrapped(self, indices, data, axis, label):
-        """``indices + size`` where negative: ``Where(Less(i, 0), Add(i, Cast(Gather(Shape(data), axis))), i)``."""
+        """``indices + size`` where that makes a negative index one in range (below ``-size`` it stays as it was, so that
+        the rule it breaks names the value given): ``Where(Less(i + s, 0), i, Where(Less(i, 0), i + s, i))`` with
+        ``s = Cast(Gather(Shape(data), axis))`` (:func:`trt_scatter.torch.writes.wrapped`)."""
         size = _dims(data)[axis] if _dims(data) else None
         dtype = _np_dtype(indices) or np.int64
         if isinstance(size, int):
@@ -1225,7 +1227,9 @@ class _Rewriter:
                 size = self._node("Cast", [size], f"{label}_size_cast", dtype, to=dtypes.to_onnx(dtype))
         negative = self._node("Less", [indices, self._constant_tensor(np.array(0, dtype), f"{label}_zero")], f"{label}_negative", np.bool_)
         shifted = self._node("Add", [indices, size], f"{label}_shifted", dtype)
-        wrapped = self._node("Where", [negative, shifted, indices], f"{label}_wrapped", dtype)
+        below = self._node("Less", [shifted, self._constant_tensor(np.array(0, dtype), f"{label}_zero_shifted")], f"{label}_below", np.bool_)
+        wrapped = self._node("Where", [below, indices, self._node("Where", [negative, shifted, indices], f"{label}_in_range", dtype)],
+                             f"{label}_wrapped", dtype)
         wrapped.shape = indices.shape
         return wrapped
 
@@ -1389,10 +1393,18 @@ class _Rewriter:
         return (row[0], concat.inputs[1]) if row is not None and len(row) == 1 and self._constant(concat.inputs[1]) is None else None
 
     def _wrapped_source(self, position, axis):
-        """The ``Gather`` under ``Where(Less(G, 0), Add(G, size), G)``, the wrap of a negative position (else None)."""
+        """The ``Gather`` G under ``Where(Less(Add(G, size), 0), G, Where(Less(G, 0), Add(G, size), G))``, the wrap of a
+        negative position that :mod:`trt_scatter.torch` writes (:func:`trt_scatter.torch.writes.wrapped`), or under its
+        inner ``Where`` alone (else None)."""
         where = _producer(position)
         if where is None or where.op != "Where":
             return None
+        outer_condition, inner = _producer(where.inputs[0]), _producer(where.inputs[2])
+        if outer_condition is not None and outer_condition.op == "Less" and inner is not None and inner.op == "Where":
+            if (inner.inputs[2] is not where.inputs[1] or outer_condition.inputs[0] is not inner.inputs[1]
+                    or self._number(outer_condition.inputs[1]) != 0):
+                return None
+            where = inner  # the outer Where keeps what lies below -size as it was
         condition, added, kept = (_producer(t) if i < 2 else t for i, t in enumerate(where.inputs))
         gathered = _producer(kept)
         if condition is None or condition.op != "Less" or added is None or added.op != "Add" or gathered is None:

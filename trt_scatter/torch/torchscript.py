@@ -349,9 +349,7 @@ def _runtime_index(emitter, data, axis, index):
     scalar_type = _exporter_module("_type_utils").JitScalarType
     if not hasattr(index, "node") or _sizes(index) != [] or emitter.scalar_type(index) not in (scalar_type.INT64, scalar_type.INT):
         return None
-    index = emitter.int64(index)
-    size = emitter.op("Gather", emitter.op("Shape", data), emitter.scalar(axis), axis=0)
-    return emitter.op("Where", emitter.op("Less", index, emitter.scalar(0)), emitter.op("Add", index, size), index)
+    return writes.wrapped(emitter, index, data, axis)
 
 
 def _single_mask(emitter, indices):

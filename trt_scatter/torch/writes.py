@@ -95,10 +95,7 @@ def index_write(emitter: Any, data: _Value, indices: _Value, updates: _Value, ax
     of range, so the plugin skips and counts them instead of writing somewhere else.
     """
     if wrap_negative:
-        indices = emitter.int64(indices)  # the type of the dimension it adds
-        size = emitter.op("Gather", emitter.op("Shape", data), emitter.scalar(axis), axis=0)  # 0-d: any index rank
-        negative = emitter.op("Less", indices, emitter.scalar(0))
-        indices = emitter.op("Where", negative, emitter.op("Add", indices, size), indices)
+        indices = wrapped(emitter, indices, data, axis)
     return emitter.plugin("ScatterUpdate", [data, indices, updates, emitter.ints([axis])], data)
 
 
@@ -121,10 +118,18 @@ def batch_position_write(emitter: Any, data: _Value, batch_index: _Value, positi
     pieces = [emitter.op("Shape", positions), emitter.op("Shape", data, start=1, end=axis), emitter.op("Shape", data, start=axis + 1)]
     values = expand_to(emitter, values, pieces, target)
     update = emitter.op("Unsqueeze", values, emitter.ints([axis]))
-    positions = emitter.int64(positions)
-    size = emitter.op("Gather", emitter.op("Shape", data), emitter.scalar(axis), axis=0)
-    positions = emitter.op("Where", emitter.op("Less", positions, emitter.scalar(0)), emitter.op("Add", positions, size), positions)
-    return emitter.plugin("CacheScatter", [data, update, positions], data, axis=axis, mode="linear")
+    return emitter.plugin("CacheScatter", [data, update, wrapped(emitter, positions, data, axis)], data, axis=axis, mode="linear")
+
+
+def wrapped(emitter: Any, indices: _Value, data: _Value, axis: int) -> _Value:
+    """``indices`` as int64 with the negative ones in [-s, -1] counted from the end of data's ``axis`` (of size s), as
+    PyTorch's indexing reads them. One below -s stays as it was, so that the rule it breaks names the user's value
+    (adding s once would turn -7 into a -1 that the user never gave)."""
+    indices = emitter.int64(indices)  # the type of the dimension it adds
+    size = emitter.op("Gather", emitter.op("Shape", data), emitter.scalar(axis), axis=0)  # 0-d: any index rank
+    shifted = emitter.op("Add", indices, size)
+    return emitter.op("Where", emitter.op("Less", shifted, emitter.scalar(0)), indices,
+                      emitter.op("Where", emitter.op("Less", indices, emitter.scalar(0)), shifted, indices))
 
 
 def masked_write(emitter: Any, data: _Value, mask: _Value, values: _Value) -> _Value | None:
