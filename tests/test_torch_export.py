@@ -277,16 +277,24 @@ class IndexFillTensor(torch.nn.Module):
         return x.index_fill(-1, index, value)
 
 
+class IndexFillFirst(torch.nn.Module):
+    def forward(self, x, index):
+        return x.index_fill(0, index, 2.0)
+
+
 @pytest.mark.parametrize("dynamo", [True, False])
-@pytest.mark.parametrize("module, dtype", [(IndexFill, torch.float32), (IndexFillTensor, torch.int32)], ids=["number", "0-d tensor"])
-def test_index_fill_is_one_scatter_update_that_takes_negative_indices_as_pytorch_does(dynamo, module, dtype):
+@pytest.mark.parametrize("module, shape, index, dtype", [
+    (IndexFill, (4, 6), [0, 3], torch.float32), (IndexFill, (4, 6), 2, torch.float32), (IndexFillTensor, (4, 6), [0, 3], torch.int32),
+    (IndexFillFirst, (), 0, torch.float32),
+], ids=["number", "0-d index", "0-d tensor value", "0-d data"])
+def test_index_fill_is_one_scatter_update_that_takes_negative_indices_as_pytorch_does(dynamo, module, shape, index, dtype):
     """Eager index_fill takes -1 for the last column: dynamo decomposed it into index_copy, which refuses them, so the
     index went unwrapped into ScatterUpdate."""
-    args = (torch.randn(4, 6).to(dtype), torch.tensor([0, 3])) + ((torch.tensor(7, dtype=dtype),) if module is IndexFillTensor else ())
+    args = (torch.randn(shape).to(dtype), torch.tensor(index)) + ((torch.tensor(7, dtype=dtype),) if module is IndexFillTensor else ())
     names = ["x", "index", "value"][: len(args)]
     model = trt_scatter_torch.export(module(), args, dynamo=dynamo, input_names=names, output_names=["output"])
     assert [node.op_type for node in model.graph.node if node.domain == "trt_scatter"] == ["ScatterUpdate"]
-    args = (torch.randn(4, 6).to(dtype), torch.tensor([-1, 2])) + args[2:]
+    args = (torch.randn(shape).to(dtype), -torch.ones_like(args[1])) + args[2:]
     feeds = {name: value.numpy() for name, value in zip(names, args)}
     np.testing.assert_array_equal(Reference(model).run(feeds)["output"], module()(*args).numpy())
 

@@ -64,6 +64,9 @@ class OpNode:
         """Every attribute of the op's contract, the node's value or the default (``trt_scatter`` ops)."""
         return {name: self.attribute(name) for name in self.op.attributes}
 
-    def error(self, detail: str) -> ModelError:
-        """A ModelError naming this node: ``"<label>: <detail>"``."""
-        return ModelError(f"{self.label}: {detail}")
+    def error(self, detail: str | Exception) -> ModelError:
+        """A ModelError naming this node: ``"<label>: <detail>"``; its ``tensor`` is the tensor of the input that ``detail``
+        (a :class:`~trt_scatter.oracle.rules.ScatterInputError`) names, else None."""
+        error = ModelError(f"{self.label}: {detail}")
+        error.tensor = self.inputs.get(getattr(detail, "input_name", None))
+        return error

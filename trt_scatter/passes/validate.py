@@ -119,11 +119,13 @@ def validate(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelPr
 
 
 def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile: dict[str, tuple[Sequence[int], Sequence[int], Sequence[int]]]) -> None:
-    """Checks ``model``'s scatter nodes again with its dynamic inputs at a shape profile's largest and at its smallest
-    shapes (``profile``: input name -> ``(min, opt, max)``): a constant its dynamic dimensions left unchecked, such as
-    an index of 7 into a dimension the profile bounds by 4, breaks a rule there, and an engine of that profile would
-    skip it at every run (or at the profile's smallest shapes). Raises :class:`ModelError` naming the shapes. Inputs
-    of static shape are left as they are: a profile gives those (a KV cache's position) a range of values."""
+    """Checks ``model``'s scatter nodes again with its dynamic inputs at a shape profile's largest shapes (``profile``:
+    input name -> ``(min, opt, max)``), for constants its dynamic dimensions left unchecked: an index of 7 into a
+    dimension the profile bounds by 4 is out of range in every run of the engine, which would skip it each time.
+    Raises :class:`ModelError` naming the shapes. Only a rule that a constant input breaks is raised: the largest
+    shapes of all inputs at once need not make a run (a KV cache's past and new lengths, each up to the cache's
+    size, add up to no more than it), and what else they break is left to the plugins' checks of each run's shapes.
+    Inputs of static shape are left as they are: a profile gives those (a KV cache's position) a range of values."""
     import onnx
 
     model = as_model(model)
@@ -132,19 +134,19 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
                if any(not dim.HasField("dim_value") for dim in value.type.tensor_type.shape.dim) and value.name in profile}
     if not dynamic or not model.trt_scatter_ops():
         return
-    for bound, pick in (("largest", 2), ("smallest", 0)):
-        fixed = onnx.ModelProto()
-        fixed.CopyFrom(model.proto)
-        for value in fixed.graph.input:
-            if value.name in dynamic:
-                for dim, size in zip(value.type.tensor_type.shape.dim, profile[value.name][pick]):
-                    dim.dim_value = int(size)
-        shapes = ", ".join(f"{name} {list(profile[name][pick])}" for name in sorted(dynamic))
-        try:
-            with warnings_dropped():  # repeats were said of the model itself, once
-                validate(Model(fixed, model.path, model.external, model.weights))
-        except ModelError as err:
-            raise ModelError(f"at the profile's {bound} shapes ({shapes}): {err}") from None
+    largest = onnx.ModelProto()
+    largest.CopyFrom(model.proto)
+    for value in largest.graph.input:
+        if value.name in dynamic:
+            for dim, size in zip(value.type.tensor_type.shape.dim, profile[value.name][2]):
+                dim.dim_value = int(size)
+    try:
+        with warnings_dropped():  # repeats were said of the model itself, once
+            validate(Model(largest, model.path, model.external, model.weights))
+    except ModelError as err:
+        if getattr(err, "tensor", None) is not None and model.tensors.constant(err.tensor) is not None:
+            shapes = ", ".join(f"{name} {list(profile[name][2])}" for name in sorted(dynamic))
+            raise ModelError(f"at the profile's largest shapes ({shapes}), and so in every run: {err}") from None
 
 
 class ValidateTrtScatter(BaseLoader):

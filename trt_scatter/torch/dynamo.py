@@ -111,11 +111,19 @@ def index_copy(self, dim, index, source):
 def index_fill(self, dim, index, value):
     """``aten.index_fill`` (a number or a 0-d tensor): one ScatterUpdate of ``value`` broadcast to the written slices.
     Unlike ``index_copy``, which PyTorch decomposes it into, it takes negative indices, so those are wrapped."""
+    if self.shape is not None and len(self.shape) == 0 and dim in (0, -1):  # PyTorch fills 0-d data as one element on dim 0
+        emitter = _Emitter()
+        row = emitter.op("Unsqueeze", self, emitter.ints([0]))
+        row.shape, row.dtype = _ir().Shape([1]), self.dtype
+        return emitter.op("Squeeze", index_fill(row, 0, index, value), emitter.ints([0]))
     axis = _axis(dim, self)
     if axis is None or index.shape is None or len(index.shape) > 1:
-        raise ValueError("trt_scatter.torch: aten.index_fill with data of unknown rank or an index of rank > 1: PyTorch takes a 0-D "
-                         "or 1-D index")
+        raise ValueError(f"trt_scatter.torch: aten.index_fill with dim={dim} for data of rank {None if self.shape is None else len(self.shape)} "
+                         f"or an index of rank {None if index.shape is None else len(index.shape)}: PyTorch takes a dim of the data and "
+                         "a 0-D or 1-D index")
     emitter = _Emitter()
+    integer = index.dtype in (_ir().DataType.INT64, _ir().DataType.INT32)  # other indices go on to the validator's refusal
+    wrap = integer and _may_be_negative(index)  # of the index as given: a Reshape's output has no type or constant
     if len(index.shape) == 0:
         index = emitter.op("Reshape", index, emitter.ints([1]))
     if not hasattr(value, "dtype"):  # a Python number
@@ -123,8 +131,7 @@ def index_fill(self, dim, index, value):
     value = emitter.op("CastLike", value, self)
     pieces = [emitter.op("Shape", self, start=0, end=axis), emitter.op("Shape", index), emitter.op("Shape", self, start=axis + 1)]
     updates = writes.expand_to(emitter, value, pieces, None)
-    integer = index.dtype in (_ir().DataType.INT64, _ir().DataType.INT32)  # other indices go on to the validator's refusal
-    return writes.index_write(emitter, self, index, updates, axis, wrap_negative=integer and _may_be_negative(index))
+    return writes.index_write(emitter, self, index, updates, axis, wrap_negative=wrap)
 
 
 def index_put(self, indices, values, accumulate=False):

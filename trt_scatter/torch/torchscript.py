@@ -6,8 +6,8 @@ for what a ``trt_scatter`` node cannot express exactly:
 
 - ``aten::slice_scatter`` and ``aten::select_scatter``: one SliceScatter (the stock exporter
   has no translation for either);
-- ``aten::index_copy``: one ScatterUpdate; ``aten::index_put`` with one integer index tensor and
-  ``accumulate=False``: one ScatterUpdate, negative indices wrapped first;
+- ``aten::index_copy``: one ScatterUpdate; ``aten::index_fill``, and ``aten::index_put`` with one integer index
+  tensor and ``accumulate=False``: one ScatterUpdate, negative indices wrapped first;
 - ``aten::scatter_add``, ``aten::scatter_reduce`` (sum, prod, mean, amax, amin, include_self either way),
   ``aten::scatter`` with ``reduce="add"|"multiply"`` (the stock symbolic cannot translate it),
   ``aten::index_add``, ``aten::index_reduce`` (no stock symbolic), ``aten::index_put`` with ``accumulate=True``: one
@@ -109,6 +109,30 @@ def index_copy(g: GraphContext, self, dim: torch._C.Value, index: torch._C.Value
     if rank == 0:
         index = emitter.op("Reshape", index, emitter.ints([1]))
     return writes.index_write(emitter, self, index, source, axis, wrap_negative=False)
+
+
+def index_fill(g: GraphContext, self, dim: torch._C.Value, index: torch._C.Value, value: torch._C.Value, *, stock: Callable[..., torch._C.Value]) -> torch._C.Value:
+    """``aten::index_fill``: one ScatterUpdate of ``value`` broadcast to the written slices, negative indices counted from
+    the end (0-d data: as one element along dim 0). The stock symbolic wrote a ScatterElements whose updates are empty
+    where the index is 0-d, a node no runtime takes."""
+    import torch
+    from torch.onnx import symbolic_helper
+
+    rank, index_rank, axis = symbolic_helper._get_tensor_rank(self), symbolic_helper._get_tensor_rank(index), _const(dim)
+    if rank is None or index_rank is None or index_rank > 1 or axis not in range(-max(rank, 1), max(rank, 1)):
+        return stock(g, "data of unknown rank or an index of rank > 1", self, dim, index, value)
+    emitter = _Emitter(g)
+    data = self if rank else emitter.op("Unsqueeze", self, emitter.ints([0]))
+    axis %= max(rank, 1)
+    if index_rank == 0:
+        index = emitter.op("Reshape", index, emitter.ints([1]))
+    constant = symbolic_helper._maybe_get_const(value, "t")
+    if not isinstance(constant, torch._C.Value):  # a number
+        value = g.op("Constant", value_t=torch.tensor(constant))
+    value = emitter.cast(value, emitter.scalar_type(self))
+    pieces = [emitter.op("Shape", data, start=0, end=axis), emitter.op("Shape", index), emitter.op("Shape", data, start=axis + 1)]
+    written = writes.index_write(emitter, data, index, emitter.op("Expand", value, emitter.op("Concat", *pieces, axis=0)), axis, wrap_negative=True)
+    return written if rank else emitter.op("Squeeze", written, emitter.ints([0]))
 
 
 def index_put(g: GraphContext, self, indices: torch._C.Value, values: torch._C.Value, accumulate: torch._C.Value, *, stock: Callable[..., torch._C.Value]) -> torch._C.Value:
@@ -217,6 +241,7 @@ _SYMBOLICS = {
     "aten::slice_scatter": slice_scatter,
     "aten::select_scatter": select_scatter,
     "aten::index_copy": index_copy,
+    "aten::index_fill": index_fill,
     "aten::index_put": index_put,
     "aten::scatter_add": scatter_add,
     "aten::scatter_reduce": scatter_reduce,
