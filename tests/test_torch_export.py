@@ -459,6 +459,17 @@ def test_inplace_marks_a_write_into_a_graph_input_nothing_else_reads(dynamo):
     assert [onnx.helper.get_attribute_value(a) for n in default.graph.node if n.domain == "trt_scatter" for a in n.attribute] == [0]
 
 
+def test_inplace_leaves_a_write_into_an_input_an_initializer_fills():
+    """Such an input is a constant (TensorRT's ONNX parser takes it as one): writing into it in place would change it."""
+    from trt_scatter import onnx_models
+
+    model = onnx_models.slice_scatter_model((4, 6), [0], [2], [1])
+    model.graph.initializer.append(onnx.numpy_helper.from_array(np.zeros((4, 6), np.float32), "data"))
+    assert trt_scatter_torch.mark_inplace(model) == []
+    del model.graph.initializer[-1]
+    assert len(trt_scatter_torch.mark_inplace(model)) == 1
+
+
 def test_inplace_leaves_a_write_whose_data_is_read_elsewhere(caplog):
     case = CASES["kv_cache_bhsd"]
     with caplog.at_level(logging.WARNING, logger="trt_scatter"):

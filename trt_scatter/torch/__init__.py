@@ -32,7 +32,7 @@ import io
 from typing import IO, TYPE_CHECKING, Any
 
 from trt_scatter.log import logger
-from trt_scatter.model.graph import overwrite_conflict, value_readers
+from trt_scatter.model.graph import fed_inputs, overwrite_conflict, value_readers
 from trt_scatter.ops import DOMAIN, VERSION, is_trt_scatter, register_onnx_schemas
 from trt_scatter.torch import writes
 from trt_scatter.torch.dynamo import translation_table
@@ -155,7 +155,8 @@ def _export_torchscript(model, args, kwargs):
 
 def mark_inplace(model: onnx.ModelProto) -> list[str]:
     """Sets ``inplace=1`` on the ``trt_scatter`` nodes of ``model`` (in place) whose data is a graph input
-    that nothing else reads but for its shape, and that is no graph output; returns those nodes' names.
+    that nothing else reads but for its shape, that is no graph output and that no initializer fills (a constant);
+    returns those nodes' names.
 
     Shape reads include nodes whose results only Shape nodes read (the TorchScript exporter slices
     the cache to broadcast the new tokens to the slice's shape)."""
@@ -164,7 +165,7 @@ def mark_inplace(model: onnx.ModelProto) -> list[str]:
     graph = model.graph
     readers = value_readers(graph)
     written = []
-    for name in (graph_input.name for graph_input in graph.input):
+    for name in (graph_input.name for graph_input in fed_inputs(graph)):  # an input an initializer fills is a constant
         nodes = readers.get(name, [])
         if len(nodes) == 1 and is_trt_scatter(nodes[0]) and nodes[0].input[0] == name and overwrite_conflict(graph, nodes[0], readers) is None:
             node = nodes[0]
