@@ -128,10 +128,7 @@ def index_fill(self, dim, index, value):
         index = emitter.op("Reshape", index, emitter.ints([1]))
     if not hasattr(value, "dtype"):  # a Python number
         value = emitter.op("Constant", **({"value_int": value} if isinstance(value, int) else {"value_float": float(value)}))
-    value = emitter.op("CastLike", value, self)
-    pieces = [emitter.op("Shape", self, start=0, end=axis), emitter.op("Shape", index), emitter.op("Shape", self, start=axis + 1)]
-    updates = writes.expand_to(emitter, value, pieces, None)
-    return writes.index_write(emitter, self, index, updates, axis, wrap_negative=wrap)
+    return writes.fill_write(emitter, self, index, emitter.op("CastLike", value, self), axis, wrap)
 
 
 def index_put(self, indices, values, accumulate=False):

@@ -118,10 +118,12 @@ def index_fill(g: GraphContext, self, dim: torch._C.Value, index: torch._C.Value
     import torch
     from torch.onnx import symbolic_helper
 
-    rank, index_rank, axis = symbolic_helper._get_tensor_rank(self), symbolic_helper._get_tensor_rank(index), _const(dim)
-    if rank is None or index_rank is None or index_rank > 1 or axis not in range(-max(rank, 1), max(rank, 1)):
-        return stock(g, "data of unknown rank or an index of rank > 1", self, dim, index, value)
     emitter = _Emitter(g)
+    scalar_type = _exporter_module("_type_utils").JitScalarType
+    rank, index_rank, axis = symbolic_helper._get_tensor_rank(self), symbolic_helper._get_tensor_rank(index), _const(dim)
+    if (rank is None or index_rank is None or index_rank > 1 or axis not in range(-max(rank, 1), max(rank, 1))
+            or emitter.scalar_type(index) not in (scalar_type.INT64, scalar_type.INT)):  # a float index: the validator's refusal
+        return stock(g, "data of unknown rank, an index of rank > 1 or not of integers", self, dim, index, value)
     data = self if rank else emitter.op("Unsqueeze", self, emitter.ints([0]))
     axis %= max(rank, 1)
     if index_rank == 0:
@@ -129,9 +131,7 @@ def index_fill(g: GraphContext, self, dim: torch._C.Value, index: torch._C.Value
     constant = symbolic_helper._maybe_get_const(value, "t")
     if not isinstance(constant, torch._C.Value):  # a number
         value = g.op("Constant", value_t=torch.tensor(constant))
-    value = emitter.cast(value, emitter.scalar_type(self))
-    pieces = [emitter.op("Shape", data, start=0, end=axis), emitter.op("Shape", index), emitter.op("Shape", data, start=axis + 1)]
-    written = writes.index_write(emitter, data, index, emitter.op("Expand", value, emitter.op("Concat", *pieces, axis=0)), axis, wrap_negative=True)
+    written = writes.fill_write(emitter, data, index, emitter.cast(value, emitter.scalar_type(self)), axis, wrap_negative=True)
     return written if rank else emitter.op("Squeeze", written, emitter.ints([0]))
 
 

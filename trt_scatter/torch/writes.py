@@ -121,6 +121,13 @@ def batch_position_write(emitter: Any, data: _Value, batch_index: _Value, positi
     return emitter.plugin("CacheScatter", [data, update, wrapped(emitter, positions, data, axis)], data, axis=axis, mode="linear")
 
 
+def fill_write(emitter: Any, data: _Value, indices: _Value, value: _Value, axis: int, wrap_negative: bool) -> _Value:
+    """``index_fill``: the scalar ``value`` (of data's type) written into the slices of ``data`` at the 1-D ``indices``
+    along ``axis``, as :func:`index_write` of ``value`` broadcast to those slices."""
+    pieces = [emitter.op("Shape", data, start=0, end=axis), emitter.op("Shape", indices), emitter.op("Shape", data, start=axis + 1)]
+    return index_write(emitter, data, indices, expand_to(emitter, value, pieces, None), axis, wrap_negative)
+
+
 def wrapped(emitter: Any, indices: _Value, data: _Value, axis: int) -> _Value:
     """``indices`` as int64 with the negative ones in [-s, -1] counted from the end of data's ``axis`` (of size s), as
     PyTorch's indexing reads them. One below -s stays as it was, so that the rule it breaks names the user's value
