@@ -314,6 +314,24 @@ def test_scatter_reads_the_part_of_a_larger_source_that_has_the_index_shape(dyna
     np.testing.assert_array_equal(Reference(model).run(feeds)["output"], ScatterLargerSource()(x, index, src).numpy())
 
 
+class FillNumber(torch.nn.Module):
+    def __init__(self, value):
+        super().__init__()
+        self.value = value
+
+    def forward(self, x, index):
+        return x.index_fill(0, index, self.value)
+
+
+@pytest.mark.parametrize("dynamo", [True, False])
+@pytest.mark.parametrize("dtype, value", [(torch.int64, 16777217.0), (torch.float64, 0.1), (torch.bool, 1e-50)])
+def test_a_number_is_written_as_pytorch_converts_it_to_the_data_type(dynamo, dtype, value):
+    """The dynamo translations wrote a Python float as a float32 constant, which rounds it before the cast to data's type."""
+    x, index = torch.zeros(3, 2, dtype=dtype), torch.tensor([1])
+    model = trt_scatter_torch.export(FillNumber(value), (x, index), dynamo=dynamo, input_names=["x", "index"], output_names=["output"])
+    np.testing.assert_array_equal(Reference(model).run({"x": x.numpy(), "index": index.numpy()})["output"], FillNumber(value)(x, index).numpy())
+
+
 class AssignRows(torch.nn.Module):
     def forward(self, x, index, values):
         x = x.clone()

@@ -127,7 +127,7 @@ def index_fill(self, dim, index, value):
     if len(index.shape) == 0:
         index = emitter.op("Reshape", index, emitter.ints([1]))
     if not hasattr(value, "dtype"):  # a Python number
-        value = emitter.op("Constant", **({"value_int": value} if isinstance(value, int) else {"value_float": float(value)}))
+        value = emitter.number(value)
     return writes.fill_write(emitter, self, index, emitter.op("CastLike", value, self), axis, wrap)
 
 
@@ -211,7 +211,7 @@ def index_add(self, dim, index, source, alpha=1):
     if len(index.shape) == 0:
         index = emitter.op("Reshape", index, emitter.ints([1]))
     if alpha != 1:
-        scale = emitter.op("Constant", **({"value_int": alpha} if isinstance(alpha, int) else {"value_float": float(alpha)}))
+        scale = emitter.number(alpha)
         source = emitter.op("Mul", source, emitter.op("CastLike", scale, source))
     return writes.index_reduce_write(emitter, self, index, source, axis, "add")
 
@@ -241,7 +241,7 @@ def scatter_value_with_reduce(self, dim, index, value, reduce):
     """``aten.scatter.value_reduce`` (a scalar ``value`` for every index): :func:`scatter_with_reduce` of the value
     broadcast to the index's shape."""
     emitter = _Emitter()
-    src = emitter.op("Expand", emitter.op("CastLike", emitter.op("Constant", value_float=float(value)), self), emitter.op("Shape", index))
+    src = emitter.op("Expand", emitter.op("CastLike", emitter.number(value), self), emitter.op("Shape", index))
     return scatter_with_reduce(self, dim, index, src, reduce)
 
 
@@ -267,6 +267,13 @@ class _Emitter:
     def int64(self, value):
         ir = _ir()
         return value if value.dtype == ir.DataType.INT64 else self._op.Cast(value, to=ir.DataType.INT64)
+
+    def number(self, value):
+        """A Python number as a 0-d constant of NumPy's type for it (int64, float64, bool), for a CastLike to data's type:
+        a float32 constant would round 16777217.0 or 0.1 before the cast, and 1e-50 to 0 (False for bool data)."""
+        import numpy as np
+
+        return self._op.Constant(value=_ir().tensor(np.asarray(value)))
 
     def scalar(self, value):
         import numpy as np
