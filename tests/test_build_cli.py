@@ -643,6 +643,35 @@ def test_a_profile_whose_largest_shapes_make_no_run_together_builds(tmp_path, ca
     assert main(["build", str(tmp_path / "kv.onnx"), "--plugins", "-o", str(tmp_path / "kv.engine"), *profile]) == 0, capsys.readouterr().err
 
 
+def _profile_arguments(profile):
+    return [argument for flag, bound in (("--min", 0), ("--opt", 1), ("--max", 2))
+            for argument in (flag, *(f"{name}:{list(bounds[bound])}".replace(" ", "") for name, bounds in profile.items()))]
+
+
+@pytest.mark.parametrize("case", ["constant write index, longer updates", "constant index into a difference of two inputs"])
+def test_constant_indices_a_rule_breaks_only_at_every_inputs_largest_shapes_build(tmp_path, capsys, case):
+    """The largest shapes of every input at once break a rule of a constant index, but no run does: a write of a longer
+    update leaves fewer places to start it; data's rows X - Y are fewest where both inputs are largest."""
+    value = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+    constant = lambda name, values: onnx.numpy_helper.from_array(np.array(values, np.int64), name)
+    if case.startswith("constant write"):
+        nodes = [helper.make_node("CacheScatter", ["cache", "new", "at"], ["output"], domain="trt_scatter", axis=2)]
+        inputs, outputs, constants = [value("cache", [1, 2, 16, 4]), value("new", [1, 2, "T", 4])], [value("output", [1, 2, 16, 4])], [constant("at", [4])]
+        profile = {"new": ((1, 2, 1, 4), (1, 2, 4, 4), (1, 2, 16, 4))}  # every run with at most 12 new rows is valid
+    else:
+        nodes = [helper.make_node("Shape", ["x"], ["x_rows"], start=0, end=1), helper.make_node("Shape", ["y"], ["y_rows"], start=0, end=1),
+                 helper.make_node("Sub", ["x_rows", "y_rows"], ["rows"]), helper.make_node("Concat", ["rows", "three"], ["shape"], axis=0),
+                 helper.make_node("Expand", ["row", "shape"], ["data"]),
+                 helper.make_node("ScatterUpdate", ["data", "index", "updates", "axis"], ["output"], domain="trt_scatter")]
+        inputs, outputs = [value("x", ["X", 3]), value("y", ["Y", 3]), value("updates", [1, 3])], [value("output", ["R", 3])]
+        constants = [constant("three", [3]), constant("axis", [0]), constant("index", [0]), onnx.numpy_helper.from_array(np.zeros((1, 3), np.float32), "row")]
+        profile = {"x": ((2, 3), (4, 3), (8, 3)), "y": ((1, 3), (1, 3), (8, 3))}  # a run of x 8 and y 1 rows writes row 0 of 7
+    graph = helper.make_graph(nodes, "g", inputs, outputs, constants)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "m.onnx")
+    code = main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)])
+    assert code == 0, capsys.readouterr().err
+
+
 def _shape_tensorrt_cannot_bound(op, **attributes):
     """``op``(x (4, 6), indices, updates) whose updates (and, for a reduction, indices) take their shape from a
     ScatterElements on Shape(x), as PyTorch's TorchScript exporter writes index_fill: TensorRT bounds such a dimension by

@@ -66,7 +66,7 @@ class OpNode:
 
     def error(self, detail: str | Exception) -> ModelError:
         """A ModelError naming this node: ``"<label>: <detail>"``; its ``tensor`` is the tensor of the input that ``detail``
-        (a :class:`~trt_scatter.oracle.rules.ScatterInputError`) names, else None."""
+        (a :class:`~trt_scatter.oracle.rules.ScatterInputError`) names, else None, and its ``node`` this node."""
         error = ModelError(f"{self.label}: {detail}")
-        error.tensor = self.inputs.get(getattr(detail, "input_name", None))
+        error.tensor, error.node = self.inputs.get(getattr(detail, "input_name", None)), self.node
         return error

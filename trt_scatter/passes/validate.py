@@ -120,12 +120,16 @@ def validate(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelPr
 
 def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile: dict[str, tuple[Sequence[int], Sequence[int], Sequence[int]]]) -> None:
     """Checks ``model``'s scatter nodes again with its dynamic inputs at a shape profile's largest shapes (``profile``:
-    input name -> ``(min, opt, max)``), for constants its dynamic dimensions left unchecked: an index of 7 into a
-    dimension the profile bounds by 4 is out of range in every run of the engine, which would skip it each time.
-    Raises :class:`ModelError` naming the shapes. Only a rule that a constant input breaks is raised: the largest
-    shapes of all inputs at once need not make a run (a KV cache's past and new lengths, each up to the cache's
-    size, add up to no more than it), and what else they break is left to the plugins' checks of each run's shapes.
-    Inputs of static shape are left as they are: a profile gives those (a KV cache's position) a range of values."""
+    input name -> ``(min, opt, max)``), for constant indices into a graph input that only the profile bounds: an index
+    of 7 into a dimension the profile bounds by 4 is out of range in every run of the engine, which would skip it each
+    time. Raises :class:`ModelError` naming the shapes.
+
+    Only where that holds for every run is a rule raised: it names a constant input of a node whose data is a graph
+    input and whose other inputs are constants or of static shape (the rule then reads data's shape alone, and an
+    index's range only grows with it). The largest shapes of all inputs at once need not make a run (a KV cache's
+    past and new lengths, each up to the cache's size, add up to no more than it; a write of a longer update leaves
+    fewer places to start it), so what else they break is left to the plugins' checks of each run's shapes. Inputs of
+    static shape are left as they are: a profile gives those (a KV cache's position) a range of values."""
     import onnx
 
     model = as_model(model)
@@ -144,7 +148,10 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
         with warnings_dropped():  # repeats were said of the model itself, once
             validate(Model(largest, model.path, model.external, model.weights))
     except ModelError as err:
-        if getattr(err, "tensor", None) is not None and model.tensors.constant(err.tensor) is not None:
+        node, tensors = getattr(err, "node", None), model.tensors
+        others = [] if node is None else [name for name in node.input[1:] if name and tensors.constant(name) is None]
+        if (getattr(err, "tensor", None) is not None and tensors.constant(err.tensor) is not None and node.input[0] in dynamic
+                and all(-1 not in (tensors.shape(name) or (-1,)) for name in others)):
             shapes = ", ".join(f"{name} {list(profile[name][2])}" for name in sorted(dynamic))
             raise ModelError(f"at the profile's largest shapes ({shapes}), and so in every run: {err}") from None
 
