@@ -143,3 +143,22 @@ def test_static_check_with_the_axis_not_known_names_the_rule_the_fitting_axis_br
         check_scatter_update_static((0, 8), (1,), (1, 8))
     with pytest.raises(ScatterInputError, match=r"'updates' must have shape data.shape\[:axis\] \+ indices.shape \+ data.shape\[axis\+1:\] for some axis"):
         check_scatter_update_static((3, 8), (2,), (5, 8))
+
+
+@pytest.mark.parametrize("axis", [1, -2])
+@pytest.mark.parametrize("second, warned", [(2.0, False), (3.0, True)], ids=["same-values", "other-values"])
+def test_a_slice_named_twice_is_undefined_only_where_its_values_differ(axis, second, warned):
+    """index_fill writes one value into every slice: a repeated index gives a defined result, and warned all the same."""
+    from trt_scatter import oracle
+    from trt_scatter.ops import OPS
+
+    oracle_module = oracle.module(OPS["ScatterUpdate"])
+    from trt_scatter.oracle.rules import Known
+
+    indices = np.array([[2, 0], [2, 1]])  # slice 2 named at (0, 0) and (1, 0)
+    updates = np.full((3, 2, 2, 4), 2.0, np.float32)
+    updates[:, 1, 0] = second
+    repeat = oracle_module.repeated_target(Known({"data": np.zeros((3, 5, 4), np.float32), "indices": indices, "updates": updates,
+                                                  "axis": np.array([axis])}, {}))
+    assert (repeat == "'indices' names slice 2 twice (elements 0 and 2)") if warned else repeat is None
+    assert oracle_module.repeated_target(Known({"indices": indices}, {})) is not None  # a model's constant indices, no values

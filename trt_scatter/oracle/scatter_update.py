@@ -124,13 +124,35 @@ def check_node(node: OpNode) -> None:
 
 
 def repeated_target(node: OpNode | rules.Known) -> str | None:
-    """Where constant indices name one slice twice (undefined in the spec), else None."""
+    """Where constant indices name one slice twice (undefined in the spec), else None. Where ``updates`` are known too
+    (a run's) and every slice named twice gets the same values each time (``index_fill``), the result is defined: None."""
     indices = node.constant("indices")
     if indices is None or indices.size < 2:
         return None
     flat = indices.reshape(-1).astype(np.int64)
     pair = rules.first_repeat(flat)
-    return None if pair is None else f"'indices' names slice {int(flat[pair[0]])} twice (elements {pair[0]} and {pair[1]})"
+    if pair is None or _same_values_at_repeats(node, indices.ndim, flat):
+        return None
+    return f"'indices' names slice {int(flat[pair[0]])} twice (elements {pair[0]} and {pair[1]})"
+
+
+def _same_values_at_repeats(node, index_rank, flat):
+    """Whether the known ``updates`` (valid for the node's shapes) give every slice that the indices (``flat``, of rank
+    ``index_rank``) name more than once equal values."""
+    updates, axis = node.constant("updates"), node.constant("axis")
+    if updates is None or axis is None:
+        return False
+    rank = updates.ndim - index_rank + 1  # data's
+    axis = axis_value(axis)
+    if not -rank <= axis < rank:
+        return False
+    if updates.size == 0:
+        return True
+    axis %= rank
+    slices = updates.reshape(updates.shape[:axis] + (flat.size, -1))
+    order = np.argsort(flat, kind="stable")
+    repeated = np.flatnonzero(flat[order][1:] == flat[order][:-1])
+    return bool(np.array_equal(np.take(slices, order[repeated], axis=axis), np.take(slices, order[repeated + 1], axis=axis)))
 
 
 # ---- valid inputs (trt_scatter.inputs): shape relations, capacity, index generator
