@@ -607,8 +607,8 @@ def test_a_profile_that_breaks_a_plugins_shape_rule_names_the_rule(tmp_path, cap
 
 
 @pytest.mark.parametrize("indices, smallest_rows, message", [
-    ([6, 7], 1, "at the profile's largest shapes (data [4, 3]), and so in every run: ScatterUpdate node 'ScatterUpdate_1': scatter_update: "
-                "'indices' values must be in [0, 3] for a dimension of size 4 (got 7)"),
+    ([6, 7], 1, "in every run the profile allows, as at its largest data and smallest other inputs (data [4, 3]): ScatterUpdate node "
+                "'ScatterUpdate_1': scatter_update: 'indices' values must be in [0, 3] for a dimension of size 4 (got 7)"),
     ([0, 3], 1, None),  # in range from 4 rows on: the runs with fewer are the user's to avoid (the plugin counts what it skips)
     ([0, 1], 2, None),
 ], ids=["out-of-range-for-every-shape", "out-of-range-for-the-smallest", "in-range"])
@@ -670,6 +670,37 @@ def test_constant_indices_a_rule_breaks_only_at_every_inputs_largest_shapes_buil
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "m.onnx")
     code = main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)])
     assert code == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("case", ["updates a graph input", "after a node whose rule only every input's largest shapes break",
+                                  "a standard ScatterND with a reduction"])
+def test_a_constant_index_out_of_range_in_every_run_is_refused(tmp_path, capsys, case):
+    """Index 6 into data of at most 4 rows: refused wherever the write is, whatever else the node or the model reads."""
+    value = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+    constant = lambda name, values, dtype=np.int64: onnx.numpy_helper.from_array(np.array(values, dtype), name)
+    inputs, outputs, profile = [value("data", ["N", 3])], [value("output", ["N", 3])], {"data": ((1, 3), (2, 3), (4, 3))}
+    constants = [constant("index", [6]), constant("axis", [0]), constant("row", np.ones((1, 3)), np.float32)]
+    nodes = [helper.make_node("ScatterUpdate", ["data", "index", "row", "axis"], ["output"], domain="trt_scatter")]
+    if case == "updates a graph input":
+        inputs.append(value("row_in", ["U", 3]))
+        nodes[0].input[2] = "row_in"
+        profile["row_in"] = ((1, 3),) * 3
+    elif case.startswith("after a node"):  # a write at 4 of up to 16 new rows into 16: every run of at most 12 is valid
+        inputs += [value("cache", [1, 2, 16, 4]), value("new", [1, 2, "T", 4])]
+        outputs.append(value("cache_out", [1, 2, 16, 4]))
+        nodes.insert(0, helper.make_node("CacheScatter", ["cache", "new", "at"], ["cache_out"], domain="trt_scatter", axis=2))
+        constants.append(constant("at", [4]))
+        profile["new"] = ((1, 2, 1, 4), (1, 2, 4, 4), (1, 2, 16, 4))
+    else:
+        nodes = [helper.make_node("ScatterND", ["data", "rows", "row"], ["output"], reduction="add")]
+        constants.append(constant("rows", [[6]]))
+    graph = helper.make_graph(nodes, "g", inputs, outputs, constants)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "m.onnx")
+    assert main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("trt-scatter build: error: in every run the profile allows, as at its largest data and smallest other inputs (") \
+        and error.endswith("'indices' values must be in [0, 3] for a dimension of size 4 (got 6)\n" if "ScatterND" not in case
+                           else "'indices' values must be in [-4, 3] for a dimension of size 4 (got 6)\n"), error
 
 
 def _shape_tensorrt_cannot_bound(op, **attributes):

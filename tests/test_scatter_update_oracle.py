@@ -146,19 +146,20 @@ def test_static_check_with_the_axis_not_known_names_the_rule_the_fitting_axis_br
 
 
 @pytest.mark.parametrize("axis", [1, -2])
-@pytest.mark.parametrize("second, warned", [(2.0, False), (3.0, True)], ids=["same-values", "other-values"])
-def test_a_slice_named_twice_is_undefined_only_where_its_values_differ(axis, second, warned):
-    """index_fill writes one value into every slice: a repeated index gives a defined result, and warned all the same."""
+@pytest.mark.parametrize("first, second, warned", [(2.0, 2.0, False), (2.0, 3.0, True), (0.0, -0.0, True), (np.nan, np.nan, False)],
+                         ids=["same-values", "other-values", "signed-zeros", "the-same-nan"])
+def test_a_slice_named_twice_is_undefined_only_where_its_values_differ(axis, first, second, warned):
+    """index_fill writes one value into every slice: a repeated index gives a defined result, and warned all the same.
+    Values compare by their bits: which of 0.0 and -0.0 is written last decides the sign of the result."""
     from trt_scatter import oracle
     from trt_scatter.ops import OPS
-
-    oracle_module = oracle.module(OPS["ScatterUpdate"])
     from trt_scatter.oracle.rules import Known
 
-    indices = np.array([[2, 0], [2, 1]])  # slice 2 named at (0, 0) and (1, 0)
-    updates = np.full((3, 2, 2, 4), 2.0, np.float32)
-    updates[:, 1, 0] = second
-    repeat = oracle_module.repeated_target(Known({"data": np.zeros((3, 5, 4), np.float32), "indices": indices, "updates": updates,
-                                                  "axis": np.array([axis])}, {}))
-    assert (repeat == "'indices' names slice 2 twice (elements 0 and 2)") if warned else repeat is None
-    assert oracle_module.repeated_target(Known({"indices": indices}, {})) is not None  # a model's constant indices, no values
+    repeated_target = oracle.module(OPS["ScatterUpdate"]).repeated_target
+    indices = np.array([[0, 2], [0, 2]])  # slice 0 named at (0, 0) and (1, 0) with equal values; slice 2 at (0, 1) and (1, 1)
+    updates = np.full((3, 2, 2, 4), 5.0, np.float32)
+    updates[:, 0, 1], updates[:, 1, 1] = first, second
+    known = {"data": np.zeros((3, 5, 4), np.float32), "indices": indices, "updates": updates, "axis": np.array([axis])}
+    assert repeated_target(Known(known, {})) == ("'indices' names slice 2 twice (elements 1 and 3)" if warned else None)
+    assert repeated_target(Known({"indices": indices}, {})) == "'indices' names slice 0 twice (elements 0 and 2)"  # no values known
+    assert repeated_target(Known({**known, "updates": np.zeros((2, 2), np.float32)}, {})) is not None  # updates that do not fit

@@ -64,9 +64,6 @@ class OpNode:
         """Every attribute of the op's contract, the node's value or the default (``trt_scatter`` ops)."""
         return {name: self.attribute(name) for name in self.op.attributes}
 
-    def error(self, detail: str | Exception) -> ModelError:
-        """A ModelError naming this node: ``"<label>: <detail>"``; its ``tensor`` is the tensor of the input that ``detail``
-        (a :class:`~trt_scatter.oracle.rules.ScatterInputError`) names, else None, and its ``node`` this node."""
-        error = ModelError(f"{self.label}: {detail}")
-        error.tensor, error.node = self.inputs.get(getattr(detail, "input_name", None)), self.node
-        return error
+    def error(self, detail: str) -> ModelError:
+        """A ModelError naming this node: ``"<label>: <detail>"``."""
+        return ModelError(f"{self.label}: {detail}")

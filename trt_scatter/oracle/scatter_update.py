@@ -125,34 +125,43 @@ def check_node(node: OpNode) -> None:
 
 def repeated_target(node: OpNode | rules.Known) -> str | None:
     """Where constant indices name one slice twice (undefined in the spec), else None. Where ``updates`` are known too
-    (a run's) and every slice named twice gets the same values each time (``index_fill``), the result is defined: None."""
+    (a run's), only a slice named twice that gets other values (other bits: -0.0 is not 0.0) is undefined; one that
+    gets the same values each time (``index_fill``) is not."""
     indices = node.constant("indices")
     if indices is None or indices.size < 2:
         return None
     flat = indices.reshape(-1).astype(np.int64)
-    pair = rules.first_repeat(flat)
-    if pair is None or _same_values_at_repeats(node, indices.ndim, flat):
-        return None
-    return f"'indices' names slice {int(flat[pair[0]])} twice (elements {pair[0]} and {pair[1]})"
-
-
-def _same_values_at_repeats(node, index_rank, flat):
-    """Whether the known ``updates`` (valid for the node's shapes) give every slice that the indices (``flat``, of rank
-    ``index_rank``) name more than once equal values."""
-    updates, axis = node.constant("updates"), node.constant("axis")
-    if updates is None or axis is None:
-        return False
-    rank = updates.ndim - index_rank + 1  # data's
-    axis = axis_value(axis)
-    if not -rank <= axis < rank:
-        return False
-    if updates.size == 0:
-        return True
-    axis %= rank
-    slices = updates.reshape(updates.shape[:axis] + (flat.size, -1))
     order = np.argsort(flat, kind="stable")
     repeated = np.flatnonzero(flat[order][1:] == flat[order][:-1])
-    return bool(np.array_equal(np.take(slices, order[repeated], axis=axis), np.take(slices, order[repeated + 1], axis=axis)))
+    if not repeated.size:
+        return None
+    pairs = np.stack([order[repeated], order[repeated + 1]], axis=1)  # positions naming one slice, the earlier first
+    differing = _differing_pairs(node, indices, pairs)
+    if differing is not None:
+        pairs = pairs[differing]
+    if not len(pairs):
+        return None
+    first, second = (int(position) for position in pairs[0])
+    return f"'indices' names slice {int(flat[first])} twice (elements {first} and {second})"
+
+
+def _differing_pairs(node, indices, pairs):
+    """For each pair of positions of the (flattened) ``indices``, whether the known ``updates`` give their slices other
+    bits; None where updates are not known or do not fit the indices (a model's shapes not yet checked)."""
+    updates, axis = node.constant("updates"), node.constant("axis")
+    if updates is None or axis is None:
+        return None
+    rank = updates.ndim - indices.ndim + 1  # data's
+    axis = axis_value(axis)
+    if rank < 1 or not -rank <= axis < rank:
+        return None
+    axis %= rank
+    if updates.shape[axis : axis + indices.ndim] != indices.shape:
+        return None
+    trailing = int(np.prod(updates.shape[axis + indices.ndim :]))  # not -1: updates may be empty
+    slices = np.moveaxis(updates.reshape(updates.shape[:axis] + (indices.size, trailing)), axis, 0)
+    first, second = (np.ascontiguousarray(slices[pairs[:, side]]).reshape(len(pairs), -1) for side in (0, 1))
+    return (first.view(np.uint8).reshape(len(pairs), -1) != second.view(np.uint8).reshape(len(pairs), -1)).any(axis=1)
 
 
 # ---- valid inputs (trt_scatter.inputs): shape relations, capacity, index generator

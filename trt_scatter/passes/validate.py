@@ -50,7 +50,7 @@ import math
 from typing import TYPE_CHECKING
 
 from trt_scatter import ops, oracle
-from trt_scatter.log import warn, warnings_dropped
+from trt_scatter.log import warn
 from trt_scatter.model import Model, ModelError, as_model, named_subgraphs, node_label, opset_version, printable, subgraphs
 from trt_scatter.model.files import MAX_ELEMENTS
 from trt_scatter.model.node import OpNode
@@ -119,41 +119,67 @@ def validate(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelPr
 
 
 def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile: dict[str, tuple[Sequence[int], Sequence[int], Sequence[int]]]) -> None:
-    """Checks ``model``'s scatter nodes again with its dynamic inputs at a shape profile's largest shapes (``profile``:
-    input name -> ``(min, opt, max)``), for constant indices into a graph input that only the profile bounds: an index
-    of 7 into a dimension the profile bounds by 4 is out of range in every run of the engine, which would skip it each
-    time. Raises :class:`ModelError` naming the shapes.
+    """Refuses constant indices that a shape profile (``profile``: input name -> ``(min, opt, max)``) puts out of range
+    in every run: an index of 7 into a graph input's dimension that the profile bounds by 4 would be skipped by the
+    plugin each time. Raises :class:`ModelError` naming the shapes.
 
-    Only where that holds for every run is a rule raised: it names a constant input of a node whose data is a graph
-    input and whose other inputs are constants or of static shape (the rule then reads data's shape alone, and an
-    index's range only grows with it). The largest shapes of all inputs at once need not make a run (a KV cache's
-    past and new lengths, each up to the cache's size, add up to no more than it; a write of a longer update leaves
-    fewer places to start it), so what else they break is left to the plugins' checks of each run's shapes. Inputs of
-    static shape are left as they are: a profile gives those (a KV cache's position) a range of values."""
+    Each node whose data is a graph input of dynamic shape is checked (the nodes TensorRT builds with a plugin, standard
+    ones served by plugins included) with the inputs that are some node's data at their largest shapes and the others
+    at their smallest: an index's range only grows with data and shrinks with what else the node reads (a longer
+    update leaves fewer places to start a write). A rule broken there is raised only where it is one of a constant
+    index's values (with the values 0 instead, the node passes) and every other input the node reads is a constant, of
+    static shape, or a graph input so set; all else (shapes that the profile's bounds of several inputs make together
+    but no run does) is left to the plugins' checks of each run's shapes. Inputs of static shape are left as they
+    are: a profile gives those (a KV cache's position) a range of values."""
+    import numpy as np
     import onnx
+    from onnx import numpy_helper
+
+    from trt_scatter.passes.plugins import to_plugins
 
     model = as_model(model)
-    graph = model.proto.graph
-    dynamic = {value.name for value in graph.input
+    dynamic = {value.name for value in model.proto.graph.input
                if any(not dim.HasField("dim_value") for dim in value.type.tensor_type.shape.dim) and value.name in profile}
-    if not dynamic or not model.trt_scatter_ops():
+    if not dynamic:
         return
-    largest = onnx.ModelProto()
-    largest.CopyFrom(model.proto)
-    for value in largest.graph.input:
+    served = to_plugins(model)  # the model's own proto where no standard node is served by a plugin
+    written = {node.input[0] for node in served.graph.node if ops.is_trt_scatter(node) and node.input}
+    if not written & dynamic:
+        return
+    bounded = onnx.ModelProto()
+    bounded.CopyFrom(served)
+    for value in bounded.graph.input:
         if value.name in dynamic:
-            for dim, size in zip(value.type.tensor_type.shape.dim, profile[value.name][2]):
+            for dim, size in zip(value.type.tensor_type.shape.dim, profile[value.name][2 if value.name in written else 0]):
                 dim.dim_value = int(size)
-    try:
-        with warnings_dropped():  # repeats were said of the model itself, once
-            validate(Model(largest, model.path, model.external, model.weights))
-    except ModelError as err:
-        node, tensors = getattr(err, "node", None), model.tensors
-        others = [] if node is None else [name for name in node.input[1:] if name and tensors.constant(name) is None]
-        if (getattr(err, "tensor", None) is not None and tensors.constant(err.tensor) is not None and node.input[0] in dynamic
-                and all(-1 not in (tensors.shape(name) or (-1,)) for name in others)):
-            shapes = ", ".join(f"{name} {list(profile[name][2])}" for name in sorted(dynamic))
-            raise ModelError(f"at the profile's largest shapes ({shapes}), and so in every run: {err}") from None
+    tensors = Model(bounded, model.path, model.external, model.weights).tensors
+    shapes = ", ".join(f"{name} {list(profile[name][2 if name in written else 0])}" for name in sorted(dynamic))
+    for index, node in enumerate(bounded.graph.node):
+        if not ops.is_trt_scatter(node) or not node.input or node.input[0] not in dynamic:
+            continue
+        checked = OpNode(node, index, tensors)
+        others = [name for name in node.input[1:] if name and tensors.constant(name) is None]
+        if not all(name in dynamic - written or -1 not in (model.tensors.shape(name) or (-1,)) for name in others):
+            continue
+        try:
+            oracle.module(checked.op).check_node(checked)
+        except ScatterInputError as err:
+            index_tensor = checked.inputs.get(err.input_name)
+            values = tensors.constant(index_tensor) if err.input_name in checked.op.index_inputs else None
+            initializer = next((init for init in bounded.graph.initializer if init.name == index_tensor), None)
+            if values is None or initializer is None:
+                continue
+            zeros = onnx.ModelProto()
+            zeros.CopyFrom(bounded)
+            for init in zeros.graph.initializer:
+                if init.name == index_tensor:
+                    init.CopyFrom(numpy_helper.from_array(np.zeros_like(values), index_tensor))
+            try:
+                oracle.module(checked.op).check_node(OpNode(zeros.graph.node[index], index, Model(zeros, model.path, model.external, model.weights).tensors))
+            except ScatterInputError:
+                continue  # a rule of shapes, not of the index's values
+            raise ModelError(f"in every run the profile allows, as at its largest data and smallest other inputs ({shapes}): "
+                             f"{checked.error(err)}") from None
 
 
 class ValidateTrtScatter(BaseLoader):
