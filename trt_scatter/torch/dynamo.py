@@ -212,7 +212,11 @@ def index_add(self, dim, index, source, alpha=1):
         index = emitter.op("Reshape", index, emitter.ints([1]))
     if alpha != 1:
         scale = emitter.number(alpha)
-        source = emitter.op("Mul", source, emitter.op("CastLike", scale, source))
+        if source.dtype in (_ir().DataType.INT8, _ir().DataType.UINT8):  # TensorRT has no 8-bit integer arithmetic: in int32
+            wide = emitter.op("Cast", source, to=_ir().DataType.INT32)
+            source = emitter.op("CastLike", emitter.op("Mul", wide, emitter.op("CastLike", scale, wide)), source)
+        else:
+            source = emitter.op("Mul", source, emitter.op("CastLike", scale, source))
     return writes.index_reduce_write(emitter, self, index, source, axis, "add")
 
 

@@ -204,8 +204,13 @@ def index_add(g: GraphContext, self, dim: torch._C.Value, index: torch._C.Value,
         if rank == 0:
             index = emitter.op("Reshape", index, emitter.ints([1]))
         if scale not in (1, None):  # alpha * source, which PyTorch's own symbolic refuses
-            factor = emitter.g.op("Constant", value_t=_torch().tensor(scale))
-            source = emitter.op("Mul", source, emitter.cast(factor, emitter.scalar_type(source)))
+            factor, scalar_type = emitter.g.op("Constant", value_t=_torch().tensor(scale)), _exporter_module("_type_utils").JitScalarType
+            kind = emitter.scalar_type(source)
+            if kind in (scalar_type.INT8, scalar_type.UINT8):  # TensorRT has no 8-bit integer arithmetic: in int32
+                wide = emitter.cast(source, scalar_type.INT)
+                source = emitter.cast(emitter.op("Mul", wide, emitter.cast(factor, scalar_type.INT)), kind)
+            else:
+                source = emitter.op("Mul", source, emitter.cast(factor, kind))
         written = writes.index_reduce_write(emitter, self, index, source, axis, "add")
     return written if written is not None else stock(g, "alpha not a constant, an index of rank > 1 or data of unknown rank",
                                                      self, dim, index, source, alpha)
