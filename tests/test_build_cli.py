@@ -703,6 +703,29 @@ def test_a_constant_index_out_of_range_in_every_run_is_refused(tmp_path, capsys,
                            else "'indices' values must be in [-4, 3] for a dimension of size 4 (got 6)\n"), error
 
 
+@pytest.mark.parametrize("held_as", ["Constant node", "initializer"])
+def test_an_int8_value_broadcast_into_an_int8_write_builds(tmp_path, capsys, held_as):
+    """As PyTorch's TorchScript exporter writes ``cache[i] = 5`` into an int8 cache: TensorRT took the int8 constant that
+    the Expand reads for a quantized one ("only allowed before DQ or a plugin") and refused the build."""
+    five = onnx.numpy_helper.from_array(np.array(5, np.int8), "five")
+    nodes = [helper.make_node("Expand", ["five", "shape"], ["rows"]),
+             helper.make_node("ScatterUpdate", ["cache", "index", "rows", "axis"], ["output"], domain="trt_scatter")]
+    constants = [onnx.numpy_helper.from_array(np.array(values, np.int64), name) for name, values in (("shape", [1, 2]), ("index", [1]), ("axis", [0]))]
+    if held_as == "Constant node":
+        nodes.insert(0, helper.make_node("Constant", [], ["five"], value=five))
+    else:
+        constants.append(five)
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("cache", TensorProto.INT8, [3, 2])],
+                              [helper.make_tensor_value_info("output", TensorProto.INT8, [3, 2])], constants)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "m.onnx")
+    assert main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine")]) == 0, capsys.readouterr().err
+    from trt_scatter.engine import _for_the_parser
+    from trt_scatter.reference import Reference
+
+    model, cache = onnx.load(tmp_path / "m.onnx"), {"cache": np.arange(6, dtype=np.int8).reshape(3, 2)}
+    np.testing.assert_array_equal(Reference(_for_the_parser(model)).run(cache)["output"], Reference(model).run(cache)["output"])
+
+
 def _shape_tensorrt_cannot_bound(op, **attributes):
     """``op``(x (4, 6), indices, updates) whose updates (and, for a reduction, indices) take their shape from a
     ScatterElements on Shape(x), as PyTorch's TorchScript exporter writes index_fill: TensorRT bounds such a dimension by

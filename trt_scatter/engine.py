@@ -191,9 +191,11 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
 
 def _for_the_parser(proto):
     """``proto``, or a copy without what TensorRT mishandles in a valid model: the trailing optional inputs a
-    ``trt_scatter`` node gives as "" (left out; the parser calls the node invalid), and, where a ``trt_scatter`` node of
+    ``trt_scatter`` node gives as "" (left out; the parser calls the node invalid); where a ``trt_scatter`` node of
     the main graph computes nothing an output depends on, every such node (TensorRT-RTX drops the layer and frees its
-    plugin twice: an abort; TensorRT would drop the others itself)."""
+    plugin twice: an abort; TensorRT would drop the others itself); and int8 constants that a node other than a plugin
+    reads (a value broadcast into an int8 cache), which TensorRT takes for quantized ones and refuses anywhere but
+    before a plugin or a dequantization: they become int32 constants and a Cast to int8."""
     import onnx
 
     from trt_scatter.model import all_nodes, live_names
@@ -202,7 +204,8 @@ def _for_the_parser(proto):
     needed = [any(output in live for output in node.output) for node in proto.graph.node]
     dead_write = any(ops.is_trt_scatter(node) and not keep for node, keep in zip(proto.graph.node, needed))
     padded = any(ops.is_trt_scatter(node) and node.input and not node.input[-1] for node in all_nodes(proto.graph))
-    if not padded and not dead_write:
+    quantized = _int8_constants_read_as_numbers(proto.graph)
+    if not padded and not dead_write and not quantized:
         return proto
     copy = onnx.ModelProto()
     copy.CopyFrom(proto)
@@ -213,7 +216,46 @@ def _for_the_parser(proto):
         kept = [node for node, keep in zip(copy.graph.node, needed) if keep]
         del copy.graph.node[:]
         copy.graph.node.extend(kept)
+    if quantized:
+        _widen_int8_constants(copy.graph, quantized)
     return copy
+
+
+def _int8_constants_read_as_numbers(graph):
+    """Names of the main graph's int8 constants (initializers held in the model, ``Constant`` nodes' ``value``) that a
+    node other than a plugin node or a DequantizeLinear reads."""
+    from onnx import TensorProto
+
+    int8 = {init.name for init in graph.initializer if init.data_type == TensorProto.INT8 and init.data_location != TensorProto.EXTERNAL}
+    int8 -= {value.name for value in graph.input}  # an input an initializer fills: left as the model has it
+    int8 |= {node.output[0] for node in graph.node if node.op_type == "Constant" and node.output
+             and any(a.name == "value" and a.t.data_type == TensorProto.INT8 for a in node.attribute)}
+    return {name for node in graph.node if not ops.is_trt_scatter(node) and node.op_type != "DequantizeLinear"
+            for name in node.input if name in int8}
+
+
+def _widen_int8_constants(graph, names):
+    """Each constant of ``names`` as an int32 constant of a new name and a Cast to int8 under its own name, first."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    from trt_scatter.model import fresh_name, graph_names
+
+    taken, nodes = graph_names(graph), []
+    for init in [init for init in graph.initializer if init.name in names]:
+        wide = fresh_name(f"{init.name}_int32", taken)
+        graph.initializer.remove(init)
+        graph.initializer.append(numpy_helper.from_array(numpy_helper.to_array(init).astype(np.int32), wide))
+        nodes.append(helper.make_node("Cast", [wide], [init.name], to=TensorProto.INT8, name=fresh_name(f"{init.name}_cast", taken)))
+    for node in graph.node:
+        nodes.append(node)
+        if node.op_type == "Constant" and node.output and node.output[0] in names:
+            value, name = next(a for a in node.attribute if a.name == "value"), node.output[0]
+            node.output[0] = wide = fresh_name(f"{name}_int32", taken)
+            value.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(value.t).astype(np.int32)))
+            nodes.append(helper.make_node("Cast", [wide], [name], to=TensorProto.INT8, name=fresh_name(f"{name}_cast", taken)))
+    del graph.node[:]
+    graph.node.extend(nodes)
 
 
 def _check_rtx_aliasing(name, proto):
