@@ -703,19 +703,24 @@ def test_a_constant_index_out_of_range_in_every_run_is_refused(tmp_path, capsys,
                            else "'indices' values must be in [-4, 3] for a dimension of size 4 (got 6)\n"), error
 
 
-@pytest.mark.parametrize("held_as", ["Constant node", "initializer"])
+@pytest.mark.parametrize("held_as", ["Constant node", "initializer", "initializer and input", "ConstantOfShape"])
 def test_an_int8_value_broadcast_into_an_int8_write_builds(tmp_path, capsys, held_as):
-    """As PyTorch's TorchScript exporter writes ``cache[i] = 5`` into an int8 cache: TensorRT took the int8 constant that
-    the Expand reads for a quantized one ("only allowed before DQ or a plugin") and refused the build."""
+    """As PyTorch's exporters write ``cache[i] = 5`` or ``scatter(1, index, 5)`` into an int8 tensor: TensorRT took the int8
+    constant that the Expand reads (or a ConstantOfShape makes) for a quantized one ("only allowed before DQ or a
+    plugin") and refused the build."""
     five = onnx.numpy_helper.from_array(np.array(5, np.int8), "five")
     nodes = [helper.make_node("Expand", ["five", "shape"], ["rows"]),
              helper.make_node("ScatterUpdate", ["cache", "index", "rows", "axis"], ["output"], domain="trt_scatter")]
     constants = [onnx.numpy_helper.from_array(np.array(values, np.int64), name) for name, values in (("shape", [1, 2]), ("index", [1]), ("axis", [0]))]
+    inputs = [helper.make_tensor_value_info("cache", TensorProto.INT8, [3, 2])]
     if held_as == "Constant node":
         nodes.insert(0, helper.make_node("Constant", [], ["five"], value=five))
+    elif held_as == "ConstantOfShape":
+        nodes[0] = helper.make_node("ConstantOfShape", ["shape"], ["rows"], value=onnx.numpy_helper.from_array(np.array([5], np.int8)))
     else:
         constants.append(five)
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("cache", TensorProto.INT8, [3, 2])],
+        inputs += [helper.make_tensor_value_info("five", TensorProto.INT8, [])] if held_as == "initializer and input" else []
+    graph = helper.make_graph(nodes, "g", inputs,
                               [helper.make_tensor_value_info("output", TensorProto.INT8, [3, 2])], constants)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "m.onnx")
     assert main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine")]) == 0, capsys.readouterr().err
@@ -724,6 +729,30 @@ def test_an_int8_value_broadcast_into_an_int8_write_builds(tmp_path, capsys, hel
 
     model, cache = onnx.load(tmp_path / "m.onnx"), {"cache": np.arange(6, dtype=np.int8).reshape(3, 2)}
     np.testing.assert_array_equal(Reference(_for_the_parser(model)).run(cache)["output"], Reference(model).run(cache)["output"])
+
+
+@pytest.mark.parametrize("second_index, message", [
+    ([0, 1], "at the one shape the profile gives X [2, 2]: ScatterUpdate node #0 (output 'o1'): scatter_update: 'updates' must have shape "
+             "(1, 2) (data.shape[:axis] + indices.shape + data.shape[axis+1:]) (got shape (1, 4))"),
+    ([0, 9], "in every run the profile allows, as at its largest data and smallest other inputs (D [2, 8], X [2, 2]): ScatterUpdate node #1 "
+             "(output 'o2'): scatter_update: 'indices' values must be in [0, 7] for a dimension of size 8 (got 9)"),
+], ids=["a shape rule at a pinned shape", "an index into data whose updates are pinned"])
+def test_an_input_the_profile_gives_one_shape_is_checked_as_static(tmp_path, capsys, second_index, message):
+    """X is dynamic in the model, but its min and max are one shape: the first write's constant updates (1, 4) never fit
+    it (left to the plugin, TensorRT-RTX corrupted its heap where X is another node's updates too), and the second's
+    index 9 is out of range of D's 8 columns (X being another node's data left the check off)."""
+    value = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+    constant = lambda name, values, dtype=np.int64: onnx.numpy_helper.from_array(np.array(values, dtype), name)
+    updates = np.ones((1, 4 if second_index == [0, 1] else 2), np.float32)
+    nodes = [helper.make_node("ScatterUpdate", ["X", "index", "updates", "axis"], ["o1"], domain="trt_scatter"),
+             helper.make_node("ScatterUpdate", ["D", "second_index", "X", "axis1"], ["o2"], domain="trt_scatter")]
+    constants = [constant("index", [0]), constant("axis", [0]), constant("updates", updates, np.float32), constant("second_index", second_index),
+                 constant("axis1", [1])]
+    graph = helper.make_graph(nodes, "g", [value("X", [2, "K"]), value("D", [2, "L"])], [value("o1", [2, "K"]), value("o2", [2, "L"])], constants)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "m.onnx")
+    profile = {"X": ((2, 2),) * 3, "D": ((2, 2), (2, 4), (2, 8))}
+    assert main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)]) == 2
+    assert capsys.readouterr().err == f"trt-scatter build: error: {message}\n"
 
 
 def _shape_tensorrt_cannot_bound(op, **attributes):

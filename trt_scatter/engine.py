@@ -223,15 +223,19 @@ def _for_the_parser(proto):
 
 def _int8_constants_read_as_numbers(graph):
     """Names of the main graph's int8 constants (initializers held in the model, ``Constant`` nodes' ``value``) that a
-    node other than a plugin node or a DequantizeLinear reads."""
+    node other than a plugin node or a DequantizeLinear reads, and of its int8 ConstantOfShape fills."""
     from onnx import TensorProto
 
     int8 = {init.name for init in graph.initializer if init.data_type == TensorProto.INT8 and init.data_location != TensorProto.EXTERNAL}
-    int8 -= {value.name for value in graph.input}  # an input an initializer fills: left as the model has it
-    int8 |= {node.output[0] for node in graph.node if node.op_type == "Constant" and node.output
+    int8 |= {node.output[0] for node in graph.node if node.op_type in _INT8_FILLS and node.output
              and any(a.name == "value" and a.t.data_type == TensorProto.INT8 for a in node.attribute)}
-    return {name for node in graph.node if not ops.is_trt_scatter(node) and node.op_type != "DequantizeLinear"
-            for name in node.input if name in int8}
+    fills = {node.output[0] for node in graph.node if node.op_type == "ConstantOfShape" and node.output} & int8  # refused anywhere
+    return fills | {name for node in graph.node if not ops.is_trt_scatter(node) and node.op_type != "DequantizeLinear"
+                    for name in node.input if name in int8}
+
+
+#: nodes that make an int8 constant from a ``value`` attribute (a ConstantOfShape of int8 is refused even before a plugin)
+_INT8_FILLS = ("Constant", "ConstantOfShape")
 
 
 def _widen_int8_constants(graph, names):
@@ -242,6 +246,10 @@ def _widen_int8_constants(graph, names):
     from trt_scatter.model import fresh_name, graph_names
 
     taken, nodes = graph_names(graph), []
+    inputs = [value for value in graph.input if value.name not in names]  # an input an initializer fills is a constant
+    if len(inputs) != len(graph.input):
+        del graph.input[:]
+        graph.input.extend(inputs)
     for init in [init for init in graph.initializer if init.name in names]:
         wide = fresh_name(f"{init.name}_int32", taken)
         graph.initializer.remove(init)
@@ -249,10 +257,10 @@ def _widen_int8_constants(graph, names):
         nodes.append(helper.make_node("Cast", [wide], [init.name], to=TensorProto.INT8, name=fresh_name(f"{init.name}_cast", taken)))
     for node in graph.node:
         nodes.append(node)
-        if node.op_type == "Constant" and node.output and node.output[0] in names:
+        if node.op_type in _INT8_FILLS and node.output and node.output[0] in names:
             value, name = next(a for a in node.attribute if a.name == "value"), node.output[0]
             node.output[0] = wide = fresh_name(f"{name}_int32", taken)
-            value.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(value.t).astype(np.int32)))
+            value.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(value.t).astype(np.int32), value.t.name))
             nodes.append(helper.make_node("Cast", [wide], [name], to=TensorProto.INT8, name=fresh_name(f"{name}_cast", taken)))
     del graph.node[:]
     graph.node.extend(nodes)

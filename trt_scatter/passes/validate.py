@@ -50,7 +50,7 @@ import math
 from typing import TYPE_CHECKING
 
 from trt_scatter import ops, oracle
-from trt_scatter.log import warn
+from trt_scatter.log import warn, warnings_dropped
 from trt_scatter.model import Model, ModelError, as_model, named_subgraphs, node_label, opset_version, printable, subgraphs
 from trt_scatter.model.files import MAX_ELEMENTS
 from trt_scatter.model.node import OpNode
@@ -130,7 +130,8 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     index's values (with the values 0 instead, the node passes) and every other input the node reads is a constant, of
     static shape, or a graph input so set; all else (shapes that the profile's bounds of several inputs make together
     but no run does) is left to the plugins' checks of each run's shapes. Inputs of static shape are left as they
-    are: a profile gives those (a KV cache's position) a range of values."""
+    are: a profile gives those (a KV cache's position) a range of values. Inputs the profile gives one shape (min and
+    max equal) are static to the engine: the whole model is validated with them at that shape first."""
     import numpy as np
     import onnx
     from onnx import numpy_helper
@@ -142,6 +143,20 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
                if any(not dim.HasField("dim_value") for dim in value.type.tensor_type.shape.dim) and value.name in profile}
     if not dynamic:
         return
+    pinned = {name for name in dynamic if tuple(profile[name][0]) == tuple(profile[name][2])}  # one shape in every run
+    if pinned:
+        fixed = onnx.ModelProto()
+        fixed.CopyFrom(model.proto)
+        for value in fixed.graph.input:
+            if value.name in pinned:
+                for dim, size in zip(value.type.tensor_type.shape.dim, profile[value.name][0]):
+                    dim.dim_value = int(size)
+        try:
+            with warnings_dropped():  # what it says of the model itself was said once
+                validate(Model(fixed, model.path, model.external, model.weights))
+        except ModelError as err:
+            shapes = ", ".join(f"{name} {list(profile[name][0])}" for name in sorted(pinned))
+            raise ModelError(f"at the one shape the profile gives {'each of ' if len(pinned) > 1 else ''}{shapes}: {err}") from None
     served = to_plugins(model)  # the model's own proto where no standard node is served by a plugin
     written = {node.input[0] for node in served.graph.node if ops.is_trt_scatter(node) and node.input}
     if not written & dynamic:
@@ -159,7 +174,7 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
             continue
         checked = OpNode(node, index, tensors)
         others = [name for name in node.input[1:] if name and tensors.constant(name) is None]
-        if not all(name in dynamic - written or -1 not in (model.tensors.shape(name) or (-1,)) for name in others):
+        if not all(name in (dynamic - written) | pinned or -1 not in (model.tensors.shape(name) or (-1,)) for name in others):
             continue
         try:
             oracle.module(checked.op).check_node(checked)
