@@ -703,7 +703,7 @@ def test_a_constant_index_out_of_range_in_every_run_is_refused(tmp_path, capsys,
                            else "'indices' values must be in [-4, 3] for a dimension of size 4 (got 6)\n"), error
 
 
-@pytest.mark.parametrize("held_as", ["Constant node", "initializer", "initializer and input", "ConstantOfShape"])
+@pytest.mark.parametrize("held_as", ["Constant node", "initializer", "initializer and input", "ConstantOfShape", "initializer read in a branch"])
 def test_an_int8_value_broadcast_into_an_int8_write_builds(tmp_path, capsys, held_as):
     """As PyTorch's exporters write ``cache[i] = 5`` or ``scatter(1, index, 5)`` into an int8 tensor: TensorRT took the int8
     constant that the Expand reads (or a ConstantOfShape makes) for a quantized one ("only allowed before DQ or a
@@ -720,6 +720,12 @@ def test_an_int8_value_broadcast_into_an_int8_write_builds(tmp_path, capsys, hel
     else:
         constants.append(five)
         inputs += [helper.make_tensor_value_info("five", TensorProto.INT8, [])] if held_as == "initializer and input" else []
+    if held_as.endswith("in a branch"):
+        branch = lambda: helper.make_graph([helper.make_node("Expand", ["five", "shape"], ["taken"])], "branch", [],
+                                           [helper.make_tensor_value_info("taken", TensorProto.INT8, [1, 2])])
+        condition = onnx.numpy_helper.from_array(np.array(True), "condition")
+        nodes[0] = helper.make_node("If", ["condition"], ["rows"], then_branch=branch(), else_branch=branch())
+        constants.append(condition)
     graph = helper.make_graph(nodes, "g", inputs,
                               [helper.make_tensor_value_info("output", TensorProto.INT8, [3, 2])], constants)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "m.onnx")
@@ -753,6 +759,19 @@ def test_an_input_the_profile_gives_one_shape_is_checked_as_static(tmp_path, cap
     profile = {"X": ((2, 2),) * 3, "D": ((2, 2), (2, 4), (2, 8))}
     assert main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)]) == 2
     assert capsys.readouterr().err == f"trt-scatter build: error: {message}\n"
+
+
+def test_a_pinned_input_with_shapes_declared_at_another_size_builds(tmp_path, capsys):
+    """value_info written at the export's size (16) is stale at the one shape the profile gives (8): shape inference
+    conflicted with it, and the stale size became the rule that refused a model every run of which is right."""
+    value = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+    nodes = [helper.make_node("Identity", ["cache"], ["copy"]),
+             helper.make_node("ScatterUpdate", ["copy", "index", "cache", "axis"], ["output"], domain="trt_scatter")]
+    constants = [onnx.numpy_helper.from_array(np.array([0], np.int64), name) for name in ("index", "axis")]
+    graph = helper.make_graph(nodes, "g", [value("cache", [1, "S", 4])], [value("output", [1, 16, 4])], constants, value_info=[value("copy", [1, 16, 4])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "m.onnx")
+    profile = _profile_arguments({"cache": ((1, 8, 4),) * 3})
+    assert main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *profile]) == 0, capsys.readouterr().err
 
 
 def _shape_tensorrt_cannot_bound(op, **attributes):

@@ -223,14 +223,17 @@ def _for_the_parser(proto):
 
 def _int8_constants_read_as_numbers(graph):
     """Names of the main graph's int8 constants (initializers held in the model, ``Constant`` nodes' ``value``) that a
-    node other than a plugin node or a DequantizeLinear reads, and of its int8 ConstantOfShape fills."""
+    node other than a plugin node or a (De)QuantizeLinear reads, in the main graph or a body, and of its int8
+    ConstantOfShape fills."""
     from onnx import TensorProto
+
+    from trt_scatter.model import all_nodes
 
     int8 = {init.name for init in graph.initializer if init.data_type == TensorProto.INT8 and init.data_location != TensorProto.EXTERNAL}
     int8 |= {node.output[0] for node in graph.node if node.op_type in _INT8_FILLS and node.output
              and any(a.name == "value" and a.t.data_type == TensorProto.INT8 for a in node.attribute)}
     fills = {node.output[0] for node in graph.node if node.op_type == "ConstantOfShape" and node.output} & int8  # refused anywhere
-    return fills | {name for node in graph.node if not ops.is_trt_scatter(node) and node.op_type != "DequantizeLinear"
+    return fills | {name for node in all_nodes(graph) if not ops.is_trt_scatter(node) and node.op_type not in ("QuantizeLinear", "DequantizeLinear")
                     for name in node.input if name in int8}
 
 
@@ -243,9 +246,9 @@ def _widen_int8_constants(graph, names):
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
-    from trt_scatter.model import fresh_name, graph_names
+    from trt_scatter.model import all_graphs, fresh_name, graph_names
 
-    taken, nodes = graph_names(graph), []
+    taken, nodes = set().union(*(graph_names(each) for each in all_graphs(graph))), []  # a body's names too
     inputs = [value for value in graph.input if value.name not in names]  # an input an initializer fills is a constant
     if len(inputs) != len(graph.input):
         del graph.input[:]

@@ -145,12 +145,7 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
         return
     pinned = {name for name in dynamic if tuple(profile[name][0]) == tuple(profile[name][2])}  # one shape in every run
     if pinned:
-        fixed = onnx.ModelProto()
-        fixed.CopyFrom(model.proto)
-        for value in fixed.graph.input:
-            if value.name in pinned:
-                for dim, size in zip(value.type.tensor_type.shape.dim, profile[value.name][0]):
-                    dim.dim_value = int(size)
+        fixed = _at_shapes(model.proto, {name: profile[name][0] for name in pinned})
         try:
             with warnings_dropped():  # what it says of the model itself was said once
                 validate(Model(fixed, model.path, model.external, model.weights))
@@ -161,12 +156,7 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     written = {node.input[0] for node in served.graph.node if ops.is_trt_scatter(node) and node.input}
     if not written & dynamic:
         return
-    bounded = onnx.ModelProto()
-    bounded.CopyFrom(served)
-    for value in bounded.graph.input:
-        if value.name in dynamic:
-            for dim, size in zip(value.type.tensor_type.shape.dim, profile[value.name][2 if value.name in written else 0]):
-                dim.dim_value = int(size)
+    bounded = _at_shapes(served, {name: profile[name][2 if name in written else 0] for name in dynamic})
     tensors = Model(bounded, model.path, model.external, model.weights).tensors
     shapes = ", ".join(f"{name} {list(profile[name][2 if name in written else 0])}" for name in sorted(dynamic))
     for index, node in enumerate(bounded.graph.node):
@@ -195,6 +185,25 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
                 continue  # a rule of shapes, not of the index's values
             raise ModelError(f"in every run the profile allows, as at its largest data and smallest other inputs ({shapes}): "
                              f"{checked.error(err)}") from None
+
+
+def _at_shapes(proto, shapes):
+    """A copy of ``proto`` whose graph inputs named in ``shapes`` (name -> shape) have those shapes, and whose declared
+    intermediate and output shapes are dropped (their types kept): written at the export's sizes, they may be stale,
+    and shape inference works them out again from the inputs."""
+    import onnx
+
+    fixed = onnx.ModelProto()
+    fixed.CopyFrom(proto)
+    for value in fixed.graph.input:
+        if value.name in shapes:
+            for dim, size in zip(value.type.tensor_type.shape.dim, shapes[value.name]):
+                dim.Clear()
+                dim.dim_value = int(size)
+    for value in (*fixed.graph.value_info, *fixed.graph.output):
+        if value.type.HasField("tensor_type"):
+            value.type.tensor_type.ClearField("shape")
+    return fixed
 
 
 class ValidateTrtScatter(BaseLoader):
