@@ -774,6 +774,24 @@ def test_a_pinned_input_with_shapes_declared_at_another_size_builds(tmp_path, ca
     assert main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *profile]) == 0, capsys.readouterr().err
 
 
+@pytest.mark.parametrize("pinned", ["k", "cache"])
+def test_a_pinned_input_where_constants_have_declared_shapes_builds(tmp_path, capsys, pinned):
+    """PyTorch's dynamo exporter declares its initializers' shapes in value_info: with those dropped too, ONNX's shape
+    inference read a Slice's axes as absent, and the wrong updates shape refused a model every run of which is right."""
+    constant = lambda name, values: onnx.numpy_helper.from_array(np.array(values, np.int64), name)
+    nodes = [helper.make_node("Slice", ["k", "zero", "one", "one"], ["row"]),
+             helper.make_node("ScatterUpdate", ["cache", "slot", "row", "one"], ["output"], domain="trt_scatter")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("cache", TensorProto.FLOAT, [2, "S", 4]),
+                                            helper.make_tensor_value_info("k", TensorProto.FLOAT, [2, "T", 4])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [2, "S", 4])],
+                              [constant("zero", [0]), constant("one", [1]), constant("slot", [2])],
+                              value_info=[helper.make_tensor_value_info(name, TensorProto.INT64, [1]) for name in ("zero", "one", "slot")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "m.onnx")
+    profile = ({"cache": ((2, 4, 4), (2, 16, 4), (2, 64, 4)), "k": ((2, 3, 4),) * 3} if pinned == "k"
+               else {"cache": ((2, 16, 4),) * 3, "k": ((2, 1, 4), (2, 3, 4), (2, 8, 4))})
+    assert main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)]) == 0, capsys.readouterr().err
+
+
 def _shape_tensorrt_cannot_bound(op, **attributes):
     """``op``(x (4, 6), indices, updates) whose updates (and, for a reduction, indices) take their shape from a
     ScatterElements on Shape(x), as PyTorch's TorchScript exporter writes index_fill: TensorRT bounds such a dimension by

@@ -189,8 +189,8 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
 
 def _at_shapes(proto, shapes):
     """A copy of ``proto`` whose graph inputs named in ``shapes`` (name -> shape) have those shapes, and whose declared
-    intermediate and output shapes are dropped (their types kept): written at the export's sizes, they may be stale,
-    and shape inference works them out again from the inputs."""
+    shapes of computed tensors and outputs are dropped (their types kept): written at the export's sizes, they may be
+    stale, and shape inference works them out again from the inputs. Constants keep theirs."""
     import onnx
 
     fixed = onnx.ModelProto()
@@ -200,9 +200,10 @@ def _at_shapes(proto, shapes):
             for dim, size in zip(value.type.tensor_type.shape.dim, shapes[value.name]):
                 dim.Clear()
                 dim.dim_value = int(size)
+    constants = {init.name for init in fixed.graph.initializer} | {name for node in fixed.graph.node if node.op_type == "Constant" for name in node.output}
     for value in (*fixed.graph.value_info, *fixed.graph.output):
-        if value.type.HasField("tensor_type"):
-            value.type.tensor_type.ClearField("shape")
+        if value.type.HasField("tensor_type") and value.name not in constants:  # a constant's shape is its own (dynamo declares
+            value.type.tensor_type.ClearField("shape")                          # them, and inference read a Slice's axes as absent)
     return fixed
 
 
