@@ -83,10 +83,12 @@ class AccumulateRows(torch.nn.Module):
         return x.index_put((index,), rows, accumulate=True)
 
 
-class MaskedFill(torch.nn.Module):
-    def forward(self, x, mask, values):
+class AssignAt(torch.nn.Module):
+    """``x[where] = values``: a boolean mask or an index list."""
+
+    def forward(self, x, where, values):
         x = x.clone()
-        x[mask] = values
+        x[where] = values
         return x
 
 
@@ -145,7 +147,7 @@ def test_accumulate_with_several_index_tensors_and_the_torchscript_exporter_warn
 def test_a_boolean_mask_keeps_the_stock_translation(caplog):
     x, mask = torch.randn(4, 3), torch.tensor([True, False, True, False])
     with caplog.at_level(logging.DEBUG, logger="trt_scatter"):
-        model = trt_scatter_torch.export(MaskedFill(), (x, mask, torch.randn(2, 3)), output_names=["output"])
+        model = trt_scatter_torch.export(AssignAt(), (x, mask, torch.randn(2, 3)), output_names=["output"])
     assert not [n for n in model.graph.node if n.domain == "trt_scatter"]
     assert any("a mask" in record.getMessage() for record in caplog.records)
 
@@ -163,10 +165,10 @@ def test_masked_assignment_computes_what_eager_pytorch_does_for_any_mask(dynamo,
     if values_shape == (3, 5):  # one row per masked row: that many rows masked (the export's own rule for its example)
         masks = [torch.tensor([True, False, True, False, False, True])]
     values = torch.randn(values_shape)
-    model = trt_scatter_torch.export(MaskedFill(), (x, masks[0], values), dynamo=dynamo, input_names=["x", "mask", "values"], output_names=["output"])
+    model = trt_scatter_torch.export(AssignAt(), (x, masks[0], values), dynamo=dynamo, input_names=["x", "mask", "values"], output_names=["output"])
     assert "NonZero" not in {n.op_type for n in model.graph.node} or values_shape == (3, 5)
     for mask in masks:
-        expected = MaskedFill()(x, mask, values).numpy()
+        expected = AssignAt()(x, mask, values).numpy()
         np.testing.assert_array_equal(Reference(model).run({"x": x.numpy(), "mask": mask.numpy(), "values": values.numpy()})["output"], expected)
 
 
@@ -332,13 +334,6 @@ def test_a_number_is_written_as_pytorch_converts_it_to_the_data_type(dynamo, dty
     np.testing.assert_array_equal(Reference(model).run({"x": x.numpy(), "index": index.numpy()})["output"], FillNumber(value)(x, index).numpy())
 
 
-class AssignRows(torch.nn.Module):
-    def forward(self, x, index, values):
-        x = x.clone()
-        x[index] = values
-        return x
-
-
 class PerSequenceWrite(torch.nn.Module):
     def forward(self, cache, k, pos):
         cache = cache.clone()
@@ -348,7 +343,7 @@ class PerSequenceWrite(torch.nn.Module):
 
 @pytest.mark.parametrize("dynamo", [True, False])
 @pytest.mark.parametrize("module, args, feeds, given", [
-    (AssignRows, (torch.zeros(6, 4), torch.tensor([1, 4]), torch.ones(2, 4)), {"index": [0, -7]}, -7),
+    (AssignAt, (torch.zeros(6, 4), torch.tensor([1, 4]), torch.ones(2, 4)), {"where": [0, -7]}, -7),
     (PerSequenceWrite, (torch.zeros(2, 3, 16, 4), torch.ones(2, 3, 4), torch.tensor([3, 7])), {"pos": [-17, 0]}, -17),
 ], ids=["index list", "per-sequence positions"])
 def test_an_index_below_minus_the_size_is_refused_with_the_value_given(dynamo, module, args, feeds, given):

@@ -156,9 +156,10 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     written = {node.input[0] for node in served.graph.node if ops.is_trt_scatter(node) and node.input}
     if not written & dynamic:
         return
-    bounded = _at_shapes(served, {name: profile[name][2 if name in written else 0] for name in dynamic})
+    at = {name: profile[name][2 if name in written else 0] for name in dynamic}  # data largest, the rest smallest
+    bounded = _at_shapes(served, at)
     tensors = Model(bounded, model.path, model.external, model.weights).tensors
-    shapes = ", ".join(f"{name} {list(profile[name][2 if name in written else 0])}" for name in sorted(dynamic))
+    shapes = ", ".join(f"{name} {list(at[name])}" for name in sorted(at))
     for index, node in enumerate(bounded.graph.node):
         if not ops.is_trt_scatter(node) or not node.input or node.input[0] not in dynamic:
             continue
@@ -171,9 +172,8 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
         except ScatterInputError as err:
             index_tensor = checked.inputs.get(err.input_name)
             values = tensors.constant(index_tensor) if err.input_name in checked.op.index_inputs else None
-            initializer = next((init for init in bounded.graph.initializer if init.name == index_tensor), None)
-            if values is None or initializer is None:
-                continue
+            if values is None or not any(init.name == index_tensor for init in bounded.graph.initializer):
+                continue  # no constant, or one a node computes: its values cannot be swapped for zeros here
             zeros = onnx.ModelProto()
             zeros.CopyFrom(bounded)
             for init in zeros.graph.initializer:

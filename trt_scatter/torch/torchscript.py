@@ -179,8 +179,7 @@ def scatter(g: GraphContext, self, dim: torch._C.Value, index: torch._C.Value, s
     from torch.onnx import symbolic_helper
 
     if reduce is None:  # of a larger src, PyTorch reads the part of index's shape (the stock symbolic took all of it)
-        shaped = src if symbolic_helper._get_tensor_rank(src) in (None, 0) else writes.index_shaped(_Emitter(g), index, src)
-        return stock(g, "no reduction", self, dim, index, shaped)
+        return stock(g, "no reduction", self, dim, index, writes.index_shaped(_Emitter(g), index, src))  # a number: as it is
     axis = _axis(self, _const(dim))
     reduction = writes.REDUCTIONS.get(writes.SCATTER_REDUCE.get(symbolic_helper._maybe_get_const(reduce, "s")))
     written = None
