@@ -18,6 +18,7 @@ thread_local dim3 blockIdx, threadIdx, blockDim, gridDim;
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <numeric>
 #include <type_traits>
 #include <utility>
@@ -40,52 +41,98 @@ static void shuffle(std::vector<unsigned int>& order) {
     }
 }
 
-// A block's threads run as fibers (ucontext), one at a time: each runs until it returns or reaches
-// __syncthreads(), which hands control back to the block's loop; the loop resumes the threads that have
-// not returned, in a new (shuffled) order each round, so every thread passes a barrier only once all
-// have reached it, and what a kernel does between barriers runs in any order, as on a GPU.
+// A block's threads run as fibers, one at a time: each runs until it returns or reaches __syncthreads(), which
+// hands control back to the block's loop; the loop resumes the threads that have not returned, in a new
+// (shuffled) order each round, so every thread passes a barrier only once all have reached it, and what a kernel
+// does between barriers runs in any order, as on a GPU.
+//
+// A fiber is made once (makecontext, first entered through setcontext) and then runs one kernel thread after
+// another, for every block and launch of the process. Control moves between a fiber and the loop with GCC's
+// __builtin_setjmp/__builtin_longjmp, which save and restore no signal mask: swapcontext makes a system call at
+// every switch, and the suites launch the kernels over millions of threads. Under AddressSanitizer, which must
+// see every stack switch, each switch is a swapcontext.
 namespace {
-struct Fiber {
-    ucontext_t context;
-    bool done;
-};
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSwapcontextOnly = true;
+#else
+constexpr bool kSwapcontextOnly = false;
+#endif
 constexpr size_t kFiberStack = 256 * 1024;  // the kernels' frames are small; AddressSanitizer's are larger
-thread_local ucontext_t block_loop;
+
+struct Fiber {
+    ucontext_t context;  // where the fiber waits for its next thread (swapcontext only) or first starts
+    void* jump[5];       // where it waits otherwise (__builtin_setjmp's buffer: frame, resume address, stack)
+    std::unique_ptr<char[]> stack{new char[kFiberStack]};  // not zeroed: only the pages a kernel uses are touched
+    bool started = false;
+    bool done = false;
+};
+
+thread_local ucontext_t loop_context;
+thread_local void* loop_jump[5];
 thread_local Fiber* running = nullptr;
 thread_local const std::function<void()>* thread_body = nullptr;
 
-void fiber_main() {
-    (*thread_body)();
-    running->done = true;  // returning resumes block_loop (uc_link)
+[[gnu::noinline]] void jump_to(void** buffer) { __builtin_longjmp(buffer, 1); }
+
+// Suspends the running fiber and goes back to the block's loop; returns when the loop resumes this fiber.
+[[gnu::noinline]] void to_loop() {
+    Fiber* self = running;
+    if (kSwapcontextOnly) {
+        swapcontext(&self->context, &loop_context);
+    } else if (__builtin_setjmp(self->jump) == 0) {
+        jump_to(loop_jump);
+    }
+}
+
+void fiber_main() {  // never returns: after each kernel thread it waits for the next
+    for (;;) {
+        (*thread_body)();
+        running->done = true;
+        to_loop();
+    }
+}
+
+void start(Fiber& fiber) {  // a fiber's first entry will run fiber_main on its own stack
+    getcontext(&fiber.context);
+    fiber.context.uc_stack.ss_sp = fiber.stack.get();
+    fiber.context.uc_stack.ss_size = kFiberStack;
+    fiber.context.uc_link = nullptr;
+    makecontext(&fiber.context, fiber_main, 0);
+    fiber.started = true;
+}
+
+// Runs `fiber` until it returns from its kernel thread or reaches a barrier.
+[[gnu::noinline]] void resume(Fiber& fiber) {
+    if (kSwapcontextOnly) {
+        if (!fiber.started) start(fiber);
+        swapcontext(&loop_context, &fiber.context);
+        return;
+    }
+    if (__builtin_setjmp(loop_jump) != 0) return;  // the fiber came back through to_loop
+    if (fiber.started) jump_to(fiber.jump);
+    start(fiber);
+    setcontext(&fiber.context);
 }
 }  // namespace
 
 void __syncthreads() {
-    if (running != nullptr) swapcontext(&running->context, &block_loop);
+    if (running != nullptr) to_loop();
 }
 
 static void run_block(unsigned int block, const std::function<void()>& body, std::vector<unsigned int>& threads) {
-    static thread_local std::vector<Fiber> fibers;
-    static thread_local std::vector<char> stacks;
-    fibers.resize(block);
-    if (stacks.size() < block * kFiberStack) stacks.resize(block * kFiberStack);
+    static thread_local std::vector<std::unique_ptr<Fiber>> fibers;  // never moved: a waiting fiber's frames are on its stack
+    while (fibers.size() < block) fibers.push_back(std::make_unique<Fiber>());
     thread_body = &body;
-    for (unsigned int t = 0; t < block; ++t) {
-        getcontext(&fibers[t].context);
-        fibers[t].context.uc_stack.ss_sp = stacks.data() + t * kFiberStack;
-        fibers[t].context.uc_stack.ss_size = kFiberStack;
-        fibers[t].context.uc_link = &block_loop;
-        fibers[t].done = false;
-        makecontext(&fibers[t].context, fiber_main, 0);
-    }
+    for (unsigned int t = 0; t < block; ++t) fibers[t]->done = false;
     for (unsigned int live = block; live > 0;) {
         shuffle(threads);
         for (unsigned int t : threads) {
-            if (fibers[t].done) continue;
+            Fiber& fiber = *fibers[t];
+            if (fiber.done) continue;
             threadIdx = dim3{t, 0, 0};
-            running = &fibers[t];
-            swapcontext(&block_loop, &fibers[t].context);
-            if (fibers[t].done) --live;
+            running = &fiber;
+            resume(fiber);
+            if (fiber.done) --live;
         }
     }
     running = nullptr;
