@@ -14,6 +14,7 @@ it, and ``trt_scatter.torch.export``. Counts are properties of the models, the s
 
 import argparse
 import datetime
+import gc
 import io
 import logging
 import os
@@ -87,6 +88,7 @@ def tensorrt_layers(model, case, dynamic):
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
+        gc.freeze()  # the parent's objects are left out of this process's collections: walking them would copy every page they are on
         os.close(read)
         try:
             message = _layers_in_child(model, case, dynamic)

@@ -6,6 +6,7 @@ The native lowerings here compute their constant ScatterND indices with NumPy's 
 np.indices, never with the oracle, so comparing them with the oracle is a real differential test.
 """
 
+import gc
 import os
 import signal
 import subprocess
@@ -207,6 +208,7 @@ def run_forked(function, argv, env=None, cwd=None, timeout=300):
             stream.flush()
         pid = os.fork()
         if pid == 0:  # the child: the function, then _exit with its code (never back into pytest)
+            gc.freeze()  # the parent's objects are left out of this process's collections: walking them would copy every page they are on
             code = 1
             try:
                 os.dup2(out.fileno(), 1)

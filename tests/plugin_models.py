@@ -8,6 +8,7 @@ which TensorRT's ONNX parser turns into constant inputs of the plugin.
 import contextlib
 import ctypes
 import functools
+import gc
 import logging
 import os
 import shutil
@@ -430,6 +431,7 @@ def forked(test):
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:  # child: run the test, report its failure through the pipe, never return to pytest
+            gc.freeze()  # the parent's objects are left out of this process's collections: walking them would copy every page they are on
             os.close(read)
             try:
                 test(*args, **kwargs)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import gc
 import io
 import itertools
 import os
@@ -177,6 +178,7 @@ def isolated(function: Callable[[], _T], what: str) -> _T:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         raise
     if pid == 0:  # the child: never returns to the command
+        gc.freeze()  # the parent's objects are left out of this process's collections: walking them would copy every page they are on
         try:
             if die_with_parent is not None:
                 die_with_parent()
