@@ -648,13 +648,21 @@ def _profile_arguments(profile):
             for argument in (flag, *(f"{name}:{list(bounds[bound])}".replace(" ", "") for name, bounds in profile.items()))]
 
 
-@pytest.mark.parametrize("case", ["constant write index, longer updates", "constant index into a difference of two inputs"])
+@pytest.mark.parametrize("case", ["constant write index, longer updates", "constant index into a difference of two inputs",
+                                  "index computed from another input's length"])
 def test_constant_indices_a_rule_breaks_only_at_every_inputs_largest_shapes_build(tmp_path, capsys, case):
     """The largest shapes of every input at once break a rule of a constant index, but no run does: a write of a longer
-    update leaves fewer places to start it; data's rows X - Y are fewest where both inputs are largest."""
+    update leaves fewer places to start it; data's rows X - Y are fewest where both inputs are largest; an index of
+    6 - Y rows is largest where Y is smallest."""
     value = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
     constant = lambda name, values: onnx.numpy_helper.from_array(np.array(values, np.int64), name)
-    if case.startswith("constant write"):
+    if case.startswith("index computed"):
+        nodes = [helper.make_node("Shape", ["y"], ["y_rows"], start=0, end=1), helper.make_node("Sub", ["six", "y_rows"], ["index"]),
+                 helper.make_node("ScatterUpdate", ["data", "index", "updates", "axis"], ["output"], domain="trt_scatter")]
+        inputs, outputs = [value("data", ["N", 3]), value("y", ["Y", 3]), value("updates", [1, 3])], [value("output", ["N", 3])]
+        constants = [constant("six", [6]), constant("axis", [0])]
+        profile = {"data": ((1, 3), (4, 3), (4, 3)), "y": ((1, 3), (3, 3), (5, 3))}  # 4 rows and y 5: a write into row 1
+    elif case.startswith("constant write"):
         nodes = [helper.make_node("CacheScatter", ["cache", "new", "at"], ["output"], domain="trt_scatter", axis=2)]
         inputs, outputs, constants = [value("cache", [1, 2, 16, 4]), value("new", [1, 2, "T", 4])], [value("output", [1, 2, 16, 4])], [constant("at", [4])]
         profile = {"new": ((1, 2, 1, 4), (1, 2, 4, 4), (1, 2, 16, 4))}  # every run with at most 12 new rows is valid
@@ -673,9 +681,11 @@ def test_constant_indices_a_rule_breaks_only_at_every_inputs_largest_shapes_buil
 
 
 @pytest.mark.parametrize("case", ["updates a graph input", "after a node whose rule only every input's largest shapes break",
-                                  "a standard ScatterND with a reduction"])
+                                  "a standard ScatterND with a reduction", "updates broadcast to data's shape",
+                                  "the index wrapped as PyTorch's exporters wrap it"])
 def test_a_constant_index_out_of_range_in_every_run_is_refused(tmp_path, capsys, case):
-    """Index 6 into data of at most 4 rows: refused wherever the write is, whatever else the node or the model reads."""
+    """Index 6 into data of at most 4 rows: refused wherever the write is, whatever else the node or the model reads (updates
+    computed from data's shape, as PyTorch's exporters write ``index_fill``, were left to the plugin)."""
     value = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
     constant = lambda name, values, dtype=np.int64: onnx.numpy_helper.from_array(np.array(values, dtype), name)
     inputs, outputs, profile = [value("data", ["N", 3])], [value("output", ["N", 3])], {"data": ((1, 3), (2, 3), (4, 3))}
@@ -691,6 +701,17 @@ def test_a_constant_index_out_of_range_in_every_run_is_refused(tmp_path, capsys,
         nodes.insert(0, helper.make_node("CacheScatter", ["cache", "new", "at"], ["cache_out"], domain="trt_scatter", axis=2))
         constants.append(constant("at", [4]))
         profile["new"] = ((1, 2, 1, 4), (1, 2, 4, 4), (1, 2, 16, 4))
+    elif case.startswith("updates broadcast"):  # PyTorch's index_fill: the value expanded to (1, columns of data)
+        inputs[0], outputs[0], profile["data"] = value("data", ["N", "M"]), value("output", ["N", "M"]), ((1, 1), (2, 3), (4, 3))
+        nodes[:0] = [helper.make_node("Shape", ["data"], ["columns"], start=1, end=2),
+                     helper.make_node("Concat", ["one", "columns"], ["row_shape"], axis=0), helper.make_node("Expand", ["value", "row_shape"], ["row"])]
+        constants[2:] = [constant("one", [1]), constant("value", 1.0, np.float32)]
+    elif case.startswith("the index wrapped"):  # Where(i + n < 0, i, Where(i < 0, i + n, i)): 6 in every run, computed from n
+        nodes[:0] = [helper.make_node("Shape", ["data"], ["n"], start=0, end=1), helper.make_node("Add", ["given", "n"], ["plus_n"]),
+                     helper.make_node("Less", ["plus_n", "zero"], ["below"]), helper.make_node("Less", ["given", "zero"], ["negative"]),
+                     helper.make_node("Where", ["negative", "plus_n", "given"], ["wrapped"]),
+                     helper.make_node("Where", ["below", "given", "wrapped"], ["index"])]
+        constants[0:1] = [constant("given", [6]), constant("zero", [0])]
     else:
         nodes = [helper.make_node("ScatterND", ["data", "rows", "row"], ["output"], reduction="add")]
         constants.append(constant("rows", [[6]]))

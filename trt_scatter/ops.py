@@ -124,7 +124,9 @@ class Op:
     moves it); ``default_axes_from``: where that input is optional, the input whose length ``n`` makes
     its default ``0..n-1``. ``kernel_index``: the input whose index type instantiates the kernel
     (``None``: the kernel reads every index type at run time). ``same_rank``: inputs whose ranks the op
-    requires equal (a pass that knows one of them knows them all).
+    requires equal (a pass that knows one of them knows them all). ``index_range_from``: the inputs besides data
+    whose shapes decide which index values are valid (a longer update leaves fewer places to start a write; a
+    slice must have the updates' length).
     """
 
     name: str
@@ -139,6 +141,7 @@ class Op:
     kernel_index: str | None = None
     serves: str | None = None
     same_rank: tuple = ()
+    index_range_from: tuple = ()
 
     @property
     def is_plugin(self) -> bool:
@@ -222,7 +225,7 @@ SCATTER_ELEMENTS = register(Op("ScatterElements", "scatter_elements", ("data", "
 SCATTER_ND = register(Op("ScatterND", "scatter_nd", ("data", "indices", "updates"), 3, {"indices": "indices"}, attributes={}, domain=""))
 SLICE_SCATTER = register(Op("SliceScatter", "slice_scatter", ("data", "updates", "start", "stop", "step", "axes"), 5,
                             {"start": "start", "stop": "start", "step": "start", "axes": "axes"},
-                            axes_input="axes", default_axes_from="start", same_rank=("data", "updates")))
+                            axes_input="axes", default_axes_from="start", same_rank=("data", "updates"), index_range_from=("updates",)))
 SCATTER_UPDATE = register(Op("ScatterUpdate", "scatter_update", ("data", "indices", "updates", "axis"), 4,
                              {"indices": "indices", "axis": "axis"}, axes_input="axis", kernel_index="indices"))
 SCATTER_ELEMENTS_REDUCE = register(Op("ScatterElementsReduce", "scatter_elements_reduce", ("data", "indices", "updates"), 3,
@@ -234,7 +237,7 @@ TENSOR_SCATTER = register(Op("TensorScatter", "tensor_scatter", ("past_cache", "
                              {"write_indices": "write_indices"}, attributes={}, domain=""))
 CACHE_SCATTER = register(Op("CacheScatter", "tensor_scatter", ("past_cache", "update", "write_indices"), 2, {"write_indices": "write_indices"},
                             attributes={"axis": Attribute(-2), "mode": Attribute("linear", ("linear", "circular")), **INPLACE}, serves="TensorScatter",
-                            same_rank=("past_cache", "update")))
+                            same_rank=("past_cache", "update"), index_range_from=("update",)))
 
 
 # ---- ONNX schemas ------------------------------------------------------------------------------

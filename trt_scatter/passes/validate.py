@@ -51,7 +51,8 @@ from typing import TYPE_CHECKING
 
 from trt_scatter import ops, oracle
 from trt_scatter.log import warn, warnings_dropped
-from trt_scatter.model import Model, ModelError, as_model, named_subgraphs, node_label, opset_version, printable, subgraphs
+from trt_scatter.model import (Model, ModelError, as_model, fresh_name, graph_names, named_subgraphs, node_label, opset_version,
+                               printable, subgraphs)
 from trt_scatter.model.files import MAX_ELEMENTS
 from trt_scatter.model.node import OpNode
 from trt_scatter.oracle import reductions, rules
@@ -127,11 +128,13 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     ones served by plugins included) with the inputs that are some node's data at their largest shapes and the others
     at their smallest: an index's range only grows with data and shrinks with what else the node reads (a longer
     update leaves fewer places to start a write). A rule broken there is raised only where it is one of a constant
-    index's values (with the values 0 instead, the node passes) and every other input the node reads is a constant, of
-    static shape, or a graph input so set; all else (shapes that the profile's bounds of several inputs make together
-    but no run does) is left to the plugins' checks of each run's shapes. Inputs of static shape are left as they
-    are: a profile gives those (a KV cache's position) a range of values. Inputs the profile gives one shape (min and
-    max equal) are static to the engine: the whole model is validated with them at that shape first."""
+    index's values (with the values 0 instead, the node passes) and each other input whose shape decides the index's
+    range (:attr:`Op.index_range_from <trt_scatter.ops.Op.index_range_from>`: a cache write's update, a slice's
+    updates) is a constant, of static shape, or a graph input so set; all else (shapes that the profile's bounds of
+    several inputs make together but no run does) is left to the plugins' checks of each run's shapes. Inputs of
+    static shape are left as they are: a profile gives those (a KV cache's position) a range of values. Inputs the
+    profile gives one shape (min and max equal) are static to the engine: the whole model is validated with them at
+    that shape first."""
     import numpy as np
     import onnx
     from onnx import numpy_helper
@@ -160,27 +163,42 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     bounded = _at_shapes(served, at)
     tensors = Model(bounded, model.path, model.external, model.weights).tensors
     shapes = ", ".join(f"{name} {list(at[name])}" for name in sorted(at))
+    extremes = []  # the model's tensors with every input at its smallest shape, and at its largest: worked out if needed
+
+    def same_in_every_run(name, values):
+        """Whether an index is a constant: an initializer, or computed from the shapes (PyTorch's exporters wrap an index
+        that may be negative) to the same values with every input at its smallest shape and at its largest."""
+        if any(init.name == name for init in bounded.graph.initializer):
+            return True
+        if not extremes:
+            extremes.extend(Model(_at_shapes(served, {input_name: profile[input_name][bound] for input_name in dynamic}), model.path,
+                                  model.external, model.weights).tensors for bound in (0, 2))
+        found = [tensors_at.constant(name) for tensors_at in extremes]
+        return all(value is not None and np.array_equal(value, values) for value in found)
+
     for index, node in enumerate(bounded.graph.node):
         if not ops.is_trt_scatter(node) or not node.input or node.input[0] not in dynamic:
             continue
         checked = OpNode(node, index, tensors)
-        others = [name for name in node.input[1:] if name and tensors.constant(name) is None]
-        if not all(name in (dynamic - written) | pinned or -1 not in (model.tensors.shape(name) or (-1,)) for name in others):
+        others = [checked.inputs[name] for name in checked.op.index_range_from if name in checked.inputs]
+        if not all(name in (dynamic - written) | pinned or -1 not in (model.tensors.shape(name) or (-1,)) for name in others
+                   if tensors.constant(name) is None):
             continue
         try:
             oracle.module(checked.op).check_node(checked)
         except ScatterInputError as err:
             index_tensor = checked.inputs.get(err.input_name)
             values = tensors.constant(index_tensor) if err.input_name in checked.op.index_inputs else None
-            if values is None or not any(init.name == index_tensor for init in bounded.graph.initializer):
-                continue  # no constant, or one a node computes: its values cannot be swapped for zeros here
+            if values is None or not same_in_every_run(index_tensor, values):
+                continue  # values that change with the shapes (a negative index wrapped): the plugin checks each run's
             zeros = onnx.ModelProto()
             zeros.CopyFrom(bounded)
-            for init in zeros.graph.initializer:
-                if init.name == index_tensor:
-                    init.CopyFrom(numpy_helper.from_array(np.zeros_like(values), index_tensor))
+            swapped = fresh_name(f"{index_tensor}_zeros", graph_names(zeros.graph))
+            zeros.graph.initializer.append(numpy_helper.from_array(np.zeros_like(values), swapped))
+            target = zeros.graph.node[index]
+            target.input[:] = [swapped if name == index_tensor else name for name in target.input]
             try:
-                oracle.module(checked.op).check_node(OpNode(zeros.graph.node[index], index, Model(zeros, model.path, model.external, model.weights).tensors))
+                oracle.module(checked.op).check_node(OpNode(target, index, Model(zeros, model.path, model.external, model.weights).tensors))
             except ScatterInputError:
                 continue  # a rule of shapes, not of the index's values
             raise ModelError(f"in every run the profile allows, as at its largest data and smallest other inputs ({shapes}): "
