@@ -649,19 +649,26 @@ def _profile_arguments(profile):
 
 
 @pytest.mark.parametrize("case", ["constant write index, longer updates", "constant index into a difference of two inputs",
-                                  "index computed from another input's length"])
+                                  "index computed from another input's length", "index computed from two inputs' lengths"])
 def test_constant_indices_a_rule_breaks_only_at_every_inputs_largest_shapes_build(tmp_path, capsys, case):
     """The largest shapes of every input at once break a rule of a constant index, but no run does: a write of a longer
     update leaves fewer places to start it; data's rows X - Y are fewest where both inputs are largest; an index of
-    6 - Y rows is largest where Y is smallest."""
+    6 - Y rows is largest where Y is smallest; 6 + Y - Z rows is 6 where both are smallest or largest, and 2 at Y 1, Z 5."""
     value = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
     constant = lambda name, values: onnx.numpy_helper.from_array(np.array(values, np.int64), name)
-    if case.startswith("index computed"):
+    if case == "index computed from another input's length":
         nodes = [helper.make_node("Shape", ["y"], ["y_rows"], start=0, end=1), helper.make_node("Sub", ["six", "y_rows"], ["index"]),
                  helper.make_node("ScatterUpdate", ["data", "index", "updates", "axis"], ["output"], domain="trt_scatter")]
         inputs, outputs = [value("data", ["N", 3]), value("y", ["Y", 3]), value("updates", [1, 3])], [value("output", ["N", 3])]
         constants = [constant("six", [6]), constant("axis", [0])]
         profile = {"data": ((1, 3), (4, 3), (4, 3)), "y": ((1, 3), (3, 3), (5, 3))}  # 4 rows and y 5: a write into row 1
+    elif case.startswith("index computed"):
+        nodes = [helper.make_node("Shape", ["y"], ["y_rows"], start=0, end=1), helper.make_node("Shape", ["z"], ["z_rows"], start=0, end=1),
+                 helper.make_node("Add", ["six", "y_rows"], ["plus_y"]), helper.make_node("Sub", ["plus_y", "z_rows"], ["index"]),
+                 helper.make_node("ScatterUpdate", ["data", "index", "updates", "axis"], ["output"], domain="trt_scatter")]
+        inputs = [value("data", ["N", 3]), value("y", ["Y", 3]), value("z", ["Z", 3]), value("updates", [1, 3])]
+        outputs, constants = [value("output", ["N", 3])], [constant("six", [6]), constant("axis", [0])]
+        profile = {"data": ((1, 3), (4, 3), (4, 3)), "y": ((1, 3), (1, 3), (8, 3)), "z": ((1, 3), (5, 3), (8, 3))}
     elif case.startswith("constant write"):
         nodes = [helper.make_node("CacheScatter", ["cache", "new", "at"], ["output"], domain="trt_scatter", axis=2)]
         inputs, outputs, constants = [value("cache", [1, 2, 16, 4]), value("new", [1, 2, "T", 4])], [value("output", [1, 2, 16, 4])], [constant("at", [4])]
@@ -722,6 +729,25 @@ def test_a_constant_index_out_of_range_in_every_run_is_refused(tmp_path, capsys,
     assert error.startswith("trt-scatter build: error: in every run the profile allows, as at its largest data and smallest other inputs (") \
         and error.endswith("'indices' values must be in [0, 3] for a dimension of size 4 (got 6)\n" if "ScatterND" not in case
                            else "'indices' values must be in [-4, 3] for a dimension of size 4 (got 6)\n"), error
+    assert ("): ScatterND node #0 (output 'output'): scatter_nd: " in error) == ("ScatterND" in case), error  # the user's op, not the plugin
+
+
+@pytest.mark.parametrize("profile, message", [
+    ({"data": ((4, 1), (4, 2), (4, 4))}, "input 'data': dimension 0 is 8 in the model, the --min shape has 4 (got min [4, 1], opt [4, 2], max [4, 4])"),
+    ({"data": ((4, 2),) * 3}, "input 'data': dimension 0 is 8 in the model, the --min shape has 4 (got min [4, 2], opt [4, 2], max [4, 2])"),
+    ({"data": ((8, 1, 1), (8, 2, 1), (8, 4, 1))}, "input 'data': rank 2 in the model, the profile's shapes have rank 3"),
+], ids=["a static dimension", "pinned", "the rank"])
+def test_a_profile_the_model_contradicts_is_named_before_its_indices(tmp_path, capsys, profile, message):
+    """Row 6 of data [8, N] is valid; a profile of 4 rows contradicts the model, and that is the refusal (the profile check
+    put data at the profile's shape and blamed the index)."""
+    nodes = [helper.make_node("ScatterUpdate", ["data", "index", "row", "axis"], ["output"], domain="trt_scatter")]
+    constants = [onnx.numpy_helper.from_array(np.array([6], np.int64), "index"), onnx.numpy_helper.from_array(np.array([0], np.int64), "axis")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("data", TensorProto.FLOAT, [8, "N"]),
+                                           helper.make_tensor_value_info("row", TensorProto.FLOAT, [1, "N"])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [8, "N"])], constants)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "m.onnx")
+    assert main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)]) == 2
+    assert capsys.readouterr().err == f"trt-scatter build: error: {message}\n"
 
 
 @pytest.mark.parametrize("held_as", ["Constant node", "initializer", "initializer and input", "ConstantOfShape", "initializer read in a branch"])

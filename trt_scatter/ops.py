@@ -234,7 +234,7 @@ SCATTER_ELEMENTS_REDUCE = register(Op("ScatterElementsReduce", "scatter_elements
 SCATTER_ND_REDUCE = register(Op("ScatterNDReduce", "scatter_nd_reduce", ("data", "indices", "updates"), 3, {"indices": "indices"},
                                 attributes={**REDUCE, **INPLACE}, kernel_index="indices", serves="ScatterND"))
 TENSOR_SCATTER = register(Op("TensorScatter", "tensor_scatter", ("past_cache", "update", "write_indices"), 2,
-                             {"write_indices": "write_indices"}, attributes={}, domain=""))
+                             {"write_indices": "write_indices"}, attributes={}, domain="", index_range_from=("update",)))
 CACHE_SCATTER = register(Op("CacheScatter", "tensor_scatter", ("past_cache", "update", "write_indices"), 2, {"write_indices": "write_indices"},
                             attributes={"axis": Attribute(-2), "mode": Attribute("linear", ("linear", "circular")), **INPLACE}, serves="TensorScatter",
                             same_rank=("past_cache", "update"), index_range_from=("update",)))

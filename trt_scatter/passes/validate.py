@@ -128,13 +128,15 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     ones served by plugins included) with the inputs that are some node's data at their largest shapes and the others
     at their smallest: an index's range only grows with data and shrinks with what else the node reads (a longer
     update leaves fewer places to start a write). A rule broken there is raised only where it is one of a constant
-    index's values (with the values 0 instead, the node passes) and each other input whose shape decides the index's
+    index's values (with the values 0 instead, the node passes; a non-negative index that PyTorch's exporters wrap in
+    ``Where`` for negative values counts as the constant it stays) and each other input whose shape decides the index's
     range (:attr:`Op.index_range_from <trt_scatter.ops.Op.index_range_from>`: a cache write's update, a slice's
     updates) is a constant, of static shape, or a graph input so set; all else (shapes that the profile's bounds of
     several inputs make together but no run does) is left to the plugins' checks of each run's shapes. Inputs of
     static shape are left as they are: a profile gives those (a KV cache's position) a range of values. Inputs the
     profile gives one shape (min and max equal) are static to the engine: the whole model is validated with them at
-    that shape first."""
+    that shape first. A profile the model contradicts (a rank, a static dimension) is left to the build, which names
+    it."""
     import numpy as np
     import onnx
     from onnx import numpy_helper
@@ -142,10 +144,12 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     from trt_scatter.passes.plugins import to_plugins
 
     model = as_model(model)
-    dynamic = {value.name for value in model.proto.graph.input
-               if any(not dim.HasField("dim_value") for dim in value.type.tensor_type.shape.dim) and value.name in profile}
-    if not dynamic:
-        return
+    dynamic = {value.name: [dim.dim_value if dim.HasField("dim_value") else None for dim in value.type.tensor_type.shape.dim]
+               for value in model.proto.graph.input if value.name in profile}
+    dynamic = {name: dims for name, dims in dynamic.items() if None in dims}
+    if not dynamic or not all(len(shape) == len(dims) and all(dim in (None, size) for dim, size in zip(dims, shape))
+                              for name, dims in dynamic.items() for shape in profile[name]):
+        return  # shapes the model contradicts (a rank, a static dimension): the build names them in its own words
     pinned = {name for name in dynamic if tuple(profile[name][0]) == tuple(profile[name][2])}  # one shape in every run
     if pinned:
         fixed = _at_shapes(model.proto, {name: profile[name][0] for name in pinned})
@@ -155,33 +159,39 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
         except ModelError as err:
             shapes = ", ".join(f"{name} {list(profile[name][0])}" for name in sorted(pinned))
             raise ModelError(f"at the one shape the profile gives {'each of ' if len(pinned) > 1 else ''}{shapes}: {err}") from None
-    served = to_plugins(model)  # the model's own proto where no standard node is served by a plugin
-    written = {node.input[0] for node in served.graph.node if ops.is_trt_scatter(node) and node.input}
-    if not written & dynamic:
+    # The nodes TensorRT builds with a plugin (standard ones a plugin serves too), checked as the model writes them, so that
+    # a refusal names the user's op; to_plugins keeps the nodes' order.
+    served = [node for node in to_plugins(model).graph.node]
+    plugin_nodes = {index for index, node in enumerate(served) if ops.is_trt_scatter(node) and node.input}
+    written = {served[index].input[0] for index in plugin_nodes}
+    if not written & set(dynamic):
         return
     at = {name: profile[name][2 if name in written else 0] for name in dynamic}  # data largest, the rest smallest
-    bounded = _at_shapes(served, at)
+    bounded = _at_shapes(model.proto, at)
     tensors = Model(bounded, model.path, model.external, model.weights).tensors
     shapes = ", ".join(f"{name} {list(at[name])}" for name in sorted(at))
-    extremes = []  # the model's tensors with every input at its smallest shape, and at its largest: worked out if needed
+    producers = {output: node for node in model.proto.graph.node for output in node.output}
 
-    def same_in_every_run(name, values):
-        """Whether an index is a constant: an initializer, or computed from the shapes (PyTorch's exporters wrap an index
-        that may be negative) to the same values with every input at its smallest shape and at its largest."""
-        if any(init.name == name for init in bounded.graph.initializer):
-            return True
-        if not extremes:
-            extremes.extend(Model(_at_shapes(served, {input_name: profile[input_name][bound] for input_name in dynamic}), model.path,
-                                  model.external, model.weights).tensors for bound in (0, 2))
-        found = [tensors_at.constant(name) for tensors_at in extremes]
-        return all(value is not None and np.array_equal(value, values) for value in found)
+    def shape_free(name):
+        """The values of tensor ``name`` where no shape sets them: a constant, or a Where whose two branches are the same
+        constant or whose condition is one (PyTorch's exporters wrap an index that may be negative,
+        ``Where(i + n < 0, i, Where(i < 0, i + n, i))``: ``i`` in every run where ``i >= 0``); else None."""
+        value = model.tensors.constant(name)
+        node = producers.get(name)
+        if value is not None or node is None or node.op_type != "Where":
+            return value
+        condition = model.tensors.constant(node.input[0])
+        if condition is not None and (condition.all() or not condition.any()):
+            return shape_free(node.input[1 if condition.all() else 2])
+        taken, other = shape_free(node.input[1]), shape_free(node.input[2])
+        return taken if taken is not None and other is not None and taken.shape == other.shape and np.array_equal(taken, other) else None
 
     for index, node in enumerate(bounded.graph.node):
-        if not ops.is_trt_scatter(node) or not node.input or node.input[0] not in dynamic:
+        if index not in plugin_nodes or node.input[0] not in dynamic:
             continue
         checked = OpNode(node, index, tensors)
         others = [checked.inputs[name] for name in checked.op.index_range_from if name in checked.inputs]
-        if not all(name in (dynamic - written) | pinned or -1 not in (model.tensors.shape(name) or (-1,)) for name in others
+        if not all(name in (set(dynamic) - written) | pinned or -1 not in (model.tensors.shape(name) or (-1,)) for name in others
                    if tensors.constant(name) is None):
             continue
         try:
@@ -189,7 +199,8 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
         except ScatterInputError as err:
             index_tensor = checked.inputs.get(err.input_name)
             values = tensors.constant(index_tensor) if err.input_name in checked.op.index_inputs else None
-            if values is None or not same_in_every_run(index_tensor, values):
+            constant = shape_free(index_tensor) if values is not None else None
+            if constant is None or constant.shape != values.shape or not np.array_equal(constant, values):
                 continue  # values that change with the shapes (a negative index wrapped): the plugin checks each run's
             zeros = onnx.ModelProto()
             zeros.CopyFrom(bounded)
