@@ -1,13 +1,16 @@
 """The host shim's barrier, on which the kernels' shared-memory set-up relies (thread 0 fills, __syncthreads, every
 thread reads): with it, every thread of every block reads its own block's value in any thread order; a variant
-without the barrier, run the same way, reads another block's value, so the test can tell the two apart."""
+without the barrier, run the same way, reads another block's value, so the test can tell the two apart. And the
+values a thread keeps in registers across barriers survive the fibers that run in between."""
 
 import ctypes
+import subprocess
 
 import numpy as np
 import pytest
 
 from conftest import needs_gxx
+from kernel_shim import host
 
 pytestmark = needs_gxx
 
@@ -35,3 +38,14 @@ def test_every_thread_reads_what_thread_0_wrote_after_the_barrier(shim, shuffle)
 def test_without_the_barrier_threads_run_before_thread_0_read_another_blocks_value(shim):
     output = _broadcast(shim, barrier=0, shuffle=12345)
     assert not (output == np.arange(1, 7, dtype=np.uint32)[:, None]).all()
+
+
+def test_values_kept_in_registers_across_barriers_survive(tmp_path):
+    """tests/kernel_shim/live_registers.cpp built as a program at -O2, where GCC sees the barrier's switch whole (in the
+    shared library, calls between its functions go through the PLT): a switch that GCC's register allocation took to
+    change only its own registers lost the values a kernel kept in others (every thread's result was wrong)."""
+    program = tmp_path / "live_registers"
+    subprocess.run(["g++", "-std=c++17", "-O2", f"-I{host.SHIM_DIR}", str(host.SHIM_DIR / "live_registers.cpp"), "-o", str(program)],
+                   check=True, capture_output=True)
+    result = subprocess.run([str(program)], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout) == (0, "0 wrong\n"), result.stdout + result.stderr

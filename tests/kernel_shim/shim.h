@@ -1,5 +1,5 @@
 // Host shim: lets the CUDA C sources in plugins/ compile with g++ (tests only).
-// Built-in index variables are thread-local globals that driver.cpp sets before it runs each (block,
+// Built-in index variables are thread-local globals that grid.h sets before it runs each (block,
 // thread), one at a time (blocks and threads in order, or shuffled); so the atomics need no atomicity.
 // A block's threads are fibers on one OS thread: __syncthreads() suspends the caller until every thread
 // of the block has reached it, and __shared__ variables are the statics those fibers share.
