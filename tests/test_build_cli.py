@@ -649,19 +649,35 @@ def _profile_arguments(profile):
 
 
 @pytest.mark.parametrize("case", ["constant write index, longer updates", "constant index into a difference of two inputs",
-                                  "index computed from another input's length", "index computed from two inputs' lengths"])
+                                  "index computed from another input's length", "index computed from two inputs' lengths",
+                                  "update of ones in the shape of another write's data", "update declared one row long"])
 def test_constant_indices_a_rule_breaks_only_at_every_inputs_largest_shapes_build(tmp_path, capsys, case):
     """The largest shapes of every input at once break a rule of a constant index, but no run does: a write of a longer
     update leaves fewer places to start it; data's rows X - Y are fewest where both inputs are largest; an index of
-    6 - Y rows is largest where Y is smallest; 6 + Y - Z rows is 6 where both are smallest or largest, and 2 at Y 1, Z 5."""
+    6 - Y rows is largest where Y is smallest; 6 + Y - Z rows is 6 where both are smallest or largest, and 2 at Y 1, Z 5;
+    an update of Y's shape (Y itself written into, so at its largest) or computed from Y but declared 1 row long, at 12
+    of 16 cache rows, fits every run of Y at most 4 rows."""
     value = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
     constant = lambda name, values: onnx.numpy_helper.from_array(np.array(values, np.int64), name)
+    value_info = []
     if case == "index computed from another input's length":
         nodes = [helper.make_node("Shape", ["y"], ["y_rows"], start=0, end=1), helper.make_node("Sub", ["six", "y_rows"], ["index"]),
                  helper.make_node("ScatterUpdate", ["data", "index", "updates", "axis"], ["output"], domain="trt_scatter")]
         inputs, outputs = [value("data", ["N", 3]), value("y", ["Y", 3]), value("updates", [1, 3])], [value("output", ["N", 3])]
         constants = [constant("six", [6]), constant("axis", [0])]
         profile = {"data": ((1, 3), (4, 3), (4, 3)), "y": ((1, 3), (3, 3), (5, 3))}  # 4 rows and y 5: a write into row 1
+    elif case.startswith("update"):  # an int32 cache: integers computed from shapes are what folding makes constants
+        ones = onnx.numpy_helper.from_array(np.array([1], np.int32))
+        nodes = [helper.make_node("ScatterElements", ["y", "zeros", "ones"], ["y_out"], reduction="add"),
+                 helper.make_node("CacheScatter", ["cache", "new", "at"], ["output"], domain="trt_scatter", axis=2)]
+        nodes[1:1] = ([helper.make_node("Shape", ["y"], ["y_shape"]), helper.make_node("ConstantOfShape", ["y_shape"], ["new"], value=ones)]
+                      if case.startswith("update of ones") else [helper.make_node("Cast", ["y"], ["new"], to=TensorProto.INT32)])
+        cache = lambda name: helper.make_tensor_value_info(name, TensorProto.INT32, [1, 2, "S", 4])
+        inputs, outputs = [cache("cache"), value("y", [1, 2, "T", 4])], [cache("output"), value("y_out", [1, 2, "T", 4])]
+        constants = [constant("at", [12]), constant("zeros", np.zeros((1, 1, 1, 1))), onnx.numpy_helper.from_array(np.ones((1, 1, 1, 1), np.float32), "ones")]
+        profile = {"cache": ((1, 2, 4, 4), (1, 2, 16, 4), (1, 2, 16, 4)), "y": ((1, 2, 1, 4), (1, 2, 1, 4), (1, 2, 16, 4))}
+        if case.endswith("declared one row long"):
+            value_info = [helper.make_tensor_value_info("new", TensorProto.INT32, [1, 2, 1, 4])]
     elif case.startswith("index computed"):
         nodes = [helper.make_node("Shape", ["y"], ["y_rows"], start=0, end=1), helper.make_node("Shape", ["z"], ["z_rows"], start=0, end=1),
                  helper.make_node("Add", ["six", "y_rows"], ["plus_y"]), helper.make_node("Sub", ["plus_y", "z_rows"], ["index"]),
@@ -681,7 +697,7 @@ def test_constant_indices_a_rule_breaks_only_at_every_inputs_largest_shapes_buil
         inputs, outputs = [value("x", ["X", 3]), value("y", ["Y", 3]), value("updates", [1, 3])], [value("output", ["R", 3])]
         constants = [constant("three", [3]), constant("axis", [0]), constant("index", [0]), onnx.numpy_helper.from_array(np.zeros((1, 3), np.float32), "row")]
         profile = {"x": ((2, 3), (4, 3), (8, 3)), "y": ((1, 3), (1, 3), (8, 3))}  # a run of x 8 and y 1 rows writes row 0 of 7
-    graph = helper.make_graph(nodes, "g", inputs, outputs, constants)
+    graph = helper.make_graph(nodes, "g", inputs, outputs, constants, value_info=value_info)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "m.onnx")
     code = main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)])
     assert code == 0, capsys.readouterr().err
@@ -689,7 +705,7 @@ def test_constant_indices_a_rule_breaks_only_at_every_inputs_largest_shapes_buil
 
 @pytest.mark.parametrize("case", ["updates a graph input", "after a node whose rule only every input's largest shapes break",
                                   "a standard ScatterND with a reduction", "updates broadcast to data's shape",
-                                  "the index wrapped as PyTorch's exporters wrap it"])
+                                  "the index wrapped as PyTorch's exporters wrap it", "the index wrapped, then cast to int32"])
 def test_a_constant_index_out_of_range_in_every_run_is_refused(tmp_path, capsys, case):
     """Index 6 into data of at most 4 rows: refused wherever the write is, whatever else the node or the model reads (updates
     computed from data's shape, as PyTorch's exporters write ``index_fill``, were left to the plugin)."""
@@ -719,6 +735,9 @@ def test_a_constant_index_out_of_range_in_every_run_is_refused(tmp_path, capsys,
                      helper.make_node("Where", ["negative", "plus_n", "given"], ["wrapped"]),
                      helper.make_node("Where", ["below", "given", "wrapped"], ["index"])]
         constants[0:1] = [constant("given", [6]), constant("zero", [0])]
+        if case.endswith("cast to int32"):
+            nodes[5].output[0] = "index64"
+            nodes.insert(6, helper.make_node("Cast", ["index64"], ["index"], to=TensorProto.INT32))
     else:
         nodes = [helper.make_node("ScatterND", ["data", "rows", "row"], ["output"], reduction="add")]
         constants.append(constant("rows", [[6]]))

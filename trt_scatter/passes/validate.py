@@ -172,14 +172,25 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     shapes = ", ".join(f"{name} {list(at[name])}" for name in sorted(at))
     producers = {output: node for node in model.proto.graph.node for output in node.output}
 
+    inferred = []  # the model's shapes as inference gives them (a declared shape may be stale): worked out if needed
+
+    def static(name):
+        """Whether tensor ``name`` has one shape in every run."""
+        if not inferred:
+            inferred.append(Model(_at_shapes(model.proto, {}), model.path, model.external, model.weights).tensors)
+        return -1 not in (inferred[0].shape(name) or (-1,))
+
     def shape_free(name):
         """The values of tensor ``name`` where no shape sets them: a constant, or a Where whose two branches are the same
         constant or whose condition is one (PyTorch's exporters wrap an index that may be negative,
-        ``Where(i + n < 0, i, Where(i < 0, i + n, i))``: ``i`` in every run where ``i >= 0``); else None."""
+        ``Where(i + n < 0, i, Where(i < 0, i + n, i))``: ``i`` in every run where ``i >= 0``), or a Cast or Identity of
+        such; else None."""
         value = model.tensors.constant(name)
         node = producers.get(name)
-        if value is not None or node is None or node.op_type != "Where":
+        if value is not None or node is None or node.op_type not in ("Where", "Cast", "Identity"):
             return value
+        if node.op_type != "Where":  # the values as they are (a Cast of an index: to an index type, which holds them)
+            return shape_free(node.input[0])
         condition = model.tensors.constant(node.input[0])
         if condition is not None and (condition.all() or not condition.any()):
             return shape_free(node.input[1 if condition.all() else 2])
@@ -191,8 +202,7 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
             continue
         checked = OpNode(node, index, tensors)
         others = [checked.inputs[name] for name in checked.op.index_range_from if name in checked.inputs]
-        if not all(name in (set(dynamic) - written) | pinned or -1 not in (model.tensors.shape(name) or (-1,)) for name in others
-                   if tensors.constant(name) is None):
+        if not all(name in (set(dynamic) - written) | pinned or model.tensors.constant(name) is not None or static(name) for name in others):
             continue
         try:
             oracle.module(checked.op).check_node(checked)
