@@ -6,6 +6,7 @@ the environment with monkeypatch; what depends on the order of imports in a fres
 """
 
 import functools
+import gc
 import json
 import logging
 import os
@@ -255,6 +256,31 @@ def test_trt_logger_maps_each_severity(fresh, caplog):
     assert records == [("trt_scatter", lvl, f"[TRT] message at {sev}") for sev, lvl in expected.items()] + [
         ("trt_scatter", logging.INFO, "[TRT] a severity TensorRT does not have")
     ]
+
+
+def test_no_garbage_collection_starts_inside_the_trt_logger(fresh):
+    """TensorRT calls the logger while it holds a lock; a collection there that freed a builder left in a reference cycle
+    waited on that lock (a test that made a builder, in a fixture, hung the suite). The logger keeps collection off, and
+    on again after it, also where the message raises."""
+    fresh.setenv(backend.ENV_VAR, "tensorrt_rtx")
+    trt = backend.tensorrt()
+    seen = []
+
+    class Recording(logging.Handler):
+        def emit(self, record):
+            seen.append(gc.isenabled())
+            if "raise" in record.getMessage():
+                raise KeyboardInterrupt  # logging passes this one on
+
+    handler = Recording()
+    logging.getLogger("trt_scatter").addHandler(handler)
+    try:
+        backend.trt_logger().log(trt.ILogger.Severity.ERROR, "a message")
+        with pytest.raises(KeyboardInterrupt):
+            backend.trt_logger().log(trt.ILogger.Severity.ERROR, "raise")
+    finally:
+        logging.getLogger("trt_scatter").removeHandler(handler)
+    assert seen == [False, False] and gc.isenabled()
 
 
 @needs_tensorrt_rtx

@@ -21,6 +21,7 @@ and those bindings: polygraphy may be imported before or after trt-scatter.
 from __future__ import annotations
 
 import functools
+import gc
 import importlib
 import logging
 import os
@@ -121,6 +122,14 @@ def trt_logger() -> trt.ILogger:
 
     class _Forward(trt.ILogger):
         def log(self, severity, msg):
-            logger.log(levels.get(severity, logging.INFO), "[TRT] %s", msg)
+            # TensorRT calls this while it holds a lock of its own. A garbage collection that started here and freed a
+            # builder left in a reference cycle would wait on that lock, and the process would hang: none starts here.
+            enabled = gc.isenabled()
+            gc.disable()
+            try:
+                logger.log(levels.get(severity, logging.INFO), "[TRT] %s", msg)
+            finally:
+                if enabled:
+                    gc.enable()
 
     return _Forward()

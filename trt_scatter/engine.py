@@ -65,7 +65,8 @@ def _shape(shape):
 def no_collection_inside_tensorrt() -> Iterator[None]:
     """TensorRT(-RTX) calls the Python logger while it holds a lock of its own (creating a builder does). A garbage
     collection that starts in that call and frees an earlier builder left in a reference cycle waits on that lock:
-    the process hangs. So no collection starts inside the block; such garbage is freed after it."""
+    the process hangs. The logger keeps collection off itself (:func:`trt_scatter.backend.trt_logger`); a build also
+    calls the plugins' Python methods, so no collection starts inside the block; such garbage is freed after it."""
     enabled = gc.isenabled()
     gc.disable()
     try:
