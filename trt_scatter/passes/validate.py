@@ -161,7 +161,7 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
             raise ModelError(f"at the one shape the profile gives {'each of ' if len(pinned) > 1 else ''}{shapes}: {err}") from None
     # The nodes TensorRT builds with a plugin (standard ones a plugin serves too), checked as the model writes them, so that
     # a refusal names the user's op; to_plugins keeps the nodes' order.
-    served = [node for node in to_plugins(model).graph.node]
+    served = list(to_plugins(model).graph.node)
     plugin_nodes = {index for index, node in enumerate(served) if ops.is_trt_scatter(node) and node.input}
     written = {served[index].input[0] for index in plugin_nodes}
     if not written & set(dynamic):
