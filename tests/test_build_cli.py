@@ -705,7 +705,8 @@ def test_constant_indices_a_rule_breaks_only_at_every_inputs_largest_shapes_buil
 
 @pytest.mark.parametrize("case", ["updates a graph input", "after a node whose rule only every input's largest shapes break",
                                   "a standard ScatterND with a reduction", "updates broadcast to data's shape",
-                                  "the index wrapped as PyTorch's exporters wrap it", "the index wrapped, then cast to int32"])
+                                  "the index wrapped as PyTorch's exporters wrap it", "the index wrapped, then cast to int32",
+                                  "a second write into the first one's output"])
 def test_a_constant_index_out_of_range_in_every_run_is_refused(tmp_path, capsys, case):
     """Index 6 into data of at most 4 rows: refused wherever the write is, whatever else the node or the model reads (updates
     computed from data's shape, as PyTorch's exporters write ``index_fill``, were left to the plugin)."""
@@ -738,6 +739,10 @@ def test_a_constant_index_out_of_range_in_every_run_is_refused(tmp_path, capsys,
         if case.endswith("cast to int32"):
             nodes[5].output[0] = "index64"
             nodes.insert(6, helper.make_node("Cast", ["index64"], ["index"], to=TensorProto.INT32))
+    elif case.startswith("a second write"):  # x[0] = row; x[6] = row
+        nodes[0].input[0] = "first"
+        nodes.insert(0, helper.make_node("ScatterUpdate", ["data", "zero", "row", "axis"], ["first"], domain="trt_scatter"))
+        constants.append(constant("zero", [0]))
     else:
         nodes = [helper.make_node("ScatterND", ["data", "rows", "row"], ["output"], reduction="add")]
         constants.append(constant("rows", [[6]]))

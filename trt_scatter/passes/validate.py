@@ -124,7 +124,7 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     in every run: an index of 7 into a graph input's dimension that the profile bounds by 4 would be skipped by the
     plugin each time. Raises :class:`ModelError` naming the shapes.
 
-    Each node whose data is a graph input of dynamic shape is checked (the nodes TensorRT builds with a plugin, standard
+    Each node whose data is a graph input of dynamic shape, or the output of writes into one, is checked (the nodes TensorRT builds with a plugin, standard
     ones served by plugins included) with the inputs that are some node's data at their largest shapes and the others
     at their smallest: an index's range only grows with data and shrinks with what else the node reads (a longer
     update leaves fewer places to start a write). A rule broken there is raised only where it is one of a constant
@@ -197,8 +197,16 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
         taken, other = shape_free(node.input[1]), shape_free(node.input[2])
         return taken if taken is not None and other is not None and taken.shape == other.shape and np.array_equal(taken, other) else None
 
+    written_by = {served[index].output[0]: served[index].input[0] for index in plugin_nodes if served[index].output}
+
+    def start(name):
+        """The data a chain of writes starts from (a write's output has its data's shape)."""
+        while name in written_by:
+            name = written_by[name]
+        return name
+
     for index, node in enumerate(bounded.graph.node):
-        if index not in plugin_nodes or node.input[0] not in dynamic:
+        if index not in plugin_nodes or start(node.input[0]) not in dynamic:
             continue
         checked = OpNode(node, index, tensors)
         others = [checked.inputs[name] for name in checked.op.index_range_from if name in checked.inputs]
