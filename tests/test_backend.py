@@ -283,6 +283,35 @@ def test_no_garbage_collection_starts_inside_the_trt_logger(fresh):
     assert seen == [False, False] and gc.isenabled()
 
 
+def test_collection_stays_off_while_any_thread_is_inside_tensorrt():
+    """Collection is one setting for the process: where TensorRT logs from two threads at once, the first one out turned
+    it on again while the other's callback still ran."""
+    import threading
+
+    inside, first_out, seen = threading.Event(), threading.Event(), []
+
+    def second():
+        with backend.no_collection_inside_tensorrt():
+            inside.set()
+            first_out.wait(10)
+            seen.append(gc.isenabled())
+
+    thread = threading.Thread(target=second)
+    with backend.no_collection_inside_tensorrt():
+        thread.start()
+        inside.wait(10)
+    first_out.set()
+    thread.join(10)
+    assert seen == [False] and gc.isenabled()
+    gc.disable()
+    try:  # off before: it stays off after
+        with backend.no_collection_inside_tensorrt():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 @needs_tensorrt_rtx
 def test_tensorrt_reports_through_trt_logger(fresh, caplog):
     fresh.setenv(backend.ENV_VAR, "tensorrt_rtx")

@@ -20,17 +20,20 @@ and those bindings: polygraphy may be imported before or after trt-scatter.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import importlib
 import logging
 import os
 import sys
+import threading
 from typing import TYPE_CHECKING
 
 from trt_scatter.log import logger
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from types import ModuleType
 
     import tensorrt as trt
@@ -108,6 +111,31 @@ def _tell_polygraphy(backend_name):
             module.trt = lazy_import_trt()
 
 
+_paused = threading.Lock()
+_pauses = {"depth": 0, "restore": False}  # how many blocks are inside, in any thread; whether collection was on before
+
+
+@contextlib.contextmanager
+def no_collection_inside_tensorrt() -> Iterator[None]:
+    """TensorRT(-RTX) calls the Python logger while it holds a lock of its own (creating a builder does), and a build
+    calls the plugins' Python methods. A garbage collection that starts there and frees an earlier builder left in a
+    reference cycle waits on that lock: the process hangs. So no collection starts inside the block, in any thread
+    (collection is one setting for the process: the blocks are counted, and the last one out turns it back on if it
+    was on); such garbage is freed after it."""
+    with _paused:
+        if _pauses["depth"] == 0:
+            _pauses["restore"] = gc.isenabled()
+            gc.disable()
+        _pauses["depth"] += 1
+    try:
+        yield
+    finally:
+        with _paused:
+            _pauses["depth"] -= 1
+            if _pauses["depth"] == 0 and _pauses["restore"]:
+                gc.enable()
+
+
 @functools.lru_cache(maxsize=None)
 def trt_logger() -> trt.ILogger:
     """The process's one TensorRT ``ILogger`` (of the backend in use), forwarding to trt-scatter's logger."""
@@ -122,14 +150,7 @@ def trt_logger() -> trt.ILogger:
 
     class _Forward(trt.ILogger):
         def log(self, severity, msg):
-            # TensorRT calls this while it holds a lock of its own. A garbage collection that started here and freed a
-            # builder left in a reference cycle would wait on that lock, and the process would hang: none starts here.
-            enabled = gc.isenabled()
-            gc.disable()
-            try:
+            with no_collection_inside_tensorrt():  # TensorRT calls this holding a lock of its own
                 logger.log(levels.get(severity, logging.INFO), "[TRT] %s", msg)
-            finally:
-                if enabled:
-                    gc.enable()
 
     return _Forward()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
 import os
 import time
 from typing import TYPE_CHECKING, Any
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from trt_scatter import backend, dtypes, ops
-from trt_scatter.backend import tensorrt
+from trt_scatter.backend import no_collection_inside_tensorrt, tensorrt
 from trt_scatter.log import logger
 
 if TYPE_CHECKING:
@@ -59,21 +58,6 @@ class BuildSummary:
 
 def _shape(shape):
     return "[" + ", ".join("?" if d < 0 else str(d) for d in shape) + "]"
-
-
-@contextlib.contextmanager
-def no_collection_inside_tensorrt() -> Iterator[None]:
-    """TensorRT(-RTX) calls the Python logger while it holds a lock of its own (creating a builder does). A garbage
-    collection that starts in that call and frees an earlier builder left in a reference cycle waits on that lock:
-    the process hangs. The logger keeps collection off itself (:func:`trt_scatter.backend.trt_logger`); a build also
-    calls the plugins' Python methods, so no collection starts inside the block; such garbage is freed after it."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def network_from_example(name: str, profile_shapes: dict[str, tuple[Sequence[int], Sequence[int], Sequence[int]]], strongly_typed: bool = True, **params: Any) -> Callable[[], tuple[trt.Builder, trt.INetworkDefinition]]:
