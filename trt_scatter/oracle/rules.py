@@ -271,15 +271,19 @@ def some_negative(rng: np.random.Generator, indices: np.ndarray, sizes: ArrayLik
 UNDEFINED = "the result is undefined (every spec leaves it so, and TensorRT's may differ from run to run)"
 
 
-def first_repeat(targets: np.ndarray) -> tuple[int, int] | None:
-    """``(i, j)``: the first position ``j`` of the 1-D ``targets`` whose value an earlier position ``i`` has, or None."""
+def repeats(targets: np.ndarray) -> np.ndarray:
+    """The pairs ``(i, j)`` of positions of the 1-D ``targets`` with one value, ``i < j`` next to each other among that
+    value's positions, by ascending value: an array of shape ``(pairs, 2)``."""
     order = np.argsort(targets, kind="stable")
     ordered = targets[order]
     repeated = np.flatnonzero(ordered[1:] == ordered[:-1])
-    if not repeated.size:
-        return None
-    first = int(repeated[0])
-    return int(order[first]), int(order[first + 1])
+    return np.stack([order[repeated], order[repeated + 1]], axis=1)
+
+
+def first_repeat(targets: np.ndarray) -> tuple[int, int] | None:
+    """``(i, j)``: the first pair of :func:`repeats` of the 1-D ``targets``, or None."""
+    pairs = repeats(targets)
+    return (int(pairs[0, 0]), int(pairs[0, 1])) if len(pairs) else None
 
 
 class Known:

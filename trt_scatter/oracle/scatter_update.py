@@ -131,11 +131,9 @@ def repeated_target(node: OpNode | rules.Known) -> str | None:
     if indices is None or indices.size < 2:
         return None
     flat = indices.reshape(-1).astype(np.int64)
-    order = np.argsort(flat, kind="stable")
-    repeated = np.flatnonzero(flat[order][1:] == flat[order][:-1])
-    if not repeated.size:
+    pairs = rules.repeats(flat)  # positions naming one slice, the earlier first
+    if not len(pairs):
         return None
-    pairs = np.stack([order[repeated], order[repeated + 1]], axis=1)  # positions naming one slice, the earlier first
     differing = _differing_pairs(node, indices, pairs)
     if differing is not None:
         pairs = pairs[differing]
