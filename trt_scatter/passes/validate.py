@@ -124,9 +124,9 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     in every run: an index of 7 into a graph input's dimension that the profile bounds by 4 would be skipped by the
     plugin each time. Raises :class:`ModelError` naming the shapes.
 
-    Each node whose data is a graph input of dynamic shape, or the output of writes into one, is checked (the nodes TensorRT builds with a plugin, standard
-    ones served by plugins included) with the inputs that are some node's data at their largest shapes and the others
-    at their smallest: an index's range only grows with data and shrinks with what else the node reads (a longer
+    Each node whose data is a graph input of dynamic shape, or the output of writes into one, is checked (the nodes
+    TensorRT builds with a plugin, standard ones served by plugins included) with the inputs that are some node's data
+    at their largest shapes and the others at their smallest: an index's range only grows with data and shrinks with what else the node reads (a longer
     update leaves fewer places to start a write). A rule broken there is raised only where it is one of a constant
     index's values (with the values 0 instead, the node passes; a non-negative index that PyTorch's exporters wrap in
     ``Where`` for negative values counts as the constant it stays) and each other input whose shape decides the index's
@@ -167,6 +167,7 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     if not written & set(dynamic):
         return
     at = {name: profile[name][2 if name in written else 0] for name in dynamic}  # data largest, the rest smallest
+    as_given = (set(dynamic) - written) | pinned  # not written into (at their smallest), or pinned: a run has them so with the largest data
     bounded = _at_shapes(model.proto, at)
     tensors = Model(bounded, model.path, model.external, model.weights).tensors
     shapes = ", ".join(f"{name} {list(at[name])}" for name in sorted(at))
@@ -210,7 +211,7 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
             continue
         checked = OpNode(node, index, tensors)
         others = [checked.inputs[name] for name in checked.op.index_range_from if name in checked.inputs]
-        if not all(name in (set(dynamic) - written) | pinned or model.tensors.constant(name) is not None or static(name) for name in others):
+        if not all(name in as_given or model.tensors.constant(name) is not None or static(name) for name in others):
             continue
         try:
             oracle.module(checked.op).check_node(checked)
