@@ -367,7 +367,7 @@ def test_a_value_range_for_a_scalar_that_sets_no_shapes_says_so(tmp_path, capsys
                                            helper.make_tensor_value_info("pos", TensorProto.INT64, [])],
                               [helper.make_tensor_value_info("out", TensorProto.FLOAT, [2, 8])],
                               [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in (("zero", [0]), ("one", [1]), ("two", [2]))])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "kv.onnx")
+    onnx.save(_model(graph), tmp_path / "kv.onnx")
     assert main(["build", str(tmp_path / "kv.onnx"), "--plugins", "--out-dir", str(tmp_path), "--min", "pos:[0]", "--opt", "pos:[3]", "--max", "pos:[6]"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
@@ -489,7 +489,7 @@ def _inplace_model(extra, outputs, data="data", body_reader=False):
         nodes.insert(1, helper.make_node("If", ["flag"], ["branch"], then_branch=branch("Neg"), else_branch=branch("Abs")))
     inputs = [helper.make_tensor_value_info("data", TensorProto.FLOAT, [4, 6]), helper.make_tensor_value_info("updates", TensorProto.FLOAT, [4, 2])]
     graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in outputs], initializer=params)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
+    return _model(graph)
 
 
 @pytest.mark.skipif(not backend.is_rtx(), reason="the refusal is TensorRT-RTX's: full TensorRT copies data where another node reads it")
@@ -637,7 +637,7 @@ def test_a_profile_whose_largest_shapes_make_no_run_together_builds(tmp_path, ca
     inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, 2, length, 4]) for name, length in (("cache", 16), ("past", "P"), ("new", "T"))]
     constants = [onnx.numpy_helper.from_array(np.array([value], np.int64), name) for name, value in (("step", 1), ("axes", 2))]
     graph = helper.make_graph(nodes, "kv", inputs, [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 2, 16, 4])], constants)
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "kv.onnx")
+    onnx.save(_model(graph), tmp_path / "kv.onnx")
     profile = [argument for flag, (past, new) in (("--min", (0, 1)), ("--opt", (8, 1)), ("--max", (15, 16)))
                for argument in (flag, f"past:[1,2,{past},4]", f"new:[1,2,{new},4]")]
     assert main(["build", str(tmp_path / "kv.onnx"), "--plugins", "-o", str(tmp_path / "kv.engine"), *profile]) == 0, capsys.readouterr().err
@@ -646,6 +646,19 @@ def test_a_profile_whose_largest_shapes_make_no_run_together_builds(tmp_path, ca
 def _profile_arguments(profile):
     return [argument for flag, bound in (("--min", 0), ("--opt", 1), ("--max", 2))
             for argument in (flag, *(f"{name}:{list(bounds[bound])}".replace(" ", "") for name, bounds in profile.items()))]
+
+
+def _model(graph, opset=17):
+    """``graph`` as a model of ONNX's opset ``opset`` and the trt_scatter domain."""
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid("trt_scatter", 1)])
+
+
+def _float(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def _constant(name, values, dtype=np.int64):
+    return onnx.numpy_helper.from_array(np.array(values, dtype), name)
 
 
 @pytest.mark.parametrize("case", ["constant write index, longer updates", "constant index into a difference of two inputs",
@@ -657,14 +670,12 @@ def test_constant_indices_a_rule_breaks_only_at_every_inputs_largest_shapes_buil
     6 - Y rows is largest where Y is smallest; 6 + Y - Z rows is 6 where both are smallest or largest, and 2 at Y 1, Z 5;
     an update of Y's shape (Y itself written into, so at its largest) or computed from Y but declared 1 row long, at 12
     of 16 cache rows, fits every run of Y at most 4 rows."""
-    value = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
-    constant = lambda name, values: onnx.numpy_helper.from_array(np.array(values, np.int64), name)
     value_info = []
     if case == "index computed from another input's length":
         nodes = [helper.make_node("Shape", ["y"], ["y_rows"], start=0, end=1), helper.make_node("Sub", ["six", "y_rows"], ["index"]),
                  helper.make_node("ScatterUpdate", ["data", "index", "updates", "axis"], ["output"], domain="trt_scatter")]
-        inputs, outputs = [value("data", ["N", 3]), value("y", ["Y", 3]), value("updates", [1, 3])], [value("output", ["N", 3])]
-        constants = [constant("six", [6]), constant("axis", [0])]
+        inputs, outputs = [_float("data", ["N", 3]), _float("y", ["Y", 3]), _float("updates", [1, 3])], [_float("output", ["N", 3])]
+        constants = [_constant("six", [6]), _constant("axis", [0])]
         profile = {"data": ((1, 3), (4, 3), (4, 3)), "y": ((1, 3), (3, 3), (5, 3))}  # 4 rows and y 5: a write into row 1
     elif case.startswith("update"):  # an int32 cache: integers computed from shapes are what folding makes constants
         ones = onnx.numpy_helper.from_array(np.array([1], np.int32))
@@ -673,8 +684,8 @@ def test_constant_indices_a_rule_breaks_only_at_every_inputs_largest_shapes_buil
         nodes[1:1] = ([helper.make_node("Shape", ["y"], ["y_shape"]), helper.make_node("ConstantOfShape", ["y_shape"], ["new"], value=ones)]
                       if case.startswith("update of ones") else [helper.make_node("Cast", ["y"], ["new"], to=TensorProto.INT32)])
         cache = lambda name: helper.make_tensor_value_info(name, TensorProto.INT32, [1, 2, "S", 4])
-        inputs, outputs = [cache("cache"), value("y", [1, 2, "T", 4])], [cache("output"), value("y_out", [1, 2, "T", 4])]
-        constants = [constant("at", [12]), constant("zeros", np.zeros((1, 1, 1, 1))), onnx.numpy_helper.from_array(np.ones((1, 1, 1, 1), np.float32), "ones")]
+        inputs, outputs = [cache("cache"), _float("y", [1, 2, "T", 4])], [cache("output"), _float("y_out", [1, 2, "T", 4])]
+        constants = [_constant("at", [12]), _constant("zeros", np.zeros((1, 1, 1, 1))), onnx.numpy_helper.from_array(np.ones((1, 1, 1, 1), np.float32), "ones")]
         profile = {"cache": ((1, 2, 4, 4), (1, 2, 16, 4), (1, 2, 16, 4)), "y": ((1, 2, 1, 4), (1, 2, 1, 4), (1, 2, 16, 4))}
         if case.endswith("declared one row long"):
             value_info = [helper.make_tensor_value_info("new", TensorProto.INT32, [1, 2, 1, 4])]
@@ -682,23 +693,23 @@ def test_constant_indices_a_rule_breaks_only_at_every_inputs_largest_shapes_buil
         nodes = [helper.make_node("Shape", ["y"], ["y_rows"], start=0, end=1), helper.make_node("Shape", ["z"], ["z_rows"], start=0, end=1),
                  helper.make_node("Add", ["six", "y_rows"], ["plus_y"]), helper.make_node("Sub", ["plus_y", "z_rows"], ["index"]),
                  helper.make_node("ScatterUpdate", ["data", "index", "updates", "axis"], ["output"], domain="trt_scatter")]
-        inputs = [value("data", ["N", 3]), value("y", ["Y", 3]), value("z", ["Z", 3]), value("updates", [1, 3])]
-        outputs, constants = [value("output", ["N", 3])], [constant("six", [6]), constant("axis", [0])]
+        inputs = [_float("data", ["N", 3]), _float("y", ["Y", 3]), _float("z", ["Z", 3]), _float("updates", [1, 3])]
+        outputs, constants = [_float("output", ["N", 3])], [_constant("six", [6]), _constant("axis", [0])]
         profile = {"data": ((1, 3), (4, 3), (4, 3)), "y": ((1, 3), (1, 3), (8, 3)), "z": ((1, 3), (5, 3), (8, 3))}
     elif case.startswith("constant write"):
         nodes = [helper.make_node("CacheScatter", ["cache", "new", "at"], ["output"], domain="trt_scatter", axis=2)]
-        inputs, outputs, constants = [value("cache", [1, 2, 16, 4]), value("new", [1, 2, "T", 4])], [value("output", [1, 2, 16, 4])], [constant("at", [4])]
+        inputs, outputs, constants = [_float("cache", [1, 2, 16, 4]), _float("new", [1, 2, "T", 4])], [_float("output", [1, 2, 16, 4])], [_constant("at", [4])]
         profile = {"new": ((1, 2, 1, 4), (1, 2, 4, 4), (1, 2, 16, 4))}  # every run with at most 12 new rows is valid
     else:
         nodes = [helper.make_node("Shape", ["x"], ["x_rows"], start=0, end=1), helper.make_node("Shape", ["y"], ["y_rows"], start=0, end=1),
                  helper.make_node("Sub", ["x_rows", "y_rows"], ["rows"]), helper.make_node("Concat", ["rows", "three"], ["shape"], axis=0),
                  helper.make_node("Expand", ["row", "shape"], ["data"]),
                  helper.make_node("ScatterUpdate", ["data", "index", "updates", "axis"], ["output"], domain="trt_scatter")]
-        inputs, outputs = [value("x", ["X", 3]), value("y", ["Y", 3]), value("updates", [1, 3])], [value("output", ["R", 3])]
-        constants = [constant("three", [3]), constant("axis", [0]), constant("index", [0]), onnx.numpy_helper.from_array(np.zeros((1, 3), np.float32), "row")]
+        inputs, outputs = [_float("x", ["X", 3]), _float("y", ["Y", 3]), _float("updates", [1, 3])], [_float("output", ["R", 3])]
+        constants = [_constant("three", [3]), _constant("axis", [0]), _constant("index", [0]), onnx.numpy_helper.from_array(np.zeros((1, 3), np.float32), "row")]
         profile = {"x": ((2, 3), (4, 3), (8, 3)), "y": ((1, 3), (1, 3), (8, 3))}  # a run of x 8 and y 1 rows writes row 0 of 7
     graph = helper.make_graph(nodes, "g", inputs, outputs, constants, value_info=value_info)
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "m.onnx")
+    onnx.save(_model(graph), tmp_path / "m.onnx")
     code = main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)])
     assert code == 0, capsys.readouterr().err
 
@@ -710,44 +721,42 @@ def test_constant_indices_a_rule_breaks_only_at_every_inputs_largest_shapes_buil
 def test_a_constant_index_out_of_range_in_every_run_is_refused(tmp_path, capsys, case):
     """Index 6 into data of at most 4 rows: refused wherever the write is, whatever else the node or the model reads (updates
     computed from data's shape, as PyTorch's exporters write ``index_fill``, were left to the plugin)."""
-    value = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
-    constant = lambda name, values, dtype=np.int64: onnx.numpy_helper.from_array(np.array(values, dtype), name)
-    inputs, outputs, profile = [value("data", ["N", 3])], [value("output", ["N", 3])], {"data": ((1, 3), (2, 3), (4, 3))}
-    constants = [constant("index", [6]), constant("axis", [0]), constant("row", np.ones((1, 3)), np.float32)]
+    inputs, outputs, profile = [_float("data", ["N", 3])], [_float("output", ["N", 3])], {"data": ((1, 3), (2, 3), (4, 3))}
+    constants = [_constant("index", [6]), _constant("axis", [0]), _constant("row", np.ones((1, 3)), np.float32)]
     nodes = [helper.make_node("ScatterUpdate", ["data", "index", "row", "axis"], ["output"], domain="trt_scatter")]
     if case == "updates a graph input":
-        inputs.append(value("row_in", ["U", 3]))
+        inputs.append(_float("row_in", ["U", 3]))
         nodes[0].input[2] = "row_in"
         profile["row_in"] = ((1, 3),) * 3
     elif case.startswith("after a node"):  # a write at 4 of up to 16 new rows into 16: every run of at most 12 is valid
-        inputs += [value("cache", [1, 2, 16, 4]), value("new", [1, 2, "T", 4])]
-        outputs.append(value("cache_out", [1, 2, 16, 4]))
+        inputs += [_float("cache", [1, 2, 16, 4]), _float("new", [1, 2, "T", 4])]
+        outputs.append(_float("cache_out", [1, 2, 16, 4]))
         nodes.insert(0, helper.make_node("CacheScatter", ["cache", "new", "at"], ["cache_out"], domain="trt_scatter", axis=2))
-        constants.append(constant("at", [4]))
+        constants.append(_constant("at", [4]))
         profile["new"] = ((1, 2, 1, 4), (1, 2, 4, 4), (1, 2, 16, 4))
     elif case.startswith("updates broadcast"):  # PyTorch's index_fill: the value expanded to (1, columns of data)
-        inputs[0], outputs[0], profile["data"] = value("data", ["N", "M"]), value("output", ["N", "M"]), ((1, 1), (2, 3), (4, 3))
+        inputs[0], outputs[0], profile["data"] = _float("data", ["N", "M"]), _float("output", ["N", "M"]), ((1, 1), (2, 3), (4, 3))
         nodes[:0] = [helper.make_node("Shape", ["data"], ["columns"], start=1, end=2),
                      helper.make_node("Concat", ["one", "columns"], ["row_shape"], axis=0), helper.make_node("Expand", ["value", "row_shape"], ["row"])]
-        constants[2:] = [constant("one", [1]), constant("value", 1.0, np.float32)]
+        constants[2:] = [_constant("one", [1]), _constant("value", 1.0, np.float32)]
     elif case.startswith("the index wrapped"):  # Where(i + n < 0, i, Where(i < 0, i + n, i)): 6 in every run, computed from n
         nodes[:0] = [helper.make_node("Shape", ["data"], ["n"], start=0, end=1), helper.make_node("Add", ["given", "n"], ["plus_n"]),
                      helper.make_node("Less", ["plus_n", "zero"], ["below"]), helper.make_node("Less", ["given", "zero"], ["negative"]),
                      helper.make_node("Where", ["negative", "plus_n", "given"], ["wrapped"]),
                      helper.make_node("Where", ["below", "given", "wrapped"], ["index"])]
-        constants[0:1] = [constant("given", [6]), constant("zero", [0])]
+        constants[0:1] = [_constant("given", [6]), _constant("zero", [0])]
         if case.endswith("cast to int32"):
             nodes[5].output[0] = "index64"
             nodes.insert(6, helper.make_node("Cast", ["index64"], ["index"], to=TensorProto.INT32))
     elif case.startswith("a second write"):  # x[0] = row; x[6] = row
         nodes[0].input[0] = "first"
         nodes.insert(0, helper.make_node("ScatterUpdate", ["data", "zero", "row", "axis"], ["first"], domain="trt_scatter"))
-        constants.append(constant("zero", [0]))
+        constants.append(_constant("zero", [0]))
     else:
         nodes = [helper.make_node("ScatterND", ["data", "rows", "row"], ["output"], reduction="add")]
-        constants.append(constant("rows", [[6]]))
+        constants.append(_constant("rows", [[6]]))
     graph = helper.make_graph(nodes, "g", inputs, outputs, constants)
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "m.onnx")
+    onnx.save(_model(graph, 18), tmp_path / "m.onnx")
     assert main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)]) == 2
     error = capsys.readouterr().err
     assert error.startswith("trt-scatter build: error: in every run the profile allows, as at its largest data and smallest other inputs (") \
@@ -769,7 +778,7 @@ def test_a_profile_the_model_contradicts_is_named_before_its_indices(tmp_path, c
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("data", TensorProto.FLOAT, [8, "N"]),
                                            helper.make_tensor_value_info("row", TensorProto.FLOAT, [1, "N"])],
                               [helper.make_tensor_value_info("output", TensorProto.FLOAT, [8, "N"])], constants)
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "m.onnx")
+    onnx.save(_model(graph), tmp_path / "m.onnx")
     assert main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)]) == 2
     assert capsys.readouterr().err == f"trt-scatter build: error: {message}\n"
 
@@ -799,7 +808,7 @@ def test_an_int8_value_broadcast_into_an_int8_write_builds(tmp_path, capsys, hel
         constants.append(condition)
     graph = helper.make_graph(nodes, "g", inputs,
                               [helper.make_tensor_value_info("output", TensorProto.INT8, [3, 2])], constants)
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "m.onnx")
+    onnx.save(_model(graph), tmp_path / "m.onnx")
     assert main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine")]) == 0, capsys.readouterr().err
     from trt_scatter.engine import _for_the_parser
     from trt_scatter.reference import Reference
@@ -818,15 +827,13 @@ def test_an_input_the_profile_gives_one_shape_is_checked_as_static(tmp_path, cap
     """X is dynamic in the model, but its min and max are one shape: the first write's constant updates (1, 4) never fit
     it (left to the plugin, TensorRT-RTX corrupted its heap where X is another node's updates too), and the second's
     index 9 is out of range of D's 8 columns (X being another node's data left the check off)."""
-    value = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
-    constant = lambda name, values, dtype=np.int64: onnx.numpy_helper.from_array(np.array(values, dtype), name)
     updates = np.ones((1, 4 if second_index == [0, 1] else 2), np.float32)
     nodes = [helper.make_node("ScatterUpdate", ["X", "index", "updates", "axis"], ["o1"], domain="trt_scatter"),
              helper.make_node("ScatterUpdate", ["D", "second_index", "X", "axis1"], ["o2"], domain="trt_scatter")]
-    constants = [constant("index", [0]), constant("axis", [0]), constant("updates", updates, np.float32), constant("second_index", second_index),
-                 constant("axis1", [1])]
-    graph = helper.make_graph(nodes, "g", [value("X", [2, "K"]), value("D", [2, "L"])], [value("o1", [2, "K"]), value("o2", [2, "L"])], constants)
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "m.onnx")
+    constants = [_constant("index", [0]), _constant("axis", [0]), _constant("updates", updates, np.float32), _constant("second_index", second_index),
+                 _constant("axis1", [1])]
+    graph = helper.make_graph(nodes, "g", [_float("X", [2, "K"]), _float("D", [2, "L"])], [_float("o1", [2, "K"]), _float("o2", [2, "L"])], constants)
+    onnx.save(_model(graph), tmp_path / "m.onnx")
     profile = {"X": ((2, 2),) * 3, "D": ((2, 2), (2, 4), (2, 8))}
     assert main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)]) == 2
     assert capsys.readouterr().err == f"trt-scatter build: error: {message}\n"
@@ -835,12 +842,11 @@ def test_an_input_the_profile_gives_one_shape_is_checked_as_static(tmp_path, cap
 def test_a_pinned_input_with_shapes_declared_at_another_size_builds(tmp_path, capsys):
     """value_info written at the export's size (16) is stale at the one shape the profile gives (8): shape inference
     conflicted with it, and the stale size became the rule that refused a model every run of which is right."""
-    value = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
     nodes = [helper.make_node("Identity", ["cache"], ["copy"]),
              helper.make_node("ScatterUpdate", ["copy", "index", "cache", "axis"], ["output"], domain="trt_scatter")]
     constants = [onnx.numpy_helper.from_array(np.array([0], np.int64), name) for name in ("index", "axis")]
-    graph = helper.make_graph(nodes, "g", [value("cache", [1, "S", 4])], [value("output", [1, 16, 4])], constants, value_info=[value("copy", [1, 16, 4])])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "m.onnx")
+    graph = helper.make_graph(nodes, "g", [_float("cache", [1, "S", 4])], [_float("output", [1, 16, 4])], constants, value_info=[_float("copy", [1, 16, 4])])
+    onnx.save(_model(graph), tmp_path / "m.onnx")
     profile = _profile_arguments({"cache": ((1, 8, 4),) * 3})
     assert main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *profile]) == 0, capsys.readouterr().err
 
@@ -849,15 +855,14 @@ def test_a_pinned_input_with_shapes_declared_at_another_size_builds(tmp_path, ca
 def test_a_pinned_input_where_constants_have_declared_shapes_builds(tmp_path, capsys, pinned):
     """PyTorch's dynamo exporter declares its initializers' shapes in value_info: with those dropped too, ONNX's shape
     inference read a Slice's axes as absent, and the wrong updates shape refused a model every run of which is right."""
-    constant = lambda name, values: onnx.numpy_helper.from_array(np.array(values, np.int64), name)
     nodes = [helper.make_node("Slice", ["k", "zero", "one", "one"], ["row"]),
              helper.make_node("ScatterUpdate", ["cache", "slot", "row", "one"], ["output"], domain="trt_scatter")]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("cache", TensorProto.FLOAT, [2, "S", 4]),
                                             helper.make_tensor_value_info("k", TensorProto.FLOAT, [2, "T", 4])],
                               [helper.make_tensor_value_info("output", TensorProto.FLOAT, [2, "S", 4])],
-                              [constant("zero", [0]), constant("one", [1]), constant("slot", [2])],
+                              [_constant("zero", [0]), _constant("one", [1]), _constant("slot", [2])],
                               value_info=[helper.make_tensor_value_info(name, TensorProto.INT64, [1]) for name in ("zero", "one", "slot")])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "m.onnx")
+    onnx.save(_model(graph, 18), tmp_path / "m.onnx")
     profile = ({"cache": ((2, 4, 4), (2, 16, 4), (2, 64, 4)), "k": ((2, 3, 4),) * 3} if pinned == "k"
                else {"cache": ((2, 16, 4),) * 3, "k": ((2, 1, 4), (2, 3, 4), (2, 8, 4))})
     assert main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)]) == 0, capsys.readouterr().err
@@ -880,7 +885,7 @@ def _shape_tensorrt_cannot_bound(op, **attributes):
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6]), helper.make_tensor_value_info("k", TensorProto.INT64, [2])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 6])],
                               [onnx.numpy_helper.from_array(value, name) for name, value in constants.items() if name != "axis" or not reduce])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("trt_scatter", 1)])
+    return _model(graph, 18)
 
 
 def test_a_shape_tensorrt_cannot_bound_is_checked_at_run_time(tmp_path, capsys):
@@ -912,7 +917,7 @@ def test_a_plugin_node_writing_uint8_data_is_one_line(tmp_path, capsys):
                                             helper.make_tensor_value_info("pos", TensorProto.INT64, [1]),
                                             helper.make_tensor_value_info("new", TensorProto.UINT8, [1, 3])],
                               [helper.make_tensor_value_info("out", TensorProto.UINT8, [4, 3])], [helper.make_tensor("axis", TensorProto.INT64, [], [0])])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "bytes.onnx")
+    onnx.save(_model(graph), tmp_path / "bytes.onnx")
     assert main(["build", str(tmp_path / "bytes.onnx"), "--plugins", "-o", str(tmp_path / "m.engine")]) == 2
     assert capsys.readouterr().err == (f"trt-scatter build: error: {tmp_path / 'bytes.onnx'}: ScatterUpdate node 'write' writes uint8 data, which TensorRT takes only at "
                                        "the network's inputs and outputs, and there only from an identity or a cast, not a plugin: keep the tensor as int8 (the same bytes)\n")
