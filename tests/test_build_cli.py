@@ -717,7 +717,7 @@ def test_constant_indices_a_rule_breaks_only_at_every_inputs_largest_shapes_buil
 @pytest.mark.parametrize("case", ["updates a graph input", "after a node whose rule only every input's largest shapes break",
                                   "a standard ScatterND with a reduction", "updates broadcast to data's shape",
                                   "the index wrapped as PyTorch's exporters wrap it", "the index wrapped, then cast to int32",
-                                  "a second write into the first one's output"])
+                                  "a second write into the first one's output", "a wrap of the index over a first write's output"])
 def test_a_constant_index_out_of_range_in_every_run_is_refused(tmp_path, capsys, case):
     """Index 6 into data of at most 4 rows: refused wherever the write is, whatever else the node or the model reads (updates
     computed from data's shape, as PyTorch's exporters write ``index_fill``, were left to the plugin)."""
@@ -748,6 +748,13 @@ def test_a_constant_index_out_of_range_in_every_run_is_refused(tmp_path, capsys,
         if case.endswith("cast to int32"):
             nodes[5].output[0] = "index64"
             nodes.insert(6, helper.make_node("Cast", ["index64"], ["index"], to=TensorProto.INT32))
+    elif case.startswith("a wrap of the index"):  # x[0] = row; x.index_fill(0, [6], 1) as dynamo writes it: n of the first's output
+        nodes[:0] = [helper.make_node("ScatterUpdate", ["data", "zero", "row", "axis"], ["first"], domain="trt_scatter"),
+                     helper.make_node("Shape", ["first"], ["n"], start=0, end=1), helper.make_node("Add", ["given", "n"], ["plus_n"]),
+                     helper.make_node("Less", ["plus_n", "zero"], ["below"]), helper.make_node("Where", ["never", "plus_n", "given"], ["wrapped"]),
+                     helper.make_node("Where", ["below", "given", "wrapped"], ["index"])]
+        nodes[-1].input[0] = "first"
+        constants[0:1] = [_constant("given", [6]), _constant("zero", [0]), onnx.numpy_helper.from_array(np.array([False]), "never")]
     elif case.startswith("a second write"):  # x[0] = row; x[6] = row
         nodes[0].input[0] = "first"
         nodes.insert(0, helper.make_node("ScatterUpdate", ["data", "zero", "row", "axis"], ["first"], domain="trt_scatter"))

@@ -206,6 +206,21 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
             name = written_by[name]
         return name
 
+    def reading(checked, values):
+        """``checked`` (a node of ``bounded``) reading these index values (input name -> array) instead of its own:
+        itself where it reads them already, else the node in a copy of ``bounded`` that holds them as constants."""
+        if all(np.array_equal(tensors.constant(checked.inputs[name]), value) for name, value in values.items()):
+            return checked
+        copy = onnx.ModelProto()
+        copy.CopyFrom(bounded)
+        taken, target = graph_names(copy.graph), copy.graph.node[checked.index]
+        for name, value in values.items():
+            tensor = checked.inputs[name]
+            swapped = fresh_name(f"{tensor}_fixed", taken)
+            copy.graph.initializer.append(numpy_helper.from_array(value.astype(tensors.dtype(tensor) or value.dtype), swapped))
+            target.input[:] = [swapped if each == tensor else each for each in target.input]
+        return OpNode(target, checked.index, Model(copy, model.path, model.external, model.weights).tensors)
+
     for index, node in enumerate(bounded.graph.node):
         if index not in plugin_nodes or start(node.input[0]) not in dynamic:
             continue
@@ -213,22 +228,17 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
         others = [checked.inputs[name] for name in checked.op.index_range_from if name in checked.inputs]
         if not all(name in as_given or model.tensors.constant(name) is not None or static(name) for name in others):
             continue
+        # each index's values in every run, where no shape sets them (folding at these shapes misses a wrap of the
+        # index into a write's output: a Shape of a tensor a node computes is folded nowhere)
+        fixed = {name: shape_free(checked.inputs[name]) for name in checked.op.index_inputs if name in checked.inputs}
+        fixed = {name: value for name, value in fixed.items() if value is not None}
         try:
-            oracle.module(checked.op).check_node(checked)
+            oracle.module(checked.op).check_node(reading(checked, fixed))
         except ScatterInputError as err:
-            index_tensor = checked.inputs.get(err.input_name)
-            values = tensors.constant(index_tensor) if err.input_name in checked.op.index_inputs else None
-            constant = shape_free(index_tensor) if values is not None else None
-            if constant is None or constant.shape != values.shape or not np.array_equal(constant, values):
+            if err.input_name not in fixed:
                 continue  # values that change with the shapes (a negative index wrapped): the plugin checks each run's
-            zeros = onnx.ModelProto()
-            zeros.CopyFrom(bounded)
-            swapped = fresh_name(f"{index_tensor}_zeros", graph_names(zeros.graph))
-            zeros.graph.initializer.append(numpy_helper.from_array(np.zeros_like(values), swapped))
-            target = zeros.graph.node[index]
-            target.input[:] = [swapped if name == index_tensor else name for name in target.input]
             try:
-                oracle.module(checked.op).check_node(OpNode(target, index, Model(zeros, model.path, model.external, model.weights).tensors))
+                oracle.module(checked.op).check_node(reading(checked, {**fixed, err.input_name: np.zeros_like(fixed[err.input_name])}))
             except ScatterInputError:
                 continue  # a rule of shapes, not of the index's values
             raise ModelError(f"in every run the profile allows, as at its largest data and smallest other inputs ({shapes}): "
