@@ -359,6 +359,34 @@ def test_inputs_the_free_dims_make_invalid_say_to_give_the_shapes(tmp_path):
     assert check(path, "--input-shapes", "data:[4,6]", "--allow-engine-not-run").returncode == 0
 
 
+def test_an_index_wrapped_over_an_earlier_writes_shape_is_not_blamed_on_that_writes_index(tmp_path):
+    """``x.index_copy(0, pos, row).index_fill(0, [5], 0)`` as PyTorch's exporters write it: the fill's index is wrapped
+    with the first write's Shape, which no value of ``pos`` changes. With the free rows at 4, the line names the
+    fill's rule and the way out, not ``pos`` as an input drawn for both writes."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from onnx_fixtures import info
+
+    def constant(name, value):
+        return onnx.numpy_helper.from_array(np.array(value, dtype=np.int64), name)
+
+    nodes = [helper.make_node("ScatterUpdate", ["data", "pos", "row", "axis"], ["first"], domain="trt_scatter", name="copy"),
+             helper.make_node("Shape", ["first"], ["n"], start=0, end=1), helper.make_node("Add", ["given", "n"], ["plus_n"]),
+             helper.make_node("Less", ["given", "zero"], ["negative"]), helper.make_node("Where", ["negative", "plus_n", "given"], ["inner"]),
+             helper.make_node("Less", ["plus_n", "zero"], ["below"]), helper.make_node("Where", ["below", "given", "inner"], ["index"]),
+             helper.make_node("ScatterUpdate", ["first", "index", "fill", "axis"], ["output"], domain="trt_scatter", name="fill")]
+    graph = helper.make_graph(nodes, "wrap", [info("data", ["n", 3]), info("pos", [1], TensorProto.INT64), info("row", [1, 3])],
+                              [info("output", ["n", 3])], [constant("axis", 0), constant("given", [5]), constant("zero", [0]),
+                                                           onnx.numpy_helper.from_array(np.zeros((1, 3), np.float32), "fill")])
+    path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "wrap.onnx")
+    result = check(path)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, output_of(result)
+    assert "ScatterUpdate node 'fill': scatter_update: 'indices' values must be in [0, 3] for a dimension of size 4 (got 5)" in result.stderr
+    assert "'pos'" not in result.stderr and result.stderr.rstrip().endswith("(the model has dynamic input dims: give them with --input-shapes)")
+    assert check(path, "--input-shapes", "data:[8,3]", "--allow-engine-not-run").returncode == 0
+
+
 def test_a_model_with_external_data_is_checked_from_any_directory(tmp_path):
     """Weights and index constants in an external file beside the model: check reads them from there."""
     import mixed_models

@@ -351,13 +351,18 @@ class _Plan:
     def _value_dependents(self, names):
         """The tensors whose values follow from the values of the inputs ``names``. A shape reader (``Shape``, ``Size``)
         gives values that follow from them only where its input's shape does: an elementwise op's shape is its inputs'
-        broadcast shape, any other op's may follow from their values (a Slice's ends, a NonZero). Every output of a node
-        with a subgraph counts, whatever its subgraph reads."""
+        broadcast shape, a scatter's its data's, any other op's may follow from their values (a Slice's ends, a NonZero).
+        Every output of a node with a subgraph counts, whatever its subgraph reads."""
         values, shapes = set(names), set()  # the drawn inputs keep their shapes
         for node in self.model.graph.node:
             outputs = [name for name in node.output if name]
-            default = node.domain in DEFAULT_DOMAINS
-            if next(subgraphs(node), None) is not None:
+            default, op = node.domain in DEFAULT_DOMAINS, op_of(node)
+            if op is not None:  # the output has data's shape, whatever the index values (x.index_copy(2, pos, v).shape)
+                if (values | shapes) & set(node.input):
+                    values.update(outputs)
+                if node.input[op.inputs.index(op.data_input)] in shapes:
+                    shapes.update(outputs)
+            elif next(subgraphs(node), None) is not None:
                 values.update(outputs)
                 shapes.update(outputs)
             elif default and node.op_type in SHAPE_READERS:
@@ -552,24 +557,26 @@ def named_dimensions(graph: onnx.GraphProto, shapes: dict[str, Sequence[int]]) -
 
 
 def _searched_inputs(plan):
-    """``({input: (node, index input)}, {input: [nodes]})``: integer graph inputs without a generator that a scatter
-    node's index input is computed from (through ops the loader does not follow), the first node that reads each,
-    and every node whose index inputs it reaches. An input generated for one node that reaches another's index input
-    that way (a Squeeze, a Reshape, an Add between them) is ``shared`` with it: drawn again until both take it."""
-    producers, searched, reached = plan.producers, {}, {}
+    """``({input: (node, index input)}, {input: [nodes]})``: integer graph inputs without a generator whose values a
+    scatter node's index input follows from (:meth:`_Plan._value_dependents`: through ops the loader does not follow,
+    not through a shape that stays), the first node that reads each, and every node whose index inputs it reaches. An
+    input generated for one node that reaches another's index input that way (a Squeeze, a Reshape, an Add between
+    them) is ``shared`` with it: drawn again until both take it."""
+    candidates = [name for name, (dtype, _) in plan.inputs.items() if name in plan.generators or np.dtype(dtype).kind in "iu"]
+    dependents = {name: plan._value_dependents([name]) for name in candidates}
+    searched, reached = {}, {}
     for node in plan.nodes:
         for key, tensor in node.inputs.items():
-            stack, seen = [tensor] if key not in node.op.element_inputs else [], set()
-            while stack:
-                name = stack.pop()
-                if name in plan.generators and plan.generators[name][0] is not node:
-                    plan.shared.setdefault(name, (node, key))
-                elif name in plan.inputs and name not in plan.generators and np.dtype(plan.inputs[name][0]).kind in "iu":
+            if key in node.op.element_inputs:
+                continue
+            for name in (name for name in candidates if tensor in dependents[name]):
+                if name in plan.generators:
+                    if plan.generators[name][0] is not node:
+                        plan.shared.setdefault(name, (node, key))
+                else:
                     searched.setdefault(name, (node, key))
                     if node not in reached.setdefault(name, []):
                         reached[name].append(node)
-                seen.add(name)
-                stack += [n for n in (producers[name].input if name in producers else ()) if n and n not in seen]
     return searched, reached
 
 
