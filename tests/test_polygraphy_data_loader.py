@@ -633,3 +633,27 @@ def test_gather_indices_fit_every_reader(case):
         feed = ScatterDataLoader(model, seed=seed)[0]
         assert ((-3 <= feed["i"]) & (feed["i"] < 3)).all(), feed["i"]
         Reference(model).run(feed)
+
+
+@pytest.mark.parametrize("op_type, reduction, indices, expected", [
+    ("ScatterElements", None, [[5, 0]], (4, 6)), ("ScatterElements", "add", [[5, 0]], (4, 6)),
+    ("ScatterND", None, [[1, 7]], (4, 8)), ("ScatterND", "max", [[1, 7]], (4, 8)), ("ScatterUpdate", None, [6], (7, 3)), ("ScatterElements", None, [[-7, 0]], (4, 7))])
+def test_free_dims_grow_to_take_a_constant_index(op_type, reduction, indices, expected):
+    """A constant index past the free dims' default (4) grows the dimension it addresses to the least that takes it
+    (7 for 6, or for -7 where the op counts it from the end), and the whole-model reference runs on the inputs: before, the loader drew 4 and every run failed."""
+    from onnx import helper
+
+    from trt_scatter.reference import Reference
+
+    indices = np.array(indices, np.int64)
+    updates = {"ScatterElements": [1, 2], "ScatterND": [1], "ScatterUpdate": [1, 3]}[op_type]
+    attributes = ({"axis": 1} if op_type == "ScatterElements" else {}) | ({"reduction": reduction} if reduction else {})
+    node = helper.make_node(op_type, ["data", "indices", "updates"] + (["axis"] if op_type == "ScatterUpdate" else []), ["output"],
+                            domain="trt_scatter" if op_type == "ScatterUpdate" else "", name="write", **attributes)
+    graph = helper.make_graph([node], "g", [info("data", ["r", 3 if op_type == "ScatterUpdate" else "c"]), info("updates", updates)],
+                              [info("output", None)], [onnx.numpy_helper.from_array(indices, "indices"),
+                                                       onnx.numpy_helper.from_array(np.array(0, np.int64), "axis")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("trt_scatter", 1)])
+    feed = ScatterDataLoader(model)[0]
+    assert feed["data"].shape == expected
+    Reference(model).run(feed)

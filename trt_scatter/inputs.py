@@ -10,7 +10,8 @@ not match its updates. :class:`ScatterDataLoader` reads the model instead:
 2. Shapes. Each free graph input dimension is a symbol; ONNX shape inference carries the symbols
    to every scatter node, whose shape relations (each op's ``input_relations``, in its oracle
    module) are equalities (updates = indices for ScatterElements...), solved by merging symbols. Free symbols take ``DEFAULT_DIM``, then grow or
-   shrink to leave room for distinct indices. Given shapes and static dims are fixed values.
+   shrink to leave room for distinct indices, and grow to take a constant index (one PyTorch's exporters wrap for
+   negative values too: ``index_fill(1, [5], 0)`` gives at least 6 heads). Given shapes and static dims are fixed values.
 3. Values, per iteration from ``(seed, iteration)``, by each op's ``plan_inputs``: distinct indices (about half of
    ScatterElements' and ScatterND's in their negative form), SliceScatter start/stop/step (and
    axes) whose slice has exactly the updates' shape, in all the forms the spec allows, fitting
@@ -454,6 +455,17 @@ class _Shapes:
 
     def shape(self, node, name):
         return self.symbolic.symbolic_shape(node.inputs[name]) if name in node.inputs else None
+
+    def index_values(self, node, name):
+        """The values of ``node``'s index input ``name`` in every run, where no shape sets them (a constant, or one
+        PyTorch's exporters wrap for negative values: ``ModelTensors.shape_free``), else ``None``."""
+        return self.plan.tensors.shape_free(node.inputs[name]) if name in node.inputs else None
+
+    def takes(self, dim, indices, negative=True):
+        """Dimension ``dim`` takes every one of the index values ``indices`` (``negative``: where the op counts negative
+        ones from its end): a free one grows to fit them (``x.index_fill(1, [5], 0)`` on heads of any number needs 6)."""
+        if indices is not None and indices.size:
+            self.bounds.append(([int(max(indices.max() + 1, -indices.min() if negative else 0))], [dim]))
 
     def solve(self):
         for node in self.plan.nodes:

@@ -97,6 +97,23 @@ class ModelTensors:
             self._constants[name] = value
         return self._constants[name]
 
+    def shape_free(self, name: str) -> np.ndarray | None:
+        """The values of ``name`` in every run, where no shape sets them: a constant (:meth:`constant`), a Where whose two
+        branches are the same constant or whose condition is one, or a Cast or Identity of such; else ``None``. PyTorch's
+        exporters wrap an index that may be negative, ``Where(i + n < 0, i, Where(i < 0, i + n, i))`` with ``n`` a
+        dimension: ``i`` in every run where ``i >= 0``, whatever ``n``."""
+        value = self.constant(name)
+        node = self._producers.get(name)
+        if value is not None or node is None or node.op_type not in ("Where", "Cast", "Identity") or node.domain not in DEFAULT_DOMAINS:
+            return value
+        if node.op_type != "Where":  # the values as they are (a Cast of an index: to an index type, which holds them)
+            return self.shape_free(node.input[0])
+        condition = self.constant(node.input[0])
+        if condition is not None and (condition.all() or not condition.any()):
+            return self.shape_free(node.input[1 if condition.all() else 2])
+        taken, other = self.shape_free(node.input[1]), self.shape_free(node.input[2])
+        return taken if taken is not None and other is not None and taken.shape == other.shape and np.array_equal(taken, other) else None
+
     def _folded(self, node, name):
         """The value of the integer output ``name`` of ``node``, folded (:func:`fold`) from constant inputs, or
         ``None``. Exporters leave such chains (``step = Cast(Constant)``, ``indices = Unsqueeze(9)``); what they

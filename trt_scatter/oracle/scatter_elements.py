@@ -121,6 +121,9 @@ def input_relations(shapes: Any, node: OpNode) -> None:
     shapes.equal_shapes(indices, updates)
     for a, b in zip(indices or (), data or ()):
         shapes.bounds.append(([a], [b]))
+    axis = node.attribute("axis", 0)
+    if data and -len(data) <= axis < len(data):
+        shapes.takes(data[axis], shapes.index_values(node, "indices"))
 
 
 def plan_inputs(plan: Any, node: OpNode, rng: np.random.Generator) -> None:

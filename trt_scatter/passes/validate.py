@@ -171,7 +171,6 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     bounded = _at_shapes(model.proto, at)
     tensors = Model(bounded, model.path, model.external, model.weights).tensors
     shapes = ", ".join(f"{name} {list(at[name])}" for name in sorted(at))
-    producers = {output: node for node in model.proto.graph.node for output in node.output}
 
     inferred = []  # the model's shapes as inference gives them (a declared shape may be stale): worked out if needed
 
@@ -180,23 +179,6 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
         if not inferred:
             inferred.append(Model(_at_shapes(model.proto, {}), model.path, model.external, model.weights).tensors)
         return -1 not in (inferred[0].shape(name) or (-1,))
-
-    def shape_free(name):
-        """The values of tensor ``name`` where no shape sets them: a constant, or a Where whose two branches are the same
-        constant or whose condition is one (PyTorch's exporters wrap an index that may be negative,
-        ``Where(i + n < 0, i, Where(i < 0, i + n, i))``: ``i`` in every run where ``i >= 0``), or a Cast or Identity of
-        such; else None."""
-        value = model.tensors.constant(name)
-        node = producers.get(name)
-        if value is not None or node is None or node.op_type not in ("Where", "Cast", "Identity"):
-            return value
-        if node.op_type != "Where":  # the values as they are (a Cast of an index: to an index type, which holds them)
-            return shape_free(node.input[0])
-        condition = model.tensors.constant(node.input[0])
-        if condition is not None and (condition.all() or not condition.any()):
-            return shape_free(node.input[1 if condition.all() else 2])
-        taken, other = shape_free(node.input[1]), shape_free(node.input[2])
-        return taken if taken is not None and other is not None and taken.shape == other.shape and np.array_equal(taken, other) else None
 
     written_by = {served[index].output[0]: served[index].input[0] for index in plugin_nodes if served[index].output}
 
@@ -230,7 +212,7 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
             continue
         # each index's values in every run, where no shape sets them (folding at these shapes misses a wrap of the
         # index into a write's output: a Shape of a tensor a node computes is folded nowhere)
-        fixed = {name: shape_free(checked.inputs[name]) for name in checked.op.index_inputs if name in checked.inputs}
+        fixed = {name: model.tensors.shape_free(checked.inputs[name]) for name in checked.op.index_inputs if name in checked.inputs}
         fixed = {name: value for name, value in fixed.items() if value is not None}
         try:
             oracle.module(checked.op).check_node(reading(checked, fixed))
