@@ -7,8 +7,12 @@ which TensorRT's ONNX parser turns into constant inputs of the plugin.
 
 import contextlib
 import ctypes
+import functools
+import gc
 import logging
+import os
 import shutil
+import traceback
 
 import ml_dtypes
 import numpy as np
@@ -410,12 +414,43 @@ def cpu_kernels():
         yield kernels
 
 
-# Why the tests build few plugin objects late and parse or build with plugins in forked children
-# (onnx_fixtures.run_forked): the TensorRT-RTX 1.7.1 heap bug (scripts/rtx_plugin_heap_bug.py). Once a network whose ONNX
-# parser hosted a Python plugin is destroyed, a process that keeps creating Python plugin objects while it allocates
-# other memory corrupts its heap and aborts later ("double free or corruption", "malloc_consolidate(): invalid chunk
-# size"). Keeping parses out of the pytest process keeps the plugin objects the other tests create safe. (CUDA does not
-# survive fork: GPU tests do not fork.)
+def forked(test):
+    """Runs a test that parses or builds with plugins in a forked child process; its failure is re-raised here.
+
+    TensorRT-RTX 1.7.1 bug (scripts/rtx_plugin_heap_bug.py): once a network whose ONNX parser hosted
+    a Python plugin is destroyed, a process that keeps creating Python plugin objects while it
+    allocates other memory corrupts its heap and aborts later ("double free or corruption",
+    "malloc_consolidate(): invalid chunk size"). Keeping parses out of the pytest process keeps the
+    plugin objects the other tests create safe. (CUDA does not survive fork: GPU tests do not use this.)
+    """
+
+    @functools.wraps(test)
+    def run(*args, **kwargs):
+        if not hasattr(os, "fork"):
+            return test(*args, **kwargs)
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # child: run the test, report its failure through the pipe, never return to pytest
+            gc.freeze()  # the parent's objects are left out of this process's collections: walking them would copy every page they are on
+            os.close(read)
+            try:
+                test(*args, **kwargs)
+                report = b""
+            except BaseException:
+                report = traceback.format_exc().encode() or b"failed"
+            with os.fdopen(write, "wb") as pipe:
+                pipe.write(report)
+            os._exit(0)
+        os.close(write)
+        with os.fdopen(read, "rb") as pipe:
+            report = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        if report:
+            raise AssertionError("in the forked build process:\n" + report.decode(errors="replace"))
+        if status:
+            raise AssertionError(f"the forked build process died (wait status {status})")
+
+    return run
 
 
 def reduce_model(op_type, data_shape, indices_shape, updates_shape, dtype="float32", index_dtype="int64", indices=None, **attrs):

@@ -19,7 +19,7 @@ Plugin = plugin_class(SCATTER_ELEMENTS_REDUCE)
 trt = tensorrt()
 F32, F16, BF16, I8, U8, I32, I64, BOOL = (trt.DataType.FLOAT, trt.DataType.HALF, trt.DataType.BF16, trt.DataType.INT8,
                                           trt.DataType.UINT8, trt.DataType.INT32, trt.DataType.INT64, trt.DataType.BOOL)
-# Plugin objects for the enqueue tests, made at import (plugin_models says why few are made later).
+# Plugin objects for the enqueue tests, made at import (see plugin_models.forked for why few are made later).
 PLUGINS = {(reduction, include_self, inplace): Plugin(inplace, axis=1, reduction=reduction, include_self=include_self)
            for reduction in ("add", "mul", "min", "max", "mean") for include_self in (0, 1) for inplace in (False, True)}
 

@@ -24,7 +24,7 @@ from trt_scatter.plugins.base import plugin_class
 ScatterUpdatePlugin = plugin_class(SCATTER_UPDATE)
 
 trt = tensorrt()
-# Plugin objects for the many-example tests, made at import (plugin_models says why few are made later).
+# Plugin objects for the many-example tests, made at import (see plugin_models.forked for why few are made later).
 PLUGINS = {inplace: ScatterUpdatePlugin(inplace) for inplace in (False, True)}
 BUILDABLE = ["float32", "float16", "bfloat16", "int8", "int32", "int64", "bool"]  # uint8: see the SliceScatter tests
 

@@ -24,7 +24,7 @@ from trt_scatter.plugins.base import plugin_class
 SliceScatterPlugin = plugin_class(SLICE_SCATTER)
 
 trt = tensorrt()
-# Plugin objects for the many-example tests, made at import (plugin_models says why few are made later).
+# Plugin objects for the many-example tests, made at import (see plugin_models.forked for why few are made later).
 PLUGINS = {inplace: SliceScatterPlugin(inplace) for inplace in (False, True)}
 DTYPES = ["float32", "float16", "bfloat16", "int8", "int32", "int64", "bool", "uint8"]
 BOUND = st.one_of(st.integers(-7, 7), st.sampled_from([2**31 - 1, -(2**31), 2**63 - 1, -(2**63)]))
