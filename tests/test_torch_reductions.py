@@ -169,6 +169,27 @@ def test_masked_index_put_with_accumulate_adds(mask, values, dynamo):
         np.testing.assert_array_equal(result, _MaskedAccumulate(values)(data, masked).numpy())
 
 
+class _BatchPositionAccumulate(torch.nn.Module):
+    def forward(self, data, position, values):
+        return data.index_put((torch.arange(data.shape[0]), position), values, accumulate=True)
+
+
+@EXPORTERS
+def test_index_put_with_a_batch_and_a_position_index_and_accumulate_adds(dynamo):
+    """x[arange(b), pos] += v: a batch and a position index assign through one CacheScatter only without accumulate. With
+    it, the TorchScript translation wrote that CacheScatter, which assigned: 1 + 5 came out 5."""
+    import trt_scatter.torch as trt_scatter_torch
+
+    module, data, values = _BatchPositionAccumulate(), torch.ones(2, 10, 3), torch.full((2, 3), 5.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = trt_scatter_torch.export(module, (data, torch.tensor([9, 4]), values), dynamo=dynamo, input_names=["data", "position", "values"])
+    assert "CacheScatter" not in {node.op_type for node in model.graph.node}
+    for position in ([9, 4], [0, 0]):
+        (result,) = Reference(model).run({"data": data.numpy(), "position": np.array(position), "values": values.numpy()}).values()
+        np.testing.assert_array_equal(result, module(data, torch.tensor(position), values).numpy())
+
+
 def test_masked_index_put_with_accumulate_and_a_value_per_element_keeps_the_stock_form_with_dynamo():
     """A value per masked row cannot be a Where: the dynamo exporter's own translation (a NonZero) adds them."""
     import trt_scatter.torch as trt_scatter_torch

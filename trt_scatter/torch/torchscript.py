@@ -430,7 +430,7 @@ def _index_put(emitter, data, indices, values, accumulate=False):
     scalar_type = _exporter_module("_type_utils").JitScalarType
 
     tensors = [(position, index) for position, index in enumerate(indices) if not symbolic_helper._is_none(index)]
-    if len(tensors) == 2 and tensors[0][0] == 0:  # a batch index and a position index: each row at its own position
+    if len(tensors) == 2 and tensors[0][0] == 0 and not accumulate:  # a batch index and a position index: each row at its own position
         return writes.batch_position_write(emitter, data, tensors[0][1], tensors[1][1], values, tensors[1][0])
     if len(tensors) != 1:
         return None
