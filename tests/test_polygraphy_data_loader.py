@@ -14,6 +14,7 @@ from onnx_fixtures import info
 from trt_scatter import oracle
 from trt_scatter.polygraphy_ext import ScatterDataLoader
 from trt_scatter.inputs import DEFAULT_DIM
+from trt_scatter.reference import Reference
 
 
 def _declared(draw, dims, names):
@@ -643,8 +644,6 @@ def test_free_dims_grow_to_take_a_constant_index(op_type, reduction, indices, ex
     (7 for 6, or for -7 where the op counts it from the end), and the whole-model reference runs on the inputs: before, the loader drew 4 and every run failed."""
     from onnx import helper
 
-    from trt_scatter.reference import Reference
-
     indices = np.array(indices, np.int64)
     updates = {"ScatterElements": [1, 2], "ScatterND": [1], "ScatterUpdate": [1, 3]}[op_type]
     attributes = ({"axis": 1} if op_type == "ScatterElements" else {}) | ({"reduction": reduction} if reduction else {})
@@ -657,3 +656,37 @@ def test_free_dims_grow_to_take_a_constant_index(op_type, reduction, indices, ex
     feed = ScatterDataLoader(model)[0]
     assert feed["data"].shape == expected
     Reference(model).run(feed)
+
+
+def test_a_chain_of_bounds_settles_however_long():
+    """Writes of e(k-1) fed indices into e(k) rows (e0 <= e1 <= ... <= e5), listed from the far end, and a constant index 5
+    into e0 rows: each pass of the bounds carries the growth one link on. Four passes stopped at e4, and the loader
+    refused e4's write ("at most 4 elements") for a model all of whose dims can be 6."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("ScatterUpdate", [f"x{k}", f"p{k}", f"v{k}", "axis"], [f"y{k}"], domain="trt_scatter") for k in range(5, 0, -1)]
+    nodes.append(helper.make_node("ScatterElements", ["x0", "index", "u"], ["y0"], axis=1))
+    inputs = [value for k in range(5, 0, -1) for value in (info(f"x{k}", [1, f"e{k}"]), info(f"p{k}", [f"e{k - 1}"], TensorProto.INT64),
+                                                           info(f"v{k}", [1, f"e{k - 1}"]))]
+    graph = helper.make_graph(nodes, "chain", inputs + [info("x0", [1, "e0"]), info("u", [1, 1])], [info(f"y{k}", None) for k in range(6)],
+                              [onnx.numpy_helper.from_array(np.array(1, np.int64), "axis"), onnx.numpy_helper.from_array(np.array([[5]], np.int64), "index")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("trt_scatter", 1)])
+    feed = ScatterDataLoader(model)[0]
+    assert [feed[f"x{k}"].shape[1] for k in range(6)] == [6] * 6
+    Reference(model).run(feed)
+
+
+def test_a_constant_index_no_dimension_can_take_is_one_line_without_a_warning():
+    """Index 2**63 - 1: the dimension it needs is counted in Python ints (a NumPy sum overflowed, with a RuntimeWarning)."""
+    import warnings
+
+    from onnx import helper
+
+    node = helper.make_node("ScatterElements", ["data", "indices", "updates"], ["output"], axis=1)
+    graph = helper.make_graph([node], "g", [info("data", [1, "c"]), info("updates", [1, 1])], [info("output", None)],
+                              [onnx.numpy_helper.from_array(np.array([[2**63 - 1]], np.int64), "indices")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"^input 'data' of shape \(1, 9223372036854775808\) has more than 2147483647 elements"):
+            ScatterDataLoader(model)[0]

@@ -465,7 +465,7 @@ class _Shapes:
         """Dimension ``dim`` takes every one of the index values ``indices`` (``negative``: where the op counts negative
         ones from its end): a free one grows to fit them (``x.index_fill(1, [5], 0)`` on heads of any number needs 6)."""
         if indices is not None and indices.size:
-            self.bounds.append(([int(max(indices.max() + 1, -indices.min() if negative else 0))], [dim]))
+            self.bounds.append(([max(int(indices.max()) + 1, -int(indices.min()) if negative else 0)], [dim]))  # Python ints: no overflow
 
     def solve(self):
         for node in self.plan.nodes:
@@ -473,9 +473,12 @@ class _Shapes:
                 oracle.module(node.op).input_relations(self, node)
             except ScatterInputError as err:
                 raise node.error(err) from None
-        for _ in range(4):  # each pass only moves values toward the bounds
+        for _ in range(len(self.bounds) + 1):  # each pass only moves values toward the bounds; a chain settles a link a pass
+            settled = dict(self.value)
             for low, high in self.bounds:
                 self._fit(low, high)
+            if self.value == settled:
+                break
         for node, derive in self.derived:
             try:
                 derive()
