@@ -11,7 +11,8 @@ not match its updates. :class:`ScatterDataLoader` reads the model instead:
    to every scatter node, whose shape relations (each op's ``input_relations``, in its oracle
    module) are equalities (updates = indices for ScatterElements...), solved by merging symbols. Free symbols take ``DEFAULT_DIM``, then grow or
    shrink to leave room for distinct indices, and grow to take a constant index (one PyTorch's exporters wrap for
-   negative values too: ``index_fill(1, [5], 0)`` gives at least 6 heads). Given shapes and static dims are fixed values.
+   negative values too: ``index_fill(1, [5], 0)`` gives at least 6 heads) or hold a slice of constant positions.
+   Given shapes and static dims are fixed values.
 3. Values, per iteration from ``(seed, iteration)``, by each op's ``plan_inputs``: distinct indices (about half of
    ScatterElements' and ScatterND's in their negative form), SliceScatter start/stop/step (and
    axes) whose slice has exactly the updates' shape, in all the forms the spec allows, fitting
@@ -457,9 +458,13 @@ class _Shapes:
         return self.symbolic.symbolic_shape(node.inputs[name]) if name in node.inputs else None
 
     def index_values(self, node, name):
-        """The values of ``node``'s index input ``name`` in every run, where no shape sets them (a constant, or one
-        PyTorch's exporters wrap for negative values: ``ModelTensors.shape_free``), else ``None``."""
-        return self.plan.tensors.shape_free(node.inputs[name]) if name in node.inputs else None
+        """``(values, wrapped)``: the values of ``node``'s index input ``name`` in every run, where no shape sets them (a
+        constant, or a non-negative one PyTorch's exporters wrap: ``ModelTensors.shape_free``), or as given to that
+        wrap, negative ones counted from the end (``wrapped``: ``ModelTensors.unwrapped``); ``(None, False)`` else."""
+        if name not in node.inputs:
+            return None, False
+        given = self.plan.tensors.unwrapped(node.inputs[name])
+        return (given, True) if given is not None else (self.plan.tensors.shape_free(node.inputs[name]), False)
 
     def takes(self, dim, indices, negative=True):
         """Dimension ``dim`` takes every one of the index values ``indices`` (``negative``: where the op counts negative

@@ -114,6 +114,24 @@ class ModelTensors:
         taken, other = self.shape_free(node.input[1]), self.shape_free(node.input[2])
         return taken if taken is not None and other is not None and taken.shape == other.shape and np.array_equal(taken, other) else None
 
+    def unwrapped(self, name: str) -> np.ndarray | None:
+        """The index values ``i`` (shape-free, :meth:`shape_free`) where ``name`` is PyTorch's wrap of them over a
+        dimension ``n``, ``Where(i + n < 0, i, Where(i < 0, i + n, i))``: every value in [-n, n) counts, the negative
+        ones from the end. ``None`` for anything else."""
+        outer = self._producers.get(name)
+        if outer is None or outer.op_type != "Where" or outer.domain not in DEFAULT_DOMAINS or len(outer.input) != 3:
+            return None
+        given, inner = self.shape_free(outer.input[1]), self._producers.get(outer.input[2])
+        if given is None or inner is None or inner.op_type != "Where" or len(inner.input) != 3:
+            return None
+        test, shifted = self.constant(inner.input[0]), self._producers.get(inner.input[1])  # i < 0 (an exporter folds it), i + n
+        if test is None:
+            less = self._producers.get(inner.input[0])
+            test = None if less is None or less.op_type != "Less" or not _equal(self.shape_free(less.input[0]), given) else given < 0
+        wrap = (test is not None and np.array_equal(test, given < 0) and _equal(self.shape_free(inner.input[2]), given)
+                and shifted is not None and shifted.op_type == "Add" and any(_equal(self.shape_free(x), given) for x in shifted.input))
+        return given if wrap else None
+
     def _folded(self, node, name):
         """The value of the integer output ``name`` of ``node``, folded (:func:`fold`) from constant inputs, or
         ``None``. Exporters leave such chains (``step = Cast(Constant)``, ``indices = Unsqueeze(9)``); what they
@@ -292,3 +310,7 @@ def _declared(model):
                 shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor_type.shape.dim)
             types[value.name] = (dtypes.from_onnx(tensor_type.elem_type), shape)
     return types
+
+
+def _equal(value, other):
+    return value is not None and np.array_equal(value, other)

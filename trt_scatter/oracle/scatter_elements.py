@@ -123,7 +123,7 @@ def input_relations(shapes: Any, node: OpNode) -> None:
         shapes.bounds.append(([a], [b]))
     axis = node.attribute("axis", 0)
     if data and -len(data) <= axis < len(data):
-        shapes.takes(data[axis], shapes.index_values(node, "indices"))
+        shapes.takes(data[axis], shapes.index_values(node, "indices")[0])
 
 
 def plan_inputs(plan: Any, node: OpNode, rng: np.random.Generator) -> None:

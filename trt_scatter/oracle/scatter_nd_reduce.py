@@ -122,7 +122,7 @@ def input_relations(shapes: Any, node: OpNode, op: str = OP) -> None:
         shapes.equal(indices[-1], len(data))
     k = shapes.of(indices[-1])
     shapes.equal_shapes(updates, list(indices[:-1]) + list(data[k:]))  # any number of rows: repeats combine
-    rows = shapes.index_values(node, "indices")
+    rows = shapes.index_values(node, "indices")[0]
     if rows is not None and rows.ndim and rows.shape[-1] <= len(data):
         for column in range(rows.shape[-1]):  # column c of the rows addresses data's dimension c
             shapes.takes(data[column], rows[..., column])

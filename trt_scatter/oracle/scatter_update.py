@@ -179,7 +179,8 @@ def input_relations(shapes: Any, node: OpNode) -> None:
     axis = _constant_axis(shapes.plan, node, len(data))
     shapes.equal_shapes(updates, list(data[:axis]) + list(indices) + list(data[axis + 1 :]))
     shapes.bounds.append((list(indices), [data[axis]]))
-    shapes.takes(data[axis], shapes.index_values(node, "indices"), negative=False)  # the spec takes none
+    values, wrapped = shapes.index_values(node, "indices")
+    shapes.takes(data[axis], values, negative=wrapped)  # the spec takes none, but a wrap reads them from the end
 
 
 def input_capacity(plan: Any, node: OpNode) -> int | None:

@@ -213,7 +213,23 @@ def input_relations(shapes: Any, node: OpNode) -> None:
         if fixed:
             node.fixed[axis] = fixed
             shapes.derived.append((node, lambda axis=axis, fixed=fixed: _derive_length(shapes, node, axis, fixed)))
+            shapes.takes(a, _reach(fixed))
         shapes.bounds.append(([b], [a]))
+
+
+def _reach(fixed):
+    """The farthest position of data that a slice of constant start, stop and step reaches, as an index (negative: from
+    data's end): a free dim of data holds it (``x[:, 5] = v`` needs 6, ``x[:, -6] = v`` too). ``None`` where start and
+    stop count from different ends, or stop runs to the end."""
+    start, stop, step = (fixed.get(key) for key in ("start", "stop", "step"))
+    if None in (start, stop, step):
+        return None
+    if -2**31 < start < stop < 0 and step > 0:  # both from the end
+        return np.array([start])
+    if not (0 <= start < 2**31 and 0 <= stop < 2**31):
+        return None
+    last = stop - 1 if step > 0 else start  # a negative step starts at the end it reaches
+    return np.array([last]) if (start < stop if step > 0 else stop < start) else None
 
 
 def _derive_length(shapes, node, axis, fixed):
