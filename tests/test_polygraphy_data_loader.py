@@ -692,23 +692,25 @@ def test_a_constant_index_no_dimension_can_take_is_one_line_without_a_warning():
             ScatterDataLoader(model)[0]
 
 
-@pytest.mark.parametrize("given, folded, rows", [([-6], True, 6), ([5, -1], False, 6), ([-2], False, DEFAULT_DIM)])
+@pytest.mark.parametrize("given, folded, rows", [([-6], True, 6), ([5, -1], False, 6), ([-2], False, DEFAULT_DIM), ([-6, 2], "n = 100", 95)])
 def test_free_rows_grow_to_take_an_index_as_given_to_pytorchs_wrap(given, folded, rows):
     """``x.index_fill(0, given, 0)`` as both exporters write it: ``Where(i + n < 0, i, Where(i < 0, i + n, i))``, the inner
     test folded to a constant by the dynamo exporter. -6 needs 6 rows, [5, -1] 6, -2 the default 4; before, the wrap
-    of a negative index was read as nothing and the rows stayed 4."""
+    of a negative index was read as nothing and the rows stayed 4. A wrap over a constant (100) is its folded values
+    (94 for -6): 95 rows."""
     from onnx import helper
 
     def constant(name, value, dtype=np.int64):
         return onnx.numpy_helper.from_array(np.array(value, dtype), name)
 
-    test = [] if folded else [helper.make_node("Less", ["given", "zero"], ["negative"])]
-    nodes = [helper.make_node("Shape", ["data"], ["n"], start=0, end=1), helper.make_node("Add", ["given", "n"], ["plus_n"]), *test,
+    test = [] if folded is True else [helper.make_node("Less", ["given", "zero"], ["negative"])]
+    dimension = helper.make_node("Constant", [], ["n"], value=constant("n", [100])) if folded == "n = 100" else helper.make_node("Shape", ["data"], ["n"], start=0, end=1)
+    nodes = [dimension, helper.make_node("Add", ["given", "n"], ["plus_n"]), *test,
              helper.make_node("Where", ["negative", "plus_n", "given"], ["inner"]), helper.make_node("Less", ["plus_n", "zero"], ["below"]),
              helper.make_node("Where", ["below", "given", "inner"], ["index"]),
              helper.make_node("ScatterUpdate", ["data", "index", "fill", "axis"], ["output"], domain="trt_scatter", name="fill")]
     initializers = [constant("axis", 0), constant("given", given), constant("zero", [0]), constant("fill", np.zeros((len(given), 3)), np.float32)]
-    initializers += [constant("negative", np.array(given) < 0, bool)] if folded else []
+    initializers += [constant("negative", np.array(given) < 0, bool)] if folded is True else []
     graph = helper.make_graph(nodes, "wrap", [info("data", ["n", 3])], [info("output", None)], initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
     feed = ScatterDataLoader(model)[0]
@@ -716,11 +718,13 @@ def test_free_rows_grow_to_take_an_index_as_given_to_pytorchs_wrap(given, folded
     Reference(model).run(feed)
 
 
-@pytest.mark.parametrize("start, stop, step, length, size", [(5, 6, 1, 1, 6), (-6, -5, 1, 1, 6), (7, 2, -1, 5, 8), (1, 9, 3, 3, 9),
-                                                              (-3, 2**62, 1, 3, DEFAULT_DIM), (-3, 2, 1, 1, DEFAULT_DIM)])
+@pytest.mark.parametrize("start, stop, step, length, size", [(5, 6, 1, 1, 6), (-6, -5, 1, 1, 6), (7, 2, -1, 5, 8), (1, 9, 3, 3, 8),
+                                                              (-3, 2**62, 1, 3, DEFAULT_DIM), (-3, 2, 1, 1, DEFAULT_DIM),
+                                                              (0, 2**31 - 1, 1, 4, DEFAULT_DIM)])
 def test_free_dims_grow_to_hold_a_slice_of_constant_positions(start, stop, step, length, size):
     """``x[:, 5] = v`` (a SliceScatter from 5 to 6): data's free dim grows to hold the farthest position the slice reaches,
-    counted from either end; a slice to the end, or one whose start and stop count from different ends, leaves it be."""
+    counted from either end (0:9:3 reaches 6, not 8); a slice to the end (INT32_MAX or more is an end), or one whose start and
+    stop count from different ends, leaves it be."""
     from trt_scatter.onnx_models import slice_scatter_model
 
     model = slice_scatter_model((2, "n"), [start], [stop], [step], [1], updates_shape=(2, length))

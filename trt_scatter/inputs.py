@@ -463,8 +463,8 @@ class _Shapes:
         wrap, negative ones counted from the end (``wrapped``: ``ModelTensors.unwrapped``); ``(None, False)`` else."""
         if name not in node.inputs:
             return None, False
-        given = self.plan.tensors.unwrapped(node.inputs[name])
-        return (given, True) if given is not None else (self.plan.tensors.shape_free(node.inputs[name]), False)
+        values = self.plan.tensors.shape_free(node.inputs[name])  # first: a wrap that folds whole is its folded values
+        return (values, False) if values is not None else (self.plan.tensors.unwrapped(node.inputs[name]), True)
 
     def takes(self, dim, indices, negative=True):
         """Dimension ``dim`` takes every one of the index values ``indices`` (``negative``: where the op counts negative

@@ -128,8 +128,12 @@ class ModelTensors:
         if test is None:
             less = self._producers.get(inner.input[0])
             test = None if less is None or less.op_type != "Less" or not _equal(self.shape_free(less.input[0]), given) else given < 0
+        below = self._producers.get(outer.input[0])  # i + n < 0, of the same sum
         wrap = (test is not None and np.array_equal(test, given < 0) and _equal(self.shape_free(inner.input[2]), given)
-                and shifted is not None and shifted.op_type == "Add" and any(_equal(self.shape_free(x), given) for x in shifted.input))
+                and below is not None and below.op_type == "Less" and below.input[0] == inner.input[1]
+                and shifted is not None and shifted.op_type == "Add" and len(shifted.input) == 2
+                and sorted(self.shape_free(x) is None for x in shifted.input) == [False, True]  # i and a dimension, not a constant
+                and any(_equal(self.shape_free(x), given) for x in shifted.input))
         return given if wrap else None
 
     def _folded(self, node, name):

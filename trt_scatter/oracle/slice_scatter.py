@@ -219,17 +219,19 @@ def input_relations(shapes: Any, node: OpNode) -> None:
 
 def _reach(fixed):
     """The farthest position of data that a slice of constant start, stop and step reaches, as an index (negative: from
-    data's end): a free dim of data holds it (``x[:, 5] = v`` needs 6, ``x[:, -6] = v`` too). ``None`` where start and
-    stop count from different ends, or stop runs to the end."""
+    data's end): a free dim of data holds it (``x[:, 5] = v`` needs 6, ``x[:, -6] = v`` too, ``x[:, 0:8:3]`` 7). ``None``
+    where start and stop count from different ends, or one is an end marker (INT32_MAX, INT64_MAX and their negatives)."""
     start, stop, step = (fixed.get(key) for key in ("start", "stop", "step"))
-    if None in (start, stop, step):
+    if None in (start, stop, step) or step == 0 or not all(abs(value) < _END for value in (start, stop)):
         return None
-    if -2**31 < start < stop < 0 and step > 0:  # both from the end
+    if start < stop < 0 and step > 0:  # both from the end
         return np.array([start])
-    if not (0 <= start < 2**31 and 0 <= stop < 2**31):
+    if start < 0 or stop < 0 or (start >= stop if step > 0 else stop >= start):
         return None
-    last = stop - 1 if step > 0 else start  # a negative step starts at the end it reaches
-    return np.array([last]) if (start < stop if step > 0 else stop < start) else None
+    return np.array([start + (stop - 1 - start) // step * step if step > 0 else start])  # a negative step starts farthest
+
+
+_END = 2**31 - 1  # a start or stop this far or farther is an end of the axis, whatever its size
 
 
 def _derive_length(shapes, node, axis, fixed):

@@ -145,10 +145,7 @@ def index_put(g: GraphContext, self, indices: torch._C.Value, values: torch._C.V
         written = _index_put(_Emitter(g), self, unpacked, values, accumulate=accumulating)
         if written is None:
             written = (_masked_accumulate if accumulating else _masked_assign)(_Emitter(g), self, unpacked, values)
-    if written is None and accumulating:  # the stock symbolic: ScatterND (no reduction) into zeros, plus self
-        logger.warning("trt_scatter.torch: aten::index_put with accumulate=True and several index tensors: PyTorch's "
-                       "TorchScript translation adds repeated indices once where eager PyTorch sums every value")
-    if written is None:
+    if written is None:  # with accumulate, ScatterND (no reduction) into zeros plus self, which the rewrite pass sums as eager does
         return stock(g, "a mask, several index tensors or data of unknown rank", self, indices, values, accumulate)
     return written
 
