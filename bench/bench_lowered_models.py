@@ -152,11 +152,12 @@ def _trt_layers(model):
     try:
         from trt_scatter.backend import tensorrt
         from trt_scatter.backend import trt_logger
+        from trt_scatter.backend import new_builder
 
         trt = tensorrt()
     except ImportError:
         return "-"
-    builder = trt.Builder(trt_logger())
+    builder = new_builder()
     network = builder.create_network(0)
     parser = trt.OnnxParser(network, trt_logger())
     if not parser.parse(model.SerializeToString()):

@@ -14,7 +14,7 @@ import argparse
 import numpy as np
 
 from trt_scatter.backend import tensorrt
-from trt_scatter.backend import trt_logger
+from trt_scatter.backend import new_builder
 from trt_scatter.networks import add_scatter_elements, add_scatter_nd, add_scatter_update, add_slice_scatter
 from trt_scatter.dtypes import to_tensorrt
 from trt_scatter.oracle import slice_geometry
@@ -60,7 +60,7 @@ def _updates_shape(op, shape, params):
 
 def measure(op, shape, params, dynamic):
     trt = tensorrt()
-    network = trt.Builder(trt_logger()).create_network(0)
+    network = new_builder().create_network(0)
     updates_shape = _updates_shape(op, shape, params)
 
     def add(name, dtype, dims, static_last=False):

@@ -113,13 +113,14 @@ def _layers_in_child(model, case, dynamic):
 
     from trt_scatter.backend import tensorrt
     from trt_scatter.backend import trt_logger
+    from trt_scatter.backend import new_builder
 
     trt = tensorrt()
     if any(node.domain == "trt_scatter" for node in model.graph.node):
         from trt_scatter.plugins import register
 
         register()
-    builder = trt.Builder(trt_logger())
+    builder = new_builder()
     network = builder.create_network(0)
     parser = trt.OnnxParser(network, trt_logger())
     if not parser.parse(model.SerializeToString()):

@@ -12,6 +12,7 @@ import pytest
 import trt_scatter.plugins as plugins
 from trt_scatter.backend import tensorrt
 from trt_scatter.backend import trt_logger
+from trt_scatter.backend import new_builder
 
 INT32_MAX, INT32_MIN = 2**31 - 1, -(2**31)
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
@@ -27,8 +28,7 @@ def run_onnx(model, feeds):
 
 
 def new_network():
-    trt = tensorrt()
-    builder = trt.Builder(trt_logger())
+    builder = new_builder()
     return builder, builder.create_network(0)
 
 

@@ -25,6 +25,7 @@ from trt_scatter.dtypes import BFLOAT16
 from trt_scatter.ops import OPS, SCATTER_UPDATE, SLICE_SCATTER
 from trt_scatter.backend import tensorrt
 from trt_scatter.backend import trt_logger
+from trt_scatter.backend import new_builder
 
 DOMAIN = "trt_scatter"
 
@@ -82,7 +83,7 @@ def build(model, profile=None, aliasing=False):
     """
     trt = tensorrt()
     plugins.register()
-    builder = trt.Builder(trt_logger())
+    builder = new_builder()
     network = builder.create_network(0)
     parser = trt.OnnxParser(network, trt_logger())
     if not parser.parse(model.SerializeToString()):

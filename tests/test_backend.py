@@ -313,6 +313,23 @@ def test_collection_stays_off_while_any_thread_is_inside_tensorrt():
 
 
 @needs_tensorrt_rtx
+def test_new_builder_makes_the_builder_with_collection_off(monkeypatch):
+    """Creating a builder may log while TensorRT holds its lock; the logger pauses collection once Python runs it, but the
+    call allocates before that, and a collection there that freed an old builder hung the suite. new_builder calls
+    TensorRT's Builder with collection off already, and turns it on again after."""
+    seen, logger = [], backend.trt_logger()
+
+    class Recording:
+        @staticmethod
+        def Builder(given):
+            seen.append((gc.isenabled(), given is logger))
+            return "builder"
+
+    monkeypatch.setattr(backend, "tensorrt", lambda: Recording)
+    assert backend.new_builder() == "builder" and seen == [(False, True)] and gc.isenabled()
+
+
+@needs_tensorrt_rtx
 def test_tensorrt_reports_through_trt_logger(fresh, caplog):
     fresh.setenv(backend.ENV_VAR, "tensorrt_rtx")
     trt = backend.tensorrt()

@@ -269,10 +269,10 @@ def test_aliased_plugin_io_enables_that_preview_feature_and_keeps_the_defaults()
     from polygraphy.backend.trt import CreateConfig
 
     from trt_scatter.engine import with_aliased_plugin_io
-    from trt_scatter.backend import trt_logger
+    from trt_scatter.backend import new_builder
 
     trt = backend.tensorrt()
-    builder = trt.Builder(trt_logger())
+    builder = new_builder()
     network = builder.create_network(0)
     defaults = builder.create_builder_config()
     enabled = {f for f in trt.PreviewFeature.__members__.values() if defaults.get_preview_feature(f)}

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from trt_scatter.backend import tensorrt
-from trt_scatter.backend import trt_logger
+from trt_scatter.backend import new_builder
 from trt_scatter.networks import (add_scatter_elements, add_scatter_elements_reduce, add_scatter_nd, add_scatter_nd_reduce, add_scatter_update,
                                   add_slice_scatter, add_tensor_scatter)
 from trt_scatter.oracle import ScatterInputError
@@ -17,7 +17,7 @@ CONSTANT_RULE = "must be a constant (an int, a list or a NumPy array): its value
 
 @pytest.fixture
 def net():
-    network = trt.Builder(trt_logger()).create_network(0)
+    network = new_builder().create_network(0)
     tensors = {
         "data": network.add_input("data", trt.float32, (4, 5)),
         "updates": network.add_input("updates", trt.float32, (4, 3)),
@@ -90,7 +90,7 @@ def test_a_network_that_is_not_one_is_refused_in_one_line(net, network):
 def test_a_tensor_of_another_network_is_refused_by_name(net, add):
     """TensorRT logs a usage error and returns no layer for it, and the builder failed later on a None."""
     network, tensors = net
-    other = trt.Builder(trt_logger()).create_network(0)
+    other = new_builder().create_network(0)
     foreign = other.add_identity(other.add_input("data", trt.float32, (4, 5))).get_output(0)
     layers = network.num_layers
     with pytest.raises(ScatterInputError, match=r"must be an ITensor of this network \(it is another network's\)"):
@@ -110,7 +110,7 @@ def test_a_parameter_tensor_of_another_network_is_refused_by_name(net, add, name
     """start/stop/step/axes and ScatterUpdate's axis may be ITensors: another network's is refused before any layer
     (TensorRT logged a usage error, and the builder failed on a None with an AttributeError)."""
     network, tensors = net
-    other = trt.Builder(trt_logger()).create_network(0)
+    other = new_builder().create_network(0)
     foreign = other.add_input("parameter", trt.int64, (1,))
     layers = network.num_layers
     with pytest.raises(ScatterInputError, match=rf"'{name}' must be an ITensor of this network \(it is another network's\)"):
@@ -139,7 +139,7 @@ UINT8_RULE = "must not be uint8 for TensorRT's own layers (IScatterLayer has no 
 ], ids=["scatter_elements", "scatter_nd", "scatter_update", "slice_scatter"])
 def test_uint8_data_is_refused_by_name_before_any_layer(add, message):
     """TensorRT's IScatterLayer has no uint8: the native builders say so before they add a layer."""
-    network = trt.Builder(trt_logger()).create_network(0)
+    network = new_builder().create_network(0)
     data, updates = network.add_input("data", trt.uint8, (4, 3)), network.add_input("updates", trt.uint8, (2, 3))
     indices = network.add_input("indices", trt.int64, (2, 3))
     with pytest.raises(ScatterInputError) as caught:

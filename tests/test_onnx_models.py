@@ -118,12 +118,13 @@ def test_plugin_models_parse_into_plugins_when_they_are_registered():
         """
         from trt_scatter.backend import tensorrt
         from trt_scatter.backend import trt_logger
+        from trt_scatter.backend import new_builder
         from trt_scatter.onnx_models import slice_scatter_model, scatter_update_model
         from trt_scatter.plugins import register
         register()
         trt = tensorrt()
         for model in (slice_scatter_model((2, 5), [-25], [25], [2], [1]), scatter_update_model((3, 5), (2,), 1)):
-            builder = trt.Builder(trt_logger())
+            builder = new_builder()
             network = builder.create_network(0)
             parser = trt.OnnxParser(network, trt_logger())
             assert parser.parse(model.SerializeToString()), [str(parser.get_error(i)) for i in range(parser.num_errors)]

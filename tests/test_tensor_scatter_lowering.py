@@ -86,9 +86,9 @@ def test_forbidden_write_indices_write_inside_the_output(mode):
 @pytest.mark.parametrize("mode", ["linear", "circular"])
 def test_tensorrt_network_builds(dynamic, mode):
     trt = tensorrt()
-    from trt_scatter.backend import trt_logger
+    from trt_scatter.backend import new_builder
 
-    builder = trt.Builder(trt_logger())
+    builder = new_builder()
     network = builder.create_network(0)
     dims = (-1, 8, 16, 4) if dynamic else (2, 8, 16, 4)
     cache = network.add_input("past_cache", trt.float16, dims)
@@ -107,9 +107,9 @@ def test_tensorrt_network_builds(dynamic, mode):
 
 def test_bad_inputs_fail_before_tensorrt_with_the_oracles_message():
     trt = tensorrt()
-    from trt_scatter.backend import trt_logger
+    from trt_scatter.backend import new_builder
 
-    network = trt.Builder(trt_logger()).create_network(0)
+    network = new_builder().create_network(0)
     cache = network.add_input("past_cache", trt.float32, (2, 8, 4))
     update = network.add_input("update", trt.float32, (2, 9, 4))
     with pytest.raises(ScatterInputError, match=r"tensor_scatter: 'update' must have at most past_cache's 8 entries on axis 1"):

@@ -122,18 +122,35 @@ def no_collection_inside_tensorrt() -> Iterator[None]:
     reference cycle waits on that lock: the process hangs. So no collection starts inside the block, in any thread
     (collection is one setting for the process: the blocks are counted, and the last one out turns it back on if it
     was on); such garbage is freed after it."""
-    with _paused:
-        if _pauses["depth"] == 0:
-            _pauses["restore"] = gc.isenabled()
-            gc.disable()
-        _pauses["depth"] += 1
+    _pause_collection()
     try:
         yield
     finally:
-        with _paused:
-            _pauses["depth"] -= 1
-            if _pauses["depth"] == 0 and _pauses["restore"]:
-                gc.enable()
+        _resume_collection()
+
+
+def _pause_collection():
+    enabled = gc.isenabled()  # read and set before anything else: any allocation may start a collection
+    gc.disable()
+    with _paused:
+        if _pauses["depth"] == 0:
+            _pauses["restore"] = enabled
+        _pauses["depth"] += 1
+
+
+def _resume_collection():
+    with _paused:
+        _pauses["depth"] -= 1
+        if _pauses["depth"] == 0 and _pauses["restore"]:
+            gc.enable()
+
+
+def new_builder() -> trt.Builder:
+    """A TensorRT ``Builder`` with :func:`trt_logger`, made with no collection running: creating one logs while TensorRT
+    holds the lock that freeing another one takes (see :func:`no_collection_inside_tensorrt`). Its logger callback
+    pauses collection too, but only once Python runs it: the call itself allocates first."""
+    with no_collection_inside_tensorrt():
+        return tensorrt().Builder(trt_logger())
 
 
 @functools.lru_cache(maxsize=None)
@@ -150,7 +167,10 @@ def trt_logger() -> trt.ILogger:
 
     class _Forward(trt.ILogger):
         def log(self, severity, msg):
-            with no_collection_inside_tensorrt():  # TensorRT calls this holding a lock of its own
+            _pause_collection()  # first: TensorRT calls this holding a lock of its own
+            try:
                 logger.log(levels.get(severity, logging.INFO), "[TRT] %s", msg)
+            finally:
+                _resume_collection()
 
     return _Forward()
