@@ -464,7 +464,10 @@ class _Shapes:
         if name not in node.inputs:
             return None, False
         values = self.plan.tensors.shape_free(node.inputs[name])  # first: a wrap that folds whole is its folded values
-        return (values, False) if values is not None else (self.plan.tensors.unwrapped(node.inputs[name]), True)
+        if values is not None:
+            return values, False
+        given = self.plan.tensors.unwrapped(node.inputs[name])
+        return given, given is not None
 
     def takes(self, dim, indices, negative=True):
         """Dimension ``dim`` takes every one of the index values ``indices`` (``negative``: where the op counts negative
