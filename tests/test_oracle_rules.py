@@ -91,7 +91,7 @@ CASES = [
     case("su-axis-2d", lambda: su(axis=np.array([[1]])), "scatter_update", "axis", "must be a scalar or a 1-D tensor with one element", "shape (1, 1)"),
     # slice_scatter's start/stop/step/axes
     case("ss-duplicate-axes", lambda: ss(np.zeros((3, 4, 5), F32), np.ones((3, 2, 5), F32), (0, 0), (4, 4), (2, 2), (1, 1)), "slice_scatter", "axes", "must not repeat an axis", "[1, 1]"),
-    case("ss-duplicate-axes-negative", lambda: ss(updates=np.ones((3, 2), F32), start=(0, 0), stop=(4, 4), step=(2, 2), axes=(1, -1)), "slice_scatter", "axes", "must not repeat an axis", "[1, 1]"),
+    case("ss-duplicate-axes-negative", lambda: ss(updates=np.ones((3, 2), F32), start=(0, 0), stop=(4, 4), step=(2, 2), axes=(1, -1)), "slice_scatter", "axes", "must not repeat an axis (counted from the start: [1, 1])", "[1, -1]"),
     case("ss-step-0", lambda: ss(step=(0,)), "slice_scatter", "step", "must not contain 0", "[0]"),
     case("ss-step-0-second", lambda: ss(updates=DATA, start=(0, 0), stop=(3, 4), step=(1, 0), axes=None), "slice_scatter", "step", "must not contain 0", "[1, 0]"),
     case("ss-start-longer", lambda: ss(start=(0, 0)), "slice_scatter", "start/stop/step/axes", "must have equal lengths", "{'start': 2, 'stop': 1, 'step': 1, 'axes': 1}"),

@@ -204,7 +204,7 @@ def test_rank_0_data():
     "params, message",
     [
         (dict(step=(0,)), "'step' must not contain 0 (got [0])"),
-        (dict(start=(0, 0), stop=(1, 1), step=(1, 1), axes=(1, -1)), "'axes' must not repeat an axis (got [1, 1])"),
+        (dict(start=(0, 0), stop=(1, 1), step=(1, 1), axes=(1, -1)), "'axes' must not repeat an axis (counted from the start: [1, 1]) (got [1, -1])"),
         (dict(axes=(2,)), "'axes' must be in [-2, 1] for 'data' of rank 2 (got 2)"),
         (dict(start=(0, 0, 0), stop=(1, 1, 1), step=(1, 1, 1)), "'axes' must be in [-2, 1] for 'data' of rank 2 (got 2)"),
         (dict(stop=(1, 2)), "'start/stop/step/axes' must have equal lengths (got {'start': 1, 'stop': 2, 'step': 1, 'axes': 1})"),

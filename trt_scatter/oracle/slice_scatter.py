@@ -64,9 +64,9 @@ def check_slice_scatter(data_shape: Sequence[int | None], updates_shape: Sequenc
     if axes is None:
         axes = list(range(len(start)))
     _check_lengths({"start": len(start), "stop": len(stop), "step": len(step), "axes": len(axes)})
-    axes = [rules.normalize_axis(OP, "axes", axis, rank) for axis in axes]
+    given, axes = list(axes), [rules.normalize_axis(OP, "axes", axis, rank) for axis in axes]
     if len(set(axes)) != len(axes):
-        raise rules.ScatterInputError(OP, "axes", "must not repeat an axis", axes)
+        raise rules.ScatterInputError(OP, "axes", f"must not repeat an axis (counted from the start: {axes})", given)
     _check_step(step)
 
     expected = slice_shape(data_shape, start, stop, step, axes)
