@@ -583,7 +583,8 @@ def test_a_graph_input_of_a_type_tensorrt_has_not_is_named(tmp_path, capsys):
 def test_a_profile_that_breaks_a_plugins_shape_rule_names_the_rule(tmp_path, capsys, at_max_only):
     """TensorRT says only that the plugin's "output shape computation failed with a non-zero return code": the build
     names the plugin, the shapes it got and the rule (exit 2, the profile is the user's to mend). Where only the max
-    shapes break it, TensorRT said nothing and built an engine that writes nothing there."""
+    shapes break it, TensorRT said nothing and built an engine that writes nothing there. The command refuses the profile
+    before TensorRT runs (where it builds from Python, the plugin does)."""
     import onnx
 
     from trt_scatter import onnx_models
@@ -603,7 +604,11 @@ def test_a_profile_that_breaks_a_plugins_shape_rule_names_the_rule(tmp_path, cap
     arguments = [argument for flag, bound in (("--min", 0), ("--opt", 1), ("--max", 2))
                  for argument in (flag, *(f"{name}:{list(bounds[bound])}".replace(" ", "") for name, bounds in profile.items()))]
     assert main(["build", str(tmp_path / "model.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *arguments]) == 2
-    assert capsys.readouterr().err == f"trt-scatter build: error: {message}\n"
+    # the command checks the plugins' rules at the profile's bounds before TensorRT runs, and names the bound
+    bound, rows = ("largest", 4) if at_max_only else ("smallest", 1)
+    assert capsys.readouterr().err == (f"trt-scatter build: error: the profile's {bound} shapes break a plugin's rule: SliceScatter plugin, "
+                                       f"input shapes [({rows}, 2), ({rows}, 3), (1,), (1,), (1,), (1,)]: slice_scatter: 'updates' "
+                                       "dimension 1 must be at most data's (2) to be a slice of it (got 3)\n")
 
 
 @pytest.mark.parametrize("indices, smallest_rows, message", [
@@ -928,3 +933,18 @@ def test_a_plugin_node_writing_uint8_data_is_one_line(tmp_path, capsys):
     assert main(["build", str(tmp_path / "bytes.onnx"), "--plugins", "-o", str(tmp_path / "m.engine")]) == 2
     assert capsys.readouterr().err == (f"trt-scatter build: error: {tmp_path / 'bytes.onnx'}: ScatterUpdate node 'write' writes uint8 data, which TensorRT takes only at "
                                        "the network's inputs and outputs, and there only from an identity or a cast, not a plugin: keep the tensor as int8 (the same bytes)\n")
+
+
+def test_a_profile_whose_smallest_data_is_empty_is_refused_with_the_rule_before_tensorrt_runs(tmp_path, capsys):
+    """Three ScatterND reductions (served by the plugin) and at least one index row into data of 0 rows: the plugin's rule
+    refuses it, and with three such nodes TensorRT-RTX aborted the build process after the plugin's refusal, so the
+    command said only that TensorRT crashed. The profile is checked against the plugins' rules first."""
+    nodes = [helper.make_node("ScatterND", ["x", "indices", "updates"], [f"y{k}"], reduction=reduction) for k, reduction in enumerate(("add", "mul", "add"))]
+    graph = helper.make_graph(nodes, "g", [_float("x", ["N", 4]), helper.make_tensor_value_info("indices", TensorProto.INT64, ["E", 1]),
+                                           _float("updates", ["E", 4])], [_float(f"y{k}", ["N", 4]) for k in range(3)])
+    onnx.save(_model(graph), tmp_path / "m.onnx")
+    profile = {"x": ((0, 4), (8, 4), (64, 4)), "indices": ((1, 1), (16, 1), (256, 1)), "updates": ((1, 4), (16, 4), (256, 4))}
+    assert main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)]) == 2
+    assert capsys.readouterr().err == ("trt-scatter build: error: the profile's smallest shapes break a plugin's rule: ScatterNDReduce plugin, "
+                                       "input shapes [(0, 4), (1, 1), (1, 4)]: scatter_nd_reduce: 'indices' must be empty: data's "
+                                       "dimension 0 has size 0, so no index is in range (got shape (1,))\n")

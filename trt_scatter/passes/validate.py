@@ -163,6 +163,7 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     # a refusal names the user's op; to_plugins keeps the nodes' order.
     served = list(to_plugins(model).graph.node)
     plugin_nodes = {index for index, node in enumerate(served) if ops.is_trt_scatter(node) and node.input}
+    _check_plugin_shapes_at_bounds(model, profile, dynamic, served, plugin_nodes)
     written = {served[index].input[0] for index in plugin_nodes}
     if not written & set(dynamic):
         return
@@ -225,6 +226,34 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
                 continue  # a rule of shapes, not of the index's values
             raise ModelError(f"in every run the profile allows, as at its largest data and smallest other inputs ({shapes}): "
                              f"{checked.error(err)}") from None
+
+
+def _check_plugin_shapes_at_bounds(model, profile, dynamic, served, plugin_nodes):
+    """Each plugin node's shape rules (its kernel module's ``check_shapes``, as the plugin's ``configure_plugin`` checks
+    them) at the profile's smallest shapes, all inputs together, then at its largest: refused here, before TensorRT runs,
+    in the plugin's words and the bound's. TensorRT-RTX aborts the build process after a plugin refuses shapes in some
+    networks (three reduction nodes and a smallest data of 0 rows), so the plugin's own refusal could end in a crash
+    instead of the rule. Only nodes whose every input dimension is a number or a graph input's named dimension: those
+    are the profile's bounds in TensorRT too (a dimension computed from several inputs has bounds of its own there)."""
+    from trt_scatter.plugins.kernels import module
+
+    named = {dim.dim_param for value in model.proto.graph.input for dim in value.type.tensor_type.shape.dim if dim.dim_param}
+    exact = [index for index in sorted(plugin_nodes)
+             if all((shape := model.tensors.symbolic_shape(name)) is not None and all(isinstance(d, int) or d in named for d in shape)
+                    for name in served[index].input if name)]
+    for bound, label in ((0, "smallest"), (2, "largest")) if exact else ():
+        tensors = Model(_at_shapes(model.proto, {name: profile[name][bound] for name in dynamic}), model.path, model.external, model.weights).tensors
+        for index in exact:
+            node = OpNode(served[index], index, tensors)
+            shapes = [tensors.shape(name) for name in served[index].input if name]
+            if any(shape is None or -1 in shape for shape in shapes):
+                continue  # a shape inference cannot tell: the plugin checks what TensorRT gives it
+            attributes = {name: node.attribute(name, attribute.default) for name, attribute in node.op.attributes.items() if name != "inplace"}
+            try:
+                module(node.op).check_shapes(shapes, **attributes)
+            except ScatterInputError as err:
+                raise ModelError(f"the profile's {label} shapes break a plugin's rule: {node.op.name} plugin, input shapes "
+                                 f"{[tuple(shape) for shape in shapes]}: {err}") from None
 
 
 def _at_shapes(proto, shapes):
