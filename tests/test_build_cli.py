@@ -722,10 +722,12 @@ def test_constant_indices_a_rule_breaks_only_at_every_inputs_largest_shapes_buil
 @pytest.mark.parametrize("case", ["updates a graph input", "after a node whose rule only every input's largest shapes break",
                                   "a standard ScatterND with a reduction", "updates broadcast to data's shape",
                                   "the index wrapped as PyTorch's exporters wrap it", "the index wrapped, then cast to int32",
-                                  "a second write into the first one's output", "a wrap of the index over a first write's output"])
+                                  "a second write into the first one's output", "a wrap of the index over a first write's output",
+                                  "the index wrapped, -6: left as given by every size up to 4"])
 def test_a_constant_index_out_of_range_in_every_run_is_refused(tmp_path, capsys, case):
     """Index 6 into data of at most 4 rows: refused wherever the write is, whatever else the node or the model reads (updates
-    computed from data's shape, as PyTorch's exporters write ``index_fill``, were left to the plugin)."""
+    computed from data's shape, as PyTorch's exporters write ``index_fill``, were left to the plugin). So is -6 wrapped
+    as PyTorch's exporters wrap it: below minus every size the profile allows, the wrap leaves it as given."""
     inputs, outputs, profile = [_float("data", ["N", 3])], [_float("output", ["N", 3])], {"data": ((1, 3), (2, 3), (4, 3))}
     constants = [_constant("index", [6]), _constant("axis", [0]), _constant("row", np.ones((1, 3)), np.float32)]
     nodes = [helper.make_node("ScatterUpdate", ["data", "index", "row", "axis"], ["output"], domain="trt_scatter")]
@@ -749,7 +751,7 @@ def test_a_constant_index_out_of_range_in_every_run_is_refused(tmp_path, capsys,
                      helper.make_node("Less", ["plus_n", "zero"], ["below"]), helper.make_node("Less", ["given", "zero"], ["negative"]),
                      helper.make_node("Where", ["negative", "plus_n", "given"], ["wrapped"]),
                      helper.make_node("Where", ["below", "given", "wrapped"], ["index"])]
-        constants[0:1] = [_constant("given", [6]), _constant("zero", [0])]
+        constants[0:1] = [_constant("given", [-6 if "-6" in case else 6]), _constant("zero", [0])]
         if case.endswith("cast to int32"):
             nodes[5].output[0] = "index64"
             nodes.insert(6, helper.make_node("Cast", ["index64"], ["index"], to=TensorProto.INT32))
@@ -772,7 +774,7 @@ def test_a_constant_index_out_of_range_in_every_run_is_refused(tmp_path, capsys,
     assert main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)]) == 2
     error = capsys.readouterr().err
     assert error.startswith("trt-scatter build: error: in every run the profile allows, as at its largest data and smallest other inputs (") \
-        and error.endswith("'indices' values must be in [0, 3] for a dimension of size 4 (got 6)\n" if "ScatterND" not in case
+        and error.endswith(f"'indices' values must be in [0, 3] for a dimension of size 4 (got {-6 if '-6' in case else 6})\n" if "ScatterND" not in case
                            else "'indices' values must be in [-4, 3] for a dimension of size 4 (got 6)\n"), error
     assert ("): ScatterND node #0 (output 'output'): scatter_nd: " in error) == ("ScatterND" in case), error  # the user's op, not the plugin
 

@@ -466,8 +466,8 @@ class _Shapes:
         values = self.plan.tensors.shape_free(node.inputs[name])  # first: a wrap that folds whole is its folded values
         if values is not None:
             return values, False
-        given = self.plan.tensors.unwrapped(node.inputs[name])
-        return given, given is not None
+        wrap = self.plan.tensors.unwrapped(node.inputs[name])
+        return (None, False) if wrap is None else (wrap[0], True)
 
     def takes(self, dim, indices, negative=True):
         """Dimension ``dim`` takes every one of the index values ``indices`` (``negative``: where the op counts negative

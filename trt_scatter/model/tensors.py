@@ -114,10 +114,10 @@ class ModelTensors:
         taken, other = self.shape_free(node.input[1]), self.shape_free(node.input[2])
         return taken if taken is not None and other is not None and taken.shape == other.shape and np.array_equal(taken, other) else None
 
-    def unwrapped(self, name: str) -> np.ndarray | None:
-        """The index values ``i`` (shape-free, :meth:`shape_free`) where ``name`` is PyTorch's wrap of them over a
-        dimension ``n``, ``Where(i + n < 0, i, Where(i < 0, i + n, i))``: every value in [-n, n) counts, the negative
-        ones from the end. ``None`` for anything else."""
+    def unwrapped(self, name: str) -> tuple[np.ndarray, str] | None:
+        """``(i, n)``: the index values ``i`` (shape-free, :meth:`shape_free`) and the tensor ``n`` of the dimension, where
+        ``name`` is PyTorch's wrap of ``i`` over it, ``Where(i + n < 0, i, Where(i < 0, i + n, i))``: every value in
+        [-n, n) counts, the negative ones from the end. ``None`` for anything else."""
         outer = self._producers.get(name)
         if outer is None or outer.op_type != "Where" or outer.domain not in DEFAULT_DOMAINS or len(outer.input) != 3:
             return None
@@ -134,7 +134,7 @@ class ModelTensors:
                 and shifted is not None and shifted.op_type == "Add" and len(shifted.input) == 2
                 and sorted(self.shape_free(x) is None for x in shifted.input) == [False, True]  # i and a dimension, not a constant
                 and any(_equal(self.shape_free(x), given) for x in shifted.input))
-        return given if wrap else None
+        return (given, next(x for x in shifted.input if self.shape_free(x) is None)) if wrap else None
 
     def _folded(self, node, name):
         """The value of the integer output ``name`` of ``node``, folded (:func:`fold`) from constant inputs, or

@@ -204,6 +204,23 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
             target.input[:] = [swapped if each == tensor else each for each in target.input]
         return OpNode(target, checked.index, Model(copy, model.path, model.external, model.weights).tensors)
 
+    def wrapped_as_given(name):
+        """The values of PyTorch's wrap of a negative index (:meth:`ModelTensors.unwrapped`) in every run, where the
+        dimension it wraps over is one of written data's, here at its largest, and each value is non-negative or below
+        minus that: such a value stays as given at every smaller size too (``index_fill(1, [-5], 0)`` into at most 4)."""
+        wrap = model.tensors.unwrapped(name)
+        if wrap is None:
+            return None
+        values, dimension = wrap
+        source = producers.get(dimension)
+        while source is not None and source.op_type in ("Gather", "Squeeze", "Unsqueeze", "Reshape", "Cast", "Identity"):
+            source = producers.get(source.input[0])
+        largest = tensors.constant(dimension)
+        if source is None or source.op_type != "Shape" or start(source.input[0]) not in written or largest is None or largest.size != 1:
+            return None
+        return values if ((values >= 0) | (values < -int(largest.reshape(-1)[0]))).all() else None
+
+    producers = {output: node for node in model.proto.graph.node for output in node.output if output}
     for index, node in enumerate(bounded.graph.node):
         if index not in plugin_nodes or start(node.input[0]) not in dynamic:
             continue
@@ -215,6 +232,10 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
         # index into a write's output: a Shape of a tensor a node computes is folded nowhere)
         fixed = {name: model.tensors.shape_free(checked.inputs[name]) for name in checked.op.index_inputs if name in checked.inputs}
         fixed = {name: value for name, value in fixed.items() if value is not None}
+        for name in (name for name in checked.op.index_inputs if name in checked.inputs and name not in fixed):
+            stays = wrapped_as_given(checked.inputs[name])
+            if stays is not None:
+                fixed[name] = stays
         try:
             oracle.module(checked.op).check_node(reading(checked, fixed))
         except ScatterInputError as err:
