@@ -359,11 +359,12 @@ def test_inputs_the_free_dims_make_invalid_say_to_give_the_shapes(tmp_path):
     assert check(path, "--input-shapes", "data:[4,6]", "--allow-engine-not-run").returncode == 0
 
 
-@pytest.mark.parametrize("rows", ["n", 4])
+@pytest.mark.parametrize("rows", ["n", 4, "n given 4"])
 def test_an_index_wrapped_over_an_earlier_writes_shape_grows_free_rows_or_names_the_rule(tmp_path, rows):
     """``x.index_copy(0, pos, row).index_fill(0, [5], 0)`` as PyTorch's exporters write it: the fill's index is wrapped
     with the first write's Shape, which no value of ``pos`` changes, and is 5 in every run. Free rows grow to take it;
-    4 rows get one line naming the fill's rule, not ``pos`` as an input drawn for both writes."""
+    4 rows get one line naming the fill's rule, not ``pos`` as an input drawn for both writes, and 4 given by
+    --input-shapes point at those shapes (other inputs could not help)."""
     import onnx
     from onnx import TensorProto, helper
 
@@ -377,11 +378,13 @@ def test_an_index_wrapped_over_an_earlier_writes_shape_grows_free_rows_or_names_
              helper.make_node("Less", ["given", "zero"], ["negative"]), helper.make_node("Where", ["negative", "plus_n", "given"], ["inner"]),
              helper.make_node("Less", ["plus_n", "zero"], ["below"]), helper.make_node("Where", ["below", "given", "inner"], ["index"]),
              helper.make_node("ScatterUpdate", ["first", "index", "fill", "axis"], ["output"], domain="trt_scatter", name="fill")]
-    graph = helper.make_graph(nodes, "wrap", [info("data", [rows, 3]), info("pos", [1], TensorProto.INT64), info("row", [1, 3])],
-                              [info("output", [rows, 3])], [constant("axis", 0), constant("given", [5]), constant("zero", [0]),
+    dim = "n" if rows == "n given 4" else rows
+    graph = helper.make_graph(nodes, "wrap", [info("data", [dim, 3]), info("pos", [1], TensorProto.INT64), info("row", [1, 3])],
+                              [info("output", [dim, 3])], [constant("axis", 0), constant("given", [5]), constant("zero", [0]),
                                                             onnx.numpy_helper.from_array(np.zeros((1, 3), np.float32), "fill")])
     path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "wrap.onnx")
-    result = check(path, "--allow-engine-not-run", "--save-inputs", tmp_path / "inputs.json")
+    shapes = ["--input-shapes", "data:[4,3]"] if rows == "n given 4" else []
+    result = check(path, "--allow-engine-not-run", "--save-inputs", tmp_path / "inputs.json", *shapes)
     if rows == "n":
         from polygraphy.json import load_json
 
@@ -391,6 +394,8 @@ def test_an_index_wrapped_over_an_earlier_writes_shape_grows_free_rows_or_names_
     assert result.returncode == 2 and result.stderr.count("\n") == 1, output_of(result)
     assert "ScatterUpdate node 'fill': scatter_update: 'indices' values must be in [0, 3] for a dimension of size 4 (got 5)" in result.stderr
     assert "'pos'" not in result.stderr
+    if shapes:
+        assert result.stderr.rstrip().endswith("(the inputs were generated at the given --input-shapes: give others, or your inputs with --load-inputs)")
 
 
 def test_a_model_with_external_data_is_checked_from_any_directory(tmp_path):

@@ -225,7 +225,9 @@ def _check(args):
     _counted_plugin_errors(uses_plugins)  # what earlier runs in this process counted is not this check's to report
     try:
         with common.quiet_tensorrt():  # a plugin's exception is printed by TensorRT's bindings: it is counted below
-            generated = _free_dims_hint(model, args.input_shapes) or " (the inputs were generated: give yours with --load-inputs)"
+            generated = _free_dims_hint(model, args.input_shapes) or (
+                " (the inputs were generated at the given --input-shapes: give others, or your inputs with --load-inputs)"
+                if args.input_shapes else " (the inputs were generated: give yours with --load-inputs)")
             results = _run(runners, feeds, "" if args.load_inputs else generated)
     except common.CliError:  # a run failed: the kernels' counts may say why
         counted = _counted_plugin_errors(uses_plugins)
