@@ -606,7 +606,7 @@ def test_a_profile_that_breaks_a_plugins_shape_rule_names_the_rule(tmp_path, cap
     assert main(["build", str(tmp_path / "model.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *arguments]) == 2
     # the command checks the plugins' rules at the profile's bounds before TensorRT runs, and names the bound
     bound, rows = ("largest", 4) if at_max_only else ("smallest", 1)
-    assert capsys.readouterr().err == (f"trt-scatter build: error: the profile's {bound} shapes break a plugin's rule: SliceScatter plugin, "
+    assert capsys.readouterr().err == (f"trt-scatter build: error: the profile's {bound} shapes break a plugin's rule: SliceScatter node 'SliceScatter_4', "
                                        f"input shapes [({rows}, 2), ({rows}, 3), (1,), (1,), (1,), (1,)]: slice_scatter: 'updates' "
                                        "dimension 1 must be at most data's (2) to be a slice of it (got 3)\n")
 
@@ -723,7 +723,8 @@ def test_constant_indices_a_rule_breaks_only_at_every_inputs_largest_shapes_buil
                                   "a standard ScatterND with a reduction", "updates broadcast to data's shape",
                                   "the index wrapped as PyTorch's exporters wrap it", "the index wrapped, then cast to int32",
                                   "a second write into the first one's output", "a wrap of the index over a first write's output",
-                                  "the index wrapped, -6: left as given by every size up to 4"])
+                                  "the index wrapped, -6: left as given by every size up to 4",
+                                  "a wrap of -6 over a first write's output: left as given by every size up to 4"])
 def test_a_constant_index_out_of_range_in_every_run_is_refused(tmp_path, capsys, case):
     """Index 6 into data of at most 4 rows: refused wherever the write is, whatever else the node or the model reads (updates
     computed from data's shape, as PyTorch's exporters write ``index_fill``, were left to the plugin). So is -6 wrapped
@@ -755,13 +756,14 @@ def test_a_constant_index_out_of_range_in_every_run_is_refused(tmp_path, capsys,
         if case.endswith("cast to int32"):
             nodes[5].output[0] = "index64"
             nodes.insert(6, helper.make_node("Cast", ["index64"], ["index"], to=TensorProto.INT32))
-    elif case.startswith("a wrap of the index"):  # x[0] = row; x.index_fill(0, [6], 1) as dynamo writes it: n of the first's output
+    elif case.startswith("a wrap of"):  # x[0] = row; x.index_fill(0, [6], 1) as dynamo writes it: n of the first's output
         nodes[:0] = [helper.make_node("ScatterUpdate", ["data", "zero", "row", "axis"], ["first"], domain="trt_scatter"),
                      helper.make_node("Shape", ["first"], ["n"], start=0, end=1), helper.make_node("Add", ["given", "n"], ["plus_n"]),
-                     helper.make_node("Less", ["plus_n", "zero"], ["below"]), helper.make_node("Where", ["never", "plus_n", "given"], ["wrapped"]),
+                     helper.make_node("Less", ["plus_n", "zero"], ["below"]), helper.make_node("Where", ["negative", "plus_n", "given"], ["wrapped"]),
                      helper.make_node("Where", ["below", "given", "wrapped"], ["index"])]
         nodes[-1].input[0] = "first"
-        constants[0:1] = [_constant("given", [6]), _constant("zero", [0]), onnx.numpy_helper.from_array(np.array([False]), "never")]
+        constants[0:1] = [_constant("given", [-6 if "-6" in case else 6]), _constant("zero", [0]),
+                          onnx.numpy_helper.from_array(np.array(["-6" in case]), "negative")]  # the test i < 0, folded
     elif case.startswith("a second write"):  # x[0] = row; x[6] = row
         nodes[0].input[0] = "first"
         nodes.insert(0, helper.make_node("ScatterUpdate", ["data", "zero", "row", "axis"], ["first"], domain="trt_scatter"))
@@ -947,6 +949,18 @@ def test_a_profile_whose_smallest_data_is_empty_is_refused_with_the_rule_before_
     onnx.save(_model(graph), tmp_path / "m.onnx")
     profile = {"x": ((0, 4), (8, 4), (64, 4)), "indices": ((1, 1), (16, 1), (256, 1)), "updates": ((1, 4), (16, 4), (256, 4))}
     assert main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)]) == 2
-    assert capsys.readouterr().err == ("trt-scatter build: error: the profile's smallest shapes break a plugin's rule: ScatterNDReduce plugin, "
+    assert capsys.readouterr().err == ("trt-scatter build: error: the profile's smallest shapes break a plugin's rule: ScatterND node #0 (output 'y0'), "
                                        "input shapes [(0, 4), (1, 1), (1, 4)]: scatter_nd_reduce: 'indices' must be empty: data's "
                                        "dimension 0 has size 0, so no index is in range (got shape (1,))\n")
+
+
+def test_a_profile_that_gives_one_named_dimension_two_sizes_is_named_so_before_any_plugin_rule(tmp_path, capsys):
+    """Cache and new tokens both name their batch 'B', and --min gives them 1 and 2: the plugin's rule breaks there too,
+    but the profile's own mistake is the one to name."""
+    node = helper.make_node("CacheScatter", ["cache", "new"], ["out"], domain="trt_scatter", axis=-2)
+    graph = helper.make_graph([node], "g", [_float("cache", ["B", 2, 16, 4]), _float("new", ["B", 2, "L", 4])], [_float("out", ["B", 2, 16, 4])])
+    onnx.save(_model(graph), tmp_path / "m.onnx")
+    profile = {"cache": ((1, 2, 16, 4), (2, 2, 16, 4), (4, 2, 16, 4)), "new": ((2, 2, 1, 4), (2, 2, 4, 4), (4, 2, 16, 4))}
+    assert main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)]) == 2
+    assert capsys.readouterr().err == ("trt-scatter build: error: dimension 'B' is 1 in cache's --min shape [1, 2, 16, 4] and 2 in new's "
+                                       "[2, 2, 1, 4]: the model names both 'B', so they must be equal\n")

@@ -150,6 +150,8 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     if not dynamic or not all(len(shape) == len(dims) and all(dim in (None, size) for dim, size in zip(dims, shape))
                               for name, dims in dynamic.items() for shape in profile[name]):
         return  # shapes the model contradicts (a rank, a static dimension): the build names them in its own words
+    if _named_dims_disagree(model.proto.graph, {name: profile[name] for name in dynamic}):
+        return  # the build names the dimension and both inputs
     pinned = {name for name in dynamic if tuple(profile[name][0]) == tuple(profile[name][2])}  # one shape in every run
     if pinned:
         fixed = _at_shapes(model.proto, {name: profile[name][0] for name in pinned})
@@ -212,11 +214,24 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
         if wrap is None:
             return None
         values, dimension = wrap
-        source = producers.get(dimension)
+        chain, source = [], producers.get(dimension)
         while source is not None and source.op_type in ("Gather", "Squeeze", "Unsqueeze", "Reshape", "Cast", "Identity"):
+            chain.append(source)
             source = producers.get(source.input[0])
-        largest = tensors.constant(dimension)
-        if source is None or source.op_type != "Shape" or start(source.input[0]) not in written or largest is None or largest.size != 1:
+        if source is None or source.op_type != "Shape" or start(source.input[0]) not in written:
+            return None
+        dims = tensors.shape(start(source.input[0]))  # a write's output has its data's shape (its Shape is folded nowhere)
+        if dims is None or -1 in dims:
+            return None
+        ends = {attribute.name: attribute.i for attribute in source.attribute}
+        largest = np.array(dims[ends.get("start", 0) : ends.get("end", len(dims))])
+        for node in reversed(chain):  # Shape, then the Gather of one dimension (the others keep the values)
+            if node.op_type == "Gather":
+                taken = tensors.constant(node.input[1])
+                if taken is None or not largest.size:
+                    return None
+                largest = np.take(largest, taken)
+        if largest.size != 1:
             return None
         return values if ((values >= 0) | (values < -int(largest.reshape(-1)[0]))).all() else None
 
@@ -249,6 +264,17 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
                              f"{checked.error(err)}") from None
 
 
+def _named_dims_disagree(graph, profile):
+    """Whether two inputs' dimensions of one name (``dim_param``) get different sizes at one of the profile's bounds."""
+    for bound in range(3):
+        sizes = {}
+        for value in graph.input:
+            for dim, size in zip(value.type.tensor_type.shape.dim, profile.get(value.name, ((),) * 3)[bound]):
+                if dim.dim_param and sizes.setdefault(dim.dim_param, size) != size:
+                    return True
+    return False
+
+
 def _check_plugin_shapes_at_bounds(model, profile, dynamic, served, plugin_nodes):
     """Each plugin node's shape rules (its kernel module's ``check_shapes``, as the plugin's ``configure_plugin`` checks
     them) at the profile's smallest shapes, all inputs together, then at its largest: refused here, before TensorRT runs,
@@ -272,8 +298,9 @@ def _check_plugin_shapes_at_bounds(model, profile, dynamic, served, plugin_nodes
             attributes = {name: node.attribute(name, attribute.default) for name, attribute in node.op.attributes.items() if name != "inplace"}
             try:
                 module(node.op).check_shapes(shapes, **attributes)
-            except ScatterInputError as err:
-                raise ModelError(f"the profile's {label} shapes break a plugin's rule: {node.op.name} plugin, input shapes "
+            except ScatterInputError as err:  # named as the user wrote it (a standard ScatterND a plugin serves)
+                written_as = OpNode(model.proto.graph.node[index], index, model.tensors).label
+                raise ModelError(f"the profile's {label} shapes break a plugin's rule: {written_as}, input shapes "
                                  f"{[tuple(shape) for shape in shapes]}: {err}") from None
 
 
