@@ -964,3 +964,19 @@ def test_a_profile_that_gives_one_named_dimension_two_sizes_is_named_so_before_a
     assert main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)]) == 2
     assert capsys.readouterr().err == ("trt-scatter build: error: dimension 'B' is 1 in cache's --min shape [1, 2, 16, 4] and 2 in new's "
                                        "[2, 2, 1, 4]: the model names both 'B', so they must be equal\n")
+
+
+def test_opt_shapes_that_break_a_plugins_rule_are_refused(tmp_path, capsys):
+    """Updates no wider than data: the profile's smallest (1 and 1 columns) and largest (2 and 2) keep the rule, its opt
+    (2 columns into 1) breaks it. TensorRT checks plugins at the bounds only and built an engine tuned for shapes the
+    plugin refuses in every run."""
+    from trt_scatter import onnx_models
+
+    model = onnx_models.slice_scatter_model(("N", "W"), [0], [1], [1], axes=[1])
+    model.graph.input[1].type.tensor_type.shape.dim[1].dim_param = "U"
+    onnx.save(model, tmp_path / "model.onnx")
+    profile = {"data": ((1, 1), (2, 1), (4, 2)), "updates": ((1, 1), (2, 2), (4, 2))}
+    assert main(["build", str(tmp_path / "model.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)]) == 2
+    assert capsys.readouterr().err == ("trt-scatter build: error: the profile's opt shapes break a plugin's rule: SliceScatter node 'SliceScatter_4', "
+                                       "input shapes [(2, 1), (2, 2), (1,), (1,), (1,), (1,)]: slice_scatter: 'updates' dimension 1 must be "
+                                       "at most data's (1) to be a slice of it (got 2)\n")

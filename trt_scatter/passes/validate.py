@@ -277,7 +277,7 @@ def _named_dims_disagree(graph, profile):
 
 def _check_plugin_shapes_at_bounds(model, profile, dynamic, served, plugin_nodes):
     """Each plugin node's shape rules (its kernel module's ``check_shapes``, as the plugin's ``configure_plugin`` checks
-    them) at the profile's smallest shapes, all inputs together, then at its largest: refused here, before TensorRT runs,
+    them) at the profile's smallest shapes, all inputs together, then at its opt and its largest: refused here, before TensorRT runs,
     in the plugin's words and the bound's. TensorRT-RTX aborts the build process after a plugin refuses shapes in some
     networks (three reduction nodes and a smallest data of 0 rows), so the plugin's own refusal could end in a crash
     instead of the rule. Only nodes whose every input dimension is a number or a graph input's named dimension: those
@@ -288,7 +288,7 @@ def _check_plugin_shapes_at_bounds(model, profile, dynamic, served, plugin_nodes
     exact = [index for index in sorted(plugin_nodes)
              if all((shape := model.tensors.symbolic_shape(name)) is not None and all(isinstance(d, int) or d in named for d in shape)
                     for name in served[index].input if name)]
-    for bound, label in ((0, "smallest"), (2, "largest")) if exact else ():
+    for bound, label in ((0, "smallest"), (1, "opt"), (2, "largest")) if exact else ():  # opt: the shapes the engine is tuned to run
         tensors = Model(_at_shapes(model.proto, {name: profile[name][bound] for name in dynamic}), model.path, model.external, model.weights).tensors
         for index in exact:
             node = OpNode(served[index], index, tensors)
