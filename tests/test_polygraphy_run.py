@@ -172,6 +172,20 @@ def test_a_first_iteration_without_valid_values_fails_in_one_line_before_anythin
     assert "onnxrt-runner" not in output  # refused before any run
 
 
+def test_bfloat16_inputs_are_one_line_before_any_run(tmp_path):
+    """polygraphy's runners take no bfloat16 NumPy arrays: with --trt-scatter-inputs the run is refused in the line
+    `trt-scatter check` gives, not in polygraphy's type error twice and a FAILED."""
+    import ml_dtypes
+
+    from trt_scatter.onnx_models import slice_scatter_model
+
+    path = fx.save(slice_scatter_model((4, 6), [1], [6], [2], [1], dtype=ml_dtypes.bfloat16), tmp_path / "bf16.onnx")
+    result = fx.run_tool("polygraphy", ["run", path, "--onnxrt", "--pluginref", "--trt-scatter-inputs"])
+    output = result.stdout + result.stderr
+    assert result.returncode != 0 and "Traceback" not in output and "Could not convert" not in output, output
+    assert "--trt-scatter-inputs: input 'data' is bfloat16: polygraphy's runners" in output and "onnxrt-runner" not in output, output
+
+
 def test_a_value_range_is_said_to_be_ignored_with_generated_inputs(model_paths):
     result = fx.run_tool("polygraphy", ["run", model_paths["scatter_elements"], "--pluginref", "--trt-scatter-inputs", "--val-range", "[0,1]"])
     assert result.returncode == 0, result.stdout + result.stderr

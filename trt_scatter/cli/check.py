@@ -151,7 +151,6 @@ def run(args: argparse.Namespace) -> int:
 def _check(args):
     """Builds, runs, compares and prints the verdict lines per output; returns the final verdict."""
     import numpy as np
-    import onnx
 
     generating = [flag for flag, given in (("--seed", args.seed is not None), ("--iterations", args.iterations is not None),
                                            ("--input-shapes", bool(args.input_shapes))) if given]
@@ -178,11 +177,11 @@ def _check(args):
     if unknown:
         inputs = ", ".join(value.name for value in model.graph.input)
         raise common.CliError(f"--input-shapes names no input of the model: {', '.join(unknown)} (its inputs: {inputs})")
-    bfloat16 = [value.name for value in model.graph.input if value.type.tensor_type.elem_type == onnx.TensorProto.BFLOAT16]
-    if bfloat16:
-        raise common.CliError(f"input '{bfloat16[0]}' is bfloat16: polygraphy's runners (reference, onnxruntime, TensorRT) check each "
-                         "input's type and know no bfloat16 NumPy type (ml_dtypes), so no run can start; check a float16 or "
-                         "float32 version of the model (trt-scatter build builds this one)")
+    from trt_scatter.polygraphy_ext.run_args import bfloat16_inputs
+
+    refusal = bfloat16_inputs(model.graph)
+    if refusal:
+        raise common.CliError(refusal)
     has_plugins = bool(loaded.trt_scatter_ops())
     from trt_scatter.passes.plugins import served
 

@@ -44,6 +44,8 @@ from trt_scatter.polygraphy_ext import references  # noqa: F401  (registers the 
 if TYPE_CHECKING:
     import argparse
 
+    import onnx
+
 
 class TrtScatterArgs(BaseArgs):
     """
@@ -241,6 +243,10 @@ class TrtScatterArgs(BaseArgs):
         if shapes is None and profiles:  # the user's TensorRT profile: its opt shapes, as polygraphy's own loader feeds
             shapes = {name: list(opt) for name, (_, opt, _) in profiles[0].items()}
         options = dict(seed=loader_args.seed if loader_args.seed is not None else 1, input_shapes=shapes, iterations=1 if loader_args.iterations is None else loader_args.iterations)
+        model = self._read_model()
+        refusal = None if model is None else bfloat16_inputs(model.proto.graph)
+        if refusal:
+            G_LOGGER.critical(f"--trt-scatter-inputs: {refusal}")
         generated = self._plan_inputs(model_args.path, options)
 
         def add_to_script_impl(script, user_input_metadata_str=None):  # in place of polygraphy's random DataLoader
@@ -264,6 +270,18 @@ class TrtScatterArgs(BaseArgs):
             return loader.shapes()
         except (ValueError, TypeError) as err:  # ScatterInputError and ModelError included; a shape that is no list of ints
             G_LOGGER.critical(f"--trt-scatter-inputs: {err}")
+
+
+def bfloat16_inputs(graph: onnx.GraphProto) -> str | None:
+    """Why no run of polygraphy's can take the graph's inputs, where one is bfloat16 (``None`` where none is): its
+    runners check each input's type and know no bfloat16 NumPy type (ml_dtypes)."""
+    import onnx
+
+    names = [value.name for value in graph.input if value.type.tensor_type.elem_type == onnx.TensorProto.BFLOAT16]
+    return None if not names else (
+        f"input '{names[0]}' is bfloat16: polygraphy's runners (reference, onnxruntime, TensorRT) check each input's type and "
+        "know no bfloat16 NumPy type (ml_dtypes), so no run can start; check a float16 or float32 version of the model "
+        "(trt-scatter build builds this one)")
 
 
 def _profile_for(shapes, config_args):
