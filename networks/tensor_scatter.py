@@ -11,7 +11,10 @@ a reshape restores the cache's shape. Index bytes per updated element: ``8 / pro
 Write indices the spec forbids (below 0; in linear mode, leaving the update no room), which no layer
 can refuse at run time, are clamped: a negative one to 0, and a linear position into [0, M-1], so the
 engine never writes outside its output; their result is unspecified (the plugin skips such a batch
-row and counts it). ``mode`` and ``axis`` are attributes, known when the network is built.
+row and counts it). An update longer than the cache on the axis, known at run time only, is asserted
+against (``IAssertionLayer``); where nothing can assert (ONNX), a circular position is taken mod M in full
+and a linear one clamped, so that it stays inside too. ``mode`` and ``axis`` are attributes, known when
+the network is built.
 """
 
 from __future__ import annotations
@@ -81,11 +84,14 @@ def lower_tensor_scatter(graph: TensorRTGraph | OnnxGraph, past_cache: trt.ITens
     else:
         starts = write_indices if graph.dtype_of(write_indices) == INT64 else graph.cast(write_indices, INT64)
         starts = graph.binary("max", graph.reshape(starts, (-1, 1)), zero)  # (B, 1), none below 0
+    graph.assert_shape_at_most(OP, "update", update, past_cache, [axis],
+                               "must have at most past_cache's entries on the axis when the network runs (sequence_length <= max_sequence_length)")
     if check_mode(mode) == "circular":
         modulus = _tensor(graph, _max(graph, size, 1), (1, 1))  # M, or 1 where M is 0 (nothing is written then)
-        starts = graph.binary("sub", starts, graph.binary("mul", graph.binary("div", starts, modulus), modulus))  # w mod M
-        positions = graph.binary("add", starts, offsets)  # < 2M
-        positions = graph.where(graph.binary("less", positions, modulus), positions, graph.binary("sub", positions, modulus))
+        positions = graph.binary("add", starts, offsets)
+        # (w + s) mod M in full: an update longer than the cache, which the spec forbids (asserted where TensorRT can),
+        # wraps around more than once and stays inside the cache
+        positions = graph.binary("sub", positions, graph.binary("mul", graph.binary("div", positions, modulus), modulus))
     else:
         positions = graph.indices_in_range(OP, graph.binary("add", starts, offsets), past_cache, [axis], negative=False)
     # Row of (b, p, s): (b*P + p)*M + position(b, s), broadcast over the grid (B, D1, ..., D_{axis-1}, S).

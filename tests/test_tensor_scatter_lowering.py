@@ -191,3 +191,28 @@ def test_an_empty_write_builds_an_engine(cache_shape, update_shape):
     write_indices = add_input(network, "write_indices", np.int64, cache_shape[:1])
     network.mark_output(add_tensor_scatter(network, cache, update, write_indices))
     build(builder, network)
+
+
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_an_update_longer_than_the_cache_at_run_time_is_asserted_and_stays_inside_where_nothing_asserts(mode):
+    """The spec forbids an update longer than the cache on the axis; with both lengths dynamic, TensorRT's network
+    asserts it, and the ONNX form (no assertions) keeps every write inside the cache: circular positions taken mod M
+    once (w mod M + s < 2M) left the cache for 6 entries into 4."""
+    from trt_scatter.backend import new_builder
+
+    trt = tensorrt()
+    network = new_builder().create_network(0)
+    cache, update = (network.add_input(name, trt.float32, (2, -1, 4)) for name in ("past_cache", "update"))
+    network.mark_output(add_tensor_scatter(network, cache, update, network.add_input("write_indices", trt.int64, (2,)), axis=1, mode=mode))
+    assertions = [network.get_layer(i) for i in range(network.num_layers) if network.get_layer(i).type == trt.LayerType.ASSERTION]
+    for layer in assertions:
+        layer.__class__ = trt.IAssertionLayer  # the bindings' way to read a layer's own attributes
+    messages = [layer.message for layer in assertions]
+    assert any(message.startswith("tensor_scatter: 'update' must have at most past_cache's entries on the axis") for message in messages), messages
+    graph = OnnxGraph()
+    output = lower_tensor_scatter(graph, graph.add_input("past_cache", np.float32, (2, -1, 4)), graph.add_input("update", np.float32, (2, -1, 4)),
+                                  graph.add_input("write_indices", np.int64, (2,)), axis=1, mode=mode)
+    session = onnxruntime.InferenceSession(graph.model({"output": output}).SerializeToString(), providers=["CPUExecutionProvider"])
+    feeds = {"past_cache": np.zeros((2, 4, 4), np.float32), "update": np.ones((2, 6, 4), np.float32), "write_indices": np.array([0, 3])}
+    (result,) = session.run(None, feeds)
+    assert result.shape == (2, 4, 4) and set(np.unique(result)) <= {0.0, 1.0}
