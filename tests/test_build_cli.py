@@ -980,3 +980,27 @@ def test_opt_shapes_that_break_a_plugins_rule_are_refused(tmp_path, capsys):
     assert capsys.readouterr().err == ("trt-scatter build: error: the profile's opt shapes break a plugin's rule: SliceScatter node 'SliceScatter_4', "
                                        "input shapes [(2, 1), (2, 2), (1,), (1,), (1,), (1,)]: slice_scatter: 'updates' dimension 1 must be "
                                        "at most data's (1) to be a slice of it (got 2)\n")
+
+
+@pytest.mark.parametrize("data, message", [
+    (([8, 5], [4, 5], [1, 5]), "input 'data' needs min <= opt <= max of equal rank, got [8, 5], [4, 5], [1, 5]"),
+    (([1, 5], [4, 5]), "input 'data': a profile gives (min, opt, max), three shapes (got ([1, 5], [4, 5]))"),
+    (([-1, 5], [2, 5], [4, 5]), "input 'data': a profile's dimensions are sizes, at least 0 (got min [-1, 5], opt [2, 5], max [4, 5])"),
+    (([1, 5], [2.5, 5], [4, 5]), "input 'data': a profile's shapes hold integers (got [1, 5], [2.5, 5], [4, 5])"),
+], ids=["min above max", "two shapes", "a negative size", "a float"])
+def test_build_engine_refuses_a_profile_it_cannot_use_in_one_line(data, message):
+    """What the command line's parser refuses, build_engine refuses from Python too: polygraphy said "Profile is not
+    valid" with the object's address, an unpacking error, or that min was "inconsistent with other shapes"."""
+    from trt_scatter.networks import add_slice_scatter
+
+    def network():
+        trt = backend.tensorrt()
+        builder = backend.new_builder()
+        net = builder.create_network(0)
+        out = add_slice_scatter(net, net.add_input("data", trt.float32, (-1, 5)), net.add_input("updates", trt.float32, (-1, 3)), [0], [5], [2], [1])
+        net.mark_output(out)
+        return builder, net
+
+    with pytest.raises(ValueError) as refused:
+        engine.build_engine(network, {"data": data, "updates": ([1, 3], [2, 3], [4, 3])})
+    assert str(refused.value) == message

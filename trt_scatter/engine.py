@@ -421,6 +421,8 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
     unknown = sorted(set(profile_shapes) - {t.name for t in inputs})
     if unknown:
         raise ValueError(f"shape profile names no input of the network: {', '.join(unknown)}")
+    for input_name, shapes in profile_shapes.items():
+        check_profile_order(input_name, shapes)
     shape_inputs = [network.get_input(i).name for i in range(network.num_inputs) if network.get_input(i).is_shape_tensor]
     for tensor in inputs if feeds else ():
         fed = [np.asarray(feed[tensor.name]) for feed in feeds if tensor.name in feed]
@@ -509,9 +511,23 @@ def _check_named_dimensions(network, profile_shapes, shape_inputs):
                                      f"must be equal")
 
 
+def check_profile_order(name: str, shapes: Sequence[Sequence[int]]) -> None:
+    """A profile's entry for input ``name``: three shapes (or, for an input whose values set shapes, value ranges) of
+    integers, of one rank, with min <= opt <= max in each dimension."""
+    if isinstance(shapes, (str, bytes)) or not hasattr(shapes, "__len__") or len(shapes) != 3:
+        raise ValueError(f"input {name!r}: a profile gives (min, opt, max), three shapes (got {shapes!r})")
+    low, opt, high = (list(shape) for shape in shapes)
+    if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in low + opt + high):
+        raise ValueError(f"input {name!r}: a profile's shapes hold integers (got {low}, {opt}, {high})")
+    if not len(low) == len(opt) == len(high) or not all(a <= b <= c for a, b, c in zip(low, opt, high)):
+        raise ValueError(f"input {name!r} needs min <= opt <= max of equal rank, got {low}, {opt}, {high}")
+
+
 def _check_profile_fits(tensor, shapes):
-    """The profile's (min, opt, max) shapes of an input have its rank and its static dimensions."""
+    """The profile's (min, opt, max) shapes of an input have its rank and its static dimensions, none negative."""
     given = ", ".join(f"{which} {list(shape)}" for which, shape in zip(("min", "opt", "max"), shapes))
+    if any(d < 0 for shape in shapes for d in shape):
+        raise ValueError(f"input '{tensor.name}': a profile's dimensions are sizes, at least 0 (got {given})")
     if not tensor.shape and any(shapes):  # NAME:[V] is the range of a shape input's values; this scalar is none
         raise ValueError(f"input '{tensor.name}': a scalar whose values set no shapes in this network (an export that broadcasts "
                          f"to a run-time slice makes a position do so, this one does not): leave it out of --min/--opt/--max (got {given})")

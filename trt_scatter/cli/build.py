@@ -74,6 +74,8 @@ def _profile_bounds(mins, opts, maxs):
 def parse_profile(mins: Sequence[str], opts: Sequence[str], maxs: Sequence[str], inputs: Sequence[str] | None = None) -> dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
     """``--min/--opt/--max NAME:[D,...]`` lists -> ``{name: (min, opt, max)}``; each input needs all three. ``inputs``
     (where known): the model's input names, which every name must be one of."""
+    from trt_scatter.engine import check_profile_order
+
     bounds = _profile_bounds(mins, opts, maxs)
     unknown = [name for name in bounds if inputs is not None and name not in inputs]
     if unknown:  # before a missing bound: a misspelt name is in one flag only
@@ -83,11 +85,8 @@ def parse_profile(mins: Sequence[str], opts: Sequence[str], maxs: Sequence[str],
         absent = [w for w in ("min", "opt", "max") if w not in shapes]
         if absent:
             raise ValueError(f"input {name!r} has no --{'/--'.join(absent)} shape")
-        if not all(len(shapes["min"]) == len(s) and all(a <= b for a, b in zip(shapes["min"], s)) for s in (shapes["opt"], shapes["max"])) or not all(
-            a <= b for a, b in zip(shapes["opt"], shapes["max"])
-        ):
-            raise ValueError(f"input {name!r} needs min <= opt <= max of equal rank, got {shapes['min']}, {shapes['opt']}, {shapes['max']}")
         profile[name] = (shapes["min"], shapes["opt"], shapes["max"])
+        check_profile_order(name, profile[name])
     return profile
 
 
