@@ -64,9 +64,10 @@ def check(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, indices: 
 def lower_scatter_elements_reduce(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, indices: trt.ITensor | Value, updates: trt.ITensor | Value, axis: int = 0, reduction: str = "add", include_self: int = 1) -> trt.ITensor | Value:
     """The lowering on ``graph`` (an ``OnnxGraph``; a ``TensorRTGraph`` refuses it in one line)."""
     axis = check(graph, data, indices, updates, axis, reduction, include_self)
+    reduction = reductions.reduction_of(reduction)  # an ONNX attribute's bytes too, as the oracle takes
     if not graph.SCATTER_REDUCTIONS:
-        raise rules.ScatterInputError(OP, "reduction", "has no TensorRT layer (IScatterLayer has no reduction): "
-                                      "build the node as the plugin (impl='plugin', trt-scatter build --plugins)", repr(reduction))
+        raise rules.ScatterInputError(OP, "impl", f"'native' has no TensorRT layer (IScatterLayer has no reduction, {reduction!r} "
+                                      "included): build the node as the plugin (impl='plugin', trt-scatter build --plugins)", "'native'")
     if graph.dtype_of(indices) not in (np.int32, np.int64):  # ScatterElements' index types
         indices = graph.cast(indices, INT64)
     indices = graph.indices_in_range(OP, indices, data, [axis], negative=True)

@@ -74,10 +74,29 @@ def test_tensorrt_has_no_layer_for_it_and_the_plugin_is_added(plugin_calls):
     updates = add_input(network, "updates", np.float32, (6, 3))
     with pytest.raises(ScatterInputError) as raised:
         add_scatter_elements_reduce(network, data, indices, updates, reduction="mean", impl="native")
-    assert str(raised.value) == ("scatter_elements_reduce: 'reduction' has no TensorRT layer (IScatterLayer has no reduction): build the node "
-                                 "as the plugin (impl='plugin', trt-scatter build --plugins) (got 'mean')")
+    assert str(raised.value) == ("scatter_elements_reduce: 'impl' 'native' has no TensorRT layer (IScatterLayer has no reduction, 'mean' "
+                                 "included): build the node as the plugin (impl='plugin', trt-scatter build --plugins) (got 'native')")
     add_scatter_elements_reduce(network, data, indices, updates, axis=-2, reduction="mean", include_self=0)
     assert plugin_calls == [("ScatterElementsReduce", [data, indices, updates], {"axis": 0, "reduction": "mean", "include_self": 0})]
     with pytest.raises(ScatterInputError, match="'updates' must have shape"):
         add_scatter_elements_reduce(network, data, indices, data)
     assert tensorrt() is not None
+
+
+def test_the_lowerings_take_a_reduction_as_bytes_as_the_oracle_does():
+    """ONNX attributes hold strings as bytes, and the oracle takes b"max"; the lowerings ended in a bare KeyError."""
+    import onnxruntime
+
+    from trt_scatter.networks import lower_scatter_elements_reduce, lower_scatter_nd_reduce
+    from trt_scatter.networks.graph import OnnxGraph
+    from trt_scatter.oracle.scatter_nd_reduce import scatter_nd_reduce
+
+    data, updates = np.zeros(3, np.float32), np.array([1.0, 5.0], np.float32)
+    for lower, indices, oracle in ((lower_scatter_elements_reduce, np.array([1, 1]), scatter_elements_reduce),
+                                   (lower_scatter_nd_reduce, np.array([[1], [1]]), scatter_nd_reduce)):
+        graph = OnnxGraph()
+        output = lower(graph, graph.add_input("d", np.float32, data.shape), graph.add_input("i", np.int64, indices.shape),
+                       graph.add_input("u", np.float32, updates.shape), reduction=b"max")
+        session = onnxruntime.InferenceSession(graph.model({"output": output}).SerializeToString(), providers=["CPUExecutionProvider"])
+        (got,) = session.run(None, {"d": data, "i": indices, "u": updates})
+        np.testing.assert_array_equal(got, oracle(data, indices, updates, reduction=b"max"))

@@ -48,7 +48,7 @@ def test_tensorrt_has_no_layer_for_it_and_the_plugin_is_added(plugin_calls):
     data = add_input(network, "data", np.int32, (4, 3))
     indices = add_input(network, "indices", np.int32, (6, 1))
     updates = add_input(network, "updates", np.int32, (6, 3))
-    with pytest.raises(ScatterInputError, match=r"^scatter_nd_reduce: 'reduction' has no TensorRT layer .* \(got 'add'\)$"):
+    with pytest.raises(ScatterInputError, match=r"^scatter_nd_reduce: 'impl' 'native' has no TensorRT layer \(IScatterLayer has no reduction, 'add' included\): .* \(got 'native'\)$"):
         add_scatter_nd_reduce(network, data, indices, updates, impl="native")
     add_scatter_nd_reduce(network, data, indices, updates, reduction="min")
     assert plugin_calls == [("ScatterNDReduce", [data, indices, updates], {"reduction": "min", "include_self": 1})]
