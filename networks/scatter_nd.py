@@ -67,8 +67,12 @@ def _example_indices(params, shapes):
     # Distinct rows: a random choice, without repeats, of data's first k coordinates.
     data_shape, indices_shape = shapes["data"], shapes["indices"]
     k = indices_shape[-1]
-    rows = int(np.prod(indices_shape[:-1]))
-    flat = np.random.default_rng(0).permutation(int(np.prod(data_shape[:k])))[:rows]
+    rows, targets = int(np.prod(indices_shape[:-1])), int(np.prod(data_shape[:k]))
+    if rows > targets:  # a repeated target's result is undefined (k = 0: each row writes the whole of data)
+        raise rules.ScatterInputError(OP, "indices", f"must have at most {targets} rows for distinct rows", f"shape {indices_shape}")
+    if not k:  # no coordinates: the one row writes the whole of data
+        return {"indices": np.zeros(indices_shape, np.int64)}
+    flat = np.random.default_rng(0).permutation(targets)[:rows]
     return {"indices": np.stack(np.unravel_index(flat, data_shape[:k]), axis=-1).reshape(indices_shape)}
 
 

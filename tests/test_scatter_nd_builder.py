@@ -125,3 +125,13 @@ def test_forbidden_indices_write_inside_the_output():
     inputs = [graph.add_input("data", np.float32, ("n", "m")), graph.add_input("indices", np.int32, ("b", 2)), graph.add_input("updates", np.float32, ("b",))]
     got = run_onnx(graph.model({"output": lower_scatter_nd(graph, *inputs)}), {"data": data, "indices": indices, "updates": updates})
     assert np.array_equal(got, oracle.scatter_nd(data, np.array([[3, 2], [0, 2]]), updates))
+
+
+def test_example_inputs_of_rows_with_no_coordinates_write_data_whole_once():
+    """k = 0: each index row writes the whole of data. One row gets valid inputs the oracle takes; two write one target
+    twice (undefined) and are refused as the oracle's valid inputs are (NumPy failed on a 0-d unravel before)."""
+    inputs = example_inputs("scatter_nd", data_shape=(4, 3), indices_shape=(1, 0))
+    assert inputs["indices"].shape == (1, 0)
+    np.testing.assert_array_equal(oracle.scatter_nd(inputs["data"], inputs["indices"], inputs["updates"]), inputs["updates"][0])
+    with pytest.raises(oracle.ScatterInputError, match=r"^scatter_nd: 'indices' must have at most 1 rows for distinct rows \(got shape \(2, 0\)\)$"):
+        example_inputs("scatter_nd", data_shape=(4, 3), indices_shape=(2, 0))
