@@ -411,6 +411,28 @@ def test_leaves_a_scatter_that_computes_a_shape():
     assert "computes a shape" in report.left[0].detail
 
 
+@pytest.mark.parametrize("columns", [4, 8])
+def test_an_expanded_index_list_narrower_than_the_updates_is_left(columns):
+    """x.scatter(0, idx[:, None].expand(-1, 4), src) with src 8 columns wide, as the TorchScript exporter writes it:
+    ONNX refuses updates of another shape than the indices, and the rewrite made a ScatterUpdate that ran and wrote all 8
+    columns where PyTorch writes 4. With src 4 columns wide (data too), it is one ScatterUpdate."""
+    nodes = [helper.make_node("Unsqueeze", ["idx", "one"], ["column"]), helper.make_node("Expand", ["column", "shape"], ["indices"]),
+             helper.make_node("ScatterElements", ["x", "indices", "src"], ["out"], axis=0, name="write")]
+    model = _model(nodes, [("x", FLOAT, [6, columns]), ("idx", TensorProto.INT64, [2]), ("src", FLOAT, [2, 8 if columns == 8 else 4])],
+                   [("out", FLOAT, [6, columns])], {"one": [1], "shape": [1, 4]})
+    rewritten, report = rewrite(model)
+    if columns == 8:
+        assert rewritten.SerializeToString() == model.SerializeToString()
+        assert list(report.lines()) == ["left       write: ScatterElements: updates of another shape than the indices "
+                                        "(which ONNX refuses; a slice write would run)"]
+        constant = _model(nodes[2:], [("x", FLOAT, [6, 8]), ("src", FLOAT, [2, 8])], [("out", FLOAT, [6, 8])], {"indices": [[4] * 4, [1] * 4]})
+        assert list(rewrite(constant)[1].lines()) == list(report.lines())  # the indices a constant of that shape
+    else:
+        assert [n.op_type for n in rewritten.graph.node if n.domain == "trt_scatter"] == ["ScatterUpdate"], list(report.lines())
+        feeds = {"x": np.zeros((6, 4), np.float32), "idx": np.array([4, 1]), "src": np.ones((2, 4), np.float32)}
+        np.testing.assert_array_equal(Reference(rewritten).run(feeds)["out"], Reference(model).run(feeds)["out"])
+
+
 def test_a_scatter_in_an_if_branch_is_said_to_be_left():
     """torch.cond exports put a write in an If branch: rewrite works on the main graph, and its report says so (it said
     there was no scatter pattern in the model)."""

@@ -742,6 +742,9 @@ class _Rewriter:
         dims, update_dims = _dims(data), _dims(updates)
         if dims is None or update_dims is None or len(dims) != len(update_dims):
             raise _Left("data or updates of unknown rank")
+        index_dims = _dims(indices)
+        if index_dims is not None and any(isinstance(a, int) and isinstance(b, int) and a != b for a, b in zip(index_dims, update_dims)):
+            raise _Left("updates of another shape than the indices (which ONNX refuses; a slice write would run)")
         axis = _attr(node, "axis", 0)
         axis = axis + len(dims) if axis < 0 else axis
         others = [d for d in range(len(dims)) if d != axis]
@@ -752,6 +755,11 @@ class _Rewriter:
         if values is None:
             expand = _producer(indices)
             if expand is not None and expand.op == "Expand":
+                target = self._constant(expand.inputs[1])  # the indices' shape off the axis, where the Expand's shape is known
+                if target is not None and target.size <= len(dims):
+                    expanded = [1] * (len(dims) - target.size) + [int(t) for t in target.reshape(-1)]
+                    if any(d != axis and isinstance(update_dims[d], int) and expanded[d] != update_dims[d] for d in range(len(dims))):
+                        raise _Left("updates of another shape than the indices (which ONNX refuses; a slice write would run)")
                 values = self._constant(expand.inputs[0])
                 if values is None:
                     return self._expanded_index_list(node, expand.inputs[0], data, updates, dims, update_dims, axis, shaped_by)
