@@ -88,9 +88,10 @@ def lower_tensor_scatter(graph: TensorRTGraph | OnnxGraph, past_cache: trt.ITens
                                "must have at most past_cache's entries on the axis when the network runs (sequence_length <= max_sequence_length)")
     if check_mode(mode) == "circular":
         modulus = _tensor(graph, _max(graph, size, 1), (1, 1))  # M, or 1 where M is 0 (nothing is written then)
+        starts = graph.binary("sub", starts, graph.binary("mul", graph.binary("div", starts, modulus), modulus))  # w mod M: w + s may overflow
         positions = graph.binary("add", starts, offsets)
-        # (w + s) mod M in full: an update longer than the cache, which the spec forbids (asserted where TensorRT can),
-        # wraps around more than once and stays inside the cache
+        # (w mod M + s) mod M in full: an update longer than the cache, which the spec forbids (asserted where TensorRT
+        # can), wraps around more than once and stays inside the cache
         positions = graph.binary("sub", positions, graph.binary("mul", graph.binary("div", positions, modulus), modulus))
     else:
         positions = graph.indices_in_range(OP, graph.binary("add", starts, offsets), past_cache, [axis], negative=False)

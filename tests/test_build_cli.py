@@ -984,10 +984,13 @@ def test_opt_shapes_that_break_a_plugins_rule_are_refused(tmp_path, capsys):
 
 @pytest.mark.parametrize("data, message", [
     (([8, 5], [4, 5], [1, 5]), "input 'data' needs min <= opt <= max of equal rank, got [8, 5], [4, 5], [1, 5]"),
-    (([1, 5], [4, 5]), "input 'data': a profile gives (min, opt, max), three shapes (got ([1, 5], [4, 5]))"),
+    (([1, 5], [4, 5]), "input 'data': a profile gives (min, opt, max), three shapes, or for an input whose values set shapes three lists "
+                       "of values (got ([1, 5], [4, 5]))"),
     (([-1, 5], [2, 5], [4, 5]), "input 'data': a profile's dimensions are sizes, at least 0 (got min [-1, 5], opt [2, 5], max [4, 5])"),
     (([1, 5], [2.5, 5], [4, 5]), "input 'data': a profile's shapes hold integers (got [1, 5], [2.5, 5], [4, 5])"),
-], ids=["min above max", "two shapes", "a negative size", "a float"])
+    ((1, 4, 8), "input 'data': a profile gives (min, opt, max), three shapes, or for an input whose values set shapes three lists of values "
+                "(got (1, 4, 8))"),
+], ids=["min above max", "two shapes", "a negative size", "a float", "three numbers"])
 def test_build_engine_refuses_a_profile_it_cannot_use_in_one_line(data, message):
     """What the command line's parser refuses, build_engine refuses from Python too: polygraphy said "Profile is not
     valid" with the object's address, an unpacking error, or that min was "inconsistent with other shapes"."""

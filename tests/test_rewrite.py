@@ -427,6 +427,13 @@ def test_an_expanded_index_list_narrower_than_the_updates_is_left(columns):
                                         "(which ONNX refuses; a slice write would run)"]
         constant = _model(nodes[2:], [("x", FLOAT, [6, 8]), ("src", FLOAT, [2, 8])], [("out", FLOAT, [6, 8])], {"indices": [[4] * 4, [1] * 4]})
         assert list(rewrite(constant)[1].lines()) == list(report.lines())  # the indices a constant of that shape
+        # a 1 in the Expand's shape keeps the input's size: a 2-D index (3, 2) expanded by [1, 1, 4] is (3, 2, 4), as the
+        # updates are, and is left for what it is (not an index list), not for a shape it does not have
+        matching = _model([helper.make_node("Unsqueeze", ["idx", "last"], ["column"]), nodes[1],
+                           helper.make_node("ScatterElements", ["x", "indices", "src"], ["out"], axis=1, name="write")],
+                          [("x", FLOAT, [3, 5, 4]), ("idx", TensorProto.INT64, [3, 2]), ("src", FLOAT, [3, 2, 4])], [("out", FLOAT, [3, 5, 4])],
+                          {"last": [-1], "shape": [1, 1, 4]})
+        assert "updates of another shape" not in "\n".join(rewrite(matching)[1].lines())
     else:
         assert [n.op_type for n in rewritten.graph.node if n.domain == "trt_scatter"] == ["ScatterUpdate"], list(report.lines())
         feeds = {"x": np.zeros((6, 4), np.float32), "idx": np.array([4, 1]), "src": np.ones((2, 4), np.float32)}

@@ -216,3 +216,15 @@ def test_an_update_longer_than_the_cache_at_run_time_is_asserted_and_stays_insid
     feeds = {"past_cache": np.zeros((2, 4, 4), np.float32), "update": np.ones((2, 6, 4), np.float32), "write_indices": np.array([0, 3])}
     (result,) = session.run(None, feeds)
     assert result.shape == (2, 4, 4) and set(np.unique(result)) <= {0.0, 1.0}
+
+
+def test_a_circular_write_index_near_the_int64_limit_wraps_as_the_oracle_does():
+    """w + s would overflow int64 at w = 2**63 - 1: the lowering takes w mod M first, as the oracle does (taking the sum
+    mod M put the second entry into the next batch row)."""
+    graph = OnnxGraph()
+    output = lower_tensor_scatter(graph, graph.add_input("c", np.float32, (2, 3, 1)), graph.add_input("u", np.float32, (2, 2, 1)),
+                                  graph.add_input("w", np.int64, (2,)), axis=1, mode="circular")
+    session = onnxruntime.InferenceSession(graph.model({"o": output}).SerializeToString(), providers=["CPUExecutionProvider"])
+    cache, update, write = np.zeros((2, 3, 1), np.float32), np.array([[[1], [2]], [[3], [4]]], np.float32), np.array([2**63 - 1, 0])
+    (result,) = session.run(None, {"c": cache, "u": update, "w": write})
+    np.testing.assert_array_equal(result, oracle.tensor_scatter(cache, update, write, axis=1, mode="circular"))

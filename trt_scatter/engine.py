@@ -514,8 +514,10 @@ def _check_named_dimensions(network, profile_shapes, shape_inputs):
 def check_profile_order(name: str, shapes: Sequence[Sequence[int]]) -> None:
     """A profile's entry for input ``name``: three shapes (or, for an input whose values set shapes, value ranges) of
     integers, of one rank, with min <= opt <= max in each dimension."""
-    if isinstance(shapes, (str, bytes)) or not hasattr(shapes, "__len__") or len(shapes) != 3:
-        raise ValueError(f"input {name!r}: a profile gives (min, opt, max), three shapes (got {shapes!r})")
+    if (isinstance(shapes, (str, bytes)) or not hasattr(shapes, "__len__") or len(shapes) != 3
+            or not all(hasattr(shape, "__len__") and not isinstance(shape, (str, bytes)) for shape in shapes)):
+        raise ValueError(f"input {name!r}: a profile gives (min, opt, max), three shapes, or for an input whose values set "
+                         f"shapes three lists of values (got {shapes!r})")
     low, opt, high = (list(shape) for shape in shapes)
     if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in low + opt + high):
         raise ValueError(f"input {name!r}: a profile's shapes hold integers (got {low}, {opt}, {high})")

@@ -755,10 +755,13 @@ class _Rewriter:
         if values is None:
             expand = _producer(indices)
             if expand is not None and expand.op == "Expand":
-                target = self._constant(expand.inputs[1])  # the indices' shape off the axis, where the Expand's shape is known
-                if target is not None and target.size <= len(dims):
-                    expanded = [1] * (len(dims) - target.size) + [int(t) for t in target.reshape(-1)]
-                    if any(d != axis and isinstance(update_dims[d], int) and expanded[d] != update_dims[d] for d in range(len(dims))):
+                target, given = self._constant(expand.inputs[1]), _dims(expand.inputs[0])  # the indices' shape, where known
+                if target is not None and given is not None and target.size <= len(dims) and len(given) <= len(dims):
+                    target = [1] * (len(dims) - target.size) + [int(t) for t in target.reshape(-1)]
+                    given = [1] * (len(dims) - len(given)) + list(given)
+                    expanded = [g if t == 1 else t for t, g in zip(target, given)]  # a 1 keeps the input's size
+                    if any(d != axis and isinstance(update_dims[d], int) and isinstance(expanded[d], int) and expanded[d] != update_dims[d]
+                           for d in range(len(dims))):
                         raise _Left("updates of another shape than the indices (which ONNX refuses; a slice write would run)")
                 values = self._constant(expand.inputs[0])
                 if values is None:
