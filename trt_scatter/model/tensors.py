@@ -129,12 +129,13 @@ class ModelTensors:
             less = self._producers.get(inner.input[0])
             test = None if less is None or less.op_type != "Less" or not _equal(self.shape_free(less.input[0]), given) else given < 0
         below = self._producers.get(outer.input[0])  # i + n < 0, of the same sum
-        wrap = (test is not None and np.array_equal(test, given < 0) and _equal(self.shape_free(inner.input[2]), given)
-                and below is not None and below.op_type == "Less" and below.input[0] == inner.input[1]
-                and shifted is not None and shifted.op_type == "Add" and len(shifted.input) == 2
-                and sorted(self.shape_free(x) is None for x in shifted.input) == [False, True]  # i and a dimension, not a constant
-                and any(_equal(self.shape_free(x), given) for x in shifted.input))
-        return (given, next(x for x in shifted.input if self.shape_free(x) is None)) if wrap else None
+        if (test is None or not np.array_equal(test, given < 0) or not _equal(self.shape_free(inner.input[2]), given)
+                or below is None or below.op_type != "Less" or below.input[0] != inner.input[1]
+                or shifted is None or shifted.op_type != "Add" or len(shifted.input) != 2):
+            return None
+        addends = [(name, self.shape_free(name)) for name in shifted.input]
+        dimension = [name for name, value in addends if value is None]  # i and a dimension, not a constant
+        return (given, dimension[0]) if len(dimension) == 1 and any(_equal(value, given) for _, value in addends) else None
 
     def _folded(self, node, name):
         """The value of the integer output ``name`` of ``node``, folded (:func:`fold`) from constant inputs, or
