@@ -184,6 +184,7 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
         return -1 not in (inferred[0].shape(name) or (-1,))
 
     written_by = {served[index].output[0]: served[index].input[0] for index in plugin_nodes if served[index].output}
+    producers = {output: node for node in model.proto.graph.node for output in node.output if output}
 
     def start(name):
         """The data a chain of writes starts from (a write's output has its data's shape)."""
@@ -235,7 +236,6 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
             return None
         return values if ((values >= 0) | (values < -int(largest.reshape(-1)[0]))).all() else None
 
-    producers = {output: node for node in model.proto.graph.node for output in node.output if output}
     for index, node in enumerate(bounded.graph.node):
         if index not in plugin_nodes or start(node.input[0]) not in dynamic:
             continue
@@ -288,14 +288,19 @@ def _check_plugin_shapes_at_bounds(model, profile, dynamic, served, plugin_nodes
     exact = [index for index in sorted(plugin_nodes)
              if all((shape := model.tensors.symbolic_shape(name)) is not None and all(isinstance(d, int) or d in named for d in shape)
                     for name in served[index].input if name)]
+    checked = []  # the bounds' shapes checked so far: opt is often the largest, and each costs a shape inference
     for bound, label in ((0, "smallest"), (1, "opt"), (2, "largest")) if exact else ():  # opt: the shapes the engine is tuned to run
-        tensors = Model(_at_shapes(model.proto, {name: profile[name][bound] for name in dynamic}), model.path, model.external, model.weights).tensors
+        at = {name: tuple(profile[name][bound]) for name in dynamic}
+        if at in checked:
+            continue
+        checked.append(at)
+        tensors = Model(_at_shapes(model.proto, at), model.path, model.external, model.weights).tensors
         for index in exact:
             node = OpNode(served[index], index, tensors)
             shapes = [tensors.shape(name) for name in served[index].input if name]
             if any(shape is None or -1 in shape for shape in shapes):
                 continue  # a shape inference cannot tell: the plugin checks what TensorRT gives it
-            attributes = {name: node.attribute(name, attribute.default) for name, attribute in node.op.attributes.items() if name != "inplace"}
+            attributes = {name: value for name, value in node.attributes().items() if name != "inplace"}
             try:
                 module(node.op).check_shapes(shapes, **attributes)
             except ScatterInputError as err:  # named as the user wrote it (a standard ScatterND a plugin serves)
