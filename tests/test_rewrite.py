@@ -427,6 +427,13 @@ def test_an_expanded_index_list_narrower_than_the_updates_is_left(columns):
                                         "(which ONNX refuses; a slice write would run)"]
         constant = _model(nodes[2:], [("x", FLOAT, [6, 8]), ("src", FLOAT, [2, 8])], [("out", FLOAT, [6, 8])], {"indices": [[4] * 4, [1] * 4]})
         assert list(rewrite(constant)[1].lines()) == list(report.lines())  # the indices a constant of that shape
+        # the TorchScript exporter's shape, [-1, 4] with its -1 made 1 by a Where: shape inference leaves the width unsized
+        computed = [helper.make_node("ConstantOfShape", ["two"], ["ones"], value=numpy_helper.from_array(np.ones(1, np.int64))),
+                    helper.make_node("Mul", ["ones", "minus_one"], ["minus_ones"]), helper.make_node("Equal", ["asked", "minus_ones"], ["kept"]),
+                    helper.make_node("Where", ["kept", "ones", "asked"], ["shape"])]
+        exported = _model(computed + nodes, [("x", FLOAT, [6, 8]), ("idx", TensorProto.INT64, [2]), ("src", FLOAT, [2, 8])],
+                          [("out", FLOAT, [6, 8])], {"one": [1], "two": [2], "minus_one": -1, "asked": [-1, 4]})
+        assert list(rewrite(exported)[1].lines()) == list(report.lines())
         # a 1 in the Expand's shape keeps the input's size: a 2-D index (3, 2) expanded by [1, 1, 4] is (3, 2, 4), as the
         # updates are, and is left for what it is (not an index list), not for a shape it does not have
         matching = _model([helper.make_node("Unsqueeze", ["idx", "last"], ["column"]), nodes[1],

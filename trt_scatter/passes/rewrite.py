@@ -742,8 +742,7 @@ class _Rewriter:
         dims, update_dims = _dims(data), _dims(updates)
         if dims is None or update_dims is None or len(dims) != len(update_dims):
             raise _Left("data or updates of unknown rank")
-        index_dims = _dims(indices)
-        if index_dims is not None and any(isinstance(a, int) and isinstance(b, int) and a != b for a, b in zip(index_dims, update_dims)):
+        if any(isinstance(a, int) and isinstance(b, int) and a != b for a, b in zip(self._index_dims(indices, len(dims)), update_dims)):
             raise _Left("updates of another shape than the indices (which ONNX refuses; a slice write would run)")
         axis = _attr(node, "axis", 0)
         axis = axis + len(dims) if axis < 0 else axis
@@ -755,14 +754,6 @@ class _Rewriter:
         if values is None:
             expand = _producer(indices)
             if expand is not None and expand.op == "Expand":
-                target, given = self._constant(expand.inputs[1]), _dims(expand.inputs[0])  # the indices' shape, where known
-                if target is not None and given is not None and target.size <= len(dims) and len(given) <= len(dims):
-                    target = [1] * (len(dims) - target.size) + [int(t) for t in target.reshape(-1)]
-                    given = [1] * (len(dims) - len(given)) + list(given)
-                    expanded = [g if t == 1 else t for t, g in zip(target, given)]  # a 1 keeps the input's size
-                    if any(d != axis and isinstance(update_dims[d], int) and isinstance(expanded[d], int) and expanded[d] != update_dims[d]
-                           for d in range(len(dims))):
-                        raise _Left("updates of another shape than the indices (which ONNX refuses; a slice write would run)")
                 values = self._constant(expand.inputs[0])
                 if values is None:
                     return self._expanded_index_list(node, expand.inputs[0], data, updates, dims, update_dims, axis, shaped_by)
@@ -778,6 +769,20 @@ class _Rewriter:
         new_node, detail = self._emit(node, data, updates, write)
         self._replace(node, new_node)
         return "ScatterElements", new_node.op, detail
+
+    def _index_dims(self, indices, rank):
+        """The dims of ``indices``, ints where known: as declared or inferred, or else those of an Expand of a known shape
+        (a 1 there keeps its input's size), the exporters' way of writing an index list over other axes."""
+        dims = list(_dims(indices) or (None,) * rank)
+        expand = _producer(indices)
+        if expand is None or expand.op != "Expand" or len(dims) != rank:
+            return dims
+        target, given = self._constant(expand.inputs[1]), _dims(expand.inputs[0])
+        if target is None or given is None or target.size > rank or len(given) > rank:
+            return dims
+        target = [1] * (rank - target.size) + [int(t) for t in target.reshape(-1)]
+        given = [1] * (rank - len(given)) + list(given)
+        return [d if isinstance(d, int) else (g if t == 1 else t) for d, t, g in zip(dims, target, given)]
 
     def _data_shape_index_list(self, indices, data, axis):
         """The index list ``I`` where ``indices`` is ``Expand(..., shape)`` with ``shape`` data's shape with ``len(I)`` on
