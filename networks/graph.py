@@ -96,6 +96,14 @@ class _Composites:
             raise ScatterInputError(op, name, f"must not be {dtype} for TensorRT's own layers (IScatterLayer has no {dtype}): cast "
                                     "the element inputs to int32 and the output back", str(dtype))
 
+    def check_scatter_reduction(self, op: str, reduction: str) -> None:
+        """Refuses, naming ``impl``, a scatter with a reduction on a graph whose scatter has none (TensorRT's layers)."""
+        from trt_scatter.oracle.rules import ScatterInputError
+
+        if not self.SCATTER_REDUCTIONS:
+            raise ScatterInputError(op, "impl", f"'native' has no TensorRT layer (IScatterLayer has no reduction, {reduction!r} "
+                                    "included): build the node as the plugin (impl='plugin', trt-scatter build --plugins)", "'native'")
+
     def _constant_value(self, tensor):
         return self._constants.get(self._key(tensor)) if is_tensor(tensor) else None
 

@@ -65,9 +65,7 @@ def lower_scatter_elements_reduce(graph: TensorRTGraph | OnnxGraph, data: trt.IT
     """The lowering on ``graph`` (an ``OnnxGraph``; a ``TensorRTGraph`` refuses it in one line)."""
     axis = check(graph, data, indices, updates, axis, reduction, include_self)
     reduction = reductions.reduction_of(reduction)  # an ONNX attribute's bytes too, as the oracle takes
-    if not graph.SCATTER_REDUCTIONS:
-        raise rules.ScatterInputError(OP, "impl", f"'native' has no TensorRT layer (IScatterLayer has no reduction, {reduction!r} "
-                                      "included): build the node as the plugin (impl='plugin', trt-scatter build --plugins)", "'native'")
+    graph.check_scatter_reduction(OP, reduction)
     if graph.dtype_of(indices) not in (np.int32, np.int64):  # ScatterElements' index types
         indices = graph.cast(indices, INT64)
     indices = graph.indices_in_range(OP, indices, data, [axis], negative=True)

@@ -55,9 +55,7 @@ def lower_scatter_nd_reduce(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor 
     """The lowering on ``graph`` (an ``OnnxGraph``; a ``TensorRTGraph`` refuses it in one line)."""
     check(graph, data, indices, updates, reduction, include_self)
     reduction = reductions.reduction_of(reduction)  # an ONNX attribute's bytes too, as the oracle takes
-    if not graph.SCATTER_REDUCTIONS:
-        raise rules.ScatterInputError(OP, "impl", f"'native' has no TensorRT layer (IScatterLayer has no reduction, {reduction!r} "
-                                      "included): build the node as the plugin (impl='plugin', trt-scatter build --plugins)", "'native'")
+    graph.check_scatter_reduction(OP, reduction)
     return graph.scatter_reduce(data, index_rows(graph, OP, data, indices), updates, "nd", reduction, include_self)
 
 
