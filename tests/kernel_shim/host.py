@@ -27,7 +27,7 @@ def build(out_dir, sanitize=False):
     """Compiles the kernels for the CPU; returns the shared library's path. ``sanitize``: under AddressSanitizer and
     UndefinedBehaviorSanitizer, the first undefined operation (a signed overflow, a bad shift) ending the process."""
     out = Path(out_dir) / ("kernels_asan.so" if sanitize else "kernels.so")
-    command = ["g++", "-std=c++17", "-shared", "-fPIC", "-fno-strict-aliasing", "-Wall", "-g",
+    command = ["g++", "-std=c++17", "-shared", "-fPIC", "-fno-strict-aliasing", "-Wall", "-g1",
                f"-I{SHIM_DIR}", f"-I{PLUGINS_DIR}", "-x", "c++", str(SHIM_DIR / "driver.cpp"), "-o", str(out)]
     command += ["-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"] if sanitize else ["-O2"]
     subprocess.run(command, check=True, capture_output=True, text=True)
