@@ -27,7 +27,9 @@ the scatter and engines match the ONNX semantics of the oracle. ScatterUpdate fo
 spec), SliceScatter computes its own non-negative row numbers.
 
 Out-of-range index values (which the oracle rejects, but which no layer can reject at run
-time): the builders and lowerings clamp user indices into the indexed dimension, so an engine
+time): the builders refuse them where a constant layer of the network makes the indices
+(``TensorRTGraph.check_fixed_values``, the oracle's ``check_node``), and otherwise the builders
+and lowerings clamp user indices into the indexed dimension, so an engine
 never writes outside its output; what such an input produces is unspecified. Clamping has no
 target in a dimension of size 0: non-empty indices into one are refused at build time where
 the size is known (the oracle's shape rule); where it is known only at run time, the TensorRT

@@ -45,7 +45,7 @@ from trt_scatter import dtypes
 from trt_scatter.oracle.reductions import ONNX_REDUCTIONS
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     import onnx
     import tensorrt as trt
@@ -459,6 +459,33 @@ class TensorRTGraph(_Composites):
             if isinstance(value, self.trt.ITensor):
                 check_type_in(op, name, self.dtype_of(value), dtypes.INDEX_TYPES)
 
+    def check_fixed_values(self, check_node: Callable[[Any], None], inputs: dict[str, object], attributes: dict[str, object] | None = None) -> None:
+        """The oracle's rules on a node (``check_node``, an op's oracle module's) over a builder's arguments by input name,
+        where one of them is an ITensor whose values the network fixes (``network.add_constant``'s): validation reads a
+        model's initializers so, and the lowering's clamp would turn constant indices out of range into writes the spec
+        does not define; here they are refused by name. Other arguments are left to the builder's own checks."""
+        node = _BuilderNode(self, inputs, attributes or {})
+        if any(is_tensor(value) and node.constant(name) is not None for name, value in node.inputs.items()):
+            check_node(node)
+
+    def fixed_value(self, tensor: trt.ITensor) -> np.ndarray | None:
+        """The values of ``tensor`` where a constant layer of the network makes it, else None."""
+        if tensor.name in self._constants:
+            return self._constants[tensor.name]
+        if tensor.is_network_input:  # no layer makes it: not a walk over every layer
+            return None
+        network = self.network
+        for index in reversed(range(getattr(network, "num_layers", 0))):
+            layer = network.get_layer(index)
+            if layer.num_outputs and layer.get_output(0) is tensor:
+                if layer.type != self.trt.LayerType.CONSTANT:
+                    return None
+                layer.__class__ = self.trt.IConstantLayer  # as TensorRT's Python API casts a layer it lists (polygraphy does too)
+                weights = layer.weights
+                values = weights.numpy() if hasattr(weights, "numpy") else np.asarray(weights)  # TensorRT 10.x: Weights; TensorRT-RTX: an array
+                return values.reshape(tuple(layer.shape))
+        return None
+
     def _owns(self, tensor):
         """True if ``tensor`` is an input of the network or the output of one of its layers (looked for from the last
         layer back: a builder's tensors are mostly recent). A stand-in network that lists no layers owns every tensor."""
@@ -571,6 +598,37 @@ class TensorRTGraph(_Composites):
         """A build-time or run-time TensorRT error that says ``message`` unless ``condition``, a
         bool shape tensor, is true."""
         self.network.add_assertion(condition, message)
+
+
+class _BuilderNode:
+    """A network builder's arguments as a model's node shows them to an oracle module's ``check_node`` (the questions of
+    :class:`trt_scatter.model.node.OpNode`): a Python or NumPy argument is a constant, an ITensor one where the network
+    fixes its values (:meth:`TensorRTGraph.fixed_value`)."""
+
+    def __init__(self, graph, inputs, attributes):
+        self.graph, self._attributes = graph, attributes
+        self.inputs = {name: value for name, value in inputs.items() if value is not None}
+
+    def constant(self, name: str) -> np.ndarray | None:
+        value = self.inputs.get(name)
+        if value is None:
+            return None
+        return self.graph.fixed_value(value) if is_tensor(value) else np.asarray(value)
+
+    def shape(self, name: str) -> tuple[int, ...] | None:
+        value = self.inputs.get(name)
+        if value is None:
+            return None
+        return self.graph.shape_of(value) if is_tensor(value) else np.shape(value)
+
+    def dtype(self, name: str) -> np.dtype | None:
+        value = self.inputs.get(name)
+        if value is None:
+            return None
+        return self.graph.dtype_of(value) if is_tensor(value) else np.asarray(value).dtype
+
+    def attribute(self, name: str, default: Any = None) -> Any:
+        return self._attributes.get(name, default)
 
 
 @dataclasses.dataclass(frozen=True)

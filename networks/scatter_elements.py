@@ -22,7 +22,7 @@ import numpy as np
 from trt_scatter.networks.example import Example
 from trt_scatter.networks.graph import INT64, TensorRTGraph
 from trt_scatter.oracle import rules
-from trt_scatter.oracle.scatter_elements import OP, check_scatter_elements
+from trt_scatter.oracle.scatter_elements import OP, check_node, check_scatter_elements
 
 if TYPE_CHECKING:
     import tensorrt as trt
@@ -34,6 +34,7 @@ def add_scatter_elements(network: trt.INetworkDefinition, data: trt.ITensor, ind
     """Adds ScatterElements(data, indices, updates, axis) to ``network``; returns the output ITensor."""
     graph = TensorRTGraph(network)
     graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates), dict(axis=axis))
+    graph.check_fixed_values(check_node, dict(data=data, indices=indices, updates=updates), dict(axis=axis))
     return lower_scatter_elements(graph, data, indices, updates, axis)
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from trt_scatter.networks.graph import INT64, TensorRTGraph
 from trt_scatter.oracle import reductions, rules
-from trt_scatter.oracle.scatter_elements_reduce import OP, check_scatter_elements_reduce
+from trt_scatter.oracle.scatter_elements_reduce import OP, check_node, check_scatter_elements_reduce
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -42,6 +42,7 @@ def add_scatter_elements_reduce(network: trt.INetworkDefinition, data: trt.ITens
     """
     graph = TensorRTGraph(network)
     graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates), dict(axis=axis))
+    graph.check_fixed_values(check_node, dict(data=data, indices=indices, updates=updates), dict(axis=axis))
     rules.check_choice(OP, "impl", impl, IMPLS)
     if impl == "native":
         return lower_scatter_elements_reduce(graph, data, indices, updates, axis, reduction, include_self)

@@ -18,7 +18,7 @@ import numpy as np
 from trt_scatter.networks.example import Example
 from trt_scatter.networks.graph import INT64, TensorRTGraph
 from trt_scatter.oracle import rules
-from trt_scatter.oracle.scatter_nd import OP, check_scatter_nd
+from trt_scatter.oracle.scatter_nd import OP, check_node, check_scatter_nd
 
 if TYPE_CHECKING:
     import tensorrt as trt
@@ -30,6 +30,7 @@ def add_scatter_nd(network: trt.INetworkDefinition, data: trt.ITensor, indices: 
     """Adds ScatterND(data, indices, updates) to ``network``; returns the output ITensor."""
     graph = TensorRTGraph(network)
     graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates))
+    graph.check_fixed_values(check_node, dict(data=data, indices=indices, updates=updates))
     return lower_scatter_nd(graph, data, indices, updates)
 
 

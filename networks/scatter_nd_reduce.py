@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from trt_scatter.networks.graph import TensorRTGraph
 from trt_scatter.networks.scatter_nd import index_rows
 from trt_scatter.oracle import reductions, rules
-from trt_scatter.oracle.scatter_nd_reduce import OP, check_scatter_nd_reduce
+from trt_scatter.oracle.scatter_nd_reduce import OP, check_node, check_scatter_nd_reduce
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -33,6 +33,7 @@ def add_scatter_nd_reduce(network: trt.INetworkDefinition, data: trt.ITensor, in
     :func:`~trt_scatter.networks.scatter_elements_reduce.add_scatter_elements_reduce` for ``impl``)."""
     graph = TensorRTGraph(network)
     graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates))
+    graph.check_fixed_values(check_node, dict(data=data, indices=indices, updates=updates))
     rules.check_choice(OP, "impl", impl, IMPLS)
     if impl == "native":
         return lower_scatter_nd_reduce(graph, data, indices, updates, reduction, include_self)

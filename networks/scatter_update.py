@@ -30,7 +30,7 @@ from trt_scatter.networks.example import Example
 from trt_scatter.networks.graph import INT64, TensorRTGraph, is_tensor
 from trt_scatter.networks.slice_scatter import index_constant
 from trt_scatter.oracle import rules
-from trt_scatter.oracle.scatter_update import OP, axis_value, check_axis_shape, check_scatter_update, check_scatter_update_static
+from trt_scatter.oracle.scatter_update import OP, axis_value, check_node, check_axis_shape, check_scatter_update, check_scatter_update_static
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -56,6 +56,7 @@ def add_scatter_update(network: trt.INetworkDefinition, data: trt.ITensor, indic
     """
     graph = TensorRTGraph(network)
     graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates), parameters=dict(axis=axis))  # axis: an ITensor for the plugin
+    graph.check_fixed_values(check_node, dict(data=data, indices=indices, updates=updates, axis=axis))
     rules.check_choice(OP, "impl", impl, IMPLS)
     if impl == "native":
         return lower_scatter_update(graph, data, indices, updates, axis)

@@ -44,7 +44,7 @@ import numpy as np
 from trt_scatter.networks.example import Example
 from trt_scatter.networks.graph import INT64, TensorRTGraph, is_tensor
 from trt_scatter.oracle import rules
-from trt_scatter.oracle.slice_scatter import OP, check_slice_scatter, check_slice_scatter_static, slice_geometry, slice_shape
+from trt_scatter.oracle.slice_scatter import OP, check_node, check_slice_scatter, check_slice_scatter_static, slice_geometry, slice_shape
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -70,6 +70,7 @@ def add_slice_scatter(network: trt.INetworkDefinition, data: trt.ITensor, update
     """
     graph = TensorRTGraph(network)
     graph.check_arguments(OP, dict(data=data, updates=updates), parameters=dict(start=start, stop=stop, step=step, axes=axes))
+    graph.check_fixed_values(check_node, dict(data=data, updates=updates, start=start, stop=stop, step=step, axes=axes))
     rules.check_choice(OP, "impl", impl, IMPLS)
     if impl == "native":
         return lower_slice_scatter(graph, data, updates, start, stop, step, axes)

@@ -25,7 +25,7 @@ import numpy as np
 
 from trt_scatter.networks.graph import INT64, TensorRTGraph, is_tensor
 from trt_scatter.oracle import rules
-from trt_scatter.oracle.tensor_scatter import DEFAULT_AXIS, OP, check_mode, check_tensor_scatter
+from trt_scatter.oracle.tensor_scatter import DEFAULT_AXIS, OP, check_mode, check_node, check_tensor_scatter
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -48,6 +48,7 @@ def add_tensor_scatter(network: trt.INetworkDefinition, past_cache: trt.ITensor,
     graph = TensorRTGraph(network)
     tensors = dict(past_cache=past_cache, update=update) | ({} if write_indices is None else {"write_indices": write_indices})
     graph.check_arguments(OP, tensors)
+    graph.check_fixed_values(check_node, tensors, dict(axis=axis, mode=mode))
     rules.check_choice(OP, "impl", impl, IMPLS)
     if impl == "native":
         return lower_tensor_scatter(graph, past_cache, update, write_indices, axis, mode)

@@ -160,3 +160,58 @@ def test_an_unknown_impl_is_refused_by_name_in_one_format(net, add, op):
     with pytest.raises(ScatterInputError, match=rf"^{op}: 'impl' must be one of '\w+', '\w+' \(got 'cuda'\)$"):
         add(network, tensors)
     assert network.num_layers == 0
+
+
+def _constant(network, values):
+    values = np.asarray(values, np.int64)
+    return network.add_constant(values.shape, values).get_output(0)
+
+
+FIXED = [  # (id, builder over (network, data (4, 3), rows (1, 3), cache (2, 1, 8, 4), update (2, 1, 2, 4), constant), message)
+    ("scatter_elements", lambda n, d, r, c, u, k: add_scatter_elements(n, d, k([[7, 0, 1]]), r, 0),
+     "scatter_elements: 'indices' values must be in [-4, 3] for a dimension of size 4 (got 7)"),
+    ("scatter_nd", lambda n, d, r, c, u, k: add_scatter_nd(n, d, k([[-5]]), r),
+     "scatter_nd: 'indices' values must be in [-4, 3] for a dimension of size 4 (got -5)"),
+    ("scatter_update", lambda n, d, r, c, u, k: add_scatter_update(n, d, k([4]), r, 0),
+     "scatter_update: 'indices' values must be in [0, 3] for a dimension of size 4 (got 4)"),
+    ("scatter_update-axis", lambda n, d, r, c, u, k: add_scatter_update(n, d, k([1]), r, k(5), impl="plugin"),
+     "scatter_update: 'axis' must be in [-2, 1] for 'data' of rank 2 (got 5)"),
+    ("slice_scatter-step", lambda n, d, r, c, u, k: add_slice_scatter(n, d, r, k([0]), k([1]), k([0]), k([0])),
+     "slice_scatter: 'step' must not contain 0 (got [0])"),
+    ("tensor_scatter", lambda n, d, r, c, u, k: add_tensor_scatter(n, c, u, k([7, 0])),
+     "tensor_scatter: 'write_indices' values must be at most max_sequence_length - sequence_length = 8 - 2 in linear mode "
+     "(the update must fit) (got 7)"),
+    ("scatter_elements_reduce", lambda n, d, r, c, u, k: add_scatter_elements_reduce(n, d, k([[4, 0, 0]]), r, impl="native"),
+     "scatter_elements_reduce: 'indices' values must be in [-4, 3] for a dimension of size 4 (got 4)"),
+    ("scatter_nd_reduce", lambda n, d, r, c, u, k: add_scatter_nd_reduce(n, d, k([[4]]), r),
+     "scatter_nd_reduce: 'indices' values must be in [-4, 3] for a dimension of size 4 (got 4)"),
+]
+
+
+def _fixed_network():
+    network = new_builder().create_network(0)
+    return (network, network.add_input("data", trt.float32, (4, 3)), network.add_input("rows", trt.float32, (1, 3)),
+            network.add_input("cache", trt.float32, (2, 1, 8, 4)), network.add_input("update", trt.float32, (2, 1, 2, 4)))
+
+
+@pytest.mark.parametrize("add, message", [case[1:] for case in FIXED], ids=[case[0] for case in FIXED])
+def test_values_a_constant_layer_fixes_are_held_to_the_rules_a_models_constants_are(add, message):
+    """Indices (and parameters) made by network.add_constant are known when the network is built: out of range they are
+    refused in the line validation gives a model's initializer, not clamped into a write the spec leaves undefined."""
+    network, data, rows, cache, update = _fixed_network()
+    with pytest.raises(ScatterInputError) as caught:
+        add(network, data, rows, cache, update, lambda values: _constant(network, values))
+    assert str(caught.value) == message
+
+
+def test_constant_layer_values_in_range_build_and_a_computed_index_is_left_to_the_run():
+    network, data, rows, cache, update = _fixed_network()
+    k = lambda values: _constant(network, values)  # noqa: E731
+    outputs = [add_scatter_elements(network, data, k([[-4, 0, 3]]), rows, 0), add_scatter_nd(network, data, k([[3]]), rows),
+               add_scatter_update(network, data, k([3]), rows, k(0)), add_slice_scatter(network, data, rows, k([1]), k([2]), k([1]), k([0])),
+               add_tensor_scatter(network, cache, update, k([6, 0]))]
+    computed = network.add_elementwise(k([[9, 9, 9]]), k([[1, 1, 1]]), trt.ElementWiseOperation.SUM).get_output(0)  # not a constant layer's
+    outputs.append(add_scatter_elements(network, data, computed, rows, 0))
+    for output in outputs:
+        network.mark_output(output)
+    assert network.num_outputs == 6
