@@ -421,6 +421,28 @@ def test_the_reference_runner_refuses_a_model_onnx_cannot_evaluate_in_one_line()
         runner.activate()
 
 
+def test_a_lowered_model_onnxruntime_cannot_run_is_one_line_saying_nothing_was_compared(tmp_path):
+    """onnxruntime's CPU ScatterElements has no float16 'mul': --onnxrt's lowered model fails inside the runner, which
+    was a traceback; the --gen-script script wraps the session likewise."""
+    from onnx import helper
+
+    node = helper.make_node("ScatterElementsReduce", ["data", "indices", "updates"], ["output"], domain="trt_scatter", reduction="mul")
+    graph = helper.make_graph([node], "g", [fx.info("data", (4, 3), np.float16), fx.info("indices", (2, 3), np.int64),
+                                            fx.info("updates", (2, 3), np.float16)], [fx.info("output", (4, 3), np.float16)])
+    path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "f16.onnx")
+    script = tmp_path / "run.py"
+    result = fx.run_tool("polygraphy", ["run", path, "--onnxrt", "--pluginref", "--trt-scatter-inputs", "--gen-script", script])
+    assert "ExplainOnnxrtErrors(build_onnxrt_session)" in script.read_text() and "OnnxrtRunner(explain_onnxrt_errors" in script.read_text()
+    result = fx.run_tool("polygraphy", ["run", path, "--onnxrt", "--pluginref", "--trt-scatter-inputs"])
+    output = result.stdout + result.stderr
+    if result.returncode == 0:
+        pytest.skip("this onnxruntime runs float16 ScatterElements with reduction 'mul'")
+    assert "Traceback" not in output, output
+    (line,) = [line for line in output.splitlines() if line.startswith("[!]")]
+    assert line.startswith("[!] --onnxrt: onnxruntime cannot run the model with its trt_scatter nodes lowered on this machine, so nothing was "
+                           "compared (compare --trt with --pluginref where a GPU runs the engine): [ONNXRuntimeError]"), output
+
+
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_profile_keys_that_name_inputs_match_them_alone(tmp_path, dynamic):
     """polygraphy's Profile matches keys as fnmatch patterns: 'past_key_values[0]' (PyTorch's KV-cache names) named no

@@ -5,6 +5,7 @@
   (this package does) also puts the four scatter ops in ``pluginref``'s own registry.
 - :class:`ScatterDataLoader` (from :mod:`trt_scatter.inputs`): valid inputs for scatter models.
 - :class:`RegisterTrtScatterPlugins`: a loader that registers the TensorRT plugins first;
+  :class:`ExplainOnnxrtErrors`: one that makes onnxruntime's refusal to run a lowered model one line;
   :class:`ValidateTrtScatter` (from :mod:`trt_scatter.passes.validate`): one that validates the model.
 - :func:`get_arg_groups`: the ``polygraphy.run.plugins`` entry point (``--trt-scatter-plugins``,
   ``--trt-scatter-inputs``, the reference in ``--pluginref``, lowered models in ``--onnxrt``).
@@ -13,11 +14,12 @@
 from trt_scatter.passes.validate import ValidateTrtScatter
 from trt_scatter.polygraphy_ext import references
 from trt_scatter.inputs import ScatterDataLoader
-from trt_scatter.polygraphy_ext.loader import RegisterTrtScatterPlugins, register_plugins
+from trt_scatter.polygraphy_ext.loader import ExplainOnnxrtErrors, RegisterTrtScatterPlugins, register_plugins
 from trt_scatter.polygraphy_ext.references import ReferenceRunner
 from trt_scatter.polygraphy_ext.run_args import TrtScatterArgs, get_arg_groups
 
 __all__ = [
+    "ExplainOnnxrtErrors",
     "ReferenceRunner",
     "RegisterTrtScatterPlugins",
     "ScatterDataLoader",

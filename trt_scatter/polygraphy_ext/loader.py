@@ -1,4 +1,5 @@
-"""A polygraphy loader that registers trt-scatter's TensorRT plugins before whatever it wraps runs."""
+"""polygraphy loaders: one registers trt-scatter's TensorRT plugins before whatever it wraps runs; one
+makes an onnxruntime session's failure to run a lowered model one line."""
 
 from __future__ import annotations
 
@@ -44,3 +45,46 @@ def register_plugins() -> None:
     from trt_scatter.plugins import register  # imported late: plugins pull in TensorRT and CUDA
 
     register()
+
+
+class ExplainOnnxrtErrors(BaseLoader):
+    """Wraps an onnxruntime session (or a loader of one, such as ``SessionFromOnnx``) so that a run onnxruntime
+    refuses ends in one line saying that nothing could be compared, instead of a traceback from inside the runner.
+
+    ``--onnxrt`` runs a model's ``trt_scatter`` nodes lowered to standard ONNX ops, and onnxruntime's CPU kernels lack
+    some of those for some types (ScatterElements and ScatterND reducing float16 or bool): that is neither the
+    model's mistake nor a failed comparison::
+
+        session = ExplainOnnxrtErrors(SessionFromOnnx(lowered_model_bytes))
+    """
+
+    def __init__(self, session):
+        self._session = session
+
+    @util.check_called_by("__call__")
+    def call_impl(self) -> _ExplainedSession:
+        session, _ = util.invoke_if_callable(self._session)
+        return _ExplainedSession(session)
+
+
+class _ExplainedSession:
+    """An onnxruntime ``InferenceSession`` whose ``run`` turns onnxruntime's error into polygraphy's one line."""
+
+    def __init__(self, session):
+        self._session = session
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        from polygraphy.logger import G_LOGGER
+
+        from trt_scatter.log import first_line
+
+        try:
+            return self._session.run(*args, **kwargs)
+        except Exception as err:  # onnxruntime's own exception types differ by version; all print "[ONNXRuntimeError]"
+            if "[ONNXRuntimeError]" not in str(err):
+                raise
+            G_LOGGER.critical(f"--onnxrt: onnxruntime cannot run the model with its trt_scatter nodes lowered on this machine, so nothing "
+                              f"was compared (compare --trt with --pluginref where a GPU runs the engine): {first_line(err)}")

@@ -7,7 +7,8 @@ Loading it (polygraphy does, on every ``polygraphy run``, once trt-scatter is in
   models with MatMul, Conv, Sigmoid... around scatter nodes run there, once the model passes
   validation (a mistake it shows ends the run in one line);
 - ``--onnxrt`` runs a model with ``trt_scatter`` nodes lowered to standard ONNX ops
-  (:class:`~trt_scatter.passes.lower.LowerTrtScatter`), which onnxruntime can run; it says so;
+  (:class:`~trt_scatter.passes.lower.LowerTrtScatter`), which onnxruntime can run; it says so (and
+  where onnxruntime's kernels cannot run it after all, :class:`.ExplainOnnxrtErrors` says that in one line);
 
 and it adds two options:
 
@@ -95,6 +96,7 @@ class TrtScatterArgs(BaseArgs):
         if model is not None:
             self._check_lowering(model)
             _before_add_to_script(self.arg_groups[OnnxrtSessionArgs], self._lowered_model)
+            _after_add_to_script(self.arg_groups[OnnxrtSessionArgs], _explained_session)
         if self.register_plugins or (PluginRefRunnerArgs in self.arg_groups and "pluginref" in runners):
             self._validate_model("--trt-scatter-plugins" if self.register_plugins else "--pluginref")
         if self.register_plugins and TrtLoadPluginsArgs in self.arg_groups:
@@ -306,6 +308,12 @@ def _after_add_to_script(arg_group, extend):
         return extend(script, add_original(script, *args, **kwargs))
 
     arg_group.add_to_script_impl = add_to_script_impl
+
+
+def _explained_session(script, session):
+    """The onnxrt session ``session`` (a loader's name in ``script``) with onnxruntime's errors in one line."""
+    script.add_import(imports=["ExplainOnnxrtErrors"], frm="trt_scatter.polygraphy_ext.loader")
+    return script.add_loader(make_invocable("ExplainOnnxrtErrors", session), "explain_onnxrt_errors")
 
 
 def _before_add_to_script(arg_group, model_for):
