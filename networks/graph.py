@@ -217,6 +217,16 @@ class _Composites:
         excess = self.binary("sub", self.gather(self.shape_vector(tensor), axes), self.gather(self.shape_vector(bound), axes))
         self.assertion(self.binary("less", excess, self.constant(np.ones(len(axes), INT64))), f"{op}: '{name}' {rule}")
 
+    def assert_length(self, op: str, name: str, vector: trt.ITensor | Value, length: int | trt.ITensor | Value, rule: str) -> None:
+        """The run-time half of a rule "the 1-D ``vector`` has ``length`` entries" (an int, or a 1-element tensor),
+        where either is known at run time only: one assertion naming ``op``, the input ``name`` and the ``rule``.
+        Backends without assertions (ONNX) add nothing."""
+        if not self.RUNTIME_ASSERTIONS or (self.shape_of(vector)[0] >= 0 and isinstance(length, (int, np.integer))):
+            return
+        given, wanted = self.gather(self.shape_vector(vector), [0]), self.as_tensor(length)
+        distance = self.binary("sub", self.binary("max", given, wanted), self.binary("min", given, wanted))
+        self.assertion(self.binary("less", distance, self.constant(np.ones(1, INT64))), f"{op}: '{name}' {rule}")
+
     def shape_tensor(self, tensor: trt.ITensor | Value) -> trt.ITensor | Value:
         """``tensor``'s run-time shape, one shape layer per tensor."""
         key = self._key(tensor)

@@ -78,6 +78,8 @@ def check(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, indices: 
     if is_tensor(axis):
         rules.check_index_type(OP, "axis", graph.dtype_of(axis))
         check_axis_shape(graph.shape_of(axis))
+        if graph.shape_of(axis):  # (n,), n known at run time only: it must be 1
+            graph.assert_length(OP, "axis", axis, 1, "must hold one value (an axis of data)")
         return check_scatter_update_static(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates))
     return check_scatter_update(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates), axis_value(axis))
 

@@ -116,6 +116,7 @@ def check(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, updates: 
         return (*(params[name] for name in ("start", "stop", "step")), check_slice_scatter(data_shape, updates_shape, **params))
     known = {name: graph.shape_of(value)[0] if is_tensor(value) else value for name, value in params.items() if value is not None}
     check_slice_scatter_static(data_shape, updates_shape, **known)
+    _assert_lengths(graph, params, known)
     start, stop, step, axes = (params[name] for name in ("start", "stop", "step", "axes"))
     if is_tensor(axes):
         rules.check_indices_can_exist(OP, "updates", updates_shape, list(enumerate(data_shape)))
@@ -126,6 +127,16 @@ def check(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, updates: 
             raise rules.ScatterInputError(OP, "start", "must have a static length: it is the number of sliced axes", "shape (?,)")
         axes = range(count)
     return start, stop, step, [axis % len(data_shape) for axis in axes]
+
+
+def _assert_lengths(graph, params, lengths):
+    """The run-time half of "start, stop, step (and axes) have one length", for the tensors among ``params`` whose
+    length (in ``lengths``: -1) is known at run time only: each against one whose length is known, else start's."""
+    known = [(name, len(n) if isinstance(n, list) else n) for name, n in lengths.items() if isinstance(n, list) or rules.is_known(n)]
+    name, length = known[0] if known else ("start", graph.dim(params["start"], 0))
+    for other, value in params.items():
+        if is_tensor(value) and other != name and not rules.is_known(lengths[other]):
+            graph.assert_length(OP, other, value, length, f"must have as many entries as '{name}'")
 
 
 def lower_slice_scatter(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, updates: trt.ITensor | Value, start: ArrayLike | trt.ITensor | Value, stop: ArrayLike | trt.ITensor | Value, step: ArrayLike | trt.ITensor | Value, axes: ArrayLike | trt.ITensor | Value | None = None) -> trt.ITensor | Value:

@@ -399,3 +399,42 @@ def test_an_empty_constant_has_its_shape_and_type(shape, dtype):
     tensor = graph.constant(np.zeros(shape, dtype))
     assert tuple(tensor.shape) == shape and numpy_dtype(tensor.dtype) == np.dtype(dtype)
     assert graph._constant_value(tensor).shape == shape  # folded on the host as the array it stands for
+
+
+LENGTH_CASES = {  # inputs (name -> shape), builder over them; the run-time lengths of a wrong build, the message, those of a right one
+    "scatter_update-axis": ({"data": (3, 4), "indices": (2,), "updates": (3, 2), "axis": (-1,)},
+                            lambda n, t: add_scatter_update(n, t["data"], t["indices"], t["updates"], t["axis"]),
+                            {"axis": 2}, "scatter_update: 'axis' must hold one value (an axis of data)", {"axis": 1}),
+    "slice_scatter-axes": ({"data": (4, 5), "updates": (2, 5), "axes": (-1,)},
+                           lambda n, t: add_slice_scatter(n, t["data"], t["updates"], [0], [2], [1], t["axes"]),
+                           {"axes": 2}, "slice_scatter: 'axes' must have as many entries as 'start'", {"axes": 1}),
+    "slice_scatter-start-stop": ({"data": (4, 5), "updates": (2, 5), "start": (-1,), "stop": (-1,)},
+                                 lambda n, t: add_slice_scatter(n, t["data"], t["updates"], t["start"], t["stop"], t["start"], t["stop"]),
+                                 {"start": 1, "stop": 2}, "slice_scatter: 'stop' must have as many entries as 'start'", {"start": 1, "stop": 1}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LENGTH_CASES))
+def test_parameters_whose_length_is_known_at_run_time_only_assert_it_by_name(case, caplog):
+    """An axis or a start/stop/step/axes vector of length ? (a network input of shape (-1,)): a wrong length failed in
+    TensorRT's own words, naming a layer (broadcast dimensions must be conformable); an assertion names the rule, evaluated
+    at build time where the profile fixes the length."""
+    shapes, add, wrong, message, right = LENGTH_CASES[case]
+
+    def build(lengths):
+        builder, network = new_network()
+        tensors = {name: add_input(network, name, np.int64 if len(shape) == 1 and name != "indices" else np.int32 if name == "indices" else np.float32, shape)
+                   for name, shape in shapes.items()}
+        network.mark_output(add(network, tensors))
+        config, profile = builder.create_builder_config(), builder.create_optimization_profile()
+        for name, length in lengths.items():
+            profile.set_shape(name, (length,), (length,), (length,))
+        config.add_optimization_profile(profile)
+        caplog.clear()
+        with caplog.at_level(logging.ERROR, logger="trt_scatter"):
+            return builder.build_serialized_network(network, config), caplog.text
+
+    plan, errors = build(wrong)
+    assert plan is None and message in errors, errors
+    plan, errors = build(right)
+    assert plan is not None, errors
