@@ -437,8 +437,8 @@ class TensorRTGraph(_Composites):
 
     def check_arguments(self, op: str, tensors: dict[str, object], constants: dict[str, object] | None = None,
                         parameters: dict[str, object] | None = None) -> None:
-        """The network builders take ITensors for an op's tensors and Python or NumPy values for its
-        constants (``parameters``: either, an ITensor being this network's): the other way round TensorRT
+        """The network builders take ITensors for an op's tensors and Python or NumPy integers for its ``constants``
+        (an axis attribute; ``parameters``: lists, arrays or ITensors of this network): the other way round TensorRT
         would fail far from the call, so refuse it by name."""
         from trt_scatter.oracle.rules import ScatterInputError
 
@@ -457,7 +457,7 @@ class TensorRTGraph(_Composites):
                 raise ScatterInputError(op, name, "must have an element type NumPy has (bool, integers, floats, bfloat16)", value.dtype) from None
         for name, value in (constants or {}).items():
             if isinstance(value, self.trt.ITensor):
-                rule = "must be a constant (an int, a list or a NumPy array): its values are used when the network is built"
+                rule = "must be an int (a Python or NumPy integer): its value is used when the network is built"
                 raise ScatterInputError(op, name, rule, describe(value))
 
     def check_plugin_index_types(self, op: str, tensors: dict[str, object]) -> None:

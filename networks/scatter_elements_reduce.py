@@ -46,7 +46,7 @@ def add_scatter_elements_reduce(network: trt.INetworkDefinition, data: trt.ITens
     rules.check_choice(OP, "impl", impl, IMPLS)
     if impl == "native":
         return lower_scatter_elements_reduce(graph, data, indices, updates, axis, reduction, include_self)
-    axis = check(graph, data, indices, updates, axis, reduction, include_self)
+    axis, reduction, include_self = check(graph, data, indices, updates, axis, reduction, include_self)  # as the plugin's fields take them
     graph.check_plugin_index_types(OP, {"indices": indices})
     from trt_scatter.plugins import add_plugin_layer
 
@@ -54,18 +54,18 @@ def add_scatter_elements_reduce(network: trt.INetworkDefinition, data: trt.ITens
     return add_plugin_layer(network, "ScatterElementsReduce", [data, indices, updates], fields)
 
 
-def check(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, indices: trt.ITensor | Value, updates: trt.ITensor | Value, axis: int, reduction: str, include_self: int) -> int:
-    """The oracle's rules on what is known at build time; returns ``axis`` in [0, r-1]."""
-    reductions.check_attributes(OP, reduction, include_self, graph.dtype_of(data))
+def check(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, indices: trt.ITensor | Value, updates: trt.ITensor | Value, axis: int, reduction: str, include_self: int) -> tuple[int, str, int]:
+    """The oracle's rules on what is known at build time; returns ``axis`` in [0, r-1], ``reduction`` (a str) and
+    ``include_self`` (an int)."""
+    reduction, include_self = reductions.check_attributes(OP, reduction, include_self, graph.dtype_of(data))
     rules.check_same_type(OP, "updates", graph.dtype_of(updates), graph.dtype_of(data))
     rules.check_index_type(OP, "indices", graph.dtype_of(indices))
-    return check_scatter_elements_reduce(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates), axis)
+    return check_scatter_elements_reduce(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates), axis), reduction, include_self
 
 
 def lower_scatter_elements_reduce(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, indices: trt.ITensor | Value, updates: trt.ITensor | Value, axis: int = 0, reduction: str = "add", include_self: int = 1) -> trt.ITensor | Value:
     """The lowering on ``graph`` (an ``OnnxGraph``; a ``TensorRTGraph`` refuses it in one line)."""
-    axis = check(graph, data, indices, updates, axis, reduction, include_self)
-    reduction = reductions.reduction_of(reduction)  # an ONNX attribute's bytes too, as the oracle takes
+    axis, reduction, include_self = check(graph, data, indices, updates, axis, reduction, include_self)
     graph.check_scatter_reduction(OP, reduction)
     if graph.dtype_of(indices) not in (np.int32, np.int64):  # ScatterElements' index types
         indices = graph.cast(indices, INT64)

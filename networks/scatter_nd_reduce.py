@@ -37,25 +37,25 @@ def add_scatter_nd_reduce(network: trt.INetworkDefinition, data: trt.ITensor, in
     rules.check_choice(OP, "impl", impl, IMPLS)
     if impl == "native":
         return lower_scatter_nd_reduce(graph, data, indices, updates, reduction, include_self)
-    check(graph, data, indices, updates, reduction, include_self)
+    reduction, include_self = check(graph, data, indices, updates, reduction, include_self)  # as the plugin's fields take them
     graph.check_plugin_index_types(OP, {"indices": indices})
     from trt_scatter.plugins import add_plugin_layer
 
     return add_plugin_layer(network, "ScatterNDReduce", [data, indices, updates], {"reduction": reduction, "include_self": include_self})
 
 
-def check(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, indices: trt.ITensor | Value, updates: trt.ITensor | Value, reduction: str, include_self: int) -> None:
-    """The oracle's rules on what is known at build time."""
-    reductions.check_attributes(OP, reduction, include_self, graph.dtype_of(data))
+def check(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, indices: trt.ITensor | Value, updates: trt.ITensor | Value, reduction: str, include_self: int) -> tuple[str, int]:
+    """The oracle's rules on what is known at build time; returns ``reduction`` (a str) and ``include_self`` (an int)."""
+    reduction, include_self = reductions.check_attributes(OP, reduction, include_self, graph.dtype_of(data))
     rules.check_same_type(OP, "updates", graph.dtype_of(updates), graph.dtype_of(data))
     rules.check_index_type(OP, "indices", graph.dtype_of(indices))
     check_scatter_nd_reduce(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates))
+    return reduction, include_self
 
 
 def lower_scatter_nd_reduce(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, indices: trt.ITensor | Value, updates: trt.ITensor | Value, reduction: str = "add", include_self: int = 1) -> trt.ITensor | Value:
     """The lowering on ``graph`` (an ``OnnxGraph``; a ``TensorRTGraph`` refuses it in one line)."""
-    check(graph, data, indices, updates, reduction, include_self)
-    reduction = reductions.reduction_of(reduction)  # an ONNX attribute's bytes too, as the oracle takes
+    reduction, include_self = check(graph, data, indices, updates, reduction, include_self)
     graph.check_scatter_reduction(OP, reduction)
     return graph.scatter_reduce(data, index_rows(graph, OP, data, indices), updates, "nd", reduction, include_self)
 

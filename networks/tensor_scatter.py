@@ -56,7 +56,7 @@ def add_tensor_scatter(network: trt.INetworkDefinition, past_cache: trt.ITensor,
     graph.check_plugin_index_types(OP, {"write_indices": write_indices})
     from trt_scatter.plugins import add_plugin_layer
 
-    return add_plugin_layer(network, "CacheScatter", list(tensors.values()), {"axis": axis, "mode": mode})
+    return add_plugin_layer(network, "CacheScatter", list(tensors.values()), {"axis": axis, "mode": check_mode(mode)})  # a str, as the field takes it
 
 
 def check(graph: TensorRTGraph | OnnxGraph, past_cache: trt.ITensor | Value, update: trt.ITensor | Value, write_indices: trt.ITensor | Value | None, axis: int, mode: str) -> int:

@@ -1,8 +1,9 @@
-"""The network builders take ITensors for an op's tensors and ints, lists or NumPy arrays for its
-constants; either passed where the other is wanted is refused by name, before TensorRT is called."""
+"""The network builders take ITensors for an op's tensors, ints for their axis attributes and ints, lists, NumPy arrays
+or ITensors for their parameters; either passed where the other is wanted is refused by name, before TensorRT is called."""
 
 import numpy as np
 import pytest
+from lowering_support import plugin_calls  # noqa: F401 (fixture)
 
 from trt_scatter.backend import tensorrt
 from trt_scatter.backend import new_builder
@@ -12,7 +13,7 @@ from trt_scatter.oracle import ScatterInputError
 
 trt = tensorrt()
 TENSOR_RULE = "must be an ITensor of the network (an array becomes one with network.add_constant(shape, array).get_output(0))"
-CONSTANT_RULE = "must be a constant (an int, a list or a NumPy array): its values are used when the network is built"
+CONSTANT_RULE = "must be an int (a Python or NumPy integer): its value is used when the network is built"
 
 
 @pytest.fixture
@@ -215,3 +216,18 @@ def test_constant_layer_values_in_range_build_and_a_computed_index_is_left_to_th
     for output in outputs:
         network.mark_output(output)
     assert network.num_outputs == 6
+
+
+def test_the_plugins_get_their_fields_as_the_rules_read_them(net, plugin_calls):
+    """include_self=1.0, reduction=b"max" and mode=b"circular" pass the oracle's rules, which read them as 1, "max" and
+    "circular"; the builders handed the plugin the values as given, which full TensorRT's plugin fields refuse
+    (TypeError: plugin field 'include_self' must be an int or a str)."""
+    network, t = net
+    cache, update = network.add_input("cache", trt.float32, (2, 1, 8, 4)), network.add_input("update", trt.float32, (2, 1, 2, 4))
+    rows = network.add_input("nd_rows", trt.int64, (1, 1))
+    add_scatter_elements_reduce(network, t["data"], network.add_input("i", trt.int64, (4, 5)), t["data"], reduction=b"max", include_self=1.0)
+    add_scatter_nd_reduce(network, t["data"], rows, network.add_input("r", trt.float32, (1, 5)), reduction=b"mul", include_self=np.int64(0))
+    add_tensor_scatter(network, cache, update, mode=b"circular", impl="plugin")
+    fields = [call[2] for call in plugin_calls]
+    assert fields == [{"axis": 0, "reduction": "max", "include_self": 1}, {"reduction": "mul", "include_self": 0}, {"axis": 2, "mode": "circular"}]
+    assert [type(value) for field in fields for value in field.values()] == [int, str, int, str, int, int, str]
