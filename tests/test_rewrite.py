@@ -32,12 +32,13 @@ SCATTER_OPS = ("ScatterND", "ScatterElements", "Transpose")
 # What the rewrite must leave in PyTorch's own exports, and why:
 # - the dynamo exporter's select_scatter with dynamic dims writes updates whose batch dimension has
 #   its own symbol: nothing proves that they span data's batch;
-# - with dynamic dims, both exporters broadcast a per-row write's batch index against its positions to a
-#   length only the run time knows (longer than the batch, it would write several positions of one row):
-#   nothing proves that it stays in its row (the exporters of trt_scatter.torch write those as one node instead).
+# - with dynamic dims, the dynamo exporter broadcasts a per-row write's batch index against its positions to a
+#   length only the run time knows, the positions' dimension a symbol of its own (longer than the batch, it would
+#   write several positions of one row): nothing proves that it stays in its row (the exporters of trt_scatter.torch
+#   write those as one node instead); the TorchScript exporter's positions share the batch's symbol, which proves it.
 LEFT = {
     **{f"kv_rows_{form}.dynamo.dynamic": {"ScatterND": 1, "Transpose": 2} for form in ("bhsd", "index_put")},
-    **{f"kv_rows_bshd.{exporter}.dynamic": {"ScatterND": 1} for exporter in ("dynamo", "torchscript")},
+    "kv_rows_bshd.dynamo.dynamic": {"ScatterND": 1},
     "select_scatter.dynamo.dynamic": {"ScatterElements": 1},
 }
 
@@ -882,7 +883,7 @@ def test_cli_rewrites_and_reports(tmp_path, capsys):
     assert any(line.startswith("rewritten  ") and "-> ScatterUpdate" in line for line in lines)
     assert lines[-1] == f"saved    {output} (2 rewritten, 0 left)"
     assert sorted(n.op_type for n in _plugins(onnx.load(output))) == ["ScatterUpdate", "SliceScatter"]
-    assert main(["rewrite", str(FIXTURES / "kv_rows_bshd.torchscript.dynamic.onnx"), str(output), "--report"]) == 0
+    assert main(["rewrite", str(FIXTURES / "kv_rows_bshd.dynamo.dynamic.onnx"), str(output), "--report"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("left       ") and "indices computed at run time" in lines[0]
     assert lines[-1] == f"saved    {output} (0 rewritten, 1 left)"
@@ -1234,3 +1235,18 @@ def test_an_add_of_a_scatter_of_zeros_with_rows_of_no_index_is_a_sum():
     assert [change.pattern for change in report.rewritten] == ["Add(ScatterND of zeros)"], report.lines()
     x, values = np.arange(8, dtype=np.float32).reshape(4, 2), np.ones((3, 4, 2), np.float32)
     np.testing.assert_array_equal(Reference(rewritten).run({"x": x, "values": values})["y"], x + 3)
+
+
+def test_a_per_row_write_broadcast_at_run_time_is_one_node_only_where_the_positions_are_as_many_as_the_batch():
+    """The TorchScript exporter with a dynamic batch computes a per-row write's coordinates as Expand(arange(B)) and
+    Expand(pos) to the shape of their broadcast: one CacheScatter where pos's length is the batch's symbol; where it has
+    a symbol of its own, one row and several positions would be a write of several positions of that row, so it is left."""
+    original = onnx.load(FIXTURES / "kv_rows_bshd.torchscript.dynamic.onnx")
+    model, report = rewrite(original)
+    assert [node.op_type for node in _plugins(model)] == ["CacheScatter"] and not report.left
+    other = onnx.ModelProto()
+    other.CopyFrom(original)
+    (pos,) = [value for value in other.graph.input if value.name == "pos"]
+    pos.type.tensor_type.shape.dim[0].dim_param = "positions"
+    model, report = rewrite(other)
+    assert not _plugins(model) and [(change.pattern, change.detail) for change in report.left] == [("ScatterND", "indices computed at run time that are not a slice range or an index list")]

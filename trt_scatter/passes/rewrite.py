@@ -658,17 +658,33 @@ class _Rewriter:
             unsqueeze = _producer(column)
             if unsqueeze is None or unsqueeze.op != "Unsqueeze" or self._unsqueeze_axes(unsqueeze) not in ([-1], [1]):
                 return None
-            source = unsqueeze.inputs[0]
-            expand = _producer(source)  # the TorchScript exporter broadcasts index tensors to one shape: here (B,) already
-            if expand is not None and expand.op == "Expand" and _rank(expand.inputs[0]) == 1 and _ints(self._constant(expand.inputs[1])) == [batch]:
-                source = expand.inputs[0]
-            if _rank(source) != 1:
-                return None
-            columns.append(source)
+            columns.append(unsqueeze.inputs[0])
+        columns, broadcast = self._before_index_broadcast(columns, batch)
+        if any(not isinstance(column, np.ndarray) and _rank(column) != 1 for column in columns):
+            return None
         batch_index, positions = columns
         if isinstance(positions, np.ndarray) or not self._is_arange(batch_index, batch, [(source, 0) for source in sources]) or _dtype_kind(positions) != "i":
             return None  # constant positions with a run-time batch index: not a form an exporter writes
+        if broadcast and not _same_dim((_dims(positions) or (None,))[0], batch):
+            return None  # broadcast at run time to a length that may not be the batch's (one batch row, several positions)
         return _Write(axis=axis_of(1), rows=positions, wrap=True)
+
+    def _before_index_broadcast(self, columns, batch):
+        """The 1-D index ``columns`` before the ``Expand`` the TorchScript exporter broadcasts them with, where it repeats
+        nothing: to a constant ``[batch]``, or (a dynamic batch) to the shape of their own broadcast (``broadcast``
+        True: the caller must know their lengths equal). Each column stays where it is not so expanded."""
+        expands = [_producer(column) if not isinstance(column, np.ndarray) else None for column in columns]
+        expands = [node if node is not None and node.op == "Expand" and _rank(node.inputs[0]) == 1 else None for node in expands]
+        sources = [node.inputs[0] if node is not None else column for node, column in zip(expands, columns)]
+        broadcast = False
+        for index, node in enumerate(expands):
+            if node is None:
+                continue
+            if _ints(self._constant(node.inputs[1])) == [batch]:
+                columns = columns[:index] + [sources[index]] + columns[index + 1:]
+            elif not any(isinstance(source, np.ndarray) for source in sources) and self._is_broadcast_shape(node.inputs[1], sources):
+                columns, broadcast = columns[:index] + [sources[index]] + columns[index + 1:], True
+        return columns, broadcast
 
     def _is_arange(self, tensor, size, dimensions=()):
         """True if ``tensor`` (or an array) is ``[0, 1, ..., size-1]``: a constant, or ``Range(0, n, 1)`` whose length is
