@@ -18,7 +18,8 @@ reduction, which TensorRT builds nondeterministically or not at all; each patter
   the TorchScript exporter's ``index_copy`` (a KV cache's write): ``Expand(Unsqueeze(I))`` of a 1-D
   run-time ``I`` placed on the axis, the same index list (negative indices wrapped);
 - ``ScatterND`` (between Transposes or not) whose index rows are ``(b, pos[b])`` for every batch row
-  ``b`` (``Concat`` of an ``arange`` over the batch and a position vector, or a constant of that form):
+  ``b`` (``Concat`` of an ``arange`` over the batch and a position vector, also each ``Expand``-ed to the shape of
+  their sum where the vector's dimension is the batch's symbol, or a constant of that form):
   a write of each batch row at its own position, one ``trt_scatter::CacheScatter`` (TensorScatter-24);
 - masked writes, ``ScatterND(X, Transpose(NonZero(M)), U)`` (``x[mask] = v``, ``masked_scatter``):
   a ``Where`` on the mask, with the values broadcast (``U`` an ``Expand`` of values that do not vary
