@@ -731,3 +731,22 @@ def test_free_dims_grow_to_hold_a_slice_of_constant_positions(start, stop, step,
     feed = ScatterDataLoader(model)[0]
     assert feed["data"].shape == (2, size)
     oracle.slice_scatter(feed["data"], feed["updates"], [start], [stop], [step], [1])
+
+
+@pytest.mark.parametrize("cache, update, mode, expected", [
+    ("S", "T", "linear", ((2, 1, 10, 4), (2, 1, 4, 4))),  # the cache grows to fit the update past position 6
+    (8, "T", "linear", ((2, 1, 8, 4), (2, 1, 2, 4))),  # a static cache: the update shrinks to fit
+    ("S", "T", "circular", ((2, 1, 4, 4), (2, 1, 4, 4))),  # positions wrap: nothing to fit
+])
+def test_constant_write_indices_make_the_cache_fit_the_update_past_them(cache, update, mode, expected):
+    """TensorScatter's constant write indices [6, 0] in linear mode need max_sequence_length >= 6 + sequence_length; the
+    loader drew 4 and 4 and every run failed with the rule ("values must be at most ... 4 - 4")."""
+    from onnx import helper
+
+    node = helper.make_node("TensorScatter", ["cache", "update", "positions"], ["out"], axis=2, mode=mode)
+    graph = helper.make_graph([node], "g", [info("cache", ["B", 1, cache, 4]), info("update", ["B", 1, update, 4])], [info("out", None)],
+                              [onnx.numpy_helper.from_array(np.array([6, 0], np.int64), "positions")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)])
+    feed = ScatterDataLoader(model)[0]
+    assert (feed["cache"].shape, feed["update"].shape) == expected
+    Reference(model).run(feed)

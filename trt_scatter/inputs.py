@@ -422,7 +422,7 @@ class _Shapes:
     def __init__(self, plan, rng):
         self.plan, self.rng = plan, rng
         self.parent, self.value = {}, {}
-        self.bounds = []  # (low dims, high dims): prod(low) <= prod(high), for distinct indices
+        self.bounds = []  # (low dims, high dims[, offset]): offset + prod(low) <= prod(high), for distinct indices, writes that fit
         self.derived = []  # (node, callable): dims that follow from others once those have values
         self.symbolic = _symbolic_shapes(plan)  # a ModelTensors of the model with a symbol for every free input dimension
 
@@ -483,8 +483,8 @@ class _Shapes:
                 raise node.error(err) from None
         for _ in range(len(self.bounds) + 1):  # each pass only moves values toward the bounds; a chain settles a link a pass
             settled = dict(self.value)
-            for low, high in self.bounds:
-                self._fit(low, high)
+            for bound in self.bounds:
+                self._fit(*bound)
             if self.value == settled:
                 break
         for node, derive in self.derived:
@@ -512,22 +512,22 @@ class _Shapes:
     def _size(self, dims):
         return math.prod(1 if self.of(d) is None else self.of(d) for d in dims)
 
-    def _fit(self, low, high):
-        """Makes prod(low) <= prod(high): grows a free dim of ``high``, else shrinks the free dims of ``low``."""
-        if self._size(low) <= self._size(high):
+    def _fit(self, low, high, offset=0):
+        """Makes offset + prod(low) <= prod(high): grows a free dim of ``high``, else shrinks the free dims of ``low``."""
+        if offset + self._size(low) <= self._size(high):
             return
         roots = {self.find(d) for d in low}
         for d in high:
             root = self.find(d)
             rest = self._size([x for x in high if self.find(x) != root])
             if self.free(d) and root not in roots and rest:
-                self.value[root] = -(-self._size(low) // rest)
+                self.value[root] = -(-(offset + self._size(low)) // rest)
                 return
         for d in low:
             root = self.find(d)
             rest = self._size([x for x in low if self.find(x) != root])
             if self.free(d) and rest:
-                self.value[root] = min(self.value[root], self._size(high) // rest)
+                self.value[root] = max(0, min(self.value[root], (self._size(high) - offset) // rest))
 
 
 def _symbolic_shapes(plan):

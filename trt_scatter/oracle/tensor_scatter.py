@@ -196,7 +196,8 @@ def _axis(node, rank):
 
 
 def input_relations(shapes: Any, node: OpNode) -> None:
-    """The update has the cache's dims off the axis and at most its dim on it; write_indices has (batch,)."""
+    """The update has the cache's dims off the axis and at most its dim on it, less the largest constant write index in
+    linear mode; write_indices has (batch,)."""
     cache, update = shapes.shape(node, "past_cache"), shapes.shape(node, "update")
     if cache is None:
         return
@@ -210,7 +211,9 @@ def input_relations(shapes: Any, node: OpNode) -> None:
     for dim, (a, b) in enumerate(zip(cache, update)):
         if dim != axis:
             shapes.equal(a, b)
-    shapes.bounds.append(([update[axis]], [cache[axis]]))
+    written, _ = shapes.index_values(node, "write_indices")
+    past = int(written.max()) if written is not None and written.size and node_attributes(node)[1] == "linear" else 0  # circular wraps
+    shapes.bounds.append(([update[axis]], [cache[axis]], max(past, 0)))  # the last constant position's update fits too
 
 
 def input_capacity(plan: Any, node: OpNode) -> int | None:
