@@ -318,7 +318,8 @@ def test_outputs_that_are_views_compare_within_tolerances(capsys):
 
 def test_a_model_for_the_aot_plugins_is_built_with_them(tmp_path):
     """A model from trt_scatter.torch.export(aot=True) names the AOT plugins: check builds it with them (full
-    TensorRT >= 10.9), and on TensorRT-RTX says that this is what is missing, not TensorRT's 'Plugin not found'."""
+    TensorRT >= 10.9), and on TensorRT-RTX says that this is what is missing, not TensorRT's 'Plugin not found', and
+    that the engine was not built: exit 3 as for an engine not run (it was FAILED, exit 1, where nothing had failed)."""
     from trt_scatter import backend
     from trt_scatter.onnx_models import scatter_update_model
     from trt_scatter.passes.aot import to_aot
@@ -327,9 +328,12 @@ def test_a_model_for_the_aot_plugins_is_built_with_them(tmp_path):
     result = check(path)
     assert "Plugin not found" not in output_of(result)
     if backend.is_rtx():
-        assert result.returncode == 1, output_of(result)
-        assert "engine: FAIL: engine build failed: the AOT plugins need full TensorRT >= 10.9" in result.stdout
+        assert result.returncode == 3, output_of(result)
+        assert "engine: not built: the AOT plugins need full TensorRT >= 10.9" in result.stdout
         assert "PASS output: onnxruntime-lowered vs reference" in result.stdout
+        assert result.stdout.splitlines()[-1] == ("NOT RUN ON TENSORRT: every comparison passed, but the engine was not built (this TensorRT "
+                                                  "cannot build it; see the engine line); exit 3 (--allow-engine-not-run accepts it)")
+        assert check(path, "--allow-engine-not-run").returncode == 0
 
 
 def test_bfloat16_inputs_are_named_in_one_line(tmp_path):

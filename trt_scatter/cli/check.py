@@ -24,7 +24,8 @@ final line                  exit   meaning
 ``FAILED``                  1      an output differs, or the engine did not build
 ``error: ...`` (stderr)     2      bad arguments, a model or inputs that cannot be checked
 ``NOT RUN ON TENSORRT ...`` 3      everything compared matched, but the engine never ran (no
-                                   GPU); ``--allow-engine-not-run`` makes that exit 0
+                                   GPU, or a TensorRT that cannot build the model's AOT plugin
+                                   nodes); ``--allow-engine-not-run`` makes that exit 0
 ==========================  =====  ==========================================================
 
 So a CI job without a GPU cannot mistake a check of onnxruntime for a check of TensorRT unless it
@@ -137,19 +138,21 @@ def _iterations(text):
 
 def run(args: argparse.Namespace) -> int:
     try:
-        verdict = _check(args)
+        verdict, built = _check(args)
     except common.CliError as err:  # something stopped the check before a verdict: exit 2
         common.report("check", err)
         return EXIT_CODES["ERROR"]
     if verdict == "NOT RUN ON TENSORRT":
-        print(f"NOT RUN ON TENSORRT: every comparison passed, but the engine was built and never run (no GPU){'' if args.allow_engine_not_run else '; exit 3 (--allow-engine-not-run accepts it)'}")
+        engine = "built and never run (no GPU)" if built else "not built (this TensorRT cannot build it; see the engine line)"
+        print(f"NOT RUN ON TENSORRT: every comparison passed, but the engine was {engine}{'' if args.allow_engine_not_run else '; exit 3 (--allow-engine-not-run accepts it)'}")
         return 0 if args.allow_engine_not_run else EXIT_CODES[verdict]
     print(verdict)
     return EXIT_CODES[verdict]
 
 
 def _check(args):
-    """Builds, runs, compares and prints the verdict lines per output; returns the final verdict."""
+    """Builds, runs, compares and prints the verdict lines per output; returns the final verdict and whether an engine
+    was built."""
     import numpy as np
 
     generating = [flag for flag, given in (("--seed", args.seed is not None), ("--iterations", args.iterations is not None),
@@ -196,9 +199,12 @@ def _check(args):
     golden = _load_golden(args.load_outputs) if args.load_outputs else None  # before the build: a bad file ends here
     ok = True
     engine = None
+    unbuildable = None if backend_error else _unbuildable_here(model)
     if backend_error:
         print(f"engine: FAIL: not built: {backend_error}")
         ok = False
+    elif unbuildable:
+        print(f"engine: not built: {unbuildable}")
     else:
         engine, build_error = _build_engine(loaded, feeds, uses_plugins)
         if build_error:
@@ -234,7 +240,7 @@ def _check(args):
             raise
         for message in counted:  # what the kernels skipped, named by op (debug mode, on while checking)
             print(f"FAIL {message}")
-        return "FAILED"
+        return "FAILED", engine is not None
     names = list(results.keys())
     pairs = [(REFERENCE, name) for name in names[1:]]
     if golden is not None:
@@ -264,8 +270,24 @@ def _check(args):
         with common.replacing(args.save_outputs, "--save-outputs") as temporary:
             RunResults([(name, value) for name, value in results.items() if not name.startswith("golden ")]).save(temporary)
     if not ok:
-        return "FAILED"
-    return "PASSED" if engine_runs else "NOT RUN ON TENSORRT"
+        return "FAILED", engine is not None
+    return ("PASSED" if engine_runs else "NOT RUN ON TENSORRT"), engine is not None
+
+
+def _unbuildable_here(model):
+    """Why this TensorRT cannot build ``model`` whatever its shapes (nodes for the AOT plugins, which TensorRT-RTX and
+    TensorRT before 10.9 lack), or None: that is not the model's failure, so the check goes on without an engine."""
+    from trt_scatter import engine
+
+    if engine.aot_node(model) is None:
+        return None
+    from trt_scatter.plugins import PluginError, aot
+
+    try:
+        aot.tensorrt_plugin()
+    except PluginError as err:
+        return str(err)
+    return None
 
 
 def _reductions(loaded):
