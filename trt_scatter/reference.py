@@ -68,8 +68,7 @@ def _reference_op(op, domain=None):
         except ScatterInputError as err:  # the oracle's own: the scatter ops run no other node
             raise NodeInputError(self.onnx_node, err) from None
         repeat = oracle.module(op).repeated_target(Known({name: v for name, v in zip(op.inputs, inputs) if v is not None}, given))
-        index_names = {self.onnx_node.input[op.inputs.index(name)] for name in op.index_inputs if op.inputs.index(name) < len(self.onnx_node.input)}
-        if repeat and not index_names <= getattr(self, "model_constants", set()):  # validation warns of a model's constants
+        if repeat and not getattr(self, "repeat_shown_by_model", False):  # validation warns of what the model shows
             warn(f"{node_label(self.onnx_node)}: {repeat} (in the inputs of a run): {rules.UNDEFINED}")
         return (output,)
 
@@ -149,6 +148,22 @@ def _naming_the_node(node):
     return run_naming_the_node
 
 
+def _repeats_the_model_shows(loaded, constants):
+    """The first outputs of the scatter nodes whose constant indices repeat a target in the model's static shapes (what
+    validation warns of): a run warns of the others' repeats, also of constant indices that repeat one only at the run's
+    shapes (``[[2], [-1]]`` into a dynamic dimension of 3)."""
+    from trt_scatter.model.node import OpNode
+    from trt_scatter.ops import op_of
+
+    shown = set()
+    for index, node in enumerate(loaded.proto.graph.node):
+        op = op_of(node)
+        names = [node.input[op.inputs.index(name)] for name in op.index_inputs if op.inputs.index(name) < len(node.input)] if op else []
+        if names and set(names) <= constants and oracle.module(op).repeated_target(OpNode(node, index, loaded.tensors, op)):
+            shown.add(node.output[0])
+    return shown
+
+
 class Reference:
     """Runs an ONNX model (a path, an ``onnx.ModelProto`` or a :class:`~trt_scatter.model.Model`) with
     :data:`REFERENCE_OPS` for the scatter ops.
@@ -162,14 +177,14 @@ class Reference:
     def __init__(self, model):
         from onnx.reference import ReferenceEvaluator
 
-        model = as_model(model, weights=True).proto  # a file that is no model: one ModelError line
+        loaded = as_model(model, weights=True)  # a file that is no model: one ModelError line
+        model = loaded.proto
         self.model = model  #: the ModelProto it runs, as given or read
         self.evaluator = ReferenceEvaluator(_default_domain_as_empty(model), new_ops=REFERENCE_OPS)
         self._defaults = {init.name for init in model.graph.initializer}  # constants, even where the model lists them as inputs
-        constants = self._defaults | {
-            name for node in model.graph.node if node.op_type == "Constant" for name in node.output}
+        shown = _repeats_the_model_shows(loaded, self._defaults | {name for node in model.graph.node if node.op_type == "Constant" for name in node.output})
         for node in getattr(self.evaluator, "rt_nodes_", None) or ():
-            node.model_constants = constants  # what no run changes: the scatter ops warn of repeats only in the others
+            node.repeat_shown_by_model = bool(node.onnx_node.output) and node.onnx_node.output[0] in shown  # validation warned of it
             node.run = _naming_the_node(node)
 
     @property

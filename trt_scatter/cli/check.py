@@ -215,7 +215,7 @@ def _check(args):
             if args.save_engine:
                 common.write_output(args.save_engine, engine, "--save-engine")
 
-    runners = [_reference_runner(model)]
+    runners = [_reference_runner(loaded)]  # the Model: its shapes, worked out once, serve the reference too
     engine_runs = _has_gpu() and engine is not None
     if engine_runs:
         runners.append(_tensorrt_runner(engine, has_plugins))
