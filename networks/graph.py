@@ -430,7 +430,7 @@ class TensorRTGraph(_Composites):
         if not hasattr(network, "add_constant"):  # an INetworkDefinition, or an object that passes its calls on to one
             raise TypeError(f"network must be a TensorRT INetworkDefinition (got {type(network).__name__})")
         self.network = network
-        self._shapes, self._constants = {}, {}
+        self._shapes, self._constants, self._producers = {}, {}, {}
 
     def _key(self, tensor):
         return tensor.name
@@ -471,44 +471,50 @@ class TensorRTGraph(_Composites):
 
     def check_fixed_values(self, check_node: Callable[[Any], None], inputs: dict[str, object], attributes: dict[str, object] | None = None) -> None:
         """The oracle's rules on a node (``check_node``, an op's oracle module's) over a builder's arguments by input name,
-        where one of them is an ITensor whose values the network fixes (``network.add_constant``'s): validation reads a
-        model's initializers so, and the lowering's clamp would turn constant indices out of range into writes the spec
-        does not define; here they are refused by name. Other arguments are left to the builder's own checks."""
+        where one of them is an integer ITensor whose values the network fixes (``network.add_constant``'s): validation
+        reads a model's initializers so, and the lowering's clamp would turn constant indices out of range into writes
+        the spec does not define; here they are refused by name. Other arguments are left to the builder's own checks."""
         node = _BuilderNode(self, inputs, attributes or {})
         if any(is_tensor(value) and node.constant(name) is not None for name, value in node.inputs.items()):
             check_node(node)
 
     def fixed_value(self, tensor: trt.ITensor) -> np.ndarray | None:
-        """The values of ``tensor`` where a constant layer of the network makes it, else None."""
+        """The values of ``tensor`` where a constant layer of the network makes it and they are integers (indices and
+        parameters, what the rules read), else None."""
         if tensor.name in self._constants:
             return self._constants[tensor.name]
-        if tensor.is_network_input:  # no layer makes it: not a walk over every layer
+        if self.dtype_of(tensor).kind not in "iu":  # bfloat16 weights are no NumPy array; floats set no rule's value
             return None
+        layer = self._producer(tensor)
+        if layer is None or layer.type != self.trt.LayerType.CONSTANT:
+            return None
+        layer.__class__ = self.trt.IConstantLayer  # as TensorRT's Python API casts a layer it lists (polygraphy does too)
+        weights = layer.weights
+        values = weights.numpy() if hasattr(weights, "numpy") else np.asarray(weights)  # TensorRT 10.x: Weights; TensorRT-RTX: an array
+        return values.reshape(tuple(layer.shape))
+
+    def _producer(self, tensor):
+        """The layer of the network whose output ``tensor`` is (looked for from the last layer back: a builder's tensors
+        are mostly recent; found once per builder call), or None for a network input or another network's tensor."""
         network = self.network
-        for index in reversed(range(getattr(network, "num_layers", 0))):
-            layer = network.get_layer(index)
-            if layer.num_outputs and layer.get_output(0) is tensor:
-                if layer.type != self.trt.LayerType.CONSTANT:
-                    return None
-                layer.__class__ = self.trt.IConstantLayer  # as TensorRT's Python API casts a layer it lists (polygraphy does too)
-                weights = layer.weights
-                values = weights.numpy() if hasattr(weights, "numpy") else np.asarray(weights)  # TensorRT 10.x: Weights; TensorRT-RTX: an array
-                return values.reshape(tuple(layer.shape))
-        return None
+        if id(tensor) not in self._producers:  # by identity, as TensorRT's bindings hand out one object per tensor: names repeat
+            found = None
+            if not tensor.is_network_input:
+                for index in reversed(range(getattr(network, "num_layers", 0))):
+                    layer = network.get_layer(index)
+                    if any(layer.get_output(j) is tensor for j in range(layer.num_outputs)):
+                        found = layer
+                        break
+            self._producers[id(tensor)] = found
+        return self._producers[id(tensor)]
 
     def _owns(self, tensor):
-        """True if ``tensor`` is an input of the network or the output of one of its layers (looked for from the last
-        layer back: a builder's tensors are mostly recent). A stand-in network that lists no layers owns every tensor."""
+        """True if ``tensor`` is an input of the network or the output of one of its layers. A stand-in network that
+        lists no layers owns every tensor."""
         network = self.network
         if not hasattr(network, "num_layers") or not hasattr(network, "num_inputs"):
             return True
-        if any(network.get_input(i) is tensor for i in range(network.num_inputs)):
-            return True
-        for index in reversed(range(network.num_layers)):
-            layer = network.get_layer(index)
-            if any(layer.get_output(j) is tensor for j in range(layer.num_outputs)):
-                return True
-        return False
+        return any(network.get_input(i) is tensor for i in range(network.num_inputs)) or self._producer(tensor) is not None
 
     def _strongly_typed(self):
         from trt_scatter.backend import always_strongly_typed
@@ -618,12 +624,13 @@ class _BuilderNode:
     def __init__(self, graph, inputs, attributes):
         self.graph, self._attributes = graph, attributes
         self.inputs = {name: value for name, value in inputs.items() if value is not None}
+        self._fixed = {name: graph.fixed_value(value) for name, value in self.inputs.items() if is_tensor(value)}
 
     def constant(self, name: str) -> np.ndarray | None:
         value = self.inputs.get(name)
         if value is None:
             return None
-        return self.graph.fixed_value(value) if is_tensor(value) else np.asarray(value)
+        return self._fixed[name] if is_tensor(value) else np.asarray(value)
 
     def shape(self, name: str) -> tuple[int, ...] | None:
         value = self.inputs.get(name)

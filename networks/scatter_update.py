@@ -65,6 +65,7 @@ def add_scatter_update(network: trt.INetworkDefinition, data: trt.ITensor, indic
 
     graph.check_plugin_index_types(OP, {"indices": indices, "axis": axis})
     require_plugin_layers(network, "ScatterUpdate")  # before the axis constant: a refusal leaves the network as it was
+    _assert_one_axis(graph, axis)
     axis_input = axis if is_tensor(axis) else graph.constant(index_constant(axis, [axis_value(axis)]))
     return add_plugin_layer(network, "ScatterUpdate", [data, indices, updates, axis_input])
 
@@ -78,8 +79,6 @@ def check(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, indices: 
     if is_tensor(axis):
         rules.check_index_type(OP, "axis", graph.dtype_of(axis))
         check_axis_shape(graph.shape_of(axis))
-        if graph.shape_of(axis):  # (n,), n known at run time only: it must be 1
-            graph.assert_length(OP, "axis", axis, 1, "must hold one value (an axis of data)")
         return check_scatter_update_static(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates))
     return check_scatter_update(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates), axis_value(axis))
 
@@ -89,6 +88,7 @@ def lower_scatter_update(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | V
     constant_axis = check(graph, data, indices, updates, axis)
     graph.check_scatter_type(OP, data)
     if constant_axis is None:
+        _assert_one_axis(graph, axis)
         return _lower_runtime_axis(graph, data, indices, updates, axis)
     axis = constant_axis
     if graph.dtype_of(indices) != INT64:  # row numbers are int64 (shape arithmetic); so are the indices in them
@@ -100,6 +100,13 @@ def lower_scatter_update(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | V
         pieces.append((graph.arange(count), [count]))
     pieces.append((indices, [graph.dim(indices, i) for i in range(len(graph.shape_of(indices)))]))
     return graph.scatter_rows(data, pieces, updates)
+
+
+def _assert_one_axis(graph, axis):
+    """A run-time ``axis`` of shape (n,), n known at run time only, must hold one value: the run-time half of
+    :func:`~trt_scatter.oracle.scatter_update.check_axis_shape`, once every rule known at build time has passed."""
+    if is_tensor(axis) and graph.shape_of(axis):
+        graph.assert_length(OP, "axis", axis, 1, "must hold one value (an axis of data)")
 
 
 def lower_node(graph: TensorRTGraph | OnnxGraph, node: OpNode, tensor: Callable[[str], trt.ITensor | Value]) -> trt.ITensor | Value:

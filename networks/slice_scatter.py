@@ -74,13 +74,14 @@ def add_slice_scatter(network: trt.INetworkDefinition, data: trt.ITensor, update
     rules.check_choice(OP, "impl", impl, IMPLS)
     if impl == "native":
         return lower_slice_scatter(graph, data, updates, start, stop, step, axes)
-    checked = check(graph, data, updates, start, stop, step, axes)[:3]
+    checked = check(graph, data, updates, start, stop, step, axes)
     params = [start, stop, step] + ([] if axes is None else [axes])
-    values = list(checked) + ([] if axes is None else [axes if is_tensor(axes) else rules.as_int_vector(OP, "axes", axes)])
+    values = list(checked[:3]) + ([] if axes is None else [axes if is_tensor(axes) else rules.as_int_vector(OP, "axes", axes)])
     from trt_scatter.plugins import add_plugin_layer, require_plugin_layers
 
     graph.check_plugin_index_types(OP, dict(zip(("start", "stop", "step", "axes"), params)))
     require_plugin_layers(network, "SliceScatter")  # before any constant: a refusal leaves the network as it was
+    _assert_lengths(graph, *checked)
     inputs = [value if is_tensor(value) else graph.constant(index_constant(param, value)) for param, value in zip(params, values)]
     return add_plugin_layer(network, "SliceScatter", [data, updates] + inputs)
 
@@ -116,7 +117,6 @@ def check(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, updates: 
         return (*(params[name] for name in ("start", "stop", "step")), check_slice_scatter(data_shape, updates_shape, **params))
     known = {name: graph.shape_of(value)[0] if is_tensor(value) else value for name, value in params.items() if value is not None}
     check_slice_scatter_static(data_shape, updates_shape, **known)
-    _assert_lengths(graph, params, known)
     start, stop, step, axes = (params[name] for name in ("start", "stop", "step", "axes"))
     if is_tensor(axes):
         rules.check_indices_can_exist(OP, "updates", updates_shape, list(enumerate(data_shape)))
@@ -129,13 +129,16 @@ def check(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value, updates: 
     return start, stop, step, [axis % len(data_shape) for axis in axes]
 
 
-def _assert_lengths(graph, params, lengths):
-    """The run-time half of "start, stop, step (and axes) have one length", for the tensors among ``params`` whose
-    length (in ``lengths``: -1) is known at run time only: each against one whose length is known, else start's."""
-    known = [(name, len(n) if isinstance(n, list) else n) for name, n in lengths.items() if isinstance(n, list) or rules.is_known(n)]
-    name, length = known[0] if known else ("start", graph.dim(params["start"], 0))
+def _assert_lengths(graph, start, stop, step, axes):
+    """The run-time half of "start, stop, step (and axes) have one length" (as :func:`check` returns them), for those
+    whose length is known at run time only: each against one whose length is known, else start's. Called once every
+    rule known when the network is built has passed: a refusal leaves the network as it was."""
+    params = {"start": start, "stop": stop, "step": step} | ({} if axes is None else {"axes": axes})
+    lengths = {name: graph.shape_of(value)[0] if is_tensor(value) else len(value) for name, value in params.items()}
+    known = [(name, n) for name, n in lengths.items() if rules.is_known(n)]
+    name, length = known[0] if known else ("start", graph.dim(start, 0))
     for other, value in params.items():
-        if is_tensor(value) and other != name and not rules.is_known(lengths[other]):
+        if other != name and not rules.is_known(lengths[other]):
             graph.assert_length(OP, other, value, length, f"must have as many entries as '{name}'")
 
 
@@ -143,6 +146,7 @@ def lower_slice_scatter(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Va
     """The native lowering on ``graph`` (a :class:`~trt_scatter.networks.graph.TensorRTGraph` or ``OnnxGraph``)."""
     start, stop, step, axes = check(graph, data, updates, start, stop, step, axes)
     graph.check_scatter_type(OP, data)
+    _assert_lengths(graph, start, stop, step, axes)
     if is_tensor(axes):
         return _lower_runtime_axes(graph, data, updates, start, step, axes)
     if not axes:  # no sliced axis: updates replace all of data, i.e. a full slice of axis 0

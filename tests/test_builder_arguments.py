@@ -231,3 +231,29 @@ def test_the_plugins_get_their_fields_as_the_rules_read_them(net, plugin_calls):
     fields = [call[2] for call in plugin_calls]
     assert fields == [{"axis": 0, "reduction": "max", "include_self": 1}, {"reduction": "mul", "include_self": 0}, {"axis": 2, "mode": "circular"}]
     assert [type(value) for field in fields for value in field.values()] == [int, str, int, str, int, int, str]
+
+
+def test_constant_layers_of_other_types_are_left_to_the_builders_own_rules():
+    """Only integer constants set a rule's values: bfloat16 data from a constant layer (whose weights are no NumPy array)
+    builds, and float indices from one are refused for their type, not read as integers ('got 4' for 4.5)."""
+    import ml_dtypes
+
+    network, data, rows, cache, update = _fixed_network()
+    weights = np.zeros((4, 3), ml_dtypes.bfloat16)
+    constant = network.add_constant((4, 3), trt.Weights(trt.bfloat16, weights.ctypes.data, weights.size)).get_output(0)
+    row = network.add_input("bf16_rows", trt.bfloat16, (1, 3))
+    network.mark_output(add_scatter_elements(network, constant, _constant(network, [[3, 0, 1]]), row, 0))
+    floats = network.add_constant((1,), np.array([4.5], np.float32)).get_output(0)
+    with pytest.raises(ScatterInputError, match=r"^scatter_update: 'indices' must have an integer element type \(got float32\)$"):
+        add_scatter_update(network, data, floats, rows, 0)
+
+
+def test_a_refusal_after_run_time_lengths_leaves_the_network_as_it_was():
+    """start/stop/step of run-time length without axes cannot say how many axes are sliced: refused, with no layer
+    added (the length assertions came first and stayed behind)."""
+    network = new_builder().create_network(0)
+    data, rows = network.add_input("data", trt.float32, (4, 5)), network.add_input("rows", trt.float32, (2, 5))
+    start, stop, step = (network.add_input(name, trt.int64, (-1,)) for name in ("start", "stop", "step"))
+    with pytest.raises(ScatterInputError, match=r"^slice_scatter: 'start' must have a static length"):
+        add_slice_scatter(network, data, rows, start, stop, step)
+    assert network.num_layers == 0

@@ -421,26 +421,48 @@ def test_the_reference_runner_refuses_a_model_onnx_cannot_evaluate_in_one_line()
         runner.activate()
 
 
-def test_a_lowered_model_onnxruntime_cannot_run_is_one_line_saying_nothing_was_compared(tmp_path):
-    """onnxruntime's CPU ScatterElements has no float16 'mul': --onnxrt's lowered model fails inside the runner, which
-    was a traceback; the --gen-script script wraps the session likewise."""
+@pytest.mark.parametrize("op_type, domain, lowered", [("ScatterElementsReduce", "trt_scatter", True), ("ScatterElements", "", False)])
+def test_a_model_onnxruntime_has_no_kernel_for_is_one_line_saying_nothing_was_compared(tmp_path, op_type, domain, lowered):
+    """onnxruntime's CPU ScatterElements has no float16 'mul', in a plugin node's lowering or in ONNX's own node: the
+    run failed inside the runner, which was a traceback; the --gen-script script wraps the session likewise."""
     from onnx import helper
 
-    node = helper.make_node("ScatterElementsReduce", ["data", "indices", "updates"], ["output"], domain="trt_scatter", reduction="mul")
+    node = helper.make_node(op_type, ["data", "indices", "updates"], ["output"], domain=domain, reduction="mul")
     graph = helper.make_graph([node], "g", [fx.info("data", (4, 3), np.float16), fx.info("indices", (2, 3), np.int64),
                                             fx.info("updates", (2, 3), np.float16)], [fx.info("output", (4, 3), np.float16)])
     path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "f16.onnx")
     script = tmp_path / "run.py"
-    result = fx.run_tool("polygraphy", ["run", path, "--onnxrt", "--pluginref", "--trt-scatter-inputs", "--gen-script", script])
-    assert "ExplainOnnxrtErrors(build_onnxrt_session)" in script.read_text() and "OnnxrtRunner(explain_onnxrt_errors" in script.read_text()
+    fx.run_tool("polygraphy", ["run", path, "--onnxrt", "--pluginref", "--trt-scatter-inputs", "--gen-script", script])
+    assert f"ExplainOnnxrtErrors(build_onnxrt_session, lowered={lowered})" in script.read_text() and "OnnxrtRunner(explain_onnxrt_errors" in script.read_text()
     result = fx.run_tool("polygraphy", ["run", path, "--onnxrt", "--pluginref", "--trt-scatter-inputs"])
     output = result.stdout + result.stderr
     if result.returncode == 0:
         pytest.skip("this onnxruntime runs float16 ScatterElements with reduction 'mul'")
     assert "Traceback" not in output, output
     (line,) = [line for line in output.splitlines() if line.startswith("[!]")]
-    assert line.startswith("[!] --onnxrt: onnxruntime cannot run the model with its trt_scatter nodes lowered on this machine, so nothing was "
-                           "compared (compare --trt with --pluginref where a GPU runs the engine): [ONNXRuntimeError]"), output
+    what = "the model with its trt_scatter nodes lowered" if lowered else "the model"
+    assert line.startswith(f"[!] --onnxrt: onnxruntime's CPU kernels cannot run {what} on this machine, so nothing was compared "
+                           "(compare --trt with --pluginref where a GPU runs the engine): [ONNXRuntimeError]"), output
+
+
+def test_an_input_onnxruntime_refuses_is_one_line_that_does_not_blame_the_lowering(tmp_path):
+    """A Gather after a plugin node, fed a row past the end: onnxruntime's own line, not 'cannot run ... nothing was
+    compared' (the input is wrong, not the machine)."""
+    from onnx import helper
+    from polygraphy.json import save_json
+
+    nodes = [helper.make_node("ScatterElementsReduce", ["data", "indices", "updates"], ["summed"], domain="trt_scatter"),
+             helper.make_node("Gather", ["summed", "rows"], ["output"], axis=0)]
+    graph = helper.make_graph(nodes, "g", [fx.info("data", (4, 3), np.float32), fx.info("indices", (2, 3), np.int64),
+                                           fx.info("updates", (2, 3), np.float32), fx.info("rows", (1,), np.int64)], [fx.info("output", (1, 3), np.float32)])
+    path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("trt_scatter", 1)]), tmp_path / "gather.onnx")
+    feeds = {"data": np.zeros((4, 3), np.float32), "indices": np.array([[3, 0, 0], [1, 1, 1]]), "updates": np.ones((2, 3), np.float32), "rows": np.array([9])}
+    save_json([feeds], tmp_path / "inputs.json")
+    result = fx.run_tool("polygraphy", ["run", path, "--onnxrt", "--load-inputs", tmp_path / "inputs.json"])
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in output, output
+    (line,) = [line for line in output.splitlines() if line.startswith("[!]")]
+    assert line.startswith("[!] --onnxrt: onnxruntime failed to run the model with its trt_scatter nodes lowered: [ONNXRuntimeError]") and "Gather" in line, output
 
 
 @pytest.mark.parametrize("dynamic", [False, True])

@@ -490,7 +490,9 @@ def _run(runners, feeds, hint):
         reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
         if "[ONNXRuntimeError]" in reason:  # onnxruntime's CPU kernels lack some types (float16 reductions): not the model's fault
             stand_in = runners[-1].name
-            if "NOT_IMPLEMENTED" in reason or "type is not supported" in reason:  # no kernel for it: other inputs would not help
+            from trt_scatter.polygraphy_ext.loader import lacks_a_kernel
+
+            if lacks_a_kernel(reason):  # no kernel for it: other inputs would not help
                 hint = ""
             raise common.CliError(f"{stand_in} cannot run this model on this machine, so nothing was compared (compare the "
                                   f"engine where a GPU runs it): {reason}{hint}") from None

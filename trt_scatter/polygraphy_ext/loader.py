@@ -49,29 +49,36 @@ def register_plugins() -> None:
 
 class ExplainOnnxrtErrors(BaseLoader):
     """Wraps an onnxruntime session (or a loader of one, such as ``SessionFromOnnx``) so that a run onnxruntime
-    refuses ends in one line saying that nothing could be compared, instead of a traceback from inside the runner.
+    refuses ends in one line, instead of a traceback from inside the runner: that its CPU kernels lack what the model
+    needs (ScatterElements and ScatterND reducing float16 or bool: neither the model's mistake nor a failed
+    comparison, and nothing was compared), or else onnxruntime's own first line (an input it refuses)::
 
-    ``--onnxrt`` runs a model's ``trt_scatter`` nodes lowered to standard ONNX ops, and onnxruntime's CPU kernels lack
-    some of those for some types (ScatterElements and ScatterND reducing float16 or bool): that is neither the
-    model's mistake nor a failed comparison::
+        session = ExplainOnnxrtErrors(SessionFromOnnx(lowered_model_bytes), lowered=True)
 
-        session = ExplainOnnxrtErrors(SessionFromOnnx(lowered_model_bytes))
+    ``lowered``: the session runs the model with its ``trt_scatter`` nodes lowered (the message says so).
     """
 
-    def __init__(self, session):
+    def __init__(self, session, lowered=False):
         self._session = session
+        self.lowered = lowered
 
     @util.check_called_by("__call__")
     def call_impl(self) -> _ExplainedSession:
         session, _ = util.invoke_if_callable(self._session)
-        return _ExplainedSession(session)
+        return _ExplainedSession(session, "the model with its trt_scatter nodes lowered" if self.lowered else "the model")
+
+
+def lacks_a_kernel(reason: str) -> bool:
+    """Whether onnxruntime's error ``reason`` says that it has no kernel for a node (its type, its reduction): other
+    inputs would not help."""
+    return "NOT_IMPLEMENTED" in reason or "type is not supported" in reason
 
 
 class _ExplainedSession:
     """An onnxruntime ``InferenceSession`` whose ``run`` turns onnxruntime's error into polygraphy's one line."""
 
-    def __init__(self, session):
-        self._session = session
+    def __init__(self, session, what):
+        self._session, self._what = session, what
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._session, name)
@@ -84,7 +91,10 @@ class _ExplainedSession:
         try:
             return self._session.run(*args, **kwargs)
         except Exception as err:  # onnxruntime's own exception types differ by version; all print "[ONNXRuntimeError]"
-            if "[ONNXRuntimeError]" not in str(err):
+            reason = first_line(err)
+            if "[ONNXRuntimeError]" not in reason:
                 raise
-            G_LOGGER.critical(f"--onnxrt: onnxruntime cannot run the model with its trt_scatter nodes lowered on this machine, so nothing "
-                              f"was compared (compare --trt with --pluginref where a GPU runs the engine): {first_line(err)}")
+            if lacks_a_kernel(reason):
+                G_LOGGER.critical(f"--onnxrt: onnxruntime's CPU kernels cannot run {self._what} on this machine, so nothing was compared "
+                                  f"(compare --trt with --pluginref where a GPU runs the engine): {reason}")
+            G_LOGGER.critical(f"--onnxrt: onnxruntime failed to run {self._what}: {reason}")

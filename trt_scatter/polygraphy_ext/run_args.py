@@ -7,8 +7,9 @@ Loading it (polygraphy does, on every ``polygraphy run``, once trt-scatter is in
   models with MatMul, Conv, Sigmoid... around scatter nodes run there, once the model passes
   validation (a mistake it shows ends the run in one line);
 - ``--onnxrt`` runs a model with ``trt_scatter`` nodes lowered to standard ONNX ops
-  (:class:`~trt_scatter.passes.lower.LowerTrtScatter`), which onnxruntime can run; it says so (and
-  where onnxruntime's kernels cannot run it after all, :class:`.ExplainOnnxrtErrors` says that in one line);
+  (:class:`~trt_scatter.passes.lower.LowerTrtScatter`), which onnxruntime can run; it says so; and where
+  onnxruntime refuses a model with scatter nodes (kernels it lacks, inputs it refuses), :class:`.ExplainOnnxrtErrors`
+  says so in one line;
 
 and it adds two options:
 
@@ -32,6 +33,7 @@ of theirs. A ``--data-loader-script`` of the user's own can serve valid inputs t
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from polygraphy.logger import G_LOGGER
@@ -96,7 +98,8 @@ class TrtScatterArgs(BaseArgs):
         if model is not None:
             self._check_lowering(model)
             _before_add_to_script(self.arg_groups[OnnxrtSessionArgs], self._lowered_model)
-            _after_add_to_script(self.arg_groups[OnnxrtSessionArgs], _explained_session)
+        if model is not None or runs_onnxrt and self._has_scatter_nodes():
+            _after_add_to_script(self.arg_groups[OnnxrtSessionArgs], functools.partial(_explained_session, lowered=model is not None))
         if self.register_plugins or (PluginRefRunnerArgs in self.arg_groups and "pluginref" in runners):
             self._validate_model("--trt-scatter-plugins" if self.register_plugins else "--pluginref")
         if self.register_plugins and TrtLoadPluginsArgs in self.arg_groups:
@@ -171,6 +174,17 @@ class TrtScatterArgs(BaseArgs):
         if self._model is None and path is not None:
             self._model = Model.read(path)
         return self._model
+
+    def _has_scatter_nodes(self):
+        """Whether the run's ONNX model has a node of an op trt-scatter knows (ONNX's own scatters too)."""
+        from trt_scatter.model import ModelError
+        from trt_scatter.ops import op_of
+
+        try:
+            model = self._read_model()
+        except ModelError:
+            return False
+        return model is not None and any(op_of(node) is not None for node in model.proto.graph.node)
 
     def _model_to_lower(self):
         """The run's ONNX model if it has trt_scatter nodes; ``None`` for one without, for no ONNX
@@ -310,10 +324,10 @@ def _after_add_to_script(arg_group, extend):
     arg_group.add_to_script_impl = add_to_script_impl
 
 
-def _explained_session(script, session):
+def _explained_session(script, session, lowered):
     """The onnxrt session ``session`` (a loader's name in ``script``) with onnxruntime's errors in one line."""
     script.add_import(imports=["ExplainOnnxrtErrors"], frm="trt_scatter.polygraphy_ext.loader")
-    return script.add_loader(make_invocable("ExplainOnnxrtErrors", session), "explain_onnxrt_errors")
+    return script.add_loader(make_invocable("ExplainOnnxrtErrors", session, lowered=lowered), "explain_onnxrt_errors")
 
 
 def _before_add_to_script(arg_group, model_for):
