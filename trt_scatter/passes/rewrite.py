@@ -672,8 +672,8 @@ class _Rewriter:
 
     def _before_index_broadcast(self, columns, batch):
         """The 1-D index ``columns`` before the ``Expand`` the TorchScript exporter broadcasts them with, where it repeats
-        nothing: to a constant ``[batch]``, or (a dynamic batch) to the shape of their own broadcast (``broadcast``
-        True: the caller must know their lengths equal). Each column stays where it is not so expanded."""
+        nothing: a column of ``batch`` values to a constant ``[batch]``, or (a dynamic batch) to the shape of their own
+        broadcast (``broadcast`` True: the caller must know their lengths equal). Each other column stays as expanded."""
         expands = [_producer(column) if not isinstance(column, np.ndarray) else None for column in columns]
         expands = [node if node is not None and node.op == "Expand" and _rank(node.inputs[0]) == 1 else None for node in expands]
         sources = [node.inputs[0] if node is not None else column for node, column in zip(expands, columns)]
@@ -682,7 +682,8 @@ class _Rewriter:
             if node is None:
                 continue
             if _ints(self._constant(node.inputs[1])) == [batch]:
-                columns = columns[:index] + [sources[index]] + columns[index + 1:]
+                if _same_dim((_dims(sources[index]) or (None,))[0], batch):  # else it repeats a value: the column is what it gives
+                    columns = columns[:index] + [sources[index]] + columns[index + 1:]
             elif not any(isinstance(source, np.ndarray) for source in sources) and self._is_broadcast_shape(node.inputs[1], sources):
                 columns, broadcast = columns[:index] + [sources[index]] + columns[index + 1:], True
         return columns, broadcast
