@@ -506,7 +506,7 @@ def _free_dims_hint(model, given=()):
     named = {d.dim_param for value in model.graph.input if value.name in given for d in value.type.tensor_type.shape.dim if d.dim_param}
     dynamic = any(not d.HasField("dim_value") and d.dim_param not in named
                   for value in model.graph.input if value.name not in given for d in value.type.tensor_type.shape.dim)
-    return " (the model has dynamic input dims: give them with --input-shapes)" if dynamic else ""
+    return " (the inputs were generated, and the model has dynamic input dims: give them with --input-shapes, or your inputs with --load-inputs)" if dynamic else ""
 
 
 def _counted_plugin_errors(plugins):
