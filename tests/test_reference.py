@@ -142,3 +142,22 @@ def test_a_loop_without_a_cond_input_runs_its_count(count):
     expected = onnxruntime.InferenceSession(model.SerializeToString()).run(None, feeds)[0]
     np.testing.assert_array_equal(Reference(model).run(feeds)["output"], expected)
     assert expected.tolist() == [1 + count, 2 + 2 * count]
+
+
+@pytest.mark.parametrize("rows, static, warned", [(3, False, True), (4, False, False), (3, True, False)])
+def test_constant_indices_that_repeat_a_target_at_the_runs_shapes_only_are_warned_of_by_the_run(caplog, rows, static, warned):
+    """[[2], [-1]] into a dimension of 3 write row 2 twice: where the model's shapes say 3, validation warns (so the run
+    does not again); where the dimension is dynamic, only the run can tell, and it said nothing (constant indices)."""
+    import logging
+
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph([helper.make_node("ScatterND", ["data", "indices", "updates"], ["output"])], "g",
+                              [helper.make_tensor_value_info("data", TensorProto.FLOAT, [3 if static else "n", 2]),
+                               helper.make_tensor_value_info("updates", TensorProto.FLOAT, [2, 2])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.array([[2], [-1]]), "indices")])
+    reference = Reference(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    with caplog.at_level(logging.WARNING, logger="trt_scatter"):
+        reference.run({"data": np.zeros((rows, 2), np.float32), "updates": np.ones((2, 2), np.float32)})
+    assert ("rows 0 and 1 of 'indices' both write (2,) (in the inputs of a run): the result is undefined" in caplog.text) == warned, caplog.text

@@ -27,7 +27,7 @@ from onnx.reference.ops import load_op
 from trt_scatter import oracle
 from trt_scatter.model import as_model, node_label
 from trt_scatter.log import first_line, warn
-from trt_scatter.ops import OPS, STANDARD_OPS
+from trt_scatter.ops import OPS, STANDARD_OPS, op_of
 from trt_scatter.oracle import rules
 from trt_scatter.oracle.rules import Known, ScatterInputError
 
@@ -68,7 +68,7 @@ def _reference_op(op, domain=None):
         except ScatterInputError as err:  # the oracle's own: the scatter ops run no other node
             raise NodeInputError(self.onnx_node, err) from None
         repeat = oracle.module(op).repeated_target(Known({name: v for name, v in zip(op.inputs, inputs) if v is not None}, given))
-        if repeat and not getattr(self, "repeat_shown_by_model", False):  # validation warns of what the model shows
+        if repeat and not getattr(self, "repeat_shown_by_model", lambda node: False)(self.onnx_node):
             warn(f"{node_label(self.onnx_node)}: {repeat} (in the inputs of a run): {rules.UNDEFINED}")
         return (output,)
 
@@ -148,20 +148,30 @@ def _naming_the_node(node):
     return run_naming_the_node
 
 
-def _repeats_the_model_shows(loaded, constants):
-    """The first outputs of the scatter nodes whose constant indices repeat a target in the model's static shapes (what
-    validation warns of): a run warns of the others' repeats, also of constant indices that repeat one only at the run's
-    shapes (``[[2], [-1]]`` into a dynamic dimension of 3)."""
-    from trt_scatter.model.node import OpNode
-    from trt_scatter.ops import op_of
+class _RepeatsTheModelShows:
+    """Whether a scatter node's repeated target is one validation warns of: its indices are constants and the model's
+    static shapes show the repeat. A run warns of the others, also of constant indices that repeat a target only at the
+    run's shapes (``[[2], [-1]]`` into a dynamic dimension of 3). The model's shapes are worked out at the first such
+    repeat only (one run of shape inference, which a large model pays in seconds)."""
 
-    shown = set()
-    for index, node in enumerate(loaded.proto.graph.node):
+    def __init__(self, loaded, constants):
+        self.loaded, self.constants, self._shown = loaded, constants, None
+
+    def __call__(self, node) -> bool:
         op = op_of(node)
-        names = [node.input[op.inputs.index(name)] for name in op.index_inputs if op.inputs.index(name) < len(node.input)] if op else []
-        if names and set(names) <= constants and oracle.module(op).repeated_target(OpNode(node, index, loaded.tensors, op)):
-            shown.add(node.output[0])
-    return shown
+        names = [node.input[op.inputs.index(name)] for name in op.index_inputs if op.inputs.index(name) < len(node.input)]
+        if not names or not set(names) <= self.constants:
+            return False
+        if self._shown is None:
+            from trt_scatter.model.node import OpNode
+
+            self._shown = {_key(each) for index, each in enumerate(self.loaded.proto.graph.node)
+                           if op_of(each) is not None and oracle.module(op_of(each)).repeated_target(OpNode(each, index, self.loaded.tensors, op_of(each)))}
+        return _key(node) in self._shown
+
+
+def _key(node):
+    return node.op_type, tuple(node.input), tuple(node.output)
 
 
 class Reference:
@@ -182,9 +192,9 @@ class Reference:
         self.model = model  #: the ModelProto it runs, as given or read
         self.evaluator = ReferenceEvaluator(_default_domain_as_empty(model), new_ops=REFERENCE_OPS)
         self._defaults = {init.name for init in model.graph.initializer}  # constants, even where the model lists them as inputs
-        shown = _repeats_the_model_shows(loaded, self._defaults | {name for node in model.graph.node if node.op_type == "Constant" for name in node.output})
+        shown = _RepeatsTheModelShows(loaded, self._defaults | {name for node in model.graph.node if node.op_type == "Constant" for name in node.output})
         for node in getattr(self.evaluator, "rt_nodes_", None) or ():
-            node.repeat_shown_by_model = bool(node.onnx_node.output) and node.onnx_node.output[0] in shown  # validation warned of it
+            node.repeat_shown_by_model = shown  # validation warns of those
             node.run = _naming_the_node(node)
 
     @property

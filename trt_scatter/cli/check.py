@@ -357,7 +357,8 @@ def _inputs(args, loaded):
         return list(ScatterDataLoader(loaded, seed=1 if args.seed is None else args.seed, input_shapes=dict(args.input_shapes),
                                       iterations=args.iterations or 1))
     except ValueError as err:  # ScatterInputError and ModelError included
-        hint = _free_dims_hint(model, args.input_shapes) or ("" if "--load-inputs" in str(err) else " (or give inputs of your own: --load-inputs)")
+        named = "--load-inputs" in str(err)  # the loader's own line says it already
+        hint = _free_dims_hint(model, args.input_shapes, own_inputs=not named) or ("" if named else " (or give inputs of your own: --load-inputs)")
         raise common.CliError(f"cannot generate valid inputs: {err}{hint}") from None
 
 
@@ -499,14 +500,15 @@ def _run(runners, feeds, hint):
         raise common.CliError(f"a run failed: {reason}{hint}") from None
 
 
-def _free_dims_hint(model, given=()):
-    """Where inputs may have failed for the dims the loader chose: a note saying to give them (none where every
-    dynamic dimension is given, by its input's shape or by the name another given shape sets)."""
+def _free_dims_hint(model, given=(), own_inputs=True):
+    """Where inputs may have failed for the dims the loader chose: a note saying to give them, and (``own_inputs``) that
+    inputs of one's own do too (none where every dynamic dimension is given, by its input's shape or by the name another
+    given shape sets)."""
     given = dict(given)
     named = {d.dim_param for value in model.graph.input if value.name in given for d in value.type.tensor_type.shape.dim if d.dim_param}
     dynamic = any(not d.HasField("dim_value") and d.dim_param not in named
                   for value in model.graph.input if value.name not in given for d in value.type.tensor_type.shape.dim)
-    return " (the inputs were generated, and the model has dynamic input dims: give them with --input-shapes, or your inputs with --load-inputs)" if dynamic else ""
+    return f" (the model has dynamic input dims: give them with --input-shapes{', or your inputs with --load-inputs' if own_inputs else ''})" if dynamic else ""
 
 
 def _counted_plugin_errors(plugins):
