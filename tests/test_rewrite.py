@@ -1252,26 +1252,29 @@ def test_a_per_row_write_broadcast_at_run_time_is_one_node_only_where_the_positi
     assert not _plugins(model) and [(change.pattern, change.detail) for change in report.left] == [("ScatterND", "indices computed at run time that are not a slice range or an index list")]
 
 
-@pytest.mark.parametrize("positions", [1, 3])
+@pytest.mark.parametrize("positions", [1, 3, "P"])
 def test_a_position_broadcast_to_every_batch_row_stays_broadcast_in_the_cache_write(positions):
     """ScatterND rows (b, Expand(pos, [3])[b]): with one position for the batch of 3 the Expand repeats it, so the write
-    indices are the Expand's 3 values, not pos (a CacheScatter of write_indices (1,), which the spec refuses)."""
+    indices are the Expand's 3 values, not pos (a CacheScatter of write_indices (1,), which the spec refuses); also where
+    a value_info claims pos has 3 (``P``: an Identity said to give (3,), fed one)."""
     from onnx import TensorProto, helper, numpy_helper
 
     def constant(name, value):
         return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(value, np.int64), name))
 
     nodes = [constant("rows", np.arange(3).reshape(3, 1)), constant("shape", [3]), constant("last", [-1]),
-             helper.make_node("Expand", ["pos", "shape"], ["expanded"]), helper.make_node("Unsqueeze", ["expanded", "last"], ["column"]),
+             helper.make_node("Identity", ["pos"], ["claimed"]),
+             helper.make_node("Expand", ["claimed", "shape"], ["expanded"]), helper.make_node("Unsqueeze", ["expanded", "last"], ["column"]),
              helper.make_node("Concat", ["rows", "column"], ["indices"], axis=-1), helper.make_node("ScatterND", ["cache", "indices", "new"], ["output"])]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("cache", TensorProto.FLOAT, (3, 6, 2, 4)),
                                            helper.make_tensor_value_info("new", TensorProto.FLOAT, (3, 2, 4)),
                                            helper.make_tensor_value_info("pos", TensorProto.INT64, (positions,))],
-                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, (3, 6, 2, 4))])
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, (3, 6, 2, 4))],
+                              value_info=[helper.make_tensor_value_info("claimed", TensorProto.INT64, (3,))] if positions == "P" else [])
     original = onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
     model, report = rewrite(original)
     assert [node.op_type for node in _plugins(model)] == ["CacheScatter"] and not report.left
     rng = np.random.default_rng(0)
     feeds = {"cache": rng.standard_normal((3, 6, 2, 4)).astype(np.float32), "new": rng.standard_normal((3, 2, 4)).astype(np.float32),
-             "pos": np.array([2, 5, 0][:positions])}
+             "pos": np.array([2, 5, 0][:1 if positions == "P" else positions])}
     np.testing.assert_array_equal(Reference(model).run(feeds)["output"], onnxruntime.InferenceSession(original.SerializeToString()).run(None, feeds)[0])

@@ -660,33 +660,43 @@ class _Rewriter:
             if unsqueeze is None or unsqueeze.op != "Unsqueeze" or self._unsqueeze_axes(unsqueeze) not in ([-1], [1]):
                 return None
             columns.append(unsqueeze.inputs[0])
-        columns, broadcast = self._before_index_broadcast(columns, batch)
-        if any(not isinstance(column, np.ndarray) and _rank(column) != 1 for column in columns):
+        batch_index, positions = self._before_index_broadcast(*columns, batch)
+        if any(not isinstance(column, np.ndarray) and not self._is_vector(column) for column in (batch_index, positions)):
             return None
-        batch_index, positions = columns
         if isinstance(positions, np.ndarray) or not self._is_arange(batch_index, batch, [(source, 0) for source in sources]) or _dtype_kind(positions) != "i":
             return None  # constant positions with a run-time batch index: not a form an exporter writes
-        if broadcast and not _same_dim((_dims(positions) or (None,))[0], batch):
-            return None  # broadcast at run time to a length that may not be the batch's (one batch row, several positions)
         return _Write(axis=axis_of(1), rows=positions, wrap=True)
 
-    def _before_index_broadcast(self, columns, batch):
-        """The 1-D index ``columns`` before the ``Expand`` the TorchScript exporter broadcasts them with, where it repeats
-        nothing: a column of ``batch`` values to a constant ``[batch]``, or (a dynamic batch) to the shape of their own
-        broadcast (``broadcast`` True: the caller must know their lengths equal). Each other column stays as expanded."""
-        expands = [_producer(column) if not isinstance(column, np.ndarray) else None for column in columns]
-        expands = [node if node is not None and node.op == "Expand" and _rank(node.inputs[0]) == 1 else None for node in expands]
-        sources = [node.inputs[0] if node is not None else column for node, column in zip(expands, columns)]
-        broadcast = False
-        for index, node in enumerate(expands):
-            if node is None:
-                continue
+    def _before_index_broadcast(self, batch_index, positions, batch):
+        """The two index columns of a per-row write before the ``Expand`` the TorchScript exporter broadcasts them with,
+        where it repeats nothing, so that the batch index can be recognized as an ``arange`` of the batch: a constant
+        ``[batch]`` (the positions stay as expanded: the Expand's values are the write's, one position broadcast to
+        every row too), or (a dynamic batch) the shape of their own broadcast, where the positions' length is the
+        batch's by their symbol. Each column stays as it is where its Expand may repeat a value."""
+        def unexpanded(column, others):
+            node = None if isinstance(column, np.ndarray) else _producer(column)
+            if node is None or node.op != "Expand" or _rank(node.inputs[0]) != 1:
+                return column, None
             if _ints(self._constant(node.inputs[1])) == [batch]:
-                if _same_dim((_dims(sources[index]) or (None,))[0], batch):  # else it repeats a value: the column is what it gives
-                    columns = columns[:index] + [sources[index]] + columns[index + 1:]
-            elif not any(isinstance(source, np.ndarray) for source in sources) and self._is_broadcast_shape(node.inputs[1], sources):
-                columns, broadcast = columns[:index] + [sources[index]] + columns[index + 1:], True
-        return columns, broadcast
+                return node.inputs[0], "constant"
+            return node.inputs[0], "broadcast" if self._is_broadcast_shape(node.inputs[1], [node.inputs[0], others]) else None
+
+        position_source = _producer(positions).inputs[0] if not isinstance(positions, np.ndarray) and _producer(positions) is not None \
+            and _producer(positions).op == "Expand" else positions
+        batch_source, how = unexpanded(batch_index, position_source)
+        source, position_how = unexpanded(positions, batch_source)
+        own_length = not isinstance(source, np.ndarray) and _same_dim((_dims(source) or (None,))[0], batch)
+        if how == "broadcast" and not (position_how == "broadcast" and own_length):
+            return batch_index, positions  # broadcast at run time to a length that may not be the batch's
+        return (batch_source if how else batch_index), (source if position_how == "broadcast" and own_length else positions)
+
+    def _is_vector(self, tensor):
+        """Whether ``tensor`` is 1-D: by its static shape, or an ``Expand`` of a 1-D tensor to a constant one-element shape."""
+        if _rank(tensor) == 1:
+            return True
+        node = _producer(tensor)
+        shape = self._constant(node.inputs[1]) if node is not None and node.op == "Expand" else None
+        return shape is not None and shape.size == 1 and _rank(node.inputs[0]) in (0, 1)
 
     def _is_arange(self, tensor, size, dimensions=()):
         """True if ``tensor`` (or an array) is ``[0, 1, ..., size-1]``: a constant, or ``Range(0, n, 1)`` whose length is
