@@ -477,7 +477,8 @@ def _float16_sum(loaded):
     for index, node, reduction in _reductions(loaded):
         dtype = loaded.tensors.dtype(node.input[0])
         if reduction in ("add", "mul", "mean") and dtype is not None and dtype.name in ("float16", "bfloat16"):
-            return (f"{node_label(node, index)} reduces {dtype.name} values with '{reduction}': onnxruntime's CPU kernels round such sums "
+            what = "products" if reduction == "mul" else "sums"
+            return (f"{node_label(node, index)} reduces {dtype.name} values with '{reduction}': onnxruntime's CPU kernels round such {what} "
                     "their own way, not as the spec orders them")
     return ""
 
