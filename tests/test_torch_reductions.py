@@ -303,3 +303,33 @@ def test_rewrite_of_pytorchs_torchscript_accumulation_sums_repeated_indices(modu
     assert "Add" not in [node.op_type for node in model.graph.node]
     feeds = {"x": x.numpy(), "index": index.numpy(), "values": values.numpy()}
     np.testing.assert_array_equal(Reference(model).run(feeds)["y"], module()(x, index, values).numpy())
+
+
+@pytest.mark.parametrize("reduce", ["max", "min"])
+@EXPORTERS
+def test_pygs_export_branch_of_max_and_min_is_named_where_the_torchscript_exporter_takes_it(caplog, reduce, dynamo):
+    """torch_geometric's scatter(reduce="max"/"min") takes another branch when torch.onnx.is_in_onnx_export(), which the
+    TorchScript exporter sets: it starts every target at 0, so all-negative maxima (all-positive minima) come out 0. The
+    export computes that branch, and says so; the dynamo exporter takes the eager branch, and equals eager PyTorch."""
+    pytest.importorskip("torch_geometric")
+    from torch_geometric.utils import scatter
+
+    import trt_scatter.torch as trt_scatter_torch
+
+    class Pool(torch.nn.Module):
+        def forward(self, x, index):
+            return scatter(x, index, dim=0, dim_size=3, reduce=reduce)
+
+    x = (-1 if reduce == "max" else 1) * torch.arange(1.0, 7.0).reshape(6, 1)
+    index = torch.tensor([0, 0, 1, 1, 2, 2])
+    with caplog.at_level(logging.WARNING, logger="trt_scatter"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = trt_scatter_torch.export(Pool(), (x, index), dynamo=dynamo, input_names=["x", "index"], output_names=["out"])
+    named = [record.message for record in caplog.records if "ONNX-export branch" in record.message]
+    computed = Reference(model).run({"x": x.numpy(), "index": index.numpy()})["out"]
+    eager = Pool()(x, index).numpy()
+    if dynamo:
+        assert not named and np.array_equal(computed, eager)
+    else:
+        assert len(named) == 1 and f"scatter(reduce={reduce!r})" in named[0] and not np.array_equal(computed, eager), named
+        assert np.array_equal(computed, np.zeros_like(eager))  # the branch's values, as the warning says

@@ -89,6 +89,9 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
     for line in report.lines():
         logger.debug("trt_scatter.torch: rewrite: %s", line)
     validate(proto)  # what the exporter let through and trt-scatter would refuse (float indices...) is refused here, not at build
+    if not dynamo:
+        for line in _extremes_from_zero(proto.graph):
+            logger.warning(line)
     nested = nested_node(proto.graph)
     if nested is not None:  # a write inside torch.cond or a loop
         logger.warning(f"trt_scatter.torch: {nested[0]} lies in a subgraph of {nested[1]}: full TensorRT builds it, TensorRT-RTX "
@@ -107,6 +110,39 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
     if f is not None:
         onnx.save(proto, f)
     return proto
+
+
+def _extremes_from_zero(graph):
+    """A warning for each max (min) reduction that starts its targets at 0 and first writes the smallest (largest) value
+    of a tensor: torch_geometric's ``scatter(reduce="max")`` (SAGEConv's, ``global_max_pool``'s...) takes that branch
+    when ``torch.onnx.is_in_onnx_export()``, as under the TorchScript exporter, and it gives 0 where eager PyTorch gives a
+    negative maximum (a positive minimum). The export computes what that branch says; the dynamo exporter takes the
+    eager branch."""
+    from onnx import helper, numpy_helper
+
+    from trt_scatter.oracle.reductions import reduction_of
+
+    producers = {output: node for node in graph.node for output in node.output}
+    zeros = {init.name for init in graph.initializer if not numpy_helper.to_array(init).any()}
+    zeros |= {node.output[0] for node in graph.node if node.op_type in ("Constant", "ConstantOfShape") and node.output
+              and all(not numpy_helper.to_array(a.t).any() for a in node.attribute if a.name == "value")}
+
+    def computed_from(tensor, op_type, depth=4):
+        node = producers.get(tensor)
+        return node is not None and (node.op_type == op_type or depth > 0 and any(computed_from(t, op_type, depth - 1) for t in node.input))
+
+    for node in graph.node:
+        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        reduction = reduction_of(attributes.get("reduction", b""))
+        if node.domain != "trt_scatter" or reduction not in ("max", "min") or attributes.get("include_self", 1) != 1 or len(node.input) < 3:
+            continue
+        first = "ReduceMin" if reduction == "max" else "ReduceMax"
+        if node.input[0] in zeros and computed_from(node.input[2], first):
+            which, sign = ("negative maximum", "below") if reduction == "max" else ("positive minimum", "above")
+            yield (f"trt_scatter.torch: {node.op_type} node {node.name or node.output[0]!r} starts its targets at 0 and writes the "
+                   f"{'smallest' if reduction == 'max' else 'largest'} value first, as torch_geometric's scatter(reduce={reduction!r}) does under "
+                   f"the TorchScript exporter (its ONNX-export branch): a target whose values all lie {sign} 0 gets 0 where eager PyTorch "
+                   f"gives their {which}; export with dynamo=True, which takes the eager branch")
 
 
 def _export_torchscript(model, args, kwargs):
