@@ -37,7 +37,7 @@ from trt_scatter.oracle.rules import ScatterInputError
 from . import cuda
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from types import ModuleType
 
     import tensorrt.plugin as trtp
@@ -99,9 +99,21 @@ def counted_errors() -> list[str]:
 _refused_shapes = collections.deque(maxlen=16)  # what the plugins' shape checks refused while TensorRT built or ran them, newest last
 
 
+_refusal_listeners = []  # callables told each refusal as it happens (listen_to_refusals)
+
+
 def report_refused_shapes(message: str) -> None:
-    """Records a plugin's refusal of the shapes TensorRT gave it, for :func:`refused_shapes`."""
+    """Records a plugin's refusal of the shapes TensorRT gave it, for :func:`refused_shapes`, and tells the listeners."""
     _refused_shapes.append(message)
+    for listener in _refusal_listeners:
+        listener(message)
+
+
+def listen_to_refusals(listener: Callable[[str], None]) -> None:
+    """Has ``listener(message)`` told each refusal of the plugins' shape checks from now on in this process: a build
+    that TensorRT then aborts (it does, after a refusal in a model of two such plugins) ends before anyone could ask
+    :func:`refused_shapes`."""
+    _refusal_listeners.append(listener)
 
 
 def refused_shapes() -> list[str]:

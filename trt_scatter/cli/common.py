@@ -157,7 +157,8 @@ def _parent_death_signal():
 def isolated(function: Callable[[], _T], what: str) -> _T:
     """``function()`` run in a forked child, its result (or its exception) returned (raised) here: TensorRT's
     own crashes (a segmentation fault in its parser, an abort) end the child, and the command says so in one
-    line (``what``: what TensorRT was doing), with exit 1. The child also takes TensorRT's and the plugins'
+    line (``what``: what TensorRT was doing), with exit 1; where a plugin had refused the shapes TensorRT gave it before
+    the crash, the line is that refusal, which names the op and the rule, with exit 2 (as without the crash). The child also takes TensorRT's and the plugins'
     state with it (TensorRT-RTX 1.7.1 corrupts the heap of a process that goes on making plugins after a
     parse: scripts/rtx_plugin_heap_bug.py). Where there is no fork, it runs here."""
     import faulthandler
@@ -168,6 +169,7 @@ def isolated(function: Callable[[], _T], what: str) -> _T:
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     reader, writer = os.pipe()  # a pipe, not a file: the result reaches the parent even where the disk is full
+    notes_reader, notes_writer = os.pipe()  # the plugins' refusals as they happen: a crash after one ends the child before its result
     # A stop (Ctrl-C, SIGTERM) waits until the parent can end the child: raised while fork() runs Python's at-fork
     # callbacks, it would be ignored there, and the parent would go on waiting for the child.
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
@@ -186,6 +188,8 @@ def isolated(function: Callable[[], _T], what: str) -> _T:
                     os._exit(1)
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             os.close(reader)
+            os.close(notes_reader)
+            _tell_refusals_to(notes_writer)
             faulthandler.disable()  # a crash here is the parent's one line, not a dump of Python's stacks
             printed = (io.StringIO(), io.StringIO())  # what Python code prints goes back to the parent's streams
             try:
@@ -207,11 +211,14 @@ def isolated(function: Callable[[], _T], what: str) -> _T:
         finally:
             os._exit(0)
     os.close(writer)
+    os.close(notes_writer)
     try:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         with open(reader, "rb") as channel:  # read while the child writes: a pipe holds only 64 KiB
             payload = channel.read()
         _, status = os.waitpid(pid, 0)
+        with open(notes_reader, "rb") as channel:  # the child is gone: all it wrote is there
+            notes = [note.decode(errors="replace") for note in channel.read().split(b"\0") if note]
     except BaseException:  # interrupted (Ctrl-C, SIGTERM): the child must not go on building alone
         with contextlib.suppress(ProcessLookupError, ChildProcessError):
             os.kill(pid, signal.SIGKILL)
@@ -220,15 +227,34 @@ def isolated(function: Callable[[], _T], what: str) -> _T:
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
         name = signal.Signals(number).name if number in signal.Signals._value2member_map_ else f"signal {number}"
+        if notes:  # what a plugin refused before TensorRT aborted: the rule that ended the build (exit 2, as where TensorRT did not abort)
+            raise CliError(f"{notes[-1]} (TensorRT then crashed, {name}, while {what})")
         raise CliError(f"TensorRT crashed ({name}) while {what}", FAILED)
     if not payload:
-        raise CliError(f"TensorRT ended the process (exit status {os.waitstatus_to_exitcode(status)}) while {what}", FAILED)
+        ended = f"ended the process (exit status {os.waitstatus_to_exitcode(status)}) while {what}"
+        raise CliError(f"{notes[-1]} (TensorRT then {ended})") if notes else CliError(f"TensorRT {ended}", FAILED)
     ok, value, (out, err) = pickle.loads(payload)
     sys.stdout.write(out)
     sys.stderr.write(err)
     if not ok:
         raise value
     return value
+
+
+def _tell_refusals_to(fd):
+    """In a forked child: each refusal of the plugins' shape checks written to ``fd`` as it happens (a few KiB at most,
+    so the pipe never fills while the parent waits for the child)."""
+    from trt_scatter.plugins.kernels import listen_to_refusals
+
+    room = [16384]
+
+    def tell(message):
+        data = message.encode(errors="replace")[: max(0, room[0] - 1)] + b"\0"
+        if room[0] > 0:
+            room[0] -= len(data)
+            os.write(fd, data)
+
+    listen_to_refusals(tell)
 
 
 def check_output_path(path: str | os.PathLike, what: str = "output", reads: Iterable[str | os.PathLike] = ()) -> None:
