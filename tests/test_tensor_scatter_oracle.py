@@ -247,3 +247,21 @@ def test_data_loader_gives_valid_write_indices(impl, mode):
         assert indices.max() <= 1 if mode == "linear" else indices.max() < 18
         expected = oracle.tensor_scatter(feed["past_cache"], feed["update"], indices, 2, mode)
         np.testing.assert_array_equal(reference.run(feed)["output"], expected)
+
+
+@pytest.mark.parametrize("cache, update, positions, message", [
+    (8, "T", [0, 9], r"values must be at most max_sequence_length = 8, less sequence_length, in linear mode \(the update must fit\) \(got 9\)"),
+    ("S", "T", [-3, 6], r"values must be >= 0 \(got -3\)"),
+])
+def test_validation_refuses_constant_write_indices_no_run_can_take(cache, update, positions, message):
+    """A position past a static cache of 8 fits no update, whatever its length; a negative one fits no cache: both were left
+    to the run (the data loader then grew the cache, or shrank the update to nothing, and every run failed)."""
+    from trt_scatter.passes.validate import ModelError, validate
+
+    model = tensor_scatter_model((2, 3, 8, 4), 2, impl="standard")
+    for value, dim in zip(model.graph.input[:2], (cache, update)):
+        value.type.tensor_type.shape.dim[2].Clear()
+        setattr(value.type.tensor_type.shape.dim[2], "dim_value" if isinstance(dim, int) else "dim_param", dim)
+    model.graph.initializer.append(onnx.numpy_helper.from_array(np.array(positions, np.int64), "write_indices"))
+    with pytest.raises(ModelError, match=rf"^TensorScatter node 'TensorScatter_0': tensor_scatter: 'write_indices' {message}$"):
+        validate(model)

@@ -75,15 +75,21 @@ def check_tensor_scatter(cache_shape: Sequence[int | None], update_shape: Sequen
     return axis
 
 
-def check_write_indices(write_indices: ArrayLike, size: int, count: int, mode: str) -> None:
-    """Each write index at least 0, and at most ``size - count`` in linear mode (the update must fit)."""
+def check_write_indices(write_indices: ArrayLike, size: int | None, count: int | None, mode: str) -> None:
+    """Each write index at least 0, and at most ``size - count`` in linear mode (the update must fit). ``size`` and
+    ``count`` may be None (not known before a run): then only what fails for every value is refused."""
     values = np.asarray(write_indices)
     if values.size == 0:
         return
     low, high = int(values.min()), int(values.max())
     if low < 0:
         raise rules.ScatterInputError(OP, "write_indices", "values must be >= 0", low)
-    if mode == "linear" and high > size - count:
+    if mode != "linear" or size is None:
+        return
+    if count is None and high > size:  # even an empty update would not fit
+        raise rules.ScatterInputError(OP, "write_indices", f"values must be at most max_sequence_length = {size}, less sequence_length, in linear mode "
+                                      "(the update must fit)", high)
+    if count is not None and high > size - count:
         raise rules.ScatterInputError(OP, "write_indices", f"values must be at most max_sequence_length - sequence_length = {size} - {count} in linear mode (the update must fit)", high)
 
 
@@ -147,8 +153,9 @@ def check_node(node: OpNode) -> None:
         update = (-1,) * len(cache)
     axis = check_tensor_scatter(cache, update, node.shape("write_indices"), axis)
     indices = node.constant("write_indices")
-    if indices is not None and indices.dtype.kind in "iu" and rules.is_known(cache[axis]) and rules.is_known(update[axis]):
-        check_write_indices(indices, cache[axis], update[axis], mode)
+    if indices is not None and indices.dtype.kind in "iu":
+        known = [dim if rules.is_known(dim) else None for dim in (cache[axis], update[axis])]
+        check_write_indices(indices, *known, mode)
 
 
 def repeated_target(node: OpNode | rules.Known) -> str | None:
