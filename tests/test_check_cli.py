@@ -327,13 +327,23 @@ def test_a_model_for_the_aot_plugins_is_built_with_them(tmp_path):
     path = fx.save(to_aot(scatter_update_model((3, 5), (2,), 1)), tmp_path / "update_aot.onnx")
     result = check(path)
     assert "Plugin not found" not in output_of(result)
-    if backend.is_rtx():
+    if backend.is_rtx():  # the rest of the model is built with the Python plugins: a node TensorRT cannot build still fails
         assert result.returncode == 3, output_of(result)
-        assert "engine: not built: the AOT plugins need full TensorRT >= 10.9" in result.stdout
+        assert "engine: not built with the AOT plugins: the AOT plugins need full TensorRT >= 10.9" in result.stdout
+        assert "; built with trt-scatter's Python plugins in their place (" in result.stdout
         assert "PASS output: onnxruntime-lowered vs reference" in result.stdout
-        assert result.stdout.splitlines()[-1] == ("NOT RUN ON TENSORRT: every comparison passed, but the engine was not built (this TensorRT "
-                                                  "cannot build it; see the engine line); exit 3 (--allow-engine-not-run accepts it)")
+        assert result.stdout.splitlines()[-1] == ("NOT RUN ON TENSORRT: every comparison passed, but the engine was not built as it is (this "
+                                                  "TensorRT cannot build it; see the engine line); exit 3 (--allow-engine-not-run accepts it)")
         assert check(path, "--allow-engine-not-run").returncode == 0
+        saved = check(path, "--save-engine", tmp_path / "update.engine")
+        assert saved.returncode == 2 and saved.stderr.startswith("trt-scatter check: error: --save-engine: the AOT plugins need full TensorRT")
+        import onnx
+
+        model = onnx.load(path)
+        model.graph.node.append(onnx.helper.make_node("NonZero", ["data"], ["where"]))  # TensorRT-RTX builds no NonZero
+        model.graph.output.append(onnx.helper.make_tensor_value_info("where", onnx.TensorProto.INT64, None))
+        failed = check(fx.save(model, tmp_path / "nonzero.onnx"))
+        assert failed.returncode == 1 and "engine: FAIL: engine build failed: " in failed.stdout and "NonZero" in failed.stdout, output_of(failed)
 
 
 def test_bfloat16_inputs_are_named_in_one_line(tmp_path):

@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         common.report("check", err)
         return EXIT_CODES["ERROR"]
     if verdict == "NOT RUN ON TENSORRT":
-        engine = "built and never run (no GPU)" if built else "not built (this TensorRT cannot build it; see the engine line)"
+        engine = "built and never run (no GPU)" if built else "not built as it is (this TensorRT cannot build it; see the engine line)"
         print(f"NOT RUN ON TENSORRT: every comparison passed, but the engine was {engine}{'' if args.allow_engine_not_run else '; exit 3 (--allow-engine-not-run accepts it)'}")
         return 0 if args.allow_engine_not_run else EXIT_CODES[verdict]
     print(verdict)
@@ -204,7 +204,15 @@ def _check(args):
         print(f"engine: FAIL: not built: {backend_error}")
         ok = False
     elif unbuildable:
-        print(f"engine: not built: {unbuildable}")
+        if args.save_engine:
+            raise common.CliError(f"--save-engine: {unbuildable}: no engine of this model can be built here")
+        substitute, build_error = _build_engine(_with_python_plugins(loaded), feeds, uses_plugins)  # the rest of the model must build
+        if build_error:
+            print(f"engine: FAIL: {build_error} (built with trt-scatter's Python plugins in place of the AOT ones: {unbuildable})")
+            ok = False
+        else:
+            print(f"engine: not built with the AOT plugins: {unbuildable}; built with trt-scatter's Python plugins in their place "
+                  f"({len(substitute)} bytes), not run")
     else:
         engine, build_error = _build_engine(loaded, feeds, uses_plugins)
         if build_error:
@@ -272,6 +280,24 @@ def _check(args):
     if not ok:
         return "FAILED", engine is not None
     return ("PASSED" if engine_runs else "NOT RUN ON TENSORRT"), engine is not None
+
+
+def _with_python_plugins(loaded):
+    """``loaded`` (a Model) with its nodes for the AOT plugins as plain ``trt_scatter`` nodes, which the Python plugins
+    build: a TensorRT without the AOT plugins can still show that the rest of the model builds."""
+    import onnx
+
+    from trt_scatter.model import Model
+    from trt_scatter.ops import AOT_ATTRIBUTES, is_trt_scatter
+
+    proto = onnx.ModelProto()
+    proto.CopyFrom(loaded.proto)
+    for node in proto.graph.node:
+        if is_trt_scatter(node):
+            kept = [attribute for attribute in node.attribute if attribute.name not in AOT_ATTRIBUTES]
+            del node.attribute[:]
+            node.attribute.extend(kept)
+    return Model(proto, loaded.path, loaded.external, loaded.weights)
 
 
 def _unbuildable_here(model):
