@@ -37,7 +37,7 @@ from trt_scatter import dtypes
 from trt_scatter.backend import tensorrt
 from trt_scatter.log import logger
 from trt_scatter.oracle.rules import ScatterInputError
-from trt_scatter.plugins.kernels import PluginError, module, report_counted_error, report_refused_shapes
+from trt_scatter.plugins.kernels import WORKSPACE_UNSIZED, PluginError, module, report_counted_error, report_refused_shapes
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -200,7 +200,7 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
                          if name in self.KERNEL.WORKSPACE_INPUTS and any(dim >= UNBOUNDED for dim in dims_shape(desc.max))]
             if unbounded:  # raised here, it fails the build (TensorRT goes on past an exception in get_workspace_size)
                 message = (f"{self.NAME} plugin: TensorRT cannot bound the shape of {' and '.join(repr(n) for n in unbounded)} (computed "
-                           "from values, e.g. by a ScatterElements on a Shape), so the workspace its sort needs cannot be sized: give "
+                           f"from values, e.g. by a ScatterElements on a Shape), {WORKSPACE_UNSIZED}: give "
                            f"{'them shapes' if len(unbounded) > 1 else 'it a shape'} TensorRT can bound (a graph input, a Shape, "
                            "a Concat of Shape slices)")
                 report_refused_shapes(message)

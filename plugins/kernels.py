@@ -101,6 +101,9 @@ _refused_shapes = collections.deque(maxlen=16)  # what the plugins' shape checks
 
 _refusal_listeners = []  # callables told each refusal as it happens (listen_to_refusals)
 
+#: What a Python plugin's refusal says where its sort's workspace cannot be sized (the AOT plugins need no workspace).
+WORKSPACE_UNSIZED = "so the workspace its sort needs cannot be sized"
+
 
 def report_refused_shapes(message: str) -> None:
     """Records a plugin's refusal of the shapes TensorRT gave it, for :func:`refused_shapes`, and tells the listeners."""

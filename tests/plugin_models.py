@@ -467,3 +467,23 @@ def enqueue_with_workspace(plugin, arrays, output=None):
     descs = [dynamic_desc(array.shape, array.dtype) for array in arrays]
     workspace = np.zeros(max(plugin.get_workspace_size(descs, []), 4), np.uint8)
     return enqueue(plugin, arrays, output=output, workspace=workspace)
+
+
+def mean_pool_model(dtype="float32"):
+    """global_mean_pool as the dynamo exporter writes it: a count (ScatterElementsReduce) and a sum (ScatterNDReduce) of x's
+    rows per graph, into zeros sized by a value (the largest graph index + 1), which TensorRT cannot bound; x of ``dtype``."""
+    def constant(name, value):
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(value), name))
+
+    nodes = [constant("one", np.array([1])), constant("four", np.array([4])), constant("ones", np.array([1], dtype)),
+             constant("last", np.array([-1])), helper.make_node("ReduceMax", ["batch"], ["largest"], keepdims=1),
+             helper.make_node("Add", ["largest", "one"], ["graphs"]), helper.make_node("Concat", ["graphs", "four"], ["sums_shape"], axis=0),
+             helper.make_node("ConstantOfShape", ["graphs"], ["no_counts"], value=numpy_helper.from_array(np.zeros(1, dtype))),
+             helper.make_node("ConstantOfShape", ["sums_shape"], ["no_sums"], value=numpy_helper.from_array(np.zeros(1, dtype))),
+             helper.make_node("Shape", ["batch"], ["nodes"]), helper.make_node("Expand", ["ones", "nodes"], ["each"]),
+             helper.make_node("ScatterElementsReduce", ["no_counts", "batch", "each"], ["counts"], domain="trt_scatter"),
+             helper.make_node("Unsqueeze", ["batch", "last"], ["rows"]),
+             helper.make_node("ScatterNDReduce", ["no_sums", "rows", "x"], ["sums"], domain="trt_scatter")]
+    graph = helper.make_graph(nodes, "mean_pool", [_value_info("x", dtype, ["n", 4]), _value_info("batch", "int64", ["n"])],
+                              [helper.make_tensor_value_info(name, ONNX_TYPES[dtype], None) for name in ("sums", "counts")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])

@@ -8,6 +8,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnx_fixtures as fx
+import plugin_models
 from trt_scatter import backend, engine
 from trt_scatter.cli import main
 from trt_scatter.cli.build import parse_profile
@@ -1013,23 +1014,7 @@ def test_a_refusal_before_tensorrt_aborts_the_build_is_the_line_not_the_crash(tm
     """global_mean_pool as the dynamo exporter writes it: two reductions into data sized by a value (the largest graph
     index + 1), which TensorRT cannot bound, so the sort's workspace cannot be sized. The plugin refuses it, and with two
     such nodes TensorRT-RTX then aborts the build process: the command said only that TensorRT crashed (SIGABRT)."""
-    from onnx import numpy_helper
-
-    def constant(name, value):
-        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(value), name))
-
-    nodes = [constant("one", np.array([1])), constant("four", np.array([4])), constant("ones", np.array([1.0], np.float32)),
-             constant("last", np.array([-1])), helper.make_node("ReduceMax", ["batch"], ["largest"], keepdims=1),
-             helper.make_node("Add", ["largest", "one"], ["graphs"]), helper.make_node("Concat", ["graphs", "four"], ["sums_shape"], axis=0),
-             helper.make_node("ConstantOfShape", ["graphs"], ["no_counts"], value=numpy_helper.from_array(np.zeros(1, np.float32))),
-             helper.make_node("ConstantOfShape", ["sums_shape"], ["no_sums"], value=numpy_helper.from_array(np.zeros(1, np.float32))),
-             helper.make_node("Shape", ["batch"], ["nodes"]), helper.make_node("Expand", ["ones", "nodes"], ["each"]),
-             helper.make_node("ScatterElementsReduce", ["no_counts", "batch", "each"], ["counts"], domain="trt_scatter"),
-             helper.make_node("Unsqueeze", ["batch", "last"], ["rows"]),
-             helper.make_node("ScatterNDReduce", ["no_sums", "rows", "x"], ["sums"], domain="trt_scatter")]
-    graph = helper.make_graph(nodes, "mean_pool", [_float("x", ["n", 4]), helper.make_tensor_value_info("batch", TensorProto.INT64, ["n"])],
-                              [_float("sums", None), _float("counts", None)])
-    onnx.save(_model(graph), tmp_path / "pool.onnx")
+    onnx.save(plugin_models.mean_pool_model(), tmp_path / "pool.onnx")
     profile = {"x": ((1, 4), (100, 4), (1000, 4)), "batch": ((1,), (100,), (1000,))}
     assert main(["build", str(tmp_path / "pool.onnx"), "--plugins", "-o", str(tmp_path / "pool.engine"), *_profile_arguments(profile)]) == 2
     err = capsys.readouterr().err

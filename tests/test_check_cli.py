@@ -344,6 +344,11 @@ def test_a_model_for_the_aot_plugins_is_built_with_them(tmp_path):
         model.graph.output.append(onnx.helper.make_tensor_value_info("where", onnx.TensorProto.INT64, None))
         failed = check(fx.save(model, tmp_path / "nonzero.onnx"))
         assert failed.returncode == 1 and "engine: FAIL: engine build failed: " in failed.stdout and "NonZero" in failed.stdout, output_of(failed)
+        # The Python plugins' sort needs a workspace TensorRT must size, the AOT kernels (integer atomics) none: no failure of the model.
+        import plugin_models
+
+        pool = check(fx.save(to_aot(plugin_models.mean_pool_model("int64")), tmp_path / "pool_aot.onnx"), "--input-shapes", "x:[6,4]", "batch:[6]")
+        assert pool.returncode == 3 and "; nor with trt-scatter's Python plugins in their place: " in pool.stdout, output_of(pool)
 
 
 def test_bfloat16_inputs_are_named_in_one_line(tmp_path):

@@ -333,3 +333,32 @@ def test_pygs_export_branch_of_max_and_min_is_named_where_the_torchscript_export
     else:
         assert len(named) == 1 and f"scatter(reduce={reduce!r})" in named[0] and not np.array_equal(computed, eager), named
         assert np.array_equal(computed, np.zeros_like(eager))  # the branch's values, as the warning says
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_pygs_export_branch_is_told_apart_from_a_users_max_into_zeros(caplog, dynamic):
+    """global_max_pool with a dynamic number of nodes (its second reduction reads a Slice of x) is named; a user's own
+    amax into zeros of values shifted by their minimum, which equals eager PyTorch, is not."""
+    pytest.importorskip("torch_geometric")
+    from torch_geometric.nn import global_max_pool
+
+    import trt_scatter.torch as trt_scatter_torch
+
+    class Pool(torch.nn.Module):
+        def forward(self, x, index):
+            return global_max_pool(x, index, size=3)
+
+    class Shifted(torch.nn.Module):
+        def forward(self, x, index):
+            return torch.zeros(3, 4).scatter_reduce(0, index.view(-1, 1).expand_as(x), x - x.min(0).values, "amax", include_self=True)
+
+    x, index = -torch.arange(1.0, 25.0).reshape(6, 4), torch.tensor([0, 0, 1, 1, 2, 2])
+    axes = {"dynamic_axes": {"x": {0: "n"}, "index": {0: "n"}}} if dynamic else {}
+    for module, named in ((Pool(), 1), (Shifted(), 0)):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="trt_scatter"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = trt_scatter_torch.export(module, (x, index), dynamo=False, input_names=["x", "index"], output_names=["out"], **axes)
+        assert len([record for record in caplog.records if "ONNX-export branch" in record.message]) == named, (type(module).__name__, caplog.text)
+        computed = Reference(model).run({"x": x.numpy(), "index": index.numpy()})["out"]
+        assert np.array_equal(computed, module(x, index).numpy()) == (not named)

@@ -168,6 +168,8 @@ def isolated(function: Callable[[], _T], what: str) -> _T:
         return function()
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
+    from trt_scatter.plugins.kernels import listen_to_refusals  # imported here: a forked child of a threaded process must not import
+
     reader, writer = os.pipe()  # a pipe, not a file: the result reaches the parent even where the disk is full
     notes_reader, notes_writer = os.pipe()  # the plugins' refusals as they happen: a crash after one ends the child before its result
     # A stop (Ctrl-C, SIGTERM) waits until the parent can end the child: raised while fork() runs Python's at-fork
@@ -189,7 +191,7 @@ def isolated(function: Callable[[], _T], what: str) -> _T:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             os.close(reader)
             os.close(notes_reader)
-            _tell_refusals_to(notes_writer)
+            listen_to_refusals(_teller(notes_writer))
             faulthandler.disable()  # a crash here is the parent's one line, not a dump of Python's stacks
             printed = (io.StringIO(), io.StringIO())  # what Python code prints goes back to the parent's streams
             try:
@@ -212,18 +214,18 @@ def isolated(function: Callable[[], _T], what: str) -> _T:
             os._exit(0)
     os.close(writer)
     os.close(notes_writer)
-    try:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        with open(reader, "rb") as channel:  # read while the child writes: a pipe holds only 64 KiB
-            payload = channel.read()
-        _, status = os.waitpid(pid, 0)
-        with open(notes_reader, "rb") as channel:  # the child is gone: all it wrote is there
-            notes = [note.decode(errors="replace") for note in channel.read().split(b"\0") if note]
-    except BaseException:  # interrupted (Ctrl-C, SIGTERM): the child must not go on building alone
-        with contextlib.suppress(ProcessLookupError, ChildProcessError):
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        raise
+    with open(notes_reader, "rb") as notes_channel:  # closed however the wait ends
+        try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            with open(reader, "rb") as channel:  # read while the child writes: a pipe holds only 64 KiB
+                payload = channel.read()
+            _, status = os.waitpid(pid, 0)
+            notes = [note.decode(errors="replace") for note in notes_channel.read().split(b"\0") if note]  # the child is gone: all it wrote
+        except BaseException:  # interrupted (Ctrl-C, SIGTERM): the child must not go on building alone
+            with contextlib.suppress(ProcessLookupError, ChildProcessError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            raise
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
         name = signal.Signals(number).name if number in signal.Signals._value2member_map_ else f"signal {number}"
@@ -241,11 +243,9 @@ def isolated(function: Callable[[], _T], what: str) -> _T:
     return value
 
 
-def _tell_refusals_to(fd):
-    """In a forked child: each refusal of the plugins' shape checks written to ``fd`` as it happens (a few KiB at most,
-    so the pipe never fills while the parent waits for the child)."""
-    from trt_scatter.plugins.kernels import listen_to_refusals
-
+def _teller(fd):
+    """For a forked child: a listener that writes each refusal of the plugins' shape checks to ``fd`` as it happens (a
+    few KiB at most, so the pipe never fills while the parent waits for the child)."""
     room = [16384]
 
     def tell(message):
@@ -254,7 +254,7 @@ def _tell_refusals_to(fd):
             room[0] -= len(data)
             os.write(fd, data)
 
-    listen_to_refusals(tell)
+    return tell
 
 
 def check_output_path(path: str | os.PathLike, what: str = "output", reads: Iterable[str | os.PathLike] = ()) -> None:
