@@ -158,3 +158,23 @@ def test_python_dash_m_is_the_command():
     assert (result.returncode, result.stdout.strip()) == (0, f"trt-scatter {version('trt-scatter')}"), result.stderr
     result = subprocess.run([sys.executable, "-m", "trt_scatter.cli", "rewrite", "missing.onnx", "out.onnx"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "cannot read ONNX model" in result.stderr
+
+
+def test_a_reader_of_stdout_that_went_away_is_no_internal_error(tmp_path):
+    """``trt-scatter lower ... | head -0``: stdout's pipe has no reader, so printing the summary raises BrokenPipeError, which
+    the command reported as its own bug (internal error, exit 70); it ends as a process killed by SIGPIPE would (141)."""
+    import signal
+    import subprocess
+
+    import onnx
+
+    path = tmp_path / "tiny.onnx"
+    onnx.save(_tiny_model(), path)
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        result = subprocess.run([sys.executable, "-m", "trt_scatter.cli", "lower", str(path), str(tmp_path / "out.onnx")], stdout=writer,
+                                stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(writer)
+    assert result.returncode == 128 + signal.SIGPIPE and "internal error" not in result.stderr, result.stderr

@@ -8,6 +8,7 @@ once the command is done."""
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 from typing import TYPE_CHECKING
@@ -86,6 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         number = getattr(err, "number", signal.SIGINT)
         print(f"trt-scatter {args.command}: {'interrupted' if number == signal.SIGINT else 'terminated by ' + signal.Signals(number).name}", file=sys.stderr)
         return 128 + number
+    except BrokenPipeError:  # the reader of stdout went away (| head): what was left to print has nobody to read it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # as Python's docs say: else its flush at exit fails again
+        return 128 + signal.SIGPIPE
     except Exception as err:  # a bug of trt-scatter's: still one line, the traceback on request
         if verbose():
             raise
