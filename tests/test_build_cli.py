@@ -1019,3 +1019,20 @@ def test_a_refusal_before_tensorrt_aborts_the_build_is_the_line_not_the_crash(tm
     assert main(["build", str(tmp_path / "pool.onnx"), "--plugins", "-o", str(tmp_path / "pool.engine"), *_profile_arguments(profile)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("trt-scatter build: error: ScatterNDReduce plugin: TensorRT cannot bound the shape of 'data'") and err.count("\n") == 1, err
+
+
+def test_a_timing_cache_that_is_no_regular_file_is_refused_before_the_build(tmp_path, capsys):
+    """The cache is read before it is written: /dev/zero (or a fifo) never ends, and the build was killed after half a minute
+    with 'TensorRT crashed (SIGKILL)'."""
+    assert main(["build", "slice_scatter", "--out-dir", str(tmp_path), "--timing-cache", "/dev/zero"]) == 2
+    assert capsys.readouterr().err == ("trt-scatter build: error: --timing-cache '/dev/zero' is not a regular file: it is read, then written: "
+                                       "give a file path\n")
+    assert not list(tmp_path.iterdir())
+
+
+def test_an_examples_engines_in_other_types_have_names_of_their_own(tmp_path, capsys):
+    """`build scatter_update --dynamic --dtype float16` replaced the float32 engine `build --all` had written under the same name."""
+    for flags in ([], ["--dtype", "float16"], ["--dtype", "float16", "--index-dtype", "int64"], ["--dtype", "float32", "--index-dtype", "int32"]):
+        assert main(["build", "scatter_update", "--dynamic", "--out-dir", str(tmp_path), *flags]) == 0, capsys.readouterr()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["scatter_update_dynamic.engine", "scatter_update_dynamic_float16.engine",
+                                                                "scatter_update_dynamic_float16_int64_indices.engine"]

@@ -102,5 +102,5 @@ def test_building_engines_commands_run(tmp_path):
     result = subprocess.run(["bash", "-e", "-c", shell], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stderr == "", result.stderr
-    for engine in ("slice_scatter.engine", "engines/scatter_update_dynamic.engine", "engines/model.engine", "engines/scatter_nd.engine"):
+    for engine in ("slice_scatter.engine", "engines/scatter_update_dynamic_float16.engine", "engines/model.engine", "engines/scatter_nd.engine"):
         assert (tmp_path / engine).stat().st_size > 0, engine

@@ -90,6 +90,14 @@ def parse_profile(mins: Sequence[str], opts: Sequence[str], maxs: Sequence[str],
     return profile
 
 
+def _example_engine_name(example, dynamic, args):
+    """An example's engine name, which says what differs from the defaults (float32 data, int32 indices, static shapes), so
+    that the engines of one example in other types do not take each other's file: ``scatter_update_dynamic_float16``."""
+    types = [_dtype(args.dtype).name if args.dtype is not None and _dtype(args.dtype) != np.float32 else None,
+             f"{args.index_dtype}_indices" if args.index_dtype not in (None, "int32") else None]
+    return "_".join([example] + (["dynamic"] if dynamic else []) + [part for part in types if part])
+
+
 def _dtype(name):
     try:
         return np.dtype(name)  # "bfloat16" too: importing trt_scatter registers ml_dtypes' types
@@ -115,12 +123,14 @@ def _build_one(args, target, output, dynamic):
     if args.aot and not is_model:
         raise ValueError("--aot applies to ONNX models (their trt_scatter nodes); give an .onnx file")
     _refuse_flags_that_would_do_nothing(args, is_model)
-    name = pathlib.Path(target).stem if is_model else target + ("_dynamic" if dynamic else "")
+    name = pathlib.Path(target).stem if is_model else _example_engine_name(target, dynamic, args)
     output = pathlib.Path(output or pathlib.Path(args.out_dir or "engines") / f"{name}.engine")
     reads = [target] if is_model else []
     common.check_output_path(output, reads=reads)
     if args.timing_cache:
         common.check_output_path(args.timing_cache, what="--timing-cache", reads=reads)
+        if os.path.exists(args.timing_cache) and not os.path.isfile(args.timing_cache):  # read first: a device or a fifo may never end
+            raise common.CliError(f"--timing-cache {args.timing_cache!r} is not a regular file: it is read, then written: give a file path")
         common.check_distinct_outputs({"-o": output, "--timing-cache": args.timing_cache})
     aliased_plugin_io = False
     if is_model:
