@@ -1036,3 +1036,15 @@ def test_an_examples_engines_in_other_types_have_names_of_their_own(tmp_path, ca
         assert main(["build", "scatter_update", "--dynamic", "--out-dir", str(tmp_path), *flags]) == 0, capsys.readouterr()
     assert sorted(path.name for path in tmp_path.iterdir()) == ["scatter_update_dynamic.engine", "scatter_update_dynamic_float16.engine",
                                                                 "scatter_update_dynamic_float16_int64_indices.engine"]
+
+
+@pytest.mark.parametrize("values, given", [("[0,1]", 2), ("[]", 0)])
+def test_an_input_that_sets_shapes_gets_one_value_per_element(tmp_path, capsys, values, given):
+    """pos (int64 [1]) takes one value: two of them (or none) went to TensorRT, which failed in its own words (Error Code 4,
+    exit 1) or polygraphy's ('inconsistent with other inputs'), neither naming the rule."""
+    _shape_setting_model(tmp_path / "shape.onnx")
+    x = ["--min", "x:[1,3]", "--opt", "x:[2,3]", "--max", "x:[4,3]"]
+    flags = ["--min", f"pos:{values}", "--opt", f"pos:{values}", "--max", f"pos:{values}"]
+    assert main(["build", str(tmp_path / "shape.onnx"), "--out-dir", str(tmp_path), *flags, *x]) == 2
+    assert capsys.readouterr().err == (f"trt-scatter build: error: input 'pos': its values set shapes, so --min/--opt/--max give its values, one "
+                                       f"for each of its 1 element (shape (1,)): --min gives {given}\n")

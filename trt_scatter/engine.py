@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 import time
 from typing import TYPE_CHECKING, Any
@@ -431,8 +432,8 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
             low, high = tuple(int(v) for v in seen.min(axis=0)), tuple(int(v) for v in seen.max(axis=0))
             profile_shapes[tensor.name] = (low, high, high)
     for tensor in inputs:  # what TensorRT would refuse only after the parse, as a failure of its own
-        if tensor.name in profile_shapes and tensor.name not in shape_inputs:
-            _check_profile_fits(tensor, profile_shapes[tensor.name])
+        if tensor.name in profile_shapes:
+            (_check_value_counts if tensor.name in shape_inputs else _check_profile_fits)(tensor, profile_shapes[tensor.name])
     _check_named_dimensions(network, profile_shapes, shape_inputs)
     missing = [t.name for t in inputs if any(d < 0 for d in t.shape) and t.name not in profile_shapes]
     if missing:
@@ -523,6 +524,16 @@ def check_profile_order(name: str, shapes: Sequence[Sequence[int]]) -> None:
         raise ValueError(f"input {name!r}: a profile's shapes hold integers (got {low}, {opt}, {high})")
     if not len(low) == len(opt) == len(high) or not all(a <= b <= c for a, b, c in zip(low, opt, high)):
         raise ValueError(f"input {name!r} needs min <= opt <= max of equal rank, got {low}, {opt}, {high}")
+
+
+def _check_value_counts(tensor, values):
+    """The profile's (min, opt, max) of an input whose values set shapes are value ranges: one value per element."""
+    count = math.prod(tensor.shape) if all(d >= 0 for d in tensor.shape) else None
+    wrong = [(which, len(given)) for which, given in zip(("min", "opt", "max"), values) if count is not None and len(given) != count]
+    if wrong:
+        which, length = wrong[0]
+        raise ValueError(f"input '{tensor.name}': its values set shapes, so --min/--opt/--max give its values, one for each of its {count} "
+                         f"element{'s' if count != 1 else ''} (shape {tuple(tensor.shape)}): --{which} gives {length}")
 
 
 def _check_profile_fits(tensor, shapes):
