@@ -1048,3 +1048,15 @@ def test_an_input_that_sets_shapes_gets_one_value_per_element(tmp_path, capsys, 
     assert main(["build", str(tmp_path / "shape.onnx"), "--out-dir", str(tmp_path), *flags, *x]) == 2
     assert capsys.readouterr().err == (f"trt-scatter build: error: input 'pos': its values set shapes, so --min/--opt/--max give its values, one "
                                        f"for each of its 1 element (shape (1,)): --min gives {given}\n")
+
+
+def test_a_negative_profile_number_is_named_for_what_it_is(tmp_path, capsys):
+    """A negative dimension was refused as if the flag were mistyped ('is not NAME:[D,...]'); it is a size below 0. A negative
+    value of an input whose values set shapes (a position counted from the end) is a value like any other."""
+    _shape_setting_model(tmp_path / "shape.onnx")
+    flags = ["--min", "x:[-1,3]", "--opt", "x:[2,3]", "--max", "x:[4,3]", "--min", "pos:[-2]", "--opt", "pos:[3]", "--max", "pos:[9]"]
+    assert main(["build", str(tmp_path / "shape.onnx"), "--out-dir", str(tmp_path), *flags]) == 2
+    assert capsys.readouterr().err == ("trt-scatter build: error: input 'x': a profile's dimensions are sizes, at least 0 (got min [-1, 3], "
+                                       "opt [2, 3], max [4, 3])\n")
+    flags[1] = "x:[1,3]"
+    assert main(["build", str(tmp_path / "shape.onnx"), "--out-dir", str(tmp_path), *flags]) == 0, capsys.readouterr()

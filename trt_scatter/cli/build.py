@@ -26,7 +26,7 @@ from trt_scatter.log import logger, warn
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-_SHAPE = re.compile(r"^(?P<name>[^:]+):\[(?P<dims>[0-9,\s]*)\]$")
+_SHAPE = re.compile(r"^(?P<name>[^:]+):\[(?P<dims>[-0-9,\s]*)\]$")  # negative values: an input's whose values set shapes may take them
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -60,10 +60,10 @@ def _profile_bounds(mins, opts, maxs):
         for spec in specs:
             match = _SHAPE.match(spec.replace(" ", ""))
             pieces = match["dims"].split(",") if match and match["dims"] else []
-            if not match or "" in pieces:
+            if not match or not all(re.fullmatch(r"-?[0-9]+", piece) for piece in pieces):
                 raise ValueError(f"--{which} {spec!r} is not NAME:[D,...] (e.g. data:[1,3,4,5])")
             dims = tuple(int(d) for d in pieces)
-            if math.prod(dims) > MAX_ELEMENTS or any(d > MAX_ELEMENTS for d in dims):
+            if all(d >= 0 for d in dims) and (math.prod(dims) > MAX_ELEMENTS or any(d > MAX_ELEMENTS for d in dims)):
                 raise ValueError(f"--{which} {spec!r} has more than {MAX_ELEMENTS} elements, TensorRT's most for one tensor")
             if which in bounds.get(match["name"], {}):  # which one would win is not the user's to guess
                 raise ValueError(f"--{which} gives input {match['name']!r} twice")
