@@ -668,3 +668,31 @@ def test_a_write_inside_torch_cond_is_named_with_what_builds_it(caplog):
     assert any(re.search(r"ScatterUpdate node .* lies in a subgraph of If node .*: full TensorRT builds it, TensorRT-RTX builds no plugin there", m)
                for m in messages), messages
     assert any("writes in If or Loop bodies are not marked" in m for m in messages), messages
+
+
+def test_pytorchs_own_torchscript_export_of_a_constant_column_list_with_a_dynamic_batch_is_rewritten():
+    """``x[:, [3, 0, 5]] = v`` from torch.onnx.export(dynamo=False) with a dynamic batch: a ScatterND of an arange over the
+    batch broadcast against the constant list, which the rewrite left ('indices computed at run time'), as it rewrote the
+    same write with the list given as an input; one ScatterUpdate now, equal to eager PyTorch at other batch sizes. A
+    repeated position ([3, 3]) is left: ScatterND does not define it."""
+    import io
+
+    from trt_scatter.passes.rewrite import rewrite
+
+    for columns, rewritten in (([3, 0, 5], True), ([3, 3], False)):
+        class Write(torch.nn.Module):
+            def forward(self, x, v, columns=columns):
+                x = x.clone()
+                x[:, columns] = v
+                return x
+
+        buffer = io.BytesIO()
+        example = (torch.zeros(2, 8), torch.ones(2, len(columns)))
+        torch.onnx.export(Write(), example, buffer, dynamo=False, input_names=["x", "v"], output_names=["out"],
+                          dynamic_axes={"x": {0: "b"}, "v": {0: "b"}})
+        model, report = rewrite(onnx.load_from_string(buffer.getvalue()))
+        assert [node.op_type for node in model.graph.node if node.domain == "trt_scatter"] == (["ScatterUpdate"] if rewritten else []), list(report.lines())
+        for batch in (1, 3, 5):
+            x, v = torch.randn(batch, 8), torch.randn(batch, len(columns))
+            if rewritten:
+                np.testing.assert_array_equal(Reference(model).run({"x": x.numpy(), "v": v.numpy()})["out"], Write()(x, v).numpy())

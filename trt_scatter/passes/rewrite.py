@@ -529,7 +529,7 @@ class _Rewriter:
         each column ``C_i`` an optional ``Expand`` (the TorchScript exporter broadcasts the columns to one shape) of
         ``Reshape(R_i, [-1, 1, ..., 1])`` (rank k - i; ``R_i`` itself for the last), ``R_i`` a whole axis
         ``[0, ..., n_i - 1]`` (a constant, or ``Range(0, n_i, 1)`` of data's dimension), a ``Slice`` of one, or a constant
-        progression; the last may also be a run-time index list where every other axis is whole. Column i
+        progression; the last may also be an index list (run-time, or constant without a repeat) where every other axis is whole. Column i
         then varies along axis i of the grid only, so the grid is the slice's own positions: the Expands broadcast them
         to the grid's shape, and any larger shape would repeat positions, which ScatterND does not allow.
         """
@@ -560,6 +560,11 @@ class _Rewriter:
                     return None
                 values = _normalized(constant.reshape(-1), size)
                 progression = _progression(values)
+                if progression is None and i == k - 1 and not slices and k > 1:  # x[:, [3, 0, 5]] = v: a constant index list
+                    if len(np.unique(values)) != values.size:
+                        return None  # a repeated position: undefined in ScatterND, left as it is
+                    listed = positions
+                    continue
                 if progression is None:
                     return None
                 if not (isinstance(size, int) and np.array_equal(values, np.arange(size))):
