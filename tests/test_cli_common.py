@@ -178,3 +178,15 @@ def test_a_reader_of_stdout_that_went_away_is_no_internal_error(tmp_path):
     finally:
         os.close(writer)
     assert result.returncode == 128 + signal.SIGPIPE and "internal error" not in result.stderr, result.stderr
+
+
+def test_a_fork_that_fails_leaves_no_pipe_open(monkeypatch):
+    """isolated() opens its pipes before it forks: a failed fork (or a stop raised there) left all four open."""
+    def no_fork():
+        raise OSError("fork refused")
+
+    before = len(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(os, "fork", no_fork)
+    with pytest.raises(OSError, match="fork refused"):
+        common.isolated(lambda: 1, "testing")
+    assert len(os.listdir("/proc/self/fd")) == before

@@ -33,7 +33,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("build", help="build and save a TensorRT engine", description=common.help_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", nargs="?", help="an example network name or an .onnx file")
     parser.add_argument("--all", action="store_true", help="build every example network (static and dynamic) into --out-dir")
-    parser.add_argument("-o", "--output", help="engine file (default: <target>.engine in --out-dir)")
+    parser.add_argument("-o", "--output", help="engine file (default: <target>.engine in --out-dir; an example's name also says its options "
+                        "other than the defaults: scatter_update_dynamic_float16.engine)")
     parser.add_argument("--out-dir", help="folder for engines (default: engines)")
     for bound in ("min", "opt", "max"):
         parser.add_argument(f"--{bound}", nargs="+", action="extend", default=[], metavar="NAME:[D,...]", help=f"{bound} shape of a dynamic input in the optimization profile")

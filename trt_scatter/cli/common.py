@@ -180,6 +180,8 @@ def isolated(function: Callable[[], _T], what: str) -> _T:
         pid = os.fork()
     except BaseException:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        for fd in (reader, writer, notes_reader, notes_writer):
+            os.close(fd)
         raise
     if pid == 0:  # the child: never returns to the command
         gc.freeze()  # the parent's objects are left out of this process's collections: walking them would copy every page they are on
@@ -214,11 +216,10 @@ def isolated(function: Callable[[], _T], what: str) -> _T:
             os._exit(0)
     os.close(writer)
     os.close(notes_writer)
-    with open(notes_reader, "rb") as notes_channel:  # closed however the wait ends
+    with open(reader, "rb") as channel, open(notes_reader, "rb") as notes_channel:  # opened before a stop can arrive: closed however the wait ends
         try:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-            with open(reader, "rb") as channel:  # read while the child writes: a pipe holds only 64 KiB
-                payload = channel.read()
+            payload = channel.read()  # read while the child writes: a pipe holds only 64 KiB
             _, status = os.waitpid(pid, 0)
             notes = [note.decode(errors="replace") for note in notes_channel.read().split(b"\0") if note]  # the child is gone: all it wrote
         except BaseException:  # interrupted (Ctrl-C, SIGTERM): the child must not go on building alone

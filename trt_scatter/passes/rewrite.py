@@ -560,9 +560,7 @@ class _Rewriter:
                     return None
                 values = _normalized(constant.reshape(-1), size)
                 progression = _progression(values)
-                if progression is None and i == k - 1 and not slices and k > 1:  # x[:, [3, 0, 5]] = v: a constant index list
-                    if len(np.unique(values)) != values.size:
-                        return None  # a repeated position: undefined in ScatterND, left as it is
+                if progression is None and i == k - 1 and not slices and k > 1:  # x[:, [3, 0, 5]] = v (_normalized refused a repeat)
                     listed = positions
                     continue
                 if progression is None:
