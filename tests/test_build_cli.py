@@ -1060,3 +1060,7 @@ def test_a_negative_profile_number_is_named_for_what_it_is(tmp_path, capsys):
                                        "opt [2, 3], max [4, 3])\n")
     flags[1] = "x:[1,3]"
     assert main(["build", str(tmp_path / "shape.onnx"), "--out-dir", str(tmp_path), *flags]) == 0, capsys.readouterr()
+    # An example network: the size is named before the example's relations between its inputs (updates' from data's)
+    assert main(["build", "scatter_update", "--dynamic", "--out-dir", str(tmp_path), "--min", "data:[-1,5]", "--opt", "data:[2,5]", "--max", "data:[4,5]"]) == 2
+    assert capsys.readouterr().err == ("trt-scatter build: error: input 'data': a profile's dimensions are sizes, at least 0 (got min [-1, 5], "
+                                       "opt [2, 5], max [4, 5])\n")

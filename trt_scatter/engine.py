@@ -78,6 +78,8 @@ def network_from_example(name: str, profile_shapes: dict[str, tuple[Sequence[int
     if params.get("dynamic") and profile_shapes:
         from trt_scatter.networks.examples import check_profile
 
+        for input_name, shapes in profile_shapes.items():  # sizes first: the example's relations between inputs mean nothing below 0
+            check_profile_sizes(input_name, shapes)
         check_profile(name, profile_shapes, **params)
 
     def load():
@@ -536,11 +538,17 @@ def _check_value_counts(tensor, values):
                          f"element{'s' if count != 1 else ''} (shape {tuple(tensor.shape)}): --{which} gives {length}")
 
 
+def check_profile_sizes(name: str, shapes: Sequence[Sequence[int]]) -> None:
+    """The profile's (min, opt, max) shapes of input ``name`` hold sizes: none below 0."""
+    if any(d < 0 for shape in shapes for d in shape):
+        given = ", ".join(f"{which} {list(shape)}" for which, shape in zip(("min", "opt", "max"), shapes))
+        raise ValueError(f"input '{name}': a profile's dimensions are sizes, at least 0 (got {given})")
+
+
 def _check_profile_fits(tensor, shapes):
     """The profile's (min, opt, max) shapes of an input have its rank and its static dimensions, none negative."""
     given = ", ".join(f"{which} {list(shape)}" for which, shape in zip(("min", "opt", "max"), shapes))
-    if any(d < 0 for shape in shapes for d in shape):
-        raise ValueError(f"input '{tensor.name}': a profile's dimensions are sizes, at least 0 (got {given})")
+    check_profile_sizes(tensor.name, shapes)
     if not tensor.shape and any(shapes):  # NAME:[V] is the range of a shape input's values; this scalar is none
         raise ValueError(f"input '{tensor.name}': a scalar whose values set no shapes in this network (an export that broadcasts "
                          f"to a run-time slice makes a position do so, this one does not): leave it out of --min/--opt/--max (got {given})")
