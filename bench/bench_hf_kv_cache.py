@@ -45,7 +45,7 @@ def run(family, batch, tokens, path, check, folder):
     row = {"model": family, "batch": batch, "tokens": tokens, "path": path}
     module = hf_models.cache_writer(family, batch, tokens)
     inputs = module.inputs(position=5)
-    expected = module.reference(*inputs)  # before the export: tracing GPT-2 for TorchScript changes what its eager forward computes
+    expected = module.reference(*inputs)  # before the export: torch.onnx.export (the paths without trt_scatter.torch) leaves the decoder in the wrapper's training mode, dropout on
     started = time.perf_counter()
     try:
         model = export(path, module, tuple(value.clone() for value in inputs))

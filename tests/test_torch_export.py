@@ -696,3 +696,24 @@ def test_pytorchs_own_torchscript_export_of_a_constant_column_list_with_a_dynami
             x, v = torch.randn(batch, 8), torch.randn(batch, len(columns))
             if rewritten:
                 np.testing.assert_array_equal(Reference(model).run({"x": x.numpy(), "v": v.numpy()})["out"], Write()(x, v).numpy())
+
+
+def test_each_modules_mode_is_kept_through_the_export():
+    """torch.onnx.export sets the whole module to eval mode and back to the top module's mode after: a wrapper in training
+    mode around a layer in eval mode left the layer in training mode, its dropout on, so eager PyTorch changed after the export."""
+    class Wrapper(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5)).eval()
+
+        def forward(self, cache, x):
+            cache = cache.clone()
+            cache[:, 3] = self.layer(x)
+            return cache
+
+    wrapper = Wrapper()
+    cache, x = torch.zeros(2, 8, 4), torch.randn(2, 4)
+    before = wrapper(cache, x)
+    trt_scatter_torch.export(wrapper, (cache, x), dynamo=False)
+    assert wrapper.training and not wrapper.layer.training and not wrapper.layer[1].training
+    assert torch.equal(wrapper(cache, x), before)

@@ -59,7 +59,8 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
     full TensorRT >= 10.9, an engine that runs without Python; ``inplace`` means nothing there, the
     AOT form always writes in place). The model is saved to ``f`` (a path or a binary file) when given. With ``dynamo=False`` the
     symbolics serve ``opset_version`` 13 and later (below, PyTorch's own), and the module's
-    parameters and buffers are as they were before (its tracing run writes into them).
+    parameters and buffers are as they were before (its tracing run writes into them). Every submodule keeps its own
+    training mode (``torch.onnx.export`` would leave them all in the top module's).
     The model is validated (:func:`trt_scatter.passes.validate.validate`): a write that trt-scatter would refuse
     raises its ``ModelError`` here.
     """
@@ -78,13 +79,20 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
     from trt_scatter.passes.validate import validate
 
     register_onnx_schemas()
-    if dynamo:
-        table = translation_table()
-        table.update(kwargs.pop("custom_translation_table", None) or {})
-        program = torch.onnx.export(model, args, dynamo=True, custom_translation_table=table, **kwargs)
-        proto = program.model_proto
-    else:
-        proto = _export_torchscript(model, args, kwargs)
+    # torch.onnx.export puts the whole module in eval mode and back in the top module's mode after, so a wrapper in training
+    # mode around a decoder in eval mode left the decoder in training mode (its dropout on): every module's own mode is kept.
+    modes = [(module, module.training) for module in model.modules()] if isinstance(model, torch.nn.Module) else []
+    try:
+        if dynamo:
+            table = translation_table()
+            table.update(kwargs.pop("custom_translation_table", None) or {})
+            program = torch.onnx.export(model, args, dynamo=True, custom_translation_table=table, **kwargs)
+            proto = program.model_proto
+        else:
+            proto = _export_torchscript(model, args, kwargs)
+    finally:
+        for module, training in modes:
+            module.training = training
     proto, report = rewrite(proto)
     for line in report.lines():
         logger.debug("trt_scatter.torch: rewrite: %s", line)
