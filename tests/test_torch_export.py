@@ -717,3 +717,46 @@ def test_each_modules_mode_is_kept_through_the_export():
     trt_scatter_torch.export(wrapper, (cache, x), dynamo=False)
     assert wrapper.training and not wrapper.layer.training and not wrapper.layer[1].training
     assert torch.equal(wrapper(cache, x), before)
+
+
+@pytest.mark.parametrize("layout", ["bhsd", "bshd"])
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_a_per_sequence_prefill_is_one_cache_write(layout, dynamic):
+    """cache[arange(B)[:, None], :, pos[:, None] + arange(T)] = k: each batch row writes T tokens from its own position, which
+    the dynamo exporter writes as a ScatterND of a (B, T, 2) grid (between Transposes for [B, H, S, D]): one CacheScatter,
+    equal to eager PyTorch at other batches, lengths and positions. Positions whose length has a symbol of their own prove
+    nothing about the batch: left."""
+    from trt_scatter.passes.rewrite import rewrite
+
+    class Prefill(torch.nn.Module):
+        def forward(self, cache, k, positions):
+            span = positions[:, None] + torch.arange(k.shape[2 if layout == "bhsd" else 1])
+            rows = torch.arange(cache.shape[0])[:, None]
+            if layout == "bhsd":
+                cache[rows, :, span] = k.transpose(1, 2)
+            else:
+                cache[rows, span] = k
+            return cache
+
+    def tensors(batch, tokens):
+        shape = (batch, 2, 16, 8) if layout == "bhsd" else (batch, 16, 2, 8)
+        new = (batch, 2, tokens, 8) if layout == "bhsd" else (batch, tokens, 2, 8)
+        return torch.randn(shape), torch.randn(new)
+
+    cache, k = tensors(3, 3)
+    batch, tokens = torch.export.Dim("B"), torch.export.Dim("T")
+    axes = {"dynamic_shapes": ({0: batch}, {0: batch, (2 if layout == "bhsd" else 1): tokens}, {0: batch})} if dynamic else {}
+    model = trt_scatter_torch.export(Prefill(), (cache, k, torch.tensor([0, 5, 9])), dynamo=True, input_names=["cache", "k", "positions"],
+                                     output_names=["out"], **axes)
+    assert [node.op_type for node in model.graph.node if node.domain == "trt_scatter" or node.op_type.startswith("Scatter")] == ["CacheScatter"]
+    for size, count, positions in ((3, 3, [0, 5, 13]), (2, 4, [1, 12]), (4, 1, [0, 1, 2, 15])) if dynamic else ((3, 3, [2, 13, 0]),):
+        cache, k = tensors(size, count)
+        feeds = {"cache": cache.numpy(), "k": k.numpy(), "positions": np.array(positions)}
+        np.testing.assert_array_equal(Reference(model).run(feeds)["out"], Prefill()(cache.clone(), k, torch.tensor(positions)).numpy())
+    if dynamic:
+        stock = torch.onnx.export(Prefill(), (cache, k, torch.tensor([0, 5, 9, 1])), dynamo=True, input_names=["cache", "k", "positions"],
+                                  **axes).model_proto
+        (positions,) = [value for value in stock.graph.input if value.name == "positions"]
+        positions.type.tensor_type.shape.dim[0].dim_param = "P"  # a length of its own
+        rewritten, report = rewrite(stock)
+        assert not [node for node in rewritten.graph.node if node.domain == "trt_scatter"] and len(report.left) == 1

@@ -20,7 +20,8 @@ reduction, which TensorRT builds nondeterministically or not at all; each patter
 - ``ScatterND`` (between Transposes or not) whose index rows are ``(b, pos[b])`` for every batch row
   ``b`` (``Concat`` of an ``arange`` over the batch and a position vector, also each ``Expand``-ed to the shape of
   their sum where the vector's dimension is the batch's symbol, or a constant of that form):
-  a write of each batch row at its own position, one ``trt_scatter::CacheScatter`` (TensorScatter-24);
+  a write of each batch row at its own position, one ``trt_scatter::CacheScatter`` (TensorScatter-24); also rows
+  ``(b, pos[b] + t)`` for t < T (a prefill, each batch row's T tokens from its own position: ``_batch_spans``);
 - masked writes, ``ScatterND(X, Transpose(NonZero(M)), U)`` (``x[mask] = v``, ``masked_scatter``):
   a ``Where`` on the mask, with the values broadcast (``U`` an ``Expand`` of values that do not vary
   along the written elements; or a row written through a row mask, which PyTorch's TorchScript
@@ -268,13 +269,14 @@ class _Write:
     """What a matched pattern writes: ``slices`` [(axis, start, stop, step)] (ints or 1-D tensors), or
     one index ``list`` along ``axis`` (an array, or a tensor that ``wrap`` says may hold negative indices),
     or each batch row at its own position along ``axis``: ``rows`` (one position per batch row, an array or
-    a tensor, ``wrap`` as for ``list``)."""
+    a tensor, ``wrap`` as for ``list``), with ``spans`` from there on over as many positions as the updates have."""
 
     slices: list = None
     axis: int = None
     list: object = None
     wrap: bool = False
     rows: object = None
+    spans: bool = False  #: with ``rows``: each batch row writes the updates' whole axis 1 from its position on (a prefill)
 
 
 class _Rewriter:
@@ -435,7 +437,7 @@ class _Rewriter:
         if perm and write.list is not None and _rank(write.list) not in (1, None):
             raise _Left("an index list of rank > 1 under a Transpose")
         label = node.name or node.outputs[0].name
-        if write.rows is not None:  # updates (B, rest...): the one entry each batch row writes, its axis left out
+        if write.rows is not None and not write.spans:  # updates (B, rest...): the one entry each batch row writes, its axis left out
             if not perm or perm[2:] == sorted(perm[2:]):  # the other axes in data's order: the entry axis goes back in place
                 updates = self._unsqueeze(transposed_updates, [write.axis], f"{label}_entries", _np_dtype(transposed_updates))
             else:
@@ -501,7 +503,7 @@ class _Rewriter:
             node.outputs.clear()
 
     def _nd_indices(self, indices, data, transposed_data, dims, axis_of):
-        rows = self._batch_rows(indices, dims, axis_of, (data, transposed_data))
+        rows = self._batch_rows(indices, dims, axis_of, (data, transposed_data)) or self._batch_spans(indices, dims, axis_of, (data, transposed_data))
         if rows is not None:
             return rows
         constant = self._constant(indices)
@@ -669,6 +671,60 @@ class _Rewriter:
         if isinstance(positions, np.ndarray) or not self._is_arange(batch_index, batch, [(source, 0) for source in sources]) or _dtype_kind(positions) != "i":
             return None  # constant positions with a run-time batch index: not a form an exporter writes
         return _Write(axis=axis_of(1), rows=positions, wrap=True)
+
+    def _batch_spans(self, indices, dims, axis_of, sources):
+        """A per-row write of consecutive positions, or None: index rows ``(b, pos[b] + t)`` for b < B (data's first
+        dimension) and t < T, as the dynamo exporter writes ``cache[arange(B)[:, None], pos[:, None] + arange(T)] = v`` (a
+        prefill of T tokens, each batch row from its own position): ``Concat`` along the last axis of the batch grid
+        (a constant ``b`` at ``[b, t]``, or ``arange(B)`` unsqueezed on axis 1) and ``Unsqueeze(pos, 1) + arange(T)``,
+        each unsqueezed on the last axis, behind an ``Expand`` to their broadcast shape. Exact where ``pos`` has the
+        batch's length (a static size or a shared symbol): the broadcast is then ``(B, T)``, and ScatterND's own rule
+        gives the updates ``(B, T, ...)``."""
+        shape = _dims(indices)
+        if shape is not None and (len(shape) != 3 or shape[-1] != 2) or not dims or len(dims) < 2 or axis_of(0) != 0 or axis_of(1) == 0:
+            return None
+        concat, batch = _producer(indices), dims[0]
+        if concat is None or concat.op != "Concat" or _attr(concat, "axis", 0) not in (-1, 2) or len(concat.inputs) != 2:
+            return None
+        grid, offsets = concat.inputs
+        constant = self._constant(grid)
+        if constant is not None:
+            if constant.dtype.kind not in "iu" or constant.ndim != 3 or not isinstance(batch, int) or constant.shape[0] != batch or \
+                    not np.array_equal(constant[..., 0], np.broadcast_to(np.arange(batch)[:, None], constant.shape[:2])):
+                return None
+        else:
+            column = self._last_axis_source(grid)
+            column = _producer(column).inputs[0] if column is not None and _producer(column) is not None and _producer(column).op == "Expand" else column
+            if column is None or not self._is_arange(self._unsqueezed_on_1(column), batch, [(source, 0) for source in sources]):
+                return None
+        add = self._last_axis_source(offsets)
+        add = _producer(add).inputs[0] if add is not None and _producer(add) is not None and _producer(add).op == "Expand" else add
+        node = _producer(add) if add is not None else None
+        if node is None or node.op != "Add":
+            return None
+        for positions, steps in (node.inputs, node.inputs[::-1]):
+            positions = self._unsqueezed_on_1(positions)
+            counted = self._constant(steps)
+            steps_ok = (counted is not None and counted.ndim == 1 and np.array_equal(counted, np.arange(counted.size))) or self._is_arange(steps, (_dims(steps) or (None,))[0])
+            if positions is not None and steps_ok and _rank(positions) == 1 and _dtype_kind(positions) == "i" and _same_dim((_dims(positions) or (None,))[0], batch):
+                return _Write(axis=axis_of(1), rows=positions, wrap=True, spans=True)
+        return None
+
+    def _last_axis_source(self, column):
+        """``X`` where ``column`` is ``Unsqueeze(X, -1)`` of a 2-D ``X``, else None."""
+        node = _producer(column)
+        if node is None or node.op != "Unsqueeze" or self._unsqueeze_axes(node) not in ([-1], [2]):
+            return None
+        return node.inputs[0]
+
+    def _unsqueezed_on_1(self, tensor):
+        """``v`` where ``tensor`` is ``Unsqueeze(v, 1)`` (or ``-1``) or ``Reshape(v, [-1, 1])`` of a 1-D ``v``, else None."""
+        node = _producer(tensor)
+        if node is not None and node.op == "Unsqueeze" and self._unsqueeze_axes(node) in ([1], [-1]):
+            return node.inputs[0] if _rank(node.inputs[0]) == 1 else None
+        if node is not None and node.op == "Reshape" and _ints(self._constant(node.inputs[1])) == [-1, 1]:
+            return node.inputs[0] if _rank(node.inputs[0]) == 1 else None
+        return None
 
     def _before_index_broadcast(self, batch_index, positions, batch):
         """The two index columns of a per-row write before the ``Expand`` the TorchScript exporter broadcasts them with,
@@ -1244,7 +1300,8 @@ class _Rewriter:
                 positions = self._int64(positions, f"{label}_positions")
             else:
                 positions = self._as_int64(self._wrapped(positions, data, write.axis, label) if write.wrap else positions, f"{label}_positions")
-            detail = f"axis {write.axis}, one position per batch row" + (", negative positions wrapped" if write.wrap else "")
+            detail = f"axis {write.axis}, one position per batch row" + (", the updates' tokens from there on" if write.spans else "") + (
+                ", negative positions wrapped" if write.wrap else "")
             return self._plugin("CacheScatter", label, [data, updates, positions], axis=write.axis, mode="linear"), detail
         indices = write.list
         if isinstance(indices, np.ndarray):
