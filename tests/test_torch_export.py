@@ -724,8 +724,9 @@ def test_each_modules_mode_is_kept_through_the_export():
 def test_a_per_sequence_prefill_is_one_cache_write(layout, dynamic):
     """cache[arange(B)[:, None], :, pos[:, None] + arange(T)] = k: each batch row writes T tokens from its own position, which
     the dynamo exporter writes as a ScatterND of a (B, T, 2) grid (between Transposes for [B, H, S, D]): one CacheScatter,
-    equal to eager PyTorch at other batches, lengths and positions. Positions whose length has a symbol of their own prove
-    nothing about the batch: left."""
+    equal to eager PyTorch at other batches, lengths and positions, a negative start whose span crosses 0 included (each
+    index wraps on its own: circular mode). Positions whose length has a symbol of their own prove nothing about the
+    batch: left."""
     from trt_scatter.passes.rewrite import rewrite
 
     class Prefill(torch.nn.Module):
@@ -749,7 +750,7 @@ def test_a_per_sequence_prefill_is_one_cache_write(layout, dynamic):
     model = trt_scatter_torch.export(Prefill(), (cache, k, torch.tensor([0, 5, 9])), dynamo=True, input_names=["cache", "k", "positions"],
                                      output_names=["out"], **axes)
     assert [node.op_type for node in model.graph.node if node.domain == "trt_scatter" or node.op_type.startswith("Scatter")] == ["CacheScatter"]
-    for size, count, positions in ((3, 3, [0, 5, 13]), (2, 4, [1, 12]), (4, 1, [0, 1, 2, 15])) if dynamic else ((3, 3, [2, 13, 0]),):
+    for size, count, positions in ((3, 3, [0, 5, 13]), (2, 4, [-2, 12]), (4, 1, [0, 1, 2, 15])) if dynamic else ((3, 3, [2, 13, 0]), (3, 3, [-2, -16, 4])):
         cache, k = tensors(size, count)
         feeds = {"cache": cache.numpy(), "k": k.numpy(), "positions": np.array(positions)}
         np.testing.assert_array_equal(Reference(model).run(feeds)["out"], Prefill()(cache.clone(), k, torch.tensor(positions)).numpy())
@@ -760,3 +761,18 @@ def test_a_per_sequence_prefill_is_one_cache_write(layout, dynamic):
         positions.type.tensor_type.shape.dim[0].dim_param = "P"  # a length of its own
         rewritten, report = rewrite(stock)
         assert not [node for node in rewritten.graph.node if node.domain == "trt_scatter"] and len(report.left) == 1
+
+
+def test_a_per_sequence_prefill_of_int32_positions_is_one_cache_write():
+    """int32 positions reach the Add through a Cast to int64 of their Unsqueeze: the same CacheScatter, the same values."""
+    class Prefill(torch.nn.Module):
+        def forward(self, cache, k, positions):
+            cache[torch.arange(cache.shape[0])[:, None], :, positions[:, None] + torch.arange(k.shape[2])] = k.transpose(1, 2)
+            return cache
+
+    cache, k, positions = torch.randn(3, 2, 16, 8), torch.randn(3, 2, 3, 8), torch.tensor([-2, 5, 13], dtype=torch.int32)
+    model = trt_scatter_torch.export(Prefill(), (cache.clone(), k, positions), dynamo=True, input_names=["cache", "k", "positions"],
+                                     output_names=["out"])
+    assert [node.op_type for node in model.graph.node if node.domain == "trt_scatter" or node.op_type.startswith("Scatter")] == ["CacheScatter"]
+    computed = Reference(model).run({"cache": cache.numpy(), "k": k.numpy(), "positions": positions.numpy()})["out"]
+    np.testing.assert_array_equal(computed, Prefill()(cache.clone(), k, positions).numpy())

@@ -703,7 +703,7 @@ class _Rewriter:
         if node is None or node.op != "Add":
             return None
         for positions, steps in (node.inputs, node.inputs[::-1]):
-            positions = self._unsqueezed_on_1(positions)
+            positions = self._unsqueezed_on_1(_through_int64_casts(positions))  # int32 positions: Cast(Unsqueeze(p, 1), int64)
             counted = self._constant(steps)
             steps_ok = (counted is not None and counted.ndim == 1 and np.array_equal(counted, np.arange(counted.size))) or self._is_arange(steps, (_dims(steps) or (None,))[0])
             if positions is not None and steps_ok and _rank(positions) == 1 and _dtype_kind(positions) == "i" and _same_dim((_dims(positions) or (None,))[0], batch):
@@ -1300,9 +1300,11 @@ class _Rewriter:
                 positions = self._int64(positions, f"{label}_positions")
             else:
                 positions = self._as_int64(self._wrapped(positions, data, write.axis, label) if write.wrap else positions, f"{label}_positions")
-            detail = f"axis {write.axis}, one position per batch row" + (", the updates' tokens from there on" if write.spans else "") + (
+            detail = f"axis {write.axis}, one position per batch row" + (", the updates' tokens from there on, circular" if write.spans else "") + (
                 ", negative positions wrapped" if write.wrap else "")
-            return self._plugin("CacheScatter", label, [data, updates, positions], axis=write.axis, mode="linear"), detail
+            # A span in circular mode: (w mod M + t) mod M is ONNX's wrap of each index w + t in [-M, M) (linear mode would
+            # refuse a span from a negative start across 0); a decode position is one index, wrapped above.
+            return self._plugin("CacheScatter", label, [data, updates, positions], axis=write.axis, mode="circular" if write.spans else "linear"), detail
         indices = write.list
         if isinstance(indices, np.ndarray):
             indices = self._int64(indices, f"{label}_indices")
