@@ -750,3 +750,16 @@ def test_constant_write_indices_make_the_cache_fit_the_update_past_them(cache, u
     feed = ScatterDataLoader(model)[0]
     assert (feed["cache"].shape, feed["update"].shape) == expected
     Reference(model).run(feed)
+
+
+def test_a_gather_into_an_empty_dimension_is_refused_by_name():
+    """x[g] with x given 0 rows: no value of g is valid, and random ones were drawn (onnxruntime: 'idx=-2 must be within the
+    inclusive range [0,-1]'); an empty g has nothing to draw."""
+    from onnx import helper
+
+    node = helper.make_node("Gather", ["x", "g"], ["out"], axis=0)
+    graph = helper.make_graph([node], "g", [info("x", ["N", 4]), helper.make_tensor_value_info("g", onnx.TensorProto.INT64, ["G"])], [info("out", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    with pytest.raises(ValueError, match=r"^input 'g' gives a Gather's indices into a dimension of size 0 at these input shapes, so no value of it is valid"):
+        ScatterDataLoader(model, input_shapes={"x": (0, 4)})[0]
+    assert ScatterDataLoader(model, input_shapes={"x": (0, 4), "g": (0,)})[0]["g"].shape == (0,)

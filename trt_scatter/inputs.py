@@ -212,6 +212,9 @@ class _Plan:
             size = min(indexed)
             if name in self.searched:  # a scatter's indices too: searched for it, within the gathers' size (_search_range)
                 self.gathered[name] = size
+            elif size == 0 and math.prod(self.shapes[name]):  # no value indexes an empty dimension
+                raise ValueError(f"input {name!r} gives a Gather's indices into a dimension of size 0 at these input shapes, so no "
+                                 "value of it is valid: give shapes where that dimension is not empty (input_shapes, --input-shapes)")
             elif size > 0:  # every gather's size known (-1: not)
                 signed = np.dtype(self.inputs[name][0]).kind == "i"
                 self.generators[name] = (None, lambda rng, shape=self.shapes[name], size=size, signed=signed: (
