@@ -165,8 +165,11 @@ class _RepeatsTheModelShows:
         if self._shown is None:
             from trt_scatter.model.node import OpNode
 
-            self._shown = {_key(each) for index, each in enumerate(self.loaded.proto.graph.node)
-                           if op_of(each) is not None and oracle.module(op_of(each)).repeated_target(OpNode(each, index, self.loaded.tensors, op_of(each)))}
+            self._shown = set()
+            for index, each in enumerate(self.loaded.proto.graph.node):
+                each_op = op_of(each)
+                if each_op is not None and oracle.module(each_op).repeated_target(OpNode(each, index, self.loaded.tensors, each_op)):
+                    self._shown.add(_key(each))
         return _key(node) in self._shown
 
 

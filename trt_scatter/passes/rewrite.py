@@ -694,11 +694,11 @@ class _Rewriter:
                 return None
         else:
             column = self._last_axis_source(grid)
-            column = _producer(column).inputs[0] if column is not None and _producer(column) is not None and _producer(column).op == "Expand" else column
+            column = _before_expand(column)
             if column is None or not self._is_arange(self._unsqueezed_on_1(column), batch, [(source, 0) for source in sources]):
                 return None
         add = self._last_axis_source(offsets)
-        add = _producer(add).inputs[0] if add is not None and _producer(add) is not None and _producer(add).op == "Expand" else add
+        add = _before_expand(add)
         node = _producer(add) if add is not None else None
         if node is None or node.op != "Add":
             return None
@@ -740,9 +740,7 @@ class _Rewriter:
                 return node.inputs[0], "constant"
             return node.inputs[0], "broadcast" if self._is_broadcast_shape(node.inputs[1], [node.inputs[0], others]) else None
 
-        position_source = _producer(positions).inputs[0] if not isinstance(positions, np.ndarray) and _producer(positions) is not None \
-            and _producer(positions).op == "Expand" else positions
-        batch_source, how = unexpanded(batch_index, position_source)
+        batch_source, how = unexpanded(batch_index, _before_expand(positions))
         source, position_how = unexpanded(positions, batch_source)
         own_length = not isinstance(source, np.ndarray) and _same_dim((_dims(source) or (None,))[0], batch)
         if how == "broadcast" and not (position_how == "broadcast" and own_length):
@@ -1049,10 +1047,7 @@ class _Rewriter:
         if node is not None and self._first_elements(node):
             flat = _producer(node.inputs[0])
             return flat.inputs[0] if flat is not None and flat.op == "Reshape" and _ints(self._constant(flat.inputs[1])) == [-1] else updates
-        tensor = updates
-        if node is not None and node.op == "Reshape":
-            tensor, node = node.inputs[0], _producer(node.inputs[0])
-        return node.inputs[0] if node is not None and node.op == "Expand" else tensor
+        return _before_expand(node.inputs[0] if node is not None and node.op == "Reshape" else updates)
 
     def _elementwise_of_masked(self, tensor, masks, data, sources, masked, leaves, budget):
         """``"masked"`` if ``tensor`` is computed element by element (at most ``budget`` nodes) from masked gathers
@@ -1758,6 +1753,12 @@ def _fill_value(node):
     0 where it has none, as ONNX says)."""
     value = node.attrs.get("value")
     return np.asarray(getattr(value, "values", 0 if value is None else value))
+
+
+def _before_expand(tensor):
+    """``X`` where ``tensor`` is ``Expand(X, shape)``, else ``tensor`` itself (an array or None too)."""
+    node = None if isinstance(tensor, np.ndarray) else _producer(tensor)
+    return node.inputs[0] if node is not None and node.op == "Expand" else tensor
 
 
 def _through_int64_casts(tensor):

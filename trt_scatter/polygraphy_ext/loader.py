@@ -97,4 +97,5 @@ class _ExplainedSession:
             if lacks_a_kernel(reason):
                 G_LOGGER.critical(f"--onnxrt: onnxruntime's CPU kernels cannot run {self._what} on this machine, so nothing was compared "
                                   f"(compare --trt with --pluginref where a GPU runs the engine): {reason}")
-            G_LOGGER.critical(f"--onnxrt: onnxruntime failed to run {self._what}: {reason}")
+            else:
+                G_LOGGER.critical(f"--onnxrt: onnxruntime failed to run {self._what}: {reason}")
