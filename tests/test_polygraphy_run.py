@@ -53,6 +53,19 @@ def test_a_data_loader_script_of_ones_own_as_polygraphy_documents_it(model_paths
         result = fx.run_tool("polygraphy", ["run", path, "--onnxrt", "--pluginref", "--data-loader-script", script, *EXACT])
         assert result.returncode == 0, result.stdout + result.stderr
         assert "Passed: 2/2 iterations" in result.stdout + result.stderr
+    # A loader of the script's that cannot serve the model: one line before anything runs, not a traceback from the Comparator.
+    script.write_text(f"from trt_scatter.inputs import ScatterDataLoader\n\ndef load_data():\n    return ScatterDataLoader({str(plugin)!r}, input_shapes={{'pos': [3]}})\n")
+    refused = fx.run_tool("polygraphy", ["run", plugin, "--onnxrt", "--pluginref", "--data-loader-script", script])
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr + refused.stdout
+    assert "[!] --data-loader-script: input 'pos': the given shape (3,)" in refused.stdout + refused.stderr
+
+
+def test_drawn_leaves_a_data_loader_of_ones_own_as_it_is():
+    """What a --data-loader-script returns is drawn early only where it is a ScatterDataLoader."""
+    from trt_scatter.polygraphy_ext.loader import drawn
+
+    feeds = iter([{"data": np.zeros(3)}])
+    assert drawn(feeds, "--data-loader-script") is feeds and next(feeds)["data"].shape == (3,)
 
 
 def test_corrupted_golden_outputs_fail_the_comparison(model_paths, tmp_path):
@@ -303,16 +316,18 @@ def test_plugins_flag_validates_onnx_models_and_leaves_engines_to_tensorrt(tmp_p
         _parsed([str(tmp_path / "model.onnx"), "--trt-scatter-plugins"])
 
 
-@pytest.mark.parametrize("iterations", [0, 3])
-def test_generated_inputs_come_for_as_many_iterations_as_asked(model_paths, iterations):
-    """As polygraphy's own data loader: ``--iterations 0`` runs nothing (it used to run one iteration)."""
+def test_generated_inputs_come_for_as_many_iterations_as_asked(model_paths):
+    """``--iterations 0`` is refused: polygraphy would run nothing and say PASSED (it used to run one iteration)."""
+    from polygraphy.exception import PolygraphyException
     from polygraphy.tools.args import DataLoaderArgs
     from polygraphy.tools.script import Script
 
-    run = _parsed([model_paths["scatter_nd"], "--trt-scatter-inputs", "--iterations", str(iterations)], DataLoaderArgs)
+    run = _parsed([model_paths["scatter_nd"], "--trt-scatter-inputs", "--iterations", "3"], DataLoaderArgs)
     script = Script()
     run.arg_groups[DataLoaderArgs].add_to_script(script)
-    assert f"iterations={iterations}" in str(script)
+    assert "iterations=3" in str(script)
+    with pytest.raises(PolygraphyException, match=r"^--trt-scatter-inputs: --iterations 0 generates no inputs, so nothing would run"):
+        _parsed([model_paths["scatter_nd"], "--trt-scatter-inputs", "--iterations", "0"], DataLoaderArgs)
 
 
 def test_conflicting_data_options_are_refused(model_paths, tmp_path):

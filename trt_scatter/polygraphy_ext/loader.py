@@ -68,6 +68,24 @@ class ExplainOnnxrtErrors(BaseLoader):
         return _ExplainedSession(session, "the model with its trt_scatter nodes lowered" if self.lowered else "the model")
 
 
+def drawn(loader: Any, flag: str) -> Any:
+    """``loader``, with every iteration drawn once now where it is a :class:`~trt_scatter.inputs.ScatterDataLoader`, so
+    that a model it cannot serve, or a seed it finds no valid values for, ends the run before anything runs, in
+    polygraphy's one line that starts with ``flag`` (the option that gave it), not in a traceback from inside the
+    Comparator. Any other data loader is returned as it is."""
+    from polygraphy.logger import G_LOGGER
+
+    from trt_scatter.inputs import ScatterDataLoader
+
+    if isinstance(loader, ScatterDataLoader):
+        try:
+            for iteration in range(len(loader)):
+                loader[iteration]
+        except (ValueError, TypeError) as err:  # ScatterInputError and ModelError included; a shape that is no list of ints
+            G_LOGGER.critical(f"{flag}: {err}")
+    return loader
+
+
 def lacks_a_kernel(reason: str) -> bool:
     """Whether onnxruntime's error ``reason`` says that it has no kernel for a node (its type, its reduction): other
     inputs would not help."""

@@ -106,6 +106,8 @@ class TrtScatterArgs(BaseArgs):
             _after_add_to_script(self.arg_groups[TrtLoadPluginsArgs], self._register_plugins_first)
         if DataLoaderArgs in self.arg_groups:
             self._tell_data_loader(args)
+            if self.arg_groups[DataLoaderArgs].data_loader_script and not self.generate_inputs:
+                _after_add_to_script(self.arg_groups[DataLoaderArgs], _drawn_script_inputs)
         if (self.register_plugins or self.generate_inputs) and TrtConfigArgs in self.arg_groups and "trt" in runners:
             self._escape_profile_names()
 
@@ -259,6 +261,8 @@ class TrtScatterArgs(BaseArgs):
         if shapes is None and profiles:  # the user's TensorRT profile: its opt shapes, as polygraphy's own loader feeds
             shapes = {name: list(opt) for name, (_, opt, _) in profiles[0].items()}
         options = dict(seed=loader_args.seed if loader_args.seed is not None else 1, input_shapes=shapes, iterations=1 if loader_args.iterations is None else loader_args.iterations)
+        if options["iterations"] == 0:  # polygraphy would run no runner and say PASSED
+            G_LOGGER.critical("--trt-scatter-inputs: --iterations 0 generates no inputs, so nothing would run or be compared: give 1 or more")
         model = self._read_model()
         refusal = None if model is None else bfloat16_inputs(model.proto.graph)
         if refusal:
@@ -274,18 +278,16 @@ class TrtScatterArgs(BaseArgs):
             _profile_for(generated, self.arg_groups[TrtConfigArgs])
 
     def _plan_inputs(self, path, options):
-        """The shapes of the inputs the data loader generates, planned now (on the model this parse read), every
-        iteration drawn once, so that a model it cannot serve, or a seed it finds no valid values for, fails before
-        anything runs, in one line; returns them."""
+        """The shapes of the inputs the data loader generates, every iteration drawn now (on the model this parse
+        read: :func:`.drawn`), so that a model it cannot serve fails before anything runs, in one line; returns them."""
         from trt_scatter.inputs import ScatterDataLoader
+        from trt_scatter.polygraphy_ext.loader import drawn
 
         try:
             loader = ScatterDataLoader(self._read_model() or path, **options)
-            for iteration in range(len(loader)):
-                loader[iteration]
-            return loader.shapes()
-        except (ValueError, TypeError) as err:  # ScatterInputError and ModelError included; a shape that is no list of ints
+        except (ValueError, TypeError) as err:  # a seed or a shape that is no int
             G_LOGGER.critical(f"--trt-scatter-inputs: {err}")
+        return drawn(loader, "--trt-scatter-inputs").shapes()
 
 
 def bfloat16_inputs(graph: onnx.GraphProto) -> str | None:
@@ -322,6 +324,13 @@ def _after_add_to_script(arg_group, extend):
         return extend(script, add_original(script, *args, **kwargs))
 
     arg_group.add_to_script_impl = add_to_script_impl
+
+
+def _drawn_script_inputs(script, data_loader):
+    """The data loader of the user's ``--data-loader-script`` (``data_loader``: its invocation in ``script``), every
+    iteration drawn before anything runs where it is a :class:`.ScatterDataLoader` (:func:`.drawn`)."""
+    script.add_import(imports=["drawn"], frm="trt_scatter.polygraphy_ext.loader")
+    return make_invocable("drawn", data_loader, "--data-loader-script")
 
 
 def _explained_session(script, session, lowered):
