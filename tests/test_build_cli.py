@@ -1010,6 +1010,31 @@ def test_build_engine_refuses_a_profile_it_cannot_use_in_one_line(data, message)
     assert str(refused.value) == message
 
 
+@pytest.mark.parametrize("profile, message", [
+    ({"data": ([8, 5], [4, 5], [1, 5])}, "input 'data' needs min <= opt <= max of equal rank, got [8, 5], [4, 5], [1, 5]"),
+    ({"data": ([1, 5], [4, 5])}, "input 'data': a profile gives (min, opt, max), three shapes"),
+    ({"data": "1x1"}, "input 'data': a profile gives (min, opt, max), three shapes"),
+], ids=["min above max", "two shapes", "a string"])
+def test_an_examples_profile_is_held_to_its_own_rules_before_the_examples(profile, message):
+    """network_from_example checked the relations between an example's inputs first: a min above max for data was reported
+    as updates needing shapes of their own, and a string failed comparing it with an int."""
+    with pytest.raises(ValueError) as refused:
+        engine.network_from_example("slice_scatter", profile, dynamic=True)
+    assert str(refused.value).startswith(message)
+
+
+def test_build_engine_names_its_arguments_mistakes(tmp_path):
+    """A model where a loader belongs, a folder as the timing cache, an example's profile left out: one line each, naming
+    the argument (a TypeError that the object is not callable; polygraphy's IsADirectoryError from deep inside)."""
+    with pytest.raises(TypeError, match=r"^build_engine: load_network is a network loader, such as network_from_onnx\(model\) .*\(got ModelProto\)$"):
+        engine.build_engine(fx.slice_scatter_model((4, 6), [0], [4], [2], [1]))
+    with pytest.raises(ValueError, match=r"^timing_cache '.*' is not a regular file: it is read, then written: give a file path$"):
+        engine.build_engine(engine.network_from_example("slice_scatter", {}), timing_cache=tmp_path)
+    with pytest.raises(ValueError, match=r"^dynamic input\(s\) .* need --min/--opt/--max shapes \(from Python: profile_shapes; for an example "
+                       r"network, the dict given to network_from_example, which its loader fills in\)$"):
+        engine.build_engine(engine.network_from_example("slice_scatter", {}, dynamic=True), {})
+
+
 def test_a_refusal_before_tensorrt_aborts_the_build_is_the_line_not_the_crash(tmp_path, capsys):
     """global_mean_pool as the dynamo exporter writes it: two reductions into data sized by a value (the largest graph
     index + 1), which TensorRT cannot bound, so the sort's workspace cannot be sized. The plugin refuses it, and with two

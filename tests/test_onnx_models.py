@@ -157,13 +157,17 @@ def test_plugin_models_parse_into_plugins_when_they_are_registered():
      "scatter_update: runtime must be a collection of the names 'axis' (got ['axes'])"),
     (lambda: onnx_models.scatter_update_model((4, 6), (2,), 0, inplace="yes"), TypeError, "scatter_update: inplace must be True or False (got 'yes')"),
     (lambda: onnx_models.scatter_nd_reduce_model((4, 3), (2, 1), inplace=2), TypeError, "scatter_nd_reduce: inplace must be True or False (got 2)"),
+    (lambda: onnx_models.slice_scatter_model((4, 6), [1], [4], [1], impl="native", inplace=True), ValueError,
+     "slice_scatter: inplace=True is the plugin node's attribute (impl='plugin'): the 'native' model has no node that writes in place"),
+    (lambda: onnx_models.tensor_scatter_model((2, 3, 8, 4), 1, impl="standard", inplace=True), ValueError,
+     "tensor_scatter: inplace=True is the plugin node's attribute (impl='plugin'): the 'standard' model"),
 ], ids=["float dim", "negative dim", "a string", "None", "float sequence_length", "bool sequence_length", "reduce negative dim",
         "reduce float dim", "reduce string", "dtype None", "index_dtype None", "misspelt runtime name", "runtime a bare name",
-        "runtime name of another builder", "inplace a word", "inplace 2"])
+        "runtime name of another builder", "inplace a word", "inplace 2", "inplace native", "inplace standard"])
 def test_builder_arguments_that_would_make_another_model_are_refused_by_name(build, error, message):
     """Each would have built a model of another shape or type than asked (a float dim truncated, a negative one made
-    dynamic, a string read as one dimension per letter, None as ONNX's UNDEFINED type), ignored a name or raised a
-    bare KeyError."""
+    dynamic, a string read as one dimension per letter, None as ONNX's UNDEFINED type), ignored a name or inplace=True
+    (a model without the plugin node) or raised a bare KeyError."""
     with pytest.raises(error) as raised:
         build()
     assert str(raised.value).startswith(message)

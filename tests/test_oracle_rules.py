@@ -123,7 +123,7 @@ CASES = [
     case("se-indices-s", lambda: se(indices=np.array([[0, 1, 3, 2]]), updates=np.ones((1, 4), F32)), "scatter_elements", "indices", "values must be in [-3, 2] for a dimension of size 3", "3"),
     # indices into a dimension of size 0 (no value is in range; a shape rule, so builders refuse it too)
     case("se-indices-into-empty-axis", lambda: se(np.zeros((0, 4), F32), np.zeros((1, 4), np.int64), np.ones((1, 4), F32)), "scatter_elements", "indices", "must be empty: data's dimension 0 has size 0, so no index is in range", "shape (1, 4)"),
-    case("nd-indices-into-empty-axis", lambda: nd(np.zeros((3, 0), F32), np.array([[0, 0]]), np.ones(1, F32)), "scatter_nd", "indices", "must be empty: data's dimension 1 has size 0", "shape (1,)"),
+    case("nd-indices-into-empty-axis", lambda: nd(np.zeros((3, 0), F32), np.array([[0, 0]]), np.ones(1, F32)), "scatter_nd", "indices", "must be empty: data's dimension 1 has size 0", "shape (1, 2)"),
     case("su-indices-into-empty-axis", lambda: su(np.zeros((3, 0), F32), np.array([0]), np.ones((3, 1), F32)), "scatter_update", "indices", "must be empty: data's dimension 1 has size 0", "shape (1,)"),
     case("nd-indices-below-minus-s", lambda: nd(indices=np.array([[0, 1], [-4, 0]]), updates=np.ones(2, F32)), "scatter_nd", "indices", "values in column 0 must be in [-3, 2] for a dimension of size 3", "-4"),
     case("nd-indices-s-column-1", lambda: nd(indices=np.array([[0, 1], [2, 4]]), updates=np.ones(2, F32)), "scatter_nd", "indices", "values in column 1 must be in [-4, 3] for a dimension of size 4", "4"),

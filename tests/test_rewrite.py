@@ -1278,3 +1278,15 @@ def test_a_position_broadcast_to_every_batch_row_stays_broadcast_in_the_cache_wr
     feeds = {"cache": rng.standard_normal((3, 6, 2, 4)).astype(np.float32), "new": rng.standard_normal((3, 2, 4)).astype(np.float32),
              "pos": np.array([2, 5, 0][:1 if positions == "P" else positions])}
     np.testing.assert_array_equal(Reference(model).run(feeds)["output"], onnxruntime.InferenceSession(original.SerializeToString()).run(None, feeds)[0])
+
+
+@pytest.mark.parametrize("data, indices", [([5], [0]), ([5, 0], [2, 0]), ([5, 3], [0, 3])])
+def test_a_scatter_elements_of_no_index_is_left(data, indices):
+    """Constant indices with no element: the node writes nothing, and is left as it is (numpy's reshape of an
+    empty array raised from inside the pass)."""
+    nodes = [helper.make_node("ScatterElements", ["x", "indices", "src"], ["out"], axis=0, name="write")]
+    model = _model(nodes, [("x", FLOAT, data), ("src", FLOAT, indices)], [("out", FLOAT, data)],
+                   {"indices": np.zeros(indices, np.int64)})
+    rewritten, report = rewrite(model)
+    assert rewritten.SerializeToString() == model.SerializeToString()
+    assert list(report.lines()) == ["left       write: ScatterElements: no index (the node writes nothing)"]

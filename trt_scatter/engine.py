@@ -78,7 +78,8 @@ def network_from_example(name: str, profile_shapes: dict[str, tuple[Sequence[int
     if params.get("dynamic") and profile_shapes:
         from trt_scatter.networks.examples import check_profile
 
-        for input_name, shapes in profile_shapes.items():  # sizes first: the example's relations between inputs mean nothing below 0
+        for input_name, shapes in profile_shapes.items():  # each entry's own rules first: the example's relations build on them
+            check_profile_order(input_name, shapes)
             check_profile_sizes(input_name, shapes)
         check_profile(name, profile_shapes, **params)
 
@@ -404,6 +405,10 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
     ``profile_shapes`` maps input names to ``(min, opt, max)`` and is read after the network
     loads; dynamic inputs not in it fail with a message naming them, before TensorRT is asked.
     """
+    if not callable(load_network):
+        raise TypeError(f"build_engine: load_network is a network loader, such as network_from_onnx(model) or "
+                        f"network_from_example(name, profile_shapes) (got {type(load_network).__name__})")
+    check_timing_cache(timing_cache)
     trt = tensorrt()
     from polygraphy.backend.trt import CreateConfig, EngineBytesFromNetwork, Profile
     from polygraphy.exception import PolygraphyException
@@ -439,7 +444,8 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
     _check_named_dimensions(network, profile_shapes, shape_inputs)
     missing = [t.name for t in inputs if any(d < 0 for d in t.shape) and t.name not in profile_shapes]
     if missing:
-        raise ValueError(f"dynamic input(s) {', '.join(missing)} need --min/--opt/--max shapes")
+        raise ValueError(f"dynamic input(s) {', '.join(missing)} need --min/--opt/--max shapes (from Python: profile_shapes; for "
+                         f"an example network, the dict given to network_from_example, which its loader fills in)")
     # An input whose values set shapes (a KV cache's position, when PyTorch broadcasts the new tokens to
     # the slice it writes) needs the range of its values, or polygraphy would pin it to 1 in the engine.
     unranged = [name for name in shape_inputs if name not in profile_shapes]
@@ -478,6 +484,13 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
     summary = BuildSummary(name, inputs, outputs, network.num_layers, seconds, len(engine))
     logger.info("built %s in %.2f s (%d bytes)", name, seconds, len(engine))
     return engine, summary
+
+
+def check_timing_cache(path: str | os.PathLike | None, what: str = "timing_cache") -> None:
+    """A timing cache (``what``: the argument that names it) is a regular file or none yet: it is read, then written, and
+    reading a folder fails inside polygraphy, a device or a fifo may never end."""
+    if path is not None and os.path.exists(path) and not os.path.isfile(path):
+        raise ValueError(f"{what} {str(path)!r} is not a regular file: it is read, then written: give a file path")
 
 
 def _refused_plugin_shapes():

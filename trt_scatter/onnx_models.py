@@ -92,7 +92,7 @@ def slice_scatter_model(data_shape: Sequence[int | str | None], start: ArrayLike
     here only shape the updates), the rest are initializers.
     """
     _check_impl("slice_scatter", impl)
-    _check_flags("slice_scatter", inplace, runtime, ("start", "stop", "step", "axes"))
+    _check_flags("slice_scatter", inplace, runtime, ("start", "stop", "step", "axes"), impl)
     data_shape = _check_shape("slice_scatter", "data_shape", data_shape)
     if updates_shape is not None:
         updates_shape = _check_shape("slice_scatter", "updates_shape", updates_shape)
@@ -132,7 +132,7 @@ def scatter_update_model(data_shape: Sequence[int | str | None], indices_shape: 
     makes ``axis`` a graph input of shape (1,) and ``index_dtype`` (its value here only shapes the updates).
     """
     _check_impl("scatter_update", impl)
-    _check_flags("scatter_update", inplace, runtime, ("axis",))
+    _check_flags("scatter_update", inplace, runtime, ("axis",), impl)
     data_shape, indices_shape = _check_shape("scatter_update", "data_shape", data_shape), _check_shape("scatter_update", "indices_shape", indices_shape)
     _check_types("scatter_update", dtype, index_dtype)
     axis = rules.normalize_axis("scatter_update", "axis", axis, len(data_shape))
@@ -161,7 +161,7 @@ def tensor_scatter_model(cache_shape: Sequence[int | str | None], sequence_lengt
     ``write_indices`` (``write_indices=False``: left out) is a graph input of shape ``(batch,)``.
     """
     rules.check_choice("tensor_scatter", "impl", impl, IMPLS + ("standard",))
-    _check_flags("tensor_scatter", inplace, (), ())
+    _check_flags("tensor_scatter", inplace, (), (), impl)
     cache_shape = _check_shape("tensor_scatter", "cache_shape", cache_shape)
     (sequence_length,) = _check_shape("tensor_scatter", "sequence_length", (sequence_length,))
     _check_types("tensor_scatter", dtype, index_dtype, "write_indices")
@@ -194,7 +194,7 @@ def scatter_elements_reduce_model(data_shape: Sequence[int | str | None], indice
     """ScatterElementsReduce(data, indices, updates) as a plugin node or its lowering (standard ScatterElements with a
     reduction); updates have indices' shape."""
     _check_impl("scatter_elements_reduce", impl)
-    _check_flags("scatter_elements_reduce", inplace, (), ())
+    _check_flags("scatter_elements_reduce", inplace, (), (), impl)
     data_shape, indices_shape = _check_shape("scatter_elements_reduce", "data_shape", data_shape), _check_shape("scatter_elements_reduce", "indices_shape", indices_shape)
     _check_types("scatter_elements_reduce", dtype, index_dtype)
     reduction, include_self = reductions.check_attributes("scatter_elements_reduce", reduction, include_self, dtype)
@@ -212,7 +212,7 @@ def scatter_nd_reduce_model(data_shape: Sequence[int | str | None], indices_shap
     """ScatterNDReduce(data, indices, updates) as a plugin node or its lowering (standard ScatterND with a reduction);
     updates have shape ``indices.shape[:-1] + data.shape[k:]``."""
     _check_impl("scatter_nd_reduce", impl)
-    _check_flags("scatter_nd_reduce", inplace, (), ())
+    _check_flags("scatter_nd_reduce", inplace, (), (), impl)
     data_shape, indices_shape = _check_shape("scatter_nd_reduce", "data_shape", data_shape), _check_shape("scatter_nd_reduce", "indices_shape", indices_shape)
     _check_types("scatter_nd_reduce", dtype, index_dtype)
     reduction, include_self = reductions.check_attributes("scatter_nd_reduce", reduction, include_self, dtype)
@@ -250,10 +250,13 @@ def _check_types(op, dtype, index_dtype, index_name="indices"):
     rules.check_type_in(op, index_name, index_dtype, INDEX_TYPES)
 
 
-def _check_flags(op, inplace, runtime, allowed):
-    """``inplace`` a bool (or 0, 1) and ``runtime`` a collection of names of ``allowed`` (not one name as a str)."""
+def _check_flags(op, inplace, runtime, allowed, impl):
+    """``inplace`` a bool (or 0, 1), True only for the plugin node (``impl``), and ``runtime`` a collection of names of
+    ``allowed`` (not one name as a str)."""
     if not (isinstance(inplace, (bool, np.bool_)) or (isinstance(inplace, (int, np.integer)) and inplace in (0, 1))):
         raise TypeError(f"{op}: inplace must be True or False (got {inplace!r})")
+    if inplace and impl != "plugin":
+        raise ValueError(f"{op}: inplace=True is the plugin node's attribute (impl='plugin'): the {impl!r} model has no node that writes in place")
     if isinstance(runtime, (str, bytes)) or not hasattr(runtime, "__iter__") or not set(runtime) <= set(allowed):
         names = ", ".join(repr(name) for name in allowed) or "none"
         raise ValueError(f"{op}: runtime must be a collection of the names {names} (got {runtime!r})")

@@ -130,8 +130,7 @@ def _build_one(args, target, output, dynamic):
     common.check_output_path(output, reads=reads)
     if args.timing_cache:
         common.check_output_path(args.timing_cache, what="--timing-cache", reads=reads)
-        if os.path.exists(args.timing_cache) and not os.path.isfile(args.timing_cache):  # read first: a device or a fifo may never end
-            raise common.CliError(f"--timing-cache {args.timing_cache!r} is not a regular file: it is read, then written: give a file path")
+        engine.check_timing_cache(args.timing_cache, "--timing-cache")
         common.check_distinct_outputs({"-o": output, "--timing-cache": args.timing_cache})
     aliased_plugin_io = False
     if is_model:

@@ -110,13 +110,15 @@ def check_shape(op: str, name: str, shape: Sequence[int | None], expected: Seque
         raise ScatterInputError(op, name, f"must have shape {_show(expected)} ({why})", f"shape {_show(shape)}")
 
 
-def check_indices_can_exist(op: str, name: str, entries_shape: Sequence[int | None], dims: Sequence[tuple[int, int | None]]) -> None:
-    """No index value lies in [0, s-1] (or [-s, s-1]) when s == 0: then ``name`` must have no
-    entries (``entries_shape``: the shape that counts them). A shape rule, so that builders
-    refuse at build time what would otherwise be a write into an empty dimension."""
+def check_indices_can_exist(op: str, name: str, entries_shape: Sequence[int | None], dims: Sequence[tuple[int, int | None]],
+                            shape: Sequence[int | None] | None = None) -> None:
+    """No index value lies in [0, s-1] (or [-s, s-1]) when s == 0: then ``name`` (of ``shape``, where it is not
+    ``entries_shape``) must have no entries (``entries_shape``: the shape that counts them). A shape rule, so that
+    builders refuse at build time what would otherwise be a write into an empty dimension."""
     empty = [axis for axis, dim in dims if dim == 0]
     if empty and all(is_known(d) for d in entries_shape) and all(entries_shape):
-        raise ScatterInputError(op, name, f"must be empty: data's dimension {empty[0]} has size 0, so no index is in range", f"shape {tuple(entries_shape)}")
+        shown = tuple(entries_shape if shape is None else shape)
+        raise ScatterInputError(op, name, f"must be empty: data's dimension {empty[0]} has size 0, so no index is in range", f"shape {shown}")
 
 
 def check_indices_in_range(op: str, name: str, indices: np.ndarray, dims: Sequence[int | None], allow_negative: bool) -> None:
@@ -197,7 +199,7 @@ def check_nd_shapes(op: str, data_shape: Sequence[int | None], indices_shape: Se
         return
     expected = tuple(indices_shape[:-1]) + tuple(data_shape[k:])
     check_shape(op, "updates", updates_shape, expected, "indices.shape[:-1] + data.shape[indices.shape[-1]:]")
-    check_indices_can_exist(op, "indices", indices_shape[:-1], list(enumerate(data_shape[:k])))
+    check_indices_can_exist(op, "indices", indices_shape[:-1], list(enumerate(data_shape[:k])), indices_shape)
 
 
 def check_vector(op: str, name: str, shape: Sequence[int | None]) -> None:

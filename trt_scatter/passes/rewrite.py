@@ -844,6 +844,8 @@ class _Rewriter:
                     return self._expanded_index_list(node, expand.inputs[0], data, updates, dims, update_dims, axis, shaped_by)
             if values is None:
                 raise _Left("indices computed at run time")
+        if values.size == 0:
+            raise _Left("no index (the node writes nothing)")
         values = values.reshape((1,) * (len(dims) - values.ndim) + values.shape)
         if values.ndim != len(dims) or not all(np.all(values == values.take([0], axis=d)) for d in others):
             raise _Left("indices that vary along other axes than the written one")
