@@ -952,7 +952,7 @@ def test_a_profile_whose_smallest_data_is_empty_is_refused_with_the_rule_before_
     assert main(["build", str(tmp_path / "m.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)]) == 2
     assert capsys.readouterr().err == ("trt-scatter build: error: the profile's smallest shapes break a plugin's rule: ScatterND node #0 (output 'y0'), "
                                        "input shapes [(0, 4), (1, 1), (1, 4)]: scatter_nd_reduce: 'indices' must be empty: data's "
-                                       "dimension 0 has size 0, so no index is in range (got shape (1,))\n")
+                                       "dimension 0 has size 0, so no index is in range (got shape (1, 1))\n")
 
 
 def test_a_profile_that_gives_one_named_dimension_two_sizes_is_named_so_before_any_plugin_rule(tmp_path, capsys):
