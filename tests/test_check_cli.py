@@ -59,6 +59,12 @@ def test_check_builds_compares_and_saves_golden_data(elements_model, tmp_path):
     assert f"golden outputs ({outputs}) from: reference, {backend}" in again.stdout
     assert "PASS output: reference vs golden reference: max abs diff 0" in again.stdout
     assert f"PASS output: {backend} vs golden {backend}: max abs diff 0" in again.stdout
+    assert "note: golden outputs match only the inputs" not in again.stdout
+    # The golden outputs against inputs generated with another seed: a FAIL, and a note that the inputs differ.
+    other = check(elements_model, "--input-shapes", "data:[3,5]", "indices:[3,3]", "updates:[3,3]", "--seed", "5", "--load-outputs", outputs)
+    assert other.returncode == 1 and f"FAIL output: {backend} vs golden {backend}" in other.stdout, output_of(other)
+    assert ("note: golden outputs match only the inputs they were made from, and these inputs were generated here: give the golden run's "
+            "inputs with --load-inputs (check --save-inputs saves them beside --save-outputs)") in other.stdout
 
 
 def _golden(elements_model, tmp_path):
@@ -767,3 +773,20 @@ def test_float16_outputs_are_compared_at_float16s_tolerance(tmp_path):
     assert result.returncode == 3, output_of(result)
     assert "(atol 0.001, rtol 0.01: the model computes it with floats)" in result.stdout, output_of(result)
     assert result.stdout.count("PASS") > result.stdout.count("(identical)"), output_of(result)  # they differ: the tolerance is what passes
+
+
+def test_an_input_onnxruntime_refuses_is_a_failed_run_not_the_machine(tmp_path):
+    """An integer division by zero at the inputs given: onnxruntime refuses the values, not the model, so the line says
+    the run failed and that inputs decide (it said onnxruntime could not run the model on this machine)."""
+    from onnx import helper
+    from polygraphy.json import save_json
+
+    nodes = [helper.make_node("Div", ["x", "y"], ["quotient"]), helper.make_node("ScatterElements", ["data", "indices", "quotient"], ["output"], axis=0)]
+    graph = helper.make_graph(nodes, "g", [fx.info("data", (4,), np.int64), fx.info("indices", (2,), np.int64), fx.info("x", (2,), np.int64),
+                                           fx.info("y", (2,), np.int64)], [fx.info("output", (4,), np.int64)])
+    path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "div.onnx")
+    feeds = {"data": np.zeros(4, np.int64), "indices": np.array([1, 3]), "x": np.array([6, 7]), "y": np.array([3, 0])}
+    save_json([feeds], tmp_path / "inputs.json")
+    result = check(path, "--load-inputs", tmp_path / "inputs.json")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, output_of(result)
+    assert result.stderr.startswith("trt-scatter check: error: a run failed: [ONNXRuntimeError]") and "division by zero" in result.stderr, output_of(result)

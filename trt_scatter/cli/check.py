@@ -270,6 +270,9 @@ def _check(args):
     if not ok and not engine_runs and _min_max_reductions(loaded):
         print("note: onnxruntime's min and max let no NaN win and settle ties of -0.0 and 0.0 their own way (the reference "
               "follows PyTorch's amin/amax): where the inputs hold those, only the engine, run on a GPU, checks these outputs")
+    if not ok and golden is not None and not args.load_inputs:
+        print("note: golden outputs match only the inputs they were made from, and these inputs were generated here: give the golden "
+              "run's inputs with --load-inputs (check --save-inputs saves them beside --save-outputs)")
 
     if args.save_inputs:
         from polygraphy.json import save_json
@@ -520,14 +523,12 @@ def _run(runners, feeds, hint):
         return Comparator.run(runners, data_loader=feeds)
     except Exception as err:  # PolygraphyException, or the oracle's ScatterInputError from the reference
         reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
-        if "[ONNXRuntimeError]" in reason:  # onnxruntime's CPU kernels lack some types (float16 reductions): not the model's fault
-            stand_in = runners[-1].name
-            from trt_scatter.polygraphy_ext.loader import lacks_a_kernel
+        from trt_scatter.polygraphy_ext.loader import lacks_a_kernel
 
-            if lacks_a_kernel(reason):  # no kernel for it: other inputs would not help
-                hint = ""
-            raise common.CliError(f"{stand_in} cannot run this model on this machine, so nothing was compared (compare the "
-                                  f"engine where a GPU runs it): {reason}{hint}") from None
+        # onnxruntime's CPU kernels lack some types (float16 reductions): not the model's fault, and other inputs would not help
+        if "[ONNXRuntimeError]" in reason and lacks_a_kernel(reason):
+            raise common.CliError(f"{runners[-1].name} cannot run this model on this machine, so nothing was compared (compare the "
+                                  f"engine where a GPU runs it): {reason}") from None
         raise common.CliError(f"a run failed: {reason}{hint}") from None
 
 
