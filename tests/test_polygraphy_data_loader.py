@@ -261,6 +261,23 @@ def test_constant_nodes_and_initializers_listed_as_inputs_are_constants():
     oracle.scatter_update(np.zeros((4, 3), np.float32), feed["indices"], feed["updates"], 1)
 
 
+def test_a_batch_of_positions_the_model_moves_is_found_where_random_rows_rarely_all_fit():
+    """write_indices = pos + 1 into a cache whose free dims are all 4: each row's update of 4 fits only at 0, so pos is -1 in
+    all 4 rows, which 100 random draws of 4 rows from 10 values missed (1 in 10**4 each): tries of one value for every row
+    find it."""
+    from onnx import helper
+
+    from trt_scatter.onnx_models import tensor_scatter_model
+
+    model = tensor_scatter_model(["B", 2, "S", 4], "T")
+    model.graph.input[2].name = "pos"
+    model.graph.initializer.append(onnx.numpy_helper.from_array(np.array(1, np.int64), "one"))
+    model.graph.node.insert(0, helper.make_node("Add", ["pos", "one"], [model.graph.node[0].input[2]]))
+    for feed in ScatterDataLoader(model, iterations=2):
+        assert feed["past_cache"].shape == (4, 2, 4, 4) and feed["pos"].tolist() == [-1] * 4
+        oracle.tensor_scatter(feed["past_cache"], feed["update"], feed["pos"] + 1, 2)
+
+
 def test_inputs_reaching_index_inputs_through_other_ops_get_values_the_reference_accepts():
     """A start computed by an Add, indices negated: random values until the oracle accepts them with distinct targets."""
     from onnx import helper
@@ -284,7 +301,7 @@ def test_inputs_reaching_index_inputs_through_other_ops_get_values_the_reference
     hopeless.graph.node.insert(0, helper.make_node("Add", ["indices", "far"], ["shifted"]))
     hopeless.graph.node[1].input[1] = "shifted"
     hopeless.graph.initializer.append(onnx.numpy_helper.from_array(np.array(1000, np.int64), "far"))
-    with pytest.raises(ValueError, match=r"^ScatterUpdate node #1 \(output 'output'\): input 'indices' gives 'indices', and none of 100 random values of it gave valid inputs \(last: ScatterUpdate node \(output 'output'\): scatter_update: 'indices' values must be in \[0, 2\]"):
+    with pytest.raises(ValueError, match=r"^ScatterUpdate node #1 \(output 'output'\): input 'indices' gives 'indices', and none of 100 random values of it, nor 10 values alike in every element, gave valid inputs \(last: ScatterUpdate node \(output 'output'\): scatter_update: 'indices' values must be in \[0, 2\]"):
         ScatterDataLoader(hopeless)[0]
 
     # A node that fails whatever the index values (as PyTorch's TorchScript export of x[:, idx] = v, whose Reshape keeps a

@@ -322,10 +322,15 @@ class _Plan:
         names = list(dict.fromkeys(name for node in self.nodes for name in node.inputs.values()))
         drawn = self._value_dependents([*self.searched, *self.shared])
         last = None
-        for _ in range(TRIES):
+        alike = min([TRIES, *(high - low for low, high in ranges.values())]) if ranges else 0  # tries of one value for all
+        for attempt in range(TRIES + alike):
             for name in self.searched:
                 dtype = self.inputs[name][0]
-                feed[name] = rng.integers(*ranges[name], size=self.shapes[name]).astype(dtype)
+                if attempt < TRIES:
+                    feed[name] = rng.integers(*ranges[name], size=self.shapes[name]).astype(dtype)
+                else:  # then one value for every element, those near 0 first: random values fit each row alone, so a batch
+                    # of rows (a position per sequence that the model moves, pos + 1) only rarely all at once
+                    feed[name] = np.full(self.shapes[name], _nearest_first(attempt - TRIES, *ranges[name]), dtype)
             draw = np.random.default_rng(rng.integers(2**63))  # one per try: start/stop/step are drawn together per rng
             for name in self.shared:
                 feed[name] = np.asarray(self.generators[name][1](draw)).astype(self.inputs[name][0], copy=False)
@@ -350,7 +355,8 @@ class _Plan:
             name, (node, key) = next(iter(self.shared.items()))
             raise node.error(f"input {name!r} is drawn for {self.generators[name][0].label} too, and none of {TRIES} draws fit both (last: {last}); give valid inputs instead (--load-inputs)")
         name, (node, key) = next(iter(self.searched.items()))
-        raise node.error(f"input {name!r} gives '{key}', and none of {TRIES} random values of it gave valid inputs (last: {last}); give valid inputs instead (--load-inputs)")
+        raise node.error(f"input {name!r} gives '{key}', and none of {TRIES} random values of it, nor {alike} values alike in every element, "
+                         f"gave valid inputs (last: {last}); give valid inputs instead (--load-inputs)")
 
 
     def _value_dependents(self, names):
@@ -402,6 +408,18 @@ class _Plan:
             if None not in bounds and min(bounds) > 0:
                 return 0, int(min(bounds + ([gathered] if gathered > 0 else [])))
         return -bound - 1, bound + 1
+
+
+def _nearest_first(k, low, high):
+    """The ``k``-th of the integers in [low, high) in the order 0, -1, 1, -2, 2, ... (``low`` again past the last)."""
+    seen = -1
+    for magnitude in range(max(abs(low), abs(high)) + 1):
+        for value in ((0,) if magnitude == 0 else (-magnitude, magnitude)):
+            if low <= value < high:
+                seen += 1
+                if seen == k:
+                    return value
+    return low
 
 
 def _needs_distinct_targets(node):
