@@ -299,6 +299,8 @@ def test_export_refuses_a_flag_that_is_not_a_bool():
     for flag in ("dynamo", "inplace", "aot"):
         with pytest.raises(TypeError, match=f"^trt_scatter.torch.export: {flag} must be True or False \\(got 'False'\\)$"):
             trt_torch.export(None, (), **{flag: "False"})  # a non-empty string is true: aot="no" built for the AOT plugins
+    with pytest.raises(ValueError, match=r"^trt_scatter.torch.export: inplace=True does nothing with aot=True, whose writes are always in place"):
+        trt_torch.export(None, (), inplace=True, aot=True)  # silently ignored
 
 
 @pytest.mark.parametrize("dynamo", [True, False])

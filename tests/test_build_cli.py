@@ -1030,9 +1030,17 @@ def test_build_engine_names_its_arguments_mistakes(tmp_path):
         engine.build_engine(fx.slice_scatter_model((4, 6), [0], [4], [2], [1]))
     with pytest.raises(ValueError, match=r"^timing_cache '.*' is not a regular file: it is read, then written: give a file path$"):
         engine.build_engine(engine.network_from_example("slice_scatter", {}), timing_cache=tmp_path)
-    with pytest.raises(ValueError, match=r"^dynamic input\(s\) .* need --min/--opt/--max shapes \(from Python: profile_shapes; for an example "
-                       r"network, the dict given to network_from_example, which its loader fills in\)$"):
+    with pytest.raises(ValueError, match=r"^dynamic input\(s\) .* need --min/--opt/--max shapes \(from Python: \(min, opt, max\) for each in "
+                       r"profile_shapes; for an example network, pass build_engine the dict given to network_from_example, which its "
+                       r"loader fills in\)$"):
         engine.build_engine(engine.network_from_example("slice_scatter", {}, dynamic=True), {})
+    with pytest.raises(ValueError, match=r"^timing_cache '.*/missing/t.cache': its folder does not exist, and the timing cache is saved there"):
+        engine.build_engine(engine.network_from_example("slice_scatter", {}), timing_cache=tmp_path / "missing" / "t.cache")
+    with pytest.raises(TypeError, match=r"^build_engine: timing_cache is a file path \(got int\)$"):
+        engine.build_engine(engine.network_from_example("slice_scatter", {}), timing_cache=3)
+    with pytest.raises(TypeError, match=r"^build_engine: profile_shapes maps input names to \(min, opt, max\) shapes \(got str\)$"):
+        engine.build_engine(engine.network_from_example("slice_scatter", {}), "x")
+    assert not (tmp_path / "missing").exists()
 
 
 def test_a_refusal_before_tensorrt_aborts_the_build_is_the_line_not_the_crash(tmp_path, capsys):

@@ -60,12 +60,18 @@ def test_a_data_loader_script_of_ones_own_as_polygraphy_documents_it(model_paths
     assert "[!] --data-loader-script: input 'pos': the given shape (3,)" in refused.stdout + refused.stderr
 
 
-def test_drawn_leaves_a_data_loader_of_ones_own_as_it_is():
-    """What a --data-loader-script returns is drawn early only where it is a ScatterDataLoader."""
+def test_drawn_leaves_a_data_loader_of_ones_own_as_it_is(model_paths):
+    """What a --data-loader-script returns is drawn early only where it is a ScatterDataLoader, and refused where it is one
+    of no iterations (polygraphy ran nothing and said PASSED)."""
+    from polygraphy.exception import PolygraphyException
+
+    from trt_scatter.inputs import ScatterDataLoader
     from trt_scatter.polygraphy_ext.loader import drawn
 
     feeds = iter([{"data": np.zeros(3)}])
     assert drawn(feeds, "--data-loader-script") is feeds and next(feeds)["data"].shape == (3,)
+    with pytest.raises(PolygraphyException, match=r"^--data-loader-script: 0 iterations \(--iterations, or ScatterDataLoader's iterations\)"):
+        drawn(ScatterDataLoader(model_paths["scatter_nd"], iterations=0), "--data-loader-script")
 
 
 def test_corrupted_golden_outputs_fail_the_comparison(model_paths, tmp_path):
@@ -326,7 +332,8 @@ def test_generated_inputs_come_for_as_many_iterations_as_asked(model_paths):
     script = Script()
     run.arg_groups[DataLoaderArgs].add_to_script(script)
     assert "iterations=3" in str(script)
-    with pytest.raises(PolygraphyException, match=r"^--trt-scatter-inputs: --iterations 0 generates no inputs, so nothing would run"):
+    with pytest.raises(PolygraphyException, match=r"^--trt-scatter-inputs: 0 iterations \(--iterations, or ScatterDataLoader's iterations\) "
+                       r"give no inputs, so nothing would run or be compared: give 1 or more$"):
         _parsed([model_paths["scatter_nd"], "--trt-scatter-inputs", "--iterations", "0"], DataLoaderArgs)
 
 

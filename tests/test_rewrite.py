@@ -335,7 +335,9 @@ def _scatter_model(op, indices, data_shape=(4, 5), updates_shape=None, indices_i
         (_scatter_model("ScatterND", [2]), "constant indices of rank < 2"),
         (_scatter_model("ScatterND", [[[0, 1], [2, 3]], [[1, 0], [3, 3]]]), "single points"),  # as many coordinates as axes, not a grid
         (_scatter_model("ScatterND", [[[0, 1], [0, 2]], [[2, 1], [2, 2]], [[3, 1], [3, 2]]]), "slice some axes and list others"),
-        (_scatter_model("ScatterND", np.zeros((0, 1), np.int64)), "no index at all"),
+        (_scatter_model("ScatterND", np.zeros((0, 1), np.int64)), "no index (the node writes nothing)"),
+        (_scatter_model("ScatterND", np.zeros((0, 2), np.int64), updates_shape=(0,)), "no index (the node writes nothing)"),
+        (_scatter_model("ScatterND", np.zeros((2, 0), np.int64), updates_shape=(2, 4, 5)), "index rows of no coordinate (each writes all of data)"),
         (_scatter_model("ScatterND", [[-1], [0]], data_shape=("n", 5)), "negative and non-negative constant indices into a dimension of unknown size"),
         (_scatter_model("ScatterND", [[-1], [-3], [-2]], data_shape=("n", 5)), "negative constant indices into a dimension of unknown size"),
         (_model([helper.make_node("Transpose", ["data"], ["data_t"], perm=[1, 0]), helper.make_node("Unsqueeze", ["indices", "minus_one"], ["coordinates"]),

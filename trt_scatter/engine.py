@@ -13,6 +13,7 @@ import dataclasses
 import math
 import os
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -408,7 +409,16 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
     if not callable(load_network):
         raise TypeError(f"build_engine: load_network is a network loader, such as network_from_onnx(model) or "
                         f"network_from_example(name, profile_shapes) (got {type(load_network).__name__})")
+    if profile_shapes is not None and not isinstance(profile_shapes, Mapping):
+        raise TypeError(f"build_engine: profile_shapes maps input names to (min, opt, max) shapes (got {type(profile_shapes).__name__})")
+    for what, path in (("timing_cache", timing_cache), ("save_timing_cache", save_timing_cache)):
+        if path is not None and not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"build_engine: {what} is a file path (got {type(path).__name__})")
     check_timing_cache(timing_cache)
+    saved = save_timing_cache if save_timing_cache is not None else timing_cache
+    if saved is not None and not os.path.isdir(os.path.dirname(os.path.abspath(saved))):
+        raise ValueError(f"{'save_timing_cache' if save_timing_cache is not None else 'timing_cache'} {os.fspath(saved)!r}: its folder does "
+                         "not exist, and the timing cache is saved there after the build")
     trt = tensorrt()
     from polygraphy.backend.trt import CreateConfig, EngineBytesFromNetwork, Profile
     from polygraphy.exception import PolygraphyException
@@ -444,8 +454,9 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
     _check_named_dimensions(network, profile_shapes, shape_inputs)
     missing = [t.name for t in inputs if any(d < 0 for d in t.shape) and t.name not in profile_shapes]
     if missing:
-        raise ValueError(f"dynamic input(s) {', '.join(missing)} need --min/--opt/--max shapes (from Python: profile_shapes; for "
-                         f"an example network, the dict given to network_from_example, which its loader fills in)")
+        raise ValueError(f"dynamic input(s) {', '.join(missing)} need --min/--opt/--max shapes (from Python: (min, opt, max) for each "
+                         f"in profile_shapes; for an example network, pass build_engine the dict given to network_from_example, which "
+                         f"its loader fills in)")
     # An input whose values set shapes (a KV cache's position, when PyTorch broadcasts the new tokens to
     # the slice it writes) needs the range of its values, or polygraphy would pin it to 1 in the engine.
     unranged = [name for name in shape_inputs if name not in profile_shapes]
@@ -470,7 +481,6 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
     if aliased_plugin_io:
         config = with_aliased_plugin_io(config)
     start = time.perf_counter()
-    saved = save_timing_cache if save_timing_cache is not None else timing_cache
     _refused_plugin_shapes()  # forgets earlier refusals: a failed build names its own
     with no_collection_inside_tensorrt():  # it logs throughout the build
         try:

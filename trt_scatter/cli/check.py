@@ -266,11 +266,12 @@ def _check(args):
                 for name in (value.name for value in model.graph.output)}
     tolerances = {name: (args.atol if args.atol is not None else atol, args.rtol if args.rtol is not None else rtol)
                   for name, (atol, rtol) in defaults.items()}
-    ok &= _compare(results, pairs, tolerances, given=args.atol is not None or args.rtol is not None)
+    failed = _compare(results, pairs, tolerances, given=args.atol is not None or args.rtol is not None)
+    ok &= not failed
     if not ok and not engine_runs and _min_max_reductions(loaded):
         print("note: onnxruntime's min and max let no NaN win and settle ties of -0.0 and 0.0 their own way (the reference "
               "follows PyTorch's amin/amax): where the inputs hold those, only the engine, run on a GPU, checks these outputs")
-    if not ok and golden is not None and not args.load_inputs:
+    if any(reference.startswith("golden ") for reference, _ in failed) and not args.load_inputs:
         print("note: golden outputs match only the inputs they were made from, and these inputs were generated here: give the golden "
               "run's inputs with --load-inputs (check --save-inputs saves them beside --save-outputs)")
 
@@ -525,10 +526,12 @@ def _run(runners, feeds, hint):
         reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
         from trt_scatter.polygraphy_ext.loader import lacks_a_kernel
 
-        # onnxruntime's CPU kernels lack some types (float16 reductions): not the model's fault, and other inputs would not help
-        if "[ONNXRuntimeError]" in reason and lacks_a_kernel(reason):
-            raise common.CliError(f"{runners[-1].name} cannot run this model on this machine, so nothing was compared (compare the "
-                                  f"engine where a GPU runs it): {reason}") from None
+        if "[ONNXRuntimeError]" in reason:
+            # onnxruntime's CPU kernels lack some types (float16 reductions): not the model's fault, and other inputs would not help
+            if lacks_a_kernel(reason):
+                raise common.CliError(f"{runners[-1].name} cannot run this model on this machine, so nothing was compared (compare the "
+                                      f"engine where a GPU runs it): {reason}") from None
+            raise common.CliError(f"{runners[-1].name} failed to run the model on these inputs: {reason}{hint}") from None
         raise common.CliError(f"a run failed: {reason}{hint}") from None
 
 
@@ -622,7 +625,7 @@ def _exact_outputs(loaded):
 
 
 def _compare(results, pairs, tolerances, given=False):
-    """Prints one verdict line per (pair, output, iteration) and returns whether all passed.
+    """Prints one verdict line per (pair, output, iteration) and returns the pairs that failed.
 
     Outputs must have the same type and shape. Identical bytes pass outright: scatter ops only move
     data, so NaN and infinities in the inputs reach both sides unchanged. NaN in other places on the two
@@ -635,8 +638,9 @@ def _compare(results, pairs, tolerances, given=False):
     from polygraphy.comparator.compare import SimpleCompareFunc
     from polygraphy.logger import G_LOGGER
 
-    ok = True
+    failed = []
     for reference, candidate in pairs:
+        ok = True
         if len(results[reference]) != len(results[candidate]):
             print(f"FAIL {candidate} vs {reference}: {len(results[candidate])} iterations, expected {len(results[reference])}")
             ok = False
@@ -672,4 +676,6 @@ def _compare(results, pairs, tolerances, given=False):
                     passed, detail = bool(verdict), f"max abs diff {verdict.max_absdiff:.6g}, max rel diff {verdict.max_reldiff:.6g} (atol {atol:g}, rtol {rtol:g}: {why}){same_nan}"
                 print(f"{'PASS' if passed else 'FAIL'} {name}{where}: {candidate} vs {reference}: {detail}")
                 ok &= passed
-    return ok
+        if not ok:
+            failed.append((reference, candidate))
+    return failed

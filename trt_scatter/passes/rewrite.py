@@ -845,7 +845,7 @@ class _Rewriter:
             if values is None:
                 raise _Left("indices computed at run time")
         if values.size == 0:
-            raise _Left("no index (the node writes nothing)")
+            raise _Left(NO_INDEX)
         values = values.reshape((1,) * (len(dims) - values.ndim) + values.shape)
         if values.ndim != len(dims) or not all(np.all(values == values.take([0], axis=d)) for d in others):
             raise _Left("indices that vary along other axes than the written one")
@@ -1588,6 +1588,8 @@ class _Rewriter:
 
 # ---- constant index analysis -------------------------------------------------------------------
 
+NO_INDEX = "no index (the node writes nothing)"
+
 
 def _grid(values, dims, axis_of):
     """A :class:`_Write` for constant ScatterND ``indices`` (shape S + [k]) into data of static ``dims`` (None if not known).
@@ -1596,6 +1598,8 @@ def _grid(values, dims, axis_of):
     """
     if values.ndim < 2 or values.dtype.kind not in "iu":
         raise _Left("constant indices of rank < 2")
+    if values.size == 0:  # no row, or rows of no coordinate, each of which writes all of data
+        raise _Left(NO_INDEX if values.shape[-1] or not math.prod(values.shape[:-1]) else "index rows of no coordinate (each writes all of data)")
     k = values.shape[-1]
     dims = tuple(dims) if dims is not None else (None,) * k
     if k == 1 and values.ndim > 2:
@@ -1629,7 +1633,7 @@ def _normalized(values, size):
     size is known; of one sign when it is not (a slice can count from the end, a mix cannot be ordered)."""
     values = values.astype(np.int64)
     if values.size == 0:
-        raise _Left("no index at all")
+        raise _Left(NO_INDEX)
     if len(np.unique(values)) != values.size:
         raise _Left("repeated constant indices (which element wins is undefined)")
     if isinstance(size, int):

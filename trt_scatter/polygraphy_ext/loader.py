@@ -72,12 +72,16 @@ def drawn(loader: Any, flag: str) -> Any:
     """``loader``, with every iteration drawn once now where it is a :class:`~trt_scatter.inputs.ScatterDataLoader`, so
     that a model it cannot serve, or a seed it finds no valid values for, ends the run before anything runs, in
     polygraphy's one line that starts with ``flag`` (the option that gave it), not in a traceback from inside the
-    Comparator. Any other data loader is returned as it is."""
+    Comparator; so does one of no iterations, where polygraphy would run nothing and say PASSED. Any other data loader
+    is returned as it is."""
     from polygraphy.logger import G_LOGGER
 
     from trt_scatter.inputs import ScatterDataLoader
 
     if isinstance(loader, ScatterDataLoader):
+        if not len(loader):
+            G_LOGGER.critical(f"{flag}: 0 iterations (--iterations, or ScatterDataLoader's iterations) give no inputs, so nothing would "
+                              "run or be compared: give 1 or more")
         try:
             for iteration in range(len(loader)):
                 loader[iteration]

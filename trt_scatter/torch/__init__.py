@@ -56,7 +56,7 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
     else reads (shape reads aside) and no output is: the plugin then writes into that input's
     buffer (TensorRT's aliased plugin I/O), the way an in-place update of a KV cache should run.
     ``aot=True`` hands every write to the AOT plugins instead (:func:`trt_scatter.passes.aot.to_aot`:
-    full TensorRT >= 10.9, an engine that runs without Python; ``inplace`` means nothing there, the
+    full TensorRT >= 10.9, an engine that runs without Python; ``inplace=True`` is refused there, the
     AOT form always writes in place). The model is saved to ``f`` (a path or a binary file) when given. With ``dynamo=False`` the
     symbolics serve ``opset_version`` 13 and later (below, PyTorch's own), and the module's
     parameters and buffers are as they were before (its tracing run writes into them). Every submodule keeps its own
@@ -67,6 +67,8 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
     for name, flag in (("dynamo", dynamo), ("inplace", inplace), ("aot", aot)):
         if not isinstance(flag, bool):  # a string such as "False" would be true
             raise TypeError(f"trt_scatter.torch.export: {name} must be True or False (got {flag!r})")
+    if inplace and aot:
+        raise ValueError("trt_scatter.torch.export: inplace=True does nothing with aot=True, whose writes are always in place: leave it out")
     if isinstance(args, list):  # torch.export refuses it in pages of text; TorchScript would take it for one input
         raise TypeError("trt_scatter.torch.export: args must be a tuple of the model's positional inputs (got a list: "
                         "tuple(args) for several inputs, (args,) for one list input)")
