@@ -1097,3 +1097,29 @@ def test_a_negative_profile_number_is_named_for_what_it_is(tmp_path, capsys):
     assert main(["build", "scatter_update", "--dynamic", "--out-dir", str(tmp_path), "--min", "data:[-1,5]", "--opt", "data:[2,5]", "--max", "data:[4,5]"]) == 2
     assert capsys.readouterr().err == ("trt-scatter build: error: input 'data': a profile's dimensions are sizes, at least 0 (got min [-1, 5], "
                                        "opt [2, 5], max [4, 5])\n")
+
+
+def test_an_onnx_op_this_tensorrt_builds_only_with_a_plugin_it_lacks_is_said_to_be_onnxs(tmp_path, capsys):
+    """TensorRT-RTX's parser builds NonZero (PyG's add_remaining_self_loops exports one) with a plugin it does not have, in
+    words that read as if a trt-scatter plugin were missing: a note says that the op is ONNX's own."""
+    if not backend.is_rtx():
+        pytest.skip("full TensorRT builds NonZero (INonZeroLayer)")
+    nodes = [helper.make_node("NonZero", ["x"], ["where"]), helper.make_node("ScatterElements", ["data", "indices", "updates"], ["output"])]
+    graph = helper.make_graph(nodes, "g", [fx.info("x", (4,), np.float32), fx.info("data", (4,), np.float32), fx.info("indices", (2,), np.int64),
+                                           fx.info("updates", (2,), np.float32)],
+                              [fx.info("output", (4,), np.float32), helper.make_tensor_value_info("where", TensorProto.INT64, None)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "nonzero.onnx")
+    assert main(["build", str(tmp_path / "nonzero.onnx"), "-o", str(tmp_path / "nonzero.engine")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "NonZero plugin creator version 1 was not found" in err, err
+    assert err.endswith(" (NonZero is ONNX's own op, not trt-scatter's: this TensorRT-RTX builds it only with a plugin it does not have, "
+                        "so the model cannot be built here as it is)\n")
+
+
+def test_a_missing_trt_scatter_plugin_gets_no_note_of_onnxs_ops():
+    from trt_scatter.cli.common import _foreign_plugin_note
+
+    words = "In node 0 with name: n and operator: {0} ({1}): {0} plugin creator version 1 was not found"
+    assert _foreign_plugin_note(words.format("SliceScatter", "importFallbackPluginImporter")) == ""
+    assert _foreign_plugin_note(words.format("Foo", "importFallbackPluginImporter")) == ""  # a custom op: no importer of the parser's own
+    assert _foreign_plugin_note(words.format("Unique", "importUnique")).startswith(" (Unique is ONNX's own op, not trt-scatter's")

@@ -82,7 +82,8 @@ class TensorRTOutput:
     def reason(self, err: BaseException) -> str:
         """TensorRT's own words for a failure: its last error record, else the exception's first line. A record may go on
         over indented lines; where they hold an ``Error is:``, what follows it is the reason (TensorRT-RTX's Myelin
-        names the broken shape rule there, after a first line that names only a source file)."""
+        names the broken shape rule there, after a first line that names only a source file). A note follows where the
+        words read as if a trt-scatter plugin were missing (:func:`_foreign_plugin_note`)."""
         lines = self.lines()
         for index in reversed(range(len(lines))):
             prefix = next((prefix for prefix in ("[E]", "[ERROR]") if lines[index].startswith(prefix)), None)  # polygraphy's log; std::cerr
@@ -91,7 +92,8 @@ class TensorRTOutput:
             first = lines[index][len(prefix) :].strip()
             more = " ".join(line.strip() for line in itertools.takewhile(lambda line: line[:1].isspace(), lines[index + 1 :]))
             reason = more.split("Error is:", 1)[1].strip() if "Error is:" in more else ""
-            return f"{first.split(' ([')[0]}: {reason}" if reason else first
+            words = f"{first.split(' ([')[0]}: {reason}" if reason else first
+            return words + _foreign_plugin_note(words)
         return first_line(err)
 
     def replay_warnings(self) -> None:
@@ -99,6 +101,23 @@ class TensorRTOutput:
         for line in self.lines():
             if not any(text in line for text in _HARMLESS):
                 print(line)
+
+
+# the parser's own importer of the op (importNonZero), not its fallback for ops it does not know (a custom domain's)
+_FOREIGN_PLUGIN = re.compile(r"operator: (\w+) \(import\1\).* (\w+) plugin creator version \S+ was not found")
+
+
+def _foreign_plugin_note(words: str) -> str:
+    """Where TensorRT's ONNX parser builds one of ONNX's own ops through a plugin its registry lacks (TensorRT-RTX's
+    NonZero): a note that the op is not trt-scatter's, so no option of trt-scatter's builds it."""
+    from trt_scatter import backend, ops
+
+    match = _FOREIGN_PLUGIN.search(words)
+    if match is None or match.group(1) != match.group(2) or match.group(1) in ops.OPS:
+        return ""
+    this = "TensorRT-RTX" if backend.is_rtx() else "TensorRT"
+    return (f" ({match.group(1)} is ONNX's own op, not trt-scatter's: this {this} builds it only with a plugin it does not have, so "
+            "the model cannot be built here as it is)")
 
 
 @contextlib.contextmanager
