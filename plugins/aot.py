@@ -6,8 +6,9 @@ TensorRT >= 10.9 lets a Python plugin hand over, at build time, a compiled kerne
 it; TensorRT embeds both in the engine and launches the kernel itself at run time (NVIDIA/TensorRT
 ``python/packaging/bindings_wheel/tensorrt/plugin/_lib.py``, ``aot_impl``; CHANGELOG.md 10.9
 "Added support for Python AOT plugins"). :func:`register` defines every op that way with the
-``tensorrt.plugin`` decorators, as plugins ``trt_scatter::SliceScatter`` and
-``trt_scatter::ScatterUpdate`` (namespace = the ONNX domain; QDPs may not use the empty one):
+``tensorrt.plugin`` decorators, as plugins ``trt_scatter::SliceScatter``, ``trt_scatter::ScatterUpdate``,
+``trt_scatter::CacheScatter``, ``trt_scatter::ScatterElementsReduce`` and ``trt_scatter::ScatterNDReduce``
+(namespace = the ONNX domain; QDPs may not use the empty one):
 
 - ``register``: the output has data's shape and type and is aliased with data
   (:func:`output_desc`), after the Python plugins' build-time shape check (the oracle's rules);

@@ -210,3 +210,26 @@ def test_a_validated_model_is_not_validated_again_for_the_aot_form(monkeypatch):
     except Exception:  # the AOT plugins need full TensorRT >= 10.9: their registration comes after the conversion
         pass
     assert checked == []
+
+
+@pytest.mark.parametrize("cut", ["mode", "aot", "write_indices"])
+def test_a_hand_made_node_for_the_aot_plugins_that_leaves_something_out_is_refused(cut):
+    """TensorRT hands an AOT plugin the node's attributes by position: one left out ended in a KeyError inside TensorRT's
+    plugin class (a hand-made node; to_aot writes them all)."""
+    from trt_scatter.model import ModelError
+    from trt_scatter.passes.validate import validate
+
+    model = to_aot(onnx_models.tensor_scatter_model((2, 3, 8, 4), 1))
+    validate(model)  # whole
+    (node,) = _scatter_nodes(model)
+    if cut == "write_indices":
+        node.input[2] = ""
+    else:
+        kept = [attribute for attribute in node.attribute if attribute.name != cut]
+        del node.attribute[:]
+        node.attribute.extend(kept)
+    what = f"input '{cut}'" if cut == "write_indices" else f"attribute '{cut}'"
+    with pytest.raises(ModelError, match=rf"^CacheScatter node .*: a node for trt-scatter's AOT plugins has every attribute \(but inplace\) and "
+                                         rf"input of CacheScatter, as trt_scatter.passes.aot.to_aot writes them: TensorRT hands them to the "
+                                         rf"plugin by position \(missing: {what}\)$"):
+        validate(model)

@@ -462,6 +462,21 @@ def _check_contract(node, index, version):
     for position, name in enumerate(op.inputs[: op.min_inputs]):
         if position >= len(given) or not given[position]:
             raise ModelError(f"{label}: input '{name}' is missing: {op.usage()} (got {len(given)} inputs: {given})")
+    _check_aot_form(node, op, label)
+
+
+def _check_aot_form(node, op, label):
+    """A node for the AOT plugins (any of :data:`~trt_scatter.ops.AOT_ATTRIBUTES`) is whole, as
+    :func:`trt_scatter.passes.aot.to_aot` writes it: TensorRT hands an AOT plugin the node's attributes and inputs by
+    position, so one left out would shift the others (or end in a KeyError inside TensorRT's plugin class)."""
+    names = {attribute.name for attribute in node.attribute}
+    if not names & set(ops.AOT_ATTRIBUTES):
+        return
+    missing = [f"attribute '{name}'" for name in (*ops.AOT_ATTRIBUTES, *op.attributes) if name != "inplace" and name not in names]
+    missing += [f"input '{name}'" for position, name in enumerate(op.inputs) if position >= len(node.input) or not node.input[position]]
+    if missing:
+        raise ModelError(f"{label}: a node for trt-scatter's AOT plugins has every attribute (but inplace) and input of {op.name}, as "
+                         f"trt_scatter.passes.aot.to_aot writes them: TensorRT hands them to the plugin by position (missing: {', '.join(missing)})")
 
 
 def _check_schema(node, index, version):
