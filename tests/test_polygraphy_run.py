@@ -506,3 +506,51 @@ def test_profile_keys_that_name_inputs_match_them_alone(tmp_path, dynamic):
     (profile,) = run.arg_groups[TrtConfigArgs].profile_dicts
     assert "past_key_values[[]0[]]" in profile and "past_key_values[0]" not in profile
     assert [list(shape) for shape in profile["past_key_values[[]0[]]"]] == [[4, 6]] * 3
+
+
+def test_runs_whose_trt_part_cannot_work_or_does_nothing_say_so(model_paths, tmp_path, capsys):
+    """--trt-scatter-plugins without --trt (it did nothing, silently); --trt on a plugin model without it (TensorRT's
+    parser dump); --trt where no GPU is (polygraphy: 'Could not deserialize engine'). A warning each, before the run."""
+    from polygraphy.logger import G_LOGGER
+    from polygraphy.tools.args import RunnerSelectArgs, TrtConfigArgs, TrtRunnerArgs
+
+    from trt_scatter import onnx_models
+    from trt_scatter.engine import has_gpu
+
+    import onnx
+
+    onnx.save(onnx_models.scatter_update_model((4, 5), (2,), axis=0), tmp_path / "su.onnx")
+    path = str(tmp_path / "su.onnx")
+    groups = (TrtRunnerArgs, RunnerSelectArgs, TrtConfigArgs)
+    with G_LOGGER.verbosity(G_LOGGER.WARNING):
+        _parsed([path, "--trt-scatter-plugins"], *groups)
+        assert "[W] --trt-scatter-plugins registers the plugins for a --trt runner, and this run has none: it only validated the model" in capsys.readouterr().out
+        _parsed([path, "--trt"], *groups)
+        said = capsys.readouterr().out
+        assert ("[W] the model has trt_scatter nodes, which TensorRT's ONNX parser builds only with their plugins registered: add "
+                "--trt-scatter-plugins") in said
+        assert ("[W] --trt: no CUDA GPU here" in said) != has_gpu()
+        _parsed([path, "--trt", "--trt-scatter-plugins"], *groups)
+        said = capsys.readouterr().out
+        assert "--trt-scatter-plugins registers" not in said and "add --trt-scatter-plugins" not in said
+        _parsed([model_paths["scatter_nd"], "--trt"], *groups)  # standard ops alone: nothing to register
+        assert "add --trt-scatter-plugins" not in capsys.readouterr().out
+
+
+def test_an_inplace_models_preview_features_are_tensorrts_defaults_and_aliased_io(tmp_path):
+    """The extension gave polygraphy a list of one feature, ALIASED_PLUGIN_IO_10_03, and polygraphy turns off every
+    feature its list leaves out (TensorRT-RTX's RUNTIME_ACTIVATION_RESIZE_10_10): trt-scatter build only adds the one."""
+    import onnx
+    from polygraphy.tools.args import RunnerSelectArgs, TrtConfigArgs, TrtRunnerArgs
+
+    from trt_scatter import backend, onnx_models
+
+    trt = backend.tensorrt()
+    defaults = {name for name, feature in trt.PreviewFeature.__members__.items()
+                if backend.new_builder().create_builder_config().get_preview_feature(feature)}
+    onnx.save(onnx_models.scatter_update_model((4, 5), (2,), axis=0, inplace=True), tmp_path / "inplace.onnx")
+    run = _parsed([str(tmp_path / "inplace.onnx"), "--trt", "--trt-scatter-plugins"], TrtRunnerArgs, RunnerSelectArgs, TrtConfigArgs)
+    features = {str(feature).rpartition(".")[2] for feature in run.arg_groups[TrtConfigArgs].preview_features}
+    assert features == defaults | {"ALIASED_PLUGIN_IO_10_03"}
+    given = _parsed([str(tmp_path / "inplace.onnx"), "--trt", "--trt-scatter-plugins", "--preview-features"], TrtRunnerArgs, RunnerSelectArgs, TrtConfigArgs)
+    assert [str(feature).rpartition(".")[2] for feature in given.arg_groups[TrtConfigArgs].preview_features] == ["ALIASED_PLUGIN_IO_10_03"]

@@ -599,6 +599,24 @@ def aliased_plugin_io_feature() -> trt.PreviewFeature:
     return feature
 
 
+def default_preview_features() -> list[str]:
+    """The names of the preview features that a new builder config of this TensorRT enables (TensorRT-RTX 1.7.1:
+    RUNTIME_ACTIVATION_RESIZE_10_10): a list given to polygraphy's ``CreateConfig`` turns every other one off."""
+    trt = tensorrt()
+    config = backend.new_builder().create_builder_config()
+    return [name for name, feature in trt.PreviewFeature.__members__.items() if config.get_preview_feature(feature)]
+
+
+def has_gpu() -> bool:
+    """Whether a CUDA driver with a GPU is here to run an engine (TensorRT-RTX builds one on the CPU all the same)."""
+    try:
+        from cuda.bindings import driver
+
+        return driver.cuInit(0)[0] == driver.CUresult.CUDA_SUCCESS
+    except Exception:  # no cuda-python, no driver library
+        return False
+
+
 def with_aliased_plugin_io(create_config: Callable[[trt.Builder, trt.INetworkDefinition], trt.IBuilderConfig]) -> Callable[[trt.Builder, trt.INetworkDefinition], trt.IBuilderConfig]:
     """A config loader ``(builder, network) -> IBuilderConfig``: ``create_config``'s config (e.g.
     polygraphy's ``CreateConfig``) with :func:`aliased_plugin_io_feature` enabled. Only that feature

@@ -227,12 +227,15 @@ def _check(args):
             if args.save_engine:
                 common.write_output(args.save_engine, engine, "--save-engine")
 
+    from trt_scatter.engine import has_gpu
+
     runners = [_reference_runner(loaded)]  # the Model: its shapes, worked out once, serve the reference too
-    engine_runs = _has_gpu() and engine is not None
+    gpu = has_gpu()
+    engine_runs = gpu and engine is not None
     if engine_runs:
         runners.append(_tensorrt_runner(engine, has_plugins))
     else:
-        why = "no GPU" if not _has_gpu() else "no engine"
+        why = "no GPU" if not gpu else "no engine"
         if has_plugins:
             print(f"{why}: the TensorRT engine is not run; comparing onnxruntime on the lowered model (trt_scatter nodes as standard ONNX ops) with the reference instead")
         else:
@@ -444,15 +447,6 @@ def _build_engine(loaded, feeds, plugins):
             return None, f"engine build failed: {common.first_line(err)}"
         except Exception as err:  # polygraphy raises PolygraphyException; plugin registration may raise anything
             return None, f"engine build failed: {tensorrt_output.reason(err)}"
-
-
-def _has_gpu():
-    try:
-        from cuda.bindings import driver
-
-        return driver.cuInit(0)[0] == driver.CUresult.CUDA_SUCCESS
-    except Exception:
-        return False
 
 
 def _reference_runner(model):

@@ -104,12 +104,31 @@ class TrtScatterArgs(BaseArgs):
             self._validate_model("--trt-scatter-plugins" if self.register_plugins else "--pluginref")
         if self.register_plugins and TrtLoadPluginsArgs in self.arg_groups:
             _after_add_to_script(self.arg_groups[TrtLoadPluginsArgs], self._register_plugins_first)
+        self._say_what_trt_lacks("trt" in runners)
         if DataLoaderArgs in self.arg_groups:
             self._tell_data_loader(args)
             if self.arg_groups[DataLoaderArgs].data_loader_script and not self.generate_inputs:
                 _after_add_to_script(self.arg_groups[DataLoaderArgs], _drawn_script_inputs)
         if (self.register_plugins or self.generate_inputs) and TrtConfigArgs in self.arg_groups and "trt" in runners:
             self._escape_profile_names()
+
+    def _say_what_trt_lacks(self, runs_trt):
+        """Warns of a run whose options do nothing or whose TensorRT run cannot work, before polygraphy says so in words of
+        its own: --trt-scatter-plugins without a --trt runner; a --trt runner without it on a model with (Python)
+        plugin nodes, which the parser would not find; a --trt runner of a model with scatter nodes where no GPU is."""
+        from trt_scatter.engine import aot_node, has_gpu
+
+        if self.register_plugins and not runs_trt:
+            G_LOGGER.warning("--trt-scatter-plugins registers the plugins for a --trt runner, and this run has none: it only validated the model")
+        if not runs_trt:
+            return
+        model = self._model_to_lower()
+        if model is not None and not self.register_plugins and aot_node(model.proto) is None:
+            G_LOGGER.warning("the model has trt_scatter nodes, which TensorRT's ONNX parser builds only with their plugins registered: "
+                             "add --trt-scatter-plugins")
+        if (model is not None or self.generate_inputs or self._has_scatter_nodes()) and not has_gpu():
+            G_LOGGER.warning("--trt: no CUDA GPU here, so TensorRT may build the engine but cannot run it (polygraphy then fails, "
+                             "e.g. to deserialize it); trt-scatter check compares onnxruntime with the reference instead")
 
     def _escape_profile_names(self):
         """polygraphy's ``Profile`` matches its keys to input names as fnmatch patterns, so ``past_key_values[0]`` (as
@@ -218,18 +237,19 @@ class TrtScatterArgs(BaseArgs):
             self._allow_aliased_plugin_io(self.arg_groups[TrtConfigArgs])
 
     def _allow_aliased_plugin_io(self, config_args):
-        """Adds ALIASED_PLUGIN_IO_10_03 to the preview features (the only other, PROFILE_SHARING_0806,
-        is on in every TensorRT 10 whatever the list says, and 11.x dropped it)."""
+        """Adds ALIASED_PLUGIN_IO_10_03 to the preview features: to the user's list, or else to those TensorRT enables by
+        default (polygraphy turns off every feature its list leaves out), as ``trt-scatter build`` enables it."""
         from polygraphy.tools.args.backend.trt.helper import make_trt_enum_val
 
-        from trt_scatter.engine import aliased_plugin_io_feature
+        from trt_scatter.engine import aliased_plugin_io_feature, default_preview_features
 
         try:
             aliased_plugin_io_feature()
         except ValueError as err:
             G_LOGGER.critical(f"--trt-scatter-plugins: {err}")
         feature = make_trt_enum_val("PreviewFeature", "ALIASED_PLUGIN_IO_10_03")
-        features = list(config_args.preview_features or [])
+        given = config_args.preview_features
+        features = list(given) if given is not None else [make_trt_enum_val("PreviewFeature", name) for name in default_preview_features()]
         if str(feature) not in map(str, features):
             config_args.preview_features = features + [feature]
 
