@@ -877,3 +877,33 @@ def test_a_branch_the_static_shapes_rule_out_is_not_checked(rows, extra, refused
         branch.node[1].attribute.append(helper.make_attribute("inplace", 2))  # what TensorRT's parser reads is still checked
         with pytest.raises(ModelError, match=r"ScatterUpdate node 'tail': attribute 'inplace' must be the int 0 or 1 \(got 2\)"):
             validate(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)]))
+
+
+def _scatter_of_opset(opset, indices=None):
+    """ONNX's Scatter (opsets 9 and 10; deprecated from 11), which TensorRT's parser builds as ScatterElements."""
+    initializers = [] if indices is None else [numpy_helper.from_array(np.array(indices, np.int64), "indices")]
+    inputs = [info("data", (4, 3), np.float32), info("updates", (2, 3), np.float32)] + ([info("indices", (2, 3), np.int64)] if indices is None else [])
+    graph = helper.make_graph([helper.make_node("Scatter", ["data", "indices", "updates"], ["output"], axis=0)], "g", inputs,
+                              [info("output", (4, 3), np.float32)], initializer=initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 5
+    return model
+
+
+def test_onnxs_old_scatter_is_scatter_elements_to_every_rule_and_the_reference():
+    """Scatter (opset 9/10) was never validated: an index of 9 into 4 rows built, and the reference could not run it."""
+    import onnxruntime
+
+    from trt_scatter.reference import Reference
+
+    with pytest.raises(ModelError, match=r"^Scatter node #0 \(output 'output'\): scatter_elements: 'indices' values must be in \[-4, 3\] "
+                                         r"for a dimension of size 4 \(got 9\)$"):
+        validate(_scatter_of_opset(10, [[9, 0, 0], [1, 1, 1]]))
+    model = _scatter_of_opset(10)
+    validate(model)
+    feeds = {"data": np.zeros((4, 3), np.float32), "indices": np.array([[3, -1, 0], [1, 2, -3]]), "updates": np.arange(6, dtype=np.float32).reshape(2, 3)}
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(Reference(model).run(feeds)["output"], session.run(None, feeds)[0])
+    with pytest.raises(ModelError, match=r"^Scatter node #0 \(output 'output'\): ONNX deprecates Scatter from opset 11, and the model's is 13: "
+                                         r"write it as ScatterElements, which computes the same$"):
+        validate(_scatter_of_opset(13))

@@ -46,7 +46,8 @@ Two kinds of op:
   takes 4-D caches written on axis -2 in linear mode only), so a plugin of that name is never used.
   A node with the attributes :data:`AOT_ATTRIBUTES` (``plugin_namespace="trt_scatter"``, ``aot=1``)
   goes to the ahead-of-time plugins of :mod:`trt_scatter.plugins.aot` instead of the Python ones.
-- ONNX's own ``ScatterElements``, ``ScatterND`` and ``TensorScatter`` (``domain == ""``): the oracle
+- ONNX's own ``ScatterElements`` (and ``Scatter``, its name in opsets 9 and 10), ``ScatterND`` and ``TensorScatter``
+  (``domain == ""``): the oracle
   (reductions included), validation of their constant indices, the reference and valid inputs; ONNX's
   checker checks the node. A ``trt_scatter`` op that ``serves`` one of them takes its nodes where
   TensorRT cannot (:mod:`trt_scatter.passes.plugins`): ``CacheScatter`` serves ``TensorScatter``, whose
@@ -222,6 +223,8 @@ def _onnx_has(op_type):
 
 SCATTER_ELEMENTS = register(Op("ScatterElements", "scatter_elements", ("data", "indices", "updates"), 3, {"indices": "indices"},
                                attributes={}, domain=""))
+SCATTER = register(Op("Scatter", "scatter_elements", ("data", "indices", "updates"), 3, {"indices": "indices"},  # opsets 9-10's
+                      attributes={}, domain=""))                                                                   # ScatterElements
 SCATTER_ND = register(Op("ScatterND", "scatter_nd", ("data", "indices", "updates"), 3, {"indices": "indices"}, attributes={}, domain=""))
 SLICE_SCATTER = register(Op("SliceScatter", "slice_scatter", ("data", "updates", "start", "stop", "step", "axes"), 5,
                             {"start": "start", "stop": "start", "step": "start", "axes": "axes"},

@@ -491,6 +491,9 @@ def _check_schema(node, index, version):
     except onnx.defs.SchemaError:
         raise ModelError(f"{label}: ONNX has no {node.op_type} at opset {version}, the model's "
                          f"(it arrives in opset {_since(node.op_type)})") from None
+    if schema.deprecated:  # Scatter from opset 11: onnxruntime refuses the model, ONNX's checker too
+        raise ModelError(f"{label}: ONNX deprecates {node.op_type} from opset {schema.since_version}, and the model's is {version}: "
+                         f"write it as ScatterElements, which computes the same")
     if not schema.min_input <= len(node.input) <= schema.max_input or len(node.output) != 1:
         takes = schema.min_input if schema.min_input == schema.max_input else f"{schema.min_input} to {schema.max_input}"
         raise ModelError(f"{label}: {node.op_type} takes {takes} inputs and gives 1 output (got {len(node.input)} inputs, {len(node.output)} outputs)")
