@@ -907,3 +907,26 @@ def test_onnxs_old_scatter_is_scatter_elements_to_every_rule_and_the_reference()
     with pytest.raises(ModelError, match=r"^Scatter node #0 \(output 'output'\): ONNX deprecates Scatter from opset 11, and the model's is 13: "
                                          r"write it as ScatterElements, which computes the same$"):
         validate(_scatter_of_opset(13))
+
+
+@pytest.mark.parametrize("op, attributes, message", [
+    ("ScatterElements", dict(reduction="bogus"), r"scatter_elements: 'reduction' must be one of"),
+    ("ScatterND", dict(reduction="bogus"), r"scatter_nd: 'reduction' must be one of"),
+    ("ScatterElements", dict(axis=5), None),  # a rule of shapes: a branch that never runs may have others
+])
+def test_what_the_parser_reads_of_onnxs_own_scatter_in_a_branch_that_never_runs_is_checked(op, attributes, message):
+    """An ONNX ScatterElements/ScatterND with reduction 'bogus' in a branch a constant condition rules out passed (its
+    attributes are checked for trt_scatter ops there): TensorRT's parser reads the branch all the same."""
+    indices = np.zeros((3, 1), np.int64)
+    then = helper.make_graph([helper.make_node(op, ["data", "indices", "updates"], ["written"], name="dead", **attributes)], "then", [],
+                             [info("written", [3, 4])])
+    other = helper.make_graph([helper.make_node("Identity", ["data"], ["same"])], "else", [], [info("same", [3, 4])])
+    graph = helper.make_graph([helper.make_node("If", ["cond"], ["out"], then_branch=then, else_branch=other)], "g",
+                              [info("data", [3, 4]), info("updates", [3, 1] if op == "ScatterElements" else [3, 4])], [info("out", [3, 4])],
+                              [numpy_helper.from_array(np.array(False), "cond"), numpy_helper.from_array(indices, "indices")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    if message is None:
+        validate(model)
+    else:
+        with pytest.raises(ModelError, match=rf"^{op} node 'dead': {message}"):
+            validate(model)

@@ -73,10 +73,16 @@ def check_node(node: OpNode) -> None:
     """The rules a model shows before it runs: a reduction ONNX defines (of numbers, not bool), shapes that fit
     where they are known, constant indices in [-s, s-1] where s is known (ONNX calls others an error, and
     TensorRT's IScatterLayer does not check them at run time)."""
+    check_attributes(node)
+    check_shapes_and_indices(node, OP)
+
+
+def check_attributes(node: OpNode) -> None:
+    """What TensorRT's parser reads of the node wherever it lies (a branch that never runs too): a reduction ONNX
+    defines, of numbers (not bool)."""
     reduction = reductions.check_reduction(OP, node.attribute("reduction", "none"), ("none", *reductions.ONNX_REDUCTIONS))
     if reduction != "none" and node.dtype("data") is not None:
         reductions.check_element_type(OP, "data", node.dtype("data"))
-    check_shapes_and_indices(node, OP)
 
 
 def repeated_target(node: OpNode | rules.Known) -> str | None:

@@ -141,6 +141,11 @@ def node_attributes(node: OpNode) -> tuple[int, str]:
     return node.attribute("axis", DEFAULT_AXIS), node.attribute("mode", "linear")
 
 
+def check_attributes(node: OpNode) -> None:
+    """What TensorRT's parser reads of the node wherever it lies (a branch that never runs too): a mode of the two."""
+    check_mode(node_attributes(node)[1])
+
+
 def check_node(node: OpNode) -> None:
     """The rules a model shows before it runs: the mode, the axis, shapes that fit (where known), constant
     write indices in range."""
