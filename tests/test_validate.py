@@ -930,3 +930,15 @@ def test_what_the_parser_reads_of_onnxs_own_scatter_in_a_branch_that_never_runs_
     else:
         with pytest.raises(ModelError, match=rf"^{op} node 'dead': {message}"):
             validate(model)
+
+
+def test_an_input_whose_initializer_holds_another_type_is_refused_by_name():
+    """A graph input declared int32 that an int64 initializer fills: TensorRT's parser takes the initializer, onnxruntime
+    refuses the model in its own words; validation passed it."""
+    node = helper.make_node("ScatterElements", ["data", "indices", "updates"], ["output"])
+    graph = helper.make_graph([node], "g", [info("data", [4]), info("indices", [2], np.int32), info("updates", [2])], [info("output", [4])],
+                              [numpy_helper.from_array(np.array([3, 1], np.int64), "indices")])
+    with pytest.raises(ModelError, match=r"^graph 'g': input 'indices' is declared int32 and its initializer holds int64: one tensor has one type$"):
+        validate(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    graph.input[1].type.tensor_type.elem_type = TensorProto.INT64
+    validate(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))

@@ -70,6 +70,16 @@ def from_onnx(elem_type: int) -> np.dtype | None:
         return None
 
 
+def onnx_name(elem_type: int) -> str:
+    """The name of an ONNX element type for messages: its NumPy name where it has one (``int64``), else ONNX's (``string``)."""
+    from onnx import TensorProto
+
+    dtype = from_onnx(elem_type)
+    if dtype is not None:
+        return name(dtype)
+    return TensorProto.DataType.Name(elem_type).lower() if elem_type in TensorProto.DataType.values() else f"element type {elem_type}"
+
+
 def to_onnx(dtype: DTypeLike | None) -> int:
     """The ONNX ``TensorProto`` element type of a NumPy dtype (``UNDEFINED`` for ``None``)."""
     from onnx import TensorProto, helper

@@ -49,7 +49,7 @@ from polygraphy.backend.base import BaseLoader
 import math
 from typing import TYPE_CHECKING
 
-from trt_scatter import ops, oracle
+from trt_scatter import dtypes, ops, oracle
 from trt_scatter.log import warn, warnings_dropped
 from trt_scatter.model import (Model, ModelError, as_model, fresh_name, graph_names, named_subgraphs, node_label, opset_version,
                                printable, subgraphs)
@@ -403,7 +403,13 @@ def _check_structure(graph, outer):
         repeated = next((name for name in names if names.count(name) > 1), None)
         if repeated is not None:
             raise ModelError(f"graph {printable(repr(graph.name))}: {kind} {printable(repr(repeated))} is listed {names.count(repeated)} times: a name names one tensor")
-    known = set(outer) | {value.name for value in graph.input} | {init.name for init in graph.initializer}
+    filled = {init.name: init for init in graph.initializer}
+    for value in graph.input:  # an input an initializer fills: TensorRT's parser takes the initializer, onnxruntime refuses both
+        init, declared = filled.get(value.name), value.type.tensor_type.elem_type
+        if init is not None and declared and init.data_type != declared:
+            raise ModelError(f"graph {printable(repr(graph.name))}: input {printable(repr(value.name))} is declared "
+                             f"{dtypes.onnx_name(declared)} and its initializer holds {dtypes.onnx_name(init.data_type)}: one tensor has one type")
+    known = set(outer) | {value.name for value in graph.input} | set(filled)
     producers = {output: (index, node) for index, node in enumerate(graph.node) for output in node.output if output}
     written = {}
     for index, node in enumerate(graph.node):
