@@ -43,8 +43,12 @@ if TYPE_CHECKING:
 
     from numpy.typing import DTypeLike
 
-#: key -> (the op, its Example), for every registered op whose network module declares one
-_EXAMPLE_OF = {op.key: (op, example) for op in (*ops.STANDARD_OPS.values(), *ops.OPS.values()) if (example := getattr(module(op), "EXAMPLE", None))}
+#: key -> (the op, its Example), for every registered op whose network module declares one: the first op registered
+#: with the key (ScatterElements, not Scatter, its older name; TensorScatter, not CacheScatter, the plugin that serves it)
+_EXAMPLE_OF = {}
+for _op in (*ops.STANDARD_OPS.values(), *ops.OPS.values()):
+    if (_example := getattr(module(_op), "EXAMPLE", None)) is not None:
+        _EXAMPLE_OF.setdefault(_op.key, (_op, _example))
 DEFAULTS = {name: example.defaults for name, (_, example) in _EXAMPLE_OF.items()}  #: each example's parameters and their defaults
 
 

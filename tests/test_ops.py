@@ -24,6 +24,8 @@ PLUGINS = ("check_shapes", "launch_args", "launch", "describe_errors", "aot_scal
 def test_every_op_has_its_oracle_module(op):
     module = importlib.import_module(f"trt_scatter.oracle.{op.key}")
     assert [name for name in ORACLE if not callable(getattr(module, name, None))] == []
+    if not op.is_plugin:  # ONNX's own op: what TensorRT's parser reads of it in a branch that never runs (a trt_scatter
+        assert callable(getattr(module, "check_attributes", None))  # op's attributes are checked against the registry)
     assert list(ROOT.glob(f"tests/test_{op.key}_*.py")), f"no tests/test_{op.key}_*.py"
 
 
@@ -47,6 +49,8 @@ def test_the_examples_are_those_the_ops_network_modules_declare(op):
     assert (op.key in EXAMPLES) == (example is not None)
     if example is not None:
         assert isinstance(example, Example) and set(example.static_dims) <= set(op.inputs)
+        first = next(other for other in (*ops.STANDARD_OPS.values(), *ops.OPS.values()) if other.key == op.key)  # Scatter took it once
+        assert EXAMPLES[op.key].__doc__.startswith(f"Adds the {first.name} example")
 
 
 def test_registering_an_op_twice_or_under_a_taken_name_is_refused():

@@ -535,6 +535,13 @@ def test_runs_whose_trt_part_cannot_work_or_does_nothing_say_so(model_paths, tmp
         assert "--trt-scatter-plugins registers" not in said and "add --trt-scatter-plugins" not in said
         _parsed([model_paths["scatter_nd"], "--trt"], *groups)  # standard ops alone: nothing to register
         assert "add --trt-scatter-plugins" not in capsys.readouterr().out
+        from trt_scatter.passes.aot import to_aot
+
+        onnx.save(to_aot(onnx.load(path)), tmp_path / "aot.onnx")  # its plugins: nothing in polygraphy run registers them
+        _parsed([str(tmp_path / "aot.onnx"), "--trt", "--trt-scatter-plugins"], *groups)
+        said = capsys.readouterr().out
+        assert ("[W] the model's trt_scatter nodes are for the AOT plugins, which polygraphy run does not register: build the engine "
+                "with trt-scatter build --aot, and give polygraphy run the engine") in said and "add --trt-scatter-plugins" not in said
 
 
 def test_an_inplace_models_preview_features_are_tensorrts_defaults_and_aliased_io(tmp_path):
@@ -552,5 +559,7 @@ def test_an_inplace_models_preview_features_are_tensorrts_defaults_and_aliased_i
     run = _parsed([str(tmp_path / "inplace.onnx"), "--trt", "--trt-scatter-plugins"], TrtRunnerArgs, RunnerSelectArgs, TrtConfigArgs)
     features = {str(feature).rpartition(".")[2] for feature in run.arg_groups[TrtConfigArgs].preview_features}
     assert features == defaults | {"ALIASED_PLUGIN_IO_10_03"}
+    if backend.is_rtx():  # what polygraphy showed TensorRT-RTX 1.7.1 enabling when no list is given
+        assert "RUNTIME_ACTIVATION_RESIZE_10_10" in features
     given = _parsed([str(tmp_path / "inplace.onnx"), "--trt", "--trt-scatter-plugins", "--preview-features"], TrtRunnerArgs, RunnerSelectArgs, TrtConfigArgs)
     assert [str(feature).rpartition(".")[2] for feature in given.arg_groups[TrtConfigArgs].preview_features] == ["ALIASED_PLUGIN_IO_10_03"]

@@ -913,18 +913,22 @@ def test_onnxs_old_scatter_is_scatter_elements_to_every_rule_and_the_reference()
     ("ScatterElements", dict(reduction="bogus"), r"scatter_elements: 'reduction' must be one of"),
     ("ScatterND", dict(reduction="bogus"), r"scatter_nd: 'reduction' must be one of"),
     ("ScatterElements", dict(axis=5), None),  # a rule of shapes: a branch that never runs may have others
+    ("TensorScatter", dict(mode="bogus"), r"tensor_scatter: 'mode' must be"),
 ])
 def test_what_the_parser_reads_of_onnxs_own_scatter_in_a_branch_that_never_runs_is_checked(op, attributes, message):
     """An ONNX ScatterElements/ScatterND with reduction 'bogus' in a branch a constant condition rules out passed (its
     attributes are checked for trt_scatter ops there): TensorRT's parser reads the branch all the same."""
-    indices = np.zeros((3, 1), np.int64)
-    then = helper.make_graph([helper.make_node(op, ["data", "indices", "updates"], ["written"], name="dead", **attributes)], "then", [],
-                             [info("written", [3, 4])])
-    other = helper.make_graph([helper.make_node("Identity", ["data"], ["same"])], "else", [], [info("same", [3, 4])])
+    cache = op == "TensorScatter"  # (past_cache, update, write_indices) of a [1, 2, 3, 4] cache
+    indices = np.zeros(1 if cache else (3, 1), np.int64)
+    shape, updates = ([1, 2, 3, 4], [1, 2, 1, 4]) if cache else ([3, 4], [3, 1] if op == "ScatterElements" else [3, 4])
+    inputs = ["data", "updates", "indices"] if cache else ["data", "indices", "updates"]
+    then = helper.make_graph([helper.make_node(op, inputs, ["written"], name="dead", **attributes)], "then", [],
+                             [info("written", shape)])
+    other = helper.make_graph([helper.make_node("Identity", ["data"], ["same"])], "else", [], [info("same", shape)])
     graph = helper.make_graph([helper.make_node("If", ["cond"], ["out"], then_branch=then, else_branch=other)], "g",
-                              [info("data", [3, 4]), info("updates", [3, 1] if op == "ScatterElements" else [3, 4])], [info("out", [3, 4])],
+                              [info("data", shape), info("updates", updates)], [info("out", shape)],
                               [numpy_helper.from_array(np.array(False), "cond"), numpy_helper.from_array(indices, "indices")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24 if cache else 18)])
     if message is None:
         validate(model)
     else:
@@ -942,3 +946,15 @@ def test_an_input_whose_initializer_holds_another_type_is_refused_by_name():
         validate(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
     graph.input[1].type.tensor_type.elem_type = TensorProto.INT64
     validate(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    graph.input[1].type.tensor_type.shape.dim[0].dim_value = 3  # onnxruntime: "Shape of initializer indices does not match"
+    with pytest.raises(ModelError, match=r"^graph 'g': input 'indices' is declared of shape \(3,\) and its initializer holds shape \(2,\): "
+                                         r"one tensor has one shape$"):
+        validate(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    graph.input[1].type.tensor_type.shape.dim[0].dim_param = "n"  # a named dimension: the initializer's 2
+    validate(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    sparse = graph.sparse_initializer.add()
+    sparse.values.CopyFrom(numpy_helper.from_array(np.array([1.0], np.float32), "weights"))
+    sparse.indices.CopyFrom(numpy_helper.from_array(np.array([0], np.int64), ""))
+    sparse.dims.append(4)
+    with pytest.raises(ModelError, match=r"^graph 'g': sparse initializer 'weights': trt-scatter reads no sparse initializers: store it as a dense one$"):
+        validate(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))

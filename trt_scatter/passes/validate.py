@@ -403,12 +403,22 @@ def _check_structure(graph, outer):
         repeated = next((name for name in names if names.count(name) > 1), None)
         if repeated is not None:
             raise ModelError(f"graph {printable(repr(graph.name))}: {kind} {printable(repr(repeated))} is listed {names.count(repeated)} times: a name names one tensor")
+    if graph.sparse_initializer:
+        raise ModelError(f"graph {printable(repr(graph.name))}: sparse initializer {printable(repr(graph.sparse_initializer[0].values.name))}: "
+                         "trt-scatter reads no sparse initializers: store it as a dense one")
     filled = {init.name: init for init in graph.initializer}
     for value in graph.input:  # an input an initializer fills: TensorRT's parser takes the initializer, onnxruntime refuses both
-        init, declared = filled.get(value.name), value.type.tensor_type.elem_type
-        if init is not None and declared and init.data_type != declared:
-            raise ModelError(f"graph {printable(repr(graph.name))}: input {printable(repr(value.name))} is declared "
-                             f"{dtypes.onnx_name(declared)} and its initializer holds {dtypes.onnx_name(init.data_type)}: one tensor has one type")
+        init, declared = filled.get(value.name), value.type.tensor_type
+        if init is None:
+            continue
+        where = f"graph {printable(repr(graph.name))}: input {printable(repr(value.name))}"
+        if declared.elem_type and init.data_type != declared.elem_type:
+            raise ModelError(f"{where} is declared {dtypes.onnx_name(declared.elem_type)} and its initializer holds "
+                             f"{dtypes.onnx_name(init.data_type)}: one tensor has one type")
+        dims = [dim.dim_value if dim.HasField("dim_value") else None for dim in declared.shape.dim]
+        if declared.HasField("shape") and (len(dims) != len(init.dims) or any(d is not None and d != size for d, size in zip(dims, init.dims))):
+            raise ModelError(f"{where} is declared of shape {tuple('?' if d is None else d for d in dims)} and its initializer holds "
+                             f"shape {tuple(init.dims)}: one tensor has one shape")
     known = set(outer) | {value.name for value in graph.input} | set(filled)
     producers = {output: (index, node) for index, node in enumerate(graph.node) for output in node.output if output}
     written = {}
@@ -500,8 +510,10 @@ def _check_schema(node, index, version):
         raise ModelError(f"{label}: ONNX has no {node.op_type} at opset {version}, the model's "
                          f"(it arrives in opset {_since(node.op_type)})") from None
     if schema.deprecated:  # Scatter from opset 11: onnxruntime refuses the model, ONNX's checker too
-        raise ModelError(f"{label}: ONNX deprecates {node.op_type} from opset {schema.since_version}, and the model's is {version}: "
-                         f"write it as ScatterElements, which computes the same")
+        op = ops.op_of(node)
+        same = next((other.name for other in ops.STANDARD_OPS.values() if other.key == op.key and other is not op), None)
+        instead = f": write it as {same}, which computes the same" if same else ""
+        raise ModelError(f"{label}: ONNX deprecates {node.op_type} from opset {schema.since_version}, and the model's is {version}{instead}")
     if not schema.min_input <= len(node.input) <= schema.max_input or len(node.output) != 1:
         takes = schema.min_input if schema.min_input == schema.max_input else f"{schema.min_input} to {schema.max_input}"
         raise ModelError(f"{label}: {node.op_type} takes {takes} inputs and gives 1 output (got {len(node.input)} inputs, {len(node.output)} outputs)")

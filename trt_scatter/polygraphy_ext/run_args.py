@@ -123,7 +123,10 @@ class TrtScatterArgs(BaseArgs):
         if not runs_trt:
             return
         model = self._model_to_lower()
-        if model is not None and not self.register_plugins and aot_node(model.proto) is None:
+        if model is not None and aot_node(model.proto) is not None:
+            G_LOGGER.warning("the model's trt_scatter nodes are for the AOT plugins, which polygraphy run does not register: build "
+                             "the engine with trt-scatter build --aot, and give polygraphy run the engine")
+        elif model is not None and not self.register_plugins:
             G_LOGGER.warning("the model has trt_scatter nodes, which TensorRT's ONNX parser builds only with their plugins registered: "
                              "add --trt-scatter-plugins")
         if (model is not None or self.generate_inputs or self._has_scatter_nodes()) and not has_gpu():
@@ -198,14 +201,14 @@ class TrtScatterArgs(BaseArgs):
 
     def _has_scatter_nodes(self):
         """Whether the run's ONNX model has a node of an op trt-scatter knows (ONNX's own scatters too)."""
-        from trt_scatter.model import ModelError
+        from trt_scatter.model import ModelError, all_nodes
         from trt_scatter.ops import op_of
 
         try:
             model = self._read_model()
         except ModelError:
             return False
-        return model is not None and any(op_of(node) is not None for node in model.proto.graph.node)
+        return model is not None and any(op_of(node) is not None for node in all_nodes(model.proto.graph))
 
     def _model_to_lower(self):
         """The run's ONNX model if it has trt_scatter nodes; ``None`` for one without, for no ONNX
@@ -249,7 +252,12 @@ class TrtScatterArgs(BaseArgs):
             G_LOGGER.critical(f"--trt-scatter-plugins: {err}")
         feature = make_trt_enum_val("PreviewFeature", "ALIASED_PLUGIN_IO_10_03")
         given = config_args.preview_features
-        features = list(given) if given is not None else [make_trt_enum_val("PreviewFeature", name) for name in default_preview_features()]
+        if given is None:
+            try:
+                given = [make_trt_enum_val("PreviewFeature", name) for name in default_preview_features()]
+            except Exception:  # no builder here (full TensorRT without a GPU), and so no build either: the one feature will do
+                given = []
+        features = list(given)
         if str(feature) not in map(str, features):
             config_args.preview_features = features + [feature]
 
