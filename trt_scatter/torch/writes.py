@@ -215,7 +215,8 @@ def index_reduce_write(emitter: Any, data: _Value, indices: _Value, updates: _Va
     """``index_add`` and ``index_put(accumulate=True)``: the slices ``updates`` (shape ``data.shape[:axis] +
     indices.shape + data.shape[axis+1:]``) combined into ``data`` at ``indices`` along ``axis``; ``None`` where that
     takes more than one node (``indices`` of rank other than 1 off the first axis). Negative indices count from
-    the end, as in PyTorch and in the reduction ops.
+    the end, as in ``index_put`` and the reduction ops (eager ``index_add``, ``scatter_add`` and ``index_reduce`` refuse
+    them: the exported model takes more than they do).
 
     Along the first axis: ScatterNDReduce with ``indices[..., None]`` as its index rows (any rank of indices).
     Along another: ScatterElementsReduce with the 1-D indices broadcast to updates' shape.
