@@ -1123,3 +1123,24 @@ def test_a_missing_trt_scatter_plugin_gets_no_note_of_onnxs_ops():
     assert _foreign_plugin_note(words.format("SliceScatter", "importFallbackPluginImporter")) == ""
     assert _foreign_plugin_note(words.format("Foo", "importFallbackPluginImporter")) == ""  # a custom op: no importer of the parser's own
     assert _foreign_plugin_note(words.format("Unique", "importUnique")).startswith(" (Unique is ONNX's own op, not trt-scatter's")
+
+
+@pytest.mark.parametrize("mode, whose", [("linear", "the op"), ("circular", "a plugin")])
+def test_a_tensor_scatter_tensorrts_own_layer_builds_is_held_to_its_shape_rules_at_the_bounds(tmp_path, capsys, mode, whose):
+    """ONNX's TensorScatter in the form TensorRT's importer takes (linear, axis -2, 4-D) was not checked at the profile's
+    bounds, where the circular one (served by the plugin) was: three constant write indices for a batch of 1 to 4 built."""
+    node = helper.make_node("TensorScatter", ["past_cache", "update", "write_indices"], ["output"], mode=mode)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("past_cache", TensorProto.FLOAT, ["B", 3, 8, 4]),
+                                            helper.make_tensor_value_info("update", TensorProto.FLOAT, ["B", 3, 2, 4])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["B", 3, 8, 4])],
+                              [onnx.numpy_helper.from_array(np.array([1, 0, 2]), "write_indices")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)])
+    model.ir_version = 10
+    onnx.save(model, tmp_path / "cache.onnx")
+    profile = {"past_cache": ((1, 3, 8, 4), (3, 3, 8, 4), (4, 3, 8, 4)), "update": ((1, 3, 2, 4), (3, 3, 2, 4), (4, 3, 2, 4))}
+    assert main(["build", str(tmp_path / "cache.onnx"), "--plugins", "-o", str(tmp_path / "c.engine"), *_profile_arguments(profile)]) == 2
+    assert capsys.readouterr().err == (f"trt-scatter build: error: the profile's smallest shapes break {whose}'s rule: TensorScatter node #0 "
+                                       "(output 'output'), input shapes [(1, 3, 8, 4), (1, 3, 2, 4), (3,)]: tensor_scatter: 'write_indices' must "
+                                       "have shape (1,) (one write index per batch row: (batch_size,)) (got shape (3,))\n")
+    three = {name: (shapes[1],) * 3 for name, shapes in profile.items()}  # a batch of 3: every run fits
+    assert main(["build", str(tmp_path / "cache.onnx"), "--plugins", "-o", str(tmp_path / "c.engine"), *_profile_arguments(three)]) == 0

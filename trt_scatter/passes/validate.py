@@ -167,7 +167,11 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     # a refusal names the user's op; to_plugins keeps the nodes' order.
     served = list(to_plugins(model).graph.node)
     plugin_nodes = {index for index, node in enumerate(served) if ops.is_trt_scatter(node) and node.input}
-    _check_plugin_shapes_at_bounds(model, profile, dynamic, served, plugin_nodes)
+    # ONNX's own nodes that TensorRT's layers build (TensorScatter in the form its importer takes) have the same shape
+    # rules as the plugin that serves the op elsewhere: checked at the bounds too
+    kernel_keys = {op.key for op in ops.OPS.values()}
+    served_alike = {index for index, node in enumerate(served) if (op := ops.op_of(node)) is not None and not op.is_plugin and op.key in kernel_keys}
+    _check_plugin_shapes_at_bounds(model, profile, dynamic, served, plugin_nodes | served_alike)
     written = {served[index].input[0] for index in plugin_nodes}
     if not written & set(dynamic):
         return
@@ -302,12 +306,14 @@ def _check_plugin_shapes_at_bounds(model, profile, dynamic, served, plugin_nodes
             shapes = [tensors.shape(name) for name in served[index].input if name]
             if any(shape is None or -1 in shape for shape in shapes):
                 continue  # a shape inference cannot tell: the plugin checks what TensorRT gives it
-            attributes = {name: value for name, value in node.attributes().items() if name != "inplace"}
+            plugin = ops.is_trt_scatter(served[index])  # else ONNX's own node, its attributes as given (the kernel's defaults are ONNX's)
+            attributes = node.attributes() if plugin else {attribute.name: node.attribute(attribute.name) for attribute in served[index].attribute}
+            attributes.pop("inplace", None)
             try:
                 module(node.op).check_shapes(shapes, **attributes)
             except ScatterInputError as err:  # named as the user wrote it (a standard ScatterND a plugin serves)
                 written_as = OpNode(model.proto.graph.node[index], index, model.tensors).label
-                raise ModelError(f"the profile's {label} shapes break a plugin's rule: {written_as}, input shapes "
+                raise ModelError(f"the profile's {label} shapes break {'a plugin' if plugin else 'the op'}'s rule: {written_as}, input shapes "
                                  f"{[tuple(shape) for shape in shapes]}: {err}") from None
 
 
