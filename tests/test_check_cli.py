@@ -793,3 +793,20 @@ def test_an_input_onnxruntime_refuses_is_a_failed_run_not_the_machine(tmp_path):
     assert result.returncode == 2 and result.stderr.count("\n") == 1, output_of(result)
     assert result.stderr.startswith("trt-scatter check: error: onnxruntime failed to run the model on these inputs: [ONNXRuntimeError]")
     assert "division by zero" in result.stderr, output_of(result)
+
+
+def test_a_model_onnxruntime_refuses_for_its_types_is_not_blamed_on_the_inputs(tmp_path):
+    """PyTorch's TorchScript exporter writes a Slice of int32 starts and int64 axes: onnxruntime refuses the model's types,
+    and the line said to give input shapes or inputs, which would not help."""
+    from onnx import helper, numpy_helper
+
+    nodes = [helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["sliced"]),
+             helper.make_node("ScatterElements", ["data", "indices", "sliced"], ["output"])]
+    constants = [numpy_helper.from_array(np.array([0], np.int32), "starts"), numpy_helper.from_array(np.array([2], np.int32), "ends"),
+                 numpy_helper.from_array(np.array([0], np.int64), "axes")]
+    graph = helper.make_graph(nodes, "g", [fx.info("x", (4,), np.float32), fx.info("data", ("n",), np.float32), fx.info("indices", (2,), np.int64)],
+                              [fx.info("output", ("n",), np.float32)], constants)
+    result = check(fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "types.onnx"))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, output_of(result)
+    assert result.stderr.startswith("trt-scatter check: error: onnxruntime refuses the model: [ONNXRuntimeError]") and "Type Error" in result.stderr
+    assert "--input-shapes" not in result.stderr and "--load-inputs" not in result.stderr

@@ -518,13 +518,15 @@ def _run(runners, feeds, hint):
         return Comparator.run(runners, data_loader=feeds)
     except Exception as err:  # PolygraphyException, or the oracle's ScatterInputError from the reference
         reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
-        from trt_scatter.polygraphy_ext.loader import lacks_a_kernel
+        from trt_scatter.polygraphy_ext.loader import lacks_a_kernel, refuses_the_model
 
         if "[ONNXRuntimeError]" in reason:
             # onnxruntime's CPU kernels lack some types (float16 reductions): not the model's fault, and other inputs would not help
             if lacks_a_kernel(reason):
                 raise common.CliError(f"{runners[-1].name} cannot run this model on this machine, so nothing was compared (compare the "
                                       f"engine where a GPU runs it): {reason}") from None
+            if refuses_the_model(reason):  # an exporter's type mix-up (a Slice of int32 starts and int64 axes): no inputs would help
+                raise common.CliError(f"{runners[-1].name} refuses the model: {reason}") from None
             raise common.CliError(f"{runners[-1].name} failed to run the model on these inputs: {reason}{hint}") from None
         raise common.CliError(f"a run failed: {reason}{hint}") from None
 

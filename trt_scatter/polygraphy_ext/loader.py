@@ -90,6 +90,12 @@ def drawn(loader: Any, flag: str) -> Any:
     return loader
 
 
+def refuses_the_model(reason: str) -> bool:
+    """Whether onnxruntime's error ``reason`` is about the model itself (its graph, the types its nodes bind), which other
+    inputs would not change."""
+    return "INVALID_GRAPH" in reason or "Type Error:" in reason
+
+
 def lacks_a_kernel(reason: str) -> bool:
     """Whether onnxruntime's error ``reason`` says that it has no kernel for a node (its type, its reduction): other
     inputs would not help."""
