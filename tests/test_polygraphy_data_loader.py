@@ -262,20 +262,36 @@ def test_constant_nodes_and_initializers_listed_as_inputs_are_constants():
 
 
 def test_a_batch_of_positions_the_model_moves_is_found_where_random_rows_rarely_all_fit():
-    """write_indices = pos + 1 into a cache whose free dims are all 4: each row's update of 4 fits only at 0, so pos is -1 in
-    all 4 rows, which 100 random draws of 4 rows from 10 values missed (1 in 10**4 each): tries of one value for every row
-    find it."""
+    """write_indices = pos + 1 into a cache of 4 positions and an update whose free length is 4 too: each row's update
+    fits only at 0, so pos is -1 in all 4 rows, which 100 random draws of 4 rows from 10 values missed (1 in 10**4 each):
+    tries of one value for every row find it."""
     from onnx import helper
 
     from trt_scatter.onnx_models import tensor_scatter_model
 
-    model = tensor_scatter_model(["B", 2, "S", 4], "T")
+    model = tensor_scatter_model(["B", 2, 4, 4], "T")
     model.graph.input[2].name = "pos"
     model.graph.initializer.append(onnx.numpy_helper.from_array(np.array(1, np.int64), "one"))
     model.graph.node.insert(0, helper.make_node("Add", ["pos", "one"], [model.graph.node[0].input[2]]))
     for feed in ScatterDataLoader(model, iterations=2):
         assert feed["past_cache"].shape == (4, 2, 4, 4) and feed["pos"].tolist() == [-1] * 4
         oracle.tensor_scatter(feed["past_cache"], feed["update"], feed["pos"] + 1, 2)
+
+
+@pytest.mark.parametrize("mode, cache", [("linear", 8), ("circular", 4)])
+def test_a_free_cache_length_holds_two_updates_so_that_linear_positions_vary(mode, cache):
+    """A cache and an update of free lengths were both 4: the one position that fits, 0, in every row and iteration, so
+    the check proved nothing of the positions. A free cache now holds two updates in linear mode (circular wraps)."""
+    from trt_scatter.onnx_models import tensor_scatter_model
+
+    positions = set()
+    for feed in ScatterDataLoader(tensor_scatter_model(["B", 3, "M", 4], "T", mode=mode), iterations=3):
+        assert feed["past_cache"].shape == (4, 3, cache, 4) and feed["update"].shape == (4, 3, 4, 4)
+        oracle.tensor_scatter(feed["past_cache"], feed["update"], feed["write_indices"], mode=mode)
+        positions |= set(feed["write_indices"].tolist())
+    assert len(positions) > 2
+    static = ScatterDataLoader(tensor_scatter_model(["B", 3, 4, 4], "T"))[0]  # a static cache: the update is not shrunk to make room
+    assert static["update"].shape == (4, 3, 4, 4) and static["write_indices"].tolist() == [0] * 4
 
 
 def test_inputs_reaching_index_inputs_through_other_ops_get_values_the_reference_accepts():

@@ -224,7 +224,10 @@ def input_relations(shapes: Any, node: OpNode) -> None:
         if dim != axis:
             shapes.equal(a, b)
     written, _ = shapes.index_values(node, "write_indices")
-    past = int(written.max()) if written is not None and written.size and node_attributes(node)[1] == "linear" else 0  # circular wraps
+    linear = node_attributes(node)[1] == "linear"  # circular wraps: any position fits
+    past = int(written.max()) if written is not None and written.size and linear else 0
+    if written is None and "write_indices" in node.inputs and linear and shapes.free(cache[axis]):
+        past = shapes.of(update[axis])  # positions drawn at run time: a free cache holds two updates, so that they vary
     shapes.bounds.append(([update[axis]], [cache[axis]], max(past, 0)))  # the last constant position's update fits too
 
 
