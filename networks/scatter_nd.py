@@ -4,7 +4,7 @@ Negative indices: as for ScatterElements, the builder maps [-s_j, -1] to [0, s_j
 ``where(indices < 0, indices + dims, indices)`` (``dims`` = data.shape[:k] broadcast along the
 last axis of indices) so that the engine matches the oracle whatever TensorRT does with them,
 then clamps each column to [0, s_j-1] so that forbidden values never write outside the output.
-The last dimension of indices (k) must be known when the network is built. Indices of
+The last dimension of indices (k) must be a static size (the number of axes each row addresses). Indices of
 another integer type than the backend's ScatterND takes (TensorRT: int32/int64; ONNX: int64)
 are cast to int64 first.
 """

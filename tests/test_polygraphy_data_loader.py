@@ -292,6 +292,8 @@ def test_a_free_cache_length_holds_two_updates_so_that_linear_positions_vary(mod
     assert len(positions) > 2
     static = ScatterDataLoader(tensor_scatter_model(["B", 3, 4, 4], "T"))[0]  # a static cache: the update is not shrunk to make room
     assert static["update"].shape == (4, 3, 4, 4) and static["write_indices"].tolist() == [0] * 4
+    shared = ScatterDataLoader(tensor_scatter_model(["B", 3, "S", 4], "S"))[0]  # one length named for both: not shrunk to 0
+    assert shared["past_cache"].shape == shared["update"].shape == (4, 3, 4, 4)
 
 
 def test_inputs_reaching_index_inputs_through_other_ops_get_values_the_reference_accepts():

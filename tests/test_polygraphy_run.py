@@ -563,3 +563,16 @@ def test_an_inplace_models_preview_features_are_tensorrts_defaults_and_aliased_i
         assert "RUNTIME_ACTIVATION_RESIZE_10_10" in features
     given = _parsed([str(tmp_path / "inplace.onnx"), "--trt", "--trt-scatter-plugins", "--preview-features"], TrtRunnerArgs, RunnerSelectArgs, TrtConfigArgs)
     assert [str(feature).rpartition(".")[2] for feature in given.arg_groups[TrtConfigArgs].preview_features] == ["ALIASED_PLUGIN_IO_10_03"]
+
+
+def test_onnxruntimes_refusals_are_told_apart_by_what_would_help():
+    """A kernel or an op this onnxruntime lacks (a newer one may have it), a model it refuses for its own types or graph,
+    and what else it says (the inputs: another run may pass)."""
+    from trt_scatter.polygraphy_ext.loader import lacks_a_kernel, refuses_the_model
+
+    kernel = "[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for ScatterND(18) node with name ''"
+    newer = "[ONNXRuntimeError] : 10 : INVALID_GRAPH : This is an invalid model. In Node, (...) : No Op registered for TensorScatter with domain_version of 24"
+    types = "[ONNXRuntimeError] : 1 : FAIL : Type Error: Type parameter (Tind) of Optype (Slice) bound to different types"
+    inputs = "[ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Div node. Integer division by zero"
+    assert [lacks_a_kernel(reason) for reason in (kernel, newer, types, inputs)] == [True, True, False, False]
+    assert [refuses_the_model(reason) for reason in (types, inputs)] == [True, False]

@@ -209,7 +209,8 @@ def _axis(node, rank):
 
 def input_relations(shapes: Any, node: OpNode) -> None:
     """The update has the cache's dims off the axis and at most its dim on it, less the largest constant write index in
-    linear mode; write_indices has (batch,)."""
+    linear mode (a free cache length written at run-time positions holds two updates, so that the positions vary);
+    write_indices has (batch,)."""
     cache, update = shapes.shape(node, "past_cache"), shapes.shape(node, "update")
     if cache is None:
         return
@@ -226,7 +227,8 @@ def input_relations(shapes: Any, node: OpNode) -> None:
     written, _ = shapes.index_values(node, "write_indices")
     linear = node_attributes(node)[1] == "linear"  # circular wraps: any position fits
     past = int(written.max()) if written is not None and written.size and linear else 0
-    if written is None and "write_indices" in node.inputs and linear and shapes.free(cache[axis]):
+    if (written is None and "write_indices" in node.inputs and linear and shapes.free(cache[axis])
+            and shapes.find(cache[axis]) != shapes.find(update[axis])):  # one length named for both has one value
         past = shapes.of(update[axis])  # positions drawn at run time: a free cache holds two updates, so that they vary
     shapes.bounds.append(([update[axis]], [cache[axis]], max(past, 0)))  # the last constant position's update fits too
 

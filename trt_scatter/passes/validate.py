@@ -169,9 +169,9 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     plugin_nodes = {index for index, node in enumerate(served) if ops.is_trt_scatter(node) and node.input}
     # ONNX's own nodes that TensorRT's layers build (TensorScatter in the form its importer takes) have the same shape
     # rules as the plugin that serves the op elsewhere: checked at the bounds too
-    kernel_keys = {op.key for op in ops.OPS.values()}
-    served_alike = {index for index, node in enumerate(served) if (op := ops.op_of(node)) is not None and not op.is_plugin and op.key in kernel_keys}
-    _check_plugin_shapes_at_bounds(model, profile, dynamic, served, plugin_nodes | served_alike)
+    plugin_keys = {op.key for op in ops.OPS.values()}  # ops with a kernel module, whose check_shapes holds the op's shape rules
+    layer_nodes = {index for index, node in enumerate(served) if (op := ops.op_of(node)) is not None and not op.is_plugin and op.key in plugin_keys}
+    _check_shapes_at_bounds(model, profile, dynamic, served, plugin_nodes | layer_nodes)
     written = {served[index].input[0] for index in plugin_nodes}
     if not written & set(dynamic):
         return
@@ -281,9 +281,10 @@ def _named_dims_disagree(graph, profile):
     return False
 
 
-def _check_plugin_shapes_at_bounds(model, profile, dynamic, served, plugin_nodes):
-    """Each plugin node's shape rules (its kernel module's ``check_shapes``, as the plugin's ``configure_plugin`` checks
-    them) at the profile's smallest shapes, all inputs together, then at its opt and its largest: refused here, before TensorRT runs,
+def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes):
+    """Each of ``checked_nodes``' shape rules (its kernel module's ``check_shapes``, as the plugin's ``configure_plugin`` checks
+    them; for ONNX's own node that a TensorRT layer builds, those of the plugin that serves its op elsewhere) at the
+    profile's smallest shapes, all inputs together, then at its opt and its largest: refused here, before TensorRT runs,
     in the plugin's words and the bound's. TensorRT-RTX aborts the build process after a plugin refuses shapes in some
     networks (three reduction nodes and a smallest data of 0 rows), so the plugin's own refusal could end in a crash
     instead of the rule. Only nodes whose every input dimension is a number or a graph input's named dimension: those
@@ -291,7 +292,7 @@ def _check_plugin_shapes_at_bounds(model, profile, dynamic, served, plugin_nodes
     from trt_scatter.plugins.kernels import module
 
     named = {dim.dim_param for value in model.proto.graph.input for dim in value.type.tensor_type.shape.dim if dim.dim_param}
-    exact = [index for index in sorted(plugin_nodes)
+    exact = [index for index in sorted(checked_nodes)
              if all((shape := model.tensors.symbolic_shape(name)) is not None and all(isinstance(d, int) or d in named for d in shape)
                     for name in served[index].input if name)]
     checked = []  # the bounds' shapes checked so far: opt is often the largest, and each costs a shape inference

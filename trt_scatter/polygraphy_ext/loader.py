@@ -99,7 +99,7 @@ def refuses_the_model(reason: str) -> bool:
 def lacks_a_kernel(reason: str) -> bool:
     """Whether onnxruntime's error ``reason`` says that it has no kernel for a node (its type, its reduction): other
     inputs would not help."""
-    return "NOT_IMPLEMENTED" in reason or "type is not supported" in reason
+    return "NOT_IMPLEMENTED" in reason or "type is not supported" in reason or "No Op registered for" in reason  # an op newer than it
 
 
 class _ExplainedSession:
