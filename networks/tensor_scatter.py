@@ -47,7 +47,7 @@ def add_tensor_scatter(network: trt.INetworkDefinition, past_cache: trt.ITensor,
     """
     graph = TensorRTGraph(network)
     tensors = dict(past_cache=past_cache, update=update) | ({} if write_indices is None else {"write_indices": write_indices})
-    graph.check_arguments(OP, tensors)
+    graph.check_arguments(OP, tensors, dict(axis=axis))
     graph.check_fixed_values(check_node, tensors, dict(axis=axis, mode=mode))
     rules.check_choice(OP, "impl", impl, IMPLS)
     if impl == "native":
