@@ -67,6 +67,7 @@ def lower_scatter_elements(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor |
 def _example_shapes(params):
     data_shape = params["data_shape"]
     indices_shape = tuple(params["indices_shape"] or data_shape)
+    check_scatter_elements(data_shape, indices_shape, indices_shape, params["axis"])  # at a profile's bounds too (check_profile)
     return {"data": data_shape, "indices": indices_shape, "updates": indices_shape}
 
 

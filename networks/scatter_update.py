@@ -162,7 +162,9 @@ def _example_shapes(params):
     data_shape = params["data_shape"]
     axis = rules.normalize_axis(OP, "axis", params["axis"], len(data_shape))
     indices_shape = tuple(params["indices_shape"])
-    return {"data": data_shape, "indices": indices_shape, "updates": data_shape[:axis] + indices_shape + data_shape[axis + 1 :]}
+    updates_shape = data_shape[:axis] + indices_shape + data_shape[axis + 1 :]
+    check_scatter_update(data_shape, indices_shape, updates_shape, axis)  # at a profile's bounds too (check_profile)
+    return {"data": data_shape, "indices": indices_shape, "updates": updates_shape}
 
 
 def _example_indices(params, shapes):
