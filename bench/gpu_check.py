@@ -1494,7 +1494,7 @@ def python_overhead(kernels, cuda, stream, launches):
 
 
 def goals(results):
-    """The issue's goals against what was measured: (goal, worst measured, met) rows."""
+    """The kernels' goals against what was measured: (goal, worst measured, met) rows."""
     rows = []
     bench = [r for r in results.get("benchmarks", []) if "ms" in r]
     copy = [r["bw_vs_memcpy"] for r in bench if "bw_vs_memcpy" in r]

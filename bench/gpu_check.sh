@@ -10,7 +10,7 @@
 # benchmark rows at 256 MB 46-56 s, each output checked against the oracle on the host, KV cache 9-10 s for its
 # 8 rows through both entries (4-6 s for the 4 of the first three runs), 6 reduction rows against torch
 # 15-20 s, Python overhead ~1 s), the GPU tests 25-32 s (with the AOT PTX compiles), memcheck 16-24 s,
-# racecheck 6 s. (The same command on the 2-core development CPU with the stand-in driver and --size-mb 1 takes
+# racecheck 6 s. (The same command on a 2-core CPU machine with the stand-in driver and --size-mb 1 takes
 # about 90 s, 60 s of it NVRTC.) Each step is bounded (300/150/150/90 s) and the whole run by
 # GPU_CHECK_BUDGET_S=540 s, so it ends, with its summary, inside 10 minutes even if a step hangs.
 # Steps, in order of what matters most if time runs short:
