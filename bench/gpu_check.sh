@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The GPU check in one call, for a machine with a CUDA GPU (e.g. an H100 or H200: no TensorRT needed):
 #
-#   bash bench/gpu_check.sh "$OUT" [arguments for every bench/gpu_check.py run]
+#   bash bench/gpu_check.sh OUT [arguments for every bench/gpu_check.py run]
 #
 # On a GPU machine, run exactly that one command (within 10 minutes, nothing to install beyond the
-# working tree) and commit what comes back from $OUT under bench/results/. OUT defaults to $OUT.
+# working tree); OUT is the folder the results go to (default: the environment's $OUT), kept under
+# bench/results/ with the device named.
 # Measured on an H200 (bench/results/gpu_check_h200_2026-11-2*_*, the runs whose every step ran): 186-282 s in all. gpu_check.py
 # 139-215 s (cold NVRTC of the 64 kernel instantiations 50-98 s, correctness 11-14 s, determinism 6-8 s, 126
 # benchmark rows at 256 MB 46-56 s, each output checked against the oracle on the host, KV cache 9-10 s for its
@@ -36,7 +37,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-}}"
 if [ -z "$out" ]; then
-    echo "gpu_check.sh: the output folder must be given (or OUT set): bash bench/gpu_check.sh \"\$OUT\"" >&2
+    echo "gpu_check.sh: the output folder must be given (or OUT set): bash bench/gpu_check.sh gpu_check_results" >&2
     exit 2
 fi
 shift $(($# > 0 ? 1 : 0))

@@ -25,6 +25,8 @@ from trt_scatter.oracle import rules
 from trt_scatter.oracle.scatter_elements import OP, check_node, check_scatter_elements
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import tensorrt as trt
 
     from trt_scatter.networks.graph import OnnxGraph, Value
@@ -45,12 +47,8 @@ def lower_scatter_elements(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor |
     rules.check_index_type(OP, "indices", graph.dtype_of(indices))
     axis = check_scatter_elements(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates), axis)
     graph.check_scatter_type(OP, data)
-    index_dim, data_dim = graph.shape_of(indices)[axis], graph.shape_of(data)[axis]
-    if graph.ELEMENT_INDICES_WITHIN_DATA_ON_AXIS and rules.is_known(index_dim) and rules.is_known(data_dim) and index_dim > data_dim:
-        raise rules.ScatterInputError(
-            OP, "indices", f"dimension {axis} (the axis) must be at most data's ({data_dim}) in TensorRT's IScatterLayer, "
-            "which ONNX allows only with repeated targets", f"shape {tuple(graph.shape_of(indices))}"
-        )
+    if graph.ELEMENT_INDICES_WITHIN_DATA_ON_AXIS:
+        check_within_data_on_axis(graph.shape_of(data), graph.shape_of(indices), axis)
     if graph.dtype_of(indices) not in (np.int32, np.int64):  # the index types of IScatterLayer and ONNX
         indices = graph.cast(indices, INT64)
     checked = [i for i in range(len(graph.shape_of(data))) if i != axis or graph.ELEMENT_INDICES_WITHIN_DATA_ON_AXIS]
@@ -61,13 +59,25 @@ def lower_scatter_elements(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor |
     return graph.scatter(data, indices, updates, "element", axis=axis)
 
 
+def check_within_data_on_axis(data_shape: Sequence[int | None], indices_shape: Sequence[int | None], axis: int) -> None:
+    """TensorRT's IScatterLayer takes no more indices along the axis than data has there (ONNX allows it, with repeated
+    targets), where both sizes are known."""
+    index_dim, data_dim = indices_shape[axis], data_shape[axis]
+    if rules.is_known(index_dim) and rules.is_known(data_dim) and index_dim > data_dim:
+        raise rules.ScatterInputError(
+            OP, "indices", f"dimension {axis} (the axis) must be at most data's ({data_dim}) in TensorRT's IScatterLayer, "
+            "which ONNX allows only with repeated targets", f"shape {tuple(indices_shape)}"
+        )
+
+
 # ---- the example network (trt_scatter.networks.examples) ---------------------------------------
 
 
 def _example_shapes(params):
     data_shape = params["data_shape"]
-    indices_shape = tuple(params["indices_shape"] or data_shape)
-    check_scatter_elements(data_shape, indices_shape, indices_shape, params["axis"])  # at a profile's bounds too (check_profile)
+    indices_shape = tuple(data_shape if params["indices_shape"] is None else params["indices_shape"])
+    axis = check_scatter_elements(data_shape, indices_shape, indices_shape, params["axis"])  # at a profile's bounds too (check_profile)
+    check_within_data_on_axis(data_shape, indices_shape, axis)  # the example is a TensorRT network
     return {"data": data_shape, "indices": indices_shape, "updates": indices_shape}
 
 

@@ -62,6 +62,7 @@ def index_rows(graph: TensorRTGraph | OnnxGraph, op: str, data: trt.ITensor | Va
 
 def _example_shapes(params):
     data_shape, indices_shape = params["data_shape"], tuple(params["indices_shape"])
+    rules.check_rank_at_least(OP, "indices", indices_shape, 1)
     updates_shape = indices_shape[:-1] + data_shape[indices_shape[-1] :]
     check_scatter_nd(data_shape, indices_shape, updates_shape)  # at a profile's bounds too (check_profile)
     return {"data": data_shape, "indices": indices_shape, "updates": updates_shape}

@@ -160,6 +160,7 @@ def _lower_runtime_axis(graph, data, indices, updates, axis):
 
 def _example_shapes(params):
     data_shape = params["data_shape"]
+    rules.check_rank_at_least(OP, "data", data_shape, 1)
     axis = rules.normalize_axis(OP, "axis", params["axis"], len(data_shape))
     indices_shape = tuple(params["indices_shape"])
     updates_shape = data_shape[:axis] + indices_shape + data_shape[axis + 1 :]

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from trt_scatter.networks.graph import INT64, TensorRTGraph, is_tensor
+from trt_scatter.networks.graph import INT64, TensorRTGraph, describe, is_tensor
 from trt_scatter.oracle import rules
 from trt_scatter.oracle.tensor_scatter import DEFAULT_AXIS, OP, check_mode, check_node, check_tensor_scatter
 
@@ -48,6 +48,8 @@ def add_tensor_scatter(network: trt.INetworkDefinition, past_cache: trt.ITensor,
     graph = TensorRTGraph(network)
     tensors = dict(past_cache=past_cache, update=update) | ({} if write_indices is None else {"write_indices": write_indices})
     graph.check_arguments(OP, tensors, dict(axis=axis))
+    if is_tensor(mode):  # an ITensor shown by its name, not as a Python object
+        raise rules.ScatterInputError(OP, "mode", "must be 'linear' or 'circular' (a string attribute)", describe(mode))
     graph.check_fixed_values(check_node, tensors, dict(axis=axis, mode=mode))
     rules.check_choice(OP, "impl", impl, IMPLS)
     if impl == "native":

@@ -1157,10 +1157,27 @@ def test_a_tensor_scatter_tensorrts_own_layer_builds_is_held_to_its_shape_rules_
     ("scatter_update", {"data": ((3, 0), (3, 4), (3, 8)), "indices": ((2,),) * 3},
      "the --min shapes (data [3, 0], indices [2]; built-in: updates [3, 2]) break the scatter_update example's rule: scatter_update: "
      "'indices' must be empty: data's dimension 1 has size 0, so no index is in range (got shape (2,))"),
-], ids=["elements wider than data at max", "nd rows into 0 rows", "update indices into 0 columns"])
+    ("scatter_elements", {"data": ((1, 3, 4, 5), (1, 3, 4, 5), (2, 6, 8, 10)), "indices": ((1, 3, 4, 5), (1, 3, 4, 5), (2, 6, 9, 10)),
+                          "updates": ((1, 3, 4, 5), (1, 3, 4, 5), (2, 6, 9, 10))},
+     "the --max shapes (data [2, 6, 8, 10], indices [2, 6, 9, 10], updates [2, 6, 9, 10]) break the scatter_elements example's rule: "
+     "scatter_elements: 'indices' dimension 2 (the axis) must be at most data's (8) in TensorRT's IScatterLayer, which ONNX allows only "
+     "with repeated targets (got shape (2, 6, 9, 10))"),
+], ids=["elements wider than data at max", "nd rows into 0 rows", "update indices into 0 columns", "elements wider on the axis at max"])
 def test_an_examples_profile_is_held_to_the_oracles_shape_rules_at_each_bound(tmp_path, capsys, name, profile, message):
     """Only the slice_scatter example checked the oracle's rules at the bounds: these built (exit 0), TensorRT saying in a
     warning, shown with -v alone, that the profile was not self-consistent."""
     assert main(["build", name, "--dynamic", "-o", str(tmp_path / "e.engine"), *_profile_arguments(profile)]) == 2
     assert capsys.readouterr().err == f"trt-scatter build: error: {message}\n"
     assert not (tmp_path / "e.engine").exists()
+
+
+@pytest.mark.parametrize("name, params, message", [
+    ("scatter_elements", dict(indices_shape=()), "scatter_elements: 'indices' must have the rank of 'data' (4) (got shape ())"),
+    ("scatter_nd", dict(indices_shape=()), "scatter_nd: 'indices' must have rank >= 1 (got shape ())"),
+    ("scatter_update", dict(data_shape=()), "scatter_update: 'data' must have rank >= 1 (got shape ())"),
+])
+def test_an_examples_parameters_of_rank_0_are_named_for_what_they_are(name, params, message):
+    """indices_shape=() was read as data's shape (and then refused for its axis), an IndexError, an axis range [0, -1]."""
+    with pytest.raises(ValueError) as refused:
+        engine.network_from_example(name, {}, **params)()
+    assert str(refused.value) == message

@@ -49,6 +49,8 @@ CASES = [
      "scatter_elements: 'axis' " + CONSTANT_RULE + " (got ITensor 'indices')"),
     ("tensor-scatter-axis", lambda n, t: add_tensor_scatter(n, t["data"], t["updates"], None, t["indices"]),
      "tensor_scatter: 'axis' " + CONSTANT_RULE + " (got ITensor 'indices')"),
+    ("tensor-scatter-mode", lambda n, t: add_tensor_scatter(n, t["data"], t["updates"], None, 1, t["indices"]),
+     "tensor_scatter: 'mode' must be 'linear' or 'circular' (a string attribute) (got ITensor 'indices')"),
     ("scatter-elements-updates", lambda n, t: add_scatter_elements(n, t["data"], t["indices"], np.zeros(2), 0),
      "scatter_elements: 'updates' " + TENSOR_RULE + " (got ndarray float64 (2,))"),
     ("scatter-nd-indices", lambda n, t: add_scatter_nd(n, t["data"], np.zeros((2, 1), np.int64), t["rows"]),
