@@ -18,8 +18,8 @@ module declares (:class:`~trt_scatter.networks.example.Example`).
 
 Element types (TensorRT-RTX 1.7.1.116, built on the CPU): ``IScatterLayer`` builds with data of
 float32, float16, bfloat16, int8, int32, int64 and bool, in both modes, with int32 or int64
-indices. uint8 is refused (TensorRT allows uint8 only at network I/O and casts, so the builders
-raise a TypeError saying to cast around the op) and so is fp8.
+indices (other integer index types are cast to them). uint8 is refused (TensorRT allows uint8 only at network I/O
+and casts, so the builders raise a ``ScatterInputError``, a ``ValueError``, saying to cast around the op) and so is fp8.
 
 Negative indices: TensorRT does not document them for ``IScatterLayer`` and no engine can run
 here to find out, so ScatterElements/ScatterND wrap them (``where(i < 0, i + s, i)``) before

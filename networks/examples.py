@@ -53,10 +53,11 @@ DEFAULTS = {name: example.defaults for name, (_, example) in _EXAMPLE_OF.items()
 
 
 def _params(name, op_params):
-    defaults = _EXAMPLE_OF[name][1].defaults
+    example = _EXAMPLE_OF[name][1]
+    defaults = example.defaults
     unknown = set(op_params) - set(defaults)
     if unknown:
-        raise TypeError(f"example {name!r} has no parameter(s) {', '.join(sorted(unknown))}; it has {', '.join(defaults)}")
+        raise TypeError(f"example {name!r} has no parameter(s) {', '.join(sorted(unknown))}; it has {', '.join([*defaults, *example.options])}")
     params = {**defaults, **op_params}
     params["data_shape"] = tuple(params["data_shape"])
     return params
@@ -81,7 +82,7 @@ def _static_dims(example, input_name, rank):
 def example_inputs(name: str, *, dtype: DTypeLike = np.float32, index_dtype: DTypeLike = np.int32, **op_params: Any) -> dict[str, np.ndarray]:
     """The input values of example ``name`` (a dict: input name -> array) for these parameters."""
     op, example = _EXAMPLE_OF[name]
-    params = _params(name, op_params)
+    params = _params(name, {key: value for key, value in op_params.items() if key not in example.options})  # impl: the same inputs
     shapes = example.shapes(params)
     if params == _params(name, {}) and example.seed_values is not None:
         values = dict(example.seed_values)

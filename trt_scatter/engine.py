@@ -67,8 +67,9 @@ def network_from_example(name: str, profile_shapes: dict[str, tuple[Sequence[int
 
     Loading adds the example's optimization-profile shapes to ``profile_shapes`` for inputs it
     has none for (so shapes the caller put there win). ``params`` go to the example
-    (``dtype``, ``index_dtype``, ``dynamic``, op parameters). ``strongly_typed=False`` (full
-    TensorRT 10.x only, for ``fp16``/``bf16`` builds) lets TensorRT choose layer precisions.
+    (``dtype``, ``index_dtype``, ``dynamic``, op parameters). ``strongly_typed=False`` (for ``fp16``/``bf16``
+    builds on full TensorRT 10.x; TensorRT 11.x and TensorRT-RTX networks are strongly typed whatever it says) lets
+    TensorRT choose layer precisions.
     """
     tensorrt()
     from polygraphy.backend.trt import CreateNetwork

@@ -18,8 +18,8 @@ axis) as initializers. Dimensions may be ints or symbolic strings (dynamic). Mod
   the model's opset import of the domain (so that the full checker accepts the node).
   start/stop/step/axes are 1-D and axis a 1-element 1-D initializer, all of ``index_dtype``.
 - ``impl="native"``: the native lowering of :mod:`trt_scatter.networks` written by its ONNX
-  backend: standard ops only (Shape, Gather, Add/Sub/Mul/Div/Min/Max/Less, Where, Concat,
-  Reshape, Cast, Range, Identity, ScatterElements/ScatterND).
+  backend: standard ops only, such as Shape, Gather, Add/Sub/Mul/Div/Min/Max/Less, ReduceSum/ReduceProd (run-time
+  axes), Where, Concat, Reshape, Cast, Range, Identity and ScatterElements/ScatterND.
 """
 
 from __future__ import annotations

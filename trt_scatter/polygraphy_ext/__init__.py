@@ -2,7 +2,7 @@
 
 - :class:`ReferenceRunner`: whole models by :class:`trt_scatter.reference.Reference` (what
   ``polygraphy run --pluginref`` runs with trt-scatter installed); importing :mod:`.references`
-  (this package does) also puts the four scatter ops in ``pluginref``'s own registry.
+  (this package does) also puts every scatter op of the registry in ``pluginref``'s own registry.
 - :class:`ScatterDataLoader` (from :mod:`trt_scatter.inputs`): valid inputs for scatter models.
 - :class:`RegisterTrtScatterPlugins`: a loader that registers the TensorRT plugins first;
   :class:`ExplainOnnxrtErrors`: one that makes onnxruntime's refusal to run a lowered model one line;

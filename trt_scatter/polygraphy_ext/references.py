@@ -1,8 +1,8 @@
 """trt-scatter's reference in polygraphy: whole models, and the scatter ops in ``pluginref``'s registry.
 
 - :class:`ReferenceRunner`: a polygraphy runner over :class:`trt_scatter.reference.Reference`
-  (ONNX's own evaluator for every op it implements, at the model's opsets; the oracle for the
-  four scatter ops). ``polygraphy run --pluginref`` runs it once trt-scatter is installed (the
+  (ONNX's own evaluator for every op it implements, at the model's opsets; the oracle for every
+  scatter op of :mod:`trt_scatter.ops`). ``polygraphy run --pluginref`` runs it once trt-scatter is installed (the
   extension, :mod:`.run_args`, puts it in the place of polygraphy's ``PluginRefRunner``), so a
   model with MatMul, Conv or Sigmoid around scatter nodes runs there; use it in your own tests::
 
@@ -13,8 +13,8 @@
       results = Comparator.run([ReferenceRunner(OnnxFromPath("model.onnx")), trt_runner], data_loader=...)
 
 - ``pluginref``'s registry (``polygraphy.backend.pluginref.references.OP_REGISTRY``), for code that
-  builds a ``PluginRefRunner`` itself: importing this module adds ScatterElements, ScatterND,
-  SliceScatter, ScatterUpdate and the reduction ops, each calling :mod:`trt_scatter.oracle`. That runner runs a
+  builds a ``PluginRefRunner`` itself: importing this module adds every op of
+  :mod:`trt_scatter.ops` (ONNX's scatters and trt-scatter's), each calling :mod:`trt_scatter.oracle`. That runner runs a
   graph node by node with the ops of the registry alone (about 45); for whole models use
   :class:`ReferenceRunner`.
 """
