@@ -48,7 +48,7 @@ def add_scatter_update(network: trt.INetworkDefinition, data: trt.ITensor, indic
     """Adds ScatterUpdate(data, indices, updates, axis) to ``network``; returns the output ITensor.
 
     ``indices`` is an ITensor (values known at run time). ``axis`` is a constant (an int, or a
-    0-D/1-element integer array) or a 0-D/1-element int32/int64 ITensor (its value known at run
+    0-D/1-element integer array) or a 0-D/1-element integer ITensor (int32/int64 for the plugin; its value known at run
     time only: the native lowering then writes element by element, see :func:`_lower_runtime_axis`).
     ``impl="plugin"`` adds the ScatterUpdate plugin (needs full TensorRT's ``add_plugin_v3``) with
     a constant ``axis`` as a 1-element constant input (an array's int32/int64 type is kept; an int

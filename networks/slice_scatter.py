@@ -62,8 +62,8 @@ IMPLS = ("native", "plugin")
 def add_slice_scatter(network: trt.INetworkDefinition, data: trt.ITensor, updates: trt.ITensor, start: ArrayLike | trt.ITensor, stop: ArrayLike | trt.ITensor, step: ArrayLike | trt.ITensor, axes: ArrayLike | trt.ITensor | None = None, impl: str = "native") -> trt.ITensor:
     """Adds SliceScatter(data, updates, start, stop, step[, axes]) to ``network``; returns the output ITensor.
 
-    ``start``/``stop``/``step``/``axes`` are 1-D integer constants (lists or arrays) or 1-D int32/int64
-    ITensors (values known at run time only; a run-time ``axes`` costs the native lowering one
+    ``start``/``stop``/``step``/``axes`` are 1-D integer constants (lists or arrays) or 1-D integer
+    ITensors (values known at run time only; the native lowering casts them to int64, the plugin takes int32/int64; a run-time ``axes`` costs the native lowering one
     int64 destination per updated element, see :func:`_lower_runtime_axes`).
     ``impl="plugin"`` adds the SliceScatter plugin (needs full TensorRT's ``add_plugin_v3``):
     ITensors are its inputs as they are, constants keep the arrays' int32/int64 type (lists become int64).
