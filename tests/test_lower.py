@@ -7,7 +7,7 @@ import onnx
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
-from onnx import helper
+from onnx import TensorProto, helper, numpy_helper
 
 import mixed_models
 import onnx_fixtures as fx
@@ -458,3 +458,23 @@ def test_a_shape_is_folded_only_where_the_model_fixes_it():
     expected = Reference(model).run(feeds)["y"]
     assert np.nonzero(expected.any(1))[0].tolist() == [1, 2]
     np.testing.assert_array_equal(run_onnxruntime(lower(model), feeds)["y"], expected)
+
+
+@pytest.mark.parametrize("opset", [11, 13, 17])
+def test_a_models_local_functions_survive_the_upgrade_to_the_lowerings_opset(opset):
+    """ONNX's version converter, which upgrades a model below opset 14, drops its local functions and leaves the nodes
+    that call them: the lowered model no longer ran ('my.dom:Twice is not a registered function/op'). Inlined first."""
+    function = helper.make_function("my.dom", "Twice", ["X"], ["Y"], [helper.make_node("Add", ["X", "X"], ["Y"])], [helper.make_opsetid("", opset)])
+    nodes = [helper.make_node("Twice", ["x"], ["a"], domain="my.dom"),
+             helper.make_node("SliceScatter", ["a", "u", "start", "stop", "step", "axes"], ["s"], domain="trt_scatter"),
+             helper.make_node("Relu", ["s"], ["y"])]
+    constants = [numpy_helper.from_array(np.array([value], np.int64), name) for name, value in (("start", 1), ("stop", 7), ("step", 2), ("axes", 0))]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 4]),
+                                           helper.make_tensor_value_info("u", TensorProto.FLOAT, [3, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 4])], constants)
+    model = helper.make_model(graph, functions=[function], opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid("my.dom", 1),
+                                                                          helper.make_opsetid("trt_scatter", 1)])
+    model.ir_version = 7
+    lowered = lower(model)
+    feeds = {"x": np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32), "u": np.ones((3, 4), np.float32)}
+    np.testing.assert_array_equal(run_onnxruntime(lowered, feeds)["y"], Reference(model).run(feeds)["y"])

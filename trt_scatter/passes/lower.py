@@ -165,6 +165,14 @@ def _with_opset(model, needed=OPSET):
         return copy
     if version >= needed:
         return copy
+    if copy.functions:  # ONNX's converter drops a model's local functions and leaves the nodes that call them: inline them
+        import onnx.inliner
+
+        try:
+            copy = onnx.inliner.inline_local_functions(copy)
+        except Exception as err:  # onnx raises its C++ errors bare
+            raise ModelError(f"the model imports opset {version} of the default domain; the lowering needs {needed}, and its local "
+                             f"functions, which ONNX's version converter drops, cannot be inlined first ({first_line(err)})") from None
     try:
         converted = version_converter.convert_version(copy, needed)
     except Exception as err:  # the converter raises bare RuntimeErrors from C++
