@@ -1292,3 +1292,15 @@ def test_a_scatter_elements_of_no_index_is_left(data, indices):
     rewritten, report = rewrite(model)
     assert rewritten.SerializeToString() == model.SerializeToString()
     assert list(report.lines()) == ["left       write: ScatterElements: no index (the node writes nothing)"]
+
+
+def test_a_rewritten_model_keeps_its_doc_strings_domain_and_version():
+    """onnx-graphsurgeon's round trip dropped the model's doc string, domain and version and every node's doc string."""
+    nodes = [helper.make_node("Relu", ["x"], ["data"], doc_string="the input, rectified"),
+             helper.make_node("ScatterND", ["data", "indices", "updates"], ["output"], doc_string="a slice write")]
+    model = _model(nodes, [("x", FLOAT, [4, 5]), ("updates", FLOAT, [2, 5])], [("output", FLOAT, [4, 5])], {"indices": [[1], [2]]})
+    model.doc_string, model.domain, model.model_version, model.graph.doc_string = "a model", "org.example", 7, "its graph"
+    rewritten, report = rewrite(model)
+    assert report.rewritten
+    assert (rewritten.doc_string, rewritten.domain, rewritten.model_version, rewritten.graph.doc_string) == ("a model", "org.example", 7, "its graph")
+    assert {node.op_type: node.doc_string for node in rewritten.graph.node}["Relu"] == "the input, rectified"

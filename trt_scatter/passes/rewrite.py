@@ -142,10 +142,22 @@ def rewrite(model: Model | onnx.ModelProto | str | os.PathLike) -> tuple[onnx.Mo
         unchanged.CopyFrom(original)
         return unchanged, rewriter.report
     result = gs.export_onnx(graph)
+    _keep_what_graphsurgeon_drops(model, result)
+    return result, rewriter.report  # onnx-graphsurgeon imports every domain the nodes use (trt_scatter at version 1)
+
+
+def _keep_what_graphsurgeon_drops(model: onnx.ModelProto, result: onnx.ModelProto) -> None:
+    """What onnx-graphsurgeon's round trip leaves out of ``result``, taken from ``model``: its IR version, metadata, doc
+    strings, domain and version, and the doc string of every node it kept (the same op writing the same first output)."""
     result.ir_version = model.ir_version
     del result.metadata_props[:]
     result.metadata_props.extend(model.metadata_props)
-    return result, rewriter.report  # onnx-graphsurgeon imports every domain the nodes use (trt_scatter at version 1)
+    result.doc_string, result.domain, result.model_version = model.doc_string, model.domain, model.model_version
+    result.graph.doc_string = model.graph.doc_string
+    docs = {(node.op_type, node.output[0]): node.doc_string for node in model.graph.node if node.output and node.doc_string}
+    for node in result.graph.node:
+        if node.output and (node.op_type, node.output[0]) in docs:
+            node.doc_string = docs[(node.op_type, node.output[0])]
 
 
 def _standard_scatter(node: onnx.NodeProto) -> bool:
