@@ -478,3 +478,25 @@ def test_a_models_local_functions_survive_the_upgrade_to_the_lowerings_opset(ops
     lowered = lower(model)
     feeds = {"x": np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32), "u": np.ones((3, 4), np.float32)}
     np.testing.assert_array_equal(run_onnxruntime(lowered, feeds)["y"], Reference(model).run(feeds)["y"])
+
+
+@pytest.mark.parametrize("scatter_inside", [False, True])
+def test_local_functions_the_inliner_skips_are_refused_not_left(scatter_inside):
+    """onnx's inliner silently skips a function that imports another default-domain opset than the model's: the
+    converter then dropped it (a model that did not run, exit 0), or its SliceScatter stayed in it ('no trt_scatter node')."""
+    body = ([helper.make_node("SliceScatter", ["X", "U", "start", "stop", "step"], ["Y"], domain="trt_scatter")] if scatter_inside
+            else [helper.make_node("Add", ["X", "X"], ["Y"])])
+    inputs = ["X", "U", "start", "stop", "step"] if scatter_inside else ["X"]
+    function = helper.make_function("my.dom", "Body", inputs, ["Y"], body, [helper.make_opsetid("", 18), helper.make_opsetid("trt_scatter", 1)])
+    constants = [numpy_helper.from_array(np.array([value], np.int64), name) for name, value in (("start", 0), ("stop", 4), ("step", 2))]
+    call = helper.make_node("Body", ["x", "u", "start", "stop", "step"] if scatter_inside else ["x"], ["a"], domain="my.dom")
+    nodes = [call, helper.make_node("SliceScatter", ["a", "u", "start", "stop", "step"], ["y"], domain="trt_scatter")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 3]),
+                                           helper.make_tensor_value_info("u", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])], constants)
+    model = helper.make_model(graph, functions=[function], opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("my.dom", 1),
+                                                                          helper.make_opsetid("trt_scatter", 1)])
+    model.ir_version = 8
+    with pytest.raises(ModelError, match=r"local functions \(my.dom:Body\).*cannot be inlined.*onnx's inliner takes only functions that "
+                                         r"import the model's own default-domain opset$"):
+        lower(model)

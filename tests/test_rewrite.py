@@ -1304,3 +1304,15 @@ def test_a_rewritten_model_keeps_its_doc_strings_domain_and_version():
     assert report.rewritten
     assert (rewritten.doc_string, rewritten.domain, rewritten.model_version, rewritten.graph.doc_string) == ("a model", "org.example", 7, "its graph")
     assert {node.op_type: node.doc_string for node in rewritten.graph.node}["Relu"] == "the input, rectified"
+
+
+def test_doc_strings_go_back_to_the_nodes_that_had_them_when_a_first_output_is_left_out():
+    """Two nodes whose first output is empty (an LSTM's Y left out) both got the first one's doc string."""
+    nodes = [helper.make_node("Split", ["x"], ["", "first"], axis=0, num_outputs=2, doc_string="one"),
+             helper.make_node("Split", ["x"], ["", "second"], axis=0, num_outputs=2, doc_string="two"),
+             helper.make_node("Add", ["first", "second"], ["data"]),
+             helper.make_node("ScatterND", ["data", "indices", "updates"], ["output"])]
+    model = _model(nodes, [("x", FLOAT, [8, 5]), ("updates", FLOAT, [2, 5])], [("output", FLOAT, [4, 5])], {"indices": [[1], [2]]})
+    rewritten, report = rewrite(model)
+    assert report.rewritten
+    assert [node.doc_string for node in rewritten.graph.node if node.op_type == "Split"] == ["one", "two"]

@@ -90,6 +90,10 @@ class Model:
                 proto = onnx.inliner.inline_local_functions(proto)
             except Exception as err:  # onnx's own ValidationError: a function that calls itself, two of one name
                 raise ModelError(f"the model's local functions cannot be inlined: {first_line(err)}") from None
+            if functions_hold_scatters(proto):  # onnx's inliner skips a function of another default-domain opset, silently
+                left = ", ".join(sorted(f"{function.domain}:{function.name}" for function in proto.functions))
+                raise ModelError(f"the model's local functions ({left}) hold scatter nodes and cannot be inlined: onnx's inliner "
+                                 "takes only functions that import the model's own default-domain opset")
         self.proto = proto
         self.path = None if path is None else os.fspath(path)
         self.external = external

@@ -14,7 +14,8 @@ The pass, in order:
 1. :func:`~trt_scatter.passes.validate.validate` the model: a node that breaks a rule is refused
    with the validator's one line (node, input, rule, value).
 2. Upgrade a default-domain opset below :data:`OPSET` (what the lowerings need: Reshape's
-   ``allowzero``), or below an op's ``LOWERING_OPSET`` (the reduction ops: 18) with ONNX's version converter, or refuse in one line if it cannot.
+   ``allowzero``), or below an op's ``LOWERING_OPSET`` (the reduction ops: 18) with ONNX's version converter, its local
+   functions inlined first (the converter drops them), or refuse in one line if it cannot.
 3. Replace each node in place, by nodes and initializers named ``<node name>/<op>_<n>`` whose last
    output keeps the node's output name, so every consumer, graph output and ``value_info`` stays
    as it was. Parameters the model holds as constants (initializers, ``Constant`` nodes) give
@@ -173,6 +174,11 @@ def _with_opset(model, needed=OPSET):
         except Exception as err:  # onnx raises its C++ errors bare
             raise ModelError(f"the model imports opset {version} of the default domain; the lowering needs {needed}, and its local "
                              f"functions, which ONNX's version converter drops, cannot be inlined first ({first_line(err)})") from None
+        if copy.functions:  # the inliner skips a function of another default-domain opset, silently
+            left = ", ".join(sorted(f"{function.domain}:{function.name}" for function in copy.functions))
+            raise ModelError(f"the model imports opset {version} of the default domain; the lowering needs {needed}, and its local "
+                             f"functions ({left}), which ONNX's version converter drops, cannot be inlined first: onnx's inliner takes "
+                             "only functions that import the model's own default-domain opset")
     try:
         converted = version_converter.convert_version(copy, needed)
     except Exception as err:  # the converter raises bare RuntimeErrors from C++

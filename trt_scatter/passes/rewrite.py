@@ -148,16 +148,15 @@ def rewrite(model: Model | onnx.ModelProto | str | os.PathLike) -> tuple[onnx.Mo
 
 def _keep_what_graphsurgeon_drops(model: onnx.ModelProto, result: onnx.ModelProto) -> None:
     """What onnx-graphsurgeon's round trip leaves out of ``result``, taken from ``model``: its IR version, metadata, doc
-    strings, domain and version, and the doc string of every node it kept (the same op writing the same first output)."""
+    strings, domain and version, and the doc string of every node it kept (the same op writing the same outputs)."""
     result.ir_version = model.ir_version
     del result.metadata_props[:]
     result.metadata_props.extend(model.metadata_props)
     result.doc_string, result.domain, result.model_version = model.doc_string, model.domain, model.model_version
     result.graph.doc_string = model.graph.doc_string
-    docs = {(node.op_type, node.output[0]): node.doc_string for node in model.graph.node if node.output and node.doc_string}
+    docs = {(node.domain, node.op_type, tuple(node.output)): node.doc_string for node in model.graph.node if node.doc_string}
     for node in result.graph.node:
-        if node.output and (node.op_type, node.output[0]) in docs:
-            node.doc_string = docs[(node.op_type, node.output[0])]
+        node.doc_string = docs.get((node.domain, node.op_type, tuple(node.output)), node.doc_string)
 
 
 def _standard_scatter(node: onnx.NodeProto) -> bool:
