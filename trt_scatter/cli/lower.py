@@ -10,6 +10,8 @@ cannot lower ends in one line on stderr naming the node, the input and the rule,
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 
 from trt_scatter.cli import common
 from trt_scatter.log import first_line
@@ -28,9 +30,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import onnx
-
-    from trt_scatter.model import ModelError
+    from trt_scatter.model import ModelError, tensors
     from trt_scatter.ops import is_trt_scatter
     from trt_scatter.passes.lower import lower
 
@@ -42,11 +42,20 @@ def run(args: argparse.Namespace) -> int:
             lowered = lower(model)
         except ModelError as err:
             raise common.CliError(str(err)) from None
-        try:
-            onnx.checker.check_model(lowered, full_check=True)
-        except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:  # the lowering keeps every other node
-            raise common.CliError(f"the model does not pass ONNX's checker ({first_line(err)}): only its trt_scatter nodes are lowered, the rest must hold") from None
+        # protobuf serializes no model past 2 GiB, and ONNX's checker serializes what it is given: such a one is checked
+        # as written, from its files (and its files removed if it fails)
+        in_memory = tensors.model_bytes(lowered) <= tensors.SERIALIZE_LIMIT
+        if in_memory:
+            _check(lowered)
         common.write_model(lowered, args.output, external_data=model.external)  # tensors kept as the model kept them
+        if not in_memory:
+            try:
+                _check(os.fspath(args.output))
+            except common.CliError:
+                for written in (args.output, common.data_file(args.output)):
+                    with contextlib.suppress(OSError):
+                        os.remove(written)
+                raise
     except common.CliError as err:
         return common.report("lower", err)
     replaced = model.trt_scatter_ops()
@@ -59,6 +68,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {len(reducing)} {are} with a reduction, which TensorRT builds wrong or not at all: "
               "the lowered model is for onnxruntime and other runtimes; TensorRT builds the original with --plugins")
     return 0
+
+
+def _check(model):
+    """ONNX's full check of the lowered model (a ModelProto, or a path where it is too large to serialize): the lowering
+    keeps every other node, so a failure is the rest of the model's."""
+    import onnx
+
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
+        raise common.CliError(f"the model does not pass ONNX's checker ({first_line(err)}): only its trt_scatter nodes are lowered, the rest must hold") from None
 
 
 def _count(number, noun):

@@ -247,6 +247,24 @@ SERIALIZE_LIMIT = 2**31 - 2**26
 LARGE_INITIALIZER = 1 << 20  #: bytes: weights, never a shape or an index list that inference must read
 
 
+def tensor_bytes(tensor: onnx.TensorProto) -> int:
+    """About the bytes ``tensor`` takes in a serialized model, without protobuf's ``ByteSize``, which refuses a tensor over
+    2 GiB (an LLM's embedding): its elements' bytes where it holds them (raw or typed) in a type NumPy knows."""
+    import onnx
+
+    dtype = dtypes.from_onnx(tensor.data_type)
+    if tensor.data_location == onnx.TensorProto.EXTERNAL or dtype is None:
+        return tensor.ByteSize()  # a reference to a file, or strings: small, or sized by protobuf
+    return math.prod(tensor.dims) * dtype.itemsize
+
+
+def model_bytes(model: onnx.ModelProto) -> int:
+    """The bytes of the main graph's initializers and ``Constant`` values (:func:`tensor_bytes`): what decides whether
+    protobuf can serialize the model (:data:`SERIALIZE_LIMIT`)."""
+    values = [_value_of(node) for node in model.graph.node]
+    return sum(tensor_bytes(tensor) for tensor in (*model.graph.initializer, *(value for value in values if value is not None)))
+
+
 def infer_shapes(model: onnx.ModelProto, data_prop: bool = False, weights: bool = True) -> onnx.ModelProto:
     """``onnx.shape_inference.infer_shapes(model)``, for models over protobuf's 2 GiB too: there, inference runs on a
     copy whose main-graph initializers and ``Constant`` values over :data:`LARGE_INITIALIZER` bytes keep their name,
@@ -256,22 +274,21 @@ def infer_shapes(model: onnx.ModelProto, data_prop: bool = False, weights: bool 
 
     graph = model.graph
     constants = [_value_of(node) for node in graph.node]
-    sizes = [tensor.ByteSize() for tensor in (*graph.initializer, *(c for c in constants if c is not None))]
-    if sum(sizes) <= SERIALIZE_LIMIT:
+    if model_bytes(model) <= SERIALIZE_LIMIT:
         return onnx.shape_inference.infer_shapes(model, data_prop=data_prop)
     light = onnx.ModelProto()
     _copy_fields(model, light, skip=("graph",))
     _copy_fields(graph, light.graph, skip=("initializer", "node"))
     stripped_initializers, stripped_nodes = [], []
     for index, initializer in enumerate(graph.initializer):
-        if initializer.ByteSize() > LARGE_INITIALIZER:
+        if tensor_bytes(initializer) > LARGE_INITIALIZER:
             stripped_initializers.append(index)
             light.graph.initializer.add(name=initializer.name, data_type=initializer.data_type, dims=initializer.dims)
         else:
             light.graph.initializer.append(initializer)
     for index, (node, value) in enumerate(zip(graph.node, constants)):
         light.graph.node.append(node)
-        if value is not None and value.ByteSize() > LARGE_INITIALIZER:
+        if value is not None and tensor_bytes(value) > LARGE_INITIALIZER:
             stripped_nodes.append(index)
             stub = next(a for a in light.graph.node[index].attribute if a.name == "value").t
             stub.Clear()
