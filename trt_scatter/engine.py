@@ -610,12 +610,13 @@ def default_preview_features() -> list[str]:
 
 def has_gpu() -> bool:
     """Whether a CUDA driver with a GPU is here to run an engine (TensorRT-RTX builds one on the CPU all the same)."""
-    try:
-        from cuda.bindings import driver
+    from trt_scatter.plugins.cuda import CudaUnavailableError, driver  # imports neither CUDA nor TensorRT until called
 
-        return driver.cuInit(0)[0] == driver.CUresult.CUDA_SUCCESS
-    except Exception:  # no cuda-python, no driver library
+    try:
+        driver()
+    except CudaUnavailableError:  # no cuda-python, no driver library, or cuInit failed
         return False
+    return True
 
 
 def with_aliased_plugin_io(create_config: Callable[[trt.Builder, trt.INetworkDefinition], trt.IBuilderConfig]) -> Callable[[trt.Builder, trt.INetworkDefinition], trt.IBuilderConfig]:

@@ -89,6 +89,15 @@ def check_attributes(op: str, reduction: str | bytes, include_self: int, dtype: 
     return reduction, include_self
 
 
+def check_onnx_reduction(op: str, reduction: str | bytes, dtype: DTypeLike | None) -> str:
+    """ONNX's ScatterElements' and ScatterND's ``reduction`` (none too): one ONNX defines, of numbers (not bool) where
+    data's type (``dtype``) is known; returns it."""
+    reduction = check_reduction(op, reduction, ("none", *ONNX_REDUCTIONS))
+    if reduction != "none" and dtype is not None:
+        check_element_type(op, "data", dtype)
+    return reduction
+
+
 def check_element_type(op: str, name: str, dtype: DTypeLike) -> None:
     """``name`` holds values a reduction combines: numbers, not bool (no arithmetic defines add or mean on it)."""
     rules.check_data_type(op, name, dtype)

@@ -80,9 +80,7 @@ def check_node(node: OpNode) -> None:
 def check_attributes(node: OpNode) -> None:
     """What TensorRT's parser reads of the node wherever it lies (a branch that never runs too): a reduction ONNX
     defines, of numbers (not bool)."""
-    reduction = reductions.check_reduction(OP, node.attribute("reduction", "none"), ("none", *reductions.ONNX_REDUCTIONS))
-    if reduction != "none" and node.dtype("data") is not None:
-        reductions.check_element_type(OP, "data", node.dtype("data"))
+    reductions.check_onnx_reduction(OP, node.attribute("reduction", "none"), node.dtype("data"))
 
 
 def repeated_target(node: OpNode | rules.Known) -> str | None:
