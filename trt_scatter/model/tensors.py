@@ -272,10 +272,10 @@ def infer_shapes(model: onnx.ModelProto, data_prop: bool = False, weights: bool 
     unless ``weights`` is False."""
     import onnx
 
-    graph = model.graph
-    constants = [_value_of(node) for node in graph.node]
     if model_bytes(model) <= SERIALIZE_LIMIT:
         return onnx.shape_inference.infer_shapes(model, data_prop=data_prop)
+    graph = model.graph
+    constants = [_value_of(node) for node in graph.node]
     light = onnx.ModelProto()
     _copy_fields(model, light, skip=("graph",))
     _copy_fields(graph, light.graph, skip=("initializer", "node"))
