@@ -6,11 +6,11 @@
 # On a GPU machine, run exactly that one command (within 10 minutes, nothing to install beyond the
 # working tree); OUT is the folder the results go to (default: the environment's $OUT), kept under
 # bench/results/ with the device named.
-# Measured on an H200 (bench/results/gpu_check_h200_2026-11-2*_*, the runs whose every step ran): 186-282 s in all. gpu_check.py
-# 139-215 s (cold NVRTC of the 64 kernel instantiations 50-98 s, correctness 11-14 s, determinism 6-8 s, 126
-# benchmark rows at 256 MB 46-56 s, each output checked against the oracle on the host, KV cache 9-10 s for its
+# Measured on an H200 (bench/results/gpu_check_h200_2026-11-2*_*, the runs whose every step ran): 186-315 s in all. gpu_check.py
+# 139-239 s (cold NVRTC of the 64 kernel instantiations 50-104 s, correctness 11-18 s, determinism 6-8 s, 126
+# benchmark rows at 256 MB 46-67 s, each output checked against the oracle on the host, KV cache 9-12 s for its
 # 8 rows through both entries (4-6 s for the 4 of the first three runs), 6 reduction rows against torch
-# 15-20 s, Python overhead ~1 s), the GPU tests 25-32 s (with the AOT PTX compiles), memcheck 16-24 s,
+# 15-22 s, Python overhead ~1 s), the GPU tests 25-47 s (with the AOT PTX compiles), memcheck 16-24 s,
 # racecheck 6 s. (The same command on a 2-core CPU machine with the stand-in driver and --size-mb 1 takes
 # about 90 s, 60 s of it NVRTC.) Each step is bounded (300/150/150/90 s) and the whole run by
 # GPU_CHECK_BUDGET_S=540 s, so it ends, with its summary, inside 10 minutes even if a step hangs.
