@@ -9,7 +9,7 @@ from onnx import TensorProto, helper
 
 import onnx_fixtures as fx
 import plugin_models
-from trt_scatter import backend, engine
+from trt_scatter import backend, engine, onnx_models, ops
 from trt_scatter.cli import main
 from trt_scatter.cli.build import parse_profile
 
@@ -584,8 +584,8 @@ def test_a_graph_input_of_a_type_tensorrt_has_not_is_named(tmp_path, capsys):
 def test_a_profile_that_breaks_a_plugins_shape_rule_names_the_rule(tmp_path, capsys, at_max_only):
     """TensorRT says only that the plugin's "output shape computation failed with a non-zero return code": the build
     names the plugin, the shapes it got and the rule (exit 2, the profile is the user's to mend). Where only the max
-    shapes break it, TensorRT said nothing and built an engine that writes nothing there. The command refuses the profile
-    before TensorRT runs (where it builds from Python, the plugin does)."""
+    shapes break it, TensorRT said nothing and built an engine that writes nothing there. The command, and build_engine
+    from Python, refuse the profile before TensorRT builds."""
     import onnx
 
     from trt_scatter import onnx_models
@@ -595,21 +595,24 @@ def test_a_profile_that_breaks_a_plugins_shape_rule_names_the_rule(tmp_path, cap
     onnx.save(model, tmp_path / "model.onnx")
     small = 1 if at_max_only else 3
     profile = {"data": ((1, 2), (2, 2), (4, 2)), "updates": ((1, small), (2, small), (4, 3))}
-    shapes = "[(4, 2), (4, 3), (1,), (1,), (1,), (1,)]" if at_max_only else "[(-1, 2), (-1, 3), (1,), (1,), (1,), (1,)]"
-    message = (f"the profile's shapes break a plugin's rule: SliceScatter plugin, input shapes {shapes}: slice_scatter: 'updates' "
-               "dimension 1 must be at most data's (2) to be a slice of it (got 3)")
-    with pytest.raises(ValueError) as refused:  # the plugin's check, which a build from the Python API meets too
+    bound, rows = ("largest", 4) if at_max_only else ("smallest", 1)
+    message = (f"the profile's {bound} shapes break a plugin's rule: SliceScatter node 'SliceScatter_4', input shapes "
+               f"[({rows}, 2), ({rows}, 3), (1,), (1,), (1,), (1,)]: slice_scatter: 'updates' dimension 1 must be at most data's (2) "
+               "to be a slice of it (got 3)")
+    with pytest.raises(ValueError) as refused:  # from Python as from the command: before TensorRT builds, naming the bound
         engine.build_engine(engine.network_from_onnx(model, plugins=True), profile)
     assert str(refused.value) == message
-    capsys.readouterr()  # what polygraphy printed of the failed build
+    shapes = "[(4, 2), (4, 3), (1,), (1,), (1,), (1,)]" if at_max_only else "[(-1, 2), (-1, 3), (1,), (1,), (1,), (1,)]"
+    loader = engine.network_from_onnx(model, plugins=True)
+    with pytest.raises(ValueError) as refused:  # a loader of the user's own, no model to check: the plugin's refusal, as TensorRT met it
+        engine.build_engine(lambda: loader(), profile)
+    assert str(refused.value) == (f"the profile's shapes break a plugin's rule: SliceScatter plugin, input shapes {shapes}: slice_scatter: "
+                                  "'updates' dimension 1 must be at most data's (2) to be a slice of it (got 3)")
+    capsys.readouterr()
     arguments = [argument for flag, bound in (("--min", 0), ("--opt", 1), ("--max", 2))
                  for argument in (flag, *(f"{name}:{list(bounds[bound])}".replace(" ", "") for name, bounds in profile.items()))]
     assert main(["build", str(tmp_path / "model.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *arguments]) == 2
-    # the command checks the plugins' rules at the profile's bounds before TensorRT runs, and names the bound
-    bound, rows = ("largest", 4) if at_max_only else ("smallest", 1)
-    assert capsys.readouterr().err == (f"trt-scatter build: error: the profile's {bound} shapes break a plugin's rule: SliceScatter node 'SliceScatter_4', "
-                                       f"input shapes [({rows}, 2), ({rows}, 3), (1,), (1,), (1,), (1,)]: slice_scatter: 'updates' "
-                                       "dimension 1 must be at most data's (2) to be a slice of it (got 3)\n")
+    assert capsys.readouterr().err == f"trt-scatter build: error: {message}\n"
 
 
 @pytest.mark.parametrize("indices, smallest_rows, message", [
@@ -632,6 +635,50 @@ def test_constant_indices_a_profile_puts_out_of_range_are_one_line(tmp_path, cap
     profile = ["--min", f"data:[{smallest_rows},3]", "--opt", "data:[3,3]", "--max", "data:[4,3]"]
     code = main(["build", str(tmp_path / "model.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *profile])
     assert (code, capsys.readouterr().err) == ((2, f"trt-scatter build: error: {message}\n") if message else (0, ""))
+    if message:  # the Python API's build refuses it as the command does (it built an engine that skipped the writes)
+        from trt_scatter.passes.validate import ModelError
+
+        @plugin_models.forked
+        def build():
+            with pytest.raises(ModelError, match=re.escape(message)):
+                engine.build_engine(engine.network_from_onnx(tmp_path / "model.onnx", plugins=True), {"data": ((smallest_rows, 3), (3, 3), (4, 3))})
+
+        build()
+
+
+def _scatter_elements_of_constant_indices(indices, updates_shape, data_shape):
+    node = helper.make_node("ScatterElements", ["data", "idx", "upd"], ["y"], axis=1)
+    graph = helper.make_graph([node], "se", [helper.make_tensor_value_info("data", TensorProto.FLOAT, data_shape),
+                                             helper.make_tensor_value_info("upd", TensorProto.FLOAT, updates_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, data_shape)],
+                              [onnx.numpy_helper.from_array(np.array(indices, np.int64), "idx")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("indices, updates_shape, data_shape, profile, message", [
+    ([[4]], ["N", 1], ["N", "W"], (("data:[1,3]", "upd:[1,1]"), ("data:[1,8]", "upd:[1,1]"), ("data:[1,16]", "upd:[1,1]")),
+     "the profile's smallest shapes break the op's rule: ScatterElements node #0 (output 'y'), input shapes [(1, 3), (1, 1), (1, 1)]: "
+     "scatter_elements: 'indices' values must be in [-3, 2] for a dimension of size 3 (got 4)"),
+    ([[0, 1]], ["N", 2], ["N", 5], (("data:[1,5]", "upd:[1,2]"), ("data:[2,5]", "upd:[2,2]"), ("data:[4,5]", "upd:[4,2]")),
+     "the profile's opt shapes break the op's rule: ScatterElements node #0 (output 'y'), input shapes [(2, 5), (1, 2), (2, 2)]: "
+     "scatter_elements: 'updates' must have shape (1, 2) (the shape of 'indices') (got shape (2, 2))"),
+    ([[4]], ["N", 1], ["N", "W"], (("data:[1,5]", "upd:[1,1]"), ("data:[1,8]", "upd:[1,1]"), ("data:[1,16]", "upd:[1,1]")), None),
+], ids=["index-out-of-range-at-the-smallest", "updates-unlike-indices-from-opt-on", "in-range-at-every-bound"])
+def test_tensorrts_own_scatter_layer_is_held_to_the_ops_rules_at_each_bound(tmp_path, capsys, indices, updates_shape, data_shape,
+                                                                            profile, message):
+    """ONNX's ScatterElements that TensorRT's importer builds, with constant indices and a profile the rule breaks at one
+    bound only: the build said nothing, and TensorRT's scatter layer checks no index when it runs (a plugin skips and
+    counts what it cannot write; this layer would read or write out of bounds). The command and build_engine refuse it."""
+    onnx.save(_scatter_elements_of_constant_indices(indices, updates_shape, data_shape), tmp_path / "se.onnx")
+    arguments = [argument for flag, shapes in zip(("--min", "--opt", "--max"), profile) for argument in (flag, *shapes)]
+    code = main(["build", str(tmp_path / "se.onnx"), "-o", str(tmp_path / "se.engine"), *arguments])
+    assert (code, capsys.readouterr().err) == ((2, f"trt-scatter build: error: {message}\n") if message else (0, ""))
+    if message:
+        bounds = {name: tuple(tuple(int(v) for v in shape.split(":")[1].strip("[]").split(",")) for shape in shapes)
+                  for name, shapes in zip(("data", "upd"), zip(*profile))}
+        with pytest.raises(ValueError) as refused:
+            engine.build_engine(engine.network_from_onnx(tmp_path / "se.onnx"), bounds)
+        assert str(refused.value) == message
 
 
 def test_a_profile_whose_largest_shapes_make_no_run_together_builds(tmp_path, capsys):
@@ -1041,6 +1088,25 @@ def test_build_engine_names_its_arguments_mistakes(tmp_path):
     with pytest.raises(TypeError, match=r"^build_engine: profile_shapes maps input names to \(min, opt, max\) shapes \(got str\)$"):
         engine.build_engine(engine.network_from_example("slice_scatter", {}), "x")
     assert not (tmp_path / "missing").exists()
+
+
+@pytest.mark.parametrize("op, inputs, plugins, message", [
+    ("SliceScatter", dict(data=((4, 5), np.float32), updates=((4, 3), np.float32), start=np.array([0]), stop=np.array([5]),
+                          step=np.array([0]), axes=np.array([1])), True,
+     "SliceScatter node #0 (output 'output'): slice_scatter: 'step' must not contain 0 (got [0])"),
+    ("ScatterUpdate", dict(data=((4, 3), np.float32), indices=np.array([0, 7]), updates=((2, 3), np.float32), axis=np.array(0)), True,
+     "ScatterUpdate node #0 (output 'output'): scatter_update: 'indices' values must be in [0, 3] for a dimension of size 4 (got 7)"),
+    ("ScatterElements", dict(data=((4, 3), np.float32), indices=np.array([[4, 0, 1]]), updates=((1, 3), np.float32)), False,
+     "ScatterElements node #0 (output 'output'): scatter_elements: 'indices' values must be in [-4, 3] for a dimension of size 4 (got 4)"),
+], ids=["plugin-step-0", "plugin-index", "tensorrt-layer-index"])
+def test_network_from_onnx_validates_the_model_as_the_commands_do(op, inputs, plugins, message):
+    """From Python, a model the commands refuse built into an engine that skipped its writes (the plugins), or one whose
+    TensorRT scatter layer reads an index out of range (it checks none when it runs): network_from_onnx validates it."""
+    from trt_scatter.passes.validate import ModelError
+
+    with pytest.raises(ModelError) as refused:
+        engine.network_from_onnx(onnx_models.node_model(ops.OPS.get(op) or ops.STANDARD_OPS[op], inputs), plugins=plugins)
+    assert str(refused.value) == message
 
 
 def test_a_refusal_before_tensorrt_aborts_the_build_is_the_line_not_the_crash(tmp_path, capsys):

@@ -122,8 +122,9 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
     """A loader ``() -> (builder, network, parser)`` of an ONNX model (a path, an ``onnx.ModelProto`` or a
     :class:`~trt_scatter.model.Model`, read once); ``plugins`` registers trt-scatter's plugins first.
 
-    Validate the model first (:func:`trt_scatter.passes.validate.validate`): TensorRT shows the
-    plugins no constant, so a mistake in one would build into an engine that silently skips writes.
+    The model is validated first (:func:`trt_scatter.passes.validate.validate`, once per Model), as every command
+    does: TensorRT shows the plugins no constant, so a mistake in one would build into an engine that silently skips
+    writes, and TensorRT's own scatter layer does not check an index when it runs.
     With ``plugins``, ONNX's own nodes that a plugin serves become its nodes first (:mod:`trt_scatter.passes.plugins`).
     ``strongly_typed``: as for :func:`network_from_example`.
     ``aot``: the ``trt_scatter`` nodes (and ONNX's own nodes a plugin serves) go to the AOT plugins instead
@@ -134,8 +135,11 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
     tensorrt()
     from trt_scatter.model import as_model, node_label
 
+    from trt_scatter.passes.validate import validate
+
     model = as_model(model)
     check_input_ranks(model.proto)
+    validate(model)
     if aot:
         from trt_scatter.passes.aot import to_aot
         from trt_scatter.plugins import aot as aot_plugins
@@ -146,7 +150,7 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
         converted = to_aot(model if plugged is model.proto else plugged)  # what the model cannot be in the AOT form, before what TensorRT lacks
         _check_plugin_types(model, converted)
         aot_plugins.register()
-        return _network_from_proto(converted, model.path, strongly_typed=strongly_typed)
+        return _network_from_proto(converted, model.path, strongly_typed=strongly_typed, model=model)
     node = aot_node(model.proto)
     if node is not None:
         raise ValueError(f"{model.name}: {node_label(node)} names trt-scatter's AOT plugins "
@@ -156,7 +160,6 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
     _check_io_types(proto)
     if plugins:
         from trt_scatter.passes.plugins import to_plugins
-        from trt_scatter.passes.validate import validate
         from trt_scatter.plugins import register
 
         register()
@@ -177,7 +180,7 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
             node = next(old for old, new in zip(model.proto.graph.node, served.graph.node) if old.op_type != new.op_type)
             raise ValueError(f"{model.name}: {node_label(node)} is one TensorRT builds wrong or not at all, and trt-scatter's "
                              f"plugins build: add --plugins (plugins=True)")
-    return _network_from_proto(proto, model.path, strongly_typed=strongly_typed)
+    return _network_from_proto(proto, model.path, strongly_typed=strongly_typed, model=model)
 
 
 def _for_the_parser(proto):
@@ -316,10 +319,12 @@ def _check_io_types(model):
                 raise ValueError(f"graph input {value.name!r} has no tensor element type: TensorRT takes typed tensors only")
 
 
-def _network_from_proto(proto, path=None, strongly_typed=True):
+def _network_from_proto(proto, path=None, strongly_typed=True, model=None):
     """A loader like polygraphy's ``NetworkFromOnnxBytes`` for a model already read: TensorRT's parser gets the
     serialized ``proto`` and ``path``, the file it was read from, where its external weights are found (the
-    parser opens only those; the model's own file is not read again)."""
+    parser opens only those; the model's own file is not read again). ``model``, the
+    :class:`~trt_scatter.model.Model` it came from, is kept as the loader's ``model``: :func:`build_engine` checks
+    its constants against the shape profile."""
 
     def load():
         from polygraphy.backend.trt import CreateNetwork
@@ -333,6 +338,7 @@ def _network_from_proto(proto, path=None, strongly_typed=True):
         trt_util.check_onnx_parser_errors(parser, success)
         return builder, network, parser
 
+    load.model = model
     return load
 
 
@@ -464,6 +470,11 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
     if unranged:
         raise ValueError(f"input(s) {', '.join(unranged)} set shapes in the network: give the range of their values "
                          f"with --min/--opt/--max NAME:[V,...] (e.g. --min {unranged[0]}:[0] --opt {unranged[0]}:[1] --max {unranged[0]}:[64])")
+    model = getattr(load_network, "model", None)  # network_from_onnx's: constants the profile puts out of range in every run
+    if model is not None and profile_shapes:
+        from trt_scatter.passes.validate import validate_profile
+
+        validate_profile(model, profile_shapes)
     profiles = None
     if profile_shapes or any(literal_pattern(t.name) != t.name for t in inputs):
         # every input, the static ones at their shape: polygraphy's default profile would name them unescaped

@@ -112,7 +112,6 @@ def _build_one(args, target, output, dynamic):
     from trt_scatter import engine
     from trt_scatter.model import fed_inputs
     from trt_scatter.networks.examples import EXAMPLES
-    from trt_scatter.passes.validate import validate_profile
 
     flags = dict(fp16=args.fp16, bf16=args.bf16, timing_cache=args.timing_cache, progress=args.progress)
     strongly_typed = not (args.fp16 or args.bf16)  # reduced precision is what a weakly typed network is for
@@ -137,7 +136,6 @@ def _build_one(args, target, output, dynamic):
         model = common.load_model(target)  # read once, validated: a mistake the model shows ends here, in one line
         common.check_output_path(output, reads=model.files)  # its external data files too
         profile = parse_profile(args.min, args.opt, args.max, [value.name for value in fed_inputs(model.proto.graph)])
-        validate_profile(model, profile)  # constants that a dimension the profile bounds puts out of range
         aliased_plugin_io = args.aot or (args.plugins and engine.needs_aliased_plugin_io(model.proto))  # AOT plugins always alias
         load = engine.network_from_onnx(model, plugins=args.plugins, strongly_typed=strongly_typed, aot=args.aot)
     else:

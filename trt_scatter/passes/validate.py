@@ -170,8 +170,9 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     # ONNX's own nodes that TensorRT's layers build (TensorScatter in the form its importer takes) have the same shape
     # rules as the plugin that serves the op elsewhere: checked at the bounds too
     plugin_keys = {op.key for op in ops.OPS.values()}  # ops with a kernel module, whose check_shapes holds the op's shape rules
-    layer_nodes = {index for index, node in enumerate(served) if (op := ops.op_of(node)) is not None and not op.is_plugin and op.key in plugin_keys}
-    _check_shapes_at_bounds(model, profile, dynamic, served, plugin_nodes | layer_nodes)
+    layer_nodes = {index for index, node in enumerate(served) if (op := ops.op_of(node)) is not None and not op.is_plugin}
+    _check_shapes_at_bounds(model, profile, dynamic, served, plugin_nodes | {index for index in layer_nodes if ops.op_of(served[index]).key in plugin_keys},
+                            layer_nodes)
     written = {served[index].input[0] for index in plugin_nodes}
     if not written & set(dynamic):
         return
@@ -281,14 +282,18 @@ def _named_dims_disagree(graph, profile):
     return False
 
 
-def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes):
+def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes, layer_nodes=()):
     """Each of ``checked_nodes``' shape rules (its kernel module's ``check_shapes``, as the plugin's ``configure_plugin`` checks
     them; for ONNX's own node that a TensorRT layer builds, those of the plugin that serves its op elsewhere) at the
     profile's smallest shapes, all inputs together, then at its opt and its largest: refused here, before TensorRT runs,
     in the plugin's words and the bound's. TensorRT-RTX aborts the build process after a plugin refuses shapes in some
     networks (three reduction nodes and a smallest data of 0 rows), so the plugin's own refusal could end in a crash
     instead of the rule. Only nodes whose every input dimension is a number or a graph input's named dimension: those
-    are the profile's bounds in TensorRT too (a dimension computed from several inputs has bounds of its own there)."""
+    are the profile's bounds in TensorRT too (a dimension computed from several inputs has bounds of its own there).
+
+    ``layer_nodes``, ONNX's own scatter nodes that TensorRT's layers build, are then held to every rule of the oracle at
+    each bound, constant indices included: TensorRT's scatter layer checks no index when it runs, so a constant index
+    that the smallest shapes put out of range would be read out of bounds there (a plugin skips and counts it)."""
     from trt_scatter.plugins.kernels import module
 
     named = {dim.dim_param for value in model.proto.graph.input for dim in value.type.tensor_type.shape.dim if dim.dim_param}
@@ -296,7 +301,7 @@ def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes):
              if all((shape := model.tensors.symbolic_shape(name)) is not None and all(isinstance(d, int) or d in named for d in shape)
                     for name in served[index].input if name)]
     checked = []  # the bounds' shapes checked so far: opt is often the largest, and each costs a shape inference
-    for bound, label in ((0, "smallest"), (1, "opt"), (2, "largest")) if exact else ():  # opt: the shapes the engine is tuned to run
+    for bound, label in ((0, "smallest"), (1, "opt"), (2, "largest")) if exact or layer_nodes else ():  # opt: the shapes the engine is tuned to run
         at = {name: tuple(profile[name][bound]) for name in dynamic}
         if at in checked:
             continue
@@ -316,6 +321,13 @@ def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes):
                 written_as = OpNode(model.proto.graph.node[index], index, model.tensors).label
                 raise ModelError(f"the profile's {label} shapes break {'a plugin' if plugin else 'the op'}'s rule: {written_as}, input shapes "
                                  f"{[tuple(shape) for shape in shapes]}: {err}") from None
+        for index in sorted(layer_nodes):
+            node = OpNode(served[index], index, tensors)
+            try:
+                oracle.module(node.op).check_node(node)
+            except ScatterInputError as err:
+                shapes = [None if (shape := tensors.shape(name)) is None else tuple(shape) for name in served[index].input if name]
+                raise ModelError(f"the profile's {label} shapes break the op's rule: {node.label}, input shapes {shapes}: {err}") from None
 
 
 def _at_shapes(proto, shapes):
