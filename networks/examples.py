@@ -59,6 +59,10 @@ def _params(name, op_params):
     if unknown:
         raise TypeError(f"example {name!r} has no parameter(s) {', '.join(sorted(unknown))}; it has {', '.join([*defaults, *example.options])}")
     params = {**defaults, **op_params}
+    for key, shape in params.items():  # a shape of other things failed inside NumPy or TensorRT, naming neither the parameter nor the rule
+        if key.endswith("_shape") and shape is not None and (isinstance(shape, (str, bytes)) or not np.iterable(shape) or not all(
+                isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0 for d in shape)):
+            raise ValueError(f"example {name!r}: {key} is a shape, a sequence of sizes (integers, at least 0) (got {shape!r})")
     params["data_shape"] = tuple(params["data_shape"])
     return params
 

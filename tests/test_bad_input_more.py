@@ -303,6 +303,21 @@ def test_export_refuses_a_flag_that_is_not_a_bool():
         trt_torch.export(None, (), inplace=True, aot=True)  # silently ignored
 
 
+def test_export_refuses_a_model_and_a_destination_it_cannot_take(tmp_path):
+    """An int as f was taken for a file descriptor (the model written into whatever file it was, else EBADF after the
+    export), a missing folder was met after the export, and a model that is no module failed inside torch in pages."""
+    import torch
+
+    from trt_scatter.torch import export
+
+    with pytest.raises(TypeError, match=r"^trt_scatter.torch.export: f is a path or a binary file to save the model to \(got int\)$"):
+        export(torch.nn.Identity(), (torch.zeros(2),), 1)
+    with pytest.raises(ValueError, match=r"^trt_scatter.torch.export: f '.*/missing/m.onnx': its folder does not exist$"):
+        export(torch.nn.Identity(), (torch.zeros(2),), tmp_path / "missing" / "m.onnx")
+    with pytest.raises(TypeError, match=r"^trt_scatter.torch.export: model is a torch.nn.Module or a torch.export.ExportedProgram \(got str\)$"):
+        export("notamodule", (torch.zeros(2),))
+
+
 @pytest.mark.parametrize("dynamo", [True, False])
 def test_export_refuses_args_given_as_a_list(dynamo):
     import torch

@@ -1038,7 +1038,9 @@ def test_opt_shapes_that_break_a_plugins_rule_are_refused(tmp_path, capsys):
     (([1, 5], [2.5, 5], [4, 5]), "input 'data': a profile's shapes hold integers (got [1, 5], [2.5, 5], [4, 5])"),
     ((1, 4, 8), "input 'data': a profile gives (min, opt, max), three shapes, or for an input whose values set shapes three lists of values "
                 "(got (1, 4, 8))"),
-], ids=["min above max", "two shapes", "a negative size", "a float", "three numbers"])
+    (([1, 5], [4, 5], [2**31, 5]), "input 'data': the profile's max shape has more than 2147483647 elements, TensorRT's most for one "
+                                   "tensor (got min [1, 5], opt [4, 5], max [2147483648, 5])"),
+], ids=["min above max", "two shapes", "a negative size", "a float", "three numbers", "past 2**31 - 1 elements"])
 def test_build_engine_refuses_a_profile_it_cannot_use_in_one_line(data, message):
     """What the command line's parser refuses, build_engine refuses from Python too: polygraphy said "Profile is not
     valid" with the object's address, an unpacking error, or that min was "inconsistent with other shapes"."""
@@ -1070,6 +1072,20 @@ def test_an_examples_profile_is_held_to_its_own_rules_before_the_examples(profil
     assert str(refused.value).startswith(message)
 
 
+@pytest.mark.parametrize("params, message", [
+    (dict(data_shape=(2, -5)), "example 'slice_scatter': data_shape is a shape, a sequence of sizes (integers, at least 0) (got (2, -5))"),
+    (dict(data_shape="2,5"), "example 'slice_scatter': data_shape is a shape, a sequence of sizes (integers, at least 0) (got '2,5')"),
+    (dict(data_shape=(2, 5.0)), "example 'slice_scatter': data_shape is a shape, a sequence of sizes (integers, at least 0) (got (2, 5.0))"),
+    (dict(dtype="float33"), "example 'slice_scatter': dtype 'float33' is not a NumPy element type"),
+], ids=["a negative size", "a string", "a float", "no element type"])
+def test_an_examples_parameters_are_named_where_they_are_wrong(params, message):
+    """A negative size ended in 'data' must be an ITensor (got NoneType), after TensorRT's own error; a string in a
+    comparison of str and int; a float in pybind's list of signatures; a dtype in NumPy's TypeError."""
+    with pytest.raises(ValueError) as refused:
+        engine.build_engine(engine.network_from_example("slice_scatter", {}, **params))
+    assert str(refused.value) == message
+
+
 def test_build_engine_names_its_arguments_mistakes(tmp_path):
     """A model where a loader belongs, a folder as the timing cache, an example's profile left out: one line each, naming
     the argument (a TypeError that the object is not callable; polygraphy's IsADirectoryError from deep inside)."""
@@ -1088,6 +1104,8 @@ def test_build_engine_names_its_arguments_mistakes(tmp_path):
     with pytest.raises(TypeError, match=r"^build_engine: profile_shapes maps input names to \(min, opt, max\) shapes \(got str\)$"):
         engine.build_engine(engine.network_from_example("slice_scatter", {}), "x")
     assert not (tmp_path / "missing").exists()
+    with pytest.raises(ValueError, match=r"^graph '' has no outputs: nothing would be computed"):  # was TensorRT's error, then polygraphy's
+        engine.network_from_onnx(onnx.ModelProto())
 
 
 @pytest.mark.parametrize("op, inputs, plugins, message", [

@@ -77,6 +77,12 @@ def network_from_example(name: str, profile_shapes: dict[str, tuple[Sequence[int
     from trt_scatter.networks.examples import EXAMPLES
 
     check_example_name(name)
+    for key in ("dtype", "index_dtype"):
+        if key in params:
+            try:
+                np.dtype(params[key])
+            except TypeError:
+                raise ValueError(f"example {name!r}: {key} {params[key]!r} is not a NumPy element type") from None
     if params.get("dynamic") and profile_shapes:
         from trt_scatter.networks.examples import check_profile
 
@@ -574,10 +580,15 @@ def _check_value_counts(tensor, values):
 
 
 def check_profile_sizes(name: str, shapes: Sequence[Sequence[int]]) -> None:
-    """The profile's (min, opt, max) shapes of input ``name`` hold sizes: none below 0."""
+    """The profile's (min, opt, max) shapes of input ``name`` hold sizes: none below 0, and shapes of at most
+    :data:`~trt_scatter.model.files.MAX_ELEMENTS` elements (a larger dimension reached TensorRT's profile as another size)."""
+    from trt_scatter.model.files import MAX_ELEMENTS
+
+    given = ", ".join(f"{which} {list(shape)}" for which, shape in zip(("min", "opt", "max"), shapes))
     if any(d < 0 for shape in shapes for d in shape):
-        given = ", ".join(f"{which} {list(shape)}" for which, shape in zip(("min", "opt", "max"), shapes))
         raise ValueError(f"input '{name}': a profile's dimensions are sizes, at least 0 (got {given})")
+    if math.prod(int(d) for d in shapes[-1]) > MAX_ELEMENTS:
+        raise ValueError(f"input '{name}': the profile's max shape has more than {MAX_ELEMENTS} elements, TensorRT's most for one tensor (got {given})")
 
 
 def _check_profile_fits(tensor, shapes):

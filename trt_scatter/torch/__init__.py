@@ -29,6 +29,7 @@ translation; the ``trt_scatter`` logger says which, at debug level (``TRT_SCATTE
 from __future__ import annotations
 
 import io
+import os
 from typing import IO, TYPE_CHECKING, Any
 
 from trt_scatter.log import logger
@@ -39,8 +40,6 @@ from trt_scatter.torch.dynamo import translation_table
 from trt_scatter.torch.torchscript import register_symbolics, unregister_symbolics
 
 if TYPE_CHECKING:
-    import os
-
     import onnx
     import torch
 
@@ -72,10 +71,16 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
     if isinstance(args, list):  # torch.export refuses it in pages of text; TorchScript would take it for one input
         raise TypeError("trt_scatter.torch.export: args must be a tuple of the model's positional inputs (got a list: "
                         "tuple(args) for several inputs, (args,) for one list input)")
+    if f is not None and not isinstance(f, (str, os.PathLike)) and not hasattr(f, "write"):  # an int would be taken for a file descriptor
+        raise TypeError(f"trt_scatter.torch.export: f is a path or a binary file to save the model to (got {type(f).__name__})")
+    if isinstance(f, (str, os.PathLike)) and not os.path.isdir(os.path.dirname(os.path.abspath(f))):  # known before the export, not after
+        raise ValueError(f"trt_scatter.torch.export: f {os.fspath(f)!r}: its folder does not exist")
     writes.require_torch()
     import onnx
     import torch
 
+    if not isinstance(model, (torch.nn.Module, torch.export.ExportedProgram)):
+        raise TypeError(f"trt_scatter.torch.export: model is a torch.nn.Module or a torch.export.ExportedProgram (got {type(model).__name__})")
     from trt_scatter.passes.lower import nested_node
     from trt_scatter.passes.rewrite import rewrite
     from trt_scatter.passes.validate import validate
