@@ -314,8 +314,22 @@ def test_export_refuses_a_model_and_a_destination_it_cannot_take(tmp_path):
         export(torch.nn.Identity(), (torch.zeros(2),), 1)
     with pytest.raises(ValueError, match=r"^trt_scatter.torch.export: f '.*/missing/m.onnx': its folder does not exist$"):
         export(torch.nn.Identity(), (torch.zeros(2),), tmp_path / "missing" / "m.onnx")
-    with pytest.raises(TypeError, match=r"^trt_scatter.torch.export: model is a torch.nn.Module or a torch.export.ExportedProgram \(got str\)$"):
+    with pytest.raises(TypeError, match=r"^trt_scatter.torch.export: model is a torch.nn.Module, a torch.export.ExportedProgram or a "
+                                        r"TorchScript function \(got str\)$"):
         export("notamodule", (torch.zeros(2),))
+    assert [node.op_type for node in export(_double, (torch.zeros(2),), dynamo=False).graph.node] == ["Constant", "Mul"]  # as torch takes it
+
+
+def _double(x):
+    return x * 2
+
+
+try:  # a TorchScript function, which torch.onnx.export's TorchScript path takes
+    import torch
+
+    _double = torch.jit.script(_double)
+except ImportError:
+    pass
 
 
 @pytest.mark.parametrize("dynamo", [True, False])

@@ -681,6 +681,33 @@ def test_tensorrts_own_scatter_layer_is_held_to_the_ops_rules_at_each_bound(tmp_
         assert str(refused.value) == message
 
 
+def _scatter_nd_at_the_past_length():
+    """A KV cache of 16 rows written by ONNX's ScatterND at rows Range(len(past), len(past) + len(new)): indices computed
+    from two inputs' shapes, which a profile's largest shapes of both would put past the cache, though no run has both."""
+    nodes = [helper.make_node("Shape", ["past"], ["ps"], start=0, end=1), helper.make_node("Shape", ["new"], ["ns"], start=0, end=1),
+             helper.make_node("Squeeze", ["ps"], ["start"]), helper.make_node("Squeeze", ["ns"], ["length"]),
+             helper.make_node("Add", ["start", "length"], ["stop"]), helper.make_node("Range", ["start", "stop", "one"], ["rows"]),
+             helper.make_node("Unsqueeze", ["rows", "last"], ["idx"]), helper.make_node("ScatterND", ["cache", "idx", "new"], ["out"])]
+    inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [rows, 4]) for name, rows in (("cache", 16), ("past", "P"), ("new", "T"))]
+    constants = [onnx.numpy_helper.from_array(np.array(1, np.int64), "one"), onnx.numpy_helper.from_array(np.array([1], np.int64), "last")]
+    graph = helper.make_graph(nodes, "kv", inputs, [helper.make_tensor_value_info("out", TensorProto.FLOAT, [16, 4])], constants)
+    return _model(graph)
+
+
+def test_tensorrts_own_scatter_layer_with_indices_from_shapes_builds_and_checks(tmp_path, capsys):
+    """The bound check of TensorRT's own scatter layers folded indices computed from shapes at the largest past and new
+    lengths together and refused a profile whose runs all fit; trt-scatter check did so with a profile of its feeds."""
+    onnx.save(_scatter_nd_at_the_past_length(), tmp_path / "kv.onnx")
+    profile = [argument for flag, (past, new) in (("--min", (0, 1)), ("--opt", (8, 1)), ("--max", (15, 16)))
+               for argument in (flag, f"past:[{past},4]", f"new:[{new},4]")]
+    assert main(["build", str(tmp_path / "kv.onnx"), "-o", str(tmp_path / "kv.engine"), *profile]) == 0, capsys.readouterr().err
+    rng = np.random.default_rng(0)
+    feeds = [{"cache": rng.random((16, 4), np.float32), "past": rng.random((past, 4), np.float32), "new": rng.random((new, 4), np.float32)}
+             for past, new in ((15, 1), (0, 16))]
+    plan, _ = engine.build_engine(engine.network_from_onnx(tmp_path / "kv.onnx"), feeds=feeds)  # no plugin: in this process
+    assert len(plan) > 0
+
+
 def test_a_profile_whose_largest_shapes_make_no_run_together_builds(tmp_path, capsys):
     """A KV cache written at the past length: past up to 15 (decode) and new up to 16 (prefill) never come together, so the
     rule that the largest shapes of both break holds in every run (the profile check refused it)."""

@@ -449,6 +449,7 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
     inputs = [_info(network.get_input(i)) for i in range(network.num_inputs)]
     outputs = [_info(network.get_output(i)) for i in range(network.num_outputs)]
     profile_shapes = dict(profile_shapes or {})
+    given = dict(profile_shapes)
     unknown = sorted(set(profile_shapes) - {t.name for t in inputs})
     if unknown:
         raise ValueError(f"shape profile names no input of the network: {', '.join(unknown)}")
@@ -477,10 +478,10 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
         raise ValueError(f"input(s) {', '.join(unranged)} set shapes in the network: give the range of their values "
                          f"with --min/--opt/--max NAME:[V,...] (e.g. --min {unranged[0]}:[0] --opt {unranged[0]}:[1] --max {unranged[0]}:[64])")
     model = getattr(load_network, "model", None)  # network_from_onnx's: constants the profile puts out of range in every run
-    if model is not None and profile_shapes:
+    if model is not None and given:  # the profile given, not one made of feeds: each feed ran in the reference as it is
         from trt_scatter.passes.validate import validate_profile
 
-        validate_profile(model, profile_shapes)
+        validate_profile(model, given)
     profiles = None
     if profile_shapes or any(literal_pattern(t.name) != t.name for t in inputs):
         # every input, the static ones at their shape: polygraphy's default profile would name them unescaped

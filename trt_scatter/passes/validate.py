@@ -297,9 +297,18 @@ def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes, laye
     from trt_scatter.plugins.kernels import module
 
     named = {dim.dim_param for value in model.proto.graph.input for dim in value.type.tensor_type.shape.dim if dim.dim_param}
-    exact = [index for index in sorted(checked_nodes)
-             if all((shape := model.tensors.symbolic_shape(name)) is not None and all(isinstance(d, int) or d in named for d in shape)
-                    for name in served[index].input if name)]
+
+    def bounded_by_the_profile(index):
+        return all((shape := model.tensors.symbolic_shape(name)) is not None and all(isinstance(d, int) or d in named for d in shape)
+                   for name in served[index].input if name)
+
+    exact = [index for index in sorted(checked_nodes) if bounded_by_the_profile(index)]
+    # index values that no shape sets (constants, or graph inputs, whose values no bound gives): one computed from shapes
+    # takes, at a bound, the sizes of several inputs that no run may have together (a KV cache's past and new lengths)
+    fed = {value.name for value in model.proto.graph.input}
+    layer_nodes = [index for index in sorted(layer_nodes) if bounded_by_the_profile(index) and all(
+        name in fed or model.tensors.constant(name) is not None
+        for name, position in zip(served[index].input, ops.op_of(served[index]).inputs) if name and position in ops.op_of(served[index]).index_inputs)]
     checked = []  # the bounds' shapes checked so far: opt is often the largest, and each costs a shape inference
     for bound, label in ((0, "smallest"), (1, "opt"), (2, "largest")) if exact or layer_nodes else ():  # opt: the shapes the engine is tuned to run
         at = {name: tuple(profile[name][bound]) for name in dynamic}
@@ -321,7 +330,7 @@ def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes, laye
                 written_as = OpNode(model.proto.graph.node[index], index, model.tensors).label
                 raise ModelError(f"the profile's {label} shapes break {'a plugin' if plugin else 'the op'}'s rule: {written_as}, input shapes "
                                  f"{[tuple(shape) for shape in shapes]}: {err}") from None
-        for index in sorted(layer_nodes):
+        for index in layer_nodes:
             node = OpNode(served[index], index, tensors)
             try:
                 oracle.module(node.op).check_node(node)

@@ -79,8 +79,9 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
     import onnx
     import torch
 
-    if not isinstance(model, (torch.nn.Module, torch.export.ExportedProgram)):
-        raise TypeError(f"trt_scatter.torch.export: model is a torch.nn.Module or a torch.export.ExportedProgram (got {type(model).__name__})")
+    if not isinstance(model, (torch.nn.Module, torch.export.ExportedProgram, torch.jit.ScriptFunction)):
+        raise TypeError(f"trt_scatter.torch.export: model is a torch.nn.Module, a torch.export.ExportedProgram or a TorchScript function "
+                        f"(got {type(model).__name__})")
     from trt_scatter.passes.lower import nested_node
     from trt_scatter.passes.rewrite import rewrite
     from trt_scatter.passes.validate import validate
