@@ -293,7 +293,9 @@ def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes, laye
 
     ``layer_nodes``, ONNX's own scatter nodes that TensorRT's layers build, are then held to every rule of the oracle at
     each bound, constant indices included: TensorRT's scatter layer checks no index when it runs, so a constant index
-    that the smallest shapes put out of range would be read out of bounds there (a plugin skips and counts it)."""
+    that the smallest shapes put out of range would be read out of bounds there (a plugin skips and counts it). Only
+    those the profile bounds whose indices are constants or graph inputs: indices computed from shapes would take, at
+    a bound, sizes of several inputs that no run has together."""
     from trt_scatter.plugins.kernels import module
 
     named = {dim.dim_param for value in model.proto.graph.input for dim in value.type.tensor_type.shape.dim if dim.dim_param}
