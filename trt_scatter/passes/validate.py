@@ -170,9 +170,9 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     # ONNX's own nodes that TensorRT's layers build (TensorScatter in the form its importer takes) have the same shape
     # rules as the plugin that serves the op elsewhere: checked at the bounds too
     plugin_keys = {op.key for op in ops.OPS.values()}  # ops with a kernel module, whose check_shapes holds the op's shape rules
-    layer_nodes = {index for index, node in enumerate(served) if (op := ops.op_of(node)) is not None and not op.is_plugin}
-    _check_shapes_at_bounds(model, profile, dynamic, served, plugin_nodes | {index for index in layer_nodes if ops.op_of(served[index]).key in plugin_keys},
-                            layer_nodes)
+    layer_ops = {index: op for index, node in enumerate(served) if (op := ops.op_of(node)) is not None and not op.is_plugin}
+    _check_shapes_at_bounds(model, profile, dynamic, served, plugin_nodes | {index for index, op in layer_ops.items() if op.key in plugin_keys},
+                            layer_ops)
     written = {served[index].input[0] for index in plugin_nodes}
     if not written & set(dynamic):
         return
@@ -282,7 +282,7 @@ def _named_dims_disagree(graph, profile):
     return False
 
 
-def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes, layer_nodes=()):
+def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes, layer_ops):
     """Each of ``checked_nodes``' shape rules (its kernel module's ``check_shapes``, as the plugin's ``configure_plugin`` checks
     them; for ONNX's own node that a TensorRT layer builds, those of the plugin that serves its op elsewhere) at the
     profile's smallest shapes, all inputs together, then at its opt and its largest: refused here, before TensorRT runs,
@@ -291,7 +291,7 @@ def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes, laye
     instead of the rule. Only nodes whose every input dimension is a number or a graph input's named dimension: those
     are the profile's bounds in TensorRT too (a dimension computed from several inputs has bounds of its own there).
 
-    ``layer_nodes``, ONNX's own scatter nodes that TensorRT's layers build, are then held to every rule of the oracle at
+    ``layer_ops`` (index -> op), ONNX's own scatter nodes that TensorRT's layers build, are then held to every rule of the oracle at
     each bound, constant indices included: TensorRT's scatter layer checks no index when it runs, so a constant index
     that the smallest shapes put out of range would be read out of bounds there (a plugin skips and counts it). Only
     those the profile bounds whose indices are constants or graph inputs: indices computed from shapes would take, at
@@ -308,9 +308,9 @@ def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes, laye
     # index values that no shape sets (constants, or graph inputs, whose values no bound gives): one computed from shapes
     # takes, at a bound, the sizes of several inputs that no run may have together (a KV cache's past and new lengths)
     fed = {value.name for value in model.proto.graph.input}
-    layer_nodes = [index for index in sorted(layer_nodes) if bounded_by_the_profile(index) and all(
-        name in fed or model.tensors.constant(name) is not None
-        for name, position in zip(served[index].input, ops.op_of(served[index]).inputs) if name and position in ops.op_of(served[index]).index_inputs)]
+    layer_nodes = [OpNode(served[index], index, model.tensors, op) for index, op in sorted(layer_ops.items()) if bounded_by_the_profile(index)]
+    layer_nodes = [node for node in layer_nodes if all(node.inputs[name] in fed or model.tensors.constant(node.inputs[name]) is not None
+                                                       for name in node.op.index_inputs if name in node.inputs)]
     checked = []  # the bounds' shapes checked so far: opt is often the largest, and each costs a shape inference
     for bound, label in ((0, "smallest"), (1, "opt"), (2, "largest")) if exact or layer_nodes else ():  # opt: the shapes the engine is tuned to run
         at = {name: tuple(profile[name][bound]) for name in dynamic}
@@ -332,12 +332,12 @@ def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes, laye
                 written_as = OpNode(model.proto.graph.node[index], index, model.tensors).label
                 raise ModelError(f"the profile's {label} shapes break {'a plugin' if plugin else 'the op'}'s rule: {written_as}, input shapes "
                                  f"{[tuple(shape) for shape in shapes]}: {err}") from None
-        for index in layer_nodes:
-            node = OpNode(served[index], index, tensors)
+        for as_given in layer_nodes:
+            node = OpNode(as_given.node, as_given.index, tensors, as_given.op)
             try:
                 oracle.module(node.op).check_node(node)
             except ScatterInputError as err:
-                shapes = [None if (shape := tensors.shape(name)) is None else tuple(shape) for name in served[index].input if name]
+                shapes = [None if (shape := tensors.shape(name)) is None else tuple(shape) for name in node.node.input if name]
                 raise ModelError(f"the profile's {label} shapes break the op's rule: {node.label}, input shapes {shapes}: {err}") from None
 
 
