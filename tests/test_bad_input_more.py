@@ -317,19 +317,12 @@ def test_export_refuses_a_model_and_a_destination_it_cannot_take(tmp_path):
     with pytest.raises(TypeError, match=r"^trt_scatter.torch.export: model is a torch.nn.Module, a torch.export.ExportedProgram or a "
                                         r"TorchScript function \(got str\)$"):
         export("notamodule", (torch.zeros(2),))
-    assert [node.op_type for node in export(_double, (torch.zeros(2),), dynamo=False).graph.node] == ["Constant", "Mul"]  # as torch takes it
 
+    @torch.jit.script
+    def double(x):  # a TorchScript function, which torch.onnx.export's TorchScript path takes
+        return x * 2
 
-def _double(x):
-    return x * 2
-
-
-try:  # a TorchScript function, which torch.onnx.export's TorchScript path takes
-    import torch
-
-    _double = torch.jit.script(_double)
-except ImportError:
-    pass
+    assert [node.op_type for node in export(double, (torch.zeros(2),), dynamo=False).graph.node] == ["Constant", "Mul"]
 
 
 @pytest.mark.parametrize("dynamo", [True, False])
