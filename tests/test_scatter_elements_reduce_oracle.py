@@ -4,6 +4,7 @@ Repeated targets are the point: every case draws indices with repetition, about 
 """
 
 import numpy as np
+import onnx
 import pytest
 import torch
 from hypothesis import given, settings
@@ -12,6 +13,7 @@ from onnx import TensorProto, helper
 
 from oracle_helpers import seeds
 from reduction_helpers import KERNEL_TYPES, ORACLE_TYPES, REDUCTIONS, TORCH_REDUCE, assert_same, sequential, values
+from trt_scatter.onnx_models import scatter_elements_reduce_model
 from trt_scatter.oracle import ScatterInputError
 from trt_scatter.oracle.scatter_elements_reduce import scatter_elements_reduce
 
@@ -141,7 +143,7 @@ def test_inputs_are_not_changed_and_the_type_is_kept():
     (dict(include_self=2), "scatter_elements_reduce: 'include_self' must be 0 or 1 (got 2)"),
     (dict(include_self=0.5), "scatter_elements_reduce: 'include_self' must be 0 or 1 (got 0.5)"),
     (dict(include_self=np.array([1])), "scatter_elements_reduce: 'include_self' must be 0 or 1 (got array([1]))"),
-    (dict(include_self=True), "scatter_elements_reduce: 'include_self' must be 0 or 1 (got True)"),
+    (dict(include_self="True"), "scatter_elements_reduce: 'include_self' must be 0 or 1 (got 'True')"),
     (dict(data=np.zeros(3, bool), updates=np.ones(2, bool)),
      "scatter_elements_reduce: 'data' must be a number type a reduction can combine (not bool) (got bool)"),
     (dict(indices=np.array([0, 3])), r"scatter_elements_reduce: 'indices' values must be in [-3, 2] for a dimension of size 3 (got 3)"),
@@ -154,6 +156,16 @@ def test_broken_rules_are_one_line(arguments, message):
     with pytest.raises(ScatterInputError) as raised:
         scatter_elements_reduce(**inputs)
     assert str(raised.value) == message
+
+
+@pytest.mark.parametrize("flag, value", [(True, 1), (False, 0), (np.True_, 1)])
+def test_include_self_takes_pytorchs_bool_as_onnxs_int(flag, value):
+    rng = np.random.default_rng(3)
+    data, indices, updates = _case(rng, (3, 4), 1, 6, np.float32)
+    assert_same(scatter_elements_reduce(data, indices, updates, axis=1, reduction="mean", include_self=flag),
+                scatter_elements_reduce(data, indices, updates, axis=1, reduction="mean", include_self=value))
+    model = scatter_elements_reduce_model([3, 4], [3, 6], axis=1, reduction="mean", include_self=flag)
+    assert [(a.name, a.type, a.i) for a in model.graph.node[0].attribute if a.name == "include_self"] == [("include_self", onnx.AttributeProto.INT, value)]
 
 
 def test_the_package_names_the_function_the_readme_lists():

@@ -76,8 +76,8 @@ def check_reduction(op: str, reduction: str | bytes, allowed: Sequence[str] = RE
 
 
 def check_include_self(op: str, include_self: int) -> int:
-    number = isinstance(include_self, (int, float, np.integer, np.floating)) and not isinstance(include_self, (bool, np.bool_))
-    if not number or include_self not in (0, 1):  # an array, a bool, 0.5...
+    """0 or 1, as ONNX's integer attribute, or False or True, as PyTorch's ``scatter_reduce`` argument; returned as an int."""
+    if not isinstance(include_self, (int, float, np.integer, np.floating, np.bool_)) or include_self not in (0, 1):  # an array, 0.5...
         raise rules.ScatterInputError(op, "include_self", "must be 0 or 1", repr(include_self))
     return int(include_self)
 
