@@ -203,13 +203,36 @@ def test_masked_index_put_with_accumulate_and_a_value_per_element_keeps_the_stoc
     np.testing.assert_array_equal(result, module(data, mask).numpy())
 
 
-def test_masked_index_put_with_accumulate_and_a_value_per_element_is_refused_with_torchscript():
+MASKED_ACCUMULATE_REFUSAL = (r"^trt_scatter.torch: index_put with a mask, accumulate=True and a value per masked element: PyTorch's "
+                             r"TorchScript translation assigns instead of adding; export with dynamo=True$")
+
+
+def test_masked_index_put_with_accumulate_and_a_value_per_element_is_refused_with_torchscript(capfd):
+    """In one line: where a symbolic raises, the TorchScript exporter first prints its whole graph ("Torch IR graph at
+    exception"), so export raises the refusal after the exporter is done."""
     import trt_scatter.torch as trt_scatter_torch
 
     module, args = _MaskedAccumulate(torch.ones(2, 4)), (torch.zeros(3, 4), torch.tensor([True, False, True]))
-    with pytest.raises(ValueError, match=r"^trt_scatter.torch: index_put with a mask, accumulate=True and a value per masked "
-                                         r"element: PyTorch's TorchScript translation assigns instead of adding; export with dynamo=True$"):
+    with pytest.raises(ValueError, match=MASKED_ACCUMULATE_REFUSAL):
         trt_scatter_torch.export(module, args, dynamo=False)
+    out, err = capfd.readouterr()
+    assert "graph" not in out + err, out + err
+
+
+def test_symbolics_a_user_registers_refuse_where_they_meet_the_write():
+    """Registered for a torch.onnx.export of one's own, a symbolic raises its refusal at once: the data unwritten would be
+    a wrong model."""
+    import io
+
+    import trt_scatter.torch as trt_scatter_torch
+
+    module, args = _MaskedAccumulate(torch.ones(2, 4)), (torch.zeros(3, 4), torch.tensor([True, False, True]))
+    trt_scatter_torch.register_symbolics()
+    try:
+        with pytest.raises(ValueError, match=MASKED_ACCUMULATE_REFUSAL):
+            torch.onnx.export(module, args, io.BytesIO(), dynamo=False)
+    finally:
+        trt_scatter_torch.unregister_symbolics()
 
 
 def test_rows_for_an_index_broadcast_over_the_row_elements_per_element_otherwise():

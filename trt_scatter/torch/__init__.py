@@ -35,7 +35,7 @@ from typing import IO, TYPE_CHECKING, Any
 from trt_scatter.log import logger
 from trt_scatter.model.graph import fed_inputs, overwrite_conflict, value_readers
 from trt_scatter.ops import DOMAIN, VERSION, is_trt_scatter, register_onnx_schemas
-from trt_scatter.torch import writes
+from trt_scatter.torch import torchscript, writes
 from trt_scatter.torch.dynamo import translation_table
 from trt_scatter.torch.torchscript import register_symbolics, unregister_symbolics
 
@@ -195,7 +195,8 @@ def _export_torchscript(model, args, kwargs):
     register_symbolics()
     buffer = io.BytesIO()
     try:
-        torch.onnx.export(model, args, buffer, dynamo=False, custom_opsets=custom_opsets, **kwargs)
+        with torchscript.refusals_after_export():
+            torch.onnx.export(model, args, buffer, dynamo=False, custom_opsets=custom_opsets, **kwargs)
     finally:
         if not registered_before:
             unregister_symbolics()

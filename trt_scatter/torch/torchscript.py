@@ -26,6 +26,7 @@ use :func:`trt_scatter.torch.export`, which does both.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from typing import TYPE_CHECKING
 
@@ -34,7 +35,7 @@ from trt_scatter.ops import DOMAIN
 from trt_scatter.torch import writes
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     import torch
     from torch.onnx._internal.torchscript_exporter.jit_utils import GraphContext
@@ -52,6 +53,33 @@ def _max_opset():
 OPSETS = range(13, _max_opset() + 1)  #: target opsets the symbolics serve (Unsqueeze takes its axes as an input from 13; below, the stock ones)
 
 _stock = {}  # (name, opset) -> the function registered before ours (None: the exporter has none)
+_refusals: list[str] | None = None  # inside refusals_after_export: what the symbolics could not translate, in order
+
+
+@contextlib.contextmanager
+def refusals_after_export() -> Iterator[None]:
+    """Raises the first write the symbolics refused once the export inside is done, as one ValueError: where a
+    symbolic raises, the TorchScript exporter prints its whole graph before the error."""
+    global _refusals
+    _refusals = refusals = []
+    try:
+        yield
+    except Exception:
+        if not refusals:
+            raise
+    finally:
+        _refusals = None
+    if refusals:  # also where the export failed after one: on the data left unwritten
+        raise ValueError(refusals[0])
+
+
+def _refuse(message: str, data: torch._C.Value) -> torch._C.Value:
+    """A write the symbolics cannot translate: raised here where ``torch.onnx.export`` called them directly, kept for
+    :func:`refusals_after_export` (``data`` passed on unwritten meanwhile) inside it."""
+    if _refusals is None:
+        raise ValueError(message)
+    _refusals.append(message)
+    return data
 
 
 def register_symbolics() -> None:
@@ -220,8 +248,8 @@ def index_reduce(g: GraphContext, self, dim: torch._C.Value, index: torch._C.Val
     axis, rank = _axis(self, _const(dim)), symbolic_helper._get_tensor_rank(index)
     reduction, include = writes.REDUCTIONS.get(symbolic_helper._maybe_get_const(reduce, "s")), _const(include_self)
     if axis is None or rank is None or rank > 1 or reduction is None or include not in (True, False, 0, 1):
-        raise ValueError("trt_scatter.torch: aten::index_reduce with a reduce or include_self not known, an index of rank > 1 or "
-                         "data of unknown rank: PyTorch's exporters have no translation of it, and trt_scatter's takes a 0-D or 1-D index")
+        return _refuse("trt_scatter.torch: aten::index_reduce with a reduce or include_self not known, an index of rank > 1 or "
+                       "data of unknown rank: PyTorch's exporters have no translation of it, and trt_scatter's takes a 0-D or 1-D index", self)
     emitter = _Emitter(g)
     if rank == 0:
         index = emitter.op("Reshape", index, emitter.ints([1]))
@@ -410,12 +438,12 @@ def _masked_accumulate(emitter, data, indices, values):
         return None
     data_dims, mask_dims, value_dims = emitter.dims(data), emitter.dims(mask), emitter.dims(values)
     if data_dims is None or mask_dims is None or value_dims is None:
-        raise ValueError("trt_scatter.torch: index_put with a mask and accumulate=True on tensors of unknown rank: PyTorch's "
-                         "TorchScript translation assigns instead of adding; export with dynamo=True")
+        return _refuse("trt_scatter.torch: index_put with a mask and accumulate=True on tensors of unknown rank: PyTorch's "
+                       "TorchScript translation assigns instead of adding; export with dynamo=True", data)
     written = writes.masked_accumulate(emitter, data, mask, values)
     if written is None:
-        raise ValueError("trt_scatter.torch: index_put with a mask, accumulate=True and a value per masked element: "
-                         "PyTorch's TorchScript translation assigns instead of adding; export with dynamo=True")
+        return _refuse("trt_scatter.torch: index_put with a mask, accumulate=True and a value per masked element: "
+                       "PyTorch's TorchScript translation assigns instead of adding; export with dynamo=True", data)
     return written
 
 
