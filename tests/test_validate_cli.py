@@ -101,6 +101,19 @@ def test_an_engine_where_a_model_is_expected_is_one_line(tmp_path, command):
     assert_one_line(fx.run_tool("trt-scatter", [command, engine]), line)
 
 
+def test_an_engine_given_to_build_where_it_would_write_it_is_named_as_an_engine(tmp_path):
+    """``trt-scatter build engines/x.engine`` would write engines/x.engine: what is wrong is the input, an engine (or no
+    file at all), not the output (it said the output was the file it reads)."""
+    built = fx.run_tool("trt-scatter", ["build", "slice_scatter"], cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    engine = os.path.join("engines", "slice_scatter.engine")
+    line = f"trt-scatter build: error: '{engine}' is a serialized TensorRT engine, not an ONNX model"
+    assert_one_line(fx.run_tool("trt-scatter", ["build", engine], cwd=tmp_path), line)
+    missing = os.path.join("engines", "missing.engine")
+    line = f"trt-scatter build: error: cannot read ONNX model '{missing}': No such file or directory"
+    assert_one_line(fx.run_tool("trt-scatter", ["build", missing], cwd=tmp_path), line)
+
+
 def test_output_paths_that_cannot_be_written_are_one_line(tmp_path):
     model = save(slice_scatter(), tmp_path / "model.onnx")
     folder = tmp_path / "engines"

@@ -126,6 +126,8 @@ def _build_one(args, target, output, dynamic):
     name = pathlib.Path(target).stem if is_model else _example_engine_name(target, dynamic, args)
     output = pathlib.Path(output or pathlib.Path(args.out_dir or "engines") / f"{name}.engine")
     reads = [target] if is_model else []
+    if is_model:
+        common.check_model_file(target)  # first: an engine given for a model is its own default output
     common.check_output_path(output, reads=reads)
     if args.timing_cache:
         common.check_output_path(args.timing_cache, what="--timing-cache", reads=reads)

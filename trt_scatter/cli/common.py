@@ -286,7 +286,8 @@ def check_output_path(path: str | os.PathLike, what: str = "output", reads: Iter
         raise CliError(f"{what} {path!r} is a directory: give a file path")
     for read in reads:
         if _same_file(path, read):
-            raise CliError(f"{what} {path!r} is {os.fspath(read)!r}, which this command reads: write it elsewhere")
+            same = "a file" if os.fspath(read) == path else f"{os.fspath(read)!r}, a file"
+            raise CliError(f"{what} {path!r} is {same} this command reads: write it elsewhere")
     parent = os.path.dirname(os.path.abspath(path))
     existing = parent
     while not os.path.exists(existing):  # the folders that would be made: the nearest existing one decides
@@ -408,6 +409,16 @@ def load_model(path: str | os.PathLike, weights: bool = False) -> Model:
         model = Model.read(path, weights=weights)
         validate(model)
         return model
+    except ModelError as err:
+        raise CliError(str(err)) from None
+
+
+def check_model_file(path: str | os.PathLike) -> None:
+    """:func:`trt_scatter.model.files.check_model_file`, before a command's outputs are checked; CliError otherwise."""
+    from trt_scatter.model import ModelError, files
+
+    try:
+        files.check_model_file(path)
     except ModelError as err:
         raise CliError(str(err)) from None
 

@@ -49,10 +49,7 @@ def read_proto(path: str | os.PathLike) -> onnx.ModelProto:
     if os.path.isdir(path):
         raise ModelError(f"{path!r} is a directory, not an ONNX model")
     data = _read_bytes(path)
-    if not data:
-        raise ModelError(f"{path!r} is empty, not an ONNX model")
-    if data[:4] in ENGINE_MAGICS:
-        raise ModelError(f"{path!r} is a serialized TensorRT engine, not an ONNX model")
+    _check_start(path, data[:4])
     try:
         model = onnx.load_model_from_string(data)
     except (DecodeError, ValueError, RuntimeError, OSError) as err:
@@ -62,6 +59,31 @@ def read_proto(path: str | os.PathLike) -> onnx.ModelProto:
     check_tensor_sizes(model, path)
     _check_external_files(model, path)
     return model
+
+
+def check_model_file(path: str | os.PathLike) -> None:
+    """What :func:`read_proto` would refuse first in a regular file, from its first bytes: a file that is missing, a
+    directory, empty, or a TensorRT engine. For a command that checks its outputs before it reads its model (``build``
+    named an engine given for a model as its own output). A pipe or device is left to :func:`read_proto`: its bytes
+    come once."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise ModelError(f"{path!r} is a directory, not an ONNX model")
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return
+        with open(path, "rb") as file:
+            start = file.read(4)
+    except OSError as err:
+        raise ModelError(f"cannot read ONNX model {path!r}: {err.strerror or err}") from None
+    _check_start(path, start)
+
+
+def _check_start(path, start):
+    if not start:
+        raise ModelError(f"{path!r} is empty, not an ONNX model")
+    if start in ENGINE_MAGICS:
+        raise ModelError(f"{path!r} is a serialized TensorRT engine, not an ONNX model")
 
 
 def _read_bytes(path):
