@@ -386,6 +386,24 @@ def test_inputs_the_free_dims_make_invalid_say_to_give_the_shapes(tmp_path):
     assert check(path, "--input-shapes", "data:[4,6]", "--allow-engine-not-run").returncode == 0
 
 
+def test_the_shapes_of_generated_inputs_are_printed_where_the_model_leaves_dims_free(elements_model, tmp_path):
+    """A free dim gets 4, or the length an op's rule sets: a TensorScatter along the cache's axis 1 of (B, 8, 64, 16)
+    takes updates of 64 rows there, so a check at free shapes passed a model whose one decode shape (T = 1) it
+    refuses; the line shows what ran. None where every dim is static or given."""
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("TensorScatter", ["past_cache", "update", "write_indices"], ["present_cache"], axis=1)  # meant: axis 2
+    graph = helper.make_graph([node], "cache", [fx.info("past_cache", ["B", 8, 64, 16]), fx.info("update", ["B", 8, "T", 16]),
+                                                helper.make_tensor_value_info("write_indices", TensorProto.INT64, ["B"])],
+                              [fx.info("present_cache", ["B", 8, 64, 16])])
+    path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)]), tmp_path / "cache.onnx")
+    result = check(path, "--allow-engine-not-run")
+    assert result.returncode == 0, output_of(result)
+    assert result.stdout.splitlines()[0] == "inputs: generated at past_cache [4, 8, 64, 16], update [4, 8, 64, 16], write_indices [4]"
+    given = check(elements_model, "--input-shapes", "data:[2,5]", "indices:[2,3]", "updates:[2,3]", "--allow-engine-not-run")
+    assert given.returncode == 0 and "inputs:" not in given.stdout, output_of(given)
+
+
 @pytest.mark.parametrize("rows", ["n", 4, "n given 4"])
 def test_an_index_wrapped_over_an_earlier_writes_shape_grows_free_rows_or_names_the_rule(tmp_path, rows):
     """``x.index_copy(0, pos, row).index_fill(0, [5], 0)`` as PyTorch's exporters write it: the fill's index is wrapped

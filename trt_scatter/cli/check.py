@@ -74,7 +74,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         default=[],
         type=_input_shape,
         metavar="NAME:[D0,D1,...]",
-        help="shapes of dynamic inputs (others: static dims, named dims alike, free dims 4)",
+        help="shapes of dynamic inputs (others: static dims, named dims alike, free dims 4 or the length an op's rule sets; "
+             "the shapes generated are printed)",
     )
     parser.add_argument("--seed", type=_non_negative_int, help="seed of the generated inputs (default 1)")
     parser.add_argument("--iterations", type=_iterations, help=f"how many sets of inputs to generate (default 1, at most {MAX_ITERATIONS})")
@@ -197,6 +198,8 @@ def _check(args):
 
     feeds = _inputs(args, loaded)
     golden = _load_golden(args.load_outputs) if args.load_outputs else None  # before the build: a bad file ends here
+    if not args.load_inputs and _free_dims_hint(model, args.input_shapes):  # what the free dims became: 4, or what an op's rule sets
+        print("inputs: generated at " + ", ".join(f"{name} {list(value.shape)}" for name, value in feeds[0].items()))
     ok = True
     engine = None
     unbuildable = None if backend_error else _unbuildable_here(model)
