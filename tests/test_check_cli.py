@@ -6,6 +6,7 @@ named by runner, and fails (exit 1, FAIL lines) when the reference, a lowering o
 import re
 
 import numpy as np
+import onnx
 import pytest
 
 import onnx_fixtures as fx
@@ -549,13 +550,20 @@ def test_golden_data_that_does_not_fit_the_run_and_inputs_the_reference_refuses(
     fewer = check(elements_model, "--load-outputs", golden, "--allow-engine-not-run")  # 1 iteration against 2 golden ones
     assert fewer.returncode == 1 and "iterations, expected 2" in fewer.stdout and fewer.stdout.rstrip().endswith("FAILED"), output_of(fewer)
 
+    # golden outputs none of which the model has are another model's: one line, not a FAIL for each output on each side
     renamed = fx.scatter_elements_model(["N", 5], ["N", 3], axis=1)
     renamed.graph.output[0].name = renamed.graph.node[-1].output[0] = "result"
     other = check(fx.save(renamed, tmp_path / "renamed.onnx"), "--iterations", "2", "--load-outputs", golden, "--allow-engine-not-run")
-    assert other.returncode == 1 and other.stdout.rstrip().endswith("FAILED"), output_of(other)
-    lines = other.stdout.splitlines()
-    assert "FAIL output (iteration 0): reference vs golden reference: missing in reference" in lines, output_of(other)
-    assert "FAIL result (iteration 0): reference vs golden reference: missing in golden reference" in lines, output_of(other)
+    assert other.returncode == 2 and not other.stdout, output_of(other)
+    assert other.stderr == (f"trt-scatter check: error: --load-outputs {str(golden)!r} holds outputs 'output', none of this model's "
+                            "('result'): golden outputs of another model?\n")
+    # an output the model gained fails by name
+    grown = fx.scatter_elements_model(["N", 5], ["N", 3], axis=1)
+    grown.graph.node.append(onnx.helper.make_node("Identity", ["output"], ["result"]))
+    grown.graph.output.append(onnx.helper.make_tensor_value_info("result", onnx.TensorProto.FLOAT, ["N", 5]))
+    more = check(fx.save(grown, tmp_path / "grown.onnx"), "--iterations", "2", "--load-outputs", golden, "--allow-engine-not-run")
+    assert more.returncode == 1 and more.stdout.rstrip().endswith("FAILED"), output_of(more)
+    assert "FAIL result (iteration 0): reference vs golden reference: missing in golden reference" in more.stdout.splitlines(), output_of(more)
 
     RunResults().save(str(tmp_path / "empty.json"))
     empty = check(elements_model, "--load-outputs", tmp_path / "empty.json")

@@ -197,7 +197,7 @@ def _check(args):
     G_LOGGER.module_severity = G_LOGGER.WARNING  # the verdict lines are the output
 
     feeds = _inputs(args, loaded)
-    golden = _load_golden(args.load_outputs) if args.load_outputs else None  # before the build: a bad file ends here
+    golden = _load_golden(args.load_outputs, [value.name for value in model.graph.output]) if args.load_outputs else None  # before the build: a bad file ends here
     if not args.load_inputs and _free_dims_hint(model, args.input_shapes):  # what the free dims became: 4, or what an op's rule sets
         print("inputs: generated at " + ", ".join(f"{name} {list(value.shape)}" for name, value in feeds[0].items()))
     ok = True
@@ -571,7 +571,9 @@ def _golden_run_of(name, golden_names):
     return golden_names[0]
 
 
-def _load_golden(path):
+def _load_golden(path, outputs):
+    """The golden runs in ``path``, which must name at least one of the model's ``outputs`` (a file of another model's
+    would fail every output twice, as missing on each side)."""
     from polygraphy.comparator import RunResults
 
     try:
@@ -581,6 +583,10 @@ def _load_golden(path):
         raise common.CliError(f"cannot load golden outputs from {path!r}: {err}") from None
     if not len(golden):
         raise common.CliError(f"{path!r} holds no runs")
+    saved = sorted({name for _, runs in golden.items() for run in runs for name in run.keys()})
+    if saved and not set(saved) & set(outputs):
+        raise common.CliError(f"--load-outputs {path!r} holds outputs {', '.join(map(repr, saved))}, none of this model's "
+                              f"({', '.join(map(repr, outputs))}): golden outputs of another model?")
     return golden
 
 
