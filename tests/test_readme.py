@@ -31,6 +31,27 @@ def test_python_examples_run():
             assert tuple(namespace["network"].get_output(0).shape) == (-1, 5)
 
 
+def test_the_example_networks_table_says_their_inputs_and_profiles():
+    """The README's table of example networks, row by row, from the networks themselves."""
+    from trt_scatter import backend
+    from trt_scatter.networks.examples import EXAMPLES
+
+    trt = backend.tensorrt()
+    builder = trt.Builder(trt.Logger())
+
+    def dims(shape):
+        return "[" + ",".join(map(str, shape)) + "]"
+
+    for name, add in EXAMPLES.items():
+        static, dynamic = builder.create_network(0), builder.create_network(0)
+        add(static)
+        profile = add(dynamic, dynamic=True)
+        inputs = ", ".join(f"{static.get_input(i).name} {dims(static.get_input(i).shape)}" for i in range(static.num_inputs))
+        assert all(tuple(low) == tuple(opt) for low, opt, _ in profile.values()), profile  # the table's "min = opt"
+        bounds = ", ".join(f"{input} {dims(low)} to {dims(high)}" for input, (low, _, high) in profile.items())
+        assert f"| {name} | {inputs} | {bounds} |" in README.read_text(), name
+
+
 def _regression_commands():
     section = README.read_text().split("## Regression tests on real models", 1)[1].split("\n## ", 1)[0]
     (block,) = re.findall(r"```bash\n(.*?)```", section, re.S)
