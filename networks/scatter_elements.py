@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     import tensorrt as trt
 
+    from trt_scatter.model.node import OpNode
     from trt_scatter.networks.graph import OnnxGraph, Value
 
 
@@ -68,6 +69,16 @@ def check_within_data_on_axis(data_shape: Sequence[int | None], indices_shape: S
             OP, "indices", f"dimension {axis} (the axis) must be at most data's ({data_dim}) in TensorRT's IScatterLayer, "
             "which ONNX allows only with repeated targets", f"shape {tuple(indices_shape)}"
         )
+
+
+def check_layer(node: OpNode) -> None:
+    """What TensorRT's IScatterLayer asks of a model's ScatterElements node beyond ONNX's rules (an
+    :class:`~trt_scatter.model.node.OpNode`): :func:`check_within_data_on_axis`, where the shapes are known.
+    :func:`trt_scatter.passes.validate.validate_profile` holds the nodes TensorRT's parser builds with the layer to it
+    at each bound of a profile (TensorRT-RTX built an engine whose profile broke it, without a word)."""
+    data, indices = node.shape("data"), node.shape("indices")
+    if data is not None and indices is not None and len(data) == len(indices) and data:
+        check_within_data_on_axis(data, indices, rules.normalize_axis(OP, "axis", node.attribute("axis", 0), len(data)))
 
 
 # ---- the example network (trt_scatter.networks.examples) ---------------------------------------

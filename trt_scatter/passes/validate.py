@@ -49,7 +49,7 @@ from polygraphy.backend.base import BaseLoader
 import math
 from typing import TYPE_CHECKING
 
-from trt_scatter import dtypes, ops, oracle
+from trt_scatter import dtypes, networks, ops, oracle
 from trt_scatter.log import warn, warnings_dropped
 from trt_scatter.model import (Model, ModelError, as_model, fresh_name, graph_names, named_subgraphs, node_label, opset_version,
                                printable, subgraphs)
@@ -292,7 +292,8 @@ def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes, laye
     are the profile's bounds in TensorRT too (a dimension computed from several inputs has bounds of its own there).
 
     ``layer_ops`` (index -> op), ONNX's own scatter nodes that TensorRT's layers build, are then held to every rule of the oracle at
-    each bound, constant indices included: TensorRT's scatter layer checks no index when it runs, so a constant index
+    each bound, constant indices included, and to what the layer itself adds (the op's network module's ``check_layer``,
+    as IScatterLayer's indices no longer than data on the axis): TensorRT's scatter layer checks no index when it runs, so a constant index
     that the smallest shapes put out of range would be read out of bounds there (a plugin skips and counts it). Only
     those the profile bounds whose indices are constants or graph inputs: indices computed from shapes would take, at
     a bound, sizes of several inputs that no run has together."""
@@ -336,6 +337,9 @@ def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes, laye
             node = OpNode(as_given.node, as_given.index, tensors, as_given.op)
             try:
                 oracle.module(node.op).check_node(node)
+                check_layer = getattr(networks.module(node.op), "check_layer", None)  # what TensorRT's own layer adds
+                if check_layer is not None:
+                    check_layer(node)
             except ScatterInputError as err:
                 shapes = [None if (shape := tensors.shape(name)) is None else tuple(shape) for name in node.node.input if name]
                 raise ModelError(f"the profile's {label} shapes break the op's rule: {node.label}, input shapes {shapes}: {err}") from None
