@@ -400,9 +400,20 @@ def test_the_shapes_of_generated_inputs_are_printed_where_the_model_leaves_dims_
     path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)]), tmp_path / "cache.onnx")
     result = check(path, "--allow-engine-not-run")
     assert result.returncode == 0, output_of(result)
-    assert result.stdout.splitlines()[0] == "inputs: generated at past_cache [4, 8, 64, 16], update [4, 8, 64, 16], write_indices [4]"
+    printed = "inputs: generated at --input-shapes past_cache:[4,8,64,16] update:[4,8,64,16] write_indices:[4]"
+    assert result.stdout.splitlines()[0] == printed
+    again = check(path, "--allow-engine-not-run", *printed.split()[3:])  # the line is the flag that gives those shapes again
+    assert again.returncode == 0 and "inputs:" not in again.stdout, output_of(again)
     given = check(elements_model, "--input-shapes", "data:[2,5]", "indices:[2,3]", "updates:[2,3]", "--allow-engine-not-run")
     assert given.returncode == 0 and "inputs:" not in given.stdout, output_of(given)
+    # an initializer a model lists among its inputs (IR version < 4 asked it) is no input a run feeds: its named dim is not free
+    listed = fx.scatter_elements_model([2, 5], ["K", 3], axis=1)
+    listed.graph.initializer.append(onnx.numpy_helper.from_array(np.array([[0, 1, 2], [4, 3, 2]]), "indices"))
+    (updates,) = [value for value in listed.graph.input if value.name == "updates"]
+    updates.type.tensor_type.shape.dim[0].dim_value = 2  # every input a run feeds is static
+    listed.ir_version = 8
+    static = check(fx.save(listed, tmp_path / "listed.onnx"), "--allow-engine-not-run")
+    assert static.returncode == 0 and "inputs:" not in static.stdout, output_of(static)
 
 
 @pytest.mark.parametrize("rows", ["n", 4, "n given 4"])
@@ -542,6 +553,7 @@ def test_a_json_file_of_the_wrong_kind_is_one_line_without_polygraphys_log(eleme
 
 def test_golden_data_that_does_not_fit_the_run_and_inputs_the_reference_refuses(elements_model, tmp_path):
     from polygraphy.comparator import RunResults
+    from polygraphy.comparator.struct import IterationResult
     from polygraphy.json import save_json
 
     golden = tmp_path / "two.json"
@@ -555,8 +567,16 @@ def test_golden_data_that_does_not_fit_the_run_and_inputs_the_reference_refuses(
     renamed.graph.output[0].name = renamed.graph.node[-1].output[0] = "result"
     other = check(fx.save(renamed, tmp_path / "renamed.onnx"), "--iterations", "2", "--load-outputs", golden, "--allow-engine-not-run")
     assert other.returncode == 2 and not other.stdout, output_of(other)
-    assert other.stderr == (f"trt-scatter check: error: --load-outputs {str(golden)!r} holds outputs 'output', none of this model's "
-                            "('result'): golden outputs of another model?\n")
+    assert other.stderr == (f"trt-scatter check: error: --load-outputs {str(golden)!r}: its run 'reference' holds outputs 'output', none of "
+                            "this model's ('result'): golden outputs of another model?\n")
+    # the run the reference is compared with decides, not another run of the file
+    mixed = RunResults()
+    mixed.append(("reference", [IterationResult({"result": np.zeros((2, 5), np.float32)})]))
+    mixed.append(("onnxruntime", [IterationResult({"output": np.zeros((2, 5), np.float32)})]))
+    mixed.save(str(tmp_path / "mixed.json"))
+    refused = check(elements_model, "--load-outputs", tmp_path / "mixed.json")
+    assert refused.returncode == 2 and refused.stderr.endswith("its run 'reference' holds outputs 'result', none of this model's ('output'): "
+                                                                "golden outputs of another model?\n"), output_of(refused)
     # an output the model gained fails by name
     grown = fx.scatter_elements_model(["N", 5], ["N", 3], axis=1)
     grown.graph.node.append(onnx.helper.make_node("Identity", ["output"], ["result"]))

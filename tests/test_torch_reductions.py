@@ -219,6 +219,22 @@ def test_masked_index_put_with_accumulate_and_a_value_per_element_is_refused_wit
     assert "graph" not in out + err, out + err
 
 
+class _MaskedAccumulateThenEigenvalues(_MaskedAccumulate):
+    def forward(self, data, mask):
+        return torch.linalg.eigvals(super().forward(data, mask)[:, :3]).real  # no TorchScript translation of eigvals
+
+
+def test_a_refusal_and_a_failure_of_the_export_after_it_are_one_line():
+    """The export goes on after a refusal; where it then fails too, the refusal says so, with the failure's first line,
+    and without the failure's traceback chained to it."""
+    import trt_scatter.torch as trt_scatter_torch
+
+    module, args = _MaskedAccumulateThenEigenvalues(torch.ones(2, 3)), (torch.zeros(3, 3), torch.tensor([True, False, True]))
+    with pytest.raises(ValueError, match=MASKED_ACCUMULATE_REFUSAL[:-1] + r"; the export also failed: UnsupportedOperatorError: .*eigvals") as refused:
+        trt_scatter_torch.export(module, args, dynamo=False)
+    assert refused.value.__suppress_context__ and "\n" not in str(refused.value)
+
+
 def test_symbolics_a_user_registers_refuse_where_they_meet_the_write():
     """Registered for a torch.onnx.export of one's own, a symbolic raises its refusal at once: the data unwritten would be
     a wrong model."""

@@ -199,7 +199,7 @@ def _check(args):
     feeds = _inputs(args, loaded)
     golden = _load_golden(args.load_outputs, [value.name for value in model.graph.output]) if args.load_outputs else None  # before the build: a bad file ends here
     if not args.load_inputs and _free_dims_hint(model, args.input_shapes):  # what the free dims became: 4, or what an op's rule sets
-        print("inputs: generated at " + ", ".join(f"{name} {list(value.shape)}" for name, value in feeds[0].items()))
+        print("inputs: generated at --input-shapes " + " ".join(f"{name}:[{','.join(map(str, value.shape))}]" for name, value in feeds[0].items()))
     ok = True
     engine = None
     unbuildable = None if backend_error else _unbuildable_here(model)
@@ -538,10 +538,12 @@ def _free_dims_hint(model, given=(), own_inputs=True):
     """Where inputs may have failed for the dims the loader chose: a note saying to give them, and (``own_inputs``) that
     inputs of one's own do too (none where every dynamic dimension is given, by its input's shape or by the name another
     given shape sets)."""
-    given = dict(given)
-    named = {d.dim_param for value in model.graph.input if value.name in given for d in value.type.tensor_type.shape.dim if d.dim_param}
+    from trt_scatter.model import fed_inputs
+
+    given, fed = dict(given), fed_inputs(model.graph)  # an initializer listed among the inputs is no input a run feeds
+    named = {d.dim_param for value in fed if value.name in given for d in value.type.tensor_type.shape.dim if d.dim_param}
     dynamic = any(not d.HasField("dim_value") and d.dim_param not in named
-                  for value in model.graph.input if value.name not in given for d in value.type.tensor_type.shape.dim)
+                  for value in fed if value.name not in given for d in value.type.tensor_type.shape.dim)
     return f" (the model has dynamic input dims: give them with --input-shapes{', or your inputs with --load-inputs' if own_inputs else ''})" if dynamic else ""
 
 
@@ -572,8 +574,8 @@ def _golden_run_of(name, golden_names):
 
 
 def _load_golden(path, outputs):
-    """The golden runs in ``path``, which must name at least one of the model's ``outputs`` (a file of another model's
-    would fail every output twice, as missing on each side)."""
+    """The golden runs in ``path``, whose run that the reference is compared with must hold at least one of the model's
+    ``outputs`` (a file of another model's would fail every output twice, as missing on each side)."""
     from polygraphy.comparator import RunResults
 
     try:
@@ -583,9 +585,10 @@ def _load_golden(path, outputs):
         raise common.CliError(f"cannot load golden outputs from {path!r}: {err}") from None
     if not len(golden):
         raise common.CliError(f"{path!r} holds no runs")
-    saved = sorted({name for _, runs in golden.items() for run in runs for name in run.keys()})
+    run = _golden_run_of(REFERENCE, list(golden.keys()))
+    saved = sorted({name for iteration in golden[run] for name in iteration.keys()})
     if saved and not set(saved) & set(outputs):
-        raise common.CliError(f"--load-outputs {path!r} holds outputs {', '.join(map(repr, saved))}, none of this model's "
+        raise common.CliError(f"--load-outputs {path!r}: its run {run!r} holds outputs {', '.join(map(repr, saved))}, none of this model's "
                               f"({', '.join(map(repr, outputs))}): golden outputs of another model?")
     return golden
 

@@ -46,8 +46,7 @@ def read_proto(path: str | os.PathLike) -> onnx.ModelProto:
     from google.protobuf.message import DecodeError
 
     path = os.fspath(path)
-    if os.path.isdir(path):
-        raise ModelError(f"{path!r} is a directory, not an ONNX model")
+    _check_not_a_directory(path)
     data = _read_bytes(path)
     _check_start(path, data[:4])
     try:
@@ -67,16 +66,24 @@ def check_model_file(path: str | os.PathLike) -> None:
     named an engine given for a model as its own output). A pipe or device is left to :func:`read_proto`: its bytes
     come once."""
     path = os.fspath(path)
-    if os.path.isdir(path):
-        raise ModelError(f"{path!r} is a directory, not an ONNX model")
+    _check_not_a_directory(path)
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return
         with open(path, "rb") as file:
             start = file.read(4)
     except OSError as err:
-        raise ModelError(f"cannot read ONNX model {path!r}: {err.strerror or err}") from None
+        raise _unreadable(path, err) from None
     _check_start(path, start)
+
+
+def _check_not_a_directory(path):
+    if os.path.isdir(path):
+        raise ModelError(f"{path!r} is a directory, not an ONNX model")
+
+
+def _unreadable(path, err):
+    return ModelError(f"cannot read ONNX model {path!r}: {err.strerror or err}")
 
 
 def _check_start(path, start):
@@ -92,7 +99,7 @@ def _read_bytes(path):
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO without a writer must not block the open
     except OSError as err:
-        raise ModelError(f"cannot read ONNX model {path!r}: {err.strerror or err}") from None
+        raise _unreadable(path, err) from None
     try:
         info = os.fstat(fd)
         if stat.S_ISREG(info.st_mode):
@@ -103,7 +110,7 @@ def _read_bytes(path):
                 return f.read()
         return _read_stream(fd, path)
     except OSError as err:
-        raise ModelError(f"cannot read ONNX model {path!r}: {err.strerror or err}") from None
+        raise _unreadable(path, err) from None
     finally:
         os.close(fd)
 

@@ -30,7 +30,7 @@ import contextlib
 import functools
 from typing import TYPE_CHECKING
 
-from trt_scatter.log import logger
+from trt_scatter.log import first_line, logger
 from trt_scatter.ops import DOMAIN
 from trt_scatter.torch import writes
 
@@ -62,15 +62,17 @@ def refusals_after_export() -> Iterator[None]:
     symbolic raises, the TorchScript exporter prints its whole graph before the error."""
     global _refusals
     _refusals = refusals = []
+    also = ""
     try:
         yield
-    except Exception:
+    except Exception as err:
         if not refusals:
             raise
+        also = f"; the export also failed: {type(err).__name__}: {first_line(err)}"  # maybe on the data left unwritten, maybe not
     finally:
         _refusals = None
-    if refusals:  # also where the export failed after one: on the data left unwritten
-        raise ValueError(refusals[0])
+    if refusals:
+        raise ValueError(refusals[0] + also) from None
 
 
 def _refuse(message: str, data: torch._C.Value) -> torch._C.Value:
