@@ -1,5 +1,7 @@
 """add_scatter_elements: ELEMENT-mode IScatterLayer with negative indices wrapped, checked against the oracle."""
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import example, given
@@ -171,3 +173,33 @@ def test_indices_longer_than_data_on_the_axis_are_refused_by_name_for_tensorrt_o
     layer.axis = 1
     network.mark_output(layer.get_output(0))
     assert builder.build_serialized_network(network, builder.create_builder_config()) is None
+
+
+def _dynamic_network():
+    builder, network = new_network()
+    inputs = [add_input(network, name, dtype, (-1, 3, -1)) for name, dtype in (("data", np.float32), ("indices", np.int32), ("updates", np.float32))]
+    network.mark_output(add_scatter_elements(network, *inputs, axis=2))
+    return builder, network
+
+
+FITS = ((1, 3, 4), (2, 3, 8), (4, 3, 16))
+
+
+@pytest.mark.parametrize("profile, message", [
+    ({"data": ((1, 3, 4), (2, 3, 8), (4, 3, 8)), "indices": FITS, "updates": FITS},
+     re.escape("the profile's largest shapes break a rule the network asserts: scatter_elements: 'indices' dimensions must be at most data's "
+               "when the network runs (on the axis too, in TensorRT's IScatterLayer)")),
+    ({"data": FITS, "indices": FITS, "updates": ((1, 3, 2), (2, 3, 4), (4, 3, 8))},
+     r"the profile's opt shapes break a rule of the network: \(Unnamed Layer\* \d+\) \[Scatter\]: dimensions not compatible for Scatter "
+     r"elements \(8 != 4\)"),
+], ids=["assertion-broken-at-the-largest", "layer-rule-broken-at-opt"])
+def test_build_engine_refuses_a_profile_that_breaks_the_networks_rules_in_one_line(profile, message, caplog):
+    """A network of the builders, whose rules its assertion layers state: TensorRT-RTX built the engine of a profile that
+    breaks one at its largest shapes, saying so only in a warning (its runs at those shapes fail), and at opt it failed
+    with its log and polygraphy's "Invalid Engine"."""
+    from trt_scatter.engine import build_engine
+
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        build_engine(_dynamic_network, profile)
+    assert not [record for record in caplog.records if "self-consistent" in record.getMessage() or "violate" in record.getMessage()]
+    assert build_engine(_dynamic_network, {"data": FITS, "indices": FITS, "updates": FITS})[0]  # the rules kept: it builds

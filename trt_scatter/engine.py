@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import math
 import os
+import re
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -501,18 +502,52 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
         config = with_aliased_plugin_io(config)
     start = time.perf_counter()
     _refused_plugin_shapes()  # forgets earlier refusals: a failed build names its own
-    with no_collection_inside_tensorrt():  # it logs throughout the build
+    with no_collection_inside_tensorrt(), _profile_breaks() as breaks:  # it logs throughout the build
         try:
             engine = bytes(EngineBytesFromNetwork(loaded, config=config, save_timing_cache=saved)())  # raises if TensorRT fails
         except PolygraphyException:
             refused_shapes = _refused_plugin_shapes()
             if refused_shapes:  # TensorRT says only that the plugin's "output shape computation failed": the rule it broke
                 raise ValueError(refused_shapes[-1]) from None
+            if breaks:
+                raise ValueError(breaks[0]) from None
             raise
+    if breaks:  # TensorRT-RTX builds an engine whose assertions fail at a bound of its profile, saying so only in its log
+        raise ValueError(breaks[0])
     seconds = time.perf_counter() - start
     summary = BuildSummary(name, inputs, outputs, network.num_layers, seconds, len(engine))
     logger.info("built %s in %.2f s (%d bytes)", name, seconds, len(engine))
     return engine, summary
+
+
+# TensorRT's log lines that say a profile's bound breaks a rule of the network: an assertion layer's (the builders' rules:
+# the message given to it follows the condition) or a layer's own shape check.
+_ASSERTION_BROKEN = re.compile(r"Profile k(MIN|OPT|MAX) values are not self-consistent\. .*? is false: (?:\(.*?\)\. )?(.*?) ?Condition '")
+_LAYER_RULE_BROKEN = re.compile(r"k(MIN|OPT|MAX) values for profile \d+ violate shape constraints: (.*?) Condition '[^']*' violated: ([^.]*)\.")
+_BOUNDS = {"MIN": "smallest", "OPT": "opt", "MAX": "largest"}
+
+
+@contextlib.contextmanager
+def _profile_breaks() -> Iterator[list[str]]:
+    """The broken rules TensorRT logs during the block (through trt-scatter's TensorRT logger, which its builders and
+    loaders give TensorRT), each as one line that names the bound, taken out of the log: the build raises the first."""
+    breaks = []
+
+    def take(record):
+        message = record.getMessage()
+        if (broken := _ASSERTION_BROKEN.search(message)):  # a warning, in TensorRT-RTX 1.7
+            breaks.append(f"the profile's {_BOUNDS[broken[1]]} shapes break a rule the network asserts: {broken[2]}")
+        elif (broken := _LAYER_RULE_BROKEN.search(message)):
+            breaks.append(f"the profile's {_BOUNDS[broken[1]]} shapes break a rule of the network: {broken[2]} ({broken[3]})")
+        else:
+            return True
+        return False
+
+    logger.addFilter(take)
+    try:
+        yield breaks
+    finally:
+        logger.removeFilter(take)
 
 
 def check_timing_cache(path: str | os.PathLike | None, what: str = "timing_cache") -> None:
