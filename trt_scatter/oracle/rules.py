@@ -86,8 +86,8 @@ def check_choice(op: str, name: str, value: object, choices: Sequence[str]) -> N
 def check_index_type(op: str, name: str, dtype: DTypeLike) -> None:
     """Index inputs (indices, start/stop/step/axes, axis) must be integers."""
     dtype = np.dtype(dtype)
-    if dtype.kind not in "iu":
-        raise ScatterInputError(op, name, "must have an integer element type", dtype)
+    if dtype.kind not in "iu":  # text by its Python type (NumPy's "<U1" names no type a user wrote)
+        raise ScatterInputError(op, name, "must have an integer element type", {"U": "str", "S": "bytes"}.get(dtype.kind, dtype))
 
 
 def check_rank_at_least(op: str, name: str, shape: Sequence[int | None], minimum: int) -> None:
