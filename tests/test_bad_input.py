@@ -184,7 +184,8 @@ def test_a_step_of_0_in_an_if_branch_is_refused_however_deep(tmp_path, levels):
     node = helper.make_node("SliceScatter", ["data", "updates", "start", "stop", "step"], ["written"], domain=DOMAIN, name="inner")
     constants = [numpy_helper.from_array(np.array([v]), n) for n, v in (("start", 0), ("stop", 4), ("step", 0))]
     line = _one_line(fx.run_tool("trt-scatter", ["build", _saved(tmp_path, _nested_if(levels, node, constants)), "--plugins"]))
-    assert line.endswith("SliceScatter node 'inner': slice_scatter: 'step' must not contain 0 (got [0])"), line
+    deep = f", itself {levels - 1} subgraph(s) deep" if levels > 1 else ""  # the node that holds it, and how deep that lies
+    assert line.endswith(f"SliceScatter node 'inner': slice_scatter: 'step' must not contain 0 (got [0]) (in the then_branch of If node 'if_0'{deep})"), line
 
 
 def test_an_index_out_of_range_in_a_loop_body_is_refused(tmp_path):
@@ -198,7 +199,8 @@ def test_an_index_out_of_range_in_a_loop_body_is_refused(tmp_path):
                               [numpy_helper.from_array(np.array(2, np.int64), "trip"), numpy_helper.from_array(np.array(True), "keep")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)])
     line = _one_line(fx.run_tool("trt-scatter", ["build", _saved(tmp_path, model), "--plugins"]))
-    assert line.endswith("ScatterUpdate node 'in_loop': scatter_update: 'indices' values must be in [0, 7] for a dimension of size 8 (got 99)"), line
+    assert line.endswith("ScatterUpdate node 'in_loop': scatter_update: 'indices' values must be in [0, 7] for a dimension of size 8 (got 99) "
+                         "(in the body of Loop node 'loop')"), line
 
 
 def test_an_input_of_2_to_the_40_elements_is_refused(tmp_path):

@@ -126,7 +126,8 @@ def test_nodes_in_subgraphs_are_checked():
     inner.ClearField("input")
     node = helper.make_node("If", ["cond"], ["output"], then_branch=inner, else_branch=inner)
     model = make_model([node], [info("cond", (), TensorProto.BOOL), *outer_inputs], list(inner.initializer))
-    assert refused(model) == "SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])"
+    assert refused(model) == ("SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0]) "
+                              "(in the else_branch of If node #0 (output 'output'))")  # where: its index counts in its own graph
 
 
 def test_unnamed_node_is_numbered_in_its_own_graph_whatever_the_subgraphs_before_it():

@@ -90,35 +90,46 @@ def validate(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelPr
     _check_versions(model.proto, onnx_version)
     untyped = {value.name for value in graph.input if not value.type.tensor_type.elem_type} - {init.name for init in graph.initializer}
     functions = {(function.domain, function.name) for function in model.proto.functions}  # a call of the model's own function
-    for index, node, runs in _nodes_that_may_run(graph, model.tensors):
-        _check_attributes_once(node, index)
-        if ops.is_trt_scatter(node):
-            _check_contract(node, index, version)
-        elif node.op_type in ops.OPS and node.domain not in (ops.DOMAIN, *ops.DEFAULT_DOMAINS) and (node.domain, node.op_type) not in functions:
-            raise ModelError(f"{node_label(node, index)}: is in domain {printable(repr(node.domain))}, where TensorRT's parser, which finds plugins by "
-                             f"op type alone, would build it as trt-scatter's {node.op_type}: trt-scatter's ops are in domain '{ops.DOMAIN}'")
-        op = ops.op_of(node)
-        if op is not None and not op.is_plugin and onnx_version is not None:
-            _check_schema(node, index, onnx_version)
-        if op is None or (not op.is_plugin and len(node.input) < 2):
-            continue
-        untyped_input = next((name for name in node.input if name in untyped), None)
-        if untyped_input is not None:  # its rules would read NumPy's default, float64
-            raise ModelError(f"{node_label(node, index)}: input {printable(repr(untyped_input))} is a graph input without a tensor element type")
-        checked = OpNode(node, index, model.tensors, op)
+    for index, node, runs, where in _nodes_that_may_run(graph, model.tensors):
         try:
-            _check_types(checked)
-            if runs:
-                oracle.module(op).check_node(checked)
-            elif hasattr(oracle.module(op), "check_attributes"):  # a branch that never runs: TensorRT's parser still reads it
-                oracle.module(op).check_attributes(checked)
-        except ScatterInputError as err:
-            raise checked.error(err) from None
-        repeat = runs and oracle.module(op).repeated_target(checked)
-        if repeat:
-            warn(f"{checked.label}: {repeat}: {rules.UNDEFINED}")
+            _check_node(model, node, index, runs, where, version, onnx_version, untyped, functions)
+        except ModelError as err:
+            if not where:
+                raise
+            raise ModelError(f"{err} ({where})") from None
     model.validated = True
     return model.proto
+
+
+def _check_node(model, node, index, runs, where, version, onnx_version, untyped, functions):
+    """One node's rules (:func:`validate`): its attributes, its op's contract or ONNX's schema, its input types, and the
+    oracle's rules where it may run (a repeated target warned of)."""
+    _check_attributes_once(node, index)
+    if ops.is_trt_scatter(node):
+        _check_contract(node, index, version)
+    elif node.op_type in ops.OPS and node.domain not in (ops.DOMAIN, *ops.DEFAULT_DOMAINS) and (node.domain, node.op_type) not in functions:
+        raise ModelError(f"{node_label(node, index)}: is in domain {printable(repr(node.domain))}, where TensorRT's parser, which finds plugins by "
+                         f"op type alone, would build it as trt-scatter's {node.op_type}: trt-scatter's ops are in domain '{ops.DOMAIN}'")
+    op = ops.op_of(node)
+    if op is not None and not op.is_plugin and onnx_version is not None:
+        _check_schema(node, index, onnx_version)
+    if op is None or (not op.is_plugin and len(node.input) < 2):
+        return
+    untyped_input = next((name for name in node.input if name in untyped), None)
+    if untyped_input is not None:  # its rules would read NumPy's default, float64
+        raise ModelError(f"{node_label(node, index)}: input {printable(repr(untyped_input))} is a graph input without a tensor element type")
+    checked = OpNode(node, index, model.tensors, op)
+    try:
+        _check_types(checked)
+        if runs:
+            oracle.module(op).check_node(checked)
+        elif hasattr(oracle.module(op), "check_attributes"):  # a branch that never runs: TensorRT's parser still reads it
+            oracle.module(op).check_attributes(checked)
+    except ScatterInputError as err:
+        raise checked.error(err) from None
+    repeat = runs and oracle.module(op).repeated_target(checked)
+    if repeat:
+        warn(f"{checked.label}: {repeat}: {rules.UNDEFINED}" + (f" ({where})" if where else ""))
 
 
 def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile: dict[str, tuple[Sequence[int], Sequence[int], Sequence[int]]]) -> None:
@@ -383,17 +394,20 @@ class ValidateTrtScatter(BaseLoader):
         return model
 
 
-def _nodes_that_may_run(graph, tensors, runs=True):
-    """``(index, node, runs)`` for each node as :func:`~trt_scatter.model.indexed_nodes` gives them, ``runs`` False in the
-    branch of an ``If`` whose condition the model's constants and static shapes decide against: it never runs, so the
-    values it would write are no mistake (PyTorch's exports guard a 0-D case so: ``If(Size(Shape(x)) == 0)``), while
-    TensorRT's parser still reads its nodes, their attributes and types."""
+def _nodes_that_may_run(graph, tensors, runs=True, where="", depth=0):
+    """``(index, node, runs, where)`` for each node as :func:`~trt_scatter.model.indexed_nodes` gives them, ``runs`` False
+    in the branch of an ``If`` whose condition the model's constants and static shapes decide against: it never runs, so
+    the values it would write are no mistake (PyTorch's exports guard a 0-D case so: ``If(Size(Shape(x)) == 0)``), while
+    TensorRT's parser still reads its nodes, their attributes and types. ``where``: "" in the main graph, else the
+    subgraph and the node that holds it (``in the then_branch of If node 'guard'``, and how deep that node lies), for
+    messages: a node's index counts in its own subgraph, and a subgraph's node may share its name with another's."""
     for index, node in enumerate(graph.node):
-        yield index, node, runs
+        yield index, node, runs, where
         condition = tensors.constant(node.input[0]) if node.op_type == "If" and node.domain in ops.DEFAULT_DOMAINS and node.input else None
         never = None if condition is None or condition.size != 1 else ("else_branch" if condition.item() else "then_branch")
         for name, subgraph in named_subgraphs(node):
-            yield from _nodes_that_may_run(subgraph, tensors, runs and name != never)
+            inside = f"in the {printable(name)} of {node_label(node, index)}" + (f", itself {depth} subgraph(s) deep" if depth else "")
+            yield from _nodes_that_may_run(subgraph, tensors, runs and name != never, inside, depth + 1)
 
 
 def _check_versions(proto, onnx_version):
