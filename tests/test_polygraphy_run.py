@@ -343,6 +343,18 @@ def test_conflicting_data_options_are_refused(model_paths, tmp_path):
     assert "--trt-scatter-inputs cannot be combined with --load-inputs" in result.stdout + result.stderr
 
 
+def test_a_missing_model_or_none_with_the_inputs_flag_is_one_line(tmp_path):
+    """As the other flags say it: a missing file ended in a traceback, and no model in "model must be a path ... (got
+    NoneType)"."""
+    missing = tmp_path / "nosuch.onnx"
+    result = fx.run_tool("polygraphy", ["run", missing, "--onnxrt", "--trt-scatter-inputs"])
+    assert result.returncode != 0 and "Traceback" not in result.stderr, result.stderr
+    assert f"[!] --trt-scatter-inputs: cannot read ONNX model '{missing}': No such file or directory" in result.stdout + result.stderr
+    result = fx.run_tool("polygraphy", ["run", "--trt-scatter-inputs"])
+    assert result.returncode != 0 and "Traceback" not in result.stderr, result.stderr
+    assert "[!] --trt-scatter-inputs draws inputs for an ONNX model: give the run one" in result.stdout + result.stderr
+
+
 def _has_full_tensorrt():
     from conftest import HAS_FULL_TENSORRT
 

@@ -289,8 +289,15 @@ class TrtScatterArgs(BaseArgs):
         if shapes is None and profiles:  # the user's TensorRT profile: its opt shapes, as polygraphy's own loader feeds
             shapes = {name: list(opt) for name, (_, opt, _) in profiles[0].items()}
         options = dict(seed=loader_args.seed if loader_args.seed is not None else 1, input_shapes=shapes, iterations=1 if loader_args.iterations is None else loader_args.iterations)
-        model = self._read_model()
-        refusal = None if model is None else bfloat16_inputs(model.proto.graph)
+        from trt_scatter.model import ModelError
+
+        try:
+            model = self._read_model()
+        except ModelError as err:  # a missing or broken file: one line, as the other flags say it
+            G_LOGGER.critical(f"--trt-scatter-inputs: {err}")
+        if model is None:
+            G_LOGGER.critical("--trt-scatter-inputs draws inputs for an ONNX model: give the run one")
+        refusal = bfloat16_inputs(model.proto.graph)
         if refusal:
             G_LOGGER.critical(f"--trt-scatter-inputs: {refusal}")
         generated = self._plan_inputs(model_args.path, options)
