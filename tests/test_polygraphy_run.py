@@ -4,6 +4,7 @@ makes the comparison fail. polygraphy runs as a subprocess, as a user runs it.""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -58,6 +59,13 @@ def test_a_data_loader_script_of_ones_own_as_polygraphy_documents_it(model_paths
     refused = fx.run_tool("polygraphy", ["run", plugin, "--onnxrt", "--pluginref", "--data-loader-script", script])
     assert refused.returncode == 1 and "Traceback" not in refused.stderr + refused.stdout
     assert "[!] --data-loader-script: input 'pos': the given shape (3,)" in refused.stdout + refused.stderr
+    # A loader made for another model: polygraphy fed its inputs by position, cast, or failed inside the Comparator.
+    script.write_text(f"from trt_scatter.inputs import ScatterDataLoader\n\ndef load_data():\n    return ScatterDataLoader({str(plugin)!r})\n")
+    other = fx.run_tool("polygraphy", ["run", model_paths["scatter_nd"], "--onnxrt", "--pluginref", "--data-loader-script", script])
+    assert other.returncode == 1 and "Traceback" not in other.stderr + other.stdout, other.stdout + other.stderr
+    assert re.search(r"\[!\] --data-loader-script: its ScatterDataLoader draws inputs for a model whose inputs are .*, and the run's model "
+                     r"takes data \(\w+, rank \d\), indices \(int64, rank \d\), updates \(\w+, rank \d\): make the loader for the run's model",
+                     other.stdout + other.stderr), other.stdout + other.stderr
 
 
 def test_drawn_leaves_a_data_loader_of_ones_own_as_it_is(model_paths):

@@ -68,17 +68,27 @@ class ExplainOnnxrtErrors(BaseLoader):
         return _ExplainedSession(session, "the model with its trt_scatter nodes lowered" if self.lowered else "the model")
 
 
-def drawn(loader: Any, flag: str) -> Any:
+def drawn(loader: Any, flag: str, model: str | None = None) -> Any:
     """``loader``, with every iteration drawn once now where it is a :class:`~trt_scatter.inputs.ScatterDataLoader`, so
     that a model it cannot serve, or a seed it finds no valid values for, ends the run before anything runs, in
     polygraphy's one line that starts with ``flag`` (the option that gave it), not in a traceback from inside the
-    Comparator; so does one of no iterations, where polygraphy would run nothing and say PASSED. Any other data loader
-    is returned as it is."""
+    Comparator; so does one of no iterations, where polygraphy would run nothing and say PASSED, and one made for a
+    model whose inputs (names, types, ranks) are not those of the run's ``model`` (polygraphy would feed them by
+    position, cast). Any other data loader is returned as it is."""
     from polygraphy.logger import G_LOGGER
 
     from trt_scatter.inputs import ScatterDataLoader
+    from trt_scatter.model import ModelError
 
     if isinstance(loader, ScatterDataLoader):
+        if model is not None:
+            try:
+                theirs, ours = _fed_inputs(loader.model), _fed_inputs(model)
+            except ModelError as err:
+                G_LOGGER.critical(f"{flag}: {err}")
+            if theirs != ours:
+                G_LOGGER.critical(f"{flag}: its ScatterDataLoader draws inputs for a model whose inputs are {_described(theirs)}, and the run's "
+                                  f"model takes {_described(ours)}: make the loader for the run's model")
         if not len(loader):
             G_LOGGER.critical(f"{flag}: 0 iterations (--iterations, or ScatterDataLoader's iterations) give no inputs, so nothing would "
                               "run or be compared: give 1 or more")
@@ -88,6 +98,25 @@ def drawn(loader: Any, flag: str) -> Any:
         except (ValueError, TypeError) as err:  # ScatterInputError and ModelError included; a shape that is no list of ints
             G_LOGGER.critical(f"{flag}: {err}")
     return loader
+
+
+def _fed_inputs(model):
+    """``(name, element type, rank)`` of each input a run of ``model`` (a path, ModelProto or Model) feeds."""
+    from trt_scatter.model import as_model, fed_inputs
+
+    return [(value.name, value.type.tensor_type.elem_type, len(value.type.tensor_type.shape.dim)) for value in fed_inputs(as_model(model).proto.graph)]
+
+
+def _described(inputs):
+    import onnx
+
+    def type_name(elem_type):
+        try:
+            return onnx.helper.tensor_dtype_to_np_dtype(elem_type).name
+        except (KeyError, ValueError, TypeError):
+            return f"type {elem_type}"
+
+    return ", ".join(f"{name} ({type_name(elem_type)}, rank {rank})" for name, elem_type, rank in inputs) or "none"
 
 
 def refuses_the_model(reason: str) -> bool:

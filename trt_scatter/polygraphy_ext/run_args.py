@@ -108,7 +108,7 @@ class TrtScatterArgs(BaseArgs):
         if DataLoaderArgs in self.arg_groups:
             self._tell_data_loader(args)
             if self.arg_groups[DataLoaderArgs].data_loader_script and not self.generate_inputs:
-                _after_add_to_script(self.arg_groups[DataLoaderArgs], _drawn_script_inputs)
+                _after_add_to_script(self.arg_groups[DataLoaderArgs], functools.partial(_drawn_script_inputs, model=self._onnx_model()))
         if (self.register_plugins or self.generate_inputs) and TrtConfigArgs in self.arg_groups and "trt" in runners:
             self._escape_profile_names()
 
@@ -359,11 +359,12 @@ def _after_add_to_script(arg_group, extend):
     arg_group.add_to_script_impl = add_to_script_impl
 
 
-def _drawn_script_inputs(script, data_loader):
+def _drawn_script_inputs(script, data_loader, model=None):
     """The data loader of the user's ``--data-loader-script`` (``data_loader``: its invocation in ``script``), every
-    iteration drawn before anything runs where it is a :class:`.ScatterDataLoader` (:func:`.drawn`)."""
+    iteration drawn before anything runs where it is a :class:`.ScatterDataLoader` for the inputs of the run's ONNX
+    ``model`` (:func:`.drawn`)."""
     script.add_import(imports=["drawn"], frm="trt_scatter.polygraphy_ext.loader")
-    return make_invocable("drawn", data_loader, "--data-loader-script")
+    return make_invocable("drawn", data_loader, "--data-loader-script", model=model)
 
 
 def _explained_session(script, session, lowered):
