@@ -168,6 +168,24 @@ def test_runtime_axes_of_a_kv_cache_equal_the_oracle(S, T, data):
     assert np.array_equal(got, oracle.slice_scatter(feeds["cache"], feeds["k"], [pos], [pos + T], [1], [axis]))
 
 
+def test_a_write_nothing_reads_drops_its_constants_with_it():
+    """A trt_scatter node whose output nothing reads is lowered in place (what nothing read before stays), and the
+    constants only it read go: they stayed, unread, and onnxruntime warned of each ("Removing initializer")."""
+    from trt_scatter.onnx_models import slice_scatter_model
+
+    model = slice_scatter_model((4, 6), [1], [3], [1], axes=[0])
+    (node,) = [node for node in model.graph.node if node.domain == DOMAIN]
+    node.output[0] = "unread"
+    model.graph.node.append(helper.make_node("Identity", ["data"], ["copy"]))
+    del model.graph.output[:]
+    model.graph.output.append(helper.make_tensor_value_info("copy", TensorProto.FLOAT, [4, 6]))
+    lowered = lower(model)
+    onnx.checker.check_model(lowered, full_check=True)
+    read = {name for node in lowered.graph.node for name in node.input}
+    assert [init.name for init in lowered.graph.initializer if init.name not in read] == []
+    assert "unread" in {name for node in lowered.graph.node for name in node.output}  # the write itself stays, lowered
+
+
 def test_what_the_lowering_cannot_take_is_refused_in_one_line():
     def zero_step(model):
         model.graph.initializer.remove(next(i for i in model.graph.initializer if i.name == "one"))

@@ -126,9 +126,11 @@ def _lowered_nodes(model, tensors):
 
 def _replace_nodes(graph, nodes, initializers):
     """Puts ``nodes`` and the new ``initializers`` in ``graph``, without what only the replaced nodes
-    read (a stop computed from pos, constant parameters); what nothing read before stays."""
-    outputs = {value.name for value in graph.output}
-    dropped = live_names(graph.node, outputs) - live_names(nodes, outputs) - {value.name for value in graph.input}
+    read (a stop computed from pos, constant parameters); what nothing read before stays, and so does what it reads
+    (a replaced node whose output nothing reads drops its constants too: its lowering reads others)."""
+    read = {name for node in graph.node for name in node.input}
+    ends = {value.name for value in graph.output} | {name for node in graph.node for name in node.output if name and name not in read}
+    dropped = live_names(graph.node, ends) - live_names(nodes, ends) - {value.name for value in graph.input}
     kept_initializers = [init for init in graph.initializer if init.name not in dropped]
     kept_info = [value for value in graph.value_info if value.name not in dropped]
     for field, values in ((graph.node, [n for n in nodes if not (n.output and set(n.output) <= dropped)]),
