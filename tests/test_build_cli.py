@@ -663,7 +663,7 @@ def _scatter_elements_of_constant_indices(indices, updates_shape, data_shape):
      "the profile's opt shapes break the op's rule: ScatterElements node #0 (output 'y'), input shapes [(2, 5), (1, 2), (2, 2)]: "
      "scatter_elements: 'updates' must have shape (1, 2) (the shape of 'indices') (got shape (2, 2))"),
     ([[0, 0]], ["N", 2], ["N", "W"], (("data:[1,1]", "upd:[1,2]"), ("data:[1,4]", "upd:[1,2]"), ("data:[1,8]", "upd:[1,2]")),
-     "the profile's smallest shapes break the op's rule: ScatterElements node #0 (output 'y'), input shapes [(1, 1), (1, 2), (1, 2)]: "
+     "the profile's smallest shapes break TensorRT's layer's rule: ScatterElements node #0 (output 'y'), input shapes [(1, 1), (1, 2), (1, 2)]: "
      "scatter_elements: 'indices' dimension 1 (the axis) must be at most data's (1) in TensorRT's IScatterLayer, which ONNX allows "
      "only with repeated targets (got shape (1, 2))"),
     ([[4]], ["N", 1], ["N", "W"], (("data:[1,5]", "upd:[1,1]"), ("data:[1,8]", "upd:[1,1]"), ("data:[1,16]", "upd:[1,1]")), None),

@@ -4,6 +4,7 @@ named by runner, and fails (exit 1, FAIL lines) when the reference, a lowering o
 
 
 import re
+import shlex
 
 import numpy as np
 import onnx
@@ -400,9 +401,9 @@ def test_the_shapes_of_generated_inputs_are_printed_where_the_model_leaves_dims_
     path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)]), tmp_path / "cache.onnx")
     result = check(path, "--allow-engine-not-run")
     assert result.returncode == 0, output_of(result)
-    printed = "inputs: generated at --input-shapes past_cache:[4,8,64,16] update:[4,8,64,16] write_indices:[4]"
+    printed = "inputs: generated at --input-shapes 'past_cache:[4,8,64,16]' 'update:[4,8,64,16]' 'write_indices:[4]'"
     assert result.stdout.splitlines()[0] == printed
-    again = check(path, "--allow-engine-not-run", *printed.split()[3:])  # the line is the flag that gives those shapes again
+    again = check(path, "--allow-engine-not-run", *shlex.split(printed)[3:])  # the line is the flag that gives those shapes again, quoted
     assert again.returncode == 0 and "inputs:" not in again.stdout, output_of(again)
     given = check(elements_model, "--input-shapes", "data:[2,5]", "indices:[2,3]", "updates:[2,3]", "--allow-engine-not-run")
     assert given.returncode == 0 and "inputs:" not in given.stdout, output_of(given)

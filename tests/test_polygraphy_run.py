@@ -351,6 +351,26 @@ def test_conflicting_data_options_are_refused(model_paths, tmp_path):
     assert "--trt-scatter-inputs cannot be combined with --load-inputs" in result.stdout + result.stderr
 
 
+def test_a_loader_for_the_same_inputs_in_another_order_is_taken_and_one_of_no_model_is_one_line(model_paths, tmp_path):
+    """polygraphy feeds by name: a loader made for a copy of the model that lists its inputs in another order serves the
+    run. A loader of no model is one line (the inputs' check raised a TypeError from inside the script)."""
+    import onnx
+
+    model = onnx.load(model_paths["scatter_nd"])
+    inputs = list(model.graph.input)
+    del model.graph.input[:]
+    model.graph.input.extend(reversed(inputs))
+    reordered = fx.save(model, tmp_path / "reordered.onnx")
+    script = tmp_path / "loader.py"
+    script.write_text(f"from trt_scatter.inputs import ScatterDataLoader\n\ndef load_data():\n    return ScatterDataLoader({str(reordered)!r})\n")
+    taken = fx.run_tool("polygraphy", ["run", model_paths["scatter_nd"], "--onnxrt", "--pluginref", "--data-loader-script", script, *EXACT])
+    assert taken.returncode == 0, taken.stdout + taken.stderr
+    script.write_text("from trt_scatter.inputs import ScatterDataLoader\n\ndef load_data():\n    return ScatterDataLoader(None)\n")
+    refused = fx.run_tool("polygraphy", ["run", model_paths["scatter_nd"], "--onnxrt", "--pluginref", "--data-loader-script", script])
+    assert refused.returncode == 1 and "Traceback" not in refused.stdout + refused.stderr, refused.stdout + refused.stderr
+    assert "[!] --data-loader-script: model must be a path, an onnx.ModelProto or a trt_scatter.model.Model (got NoneType)" in refused.stdout + refused.stderr
+
+
 def test_a_missing_model_or_none_with_the_inputs_flag_is_one_line(tmp_path):
     """As the other flags say it: a missing file ended in a traceback, and no model in "model must be a path ... (got
     NoneType)"."""
@@ -360,7 +380,7 @@ def test_a_missing_model_or_none_with_the_inputs_flag_is_one_line(tmp_path):
     assert f"[!] --trt-scatter-inputs: cannot read ONNX model '{missing}': No such file or directory" in result.stdout + result.stderr
     result = fx.run_tool("polygraphy", ["run", "--trt-scatter-inputs"])
     assert result.returncode != 0 and "Traceback" not in result.stderr, result.stderr
-    assert "[!] --trt-scatter-inputs draws inputs for an ONNX model: give the run one" in result.stdout + result.stderr
+    assert "[!] --trt-scatter-inputs draws inputs for an ONNX model, and this run has none (no model, or an engine)" in result.stdout + result.stderr
 
 
 def _has_full_tensorrt():

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from trt_scatter.log import logger
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from types import ModuleType
 
     import tensorrt as trt
@@ -169,8 +169,27 @@ def trt_logger() -> trt.ILogger:
         def log(self, severity, msg):
             _pause_collection()  # first: TensorRT calls this holding a lock of its own
             try:
-                logger.log(levels.get(severity, logging.INFO), "[TRT] %s", msg)
+                if not any(take(msg) for take in list(_takers.get(threading.get_ident(), ()))):
+                    logger.log(levels.get(severity, logging.INFO), "[TRT] %s", msg)
             finally:
                 _resume_collection()
 
     return _Forward()
+
+
+_takers = {}  # thread ident -> the callables that see each line TensorRT logs in that thread first (taking_tensorrt_log)
+
+
+@contextlib.contextmanager
+def taking_tensorrt_log(take: Callable[[str], bool]) -> Iterator[None]:
+    """Calls ``take(message)`` on each line TensorRT logs in this thread during the block, before trt-scatter's logger
+    sees it, whatever that logger's level; a line ``take`` returns True for is not logged. TensorRT must log through
+    :func:`trt_logger` (the builders and loaders of trt-scatter give it that)."""
+    ident = threading.get_ident()
+    _takers.setdefault(ident, []).append(take)
+    try:
+        yield
+    finally:
+        _takers[ident].remove(take)
+        if not _takers[ident]:
+            del _takers[ident]

@@ -529,25 +529,22 @@ _BOUNDS = {"MIN": "smallest", "OPT": "opt", "MAX": "largest"}
 
 @contextlib.contextmanager
 def _profile_breaks() -> Iterator[list[str]]:
-    """The broken rules TensorRT logs during the block (through trt-scatter's TensorRT logger, which its builders and
-    loaders give TensorRT), each as one line that names the bound, taken out of the log: the build raises the first."""
+    """The broken rules TensorRT logs in this thread during the block (through trt-scatter's TensorRT logger, which
+    its builders and loaders give TensorRT, whatever the logger's level), each as one line that names the bound, taken
+    out of the log: the build raises the first."""
     breaks = []
 
-    def take(record):
-        message = record.getMessage()
+    def take(message):
         if (broken := _ASSERTION_BROKEN.search(message)):  # a warning, in TensorRT-RTX 1.7
             breaks.append(f"the profile's {_BOUNDS[broken[1]]} shapes break a rule the network asserts: {broken[2]}")
         elif (broken := _LAYER_RULE_BROKEN.search(message)):
             breaks.append(f"the profile's {_BOUNDS[broken[1]]} shapes break a rule of the network: {broken[2]} ({broken[3]})")
         else:
-            return True
-        return False
+            return False
+        return True
 
-    logger.addFilter(take)
-    try:
+    with backend.taking_tensorrt_log(take):
         yield breaks
-    finally:
-        logger.removeFilter(take)
 
 
 def check_timing_cache(path: str | os.PathLike | None, what: str = "timing_cache") -> None:

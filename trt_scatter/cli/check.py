@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shlex
 
 from trt_scatter.cli import common
 
@@ -199,7 +200,7 @@ def _check(args):
     feeds = _inputs(args, loaded)
     golden = _load_golden(args.load_outputs, [value.name for value in model.graph.output]) if args.load_outputs else None  # before the build: a bad file ends here
     if not args.load_inputs and _free_dims_hint(model, args.input_shapes):  # what the free dims became: 4, or what an op's rule sets
-        print("inputs: generated at --input-shapes " + " ".join(f"{name}:[{','.join(map(str, value.shape))}]" for name, value in feeds[0].items()))
+        print("inputs: generated at --input-shapes " + " ".join(shlex.quote(f"{name}:[{','.join(map(str, value.shape))}]") for name, value in feeds[0].items()))
     ok = True
     engine = None
     unbuildable = None if backend_error else _unbuildable_here(model)

@@ -58,23 +58,30 @@ def shapes_match(a: Sequence[int | None], b: Sequence[int | None]) -> bool:
     return len(a) == len(b) and all(dims_match(x, y) for x, y in zip(a, b))
 
 
+def type_name(dtype: DTypeLike) -> object:
+    """How a message names an element type: NumPy's name, text by its Python type (NumPy's ``<U1`` names no type a
+    user wrote)."""
+    dtype = np.dtype(dtype)
+    return {"U": "str", "S": "bytes"}.get(dtype.kind, dtype)
+
+
 def check_data_type(op: str, name: str, dtype: DTypeLike) -> None:
     """``name`` holds elements: any numeric type (bool, signed/unsigned ints, floats, bfloat16)."""
     dtype = np.dtype(dtype)
     if dtype.kind not in "biuf" and dtype != BFLOAT16:
-        raise ScatterInputError(op, name, "must have a numeric element type", dtype)
+        raise ScatterInputError(op, name, "must have a numeric element type", type_name(dtype))
 
 
 def check_same_type(op: str, name: str, dtype: DTypeLike, data_dtype: DTypeLike, other: str = "data") -> None:
     """``name`` must have the element type of ``other`` (``data``, or the input whose type an index input shares)."""
     if np.dtype(dtype) != np.dtype(data_dtype):
-        raise ScatterInputError(op, name, f"must have the element type of '{other}' ({np.dtype(data_dtype)})", np.dtype(dtype))
+        raise ScatterInputError(op, name, f"must have the element type of '{other}' ({type_name(data_dtype)})", type_name(dtype))
 
 
 def check_type_in(op: str, name: str, dtype: DTypeLike, allowed: Sequence[str]) -> None:
     """``name`` must have one of the element types ``allowed`` (names, e.g. ``("int32", "int64")``)."""
     if np.dtype(dtype).name not in allowed:
-        raise ScatterInputError(op, name, f"must be {' or '.join(allowed)}", np.dtype(dtype))
+        raise ScatterInputError(op, name, f"must be {' or '.join(allowed)}", type_name(dtype))
 
 
 def check_choice(op: str, name: str, value: object, choices: Sequence[str]) -> None:
@@ -86,8 +93,8 @@ def check_choice(op: str, name: str, value: object, choices: Sequence[str]) -> N
 def check_index_type(op: str, name: str, dtype: DTypeLike) -> None:
     """Index inputs (indices, start/stop/step/axes, axis) must be integers."""
     dtype = np.dtype(dtype)
-    if dtype.kind not in "iu":  # text by its Python type (NumPy's "<U1" names no type a user wrote)
-        raise ScatterInputError(op, name, "must have an integer element type", {"U": "str", "S": "bytes"}.get(dtype.kind, dtype))
+    if dtype.kind not in "iu":
+        raise ScatterInputError(op, name, "must have an integer element type", type_name(dtype))
 
 
 def check_rank_at_least(op: str, name: str, shape: Sequence[int | None], minimum: int) -> None:

@@ -346,14 +346,14 @@ def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes, laye
                                  f"{[tuple(shape) for shape in shapes]}: {err}") from None
         for as_given in layer_nodes:
             node = OpNode(as_given.node, as_given.index, tensors, as_given.op)
-            try:
-                oracle.module(node.op).check_node(node)
-                check_layer = getattr(networks.module(node.op), "check_layer", None)  # what TensorRT's own layer adds
-                if check_layer is not None:
-                    check_layer(node)
-            except ScatterInputError as err:
-                shapes = [None if (shape := tensors.shape(name)) is None else tuple(shape) for name in node.node.input if name]
-                raise ModelError(f"the profile's {label} shapes break the op's rule: {node.label}, input shapes {shapes}: {err}") from None
+            check_layer = getattr(networks.module(node.op), "check_layer", None)  # what TensorRT's own layer adds to the op
+            for whose, check in (("the op's", oracle.module(node.op).check_node), ("TensorRT's layer's", check_layer)):
+                try:
+                    if check is not None:
+                        check(node)
+                except ScatterInputError as err:
+                    shapes = [None if (shape := tensors.shape(name)) is None else tuple(shape) for name in node.node.input if name]
+                    raise ModelError(f"the profile's {label} shapes break {whose} rule: {node.label}, input shapes {shapes}: {err}") from None
 
 
 def _at_shapes(proto, shapes):

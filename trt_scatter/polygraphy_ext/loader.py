@@ -84,7 +84,7 @@ def drawn(loader: Any, flag: str, model: str | None = None) -> Any:
         if model is not None:
             try:
                 theirs, ours = _fed_inputs(loader.model), _fed_inputs(model)
-            except ModelError as err:
+            except (ModelError, TypeError) as err:  # a loader of no model (None, bytes) too
                 G_LOGGER.critical(f"{flag}: {err}")
             if theirs != ours:
                 G_LOGGER.critical(f"{flag}: its ScatterDataLoader draws inputs for a model whose inputs are {_described(theirs)}, and the run's "
@@ -101,10 +101,11 @@ def drawn(loader: Any, flag: str, model: str | None = None) -> Any:
 
 
 def _fed_inputs(model):
-    """``(name, element type, rank)`` of each input a run of ``model`` (a path, ModelProto or Model) feeds."""
+    """``(name, element type, rank)`` of each input a run of ``model`` (a path, ModelProto or Model) feeds, by name:
+    polygraphy feeds by name first, so their order is no difference."""
     from trt_scatter.model import as_model, fed_inputs
 
-    return [(value.name, value.type.tensor_type.elem_type, len(value.type.tensor_type.shape.dim)) for value in fed_inputs(as_model(model).proto.graph)]
+    return sorted((value.name, value.type.tensor_type.elem_type, len(value.type.tensor_type.shape.dim)) for value in fed_inputs(as_model(model).proto.graph))
 
 
 def _described(inputs):

@@ -296,7 +296,7 @@ class TrtScatterArgs(BaseArgs):
         except ModelError as err:  # a missing or broken file: one line, as the other flags say it
             G_LOGGER.critical(f"--trt-scatter-inputs: {err}")
         if model is None:
-            G_LOGGER.critical("--trt-scatter-inputs draws inputs for an ONNX model: give the run one")
+            G_LOGGER.critical("--trt-scatter-inputs draws inputs for an ONNX model, and this run has none (no model, or an engine)")
         refusal = bfloat16_inputs(model.proto.graph)
         if refusal:
             G_LOGGER.critical(f"--trt-scatter-inputs: {refusal}")
