@@ -168,6 +168,22 @@ def test_runtime_axes_of_a_kv_cache_equal_the_oracle(S, T, data):
     assert np.array_equal(got, oracle.slice_scatter(feeds["cache"], feeds["k"], [pos], [pos + T], [1], [axis]))
 
 
+def test_an_upgraded_opset_keeps_the_declared_shapes_of_inputs_and_outputs():
+    """ONNX's version converter infers shapes and names every dimension a model leaves unnamed (``unk__0``); the
+    lowered model of an opset-13 model declared its output so, and added value infos of such names."""
+    from trt_scatter.onnx_models import slice_scatter_model
+
+    model = slice_scatter_model((4, 6), [1], [3], [1], axes=[0])
+    model.opset_import[0].version = 13
+    for value in (*model.graph.input, *model.graph.output):
+        value.type.tensor_type.shape.dim[1].Clear()  # unnamed and unknown
+    lowered = lower(model)
+    onnx.checker.check_model(lowered, full_check=True)
+    assert [[d.dim_param or d.dim_value or None for d in v.type.tensor_type.shape.dim] for v in (*lowered.graph.input, *lowered.graph.output)] \
+        == [[d.dim_param or d.dim_value or None for d in v.type.tensor_type.shape.dim] for v in (*model.graph.input, *model.graph.output)]
+    assert not [v.name for v in lowered.graph.value_info if any(d.dim_param.startswith("unk__") for d in v.type.tensor_type.shape.dim)]
+
+
 def test_a_write_nothing_reads_drops_its_constants_with_it():
     """A trt_scatter node whose output nothing reads is lowered in place (what nothing read before stays), and the
     constants only it read go: they stayed, unread, and onnxruntime warned of each ("Removing initializer")."""

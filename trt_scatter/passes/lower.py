@@ -186,7 +186,19 @@ def _with_opset(model, needed=OPSET):
     except Exception as err:  # the converter raises bare RuntimeErrors from C++
         raise ModelError(f"the model imports opset {version} of the default domain; the lowering needs {needed}, and ONNX's version converter cannot upgrade it ({first_line(err)})") from None
     logger.info("lower: upgraded the default-domain opset from %d to %d (what the lowerings need)", version, needed)
+    _keep_declared_shapes(copy.graph, converted.graph)
     return converted
+
+
+def _keep_declared_shapes(declared, converted):
+    """The converter infers shapes, naming each dimension the model leaves unnamed (``unk__0``): ``converted`` keeps the
+    types ``declared`` gives its inputs and outputs, and only its value infos."""
+    types = {value.name: value.type for value in (*declared.input, *declared.output)}
+    for value in (*converted.input, *converted.output):
+        if value.name in types:
+            value.type.CopyFrom(types[value.name])
+    del converted.value_info[:]
+    converted.value_info.extend(declared.value_info)
 
 
 def nested_node(graph: onnx.GraphProto) -> tuple[str, str] | None:
