@@ -98,6 +98,10 @@ class ScatterDataLoader:
     def __iter__(self):
         return (self[i] for i in range(self.iterations))
 
+    def onnx_model(self) -> onnx.ModelProto:
+        """The model the inputs are drawn for, as the loader read it (once, on first use)."""
+        return self._planned().model
+
     def shapes(self) -> dict[str, tuple[int, ...]]:
         """``{input name: shape}`` of the generated inputs (for TensorRT optimization profiles)."""
         plan = self._planned()

@@ -199,7 +199,8 @@ def _check(args):
 
     feeds = _inputs(args, loaded)
     golden = _load_golden(args.load_outputs, [value.name for value in model.graph.output]) if args.load_outputs else None  # before the build: a bad file ends here
-    if not args.load_inputs and _free_dims_hint(model, args.input_shapes):  # what the free dims became: 4, or what an op's rule sets
+    free_dims = _free_dims_hint(model, args.input_shapes)
+    if not args.load_inputs and free_dims:  # what the free dims became: 4, or what an op's rule sets
         print("inputs: generated at --input-shapes " + " ".join(shlex.quote(f"{name}:[{','.join(map(str, value.shape))}]") for name, value in feeds[0].items()))
     ok = True
     engine = None
@@ -249,7 +250,7 @@ def _check(args):
     _counted_plugin_errors(uses_plugins)  # what earlier runs in this process counted is not this check's to report
     try:
         with common.quiet_tensorrt():  # a plugin's exception is printed by TensorRT's bindings: it is counted below
-            generated = _free_dims_hint(model, args.input_shapes) or (
+            generated = free_dims or (
                 " (the inputs were generated at the given --input-shapes: give others, or your inputs with --load-inputs)"
                 if args.input_shapes else " (the inputs were generated: give yours with --load-inputs)")
             results = _run(runners, feeds, "" if args.load_inputs else generated)

@@ -81,22 +81,22 @@ def drawn(loader: Any, flag: str, model: str | None = None) -> Any:
     from trt_scatter.model import ModelError
 
     if isinstance(loader, ScatterDataLoader):
-        if model is not None:
-            try:
-                theirs, ours = _fed_inputs(loader.model), _fed_inputs(model)
-            except (ModelError, TypeError) as err:  # a loader of no model (None, bytes) too
-                G_LOGGER.critical(f"{flag}: {err}")
-            if theirs != ours:
-                G_LOGGER.critical(f"{flag}: its ScatterDataLoader draws inputs for a model whose inputs are {_described(theirs)}, and the run's "
-                                  f"model takes {_described(ours)}: make the loader for the run's model")
         if not len(loader):
             G_LOGGER.critical(f"{flag}: 0 iterations (--iterations, or ScatterDataLoader's iterations) give no inputs, so nothing would "
                               "run or be compared: give 1 or more")
         try:
             for iteration in range(len(loader)):
                 loader[iteration]
-        except (ValueError, TypeError) as err:  # ScatterInputError and ModelError included; a shape that is no list of ints
+        except (ValueError, TypeError) as err:  # ScatterInputError and ModelError included; a shape that is no list of ints, no model
             G_LOGGER.critical(f"{flag}: {err}")
+        if model is not None:
+            try:
+                theirs, ours = _fed_inputs(loader.onnx_model()), _fed_inputs(model)  # the loader's model as it read it: not read again
+            except ModelError as err:
+                G_LOGGER.critical(f"{flag}: {err}")
+            if theirs != ours:
+                G_LOGGER.critical(f"{flag}: its ScatterDataLoader draws inputs for a model whose inputs are {_described(theirs)}, and the run's "
+                                  f"model takes {_described(ours)}: make the loader for the run's model")
     return loader
 
 
@@ -109,13 +109,11 @@ def _fed_inputs(model):
 
 
 def _described(inputs):
-    import onnx
+    from trt_scatter import dtypes
 
     def type_name(elem_type):
-        try:
-            return onnx.helper.tensor_dtype_to_np_dtype(elem_type).name
-        except (KeyError, ValueError, TypeError):
-            return f"type {elem_type}"
+        dtype = dtypes.from_onnx(elem_type)
+        return f"type {elem_type}" if dtype is None else dtype.name
 
     return ", ".join(f"{name} ({type_name(elem_type)}, rank {rank})" for name, elem_type, rank in inputs) or "none"
 

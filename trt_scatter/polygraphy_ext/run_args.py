@@ -300,7 +300,7 @@ class TrtScatterArgs(BaseArgs):
         refusal = bfloat16_inputs(model.proto.graph)
         if refusal:
             G_LOGGER.critical(f"--trt-scatter-inputs: {refusal}")
-        generated = self._plan_inputs(model_args.path, options)
+        generated = self._plan_inputs(model, options)
 
         def add_to_script_impl(script, user_input_metadata_str=None):  # in place of polygraphy's random DataLoader
             script.add_import(imports=["ScatterDataLoader"], frm="trt_scatter.polygraphy_ext")
@@ -310,14 +310,14 @@ class TrtScatterArgs(BaseArgs):
         if TrtConfigArgs in self.arg_groups and not self.arg_groups[TrtConfigArgs].profile_dicts:
             _profile_for(generated, self.arg_groups[TrtConfigArgs])
 
-    def _plan_inputs(self, path, options):
-        """The shapes of the inputs the data loader generates, every iteration drawn now (on the model this parse
-        read: :func:`.drawn`), so that a model it cannot serve fails before anything runs, in one line; returns them."""
+    def _plan_inputs(self, model, options):
+        """The shapes of the inputs the data loader generates, every iteration drawn now (on ``model``, the Model this
+        parse read: :func:`.drawn`), so that a model it cannot serve fails before anything runs, in one line; returns them."""
         from trt_scatter.inputs import ScatterDataLoader
         from trt_scatter.polygraphy_ext.loader import drawn
 
         try:
-            loader = ScatterDataLoader(self._read_model() or path, **options)
+            loader = ScatterDataLoader(model, **options)
         except (ValueError, TypeError) as err:  # a seed or a shape that is no int
             G_LOGGER.critical(f"--trt-scatter-inputs: {err}")
         return drawn(loader, "--trt-scatter-inputs").shapes()
