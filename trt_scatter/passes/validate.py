@@ -47,7 +47,7 @@ from polygraphy import util
 from polygraphy.backend.base import BaseLoader
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from trt_scatter import dtypes, networks, ops, oracle
 from trt_scatter.log import warn, warnings_dropped
@@ -63,6 +63,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     import onnx
+
+    from trt_scatter.model.tensors import ModelTensors
 
 
 __all__ = ["ModelError", "ValidateTrtScatter", "validate", "validate_profile"]
@@ -86,13 +88,17 @@ def validate(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelPr
     twice = next((domain for domain, versions in imported.items() if len(versions) > 1), None)
     if twice is not None:
         raise ModelError(f"the model imports domain {printable(repr(twice))} at versions {sorted(imported[twice])}: one version at most")
-    version, onnx_version = opset_version(model.proto, ops.DOMAIN), opset_version(model.proto, "")
-    _check_versions(model.proto, onnx_version)
-    untyped = {value.name for value in graph.input if not value.type.tensor_type.elem_type} - {init.name for init in graph.initializer}
-    functions = {(function.domain, function.name) for function in model.proto.functions}  # a call of the model's own function
+    facts = _ModelFacts(
+        tensors=model.tensors,
+        version=opset_version(model.proto, ops.DOMAIN),
+        onnx_version=opset_version(model.proto, ""),
+        untyped={value.name for value in graph.input if not value.type.tensor_type.elem_type} - {init.name for init in graph.initializer},
+        functions={(function.domain, function.name) for function in model.proto.functions},  # a call of the model's own function
+    )
+    _check_versions(model.proto, facts.onnx_version)
     for index, node, runs, where in _nodes_that_may_run(graph, model.tensors):
         try:
-            _check_node(model, node, index, runs, where, version, onnx_version, untyped, functions)
+            _check_node(facts, node, index, runs, where)
         except ModelError as err:
             if not where:
                 raise
@@ -101,24 +107,34 @@ def validate(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelPr
     return model.proto
 
 
-def _check_node(model, node, index, runs, where, version, onnx_version, untyped, functions):
+class _ModelFacts(NamedTuple):
+    """What :func:`validate` reads of the whole model once, for each node's rules."""
+
+    tensors: ModelTensors
+    version: int | None  # of trt-scatter's domain
+    onnx_version: int | None
+    untyped: set[str]  # graph inputs without an element type
+    functions: set[tuple[str, str]]  # (domain, name) of the model's own functions
+
+
+def _check_node(facts, node, index, runs, where):
     """One node's rules (:func:`validate`): its attributes, its op's contract or ONNX's schema, its input types, and the
     oracle's rules where it may run (a repeated target warned of)."""
     _check_attributes_once(node, index)
     if ops.is_trt_scatter(node):
-        _check_contract(node, index, version)
-    elif node.op_type in ops.OPS and node.domain not in (ops.DOMAIN, *ops.DEFAULT_DOMAINS) and (node.domain, node.op_type) not in functions:
+        _check_contract(node, index, facts.version)
+    elif node.op_type in ops.OPS and node.domain not in (ops.DOMAIN, *ops.DEFAULT_DOMAINS) and (node.domain, node.op_type) not in facts.functions:
         raise ModelError(f"{node_label(node, index)}: is in domain {printable(repr(node.domain))}, where TensorRT's parser, which finds plugins by "
                          f"op type alone, would build it as trt-scatter's {node.op_type}: trt-scatter's ops are in domain '{ops.DOMAIN}'")
     op = ops.op_of(node)
-    if op is not None and not op.is_plugin and onnx_version is not None:
-        _check_schema(node, index, onnx_version)
+    if op is not None and not op.is_plugin and facts.onnx_version is not None:
+        _check_schema(node, index, facts.onnx_version)
     if op is None or (not op.is_plugin and len(node.input) < 2):
         return
-    untyped_input = next((name for name in node.input if name in untyped), None)
+    untyped_input = next((name for name in node.input if name in facts.untyped), None)
     if untyped_input is not None:  # its rules would read NumPy's default, float64
         raise ModelError(f"{node_label(node, index)}: input {printable(repr(untyped_input))} is a graph input without a tensor element type")
-    checked = OpNode(node, index, model.tensors, op)
+    checked = OpNode(node, index, facts.tensors, op)
     try:
         _check_types(checked)
         if runs:
