@@ -1061,6 +1061,29 @@ def test_opt_shapes_that_break_a_plugins_rule_are_refused(tmp_path, capsys):
                                        "at most data's (1) to be a slice of it (got 2)\n")
 
 
+@pytest.mark.parametrize("columns, message", [
+    (2, "the profile's smallest shapes break a plugin's rule: SliceScatter node 'SliceScatter_4', input shapes [(1, 8), (1, 2), (1,), (1,), "
+        "(1,), (1,)]: slice_scatter: 'updates' must have shape (1, 4) (data's shape with each sliced axis cut to its slice's length) "
+        "(got shape (1, 2))"),
+    (4, None),
+], ids=["updates-unlike-the-slice-at-every-bound", "updates-like-the-slice"])
+def test_constant_slices_that_a_profiles_updates_never_fit_are_refused(tmp_path, capsys, columns, message):
+    """A slice of constant bounds, 4 columns wide in every run the profile allows, and updates of 2 columns: the plugin
+    would write nothing in every run (it checks the slice's shape as it runs), and the build said nothing. The command and
+    build_engine refuse the profile at its first bound, as they do for shapes the plugin's static rules refuse."""
+    from trt_scatter import onnx_models
+
+    model = onnx_models.slice_scatter_model(("B", "N"), [0], [4], [1], axes=[1], updates_shape=("B", "K"))
+    onnx.save(model, tmp_path / "model.onnx")
+    profile = {"data": ((1, 8), (2, 8), (4, 8)), "updates": ((1, columns), (2, columns), (4, columns))}
+    code = main(["build", str(tmp_path / "model.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)])
+    assert (code, capsys.readouterr().err) == ((2, f"trt-scatter build: error: {message}\n") if message else (0, ""))
+    if message:
+        with pytest.raises(ValueError) as refused:
+            engine.build_engine(engine.network_from_onnx(model, plugins=True), profile)
+        assert str(refused.value) == message
+
+
 @pytest.mark.parametrize("data, message", [
     (([8, 5], [4, 5], [1, 5]), "input 'data' needs min <= opt <= max of equal rank, got [8, 5], [4, 5], [1, 5]"),
     (([1, 5], [4, 5]), "input 'data': a profile gives (min, opt, max), three shapes, or for an input whose values set shapes three lists "

@@ -311,8 +311,9 @@ def _named_dims_disagree(graph, profile):
 
 def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes, layer_ops):
     """Each of ``checked_nodes``' shape rules (its kernel module's ``check_shapes``, as the plugin's ``configure_plugin`` checks
-    them; for ONNX's own node that a TensorRT layer builds, those of the plugin that serves its op elsewhere) at the
-    profile's smallest shapes, all inputs together, then at its opt and its largest: refused here, before TensorRT runs,
+    them; for ONNX's own node that a TensorRT layer builds, those of the plugin that serves its op elsewhere; and where its
+    index inputs are constants or graph inputs, the oracle's rules of the shapes those values set, such as updates
+    unlike a constant slice, which the plugin refuses in each run) at the profile's smallest shapes, all inputs together, then at its opt and its largest: refused here, before TensorRT runs,
     in the plugin's words and the bound's. TensorRT-RTX aborts the build process after a plugin refuses shapes in some
     networks (three reduction nodes and a smallest data of 0 rows), so the plugin's own refusal could end in a crash
     instead of the rule. Only nodes whose every input dimension is a number or a graph input's named dimension: those
@@ -337,8 +338,13 @@ def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes, laye
     # takes, at a bound, the sizes of several inputs that no run may have together (a KV cache's past and new lengths)
     fed = {value.name for value in model.proto.graph.input}
     layer_nodes = [OpNode(served[index], index, model.tensors, op) for index, op in sorted(layer_ops.items()) if bounded_by_the_profile(index)]
-    layer_nodes = [node for node in layer_nodes if all(node.inputs[name] in fed or model.tensors.constant(node.inputs[name]) is not None
-                                                       for name in node.op.index_inputs if name in node.inputs)]
+
+    def index_values_known(node):
+        """Whether each index input is a constant or a graph input (values no bound sets)."""
+        return all(node.inputs[name] in fed or model.tensors.constant(node.inputs[name]) is not None for name in node.op.index_inputs if name in node.inputs)
+
+    layer_nodes = [node for node in layer_nodes if index_values_known(node)]
+    valued = {index for index in exact if index_values_known(OpNode(served[index], index, model.tensors))}
     checked = []  # the bounds' shapes checked so far: opt is often the largest, and each costs a shape inference
     for bound, label in ((0, "smallest"), (1, "opt"), (2, "largest")) if exact or layer_nodes else ():  # opt: the shapes the engine is tuned to run
         at = {name: tuple(profile[name][bound]) for name in dynamic}
@@ -356,6 +362,8 @@ def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes, laye
             attributes.pop("inplace", None)
             try:
                 module(node.op).check_shapes(shapes, **attributes)
+                if index in valued:  # the oracle's rules of shapes that the index values set (a constant slice's shape)
+                    _check_shape_rules(node)
             except ScatterInputError as err:  # named as the user wrote it (a standard ScatterND a plugin serves)
                 written_as = OpNode(model.proto.graph.node[index], index, model.tensors).label
                 raise ModelError(f"the profile's {label} shapes break {'a plugin' if plugin else 'the op'}'s rule: {written_as}, input shapes "
@@ -370,6 +378,16 @@ def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes, laye
                 except ScatterInputError as err:
                     shapes = [None if (shape := tensors.shape(name)) is None else tuple(shape) for name in node.node.input if name]
                     raise ModelError(f"the profile's {label} shapes break {whose} rule: {node.label}, input shapes {shapes}: {err}") from None
+
+
+def _check_shape_rules(node):
+    """``node``'s oracle rules that its inputs' shapes break (``updates`` unlike a constant slice); a rule of an index's
+    values is left to the plugin, which skips and counts the writes it refuses in a run, the rest of the run written."""
+    try:
+        oracle.module(node.op).check_node(node)
+    except ScatterInputError as err:
+        if err.input_name not in node.op.index_inputs:
+            raise
 
 
 def _at_shapes(proto, shapes):
