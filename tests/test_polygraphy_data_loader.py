@@ -798,3 +798,31 @@ def test_a_gather_into_an_empty_dimension_is_refused_by_name():
     with pytest.raises(ValueError, match=r"^input 'g' gives a Gather's indices into a dimension of size 0 at these input shapes, so no value of it is valid"):
         ScatterDataLoader(model, input_shapes={"x": (0, 4)})[0]
     assert ScatterDataLoader(model, input_shapes={"x": (0, 4), "g": (0,)})[0]["g"].shape == (0,)
+
+
+def _unknown_op_before_searched_indices():
+    """``MyGelu`` (a custom domain's op) feeding a ScatterElements whose indices are computed from a graph input: the
+    loader draws the input's values with the reference, which has no MyGelu."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("MyGelu", ["x"], ["g"], domain="my.ops"), helper.make_node("Add", ["i", "one"], ["idx"]),
+             helper.make_node("ScatterElements", ["g", "idx", "u"], ["y"], axis=0)]
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(nodes, "g", [value("x", TensorProto.FLOAT, [4, 3]), value("i", TensorProto.INT64, [2, 3]), value("u", TensorProto.FLOAT, [2, 3])],
+                              [value("y", TensorProto.FLOAT, [4, 3])], [onnx.numpy_helper.from_array(np.array(1, np.int64), "one")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my.ops", 1)])
+
+
+def test_a_model_the_reference_cannot_run_is_one_line_when_inputs_are_drawn(tmp_path, capsys):
+    """ONNX's evaluator raised NotImplementedError for the op it does not know: check said "internal error" (exit 70) and
+    polygraphy's --trt-scatter-inputs printed a traceback, where --load-inputs said it in one line."""
+    from trt_scatter.cli import main
+    from trt_scatter.model import ModelError
+
+    message = "the reference cannot run this model: Node type 'MyGelu' from domain 'my.ops' is unknown, known functions: []."
+    with pytest.raises(ModelError) as refused:
+        list(ScatterDataLoader(_unknown_op_before_searched_indices()))
+    assert str(refused.value) == message
+    onnx.save(_unknown_op_before_searched_indices(), tmp_path / "unknown.onnx")
+    assert main(["check", str(tmp_path / "unknown.onnx")]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"trt-scatter check: error: cannot generate valid inputs: {message} (or give inputs of your own: --load-inputs)"

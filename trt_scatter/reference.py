@@ -25,7 +25,7 @@ from onnx.reference.op_run import OpRun
 from onnx.reference.ops import load_op
 
 from trt_scatter import oracle
-from trt_scatter.model import as_model, node_label
+from trt_scatter.model import ModelError, as_model, node_label
 from trt_scatter.log import first_line, warn
 from trt_scatter.ops import OPS, STANDARD_OPS, op_of
 from trt_scatter.oracle import rules
@@ -193,7 +193,10 @@ class Reference:
         loaded = as_model(model, weights=True)  # a file that is no model: one ModelError line
         model = loaded.proto
         self.model = model  #: the ModelProto it runs, as given or read
-        self.evaluator = ReferenceEvaluator(_default_domain_as_empty(model), new_ops=REFERENCE_OPS)
+        try:
+            self.evaluator = ReferenceEvaluator(_default_domain_as_empty(model), new_ops=REFERENCE_OPS)
+        except Exception as err:  # ONNX's evaluator refuses the model (an op it does not know, an If without a branch...)
+            raise ModelError(f"the reference cannot run this model: {first_line(err)}") from None
         self._defaults = {init.name for init in model.graph.initializer}  # constants, even where the model lists them as inputs
         shown = _RepeatsTheModelShows(loaded, self._defaults | {name for node in model.graph.node if node.op_type == "Constant" for name in node.output})
         for node in getattr(self.evaluator, "rt_nodes_", None) or ():

@@ -66,16 +66,13 @@ class ReferenceRunner(BaseRunner):
 
     @util.check_called_by("activate")
     def activate_impl(self) -> None:
-        from trt_scatter.log import first_line
         from trt_scatter.reference import Reference
 
         model, _ = util.invoke_if_callable(self._model)
         try:
             self.reference = Reference(model)
-        except ValueError as err:  # ModelError: a model the passes refuse, named in one line
+        except ValueError as err:  # ModelError: a model the passes or ONNX's evaluator refuse, named in one line
             G_LOGGER.critical(str(err))
-        except Exception as err:  # ONNX's evaluator refuses the model (an If without a branch, an unknown function...)
-            G_LOGGER.critical(f"the reference cannot run this model: {first_line(err)}")
         self.model = self.reference.model
 
     @util.check_called_by("get_input_metadata")
