@@ -239,7 +239,7 @@ def test_repeated_targets_are_warned_of_by_name(tmp_path):
     checked_constant = fx.run_tool("trt-scatter", ["check", tmp_path / "constant.onnx", "--allow-engine-not-run"])
     assert checked_constant.stderr.count("warning:") == 1, checked_constant.stderr  # validation's; the run's own would repeat it
     fed = _saved(tmp_path, model, "fed.onnx")
-    save_json([{"data": np.zeros((4, 3), np.float32), "indices": np.array([[2], [2]]), "updates": np.ones((2, 3), np.float32)}], tmp_path / "in.json")
+    save_json([{"data": np.zeros((4, 3), np.float32), "indices": np.array([[2], [2]]), "updates": np.arange(6, dtype=np.float32).reshape(2, 3)}], tmp_path / "in.json")
     checked = fx.run_tool("trt-scatter", ["check", fed, "--load-inputs", tmp_path / "in.json", "--allow-engine-not-run"])
     assert "(in the inputs of a run): the result is undefined" in checked.stderr and "rows 0 and 1 of 'indices' both write (2,)" in checked.stderr
 

@@ -826,3 +826,25 @@ def test_a_model_the_reference_cannot_run_is_one_line_when_inputs_are_drawn(tmp_
     onnx.save(_unknown_op_before_searched_indices(), tmp_path / "unknown.onnx")
     assert main(["check", str(tmp_path / "unknown.onnx")]) == 2
     assert capsys.readouterr().err.splitlines()[-1] == f"trt-scatter check: error: cannot generate valid inputs: {message} (or give inputs of your own: --load-inputs)"
+
+
+@pytest.mark.parametrize("build, indices_shape", [("scatter_nd_reduce_model", (10, 1)), ("scatter_elements_reduce_model", (10, 3))])
+def test_inputs_are_drawn_for_a_lowered_reduction_whose_identity_fill_repeats_targets(caplog, build, indices_shape):
+    """include_self=0 lowers to a plain scatter of the reduction's identity at every index, then the reducing scatter:
+    10 indices into 6 rows repeat targets in the plain one, each time with the same value, which is defined. The
+    loader searched for indices without repeats (there are none) and gave up; the reference warned of each run."""
+    import logging
+
+    import onnxruntime
+
+    from trt_scatter import onnx_models
+    from trt_scatter.passes.lower import lower
+
+    model = getattr(onnx_models, build)((6, 3), indices_shape, reduction="max", include_self=0)
+    lowered = lower(model)
+    with caplog.at_level(logging.WARNING, logger="trt_scatter"):
+        feed = ScatterDataLoader(lowered, seed=2)[0]
+        got = Reference(lowered).run(feed)["output"]
+    assert any(len(np.unique(column)) < len(column) for column in (feed["indices"] % 6).T), feed["indices"]  # repeated targets
+    np.testing.assert_array_equal(got, onnxruntime.InferenceSession(lowered.SerializeToString()).run(None, feed)[0])
+    assert "undefined" not in caplog.text, caplog.text

@@ -159,5 +159,5 @@ def test_constant_indices_that_repeat_a_target_at_the_runs_shapes_only_are_warne
                               [numpy_helper.from_array(np.array([[2], [-1]]), "indices")])
     reference = Reference(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
     with caplog.at_level(logging.WARNING, logger="trt_scatter"):
-        reference.run({"data": np.zeros((rows, 2), np.float32), "updates": np.ones((2, 2), np.float32)})
+        reference.run({"data": np.zeros((rows, 2), np.float32), "updates": np.arange(4, dtype=np.float32).reshape(2, 2)})
     assert ("rows 0 and 1 of 'indices' both write (2,) (in the inputs of a run): the result is undefined" in caplog.text) == warned, caplog.text

@@ -137,3 +137,22 @@ def test_default_axis_is_0():
     data = np.zeros((3, 2), np.int8)
     out = scatter_elements(data, np.array([[2, 0]]), np.array([[5, 6]], np.int8))
     np.testing.assert_array_equal(out, [[0, 6], [0, 0], [5, 0]])
+
+
+@pytest.mark.parametrize("first, second, warned", [(2.0, 2.0, False), (2.0, 3.0, True), (0.0, -0.0, True), (np.nan, np.nan, False)],
+                         ids=["same-values", "other-values", "signed-zeros", "the-same-nan"])
+def test_an_element_written_twice_is_undefined_only_where_its_values_differ(first, second, warned):
+    """As for ScatterND: the lowering's identity fill writes one value at repeated indices, which is defined."""
+    from trt_scatter import oracle
+    from trt_scatter.ops import STANDARD_OPS
+    from trt_scatter.oracle.rules import Known
+
+    repeated_target = oracle.module(STANDARD_OPS["ScatterElements"]).repeated_target
+    indices = np.array([[0, 1], [-4, 3], [1, 3]])  # along axis 0: column 0 writes row 0 twice (equal values), column 1 row 3 twice
+    updates = np.full((3, 2), 5.0, np.float32)
+    updates[1, 1], updates[2, 1] = first, second
+    known = {"data": np.zeros((4, 2), np.float32), "indices": indices, "updates": updates}
+    assert repeated_target(Known(known, {"axis": 0})) == ("two elements of 'indices' on one line along axis 0 (line 1) both write position 3"
+                                                         if warned else None)
+    assert repeated_target(Known({"data": known["data"], "indices": indices}, {"axis": 0})) == (
+        "two elements of 'indices' on one line along axis 0 (line 0) both write position 0")

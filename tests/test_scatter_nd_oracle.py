@@ -166,3 +166,22 @@ def test_no_rows_at_all_keep_data(runtime):
 
 def test_scatter_nd_update_is_scatter_nd():
     assert scatter_nd_update is scatter_nd
+
+
+@pytest.mark.parametrize("first, second, warned", [(2.0, 2.0, False), (2.0, 3.0, True), (0.0, -0.0, True), (np.nan, np.nan, False)],
+                         ids=["same-values", "other-values", "signed-zeros", "the-same-nan"])
+def test_a_target_written_twice_is_undefined_only_where_its_values_differ(first, second, warned):
+    """A lowered include_self=0 reduction first writes the reduction's identity at every index: repeated rows then write
+    the same value, a defined result that the reference warned of in every run. Values compare by their bits."""
+    from trt_scatter import oracle
+    from trt_scatter.ops import STANDARD_OPS
+    from trt_scatter.oracle.rules import Known
+
+    repeated_target = oracle.module(STANDARD_OPS["ScatterND"]).repeated_target
+    indices = np.array([[0], [2], [-6], [2]])  # row 0 twice (0 and -6 into 6 rows) with equal values; row 2 twice
+    updates = np.full((4, 3), 5.0, np.float32)
+    updates[1], updates[3] = first, second
+    known = {"data": np.zeros((6, 3), np.float32), "indices": indices, "updates": updates}
+    assert repeated_target(Known(known, {})) == ("rows 1 and 3 of 'indices' both write (2,)" if warned else None)
+    assert repeated_target(Known({"data": known["data"], "indices": indices}, {})) == "rows 0 and 2 of 'indices' both write (0,)"
+    assert repeated_target(Known({**known, "updates": np.zeros((2, 3), np.float32)}, {})) is not None  # updates that do not fit

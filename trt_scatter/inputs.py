@@ -45,7 +45,7 @@ from trt_scatter.model.graph import DEFAULT_DOMAINS, ELEMENTWISE, SHAPE_READERS,
 from trt_scatter.model.node import OpNode
 from trt_scatter.model.tensors import ModelTensors
 from trt_scatter.ops import op_of
-from trt_scatter.oracle.rules import ScatterInputError
+from trt_scatter.oracle.rules import Known, ScatterInputError
 from trt_scatter.passes.validate import validate
 from trt_scatter.reference import NodeRunError
 
@@ -629,14 +629,16 @@ def _searched_inputs(plan):
 
 
 def _distinct_targets(node, values):
-    """Whether the index values a scatter node got write no element twice (undefined in every spec):
-    the oracle, writing distinct ids for the updates, keeps all of them."""
+    """Whether the index values a scatter node got write no element twice with other values (undefined in every
+    spec): the oracle, writing distinct ids for the updates, keeps all of them, or else the op's ``repeated_target``
+    finds each element written twice given the same value (a lowering's fill of a reduction's identity)."""
     args = {name: np.asarray(values[tensor]) for name, tensor in node.inputs.items()}
     data, updates = node.op.data_input, node.op.updates_input
     ids = np.arange(args[updates].size).reshape(args[updates].shape)
-    args.update({data: np.full(args[data].shape, -1), updates: ids})
     attributes = {attribute.name: node.attribute(attribute.name) for attribute in node.node.attribute}
-    return bool(np.isin(ids, oracle.module(node.op).evaluate(args, attributes)).all())
+    if np.isin(ids, oracle.module(node.op).evaluate({**args, data: np.full(args[data].shape, -1), updates: ids}, attributes)).all():
+        return True
+    return oracle.module(node.op).repeated_target(Known(args, attributes)) is None
 
 
 def _random_values(rng, shape, dtype):

@@ -289,6 +289,14 @@ def repeats(targets: np.ndarray) -> np.ndarray:
     return np.stack([order[repeated], order[repeated + 1]], axis=1)
 
 
+def differing(rows: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """For each pair ``(i, j)`` of :func:`repeats`, whether rows ``i`` and ``j`` of ``rows`` (what each position writes,
+    one row each) hold other bits: a target written twice with the same bits ends the same in any order (-0.0 is not
+    0.0; a NaN is itself)."""
+    first, second = (np.ascontiguousarray(rows[pairs[:, side]]).reshape(len(pairs), -1) for side in (0, 1))
+    return (first.view(np.uint8).reshape(len(pairs), -1) != second.view(np.uint8).reshape(len(pairs), -1)).any(axis=1)
+
+
 def first_repeat(targets: np.ndarray) -> tuple[int, int] | None:
     """``(i, j)``: the first pair of :func:`repeats` of the 1-D ``targets``, or None."""
     pairs = repeats(targets)

@@ -85,7 +85,9 @@ def check_attributes(node: OpNode) -> None:
 
 def repeated_target(node: OpNode | rules.Known) -> str | None:
     """Where two elements of constant indices on one line along the axis write one element (undefined without a
-    reduction), else None."""
+    reduction), else None. Where ``updates`` are known too (a run's), only an element that gets two other values
+    (other bits) is undefined; one that gets the same value each time (a lowering's fill of the reduction's identity)
+    is not."""
     indices, data = node.constant("indices"), node.shape("data")
     if indices is None or data is None or indices.ndim != len(data) or _reduces(node):
         return None
@@ -95,13 +97,16 @@ def repeated_target(node: OpNode | rules.Known) -> str | None:
         return None
     if not rules.is_known(data[axis]) or data[axis] <= 0 or indices.size == 0:
         return None
-    lines = np.moveaxis(indices.astype(np.int64) % data[axis], axis, -1).reshape(-1, indices.shape[axis])
-    ordered = np.sort(lines, axis=1)
-    clash = np.argwhere(ordered[:, 1:] == ordered[:, :-1])
-    if not clash.size:
+    size = data[axis]
+    lines = np.moveaxis(indices.astype(np.int64) % size, axis, -1).reshape(-1, indices.shape[axis])
+    pairs = rules.repeats((np.arange(len(lines))[:, None] * size + lines).reshape(-1))  # a target: a position on a line
+    updates = node.constant("updates")
+    if len(pairs) and updates is not None and updates.shape == indices.shape:
+        pairs = pairs[rules.differing(np.moveaxis(updates, axis, -1).reshape(-1, 1), pairs)]
+    if not len(pairs):
         return None
-    line, at = (int(v) for v in clash[0])
-    return f"two elements of 'indices' on one line along axis {axis} (line {line}) both write position {int(ordered[line, at])}"
+    line, at = divmod(int(pairs[0, 0]), indices.shape[axis])
+    return f"two elements of 'indices' on one line along axis {axis} (line {line}) both write position {int(lines[line, at])}"
 
 
 def distinct_targets(node: OpNode) -> bool:

@@ -88,7 +88,9 @@ def check_attributes(node: OpNode) -> None:
 
 
 def repeated_target(node: OpNode | rules.Known) -> str | None:
-    """Where two rows of constant indices write one element or slice (undefined without a reduction), else None."""
+    """Where two rows of constant indices write one element or slice (undefined without a reduction), else None. Where
+    ``updates`` are known too (a run's), only a target that two rows give other values (other bits) is undefined; one
+    that gets the same values each time (a lowering's fill of the reduction's identity) is not."""
     indices, data = node.constant("indices"), node.shape("data")
     if indices is None or data is None or indices.ndim == 0 or _reduces(node):
         return None
@@ -96,10 +98,17 @@ def repeated_target(node: OpNode | rules.Known) -> str | None:
     dims = data[:k]
     if k > len(data) or not all(rules.is_known(d) and d > 0 for d in dims):
         return None
-    rows = indices.reshape(math.prod(indices.shape[:-1]), k).astype(np.int64) % np.array(dims, np.int64)  # not (-1, k): k may be 0
-    pair = rules.first_repeat(np.ravel_multi_index(tuple(rows.T), dims) if k else np.zeros(len(rows), np.int64))
-    target = tuple(rows[pair[0]].tolist()) if pair is not None and k else "all of data"  # k = 0: each row writes all of it
-    return None if pair is None else f"rows {pair[0]} and {pair[1]} of 'indices' both write {target}"
+    count = math.prod(indices.shape[:-1])
+    rows = indices.reshape(count, k).astype(np.int64) % np.array(dims, np.int64)  # not (-1, k): k may be 0
+    pairs = rules.repeats(np.ravel_multi_index(tuple(rows.T), dims) if k else np.zeros(count, np.int64))
+    updates = node.constant("updates")
+    if len(pairs) and updates is not None and updates.shape == indices.shape[:-1] + tuple(data[k:]):
+        pairs = pairs[rules.differing(updates.reshape(count, -1), pairs)]  # not (count, -1) where count is 0: no pairs then
+    if not len(pairs):
+        return None
+    first, second = (int(position) for position in pairs[0])
+    target = tuple(rows[first].tolist()) if k else "all of data"  # k = 0: each row writes all of it
+    return f"rows {first} and {second} of 'indices' both write {target}"
 
 
 def distinct_targets(node: OpNode) -> bool:

@@ -157,9 +157,7 @@ def _differing_pairs(node, indices, pairs):
     if updates.shape[axis : axis + indices.ndim] != indices.shape:
         return None
     trailing = int(np.prod(updates.shape[axis + indices.ndim :]))  # not -1: updates may be empty
-    slices = np.moveaxis(updates.reshape(updates.shape[:axis] + (indices.size, trailing)), axis, 0)
-    first, second = (np.ascontiguousarray(slices[pairs[:, side]]).reshape(len(pairs), -1) for side in (0, 1))
-    return (first.view(np.uint8).reshape(len(pairs), -1) != second.view(np.uint8).reshape(len(pairs), -1)).any(axis=1)
+    return rules.differing(np.moveaxis(updates.reshape(updates.shape[:axis] + (indices.size, trailing)), axis, 0), pairs)
 
 
 # ---- valid inputs (trt_scatter.inputs): shape relations, capacity, index generator
