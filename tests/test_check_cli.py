@@ -235,8 +235,13 @@ def test_bad_arguments_and_inputs_end_in_one_line(elements_model, tmp_path):
     assert missing.stderr.strip().count("\n") == 0 and "trt-scatter check: error: cannot read ONNX model" in missing.stderr
 
     unfit = check(elements_model, "--input-shapes", "indices:[3,2]")
-    assert unfit.returncode == 2
-    assert "cannot generate valid inputs: input 'indices': the given shape (3, 2) does not fit the model's (N, 3)" in unfit.stderr
+    assert unfit.returncode == 2  # no hint to give --input-shapes: the given one is wrong
+    assert unfit.stderr == "trt-scatter check: error: cannot generate valid inputs: input 'indices': the given shape (3, 2) does not fit the model's (N, 3)\n"
+    from trt_scatter import onnx_models
+    from trt_scatter.inputs import ScatterDataLoader
+
+    with pytest.raises(ValueError, match=re.escape("input 'indices': the given shape (3,) does not fit the model's (2,)")):
+        list(ScatterDataLoader(onnx_models.scatter_update_model(("N", 3), (2,), 0), input_shapes={"indices": (3,)}))
 
     (tmp_path / "not_feeds.json").write_text("{}")
     not_feeds = check(elements_model, "--load-inputs", tmp_path / "not_feeds.json")

@@ -591,3 +591,24 @@ def test_the_lower_command_checks_a_model_too_large_to_serialize_from_its_files(
     err = capsys.readouterr().err
     assert err.startswith("trt-scatter lower: error: the model does not pass ONNX's checker (") and err.count("\n") == 1, err
     assert not list((tmp_path / "bad").iterdir())
+
+
+@pytest.mark.parametrize("custom", [False, True], ids=["standard-only", "with-a-custom-op"])
+def test_lower_says_which_ops_of_other_domains_it_kept(tmp_path, capsys, custom):
+    """A model with an op of its own domain beside a trt_scatter node: lower kept it, as it should, and said the output
+    held "standard ONNX ops only"."""
+    from trt_scatter import onnx_models
+    from trt_scatter.cli import main
+
+    model = onnx_models.slice_scatter_model((4, 6), [0], [2], [1], axes=[0])
+    if custom:  # MyGelu (domain my.ops) reads the SliceScatter's output; the graph's output is its
+        output = model.graph.output[0].name
+        model.graph.node.append(helper.make_node("MyGelu", [output], ["gelu"], domain="my.ops"))
+        model.graph.output[0].name = "gelu"
+        model.opset_import.append(helper.make_opsetid("my.ops", 1))
+    path, out = fx.save(model, tmp_path / "m.onnx"), tmp_path / "low.onnx"
+    assert main(["lower", str(path), str(out)]) == 0
+    count = len(onnx.load(out).graph.node)
+    nodes = f"{count} node{'s' if count > 1 else ''}"
+    kept = f"{nodes}, no trt_scatter node; of other domains: my.ops MyGelu" if custom else f"{nodes}, standard ONNX ops only"
+    assert capsys.readouterr().out.splitlines()[0] == f"lowered 1 trt_scatter node (SliceScatter) of {path}: {out} ({kept})"

@@ -122,7 +122,7 @@ def test_output_paths_that_cannot_be_written_are_one_line(tmp_path):
     assert_one_line(result, f"trt-scatter build: error: output '{folder}' is a directory: give a file path")
     missing = f"{tmp_path / 'new'}/"  # a folder by its name: a file called 'new' was written there
     result = fx.run_tool("trt-scatter", ["lower", model, missing])
-    assert_one_line(result, f"trt-scatter lower: error: output '{missing}' is a directory: give a file path")
+    assert_one_line(result, f"trt-scatter lower: error: output '{missing}' names a folder (it ends in '/'): give a file path")
     assert not (tmp_path / "new").exists()
     result = fx.run_tool("trt-scatter", ["build", model, "--plugins", "-o", model / "x.engine"])
     assert_one_line(result, f"trt-scatter build: error: output '{model / 'x.engine'}' cannot be written: '{model}' is not a directory")

@@ -255,13 +255,13 @@ class _Plan:
 
     def _given(self, name, shape):
         if name not in self.inputs:
-            raise ValueError(f"input {name!r} of the given shapes is not an input of the model (its inputs: {', '.join(self.inputs)})")
+            raise GivenShapeError(f"input {name!r} of the given shapes is not an input of the model (its inputs: {', '.join(self.inputs)})")
         dims = self.inputs[name][1]
         if dims is None:  # the model does not say: any shape
             return tuple(shape)
         if len(shape) != len(dims) or any(isinstance(d, int) and d != g for d, g in zip(dims, shape)):
-            declared = "(" + ", ".join(str(d) if d is not None else "?" for d in dims) + ")"
-            raise ValueError(f"input {name!r}: the given shape {tuple(shape)} does not fit the model's {declared}")
+            declared = "(" + ", ".join(str(d) if d is not None else "?" for d in dims) + ("," if len(dims) == 1 else "") + ")"
+            raise GivenShapeError(f"input {name!r}: the given shape {tuple(shape)} does not fit the model's {declared}")
         return tuple(shape)
 
     def _origin(self, name):
@@ -576,6 +576,11 @@ def _symbolic_shapes(plan):
             if value.name in plan.inputs and not dim.HasField("dim_value") and not dim.dim_param:
                 dim.dim_param = f"{value.name}:{i}"
     return ModelTensors(model)
+
+
+class GivenShapeError(ValueError):
+    """A shape given for an input (``input_shapes``) that the model refuses: no input of that name, or one of another
+    rank or static size."""
 
 
 class NamedDimensionConflict(ValueError):

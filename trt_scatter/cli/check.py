@@ -393,11 +393,14 @@ def _inputs(args, loaded):
                 _check_loaded(args.load_inputs, iteration, name, feed[name], loaded.tensors)
             _check_named_dims(args.load_inputs, iteration, feed, model.graph)
         return feeds
+    from trt_scatter.inputs import GivenShapeError
     from trt_scatter.polygraphy_ext import ScatterDataLoader
 
     try:
         return list(ScatterDataLoader(loaded, seed=1 if args.seed is None else args.seed, input_shapes=dict(args.input_shapes),
                                       iterations=args.iterations or 1))
+    except GivenShapeError as err:  # the given shapes are wrong: no hint to give them
+        raise common.CliError(f"cannot generate valid inputs: {err}") from None
     except ValueError as err:  # ScatterInputError and ModelError included
         named = "--load-inputs" in str(err)  # the loader's own line says it already
         hint = _free_dims_hint(model, args.input_shapes, own_inputs=not named) or ("" if named else " (or give inputs of your own: --load-inputs)")

@@ -282,8 +282,10 @@ def check_output_path(path: str | os.PathLike, what: str = "output", reads: Iter
     the command reads (``reads``: the model, its external data, loaded inputs...; the same file under any name):
     writing it would destroy an input."""
     path = os.fspath(path)
-    if os.path.isdir(path) or path.endswith(("/", os.sep)):  # a name ending in a separator means a folder, even a missing one
+    if os.path.isdir(path):
         raise CliError(f"{what} {path!r} is a directory: give a file path")
+    if path.endswith(("/", os.sep)):  # a name ending in a separator means a folder, even a missing one
+        raise CliError(f"{what} {path!r} names a folder (it ends in {path[-1]!r}): give a file path")
     for read in reads:
         if _same_file(path, read):
             same = "a file" if os.fspath(read) == path else f"{os.fspath(read)!r}, a file"

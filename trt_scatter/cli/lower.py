@@ -30,8 +30,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trt_scatter.model import ModelError, tensors
-    from trt_scatter.ops import is_trt_scatter
+    from trt_scatter.model import ModelError, all_nodes, tensors
+    from trt_scatter.ops import DEFAULT_DOMAINS, is_trt_scatter
     from trt_scatter.passes.lower import lower
 
     try:
@@ -61,7 +61,9 @@ def run(args: argparse.Namespace) -> int:
     replaced = model.trt_scatter_ops()
     count = sum(is_trt_scatter(node) for node in model.proto.graph.node)
     what = f"{_count(count, 'trt_scatter node')} ({', '.join(replaced)})" if count else "no trt_scatter node"
-    print(f"lowered {what} of {args.model}: {args.output} ({_count(len(lowered.graph.node), 'node')}, standard ONNX ops only)")
+    others = sorted({(node.domain, node.op_type) for node in all_nodes(lowered.graph) if node.domain not in DEFAULT_DOMAINS})
+    kept = f"no trt_scatter node; of other domains: {', '.join(f'{domain} {op_type}' for domain, op_type in others)}" if others else "standard ONNX ops only"
+    print(f"lowered {what} of {args.model}: {args.output} ({_count(len(lowered.graph.node), 'node')}, {kept})")
     reducing = [node for node in lowered.graph.node if any(a.name == "reduction" and a.s != b"none" for a in node.attribute)]
     if reducing:  # the reductions lower to ONNX's own scatters with a reduction
         are = "of its nodes are ONNX scatters" if len(reducing) > 1 else "of its nodes is an ONNX scatter"
