@@ -82,6 +82,9 @@ def test_a_timing_cache_tensorrt_cannot_read_is_left_as_it_was(tmp_path, capsys,
         (["build", "missing.onnx"], "cannot read ONNX model 'missing.onnx': No such file or directory"),
         (["build", "--all", "scatter_nd"], "--all builds every example network"),
         (["build", "x.onnx", "--min", "data:1x3"], "--min 'data:1x3' is not NAME:[D,...]"),
+        # the model after a shape flag is one of its words: said so, not "give an example network name or an .onnx file"
+        (["build", "--max", "data:[8,5]", "x.onnx"], "--max 'x.onnx' is not NAME:[D,...] (e.g. data:[1,3,4,5]) (is it the model? --max "
+                                                     "takes every word after it: give the model first)"),
         (["build", "slice_scatter", "--dynamic", "--min", "data:[1,3]"], "input 'data' has no --opt/--max shape"),
         (["build", "scatter_nd", "--dtype", "float17"], "--dtype 'float17' is not a NumPy element type name"),
         # the build runs in a child process, which sends its error back pickled
@@ -180,7 +183,7 @@ def test_plugin_model_without_plugins_names_the_flag(tmp_path, capsys):
 
     onnx_lib.save(scatter_update_model((3, 5), (2,), 1), tmp_path / "update.onnx")
     assert main(["build", str(tmp_path / "update.onnx")]) == 2
-    assert "has trt-scatter plugin nodes (ScatterUpdate): register the plugins (--plugins)" in capsys.readouterr().err
+    assert "has trt-scatter plugin nodes (ScatterUpdate): register the plugins (--plugins; from Python, plugins=True)" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(not backend.is_rtx(), reason="with full TensorRT >= 10.9 --aot builds (tests/test_aot_tensorrt.py)")
@@ -344,7 +347,7 @@ def test_a_model_for_the_aot_plugins_without_aot_names_the_flag_in_one_line(tmp_
 
 
 @pytest.mark.parametrize("profile, message", [
-    (_profile_args(1, 2, 4), "input 'data': dimension 0 is 2 in the model, the --min shape has 1 (got min [1, 3, 4, 5], opt [2, 3, 4, 5], max [4, 3, 4, 5])"),
+    (_profile_args(1, 2, 4), "input 'data': dimension 0 is 2 in the model, the profile's min shape has 1 (got min [1, 3, 4, 5], opt [2, 3, 4, 5], max [4, 3, 4, 5])"),
     (["--min", "data:[2,3,4]", "--opt", "data:[2,3,4]", "--max", "data:[2,3,4]"], "input 'data': rank 4 in the model, the profile's shapes have rank 3"),
 ], ids=["static-dim", "rank"])
 def test_a_profile_that_contradicts_the_models_static_shape_names_the_input_and_dim(tmp_path, capsys, profile, message):
@@ -386,7 +389,7 @@ def test_plugin_nodes_in_subgraphs_count_as_the_models(tmp_path, capsys):
 
     onnx.save(fx.slice_scatter_in_an_if_branch(), tmp_path / "if.onnx")
     assert main(["build", str(tmp_path / "if.onnx")]) == 2
-    assert "has trt-scatter plugin nodes (SliceScatter): register the plugins (--plugins)" in capsys.readouterr().err
+    assert "has trt-scatter plugin nodes (SliceScatter): register the plugins (--plugins; from Python, plugins=True)" in capsys.readouterr().err
     assert needs_aliased_plugin_io(fx.slice_scatter_in_an_if_branch(inplace=1))
     assert not needs_aliased_plugin_io(fx.slice_scatter_in_an_if_branch(inplace=0))
 
@@ -861,8 +864,8 @@ def test_a_constant_index_out_of_range_in_every_run_is_refused(tmp_path, capsys,
 
 
 @pytest.mark.parametrize("profile, message", [
-    ({"data": ((4, 1), (4, 2), (4, 4))}, "input 'data': dimension 0 is 8 in the model, the --min shape has 4 (got min [4, 1], opt [4, 2], max [4, 4])"),
-    ({"data": ((4, 2),) * 3}, "input 'data': dimension 0 is 8 in the model, the --min shape has 4 (got min [4, 2], opt [4, 2], max [4, 2])"),
+    ({"data": ((4, 1), (4, 2), (4, 4))}, "input 'data': dimension 0 is 8 in the model, the profile's min shape has 4 (got min [4, 1], opt [4, 2], max [4, 4])"),
+    ({"data": ((4, 2),) * 3}, "input 'data': dimension 0 is 8 in the model, the profile's min shape has 4 (got min [4, 2], opt [4, 2], max [4, 2])"),
     ({"data": ((8, 1, 1), (8, 2, 1), (8, 4, 1))}, "input 'data': rank 2 in the model, the profile's shapes have rank 3"),
 ], ids=["a static dimension", "pinned", "the rank"])
 def test_a_profile_the_model_contradicts_is_named_before_its_indices(tmp_path, capsys, profile, message):
@@ -1319,3 +1322,21 @@ def test_an_examples_parameters_of_rank_0_are_named_for_what_they_are(name, para
     with pytest.raises(ValueError) as refused:
         engine.network_from_example(name, {}, **params)()
     assert str(refused.value) == message
+
+
+@plugin_models.forked
+def test_plugin_nodes_that_leave_attributes_out_build_without_the_parsers_warnings(capfd):
+    """TensorRT's parser warned, for each attribute a trt_scatter node leaves to its default, "Attribute include_self not
+    found in plugin node! ... the engine may fail to build": the plugins' defaults are the op's, so nothing was wrong.
+    The parser is given the defaults."""
+    node = helper.make_node("ScatterElementsReduce", ["data", "indices", "updates"], ["output"], domain=ops.DOMAIN, reduction="max")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("data", TensorProto.FLOAT, [4, 3]),
+                                            helper.make_tensor_value_info("indices", TensorProto.INT64, [2, 3]),
+                                            helper.make_tensor_value_info("updates", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [4, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ops.DOMAIN, 1)])
+    capfd.readouterr()
+    plan = engine.build_engine(engine.network_from_onnx(model, plugins=True), {})
+    output = "".join(capfd.readouterr())
+    assert plan and "not found in plugin node" not in output, output
+    assert list(model.graph.node[0].attribute) == [helper.make_attribute("reduction", "max")]  # the user's model is left as it was

@@ -259,6 +259,8 @@ def test_bad_arguments_and_inputs_end_in_one_line(elements_model, tmp_path):
     (["--iterations", "two"], "argument --iterations: 'two' is not a positive integer"),
     (["--iterations", "0"], "argument --iterations: '0' is not a positive integer"),
     (["--atol", "tiny"], "argument --atol: 'tiny' is not a non-negative number"),
+    (["--input-shapes", "data:[3,5]", "other.onnx"], "argument --input-shapes: 'other.onnx' is not NAME:[D0,D1,...] with non-negative integer "
+                                                     "dims (is it the model? --input-shapes takes every word after it: give the model first)"),
     (["--input-shapes", "nothing:[2]"], "--input-shapes names no input of the model: nothing (its inputs: data, indices, updates)"),
 ])
 def test_arguments_that_mean_nothing_end_in_one_line_before_any_work(elements_model, capsys, arguments, line):

@@ -178,7 +178,7 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
             _check_rtx_aliasing(model.name, proto)
         proto = _for_the_parser(proto)
     elif model.trt_scatter_ops():
-        raise ValueError(f"{model.name} has trt-scatter plugin nodes ({', '.join(model.trt_scatter_ops())}): register the plugins (--plugins)")
+        raise ValueError(f"{model.name} has trt-scatter plugin nodes ({', '.join(model.trt_scatter_ops())}): register the plugins (--plugins; from Python, plugins=True)")
     else:
         from trt_scatter.passes.plugins import to_plugins
 
@@ -196,23 +196,33 @@ def _for_the_parser(proto):
     the main graph computes nothing an output depends on, every such node (TensorRT-RTX drops the layer and frees its
     plugin twice: an abort; TensorRT would drop the others itself); and int8 constants that a node other than a plugin
     reads (a value broadcast into an int8 cache), which TensorRT takes for quantized ones and refuses anywhere but
-    before a plugin or a dequantization: they become int32 constants and a Cast to int8."""
+    before a plugin or a dequantization: they become int32 constants and a Cast to int8. A ``trt_scatter`` node's
+    attributes left to their defaults are written out: the parser warns of each one it does not find ("the engine may
+    fail to build"), though the plugin's default is the op's."""
     import onnx
 
     from trt_scatter.model import all_nodes, live_names
+
+    def left_out(node):
+        """``{name: default}`` of the attributes a trt_scatter node leaves out."""
+        given = {attribute.name for attribute in node.attribute}
+        op = ops.op_of(node) if ops.is_trt_scatter(node) else None
+        return {} if op is None else {name: attribute.default for name, attribute in op.attributes.items() if name not in given}
 
     live = live_names(proto.graph.node, [value.name for value in proto.graph.output])
     needed = [any(output in live for output in node.output) for node in proto.graph.node]
     dead_write = any(ops.is_trt_scatter(node) and not keep for node, keep in zip(proto.graph.node, needed))
     padded = any(ops.is_trt_scatter(node) and node.input and not node.input[-1] for node in all_nodes(proto.graph))
+    defaulted = any(left_out(node) for node in all_nodes(proto.graph))
     quantized = _int8_constants_read_as_numbers(proto.graph)
-    if not padded and not dead_write and not quantized:
+    if not padded and not dead_write and not defaulted and not quantized:
         return proto
     copy = onnx.ModelProto()
     copy.CopyFrom(proto)
     for node in all_nodes(copy.graph):
         while ops.is_trt_scatter(node) and node.input and not node.input[-1]:
             node.input.pop()
+        node.attribute.extend(onnx.helper.make_attribute(name, default) for name, default in left_out(node).items())
     if dead_write:
         kept = [node for node, keep in zip(copy.graph.node, needed) if keep]
         del copy.graph.node[:]
@@ -637,7 +647,7 @@ def _check_profile_fits(tensor, shapes):
     for axis, dim in enumerate(tensor.shape):
         for which, shape in zip(("min", "opt", "max"), shapes):
             if dim >= 0 and shape[axis] != dim:
-                raise ValueError(f"input '{tensor.name}': dimension {axis} is {dim} in the model, the --{which} shape has "
+                raise ValueError(f"input '{tensor.name}': dimension {axis} is {dim} in the model, the profile's {which} shape has "
                                  f"{shape[axis]} (got {given})")
 
 

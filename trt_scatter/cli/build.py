@@ -2,7 +2,8 @@
 
     trt-scatter build slice_scatter -o slice_scatter.engine
     trt-scatter build scatter_nd --dynamic
-    trt-scatter build model.onnx --plugins --min data:[1,5] --opt data:[4,5] --max data:[8,5]
+    trt-scatter build model.onnx --plugins --min 'data:[1,5]' 'updates:[1,3]' \
+        --opt 'data:[4,5]' 'updates:[4,3]' --max 'data:[8,5]' 'updates:[8,3]'   # each dynamic input's shapes
     trt-scatter build model.onnx --aot          # an engine that runs without Python (TensorRT >= 10.9)
     trt-scatter build --all                      # every example network into engines/
 """
@@ -62,7 +63,7 @@ def _profile_bounds(mins, opts, maxs):
             match = _SHAPE.match(spec.replace(" ", ""))
             pieces = match["dims"].split(",") if match and match["dims"] else []
             if not match or not all(re.fullmatch(r"-?[0-9]+", piece) for piece in pieces):
-                raise ValueError(f"--{which} {spec!r} is not NAME:[D,...] (e.g. data:[1,3,4,5])")
+                raise ValueError(f"--{which} {spec!r} is not NAME:[D,...] (e.g. data:[1,3,4,5]){common.shape_flag_hint(spec, f'--{which}')}")
             dims = tuple(int(d) for d in pieces)
             if all(d >= 0 for d in dims) and (math.prod(dims) > MAX_ELEMENTS or any(d > MAX_ELEMENTS for d in dims)):
                 raise ValueError(f"--{which} {spec!r} has more than {MAX_ELEMENTS} elements, TensorRT's most for one tensor")
@@ -245,6 +246,7 @@ def run(args: argparse.Namespace) -> int:
                 raise ValueError("--all builds the example networks with their own profiles; give no --min/--opt/--max")
             return _build_all(args)
         if not args.target:
+            _profile_bounds(args.min, args.opt, args.max)  # a model given after a shape flag is one of its words: said there
             raise ValueError("give an example network name or an .onnx file, or --all")
         if args.output and args.out_dir:
             raise ValueError("-o names the engine file and --out-dir the folder of <target>.engine: give one of them")

@@ -105,7 +105,8 @@ def _input_shape(text):
         if not sep or not name or not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
             raise ValueError
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not NAME:[D0,D1,...] with non-negative integer dims") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME:[D0,D1,...] with non-negative integer dims"
+                                         f"{common.shape_flag_hint(text, '--input-shapes')}") from None
     if math.prod(shape) > MAX_ELEMENTS or any(d > MAX_ELEMENTS for d in shape):
         raise argparse.ArgumentTypeError(f"{text!r} has more than {MAX_ELEMENTS} elements, TensorRT's most for one tensor")
     return name, tuple(shape)

@@ -38,10 +38,8 @@ if TYPE_CHECKING:
 BAD_INPUT = 2
 FAILED = 1
 
-# TensorRT's ONNX parser warns of this for a trt_scatter node without ``inplace``; the plugin's
-# default (0) is then exactly what the model means, so it says nothing the user must act on.
+# TensorRT's warnings that say nothing the user must act on.
 _HARMLESS = (
-    "Attribute inplace not found in plugin node",
     # a timing cache TensorRT cannot read (or, on a machine without a GPU, any): the build says so in its own warning
     "The timing cache will not be used", "Failed to deserialize timing cache", "falling back to empty timing cache",
     "cudaError 35: CUDA driver version is insufficient",  # TensorRT-RTX looking for a GPU where there is none
@@ -275,6 +273,14 @@ def _teller(fd):
             os.write(fd, data)
 
     return tell
+
+
+def shape_flag_hint(word: str, flag: str) -> str:
+    """Where a shape flag's word is a model (``--max data:[8,5] model.onnx``: the flag takes every word after it), a
+    note that says to give the model first; else nothing."""
+    if word.endswith(".onnx") or os.path.isfile(word):
+        return f" (is it the model? {flag} takes every word after it: give the model first)"
+    return ""
 
 
 def check_output_path(path: str | os.PathLike, what: str = "output", reads: Iterable[str | os.PathLike] = ()) -> None:
