@@ -611,6 +611,8 @@ def test_a_min_reduction_that_onnxruntime_settles_otherwise_fails_with_a_note_sa
     note says why instead of leaving a bare ``max abs diff nan``."""
     from polygraphy.json import save_json
 
+    from polygraphy.comparator import IterationResult, RunResults
+
     from trt_scatter.onnx_models import scatter_nd_reduce_model
 
     path = fx.save(scatter_nd_reduce_model((4, 3), (2, 1), reduction="min", include_self=1), tmp_path / "min.onnx")
@@ -624,6 +626,11 @@ def test_a_min_reduction_that_onnxruntime_settles_otherwise_fails_with_a_note_sa
     save_json([feeds], str(tmp_path / "plain.json"))
     passed = check(path, "--load-inputs", tmp_path / "plain.json", "--allow-engine-not-run")
     assert passed.returncode == 0 and "note:" not in passed.stdout, output_of(passed)
+    golden = {"output": np.full((4, 3), 7.0, np.float32)}  # golden outputs the reference fails too: not onnxruntime's way
+    RunResults([("reference", [IterationResult(golden)])]).save(str(tmp_path / "golden.json"))
+    off = check(path, "--load-inputs", tmp_path / "plain.json", "--load-outputs", tmp_path / "golden.json")
+    assert off.returncode == 1 and "FAIL output: reference vs golden reference" in off.stdout, output_of(off)
+    assert "NaN" not in off.stdout, output_of(off)
 
 
 def test_loaded_inputs_that_give_one_named_dimension_two_lengths_are_one_line_before_the_build(tmp_path, elements_model):
