@@ -343,7 +343,8 @@ def test_a_model_for_the_aot_plugins_without_aot_names_the_flag_in_one_line(tmp_
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
     assert err.startswith("trt-scatter build: error: ") and "ScatterUpdate" in err
-    assert "names trt-scatter's AOT plugins (plugin_namespace='trt_scatter', aot=1): build it with --aot" in err
+    assert ("names trt-scatter's AOT plugins (plugin_namespace='trt_scatter', aot=1): build it with --aot (full TensorRT >= 10.9), or, for the "
+            "Python plugins, build the model as it was before the AOT form (to_aot, export's aot=True) with --plugins") in err
 
 
 @pytest.mark.parametrize("profile, message", [

@@ -325,11 +325,11 @@ def _scatter_model(op, indices, data_shape=(4, 5), updates_shape=None, indices_i
         (_scatter_model("ScatterND", [[0, 1], [2, 3]]), "single points"),
         (_scatter_model("ScatterND", [[1], [1]]), "repeated constant indices"),
         (_scatter_model("ScatterND", [[4], [1]]), "out of range for a dimension of 4"),
-        (_scatter_model("ScatterND", [[[0, 1]], [[2, 3]]], indices_input=True), "computed at run time"),
+        (_scatter_model("ScatterND", [[[0, 1]], [[2, 3]]], indices_input=True), "known only at run time"),
         (_scatter_model("ScatterElements", [[0, 1, 2, 3, 0], [1, 2, 3, 0, 1]], axis=0), "vary along other axes"),
         (_scatter_model("ScatterElements", [[0, 1, 2, 3]], updates_shape=(1, 4), axis=0), "do not span data's other axes"),
         (_scatter_model("ScatterElements", [[1] * 5, [2] * 5], updates_shape=("k", 5), axis=0), "updates of unknown size there"),
-        (_scatter_model("ScatterND", [[1], [2]], indices_input=True), "indices computed at run time that are not a slice range"),
+        (_scatter_model("ScatterND", [[1], [2]], indices_input=True), "indices known only at run time that are not a slice range"),
         (_model([helper.make_node("ScatterElements", ["data", "indices", "updates"], ["output"])], [("data", FLOAT, None), ("updates", FLOAT, [1, 5])],
                 [("output", FLOAT, None)], {"indices": [[1] * 5]}), "data or updates of unknown rank"),
         (_scatter_model("ScatterND", [2]), "constant indices of rank < 2"),
@@ -355,7 +355,7 @@ def _scatter_model(op, indices, data_shape=(4, 5), updates_shape=None, indices_i
         (_range_slice_model(5, 1, True, step_input=True), "a slice range with a step that is not a positive constant"),
         (_model([helper.make_node("Reshape", ["six", "four"], ["listed"]), helper.make_node("ScatterND", ["data", "listed", "updates"], ["output"])],
                 [("data", FLOAT, [4, 5]), ("updates", FLOAT, [4, 5])], [("output", FLOAT, [4, 5])], {"six": np.arange(6), "four": [4, 1]}),
-         "indices computed at run time"),  # a constant the reference evaluator cannot fold (6 elements into 4) is not guessed at
+         "indices known only at run time"),  # a constant the reference evaluator cannot fold (6 elements into 4) is not guessed at
     ],
 )
 def test_leaves_what_is_not_a_slice_or_an_index_list(model, reason):
@@ -820,7 +820,7 @@ def test_a_coordinate_grid_of_slices_becomes_one_node(case, dynamic, target, see
 def test_a_grid_whose_columns_do_not_each_vary_along_their_own_axis_is_left(shape, columns, layout, dynamic):
     model, _ = _grid_model(shape, columns, dynamic=dynamic, **({"target": layout} if isinstance(layout, str) else {"layout": layout}))
     _, report = rewrite(model)
-    assert not report.rewritten and "computed at run time" in report.left[0].detail
+    assert not report.rewritten and "known only at run time" in report.left[0].detail
 
 
 def _range_of_a_dimension(limit_nodes, shape_attributes=None, dims=("n", 3)):
@@ -887,7 +887,7 @@ def test_cli_rewrites_and_reports(tmp_path, capsys):
     assert sorted(n.op_type for n in _plugins(onnx.load(output))) == ["ScatterUpdate", "SliceScatter"]
     assert main(["rewrite", str(FIXTURES / "kv_rows_bshd.dynamo.dynamic.onnx"), str(output), "--report"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("left       ") and "indices computed at run time" in lines[0]
+    assert lines[0].startswith("left       ") and "indices known only at run time" in lines[0]
     assert lines[-1] == f"saved    {output} (0 rewritten, 1 left)"
 
 
@@ -1251,7 +1251,7 @@ def test_a_per_row_write_broadcast_at_run_time_is_one_node_only_where_the_positi
     (pos,) = [value for value in other.graph.input if value.name == "pos"]
     pos.type.tensor_type.shape.dim[0].dim_param = "positions"
     model, report = rewrite(other)
-    assert not _plugins(model) and [(change.pattern, change.detail) for change in report.left] == [("ScatterND", "indices computed at run time that are not a slice range or an index list")]
+    assert not _plugins(model) and [(change.pattern, change.detail) for change in report.left] == [("ScatterND", "indices known only at run time that are not a slice range or an index list")]
 
 
 @pytest.mark.parametrize("positions", [1, 3, "P"])

@@ -672,7 +672,7 @@ def test_a_write_inside_torch_cond_is_named_with_what_builds_it(caplog):
 
 def test_pytorchs_own_torchscript_export_of_a_constant_column_list_with_a_dynamic_batch_is_rewritten():
     """``x[:, [3, 0, 5]] = v`` from torch.onnx.export(dynamo=False) with a dynamic batch: a ScatterND of an arange over the
-    batch broadcast against the constant list, which the rewrite left ('indices computed at run time'), as it rewrote the
+    batch broadcast against the constant list, which the rewrite left ('indices known only at run time'), as it rewrote the
     same write with the list given as an input; one ScatterUpdate now, equal to eager PyTorch at other batch sizes. A
     repeated position ([3, 3]) is left: ScatterND does not define it."""
     import io

@@ -161,8 +161,8 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
     node = aot_node(model.proto)
     if node is not None:
         raise ValueError(f"{model.name}: {node_label(node)} names trt-scatter's AOT plugins "
-                         "(plugin_namespace='trt_scatter', aot=1): build it with --aot (full TensorRT >= 10.9), or export it "
-                         "without aot=True for the Python plugins")
+                         "(plugin_namespace='trt_scatter', aot=1): build it with --aot (full TensorRT >= 10.9), or, for the Python "
+                         "plugins, build the model as it was before the AOT form (to_aot, export's aot=True) with --plugins")
     proto = model.proto
     _check_io_types(proto)
     if plugins:

@@ -47,7 +47,7 @@ TorchScript exporter guards ``scatter_reduce`` and ``gather`` with ``If(Size(Sha
 whose branches give outputs of different ranks, so that shape inference can tell no rank past it.
 
 A write of a whole tensor becomes an Identity of the updates. Everything else is left as it was,
-and the report says why: point indices, indices computed at run time from something
+and the report says why: point indices, indices known only at run time from something
 else, repeated or out-of-range constant indices (undefined or an error in ONNX). Nothing is
 rewritten on a guess: the shapes that make a pattern exact (the Range's length, the updates
 spanning data) are checked from constants, static shapes and shared symbolic dimensions.
@@ -525,10 +525,10 @@ class _Rewriter:
             return sliced
         shape = _dims(indices)
         if not shape or shape[-1] != 1:
-            raise _Left("indices computed at run time that are not a slice range or an index list")
+            raise _Left("indices known only at run time that are not a slice range or an index list")
         unsqueeze = _producer(indices)
         if unsqueeze is None or unsqueeze.op != "Unsqueeze" or self._unsqueeze_axes(unsqueeze) not in ([-1], [len(shape) - 1]):
-            raise _Left("indices computed at run time that are not a slice range or an index list")
+            raise _Left("indices known only at run time that are not a slice range or an index list")
         inner = unsqueeze.inputs[0]
         if _dtype_kind(inner) != "i":
             raise _Left("indices of a type that is not a signed integer")
@@ -854,7 +854,7 @@ class _Rewriter:
                 if values is None:
                     return self._expanded_index_list(node, expand.inputs[0], data, updates, dims, update_dims, axis, shaped_by)
             if values is None:
-                raise _Left("indices computed at run time")
+                raise _Left("indices known only at run time")
         if values.size == 0:
             raise _Left(NO_INDEX)
         values = values.reshape((1,) * (len(dims) - values.ndim) + values.shape)
@@ -911,10 +911,10 @@ class _Rewriter:
         unsqueeze = _producer(unsqueezed)
         rank = len(dims)
         if unsqueeze is None or unsqueeze.op != "Unsqueeze" or _rank(unsqueeze.inputs[0]) != 1:
-            raise _Left("indices computed at run time")
+            raise _Left("indices known only at run time")
         axes = self._unsqueeze_axes(unsqueeze)
         if axes is None or sorted(a % rank for a in axes) != [d for d in range(rank) if d != axis]:
-            raise _Left("indices computed at run time that are not an index list expanded along the axis")
+            raise _Left("indices known only at run time that are not an index list expanded along the axis")
         index_list = unsqueeze.inputs[0]
         fits = shaped_by is index_list or _same_dim((_dims(index_list) or (None,))[0], update_dims[axis])
         if not fits or _dtype_kind(index_list) != "i":
