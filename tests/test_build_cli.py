@@ -1066,15 +1066,15 @@ def test_opt_shapes_that_break_a_plugins_rule_are_refused(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("columns, message", [
-    (2, "the profile's smallest shapes break a plugin's rule: SliceScatter node 'SliceScatter_4', input shapes [(1, 8), (1, 2), (1,), (1,), "
-        "(1,), (1,)]: slice_scatter: 'updates' must have shape (1, 4) (data's shape with each sliced axis cut to its slice's length) "
-        "(got shape (1, 2))"),
+    (2, "the profile's opt shapes break a plugin's rule: SliceScatter node 'SliceScatter_4', input shapes [(2, 8), (2, 2), (1,), (1,), "
+        "(1,), (1,)]: slice_scatter: 'updates' must have shape (2, 4) (data's shape with each sliced axis cut to its slice's length) "
+        "(got shape (2, 2))"),
     (4, None),
 ], ids=["updates-unlike-the-slice-at-every-bound", "updates-like-the-slice"])
 def test_constant_slices_that_a_profiles_updates_never_fit_are_refused(tmp_path, capsys, columns, message):
     """A slice of constant bounds, 4 columns wide in every run the profile allows, and updates of 2 columns: the plugin
     would write nothing in every run (it checks the slice's shape as it runs), and the build said nothing. The command and
-    build_engine refuse the profile at its first bound, as they do for shapes the plugin's static rules refuse."""
+    build_engine refuse the profile at its opt shapes, the runs the engine is tuned to."""
     from trt_scatter import onnx_models
 
     model = onnx_models.slice_scatter_model(("B", "N"), [0], [4], [1], axes=[1], updates_shape=("B", "K"))
@@ -1341,3 +1341,18 @@ def test_plugin_nodes_that_leave_attributes_out_build_without_the_parsers_warnin
     output = "".join(capfd.readouterr())
     assert plan and "not found in plugin node" not in output, output
     assert list(model.graph.node[0].attribute) == [helper.make_attribute("reduction", "max")]  # the user's model is left as it was
+
+
+@pytest.mark.parametrize("profile", [
+    {"data": ((1, 1), (2, 5), (4, 9)), "updates": ((1, 1), (2, 4), (4, 8))},  # at the smallest, a slice of 0 columns and updates of 1
+    {"data": ((1, 2), (2, 5), (4, 9)), "updates": ((1, 1), (2, 4), (4, 4))},  # at the largest, a slice of 8 columns and updates of 4
+], ids=["smallest", "largest"])
+def test_a_slice_whose_length_follows_data_is_not_refused_where_bounds_alone_break_its_rule(tmp_path, capsys, profile):
+    """data[:, 0:-1] is one column shorter than data: updates fit at opt (4 of 5) and in the runs of equal growth, though
+    the bounds taken alone (a smallest data of 1 column, updates of 1) break the rule. The engine builds."""
+    from trt_scatter import onnx_models
+
+    model = onnx_models.slice_scatter_model(("B", "N"), [0], [-1], [1], axes=[1], updates_shape=("B", "K"))
+    onnx.save(model, tmp_path / "model.onnx")
+    code = main(["build", str(tmp_path / "model.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)])
+    assert (code, capsys.readouterr().err) == (0, "")

@@ -240,6 +240,10 @@ def test_bad_arguments_and_inputs_end_in_one_line(elements_model, tmp_path):
     from trt_scatter import onnx_models
     from trt_scatter.inputs import ScatterDataLoader
 
+    named = fx.save(onnx_models.scatter_elements_model(("N", 5), ("N", 3)), tmp_path / "named.onnx")
+    conflict = check(named, "--input-shapes", "data:[2,5]", "indices:[3,3]")
+    assert conflict.stderr == ("trt-scatter check: error: cannot generate valid inputs: dimension 'N' is 2 in the given shape of input 'data' "
+                               "and 3 in that of input 'indices': the model names them one dimension\n")
     with pytest.raises(ValueError, match=re.escape("input 'indices': the given shape (3,) does not fit the model's (2,)")):
         list(ScatterDataLoader(onnx_models.scatter_update_model(("N", 3), (2,), 0), input_shapes={"indices": (3,)}))
 

@@ -579,11 +579,11 @@ def _symbolic_shapes(plan):
 
 
 class GivenShapeError(ValueError):
-    """A shape given for an input (``input_shapes``) that the model refuses: no input of that name, or one of another
-    rank or static size."""
+    """A shape given for an input (``input_shapes``) that the model refuses: no input of that name, one of another
+    rank or static size, or two given shapes that disagree on a named dimension."""
 
 
-class NamedDimensionConflict(ValueError):
+class NamedDimensionConflict(GivenShapeError):
     """Two shapes give one named dimension of a model two sizes: ``name``, and ``(size, input)`` of each."""
 
     def __init__(self, name: str, first: tuple[int, str], second: tuple[int, str]):

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     replaced = model.trt_scatter_ops()
     count = sum(is_trt_scatter(node) for node in model.proto.graph.node)
     what = f"{_count(count, 'trt_scatter node')} ({', '.join(replaced)})" if count else "no trt_scatter node"
-    others = sorted({(node.domain, node.op_type) for node in all_nodes(lowered.graph) if node.domain not in DEFAULT_DOMAINS})
+    others = sorted({(node.domain, node.op_type) for node in all_nodes(lowered.graph) if node.domain not in (*DEFAULT_DOMAINS, "ai.onnx.ml")})
     kept = f"no trt_scatter node; of other domains: {', '.join(f'{domain} {op_type}' for domain, op_type in others)}" if others else "standard ONNX ops only"
     print(f"lowered {what} of {args.model}: {args.output} ({_count(len(lowered.graph.node), 'node')}, {kept})")
     reducing = [node for node in lowered.graph.node if any(a.name == "reduction" and a.s != b"none" for a in node.attribute)]

@@ -311,9 +311,11 @@ def _named_dims_disagree(graph, profile):
 
 def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes, layer_ops):
     """Each of ``checked_nodes``' shape rules (its kernel module's ``check_shapes``, as the plugin's ``configure_plugin`` checks
-    them; for ONNX's own node that a TensorRT layer builds, those of the plugin that serves its op elsewhere; and where its
-    index inputs are constants or graph inputs, the oracle's rules of the shapes those values set, such as updates
-    unlike a constant slice, which the plugin refuses in each run) at the profile's smallest shapes, all inputs together, then at its opt and its largest: refused here, before TensorRT runs,
+    them; for ONNX's own node that a TensorRT layer builds, those of the plugin that serves its op elsewhere; and, at opt
+    only, where its index inputs are constants or graph inputs, the oracle's rules of the shapes those values set, such
+    as updates unlike a constant slice, which the plugin refuses in each such run: the engine would be tuned to runs
+    that write nothing. At the smallest and largest shapes those may break while the runs between keep them, a slice's
+    length following data's) at the profile's smallest shapes, all inputs together, then at its opt and its largest: refused here, before TensorRT runs,
     in the plugin's words and the bound's. TensorRT-RTX aborts the build process after a plugin refuses shapes in some
     networks (three reduction nodes and a smallest data of 0 rows), so the plugin's own refusal could end in a crash
     instead of the rule. Only nodes whose every input dimension is a number or a graph input's named dimension: those
@@ -345,6 +347,7 @@ def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes, laye
 
     layer_nodes = [node for node in layer_nodes if index_values_known(node)]
     valued = {index for index in exact if index_values_known(OpNode(served[index], index, model.tensors))}
+    tuned = {name: tuple(profile[name][1]) for name in dynamic}  # opt: the shapes the engine is tuned to run
     checked = []  # the bounds' shapes checked so far: opt is often the largest, and each costs a shape inference
     for bound, label in ((0, "smallest"), (1, "opt"), (2, "largest")) if exact or layer_nodes else ():  # opt: the shapes the engine is tuned to run
         at = {name: tuple(profile[name][bound]) for name in dynamic}
@@ -362,7 +365,7 @@ def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes, laye
             attributes.pop("inplace", None)
             try:
                 module(node.op).check_shapes(shapes, **attributes)
-                if index in valued:  # the oracle's rules of shapes that the index values set (a constant slice's shape)
+                if index in valued and at == tuned:  # the oracle's rules of shapes that index values set (a constant slice's)
                     _check_shape_rules(node)
             except ScatterInputError as err:  # named as the user wrote it (a standard ScatterND a plugin serves)
                 written_as = OpNode(model.proto.graph.node[index], index, model.tensors).label
