@@ -160,10 +160,13 @@ class _Composites:
         TensorRT layer can raise on at run time) then write to a valid place, never outside the
         output; their result is as unspecified as the spec leaves it. ``axes`` has one axis per
         column of ``indices``' last axis, or one for all of ``indices``. Clamping cannot help
-        where s is 0, so there :meth:`_assert_indices_can_exist` guards it (``op`` names the op).
+        where s is 0, so there :meth:`_assert_indices_can_exist` guards it (``op`` names the op);
+        constant indices into a dimension known at run time only are asserted to fit it
+        (:meth:`_assert_constant_indices_in_range`), not clamped to a place the spec does not define.
         """
         dims = [self.dim(data, axis) for axis in axes]
         self._assert_indices_can_exist(op, indices, list(zip(axes, dims)))
+        self._assert_constant_indices_in_range(op, indices, list(zip(axes, dims)), negative)
         dtype = self.dtype_of(indices)
         rank = len(self.shape_of(indices))
         shape = (1,) * (rank - 1) + (len(dims),) if rank else ()
@@ -180,6 +183,25 @@ class _Composites:
         if negative:
             indices = self.where(self.binary("less", indices, zero), self.binary("add", indices, sizes), indices)
         return self.binary("min", self.binary("max", indices, zero), highest)
+
+    def _assert_constant_indices_in_range(self, op, indices, dims, negative):
+        """The run-time half of the index range rule for ``indices`` whose values the network fixes, along each
+        dimension of ``dims`` ((axis of data, dimension) pairs) known at run time only (the oracle's check decides the
+        others when the network is built): the clamp of :meth:`indices_in_range` would write such a value out of range
+        to a place the spec does not define, so the graph asserts that the dimension takes it. TensorRT then rejects a
+        profile whose bound breaks it at build time, and reports a run's shapes that do."""
+        values = self.fixed_value(indices) if self.RUNTIME_ASSERTIONS else None
+        if values is None or values.size == 0:
+            return
+        columns = values.reshape(-1, len(dims)) if len(dims) > 1 else values.reshape(-1, 1)
+        for column, (axis, dim) in enumerate(dims):
+            if isinstance(dim, (int, np.integer)):
+                continue
+            low, high = int(columns[:, column].min()), int(columns[:, column].max())
+            needed = max(high, -low - 1) if negative else high  # the dimension must exceed it
+            where = f"[-s, s-1] where s is data's dimension {axis}" if negative else f"[0, s-1] where s is data's dimension {axis}"
+            self.assertion(self.binary("less", self.constant(np.full(1, needed, INT64)), dim),
+                           f"{op}: 'indices' values must be in {where} when the network runs (its constant values lie in [{low}, {high}])")
 
     def _assert_indices_can_exist(self, op, indices, dims):
         """The run-time half of :func:`~trt_scatter.oracle.rules.check_indices_can_exist`, which

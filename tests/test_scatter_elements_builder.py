@@ -193,7 +193,10 @@ FITS = ((1, 3, 4), (2, 3, 8), (4, 3, 16))
     ({"data": FITS, "indices": FITS, "updates": ((1, 3, 2), (2, 3, 4), (4, 3, 8))},
      r"the profile's opt shapes break a rule of the network: \(Unnamed Layer\* \d+\) \[Scatter\]: dimensions not compatible for Scatter "
      r"elements \(8 != 4\)"),
-], ids=["assertion-broken-at-the-largest", "layer-rule-broken-at-opt"])
+    ({"data": ((1, 3, 4), (2, 3, 4), (4, 3, 16)), "indices": FITS, "updates": FITS},  # TensorRT-RTX logs it as a layer's rule
+     re.escape("the profile's opt shapes break a rule the network asserts: scatter_elements: 'indices' dimensions must be at most data's "
+               "when the network runs (on the axis too, in TensorRT's IScatterLayer)")),
+], ids=["assertion-broken-at-the-largest", "layer-rule-broken-at-opt", "assertion-broken-at-opt"])
 def test_build_engine_refuses_a_profile_that_breaks_the_networks_rules_in_one_line(profile, message, caplog):
     """A network of the builders, whose rules its assertion layers state: TensorRT-RTX built the engine of a profile that
     breaks one at its largest shapes, saying so only in a warning (its runs at those shapes fail), and at opt it failed
@@ -207,3 +210,29 @@ def test_build_engine_refuses_a_profile_that_breaks_the_networks_rules_in_one_li
     with pytest.raises(ValueError, match=f"^{message}$"):
         build_engine(_dynamic_network, profile)
     assert build_engine(_dynamic_network, {"data": FITS, "indices": FITS, "updates": FITS})[0]  # the rules kept: it builds
+
+
+@pytest.mark.parametrize("rows, message", [
+    (1, "the profile's smallest shapes break a rule the network asserts: scatter_elements: 'indices' values must be in [-s, s-1] where s is "
+        "data's dimension 0 when the network runs (its constant values lie in [-4, 3])"),
+    (4, None),
+], ids=["out-of-range-at-the-smallest", "in-range-at-every-bound"])
+def test_constant_indices_that_a_profile_puts_out_of_range_are_refused(rows, message):
+    """Constant indices up to 3 (and -4) into data of a dynamic number of rows: where the profile allows fewer than 4, the
+    clamp the builder adds before the layer (no write outside the output) wrote row 0 or the last, a result the spec
+    does not define, and the engine built without a word. ONNX models of the same were refused at the bound already."""
+    from trt_scatter.engine import build_engine
+
+    def load():
+        builder, network = new_network()
+        data, updates = add_input(network, "data", np.float32, (-1, 4)), add_input(network, "updates", np.float32, (1, 4))
+        indices = network.add_constant((1, 4), np.array([[3, 0, -4, 1]], np.int32)).get_output(0)
+        network.mark_output(add_scatter_elements(network, data, indices, updates, axis=0))
+        return builder, network
+
+    profile = {"data": ((rows, 4), (4, 4), (8, 4))}
+    if message is None:
+        assert build_engine(load, profile)[0]
+        return
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        build_engine(load, profile)

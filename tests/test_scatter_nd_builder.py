@@ -135,3 +135,30 @@ def test_example_inputs_of_rows_with_no_coordinates_write_data_whole_once():
     np.testing.assert_array_equal(oracle.scatter_nd(inputs["data"], inputs["indices"], inputs["updates"]), inputs["updates"][0])
     with pytest.raises(oracle.ScatterInputError, match=r"^scatter_nd: 'indices' must have at most 1 rows for distinct rows \(got shape \(2, 0\)\)$"):
         example_inputs("scatter_nd", data_shape=(4, 3), indices_shape=(2, 0))
+
+
+@pytest.mark.parametrize("rows, message", [
+    (2, "the profile's smallest shapes break a rule the network asserts: scatter_nd: 'indices' values must be in [-s, s-1] where s is "
+        "data's dimension 1 when the network runs (its constant values lie in [2, 5])"),
+    (6, None),
+], ids=["out-of-range-at-the-smallest", "in-range-at-every-bound"])
+def test_constant_indices_that_a_profile_puts_out_of_range_are_refused(rows, message):
+    """Constant rows [[1, 5], [0, 2]] into data (3, W): column 1 needs W >= 6, column 0 the static 3 rows (checked when
+    the network is built). Where the profile allows W < 6, the builder's clamp wrote (1, W-1) instead, without a word."""
+    import re
+
+    from trt_scatter.engine import build_engine
+
+    def load():
+        builder, network = new_network()
+        data, updates = add_input(network, "data", np.float32, (3, -1)), add_input(network, "updates", np.float32, (2,))
+        indices = network.add_constant((2, 2), np.array([[1, 5], [0, 2]], np.int64)).get_output(0)
+        network.mark_output(add_scatter_nd(network, data, indices, updates))
+        return builder, network
+
+    profile = {"data": ((3, rows), (3, 6), (3, 8))}
+    if message is None:
+        assert build_engine(load, profile)[0]
+        return
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        build_engine(load, profile)

@@ -534,6 +534,7 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
 # the message given to it follows the condition) or a layer's own shape check.
 _ASSERTION_BROKEN = re.compile(r"Profile k(MIN|OPT|MAX) values are not self-consistent\. .*? is false: (?:\(.*?\)\. )?(.*?) ?Condition '")
 _LAYER_RULE_BROKEN = re.compile(r"k(MIN|OPT|MAX) values for profile \d+ violate shape constraints: (.*?) Condition '[^']*' violated: ([^.]*)\.")
+_ASSERTION_AS_LAYER_RULE = re.compile(r"IAssertionLayer .*? is false: (?:\(.*?\)\. )?(.*)")  # TensorRT-RTX at opt: an assertion layer's rule
 _BOUNDS = {"MIN": "smallest", "OPT": "opt", "MAX": "largest"}
 
 
@@ -548,7 +549,11 @@ def _profile_breaks() -> Iterator[list[str]]:
         if (broken := _ASSERTION_BROKEN.search(message)):  # a warning, in TensorRT-RTX 1.7
             breaks.append(f"the profile's {_BOUNDS[broken[1]]} shapes break a rule the network asserts: {broken[2]}")
         elif (broken := _LAYER_RULE_BROKEN.search(message)):
-            breaks.append(f"the profile's {_BOUNDS[broken[1]]} shapes break a rule of the network: {broken[2]} ({broken[3]})")
+            asserted = _ASSERTION_AS_LAYER_RULE.match(broken[2])
+            if asserted:  # the builders' message, as above; the condition's values ("4 >= 1") say nothing more
+                breaks.append(f"the profile's {_BOUNDS[broken[1]]} shapes break a rule the network asserts: {asserted[1]}")
+            else:
+                breaks.append(f"the profile's {_BOUNDS[broken[1]]} shapes break a rule of the network: {broken[2]} ({broken[3]})")
         else:
             return False
         return True
