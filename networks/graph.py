@@ -445,12 +445,13 @@ class TensorRTGraph(_Composites):
     SCATTER_REDUCTIONS = False  # IScatterLayer has no reduction (TensorRT 10.x, 11.x, TensorRT-RTX)
     SCATTER_LACKS = (np.dtype(np.uint8),)  # else the build fails later, far from the call
 
-    def __init__(self, network):
+    def __init__(self, network, op="trt_scatter"):
         from trt_scatter.backend import tensorrt
+        from trt_scatter.oracle.rules import ScatterInputError
 
         self.trt = tensorrt()
         if not hasattr(network, "add_constant"):  # an INetworkDefinition, or an object that passes its calls on to one
-            raise TypeError(f"network must be a TensorRT INetworkDefinition (got {type(network).__name__})")
+            raise ScatterInputError(op, "network", "must be a TensorRT INetworkDefinition", type(network).__name__)
         self.network = network
         self._shapes, self._constants, self._producers = {}, {}, {}
 

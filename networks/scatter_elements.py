@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 def add_scatter_elements(network: trt.INetworkDefinition, data: trt.ITensor, indices: trt.ITensor, updates: trt.ITensor, axis: int = 0) -> trt.ITensor:
     """Adds ScatterElements(data, indices, updates, axis) to ``network``; returns the output ITensor."""
-    graph = TensorRTGraph(network)
+    graph = TensorRTGraph(network, OP)
     graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates), dict(axis=axis))
     graph.check_fixed_values(check_node, dict(data=data, indices=indices, updates=updates), dict(axis=axis))
     return lower_scatter_elements(graph, data, indices, updates, axis)
@@ -67,7 +67,7 @@ def check_within_data_on_axis(data_shape: Sequence[int | None], indices_shape: S
     if rules.is_known(index_dim) and rules.is_known(data_dim) and index_dim > data_dim:
         raise rules.ScatterInputError(
             OP, "indices", f"dimension {axis} (the axis) must be at most data's ({data_dim}) in TensorRT's IScatterLayer, "
-            "which ONNX allows only with repeated targets", f"shape {tuple(indices_shape)}"
+            "which ONNX allows only with repeated targets", f"shape {rules.show_shape(indices_shape)}"
         )
 
 

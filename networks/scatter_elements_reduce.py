@@ -40,7 +40,7 @@ def add_scatter_elements_reduce(network: trt.INetworkDefinition, data: trt.ITens
     ``impl="plugin"``: the plugin layer (needs full TensorRT's ``add_plugin_v3``; on TensorRT-RTX, use an ONNX
     node). ``impl="native"`` is refused: no TensorRT layer combines repeated targets.
     """
-    graph = TensorRTGraph(network)
+    graph = TensorRTGraph(network, OP)
     graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates), dict(axis=axis))
     graph.check_fixed_values(check_node, dict(data=data, indices=indices, updates=updates), dict(axis=axis))
     rules.check_choice(OP, "impl", impl, IMPLS)

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 def add_scatter_nd(network: trt.INetworkDefinition, data: trt.ITensor, indices: trt.ITensor, updates: trt.ITensor) -> trt.ITensor:
     """Adds ScatterND(data, indices, updates) to ``network``; returns the output ITensor."""
-    graph = TensorRTGraph(network)
+    graph = TensorRTGraph(network, OP)
     graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates))
     graph.check_fixed_values(check_node, dict(data=data, indices=indices, updates=updates))
     return lower_scatter_nd(graph, data, indices, updates)

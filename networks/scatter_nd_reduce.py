@@ -31,7 +31,7 @@ LOWERING_OPSET = 18  #: the default-domain opset of the lowering: ScatterElement
 def add_scatter_nd_reduce(network: trt.INetworkDefinition, data: trt.ITensor, indices: trt.ITensor, updates: trt.ITensor, reduction: str = "add", include_self: int = 1, impl: str = "plugin") -> trt.ITensor:
     """Adds ScatterNDReduce(data, indices, updates) to ``network``; returns the output ITensor (see
     :func:`~trt_scatter.networks.scatter_elements_reduce.add_scatter_elements_reduce` for ``impl``)."""
-    graph = TensorRTGraph(network)
+    graph = TensorRTGraph(network, OP)
     graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates))
     graph.check_fixed_values(check_node, dict(data=data, indices=indices, updates=updates))
     rules.check_choice(OP, "impl", impl, IMPLS)

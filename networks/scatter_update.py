@@ -54,7 +54,7 @@ def add_scatter_update(network: trt.INetworkDefinition, data: trt.ITensor, indic
     a constant ``axis`` as a 1-element constant input (an array's int32/int64 type is kept; an int
     becomes int64).
     """
-    graph = TensorRTGraph(network)
+    graph = TensorRTGraph(network, OP)
     graph.check_arguments(OP, dict(data=data, indices=indices, updates=updates), parameters=dict(axis=axis))  # axis: an ITensor for the plugin
     graph.check_fixed_values(check_node, dict(data=data, indices=indices, updates=updates, axis=axis))
     rules.check_choice(OP, "impl", impl, IMPLS)

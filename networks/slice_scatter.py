@@ -68,7 +68,7 @@ def add_slice_scatter(network: trt.INetworkDefinition, data: trt.ITensor, update
     ``impl="plugin"`` adds the SliceScatter plugin (needs full TensorRT's ``add_plugin_v3``):
     ITensors are its inputs as they are, constants keep the arrays' int32/int64 type (lists become int64).
     """
-    graph = TensorRTGraph(network)
+    graph = TensorRTGraph(network, OP)
     graph.check_arguments(OP, dict(data=data, updates=updates), parameters=dict(start=start, stop=stop, step=step, axes=axes))
     graph.check_fixed_values(check_node, dict(data=data, updates=updates, start=start, stop=stop, step=step, axes=axes))
     rules.check_choice(OP, "impl", impl, IMPLS)

@@ -45,7 +45,7 @@ def add_tensor_scatter(network: trt.INetworkDefinition, past_cache: trt.ITensor,
     from 0); ``axis`` (not 0, the batch axis) and ``mode`` ("linear" or "circular") are the op's attributes.
     ``impl="plugin"`` adds the CacheScatter plugin (needs full TensorRT's ``add_plugin_v3``).
     """
-    graph = TensorRTGraph(network)
+    graph = TensorRTGraph(network, OP)
     tensors = dict(past_cache=past_cache, update=update) | ({} if write_indices is None else {"write_indices": write_indices})
     graph.check_arguments(OP, tensors, dict(axis=axis))
     if is_tensor(mode):  # an ITensor shown by its name, not as a Python object

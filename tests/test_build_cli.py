@@ -87,6 +87,7 @@ def test_a_timing_cache_tensorrt_cannot_read_is_left_as_it_was(tmp_path, capsys,
                                                      "takes every word after it: give the model first)"),
         (["build", "slice_scatter", "--dynamic", "--min", "data:[1,3]"], "input 'data' has no --opt/--max shape"),
         (["build", "scatter_nd", "--dtype", "float17"], "--dtype 'float17' is not a NumPy element type name"),
+        (["build", "scatter_nd", "--dtype", "float64"], "example 'scatter_nd': dtype float64: TensorRT has no element type for float64"),
         # the build runs in a child process, which sends its error back pickled
         (["build", "scatter_update", "--dtype", "uint8"], "scatter_update: 'data' must not be uint8 for TensorRT's own layers"),
         (["build", "slice_scatter", "--aot"], "--aot applies to ONNX models (their trt_scatter nodes); give an .onnx file"),

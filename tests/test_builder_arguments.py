@@ -83,9 +83,9 @@ def test_the_right_kinds_still_build(net):
 @pytest.mark.parametrize("network", [None, "network", object()])
 def test_a_network_that_is_not_one_is_refused_in_one_line(net, network):
     _, t = net
-    with pytest.raises(TypeError) as caught:
+    with pytest.raises(ScatterInputError) as caught:  # named by the op, as its other arguments are
         add_slice_scatter(network, t["data"], t["updates"], [0], [3], [1], [1])
-    assert str(caught.value) == f"network must be a TensorRT INetworkDefinition (got {type(network).__name__})"
+    assert str(caught.value) == f"slice_scatter: 'network' must be a TensorRT INetworkDefinition (got {type(network).__name__})"
 
 
 @pytest.mark.parametrize("add", [

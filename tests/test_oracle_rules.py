@@ -4,6 +4,7 @@ Each case calls an oracle function (or a ``check_*`` shape function, as the netw
 with exactly one rule broken; everything else about the call is valid.
 """
 
+import re
 import sys
 
 import numpy as np
@@ -267,3 +268,14 @@ def test_python_ints_past_int64_are_values_not_a_float_type():
     np.testing.assert_array_equal(slice_scatter(DATA, np.ones((0, 4), F32), [2**63, 0], [3, 4], [1, 1], [0, 1]), DATA)
     np.testing.assert_array_equal(scatter_update(DATA, [2, 0], np.ones((3, 2), F32), [1]), scatter_update(DATA, np.array([2, 0]), np.ones((3, 2), F32), 1))
 
+
+
+def test_shapes_in_messages_show_unknown_dimensions_as_question_marks():
+    """A builder's dynamic dimension is -1 and a model's unnamed one None: one message printed "(-1, 3, 1)" where
+    another printed "(?, 4)"."""
+    from trt_scatter.oracle import rules
+
+    with pytest.raises(rules.ScatterInputError, match=re.escape("x: 'data' must have rank >= 2 (got shape (?,))")):
+        rules.check_rank_at_least("x", "data", (-1,), 2)
+    with pytest.raises(rules.ScatterInputError, match=re.escape("x: 'indices' must have the rank of 'data' (2) (got shape (?, 3, 1))")):
+        rules.check_elements_shapes("x", (4, 3), (None, 3, 1), (None, 3, 1), 0)

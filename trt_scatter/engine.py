@@ -84,6 +84,10 @@ def network_from_example(name: str, profile_shapes: dict[str, tuple[Sequence[int
                 np.dtype(params[key])
             except TypeError:
                 raise ValueError(f"example {name!r}: {key} {params[key]!r} is not a NumPy element type") from None
+            try:
+                dtypes.to_tensorrt(params[key])
+            except TypeError as err:  # float64, uint16...: the network could not be made
+                raise ValueError(f"example {name!r}: {key} {np.dtype(params[key]).name}: {err}") from None
     if params.get("dynamic") and profile_shapes:
         from trt_scatter.networks.examples import check_profile
 

@@ -99,7 +99,7 @@ def check_index_type(op: str, name: str, dtype: DTypeLike) -> None:
 
 def check_rank_at_least(op: str, name: str, shape: Sequence[int | None], minimum: int) -> None:
     if len(shape) < minimum:
-        raise ScatterInputError(op, name, f"must have rank >= {minimum}", f"shape {tuple(shape)}")
+        raise ScatterInputError(op, name, f"must have rank >= {minimum}", f"shape {show_shape(shape)}")
 
 
 def normalize_axis(op: str, name: str, axis: int | np.integer, rank: int, data: str = "data") -> int:
@@ -114,7 +114,7 @@ def normalize_axis(op: str, name: str, axis: int | np.integer, rank: int, data: 
 
 def check_shape(op: str, name: str, shape: Sequence[int | None], expected: Sequence[int | None], why: str) -> None:
     if not shapes_match(tuple(shape), tuple(expected)):
-        raise ScatterInputError(op, name, f"must have shape {_show(expected)} ({why})", f"shape {_show(shape)}")
+        raise ScatterInputError(op, name, f"must have shape {show_shape(expected)} ({why})", f"shape {show_shape(shape)}")
 
 
 def check_indices_can_exist(op: str, name: str, entries_shape: Sequence[int | None], dims: Sequence[tuple[int, int | None]],
@@ -182,11 +182,11 @@ def check_elements_shapes(op: str, data_shape: Sequence[int | None], indices_sha
     rank = len(data_shape)
     axis = normalize_axis(op, "axis", axis, rank)
     if len(indices_shape) != rank:
-        raise ScatterInputError(op, "indices", f"must have the rank of 'data' ({rank})", f"shape {tuple(indices_shape)}")
+        raise ScatterInputError(op, "indices", f"must have the rank of 'data' ({rank})", f"shape {show_shape(indices_shape)}")
     for dim, (index_dim, data_dim) in enumerate(zip(indices_shape, data_shape)):
         if dim != axis and is_known(index_dim) and is_known(data_dim) and index_dim > data_dim:
             raise ScatterInputError(
-                op, "indices", f"dimension {dim} must be at most data's ({data_dim}) off the axis", f"shape {tuple(indices_shape)}"
+                op, "indices", f"dimension {dim} must be at most data's ({data_dim}) off the axis", f"shape {show_shape(indices_shape)}"
             )
     check_shape(op, "updates", updates_shape, indices_shape, "the shape of 'indices'")
     check_indices_can_exist(op, "indices", indices_shape, [(axis, data_shape[axis])])
@@ -200,7 +200,7 @@ def check_nd_shapes(op: str, data_shape: Sequence[int | None], indices_shape: Se
     k = indices_shape[-1]
     if is_known(k) and k > len(data_shape):
         raise ScatterInputError(
-            op, "indices", f"last dimension must be at most the rank of 'data' ({len(data_shape)})", f"shape {tuple(indices_shape)}"
+            op, "indices", f"last dimension must be at most the rank of 'data' ({len(data_shape)})", f"shape {show_shape(indices_shape)}"
         )
     if not is_known(k):
         return
@@ -212,7 +212,7 @@ def check_nd_shapes(op: str, data_shape: Sequence[int | None], indices_shape: Se
 def check_vector(op: str, name: str, shape: Sequence[int | None]) -> None:
     """``name`` (start, stop, step, axes) must be a 1-D tensor; ``shape`` may hold unknown dimensions."""
     if len(shape) != 1:
-        raise ScatterInputError(op, name, "must be a 1-D tensor", f"shape {_show(shape)}")
+        raise ScatterInputError(op, name, "must be a 1-D tensor", f"shape {show_shape(shape)}")
 
 
 def _as_64_bit(op, name, array):
@@ -321,5 +321,6 @@ class Known:
         return value.decode() if isinstance(value, bytes) else value
 
 
-def _show(shape):
+def show_shape(shape: Sequence[int | None]) -> str:
+    """A shape as a tuple prints it, with ``?`` for each dimension not known (None or -1)."""
     return "(" + ", ".join(str(d) if is_known(d) else "?" for d in shape) + ("," if len(shape) == 1 else "") + ")"
