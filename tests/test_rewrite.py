@@ -1316,3 +1316,50 @@ def test_doc_strings_go_back_to_the_nodes_that_had_them_when_a_first_output_is_l
     rewritten, report = rewrite(model)
     assert report.rewritten
     assert [node.doc_string for node in rewritten.graph.node if node.op_type == "Split"] == ["one", "two"]
+
+
+def _dynamo_scatter_reduce_without_self(reduction, fill):
+    """``x.scatter_reduce(1, i, s, reduction, include_self=False)`` as the dynamo exporter writes it: a plain
+    ScatterElements of the reduction's identity at every index (a ConstantOfShape like the indices), then the
+    ScatterElements that reduces into it."""
+    nodes = [helper.make_node("ConstantOfShape", ["shape"], ["fill"], value=numpy_helper.from_array(np.array([fill], np.float32))),
+             helper.make_node("ScatterElements", ["x", "i", "fill"], ["filled"], axis=1, reduction="none"),
+             helper.make_node("ScatterElements", ["filled", "i", "s"], ["out"], axis=1, reduction=reduction)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6]),
+                                           helper.make_tensor_value_info("i", TensorProto.INT64, [4, 7]),
+                                           helper.make_tensor_value_info("s", TensorProto.FLOAT, [4, 7])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [4, 6])],
+                              [numpy_helper.from_array(np.array([4, 7], np.int64), "shape")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+@pytest.mark.parametrize("reduction, fill, combine", [("add", 0.0, np.add), ("mul", 1.0, np.multiply),
+                                                      ("max", -np.inf, np.maximum), ("min", np.inf, np.minimum)])
+def test_a_fill_of_the_identity_then_a_reduction_is_one_reduction_without_self(reduction, fill, combine):
+    """7 indices into 6 columns repeat targets: the plain fill was left to TensorRT's IScatterLayer, which refuses more
+    indices than data on the axis ("Indices dimensions must be less than data dimensions"), and the data loader found
+    no distinct indices. The pair is PyTorch's include_self=False: one ScatterElementsReduce."""
+    model = _dynamo_scatter_reduce_without_self(reduction, fill)
+    rewritten, report = rewrite(model)
+    [node] = [node for node in rewritten.graph.node if node.op_type.startswith("Scatter")]
+    assert (node.op_type, {a.name: helper.get_attribute_value(a) for a in node.attribute if a.name != "inplace"}) == (
+        "ScatterElementsReduce", {"axis": 1, "reduction": reduction.encode(), "include_self": 0}), report.lines()
+    rng = np.random.default_rng(3)
+    feeds = {"x": rng.standard_normal((4, 6)).astype(np.float32), "i": rng.integers(0, 6, (4, 7)), "s": rng.standard_normal((4, 7)).astype(np.float32)}
+    expected = feeds["x"].copy()  # PyTorch's include_self=False, written out: each hit target combines its updates only
+    for row in range(4):
+        for column in set(feeds["i"][row].tolist()):
+            expected[row, column] = combine.reduce(feeds["s"][row][feeds["i"][row] == column])
+    np.testing.assert_allclose(Reference(rewritten).run(feeds)["out"], expected, rtol=1e-6)
+    np.testing.assert_allclose(onnxruntime.InferenceSession(model.SerializeToString()).run(None, feeds)[0], expected, rtol=1e-6)
+
+
+def test_a_fill_of_another_value_or_read_elsewhere_is_not_fused():
+    """A fill of 2 before an add is not the identity; a fill another node reads too must stay as it is."""
+    shared = _dynamo_scatter_reduce_without_self("add", 0.0)
+    shared.graph.output.append(helper.make_tensor_value_info("filled", TensorProto.FLOAT, [4, 6]))
+    for model in (_dynamo_scatter_reduce_without_self("add", 2.0), shared):
+        rewritten, _ = rewrite(model)
+        assert [node.op_type for node in rewritten.graph.node if node.op_type.startswith("Scatter")] == ["ScatterElements", "ScatterElementsReduce"]
+        reducing = next(node for node in rewritten.graph.node if node.op_type == "ScatterElementsReduce")
+        assert {a.name: helper.get_attribute_value(a) for a in reducing.attribute}["include_self"] == 1

@@ -36,7 +36,9 @@ reduction, which TensorRT builds nondeterministically or not at all; each patter
   every row (``for b in range(B): cache[b, :, pos[b]] = k[b]``, as :mod:`trt_scatter.torch` exports the
   loop with the TorchScript exporter): one CacheScatter of ``K`` at the positions ``P``.
 - ``ScatterElements``/``ScatterND`` with a reduction (add, mul, min, max): ``ScatterElementsReduce``/
-  ``ScatterNDReduce`` (``include_self=1``); a ScatterElements along axis 0 whose indices are an index
+  ``ScatterNDReduce`` (``include_self=1``; ``include_self=0`` where its data is a plain scatter of the reduction's
+  identity at the same indices, read by it alone: the dynamo exporter's ``scatter_reduce(include_self=False)``,
+  whose fill repeats targets); a ScatterElements along axis 0 whose indices are an index
   list expanded over data's other axes (PyTorch's ``scatter_add`` of ``index.view(-1, 1).expand_as(src)``,
   PyG's aggregations): ScatterNDReduce over those rows; ``Add(X, Scatter(zeros of X's shape, I, U))`` (the
   TorchScript exporter's ``index_put(accumulate=True)`` and ``index_add``, which ONNX leaves undefined where I
@@ -1248,7 +1250,9 @@ class _Rewriter:
             raise _Left(f"reduction={reduction} (not one of ONNX's)")
         data, indices, updates = node.inputs
         label = node.name or node.outputs[0].name
-        attributes = {"reduction": reduction, "include_self": 1}
+        before_fill = self._before_identity_fill(node, reduction)
+        attributes = {"reduction": reduction, "include_self": 1 if before_fill is None else 0}
+        data = data if before_fill is None else before_fill
         if node.op == "ScatterND":
             new_node = self._plugin("ScatterNDReduce", label, [data, indices, updates], **attributes)
             detail = f"reduction {reduction}"
@@ -1264,7 +1268,38 @@ class _Rewriter:
                 new_node = self._plugin("ScatterElementsReduce", label, [data, indices, updates], axis=axis, **attributes)
                 detail = f"reduction {reduction}, axis {axis}"
         self._replace(node, new_node)
+        if before_fill is not None:
+            return f"{node.op} of a {node.op} that fills the reduction's identity", new_node.op, f"{detail}, include_self=0: PyTorch's include_self=False"
         return node.op, new_node.op, detail
+
+    def _before_identity_fill(self, node, reduction):
+        """``X`` where ``node``'s data is ``Scatter(X, I, F)`` of the same op, axis and indices ``I``, with ``F`` one value
+        everywhere, the reduction's identity (0 for add, 1 for mul, the lowest value for max, the highest for min), and
+        its output read by ``node`` alone: the dynamo exporter's ``scatter_reduce(include_self=False)``, whose plain
+        fill repeats targets (TensorRT's IScatterLayer refuses more indices than data on the axis). Else None."""
+        fill = _producer(node.inputs[0])
+        if fill is None or fill.op != node.op or fill.domain not in (None, *DEFAULT_DOMAINS) or _attr(fill, "reduction", "none") != "none":
+            return None
+        written = fill.outputs[0]
+        if fill.inputs[1] is not node.inputs[1] or _attr(fill, "axis", 0) != _attr(node, "axis", 0):
+            return None
+        if len(written.outputs) != 1 or written in self.graph.outputs:
+            return None
+        value = self._one_value(fill.inputs[2])
+        if value is None:
+            return None
+        dtype = value.dtype
+        lowest, highest = (-np.inf, np.inf) if dtype.kind == "f" else (np.iinfo(dtype).min, np.iinfo(dtype).max) if dtype.kind in "iu" else (None, None)
+        identity = {"add": 0, "mul": 1, "max": lowest, "min": highest}.get(reduction)
+        return fill.inputs[0] if identity is not None and value == identity else None
+
+    def _one_value(self, tensor):
+        """The one value every element of ``tensor`` holds (a ``ConstantOfShape``'s, or a constant's), else None."""
+        producer = _producer(tensor)
+        values = _fill_value(producer) if producer is not None and producer.op == "ConstantOfShape" else self._constant(tensor)
+        if values is None or values.size == 0 or not (values == values.reshape(-1)[0]).all():
+            return None
+        return values.reshape(-1)[0]
 
     def _index_rows(self, node, axis, label):
         """The (E, 1) index rows of a ScatterElements whose indices are ``Expand(e, shape)``, ``e`` of shape (E, 1, ..., 1),
