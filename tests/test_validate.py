@@ -708,8 +708,11 @@ def standard_node(op, data=(4, 3), indices=(2, 3), updates=(2, 3), opset=18, dat
      "tensor_scatter: 'write_indices' must be int64 (got float32)"),
     (standard_node("TensorScatter", opset=24, data=(2, 4, 8), updates=(2, 1, 8), indices=(2,), index_type=np.int32,
                    inputs=("past_cache", "update", "write_indices")),
-     "tensor_scatter: 'write_indices' must be int64 (got int32)"),
-    (standard_node("ScatterND", indices=(2, 1), updates=(2, 3), index_type=np.int32), "scatter_nd: 'indices' must be int64 (got int32)"),
+     "tensor_scatter: 'write_indices' must be int64 in ONNX's TensorScatter: cast it (an exporter wrote another type), or export with "
+     "trt_scatter.torch.export, whose ops take int32 (got int32)"),
+    (standard_node("ScatterND", indices=(2, 1), updates=(2, 3), index_type=np.int32),
+     "scatter_nd: 'indices' must be int64 in ONNX's ScatterND: cast it (an exporter wrote another type), or export with "
+     "trt_scatter.torch.export, whose ops take int32 (got int32)"),
 ], ids=["reduction sum", "reduction before opset 16", "an attribute ONNX lacks", "min before opset 18", "max before opset 18",
         "TensorScatter before opset 24",
         "a reduction of bool", "axis past the rank", "indices wider than data", "float indices", "updates of another type",
