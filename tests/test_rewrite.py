@@ -1363,3 +1363,12 @@ def test_a_fill_of_another_value_or_read_elsewhere_is_not_fused():
         assert [node.op_type for node in rewritten.graph.node if node.op_type.startswith("Scatter")] == ["ScatterElements", "ScatterElementsReduce"]
         reducing = next(node for node in rewritten.graph.node if node.op_type == "ScatterElementsReduce")
         assert {a.name: helper.get_attribute_value(a) for a in reducing.attribute}["include_self"] == 1
+
+
+def test_dynamos_mean_is_left_with_its_reason():
+    """The dynamo exporter's scatter_reduce(mean): zeros at the indices, then a plain ScatterElements, the last update of
+    a target winning. The report said "indices known only at run time", which told nothing of the wrong mean."""
+    _, report = rewrite(_dynamo_scatter_reduce_without_self("none", 0.0))
+    assert [change.detail for change in report.left if change.pattern == "ScatterElements"][-1] == (
+        "a plain write into zeros at the same indices, as the dynamo exporter writes scatter_reduce(mean): the last update of a "
+        "target wins where PyTorch's mean averages them (trt_scatter.torch.export writes the mean)")

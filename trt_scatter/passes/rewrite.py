@@ -836,6 +836,9 @@ class _Rewriter:
     def _scatter_elements(self, node):
         if _attr(node, "reduction", "none") != "none":
             return self._reduction(node)
+        if self._before_identity_fill(node, "add") is not None:  # zeros at the indices, then a plain write there
+            raise _Left("a plain write into zeros at the same indices, as the dynamo exporter writes scatter_reduce(mean): the last "
+                        "update of a target wins where PyTorch's mean averages them (trt_scatter.torch.export writes the mean)")
         data, indices, updates = node.inputs
         dims, update_dims = _dims(data), _dims(updates)
         if dims is None or update_dims is None or len(dims) != len(update_dims):
