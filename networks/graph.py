@@ -190,7 +190,8 @@ class _Composites:
         others when the network is built): the clamp of :meth:`indices_in_range` would write such a value out of range
         to a place the spec does not define, so the graph asserts that the dimension takes it. TensorRT then rejects a
         profile whose bound breaks it at build time, and reports a run's shapes that do."""
-        values = self.fixed_value(indices) if self.RUNTIME_ASSERTIONS else None
+        made_here = self._key(indices) in self._constants  # positions the builder computed (a cache's 0..S-1): its own rules hold them
+        values = self.fixed_value(indices) if self.RUNTIME_ASSERTIONS and not made_here else None
         if values is None or values.size == 0:
             return
         columns = values.reshape(-1, len(dims)) if len(dims) > 1 else values.reshape(-1, 1)

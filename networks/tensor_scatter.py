@@ -73,6 +73,20 @@ def check(graph: TensorRTGraph | OnnxGraph, past_cache: trt.ITensor | Value, upd
     return check_tensor_scatter(graph.shape_of(past_cache), graph.shape_of(update), indices_shape, axis)
 
 
+def _assert_constant_starts_fit(graph, write_indices, size, count):
+    """Linear mode: constant write indices (a network's constant layer) whose update must fit a cache length ``size``
+    or an update length ``count`` known at run time only are asserted to (``w + S <= M``), as the oracle checks; the
+    clamp that follows would write them elsewhere, a place the spec does not define. Static lengths: the oracle's check
+    when the network is built (``check_fixed_values``)."""
+    values = graph.fixed_value(write_indices) if write_indices is not None and graph.RUNTIME_ASSERTIONS else None
+    if values is None or values.size == 0 or not (is_tensor(size) or is_tensor(count)):
+        return
+    reach = graph.binary("add", _tensor(graph, count, (1,)), graph.constant(np.full(1, int(values.max()) - 1, INT64)))  # the last position
+    graph.assertion(graph.binary("less", reach, _tensor(graph, size, (1,))),
+                    f"{OP}: 'write_indices' values must be at most max_sequence_length - sequence_length in linear mode when the network runs "
+                    f"(the update must fit; its constant values reach {int(values.max())})")
+
+
 def lower_tensor_scatter(graph: TensorRTGraph | OnnxGraph, past_cache: trt.ITensor | Value, update: trt.ITensor | Value, write_indices: trt.ITensor | Value | None = None, axis: int = DEFAULT_AXIS, mode: str = "linear") -> trt.ITensor | Value:
     """The native lowering on ``graph`` (a :class:`~trt_scatter.networks.graph.TensorRTGraph` or ``OnnxGraph``)."""
     axis = check(graph, past_cache, update, write_indices, axis, mode)
@@ -97,6 +111,7 @@ def lower_tensor_scatter(graph: TensorRTGraph | OnnxGraph, past_cache: trt.ITens
         # can), wraps around more than once and stays inside the cache
         positions = graph.binary("sub", positions, graph.binary("mul", graph.binary("div", positions, modulus), modulus))
     else:
+        _assert_constant_starts_fit(graph, write_indices, size, count)
         positions = graph.indices_in_range(OP, graph.binary("add", starts, offsets), past_cache, [axis], negative=False)
     # Row of (b, p, s): (b*P + p)*M + position(b, s), broadcast over the grid (B, D1, ..., D_{axis-1}, S).
     grid = [batch] + [graph.dim(past_cache, d) for d in range(1, axis)] + [count]

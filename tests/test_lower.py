@@ -4,6 +4,7 @@ whole-model reference (ONNX's evaluator with the oracle for the scatter ops) on 
 
 import numpy as np
 import onnx
+import onnxruntime
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -612,3 +613,42 @@ def test_lower_says_which_ops_of_other_domains_it_kept(tmp_path, capsys, custom)
     nodes = f"{count} node{'s' if count > 1 else ''}"
     kept = f"{nodes}, no trt_scatter node; of other domains: my.ops MyGelu" if custom else f"{nodes}, standard ONNX ops only"
     assert capsys.readouterr().out.splitlines()[0] == f"lowered 1 trt_scatter node (SliceScatter) of {path}: {out} ({kept})"
+
+
+def _scatter_update_of_an_initialized_axis(graph_name="g", opset=18, ir_version=9):
+    """A ScatterUpdate whose axis is an initializer the graph also lists among its inputs (a default a runtime may
+    override; a constant to trt-scatter and TensorRT's parser)."""
+    node = helper.make_node("ScatterUpdate", ["data", "indices", "updates", "axis"], ["out"], domain=DOMAIN)
+    graph = helper.make_graph([node], graph_name, [helper.make_tensor_value_info("data", TensorProto.FLOAT, [4, 3]),
+                                                   helper.make_tensor_value_info("updates", TensorProto.FLOAT, [2, 3]),
+                                                   helper.make_tensor_value_info("axis", TensorProto.INT64, [])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [4, 3])],
+                              [numpy_helper.from_array(np.array([3, 1], np.int64), "indices"), numpy_helper.from_array(np.array(0, np.int64), "axis")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(DOMAIN, 1)], ir_version=ir_version)
+
+
+def test_a_constant_the_lowering_folded_leaves_with_its_input_entry():
+    """The axis, an initializer listed as an input, is folded into the lowering: it stayed, read by nothing, and
+    onnxruntime warned "Removing initializer 'axis'. It is not used by any node"."""
+    lowered = lower(_scatter_update_of_an_initialized_axis())
+    read = {name for node in lowered.graph.node for name in node.input}
+    assert "axis" not in read and "axis" not in {init.name for init in lowered.graph.initializer} | {value.name for value in lowered.graph.input}
+    feeds = {"data": np.zeros((4, 3), np.float32), "updates": np.arange(6, dtype=np.float32).reshape(2, 3)}
+    expected = feeds["data"].copy()
+    expected[[3, 1]] = feeds["updates"]
+    np.testing.assert_array_equal(onnxruntime.InferenceSession(lowered.SerializeToString()).run(None, feeds)[0], expected)
+
+
+def test_lower_keeps_the_ir_version_where_the_opset_stays_and_names_an_unnamed_graph(tmp_path, capsys):
+    """A model at opset 24 and IR 10 (which ONNX's checker takes) came out at IR 12, which runtimes that stop at 10 or
+    11 refuse, though the lowering changed no opset. A graph without a name failed ONNX's checker in `lower` alone (its
+    other commands take it): the lowered graph gets a name."""
+    from trt_scatter.cli import main
+
+    lowered = lower(_scatter_update_of_an_initialized_axis(opset=24, ir_version=10))
+    assert lowered.ir_version == 10
+    onnx.checker.check_model(lowered, full_check=True)
+    assert lower(_scatter_update_of_an_initialized_axis(opset=11, ir_version=6)).ir_version >= 7  # an opset the lowering raises
+    path = fx.save(_scatter_update_of_an_initialized_axis(graph_name=""), tmp_path / "unnamed.onnx")
+    assert main(["lower", str(path), str(tmp_path / "low.onnx")]) == 0, capsys.readouterr().err
+    assert onnx.load(tmp_path / "low.onnx").graph.name

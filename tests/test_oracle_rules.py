@@ -279,3 +279,9 @@ def test_shapes_in_messages_show_unknown_dimensions_as_question_marks():
         rules.check_rank_at_least("x", "data", (-1,), 2)
     with pytest.raises(rules.ScatterInputError, match=re.escape("x: 'indices' must have the rank of 'data' (2) (got shape (?, 3, 1))")):
         rules.check_elements_shapes("x", (4, 3), (None, 3, 1), (None, 3, 1), 0)
+    with pytest.raises(rules.ScatterInputError, match=re.escape("(got shape (4, ?))")):
+        rules.check_elements_shapes("x", (3, -1), (4, -1), (4, -1), 1)  # off the axis
+    from trt_scatter.networks.scatter_elements import check_within_data_on_axis
+
+    with pytest.raises(rules.ScatterInputError, match=re.escape("(got shape (4, ?))")):
+        check_within_data_on_axis((3, -1), (4, -1), 0)

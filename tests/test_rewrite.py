@@ -1354,11 +1354,18 @@ def test_a_fill_of_the_identity_then_a_reduction_is_one_reduction_without_self(r
     np.testing.assert_allclose(onnxruntime.InferenceSession(model.SerializeToString()).run(None, feeds)[0], expected, rtol=1e-6)
 
 
-def test_a_fill_of_another_value_or_read_elsewhere_is_not_fused():
-    """A fill of 2 before an add is not the identity; a fill another node reads too must stay as it is."""
-    shared = _dynamo_scatter_reduce_without_self("add", 0.0)
-    shared.graph.output.append(helper.make_tensor_value_info("filled", TensorProto.FLOAT, [4, 6]))
-    for model in (_dynamo_scatter_reduce_without_self("add", 2.0), shared):
+def test_a_fill_of_another_value_or_read_elsewhere_or_at_other_indices_is_not_fused():
+    """A fill of 2 before an add is not the identity; a fill that the graph gives out, or that another node reads, must
+    stay as it is; a fill at other indices zeroes targets the reduction does not reach."""
+    given_out = _dynamo_scatter_reduce_without_self("add", 0.0)
+    given_out.graph.output.append(helper.make_tensor_value_info("filled", TensorProto.FLOAT, [4, 6]))
+    read_twice = _dynamo_scatter_reduce_without_self("add", 0.0)
+    read_twice.graph.node.append(helper.make_node("Relu", ["filled"], ["relu"]))
+    read_twice.graph.output.append(helper.make_tensor_value_info("relu", TensorProto.FLOAT, [4, 6]))
+    elsewhere = _dynamo_scatter_reduce_without_self("add", 0.0)
+    elsewhere.graph.input.append(helper.make_tensor_value_info("j", TensorProto.INT64, [4, 7]))
+    elsewhere.graph.node[1].input[1] = "j"
+    for model in (_dynamo_scatter_reduce_without_self("add", 2.0), given_out, read_twice, elsewhere):
         rewritten, _ = rewrite(model)
         assert [node.op_type for node in rewritten.graph.node if node.op_type.startswith("Scatter")] == ["ScatterElements", "ScatterElementsReduce"]
         reducing = next(node for node in rewritten.graph.node if node.op_type == "ScatterElementsReduce")

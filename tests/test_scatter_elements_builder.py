@@ -212,12 +212,14 @@ def test_build_engine_refuses_a_profile_that_breaks_the_networks_rules_in_one_li
     assert build_engine(_dynamic_network, {"data": FITS, "indices": FITS, "updates": FITS})[0]  # the rules kept: it builds
 
 
-@pytest.mark.parametrize("rows, message", [
-    (1, "the profile's smallest shapes break a rule the network asserts: scatter_elements: 'indices' values must be in [-s, s-1] where s is "
-        "data's dimension 0 when the network runs (its constant values lie in [-4, 3])"),
-    (4, None),
-], ids=["out-of-range-at-the-smallest", "in-range-at-every-bound"])
-def test_constant_indices_that_a_profile_puts_out_of_range_are_refused(rows, message):
+@pytest.mark.parametrize("rows, lowest, message", [
+    (1, -4, "the profile's smallest shapes break a rule the network asserts: scatter_elements: 'indices' values must be in [-s, s-1] where "
+            "s is data's dimension 0 when the network runs (its constant values lie in [-4, 3])"),
+    (4, -4, None),
+    (4, -5, "the profile's smallest shapes break a rule the network asserts: scatter_elements: 'indices' values must be in [-s, s-1] where "
+            "s is data's dimension 0 when the network runs (its constant values lie in [-5, 3])"),  # -5 needs 5 rows
+], ids=["out-of-range-at-the-smallest", "in-range-at-every-bound", "a-negative-index-out-of-range"])
+def test_constant_indices_that_a_profile_puts_out_of_range_are_refused(rows, lowest, message):
     """Constant indices up to 3 (and -4) into data of a dynamic number of rows: where the profile allows fewer than 4, the
     clamp the builder adds before the layer (no write outside the output) wrote row 0 or the last, a result the spec
     does not define, and the engine built without a word. ONNX models of the same were refused at the bound already."""
@@ -226,11 +228,11 @@ def test_constant_indices_that_a_profile_puts_out_of_range_are_refused(rows, mes
     def load():
         builder, network = new_network()
         data, updates = add_input(network, "data", np.float32, (-1, 4)), add_input(network, "updates", np.float32, (1, 4))
-        indices = network.add_constant((1, 4), np.array([[3, 0, -4, 1]], np.int32)).get_output(0)
+        indices = network.add_constant((1, 4), np.array([[3, 0, lowest, 1]], np.int32)).get_output(0)
         network.mark_output(add_scatter_elements(network, data, indices, updates, axis=0))
         return builder, network
 
-    profile = {"data": ((rows, 4), (4, 4), (8, 4))}
+    profile = {"data": ((rows, 4), (5, 4), (8, 4))}
     if message is None:
         assert build_engine(load, profile)[0]
         return

@@ -2,6 +2,8 @@
 the TensorRT form built by TensorRT-RTX; the lower pass; and `trt-scatter check` on models of CacheScatter and of
 ONNX's own TensorScatter nodes of rank 3 to 5, several axes, both modes, per-batch positions, float32/float16/int32."""
 
+import re
+
 import numpy as np
 import onnx
 import onnxruntime
@@ -228,3 +230,53 @@ def test_a_circular_write_index_near_the_int64_limit_wraps_as_the_oracle_does():
     cache, update, write = np.zeros((2, 3, 1), np.float32), np.array([[[1], [2]], [[3], [4]]], np.float32), np.array([2**63 - 1, 0])
     (result,) = session.run(None, {"c": cache, "u": update, "w": write})
     np.testing.assert_array_equal(result, oracle.tensor_scatter(cache, update, write, axis=1, mode="circular"))
+
+
+def test_a_cache_too_short_for_the_update_at_a_bound_is_named_by_the_caches_rule():
+    """No write indices: the builder's own positions 0..S-1 are constants, which the check of a user's constant indices
+    took for theirs and refused as "'indices' values must be in [0, s-1] where s is data's dimension 2": no input of the
+    op has those names. The cache's own rule names it."""
+    from trt_scatter.backend import new_builder
+    from trt_scatter.engine import build_engine
+
+    trt = tensorrt()
+
+    def load():
+        builder = new_builder()
+        network = builder.create_network(0)
+        cache, update = network.add_input("past_cache", trt.float32, (2, 3, -1, 4)), network.add_input("update", trt.float32, (2, 3, 3, 4))
+        network.mark_output(add_tensor_scatter(network, cache, update, axis=2))
+        return builder, network
+
+    with pytest.raises(ValueError, match="^the profile's smallest shapes break a rule the network asserts: tensor_scatter: 'update' must have "
+                                         r"at most past_cache's entries on the axis when the network runs \(sequence_length <= max_sequence_length\)$"):
+        build_engine(load, {"past_cache": ((2, 3, 2, 4), (2, 3, 8, 4), (2, 3, 8, 4))})
+
+
+@pytest.mark.parametrize("rows, message", [
+    (4, "the profile's smallest shapes break a rule the network asserts: tensor_scatter: 'write_indices' values must be at most "
+        "max_sequence_length - sequence_length in linear mode when the network runs (the update must fit; its constant values reach 3)"),
+    (5, None),
+], ids=["a-cache-too-short-at-the-smallest", "every-bound-fits"])
+def test_constant_write_indices_a_profile_leaves_no_room_for_are_refused(rows, message):
+    """Constant write indices [3, 1] and updates of 2 positions need a cache of 5: at a bound of 4 the clamp wrote
+    positions 3 and 3 (the spec says nothing of such a write), and the engine built without a word."""
+    from trt_scatter.backend import new_builder
+    from trt_scatter.engine import build_engine
+
+    trt = tensorrt()
+
+    def load():
+        builder = new_builder()
+        network = builder.create_network(0)
+        cache, update = network.add_input("past_cache", trt.float32, (2, 3, -1, 4)), network.add_input("update", trt.float32, (2, 3, 2, 4))
+        starts = network.add_constant((2,), np.array([3, 1], np.int64)).get_output(0)
+        network.mark_output(add_tensor_scatter(network, cache, update, starts, axis=2, impl="native"))
+        return builder, network
+
+    profile = {"past_cache": ((2, 3, rows, 4), (2, 3, 8, 4), (2, 3, 8, 4))}
+    if message is None:
+        assert build_engine(load, profile)[0]
+        return
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        build_engine(load, profile)

@@ -713,10 +713,13 @@ def standard_node(op, data=(4, 3), indices=(2, 3), updates=(2, 3), opset=18, dat
     (standard_node("ScatterND", indices=(2, 1), updates=(2, 3), index_type=np.int32),
      "scatter_nd: 'indices' must be int64 in ONNX's ScatterND: cast it (an exporter wrote another type), or export with "
      "trt_scatter.torch.export, whose ops take int32 (got int32)"),
+    (standard_node("ScatterND", indices=(2, 1), updates=(2, 3), index_type=np.uint64),
+     "scatter_nd: 'indices' must be int64 (got uint64)"),  # no advice to cast: 2**64 - 1 would become -1, the last row
 ], ids=["reduction sum", "reduction before opset 16", "an attribute ONNX lacks", "min before opset 18", "max before opset 18",
         "TensorScatter before opset 24",
         "a reduction of bool", "axis past the rank", "indices wider than data", "float indices", "updates of another type",
-        "too many index columns", "updates of another shape", "float write_indices", "int32 write_indices", "int32 ScatterND indices"])
+        "too many index columns", "updates of another shape", "float write_indices", "int32 write_indices", "int32 ScatterND indices",
+        "uint64 ScatterND indices"])
 def test_standard_scatter_nodes_are_checked_against_onnx_and_the_oracle(model, message):
     """ONNX's own scatter nodes: the schema at the model's opset, then the oracle's rules on the types and shapes the
     model shows; each refused in one line before TensorRT (whose parser asserted, built the wrong engine, or ignored it)."""

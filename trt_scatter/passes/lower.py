@@ -80,8 +80,10 @@ def lower(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelProto
     kept = [opset for opset in lowered.opset_import if opset.domain != ops.DOMAIN]
     del lowered.opset_import[:]
     lowered.opset_import.extend(kept)
-    lowered.ir_version = max(lowered.ir_version, onnx.helper.find_min_ir_version_for(list(lowered.opset_import), True))
+    if opset_version(lowered) != opset_version(model.proto):  # an IR version old enough for the model's opset stays
+        lowered.ir_version = max(lowered.ir_version, onnx.helper.find_min_ir_version_for(list(lowered.opset_import), True))
     drop_initialized_inputs(lowered)  # constants now, maybe folded into the lowering
+    lowered.graph.name = lowered.graph.name or "lowered"  # ONNX's checker wants one (runtimes do not)
     return lowered
 
 
@@ -130,10 +132,13 @@ def _replace_nodes(graph, nodes, initializers):
     (a replaced node whose output nothing reads drops its constants too: its lowering reads others)."""
     read = {name for node in graph.node for name in node.input}
     ends = {value.name for value in graph.output} | {name for node in graph.node for name in node.output if name and name not in read}
-    dropped = live_names(graph.node, ends) - live_names(nodes, ends) - {value.name for value in graph.input}
+    initialized = {init.name for init in graph.initializer}
+    fed = {value.name for value in graph.input if value.name not in initialized}  # an initializer listed as an input is a constant
+    dropped = live_names(graph.node, ends) - live_names(nodes, ends) - fed
     kept_initializers = [init for init in graph.initializer if init.name not in dropped]
     kept_info = [value for value in graph.value_info if value.name not in dropped]
-    for field, values in ((graph.node, [n for n in nodes if not (n.output and set(n.output) <= dropped)]),
+    kept_inputs = [value for value in graph.input if value.name not in dropped]
+    for field, values in ((graph.node, [n for n in nodes if not (n.output and set(n.output) <= dropped)]), (graph.input, kept_inputs),
                           (graph.initializer, kept_initializers + initializers), (graph.value_info, kept_info)):  # fmt: skip
         del field[:]
         field.extend(values)

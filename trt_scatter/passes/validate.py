@@ -711,7 +711,7 @@ def _check_types(node):
         if node.dtype(input_name) is None:
             continue
         allowed = ops.INDEX_TYPES if op.is_plugin else _schema_types(node, op.inputs.index(input_name))
-        if not op.is_plugin and node.dtype(input_name).kind in "iu" and node.dtype(input_name).name not in allowed:
+        if not op.is_plugin and node.dtype(input_name).kind == "i" and node.dtype(input_name).name not in allowed:  # a cast keeps signed values
             # PyTorch's exporters write int32 indices into ONNX's own scatters from int32 tensors, which ONNX forbids
             raise ScatterInputError(name, input_name, f"must be {' or '.join(allowed)} in ONNX's {node.node.op_type}: cast it (an exporter "
                                     "wrote another type), or export with trt_scatter.torch.export, whose ops take int32",
