@@ -257,6 +257,25 @@ def test_a_plugin_node_in_an_if_branch_that_tensorrt_rtx_cannot_build_is_named(t
     assert err.endswith("(SliceScatter node 'in_branch' lies in a subgraph of If node 'choice': TensorRT-RTX builds no plugin there)"), err
 
 
+@pytest.mark.skipif(not backend.is_rtx(), reason="what TensorRT-RTX 1.7.1 cannot build; full TensorRT may")
+def test_onnxs_own_node_that_a_plugin_serves_in_an_if_branch_is_named_too(tmp_path, capsys):
+    """ONNX's TensorScatter of a 3-D cache, which --plugins hands to CacheScatter inside the branch: the build failed
+    with TensorRT's words alone, as the user's node is no trt_scatter node."""
+    cache = [helper.make_tensor_value_info(name, TensorProto.FLOAT, shape) for name, shape in (("cache", [2, 8, 4]), ("new", [2, 1, 4]))]
+    branch = helper.make_graph([helper.make_node("TensorScatter", ["cache", "new"], ["written"], name="write", axis=1)], "then",
+                               [], [helper.make_tensor_value_info("written", TensorProto.FLOAT, [2, 8, 4])])
+    other = helper.make_graph([helper.make_node("Identity", ["cache"], ["kept"])], "else", [], [helper.make_tensor_value_info("kept", TensorProto.FLOAT, [2, 8, 4])])
+    node = helper.make_node("If", ["flag"], ["out"], name="choice", then_branch=branch, else_branch=other)
+    graph = helper.make_graph([node], "g", [*cache, helper.make_tensor_value_info("flag", TensorProto.BOOL, [])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [2, 8, 4])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)]), tmp_path / "ts_branch.onnx")
+    assert main(["build", str(tmp_path / "ts_branch.onnx"), "--plugins", "-o", str(tmp_path / "e.engine")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("trt-scatter build: error: TensorRT could not build ts_branch: ")
+    assert err.endswith("(TensorScatter node 'write', which a plugin serves, lies in a subgraph of If node 'choice': TensorRT-RTX builds no "
+                        "plugin there)"), err
+
+
 def test_verbose_build_shows_tensorrt_and_polygraphy_logs(tmp_path, capsys):
     import logging
 
