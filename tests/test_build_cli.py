@@ -272,8 +272,11 @@ def test_onnxs_own_node_that_a_plugin_serves_in_an_if_branch_is_named_too(tmp_pa
     assert main(["build", str(tmp_path / "ts_branch.onnx"), "--plugins", "-o", str(tmp_path / "e.engine")]) == 1
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and err.startswith("trt-scatter build: error: TensorRT could not build ts_branch: ")
-    assert err.endswith("(TensorScatter node 'write', which a plugin serves, lies in a subgraph of If node 'choice': TensorRT-RTX builds no "
-                        "plugin there)"), err
+    hint = "(TensorScatter node 'write', which a plugin serves, lies in a subgraph of If node 'choice': TensorRT-RTX builds no plugin there)"
+    assert err.endswith(hint), err
+    main(["check", str(tmp_path / "ts_branch.onnx")])  # check names it on its engine line
+    engine_line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("engine: "))
+    assert engine_line.startswith("engine: FAIL: engine build failed: ") and engine_line.endswith(hint), engine_line
 
 
 def test_verbose_build_shows_tensorrt_and_polygraphy_logs(tmp_path, capsys):

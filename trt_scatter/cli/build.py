@@ -150,7 +150,7 @@ def _build_one(args, target, output, dynamic):
         try:
             plan, summary, timing_cache = common.isolated(lambda: _build(engine, load, profile, name, aliased_plugin_io, flags), f"building {name}")
         except PolygraphyException as err:  # TensorRT failed on a model that passed every check
-            raise common.CliError(f"TensorRT could not build {name}: {tensorrt_output.reason(err)}{_nested_hint(model if is_model else None, args.plugins)}",
+            raise common.CliError(f"TensorRT could not build {name}: {tensorrt_output.reason(err)}{common.nested_plugin_hint(model if is_model else None, args.plugins)}",
                                   common.FAILED) from None
     tensorrt_output.replay_warnings()
     common.write_output(output, plan, "engine")
@@ -273,29 +273,6 @@ def _set_verbosity(verbose):
     if verbose:
         logging.basicConfig()
         logger.setLevel(logging.DEBUG)
-
-
-def _nested_hint(model, plugins):
-    """Where TensorRT-RTX failed on a model with a ``trt_scatter`` node in an If or Loop body, or (``plugins``) ONNX's own
-    node that a plugin serves there: a note naming it (TensorRT-RTX 1.7.1 builds no plugin there, and says only that a
-    workspace tensor has no type)."""
-    from trt_scatter import backend
-    from trt_scatter.model import nested_nodes
-    from trt_scatter.ops import is_trt_scatter
-    from trt_scatter.passes.lower import nested_node
-    from trt_scatter.passes.plugins import to_plugins
-
-    if model is None or not backend.is_rtx():
-        return ""
-    nested = nested_node(model.proto.graph)
-    if nested is not None:
-        return f" ({nested[0]} lies in a subgraph of {nested[1]}: TensorRT-RTX builds no plugin there)"
-    if not plugins:
-        return ""
-    # every subgraph node of the served model pairs with the model's, in order (to_plugins keeps the structure)
-    pairs = zip(nested_nodes(model.proto.graph, bool), nested_nodes(to_plugins(model).graph, bool))
-    served = next(((label, holder) for (_, label, holder), (node, _, _) in pairs if is_trt_scatter(node)), None)
-    return "" if served is None else f" ({served[0]}, which a plugin serves, lies in a subgraph of {served[1]}: TensorRT-RTX builds no plugin there)"
 
 
 def _build_all(args):

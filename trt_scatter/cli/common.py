@@ -283,6 +283,29 @@ def shape_flag_hint(word: str, flag: str) -> str:
     return ""
 
 
+def nested_plugin_hint(model: Model | None, plugins: bool) -> str:
+    """Where TensorRT-RTX failed on a model with a ``trt_scatter`` node in an If or Loop body, or (``plugins``) ONNX's own
+    node that a plugin serves there: a note naming it (TensorRT-RTX 1.7.1 builds no plugin there, and says only that a
+    workspace tensor has no type)."""
+    from trt_scatter import backend
+    from trt_scatter.model import nested_nodes
+    from trt_scatter.ops import is_trt_scatter
+    from trt_scatter.passes.lower import nested_node
+    from trt_scatter.passes.plugins import to_plugins
+
+    if model is None or not backend.is_rtx():
+        return ""
+    nested = nested_node(model.proto.graph)
+    if nested is not None:
+        return f" ({nested[0]} lies in a subgraph of {nested[1]}: TensorRT-RTX builds no plugin there)"
+    if not plugins:
+        return ""
+    # every subgraph node of the served model pairs with the model's, in order (to_plugins keeps the structure)
+    pairs = zip(nested_nodes(model.proto.graph, bool), nested_nodes(to_plugins(model).graph, bool))
+    served = next(((label, holder) for (_, label, holder), (node, _, _) in pairs if is_trt_scatter(node)), None)
+    return "" if served is None else f" ({served[0]}, which a plugin serves, lies in a subgraph of {served[1]}: TensorRT-RTX builds no plugin there)"
+
+
 def check_output_path(path: str | os.PathLike, what: str = "output", reads: Iterable[str | os.PathLike] = ()) -> None:
     """Refuses, before any work, an output path that is a directory, cannot be written, or is one of the files
     the command reads (``reads``: the model, its external data, loaded inputs...; the same file under any name):
