@@ -81,8 +81,8 @@ def _assert_constant_starts_fit(graph, write_indices, size, count):
     values = graph.fixed_value(write_indices) if write_indices is not None and graph.RUNTIME_ASSERTIONS else None
     if values is None or values.size == 0 or not (is_tensor(size) or is_tensor(count)):
         return
-    reach = graph.binary("add", _tensor(graph, count, (1,)), graph.constant(np.full(1, int(values.max()) - 1, INT64)))  # the last position
-    graph.assertion(graph.binary("less", reach, _tensor(graph, size, (1,))),
+    room = graph.binary("sub", _tensor(graph, size, (1,)), _tensor(graph, count, (1,)))  # M - S: w + S would overflow at w near 2**63
+    graph.assertion(graph.binary("less", graph.constant(np.full(1, int(values.max()) - 1, INT64)), room),
                     f"{OP}: 'write_indices' values must be at most max_sequence_length - sequence_length in linear mode when the network runs "
                     f"(the update must fit; its constant values reach {int(values.max())})")
 

@@ -253,12 +253,15 @@ def test_a_cache_too_short_for_the_update_at_a_bound_is_named_by_the_caches_rule
         build_engine(load, {"past_cache": ((2, 3, 2, 4), (2, 3, 8, 4), (2, 3, 8, 4))})
 
 
-@pytest.mark.parametrize("rows, message", [
-    (4, "the profile's smallest shapes break a rule the network asserts: tensor_scatter: 'write_indices' values must be at most "
-        "max_sequence_length - sequence_length in linear mode when the network runs (the update must fit; its constant values reach 3)"),
-    (5, None),
-], ids=["a-cache-too-short-at-the-smallest", "every-bound-fits"])
-def test_constant_write_indices_a_profile_leaves_no_room_for_are_refused(rows, message):
+@pytest.mark.parametrize("rows, highest, message", [
+    (4, 3, "the profile's smallest shapes break a rule the network asserts: tensor_scatter: 'write_indices' values must be at most "
+           "max_sequence_length - sequence_length in linear mode when the network runs (the update must fit; its constant values reach 3)"),
+    (5, 3, None),
+    (5, 2**63 - 1, "the network asserts a rule that no run keeps: tensor_scatter: 'write_indices' values must be at most "
+                   "max_sequence_length - sequence_length in linear mode when the network runs (the update must fit; its constant values "
+                   f"reach {2**63 - 1})"),  # w + S overflows int64: compared as w <= M - S, which TensorRT folds
+], ids=["a-cache-too-short-at-the-smallest", "every-bound-fits", "an-index-near-the-int64-limit"])
+def test_constant_write_indices_a_profile_leaves_no_room_for_are_refused(rows, highest, message):
     """Constant write indices [3, 1] and updates of 2 positions need a cache of 5: at a bound of 4 the clamp wrote
     positions 3 and 3 (the spec says nothing of such a write), and the engine built without a word."""
     from trt_scatter.backend import new_builder
@@ -270,7 +273,7 @@ def test_constant_write_indices_a_profile_leaves_no_room_for_are_refused(rows, m
         builder = new_builder()
         network = builder.create_network(0)
         cache, update = network.add_input("past_cache", trt.float32, (2, 3, -1, 4)), network.add_input("update", trt.float32, (2, 3, 2, 4))
-        starts = network.add_constant((2,), np.array([3, 1], np.int64)).get_output(0)
+        starts = network.add_constant((2,), np.array([highest, 1], np.int64)).get_output(0)
         network.mark_output(add_tensor_scatter(network, cache, update, starts, axis=2, impl="native"))
         return builder, network
 
