@@ -2,8 +2,7 @@
 
     trt-scatter build slice_scatter -o slice_scatter.engine
     trt-scatter build scatter_nd --dynamic
-    trt-scatter build model.onnx --plugins --min 'data:[1,5]' 'updates:[1,3]' \
-        --opt 'data:[4,5]' 'updates:[4,3]' --max 'data:[8,5]' 'updates:[8,3]'   # each dynamic input's shapes
+    trt-scatter build model.onnx --plugins --min 'data:[1,5]' 'updates:[1,3]' --opt 'data:[4,5]' 'updates:[4,3]' --max 'data:[8,5]' 'updates:[8,3]'
     trt-scatter build model.onnx --aot          # an engine that runs without Python (TensorRT >= 10.9)
     trt-scatter build --all                      # every example network into engines/
 """
@@ -38,7 +37,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         "other than the defaults: scatter_update_dynamic_float16.engine)")
     parser.add_argument("--out-dir", help="folder for engines (default: engines)")
     for bound in ("min", "opt", "max"):
-        parser.add_argument(f"--{bound}", nargs="+", action="extend", default=[], metavar="NAME:[D,...]", help=f"{bound} shape of a dynamic input in the optimization profile")
+        parser.add_argument(f"--{bound}", nargs="+", action="extend", default=[], metavar="NAME:[D,...]", help=f"{bound} shape of a dynamic input in the optimization profile, or {bound} value of an input whose values set shapes (pos:[0])")
     parser.add_argument("--dynamic", action="store_true", help="example networks: dynamic input dimensions with a built-in profile")
     parser.add_argument("--dtype", help="example networks: element type of data/updates (default: float32)")
     parser.add_argument("--index-dtype", choices=["int32", "int64"], help="example networks: index type (default: int32)")
