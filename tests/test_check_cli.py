@@ -726,7 +726,7 @@ def test_float16_sums_are_not_checked_by_onnxruntime_and_nothing_is_compared(tmp
                     rf"onnxruntime's CPU kernels round such {'products' if reduction == 'mul' else 'sums'} their own way, not as the spec orders them\n$",
                     result.stderr), output_of(result)
     tolerant = check(path, "--atol", "0.05", "--rtol", "0.05")  # the user's tolerances: onnxruntime is compared at them, where it runs
-    compared = "(atol 0.05, rtol 0.05: given)" in tolerant.stdout
+    compared = "(atol 0.05, rtol 0.05: --atol and --rtol given)" in tolerant.stdout
     assert compared or "cannot run this model on this machine" in tolerant.stderr, output_of(tolerant)
     assert compared == (reduction == "mean") and "cannot check this model" not in tolerant.stderr, output_of(tolerant)
 
@@ -875,3 +875,30 @@ def test_a_model_onnxruntime_refuses_for_its_types_is_not_blamed_on_the_inputs(t
     assert result.returncode == 2 and result.stderr.count("\n") == 1, output_of(result)
     assert result.stderr.startswith("trt-scatter check: error: onnxruntime refuses the model: [ONNXRuntimeError]") and "Type Error" in result.stderr
     assert "--input-shapes" not in result.stderr and "--load-inputs" not in result.stderr
+
+
+def test_integer_outputs_that_differ_where_the_expected_value_is_0_fail_without_numpys_warnings(capfd):
+    """polygraphy's relative difference divides by the expected values: an int64 output with 0 there printed NumPy's
+    "divide by zero" and "invalid value" RuntimeWarnings, each with a source line, between the verdicts."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")  # as a user's run shows them (pytest's own filters aside)
+        assert not _verdict(np.array([0, 3, 0], np.int64), np.array([1, 3, 0], np.int64))
+    out, err = capfd.readouterr()
+    assert "FAIL output: engine vs oracle: max abs diff 1, max rel diff inf" in out and "RuntimeWarning" not in err + out, err
+
+
+def test_a_verdict_says_which_tolerance_the_user_gave(elements_model, tmp_path):
+    """With --atol alone, the line said "(atol 0.01, rtol 0: given)", rtol being the output's own default."""
+    from polygraphy.comparator import RunResults
+
+    inputs, golden = tmp_path / "in.json", tmp_path / "golden.json"
+    check(elements_model, "--save-inputs", inputs, "--save-outputs", golden)
+    results = RunResults.load(str(golden))
+    for _, iterations in results.items():
+        for iteration in iterations:
+            iteration["output"] = iteration["output"] + np.float32(0.001)  # off by less than the given atol
+    results.save(str(golden))
+    result = check(elements_model, "--load-inputs", inputs, "--load-outputs", golden, "--atol", "0.01", "--allow-engine-not-run")
+    assert result.returncode == 0 and "(atol 0.01, rtol 0: --atol given)" in result.stdout, output_of(result)
