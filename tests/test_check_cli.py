@@ -258,11 +258,12 @@ def test_bad_arguments_and_inputs_end_in_one_line(elements_model, tmp_path):
     (["--input-shapes", "data:[3,x]"], "argument --input-shapes: 'data:[3,x]' is not NAME:[D0,D1,...] with non-negative integer dims"),
     (["--seed", "one"], "argument --seed: 'one' is not a non-negative integer"),
     (["--seed", "-1"], "argument --seed: '-1' is not a non-negative integer"),
-    (["--atol", "-1"], "argument --atol: '-1' is not a non-negative number"),
-    (["--rtol", "nan"], "argument --rtol: 'nan' is not a non-negative number"),
+    (["--atol", "-1"], "argument --atol: '-1' is not a finite non-negative number"),
+    (["--rtol", "nan"], "argument --rtol: 'nan' is not a finite non-negative number"),
+    (["--atol", "inf"], "argument --atol: 'inf' is not a finite non-negative number"),  # it would pass any output
     (["--iterations", "two"], "argument --iterations: 'two' is not a positive integer"),
     (["--iterations", "0"], "argument --iterations: '0' is not a positive integer"),
-    (["--atol", "tiny"], "argument --atol: 'tiny' is not a non-negative number"),
+    (["--atol", "tiny"], "argument --atol: 'tiny' is not a finite non-negative number"),
     (["--input-shapes", "data:[3,5]", "other.onnx"], "argument --input-shapes: 'other.onnx' is not NAME:[D0,D1,...] with non-negative integer "
                                                      "dims (is it the model? --input-shapes takes every word after it: give the model first)"),
     (["--input-shapes", "nothing:[2]"], "--input-shapes names no input of the model: nothing (its inputs: data, indices, updates)"),

@@ -113,14 +113,15 @@ def _input_shape(text):
 
 
 def _number_at_least(convert, minimum, what):
-    """An argparse type: ``convert(text)`` if it is at least ``minimum`` (NaN is not), else ``what`` it is not."""
+    """An argparse type: ``convert(text)`` if it is a finite number at least ``minimum`` (NaN is not; an infinite
+    tolerance would pass any output), else ``what`` it is not."""
 
     def parse(text):
         try:
             value = convert(text)
         except ValueError:
             value = math.nan
-        if not value >= minimum:
+        if not (value >= minimum and math.isfinite(value)):
             raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
         return value
 
@@ -128,7 +129,7 @@ def _number_at_least(convert, minimum, what):
 
 
 _non_negative_int = _number_at_least(int, 0, "a non-negative integer")  # NumPy's seeds are non-negative
-_tolerance = _number_at_least(float, 0.0, "a non-negative number")
+_tolerance = _number_at_least(float, 0.0, "a finite non-negative number")
 _positive_int = _number_at_least(int, 1, "a positive integer")
 
 
