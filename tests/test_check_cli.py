@@ -887,7 +887,21 @@ def test_integer_outputs_that_differ_where_the_expected_value_is_0_fail_without_
         warnings.simplefilter("default")  # as a user's run shows them (pytest's own filters aside)
         assert not _verdict(np.array([0, 3, 0], np.int64), np.array([1, 3, 0], np.int64))
     out, err = capfd.readouterr()
-    assert "FAIL output: engine vs oracle: max abs diff 1, max rel diff inf" in out and "RuntimeWarning" not in err + out, err
+    assert "FAIL output: engine vs oracle: max abs diff 1, max rel diff 1 (" in out and "RuntimeWarning" not in err + out, err
+
+
+@pytest.mark.parametrize("expected, actual", [
+    (np.array([0.0, 1.0], np.float32), np.array([-0.0, 1.0], np.float32)),  # a zero's sign
+    (np.array([2**63 - 1, 0]), np.array([-(2**63), 0])),  # polygraphy's int64 difference wraps around
+])
+def test_an_exact_output_that_differs_only_where_numbers_compare_equal_fails(capfd, expected, actual):
+    """An output the model only moves data to compute is compared bit for bit: -0.0 for 0.0 passed at atol 0, and
+    polygraphy's int64 difference wrapped around, so that -2**63 for 2**63 - 1 passed too."""
+    assert not _verdict(expected, actual)
+    out = capfd.readouterr().out
+    assert out.startswith("FAIL output: engine vs oracle: ") and "not bit for bit" in out, out
+    if expected.dtype.kind == "f":
+        assert _verdict(expected, actual, atol=1.0)  # a tolerance compares numbers
 
 
 def test_a_verdict_says_which_tolerance_the_user_gave(elements_model, tmp_path):

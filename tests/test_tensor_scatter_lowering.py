@@ -257,7 +257,7 @@ def test_a_cache_too_short_for_the_update_at_a_bound_is_named_by_the_caches_rule
     (4, 3, "the profile's smallest shapes break a rule the network asserts: tensor_scatter: 'write_indices' values must be at most "
            "max_sequence_length - sequence_length in linear mode when the network runs (the update must fit; its constant values reach 3)"),
     (5, 3, None),
-    (5, 2**63 - 1, "the network asserts a rule that no run keeps: tensor_scatter: 'write_indices' values must be at most "
+    (5, 2**63 - 1, "the network asserts a rule that no run the profile allows keeps: tensor_scatter: 'write_indices' values must be at most "
                    "max_sequence_length - sequence_length in linear mode when the network runs (the update must fit; its constant values "
                    f"reach {2**63 - 1})"),  # w + S overflows int64: compared as w <= M - S, which TensorRT folds
 ], ids=["a-cache-too-short-at-the-smallest", "every-bound-fits", "an-index-near-the-int64-limit"])

@@ -538,7 +538,7 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
 # the message given to it follows the condition) or a layer's own shape check.
 _ASSERTION_BROKEN = re.compile(r"Profile k(MIN|OPT|MAX) values are not self-consistent\. .*? is false: (?:\(.*?\)\. )?(.*?) ?Condition '")
 _LAYER_RULE_BROKEN = re.compile(r"k(MIN|OPT|MAX) values for profile \d+ violate shape constraints: (.*?) Condition '[^']*' violated: ([^.]*)\.")
-# an assertion TensorRT proves false whatever the shapes (its condition folded to a constant): "Error Code 4: API Usage Error"
+# an assertion TensorRT proves false in every run the profile allows (its condition folded): "Error Code 4: API Usage Error"
 _ASSERTION_NEVER_KEPT = re.compile(r"API Usage Error \(IAssertionLayer .*? is false: (?:[^ ]*\. )?(.*?) In processCheck")
 _ASSERTION_AS_LAYER_RULE = re.compile(r"IAssertionLayer .*? is false: (?:\(.*?\)\. )?(.*)")  # TensorRT-RTX at opt: an assertion layer's rule
 _BOUNDS = {"MIN": "smallest", "OPT": "opt", "MAX": "largest"}
@@ -555,7 +555,7 @@ def _profile_breaks() -> Iterator[list[str]]:
         if (broken := _ASSERTION_BROKEN.search(message)):  # a warning, in TensorRT-RTX 1.7
             breaks.append(f"the profile's {_BOUNDS[broken[1]]} shapes break a rule the network asserts: {broken[2]}")
         elif (broken := _ASSERTION_NEVER_KEPT.search(message)):
-            breaks.append(f"the network asserts a rule that no run keeps: {broken[1]}")
+            breaks.append(f"the network asserts a rule that no run the profile allows keeps: {broken[1]}")
         elif (broken := _LAYER_RULE_BROKEN.search(message)):
             asserted = _ASSERTION_AS_LAYER_RULE.match(broken[2])
             if asserted:  # the builders' message, as above; the condition's values ("4 >= 1") say nothing more

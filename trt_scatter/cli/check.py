@@ -692,13 +692,16 @@ def _compare(results, pairs, tolerances, given=""):
                     with G_LOGGER.verbosity(G_LOGGER.CRITICAL), np.errstate(divide="ignore", invalid="ignore"):
                         verdict = compare(IterationResult({name: want}), IterationResult({name: got}))[name]
                         reldiff = verdict.max_reldiff
-                        if np.isnan(reldiff):  # polygraphy's 0 / 0 where both are 0: the elements that differ decide
+                        if np.isnan(reldiff):  # polygraphy's 0 / 0 where both are 0 (it divides by |got|): the elements that differ decide
                             differs = want != got
-                            wanted = want[differs].astype(np.float64)
-                            reldiff = float(np.max(np.abs(got[differs].astype(np.float64) - wanted) / np.abs(wanted)))
+                            other = got[differs].astype(np.float64)
+                            reldiff = float(np.max(np.abs(other - want[differs].astype(np.float64)) / np.abs(other))) if differs.any() else 0.0
+                    exact = (atol, rtol) == (0.0, 0.0)  # equal bytes, and these differ: a zero's sign, a NaN's payload, integers that wrap
+                    bitwise = "; equal as numbers, not bit for bit" if exact and verdict else ""
                     why = given if given else "exact: the model only moves data to compute it" if (atol, rtol) == (0.0, 0.0) else "the model computes it with floats"
                     same_nan = f"; NaN in the same {int(nans.sum())} places on both sides" if nans.any() else ""
-                    passed, detail = bool(verdict), f"max abs diff {verdict.max_absdiff:.6g}, max rel diff {reldiff:.6g} (atol {atol:g}, rtol {rtol:g}: {why}){same_nan}"
+                    passed, detail = bool(verdict) and not exact, (f"max abs diff {verdict.max_absdiff:.6g}, max rel diff {reldiff:.6g} "
+                                                                   f"(atol {atol:g}, rtol {rtol:g}: {why}){same_nan}{bitwise}")
                 print(f"{'PASS' if passed else 'FAIL'} {name}{where}: {candidate} vs {reference}: {detail}")
                 ok &= passed
         if not ok:
