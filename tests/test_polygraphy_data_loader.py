@@ -848,3 +848,45 @@ def test_inputs_are_drawn_for_a_lowered_reduction_whose_identity_fill_repeats_ta
     assert any(len(np.unique(column)) < len(column) for column in (feed["indices"] % 6).T), feed["indices"]  # repeated targets
     np.testing.assert_array_equal(got, onnxruntime.InferenceSession(lowered.SerializeToString()).run(None, feed)[0])
     assert "undefined" not in caplog.text, caplog.text
+
+
+def _two_independently_computed_indices():
+    """``x`` reaches a ScatterND's indices as ``2 * (x + 1) - 3``, ``y`` a ScatterElements' as ``Concat(y, y + 1)``:
+    two inputs the loader searches values for, neither feeding the other's scatter."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    constants = [numpy_helper.from_array(np.array(v, np.int64), name) for name, v in (("one", 1), ("two", 2), ("three", 3), ("last", [1]))]
+    nodes = [helper.make_node("Cast", ["x"], ["x64"], to=TensorProto.INT64), helper.make_node("Add", ["x64", "one"], ["a1"]),
+             helper.make_node("Mul", ["a1", "two"], ["a2"]), helper.make_node("Sub", ["a2", "three"], ["a3"]),
+             helper.make_node("Unsqueeze", ["a3", "last"], ["rows"]), helper.make_node("ScatterND", ["d", "rows", "u"], ["o"]),
+             helper.make_node("Add", ["y", "one"], ["y1"]), helper.make_node("Concat", ["y", "y1"], ["yc"], axis=0),
+             helper.make_node("ScatterElements", ["d2", "yc", "u2"], ["o2"], axis=0)]
+    value = helper.make_tensor_value_info
+    inputs = [value("x", TensorProto.INT32, [3]), value("d", TensorProto.FLOAT, [16, 2]), value("u", TensorProto.FLOAT, [3, 2]),
+              value("y", TensorProto.INT64, [2]), value("d2", TensorProto.FLOAT, [7]), value("u2", TensorProto.FLOAT, [4])]
+    graph = helper.make_graph(nodes, "g", inputs, [value("o", TensorProto.FLOAT, [16, 2]), value("o2", TensorProto.FLOAT, [7])], constants)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_inputs_searched_for_independent_scatters_are_kept_once_they_fit(seed):
+    """Each try drew both inputs again, so 100 tries had to fit both at once: most seeds (the command's default, 1,
+    among them) gave up, though each input alone was found every time. A try now keeps the inputs that fed no failing
+    node."""
+    model = _two_independently_computed_indices()
+    feed = ScatterDataLoader(model, seed=seed)[0]
+    rows = 2 * (feed["x"].astype(np.int64) + 1) - 3
+    elements = np.concatenate([feed["y"], feed["y"] + 1])
+    for values, size in ((rows, 16), (elements, 7)):  # in range, each target written once (negative ones from the end)
+        assert ((-size <= values) & (values < size)).all() and len(np.unique(values % size)) == len(values), (values, size)
+
+
+def test_an_input_no_value_of_which_fits_is_the_one_named():
+    """``Concat(y, y)`` writes each target twice, whatever ``y`` holds, while ``x`` fits at once: the message named
+    ``x``, the first input searched, as the one none of whose values fit."""
+    model = _two_independently_computed_indices()
+    add = next(node for node in model.graph.node if node.output[0] == "y1")
+    add.input[:] = ["y", "zero"]  # y + 0: Concat(y, y)
+    model.graph.initializer.append(onnx.numpy_helper.from_array(np.array(0, np.int64), "zero"))
+    with pytest.raises(ValueError, match=r"input 'y' gives 'indices', and none of 100 random values of it"):
+        ScatterDataLoader(model, seed=1)[0]

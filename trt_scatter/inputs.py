@@ -325,10 +325,14 @@ class _Plan:
         ranges = {name: self._search_range(name, bound) for name in self.searched}
         names = list(dict.fromkeys(name for node in self.nodes for name in node.inputs.values()))
         drawn = self._value_dependents([*self.searched, *self.shared])
+        feeding = {name: self._value_dependents([name]) for name in self.searched}  # what each searched input's values reach
+        redraw = set(self.searched)  # a try keeps the inputs that fed no node that failed: independent inputs fit one by one
         last = None
         alike = min([TRIES, *(high - low for low, high in ranges.values())]) if ranges else 0  # tries of one value for all
         for attempt in range(TRIES + alike):
             for name in self.searched:
+                if name not in redraw and attempt != TRIES:  # the first try of alike values draws all again
+                    continue
                 dtype = self.inputs[name][0]
                 if attempt < TRIES:
                     feed[name] = rng.integers(*ranges[name], size=self.shapes[name]).astype(dtype)
@@ -341,11 +345,12 @@ class _Plan:
             try:
                 with warnings_dropped():  # of repeated targets in a try that is thrown away
                     values = dict(zip(names, self._reference.evaluator.run(names, dict(feed))))
-                if all(_distinct_targets(node, values) for node in self.nodes if _needs_distinct_targets(node)):
+                repeating = [node for node in self.nodes if _needs_distinct_targets(node) and not _distinct_targets(node, values)]
+                if not repeating:
                     return
-                last = "two writes to one element"
+                last, failed = "two writes to one element", {name for node in repeating for name in node.node.output}
             except Exception as err:  # the oracle's rules (ScatterInputError) or another op's
-                last = first_line(err)
+                last, failed = first_line(err), set(getattr(err, "outputs", ()))
                 if isinstance(err, NodeRunError) and not drawn & set(err.outputs):
                     name, (node, _) = next(iter({**self.searched, **self.shared}.items()))
                     unplanned = [other for other in self.inputs if other not in self.generators and other not in drawn
@@ -355,10 +360,12 @@ class _Plan:
                                          f"{last}; give valid inputs (--load-inputs)") from None
                     raise node.error(f"a run fails whatever the values drawn for {name!r}: {last}; give inputs that run "
                                      f"(--load-inputs), or fix the model (an exporter may have kept a shape of its example)") from None
+            redraw = {name for name in self.searched if feeding[name] & failed} or set(self.searched)
         if self.shared:
             name, (node, key) = next(iter(self.shared.items()))
             raise node.error(f"input {name!r} is drawn for {self.generators[name][0].label} too, and none of {TRIES} draws fit both (last: {last}); give valid inputs instead (--load-inputs)")
-        name, (node, key) = next(iter(self.searched.items()))
+        name = next(name for name in self.searched if name in redraw)  # one that fed the last try's failing node
+        node, key = self.searched[name]
         raise node.error(f"input {name!r} gives '{key}', and none of {TRIES} random values of it, nor {alike} values alike in every element, "
                          f"gave valid inputs (last: {last}); give valid inputs instead (--load-inputs)")
 

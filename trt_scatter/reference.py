@@ -46,6 +46,7 @@ class NodeInputError(ScatterInputError):
     def __init__(self, node, err):
         super().__init__(err.op, err.input_name, err.rule, err.value)
         self.node = node_label(node)  # the evaluator does not say where the node is in its graph
+        self.outputs = tuple(node.output)  #: the node's output names, as NodeRunError's
         self.args = (f"{self.node}: {err}",)
 
 
