@@ -890,3 +890,23 @@ def test_an_input_no_value_of_which_fits_is_the_one_named():
     model.graph.initializer.append(onnx.numpy_helper.from_array(np.array(0, np.int64), "zero"))
     with pytest.raises(ValueError, match=r"input 'y' gives 'indices', and none of 100 random values of it"):
         ScatterDataLoader(model, seed=1)[0]
+
+
+def test_values_alike_in_every_element_are_tried_for_all_searched_inputs_at_once():
+    """``x + 1`` and ``x - y - 1`` index a dimension of 1: only ``x = y = -1`` in every element fits both, which random
+    tries never find and the tries of one value for all do, each input taking that value together."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    constants = [numpy_helper.from_array(np.array(1, np.int64), "one"), numpy_helper.from_array(np.array([0], np.int64), "first")]
+    nodes = [helper.make_node("Add", ["x", "one"], ["xa"]), helper.make_node("Unsqueeze", ["xa", "first"], ["ia"]),
+             helper.make_node("ScatterElements", ["da", "ia", "ua"], ["oa"], axis=0),
+             helper.make_node("Sub", ["x", "y"], ["d"]), helper.make_node("Sub", ["d", "one"], ["d1"]),
+             helper.make_node("Unsqueeze", ["d1", "first"], ["ib"]), helper.make_node("ScatterElements", ["db", "ib", "ub"], ["ob"], axis=0)]
+    value = helper.make_tensor_value_info
+    inputs = [value("x", TensorProto.INT64, [20]), value("y", TensorProto.INT64, [20])]
+    inputs += [value(name, TensorProto.FLOAT, [1, 20]) for name in ("da", "ua", "db", "ub")]
+    graph = helper.make_graph(nodes, "g", inputs, [value("oa", TensorProto.FLOAT, [1, 20]), value("ob", TensorProto.FLOAT, [1, 20])], constants)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    for seed in range(3):
+        feed = ScatterDataLoader(model, seed=seed)[0]
+        assert (feed["x"] == -1).all() and (feed["y"] == -1).all(), feed

@@ -33,7 +33,7 @@ Use it from Python as an iterable of feed dicts (like polygraphy's ``DataLoader`
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -327,11 +327,12 @@ class _Plan:
         drawn = self._value_dependents([*self.searched, *self.shared])
         feeding = {name: self._value_dependents([name]) for name in self.searched}  # what each searched input's values reach
         redraw = set(self.searched)  # a try keeps the inputs that fed no node that failed: independent inputs fit one by one
+        blamed = Counter()  # how many tries each input fed a failing node in: the message names the most blamed
         last = None
         alike = min([TRIES, *(high - low for low, high in ranges.values())]) if ranges else 0  # tries of one value for all
         for attempt in range(TRIES + alike):
             for name in self.searched:
-                if name not in redraw and attempt != TRIES:  # the first try of alike values draws all again
+                if name not in redraw and attempt < TRIES:  # alike values: every input takes the try's one value, as all fit
                     continue
                 dtype = self.inputs[name][0]
                 if attempt < TRIES:
@@ -361,10 +362,11 @@ class _Plan:
                     raise node.error(f"a run fails whatever the values drawn for {name!r}: {last}; give inputs that run "
                                      f"(--load-inputs), or fix the model (an exporter may have kept a shape of its example)") from None
             redraw = {name for name in self.searched if feeding[name] & failed} or set(self.searched)
+            blamed.update(redraw)
         if self.shared:
             name, (node, key) = next(iter(self.shared.items()))
             raise node.error(f"input {name!r} is drawn for {self.generators[name][0].label} too, and none of {TRIES} draws fit both (last: {last}); give valid inputs instead (--load-inputs)")
-        name = next(name for name in self.searched if name in redraw)  # one that fed the last try's failing node
+        name = max(self.searched, key=lambda name: blamed[name])  # the first of the most blamed
         node, key = self.searched[name]
         raise node.error(f"input {name!r} gives '{key}', and none of {TRIES} random values of it, nor {alike} values alike in every element, "
                          f"gave valid inputs (last: {last}); give valid inputs instead (--load-inputs)")
