@@ -917,3 +917,14 @@ def test_a_verdict_says_which_tolerance_the_user_gave(elements_model, tmp_path):
     results.save(str(golden))
     result = check(elements_model, "--load-inputs", inputs, "--load-outputs", golden, "--atol", "0.01", "--allow-engine-not-run")
     assert result.returncode == 0 and "(atol 0.01, rtol 0: --atol given)" in result.stdout, output_of(result)
+
+
+def test_bfloat16_outputs_are_compared_not_crashed_on(capfd):
+    """polygraphy's tolerance check promotes the outputs with int64, which bfloat16 refuses: a bfloat16 output that
+    differed (a TensorRT engine's, on a GPU machine) ended the check in a DTypePromotionError."""
+    import ml_dtypes
+
+    bfloat16 = np.dtype(ml_dtypes.bfloat16)
+    assert not _verdict(np.array([1.0, 2.0], bfloat16), np.array([1.0, 2.5], bfloat16))
+    assert "FAIL output: engine vs oracle: max abs diff 0.5" in capfd.readouterr().out
+    assert _verdict(np.array([1.0, 2.0], bfloat16), np.array([1.0, 2.0078125], bfloat16), atol=0.01)
