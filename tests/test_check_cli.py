@@ -902,6 +902,8 @@ def test_an_exact_output_that_differs_only_where_numbers_compare_equal_fails(cap
     assert out.startswith("FAIL output: engine vs oracle: ") and "not bit for bit" in out, out
     if expected.dtype.kind == "f":
         assert _verdict(expected, actual, atol=1.0)  # a tolerance compares numbers
+    else:
+        assert not _verdict(expected, actual, atol=1.0)  # numbers 2**64 - 1 apart, which the wrapped difference made 1
 
 
 def test_a_verdict_says_which_tolerance_the_user_gave(elements_model, tmp_path):
