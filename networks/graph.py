@@ -200,9 +200,10 @@ class _Composites:
                 continue
             low, high = int(columns[:, column].min()), int(columns[:, column].max())
             needed = max(high, -low - 1) if negative else high  # the dimension must exceed it
-            where = f"[-s, s-1] where s is data's dimension {axis}" if negative else f"[0, s-1] where s is data's dimension {axis}"
+            span = "[-s, s-1]" if negative else "[0, s-1]"
             self.assertion(self.binary("less", self.constant(np.full(1, needed, INT64)), dim),
-                           f"{op}: 'indices' values must be in {where} when the network runs (its constant values lie in [{low}, {high}])")
+                           f"{op}: 'indices' values must be in {span} where s is data's dimension {axis} when the network runs "
+                           f"(its constant values lie in [{low}, {high}])")
 
     def _assert_indices_can_exist(self, op, indices, dims):
         """The run-time half of :func:`~trt_scatter.oracle.rules.check_indices_can_exist`, which

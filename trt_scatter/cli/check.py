@@ -688,9 +688,10 @@ def _compare(results, pairs, tolerances, given=""):
                                              f"where {reference} has NaN")
                 else:
                     atol, rtol = tolerances.get(name, (0.0, 0.0))
+                    exact = (atol, rtol) == (0.0, 0.0)  # equal bytes, and these differ: a zero's sign, a NaN's payload, integers that wrap
                     if nans.any():  # in the same places on both sides (a NaN input, computed on): compare the rest
                         want, got = np.where(nans, 0, want), np.where(nans, 0, got)
-                    if (atol, rtol) != (0.0, 0.0) and want.dtype.kind in "iu":  # polygraphy's integer difference wraps around
+                    if not exact and want.dtype.kind in "iu":  # polygraphy's integer difference wraps around
                         want, got = want.astype(np.float64), got.astype(np.float64)
                     compare = SimpleCompareFunc(atol=atol, rtol=rtol, check_shapes=True, infinities_compare_equal=True)
                     # its log lines, and NumPy's warnings of its relative difference where the expected value is 0 (an
@@ -702,9 +703,8 @@ def _compare(results, pairs, tolerances, given=""):
                             differs = want != got
                             other = got[differs].astype(np.float64)
                             reldiff = float(np.max(np.abs(other - want[differs].astype(np.float64)) / np.abs(other))) if differs.any() else 0.0
-                    exact = (atol, rtol) == (0.0, 0.0)  # equal bytes, and these differ: a zero's sign, a NaN's payload, integers that wrap
                     bitwise = "; equal as numbers, not bit for bit" if exact and verdict else ""
-                    why = given if given else "exact: the model only moves data to compute it" if (atol, rtol) == (0.0, 0.0) else "the model computes it with floats"
+                    why = given if given else "exact: the model only moves data to compute it" if exact else "the model computes it with floats"
                     same_nan = f"; NaN in the same {int(nans.sum())} places on both sides" if nans.any() else ""
                     passed, detail = bool(verdict) and not exact, (f"max abs diff {verdict.max_absdiff:.6g}, max rel diff {reldiff:.6g} "
                                                                    f"(atol {atol:g}, rtol {rtol:g}: {why}){same_nan}{bitwise}")

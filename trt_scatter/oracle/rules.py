@@ -297,12 +297,6 @@ def differing(rows: np.ndarray, pairs: np.ndarray) -> np.ndarray:
     return (first.view(np.uint8).reshape(len(pairs), -1) != second.view(np.uint8).reshape(len(pairs), -1)).any(axis=1)
 
 
-def first_repeat(targets: np.ndarray) -> tuple[int, int] | None:
-    """``(i, j)``: the first pair of :func:`repeats` of the 1-D ``targets``, or None."""
-    pairs = repeats(targets)
-    return (int(pairs[0, 0]), int(pairs[0, 1])) if len(pairs) else None
-
-
 class Known:
     """Arrays as what a model shows of a node (``constant``, ``shape``, ``attribute``): the per-op checks that
     read a model's node read the values of a run through this."""
