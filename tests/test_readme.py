@@ -29,6 +29,7 @@ def test_python_examples_run():
         if "network" in namespace:  # the builder example: one marked output of data's shape
             assert namespace["network"].num_outputs == 1
             assert tuple(namespace["network"].get_output(0).shape) == (-1, 5)
+            assert namespace["summary"].engine_bytes == len(namespace["plan"]) > 0  # and it builds
 
 
 def test_the_example_networks_table_says_their_inputs_and_profiles():

@@ -101,3 +101,44 @@ def test_validation_refuses_a_node_in_one_line(model, message):
     with pytest.raises(ModelError) as raised:
         validate(model)
     assert str(raised.value).endswith(message) and "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("op_type", ["ScatterElements", "ScatterND"])
+def test_the_package_models_of_onnxs_own_reductions_equal_the_oracle(op_type, reduction):
+    """``scatter_elements_model``/``scatter_nd_model`` with ONNX's ``reduction``: the one node, at the opset that
+    defines it, which onnxruntime computes as the oracle does, and which the plugin pass hands to the plugin."""
+    import onnxruntime
+
+    from trt_scatter import oracle
+    from trt_scatter.onnx_models import scatter_elements_model, scatter_nd_model
+
+    elements = op_type == "ScatterElements"
+    model = scatter_elements_model((5, 3), (9, 3), reduction=reduction) if elements else scatter_nd_model((5, 3), (9, 1), reduction=reduction)
+    onnx.checker.check_model(model, full_check=True)
+    assert [(n.op_type, helper.get_attribute_value(n.attribute[-1])) for n in model.graph.node] == [(op_type, reduction.encode())]
+    rng = np.random.default_rng(2)
+    feeds = {"data": rng.standard_normal((5, 3)).astype(np.float32), "indices": rng.integers(-5, 5, size=(9, 3) if elements else (9, 1)),
+             "updates": rng.standard_normal((9, 3)).astype(np.float32)}
+    expected = (oracle.scatter_elements_reduce(*feeds.values(), axis=0, reduction=reduction) if elements
+                else oracle.scatter_nd_reduce(*feeds.values(), reduction=reduction))
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(None, feeds)[0], expected, rtol=1e-6)
+    assert [n.op_type for n in to_plugins(model).graph.node] == [f"{op_type}Reduce"]
+
+
+@pytest.mark.parametrize("call, line", [
+    (lambda m: m.scatter_elements_model((5, 3), (9, 3), reduction="mean"), "scatter_elements: 'reduction' must be one of 'none', 'add', 'mul', 'min', 'max' (got 'mean')"),
+    (lambda m: m.scatter_nd_model((5, 3), (9, 1), dtype=np.bool_, reduction="add"), "scatter_nd: 'data' "),
+    (lambda m: m.scatter_elements_reduce_model((5, 3), (9, 3), impl="standard"),
+     "scatter_elements_reduce: 'impl' must be one of 'plugin', 'native'; ONNX's own node with a reduction is "
+     "scatter_elements_model(..., reduction=...) (got 'standard')"),
+    (lambda m: m.scatter_nd_reduce_model((5, 3), (9, 1), impl="standard"), "ONNX's own node with a reduction is scatter_nd_model(..., reduction=...)"),
+])
+def test_a_reduction_the_standard_models_lack_is_named(call, line):
+    from trt_scatter import onnx_models
+    from trt_scatter.oracle import ScatterInputError
+
+    with pytest.raises(ScatterInputError) as caught:
+        call(onnx_models)
+    assert line in str(caught.value), str(caught.value)

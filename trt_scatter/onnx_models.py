@@ -5,9 +5,10 @@ output ``output`` (data's shape and type), and holds the constant inputs (start/
 axis) as initializers. Dimensions may be ints or symbolic strings (dynamic). Models pass
 ``onnx.checker.check_model(model, full_check=True)``; opset 17 of the default domain, IR 8.
 
-- :func:`scatter_elements_model`: one ``ScatterElements`` node (``axis`` attribute).
-- :func:`scatter_nd_model`: one ``ScatterND`` node; ONNX's ScatterND takes int64 indices only,
-  so int32 ``indices`` go through a ``Cast`` first.
+- :func:`scatter_elements_model`: one ``ScatterElements`` node (``axis`` attribute; ``reduction``, at opset 18,
+  where it is not "none": ONNX's own reduction, which the reduction plugins serve under ``--plugins``).
+- :func:`scatter_nd_model`: one ``ScatterND`` node (``reduction`` likewise); ONNX's ScatterND takes int64 indices
+  only, so int32 ``indices`` go through a ``Cast`` first.
 - :func:`tensor_scatter_model`: inputs ``past_cache``, ``update``, ``write_indices``; ``impl="standard"``
   is ONNX's own TensorScatter (opset 24), the other two its ``CacheScatter`` plugin node and lowering.
 - :func:`scatter_elements_reduce_model`, :func:`scatter_nd_reduce_model`: the reduction ops (their lowering:
@@ -55,21 +56,26 @@ if TYPE_CHECKING:
 IMPLS = ("plugin", "native")
 
 
-def scatter_elements_model(data_shape: Sequence[int | str | None], indices_shape: Sequence[int | str | None], axis: int = 0, dtype: DTypeLike = np.float32, index_dtype: DTypeLike = np.int64) -> onnx.ModelProto:
-    """ScatterElements(data, indices, updates) with ``axis``; updates have indices' shape."""
+def scatter_elements_model(data_shape: Sequence[int | str | None], indices_shape: Sequence[int | str | None], axis: int = 0, dtype: DTypeLike = np.float32, index_dtype: DTypeLike = np.int64,
+                           reduction: str = "none") -> onnx.ModelProto:
+    """ScatterElements(data, indices, updates) with ``axis`` and ONNX's ``reduction`` (opset 18 where it is not
+    "none"); updates have indices' shape."""
     data_shape, indices_shape = _check_shape("scatter_elements", "data_shape", data_shape), _check_shape("scatter_elements", "indices_shape", indices_shape)
     _check_types("scatter_elements", dtype, index_dtype)
+    reduction = reductions.check_onnx_reduction("scatter_elements", reduction, dtype)
     check_scatter_elements(_known(data_shape), _known(indices_shape), _known(indices_shape), axis)
     graph = OnnxGraph()
     data, indices, updates = _inputs(graph, dtype, index_dtype, data_shape, indices_shape, indices_shape)
-    output = graph.node("ScatterElements", [data, indices, updates], dtype, data.shape, axis=int(axis))
-    return graph.model({"output": output})
+    return _standard_model(graph, "ScatterElements", [data, indices, updates], reduction, axis=int(axis))
 
 
-def scatter_nd_model(data_shape: Sequence[int | str | None], indices_shape: Sequence[int | str | None], dtype: DTypeLike = np.float32, index_dtype: DTypeLike = np.int64) -> onnx.ModelProto:
-    """ScatterND(data, indices, updates); updates have shape ``indices.shape[:-1] + data.shape[k:]``."""
+def scatter_nd_model(data_shape: Sequence[int | str | None], indices_shape: Sequence[int | str | None], dtype: DTypeLike = np.float32, index_dtype: DTypeLike = np.int64,
+                     reduction: str = "none") -> onnx.ModelProto:
+    """ScatterND(data, indices, updates) with ONNX's ``reduction`` (opset 18 where it is not "none"); updates have
+    shape ``indices.shape[:-1] + data.shape[k:]``."""
     data_shape, indices_shape = _check_shape("scatter_nd", "data_shape", data_shape), _check_shape("scatter_nd", "indices_shape", indices_shape)
     _check_types("scatter_nd", dtype, index_dtype)
+    reduction = reductions.check_onnx_reduction("scatter_nd", reduction, dtype)
     k = indices_shape[-1] if len(indices_shape) else None
     if not isinstance(k, int):
         raise ScatterInputError("scatter_nd", "indices", "last dimension must be a known int", f"shape {tuple(indices_shape)}")
@@ -79,8 +85,16 @@ def scatter_nd_model(data_shape: Sequence[int | str | None], indices_shape: Sequ
     data, indices, updates = _inputs(graph, dtype, index_dtype, data_shape, indices_shape, updates_shape)
     if indices.dtype != INT64:
         indices = graph.cast(indices, INT64)
-    output = graph.node("ScatterND", [data, indices, updates], dtype, data.shape)
-    return graph.model({"output": output})
+    return _standard_model(graph, "ScatterND", [data, indices, updates], reduction)
+
+
+def _standard_model(graph, op_type, inputs, reduction, **attributes):
+    """The model of ONNX's own ``op_type`` node; with a reduction, the opset that defines every one (18)."""
+    if reduction != "none":
+        graph.opset_imports[""] = max(reductions.ONNX_REDUCTIONS.values())
+        attributes["reduction"] = reduction
+    data = inputs[0]
+    return graph.model({"output": graph.node(op_type, inputs, data.dtype, data.shape, **attributes)})
 
 
 def slice_scatter_model(data_shape: Sequence[int | str | None], start: ArrayLike, stop: ArrayLike, step: ArrayLike, axes: ArrayLike | None = None, dtype: DTypeLike = np.float32, index_dtype: DTypeLike = np.int64, impl: str = "plugin", updates_shape: Sequence[int | str | None] | None = None, inplace: bool = False, runtime: Collection[str] = ()) -> onnx.ModelProto:
@@ -270,6 +284,10 @@ def _parameters(values, index_dtype):
 
 
 def _check_impl(op, impl):
+    if impl == "standard" and op.endswith("_reduce"):  # tensor_scatter_model's third impl; here a standard model of its own
+        standard = op.removesuffix("_reduce")
+        raise ScatterInputError(op, "impl", f"must be one of {', '.join(repr(c) for c in IMPLS)}; ONNX's own node with a reduction "
+                                f"is {standard}_model(..., reduction=...)", repr(impl))
     rules.check_choice(op, "impl", impl, IMPLS)
 
 

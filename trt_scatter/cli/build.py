@@ -33,8 +33,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("build", help="build and save a TensorRT engine", description=common.help_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", nargs="?", help="an example network name or an .onnx file")
     parser.add_argument("--all", action="store_true", help="build every example network (static and dynamic) into --out-dir")
-    parser.add_argument("-o", "--output", help="engine file (default: <target>.engine in --out-dir; an example's name also says its options "
-                        "other than the defaults: scatter_update_dynamic_float16.engine)")
+    parser.add_argument("-o", "--output", help="engine file (default: <target>.engine in --out-dir; an example's name also says --dynamic and "
+                        "its types other than float32 and int32: scatter_update_dynamic_float16.engine; not a profile or --fp16, so give -o "
+                        "to keep such a build beside the default one)")
     parser.add_argument("--out-dir", help="folder for engines (default: engines)")
     for bound in ("min", "opt", "max"):
         parser.add_argument(f"--{bound}", nargs="+", action="extend", default=[], metavar="NAME:[D,...]", help=f"{bound} shape of a dynamic input in the optimization profile, or {bound} value of an input whose values set shapes (pos:[0])")
@@ -149,7 +150,7 @@ def _build_one(args, target, output, dynamic):
         try:
             plan, summary, timing_cache = common.isolated(lambda: _build(engine, load, profile, name, aliased_plugin_io, flags), f"building {name}")
         except PolygraphyException as err:  # TensorRT failed on a model that passed every check
-            raise common.CliError(f"TensorRT could not build {name}: {tensorrt_output.reason(err)}{common.nested_plugin_hint(model if is_model else None, args.plugins)}",
+            raise common.CliError(f"TensorRT could not build {name}: {common.build_failure(tensorrt_output.reason(err), model if is_model else None, args.plugins)}",
                                   common.FAILED) from None
     tensorrt_output.replay_warnings()
     common.write_output(output, plan, "engine")

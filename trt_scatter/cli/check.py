@@ -459,7 +459,7 @@ def _build_engine(loaded, feeds, plugins):
         except (common.CliError, ValueError) as err:  # TensorRT crashed; shapes a plugin's rule refuses (build_engine names it)
             return None, f"engine build failed: {common.first_line(err)}"
         except Exception as err:  # polygraphy raises PolygraphyException; plugin registration may raise anything
-            return None, f"engine build failed: {tensorrt_output.reason(err)}{common.nested_plugin_hint(loaded, plugins)}"
+            return None, f"engine build failed: {common.build_failure(tensorrt_output.reason(err), loaded, plugins)}"
 
 
 def _reference_runner(model):

@@ -283,10 +283,11 @@ def shape_flag_hint(word: str, flag: str) -> str:
     return ""
 
 
-def nested_plugin_hint(model: Model | None, plugins: bool) -> str:
-    """Where TensorRT-RTX failed on a model with a ``trt_scatter`` node in an If or Loop body, or (``plugins``) ONNX's own
-    node that a plugin serves there: a note naming it (TensorRT-RTX 1.7.1 builds no plugin there, and says only that a
-    workspace tensor has no type)."""
+def build_failure(words: str, model: Model | None, plugins: bool) -> str:
+    """Why an engine build failed, TensorRT's ``words`` given: where TensorRT-RTX failed on a model with a
+    ``trt_scatter`` node in an If or Loop body, or (``plugins``) ONNX's own node that a plugin serves there, that node
+    first, TensorRT-RTX's words after it (TensorRT-RTX 1.7.1 builds no plugin there, and says only that a workspace
+    tensor has no type)."""
     from trt_scatter import backend
     from trt_scatter.model import nested_nodes
     from trt_scatter.ops import is_trt_scatter
@@ -294,16 +295,15 @@ def nested_plugin_hint(model: Model | None, plugins: bool) -> str:
     from trt_scatter.passes.plugins import to_plugins
 
     if model is None or not backend.is_rtx():
-        return ""
+        return words
     nested = nested_node(model.proto.graph)
-    if nested is not None:
-        return f" ({nested[0]} lies in a subgraph of {nested[1]}: TensorRT-RTX builds no plugin there)"
-    if not plugins:
-        return ""
-    # every subgraph node of the served model pairs with the model's, in order (to_plugins keeps the structure)
-    pairs = zip(nested_nodes(model.proto.graph, bool), nested_nodes(to_plugins(model).graph, bool))
-    served = next(((label, holder) for (_, label, holder), (node, _, _) in pairs if is_trt_scatter(node)), None)
-    return "" if served is None else f" ({served[0]}, which a plugin serves, lies in a subgraph of {served[1]}: TensorRT-RTX builds no plugin there)"
+    if nested is None and plugins:
+        # every subgraph node of the served model pairs with the model's, in order (to_plugins keeps the structure)
+        pairs = zip(nested_nodes(model.proto.graph, bool), nested_nodes(to_plugins(model).graph, bool))
+        nested = next(((f"{label}, which a plugin serves,", holder) for (_, label, holder), (node, _, _) in pairs if is_trt_scatter(node)), None)
+    if nested is None:
+        return words
+    return f"{nested[0]} lies in a subgraph of {nested[1]}, where TensorRT-RTX builds no plugin (TensorRT-RTX said: {words})"
 
 
 def check_output_path(path: str | os.PathLike, what: str = "output", reads: Iterable[str | os.PathLike] = ()) -> None:
