@@ -1379,3 +1379,20 @@ def test_a_slice_whose_length_follows_data_is_not_refused_where_bounds_alone_bre
     onnx.save(model, tmp_path / "model.onnx")
     code = main(["build", str(tmp_path / "model.onnx"), "--plugins", "-o", str(tmp_path / "m.engine"), *_profile_arguments(profile)])
     assert (code, capsys.readouterr().err) == (0, "")
+
+
+def test_a_profile_names_inputs_whose_names_hold_colons_and_spaces(tmp_path, capsys):
+    """TensorFlow's exports name inputs ``input:0``: the name is everything before the last ':', as ``check --input-shapes``
+    reads it, and spaces inside it are kept (they were dropped, so 'my data' named no input)."""
+    shape = ["n", 3]
+    names = ["input:0", "my data", "updates"]
+    inputs = [helper.make_tensor_value_info(names[0], TensorProto.FLOAT, shape), helper.make_tensor_value_info(names[1], TensorProto.INT64, shape),
+              helper.make_tensor_value_info(names[2], TensorProto.FLOAT, shape)]
+    node = helper.make_node("ScatterElements", names, ["output"], axis=1)
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("output", TensorProto.FLOAT, shape)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "names.onnx")
+    flags = [word for flag, n in (("--min", 1), ("--opt", 2), ("--max", 4)) for word in (flag, *(f"{name}:[{n}, 3]" for name in names))]
+    assert main(["build", str(tmp_path / "names.onnx"), "-o", str(tmp_path / "names.engine"), *flags]) == 0, capsys.readouterr().err
+    flags[1] = "input:0[1,3]"
+    assert main(["build", str(tmp_path / "names.onnx"), "-o", str(tmp_path / "names.engine"), *flags]) == 2
+    assert capsys.readouterr().err == "trt-scatter build: error: --min 'input:0[1,3]' is not NAME:[D,...] (e.g. data:[1,3,4,5])\n"

@@ -14,7 +14,6 @@ import contextlib
 import math
 import os
 import pathlib
-import re
 import tempfile
 from typing import TYPE_CHECKING
 
@@ -26,7 +25,6 @@ from trt_scatter.log import logger, warn
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-_SHAPE = re.compile(r"^(?P<name>[^:]+):\[(?P<dims>[-0-9,\s]*)\]$")  # negative values: an input's whose values set shapes may take them
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -60,16 +58,15 @@ def _profile_bounds(mins, opts, maxs):
     bounds = {}
     for which, specs in (("min", mins), ("opt", opts), ("max", maxs)):
         for spec in specs:
-            match = _SHAPE.match(spec.replace(" ", ""))
-            pieces = match["dims"].split(",") if match and match["dims"] else []
-            if not match or not all(re.fullmatch(r"-?[0-9]+", piece) for piece in pieces):
+            split = common.split_shape_word(spec)
+            if split is None:
                 raise ValueError(f"--{which} {spec!r} is not NAME:[D,...] (e.g. data:[1,3,4,5]){common.shape_flag_hint(spec, f'--{which}')}")
-            dims = tuple(int(d) for d in pieces)
+            name, dims = split
             if all(d >= 0 for d in dims) and (math.prod(dims) > MAX_ELEMENTS or any(d > MAX_ELEMENTS for d in dims)):
                 raise ValueError(f"--{which} {spec!r} has more than {MAX_ELEMENTS} elements, TensorRT's most for one tensor")
-            if which in bounds.get(match["name"], {}):  # which one would win is not the user's to guess
-                raise ValueError(f"--{which} gives input {match['name']!r} twice")
-            bounds.setdefault(match["name"], {})[which] = dims
+            if which in bounds.get(name, {}):  # which one would win is not the user's to guess
+                raise ValueError(f"--{which} gives input {name!r} twice")
+            bounds.setdefault(name, {})[which] = dims
     return bounds
 
 

@@ -40,13 +40,11 @@ runner (``polygraphy run``'s names too: ``reference-runner-N0-<time>``...), and 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import shlex
 
 from trt_scatter.cli import common
 
-SEPARATOR = ":"
 REFERENCE = "reference"
 MAX_ITERATIONS = 10000  #: the most sets of inputs a check generates or loads
 DEFAULT_TOLERANCE = 1e-5  #: polygraphy's default atol and rtol: for outputs the model computes with floats
@@ -99,14 +97,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def _input_shape(text):
     from trt_scatter.model.files import MAX_ELEMENTS
 
-    name, sep, dims = text.rpartition(SEPARATOR)
-    try:
-        shape = json.loads(dims)
-        if not sep or not name or not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
-            raise ValueError
-    except ValueError:
+    split = common.split_shape_word(text)
+    if split is None or any(d < 0 for d in split[1]):
         raise argparse.ArgumentTypeError(f"{text!r} is not NAME:[D0,D1,...] with non-negative integer dims"
-                                         f"{common.shape_flag_hint(text, '--input-shapes')}") from None
+                                         f"{common.shape_flag_hint(text, '--input-shapes')}")
+    name, shape = split
     if math.prod(shape) > MAX_ELEMENTS or any(d > MAX_ELEMENTS for d in shape):
         raise argparse.ArgumentTypeError(f"{text!r} has more than {MAX_ELEMENTS} elements, TensorRT's most for one tensor")
     return name, tuple(shape)

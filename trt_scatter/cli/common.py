@@ -275,6 +275,16 @@ def _teller(fd):
     return tell
 
 
+def split_shape_word(word: str) -> tuple[str, tuple[int, ...]] | None:
+    """A shape flag's ``NAME:[D,...]`` word as ``(name, dims)``, ``None`` where it has another form. The name is all
+    before the last ':' (TensorFlow's exports name inputs ``input:0``; spaces in a name are kept); the dims are integers,
+    negative ones too (an input whose values set shapes may take them): the flag says what it allows."""
+    name, separator, dims = word.rpartition(":")
+    if not separator or not name or not re.fullmatch(r"\s*\[\s*(-?[0-9]+\s*(,\s*-?[0-9]+\s*)*)?\]\s*", dims):
+        return None
+    return name, tuple(int(piece) for piece in dims.strip()[1:-1].split(",") if piece.strip())
+
+
 def shape_flag_hint(word: str, flag: str) -> str:
     """Where a shape flag's word is a model (``--max data:[8,5] model.onnx``: the flag takes every word after it), a
     note that says to give the model first; else nothing."""
