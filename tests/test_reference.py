@@ -161,3 +161,27 @@ def test_constant_indices_that_repeat_a_target_at_the_runs_shapes_only_are_warne
     with caplog.at_level(logging.WARNING, logger="trt_scatter"):
         reference.run({"data": np.zeros((rows, 2), np.float32), "updates": np.arange(4, dtype=np.float32).reshape(2, 2)})
     assert ("rows 0 and 1 of 'indices' both write (2,) (in the inputs of a run): the result is undefined" in caplog.text) == warned, caplog.text
+
+
+@pytest.mark.parametrize("elem_type, name", [(TensorProto.COMPLEX64, "complex64"), (TensorProto.FLOAT8E4M3FN, "float8_e4m3fn"), (TensorProto.STRING, "object")])
+def test_a_scatter_of_values_the_oracle_does_not_compute_is_refused_when_the_reference_is_made(tmp_path, capsys, elem_type, name):
+    """ONNX's ScatterElements takes any element type; the oracle computes numbers only. The reference said so only on a run,
+    and ``check`` before it failed in polygraphy's words ("'int' object has no attribute 'is_integral'") and blamed the
+    generated inputs."""
+    from trt_scatter.cli import main
+    from trt_scatter.model import ModelError
+
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph([helper.make_node("ScatterElements", ["data", "indices", "updates"], ["output"], name="write")], "g",
+                              [value("data", elem_type, [4]), value("indices", TensorProto.INT64, [2]), value("updates", elem_type, [2])],
+                              [value("output", elem_type, [4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    message = f"the reference cannot run this model: ScatterElements node 'write': scatter_elements: 'data' must have a numeric element type (got {name})"
+    with pytest.raises(ModelError) as refused:
+        Reference(model)
+    assert str(refused.value) == message
+    import onnx
+
+    onnx.save(model, tmp_path / "model.onnx")
+    assert main(["check", str(tmp_path / "model.onnx")]) == 2
+    assert capsys.readouterr().err == f"trt-scatter check: error: {message}\n"  # no blame on the generated inputs

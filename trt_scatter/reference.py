@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike
 
+    from trt_scatter.model import Model
     from trt_scatter.ops import Op
 
 
@@ -174,6 +175,22 @@ class _RepeatsTheModelShows:
         return _key(node) in self._shown
 
 
+def check_data_types(loaded: Model) -> None:
+    """Every scatter of ``loaded`` whose data's type the model declares scatters numbers, the oracle's rule (a
+    :class:`~trt_scatter.model.ModelError` where one does not): ONNX's own ops take any type (complex, string, float8),
+    and a run would fail in the words of whatever met the values first."""
+    from trt_scatter.model.node import OpNode
+
+    for index, node in enumerate(loaded.proto.graph.node):
+        op = op_of(node)
+        dtype = None if op is None else OpNode(node, index, loaded.tensors, op).dtype(op.data_input)
+        if dtype is not None:
+            try:
+                rules.check_data_type(op.key, op.data_input, dtype)
+            except ScatterInputError as err:
+                raise ModelError(f"the reference cannot run this model: {node_label(node, index)}: {err}") from None
+
+
 def _key(node):
     return node.op_type, tuple(node.input), tuple(node.output)
 
@@ -192,6 +209,7 @@ class Reference:
         from onnx.reference import ReferenceEvaluator
 
         loaded = as_model(model, weights=True)  # a file that is no model: one ModelError line
+        check_data_types(loaded)
         model = loaded.proto
         self.model = model  #: the ModelProto it runs, as given or read
         try:

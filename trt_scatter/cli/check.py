@@ -170,9 +170,11 @@ def _check(args):
             common.check_output_path(path, what=flag, reads=loaded.files)  # its external data files too
     model = loaded.proto
     from trt_scatter.engine import check_input_ranks
+    from trt_scatter.reference import check_data_types
 
     try:
         check_input_ranks(model)  # no engine, and no lowering, without: --input-shapes would not help
+        check_data_types(loaded)  # values the reference cannot compute: no inputs would help
     except ValueError as err:
         raise common.CliError(str(err)) from None
     unknown = sorted(set(dict(args.input_shapes)) - {value.name for value in model.graph.input})
