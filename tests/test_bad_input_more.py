@@ -314,6 +314,8 @@ def test_export_refuses_a_model_and_a_destination_it_cannot_take(tmp_path):
         export(torch.nn.Identity(), (torch.zeros(2),), 1)
     with pytest.raises(ValueError, match=r"^trt_scatter.torch.export: f '.*/missing/m.onnx': its folder does not exist$"):
         export(torch.nn.Identity(), (torch.zeros(2),), tmp_path / "missing" / "m.onnx")
+    with pytest.raises(ValueError, match=r"^trt_scatter.torch.export: f '.*': it is a folder: give a file path, such as '.*/model.onnx'$"):
+        export(torch.nn.Identity(), (torch.zeros(2),), tmp_path)  # was IsADirectoryError, after the whole export
     with pytest.raises(TypeError, match=r"^trt_scatter.torch.export: model is a torch.nn.Module, a torch.export.ExportedProgram or a "
                                         r"TorchScript function \(got str\)$"):
         export("notamodule", (torch.zeros(2),))
@@ -323,6 +325,25 @@ def test_export_refuses_a_model_and_a_destination_it_cannot_take(tmp_path):
         return x * 2
 
     assert [node.op_type for node in export(double, (torch.zeros(2),), dynamo=False).graph.node] == ["Constant", "Mul"]
+
+
+@pytest.mark.parametrize("asked", [9, 30])
+def test_export_refuses_an_opset_the_exporter_did_not_give(asked):
+    """torch's dynamo exporter writes opset 18 where it cannot convert to the one asked for (9: no adapter; 30: none such),
+    after a traceback in its log: the model came back at opset 18 as if it had been asked for."""
+    import torch
+
+    from trt_scatter.torch import export
+
+    class Write(torch.nn.Module):
+        def forward(self, x, i, u):
+            return x.scatter(0, i, u)
+
+    args = (torch.zeros(4, 3), torch.tensor([[1, 2, 0]]), torch.ones(1, 3))
+    with pytest.raises(ValueError, match=rf"^trt_scatter.torch.export: opset_version={asked}, and torch's exporter gave opset 18 \(its "
+                                         r"log above says why\): ask for an opset it gives, or leave opset_version out$"):
+        export(Write(), args, opset_version=asked)
+    assert [(o.domain, o.version) for o in export(Write(), args, opset_version=17).opset_import if o.domain == ""] == [("", 17)]
 
 
 @pytest.mark.parametrize("dynamo", [True, False])

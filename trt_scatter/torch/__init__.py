@@ -75,6 +75,9 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
         raise TypeError(f"trt_scatter.torch.export: f is a path or a binary file to save the model to (got {type(f).__name__})")
     if isinstance(f, (str, os.PathLike)) and not os.path.isdir(os.path.dirname(os.path.abspath(f))):  # known before the export, not after
         raise ValueError(f"trt_scatter.torch.export: f {os.fspath(f)!r}: its folder does not exist")
+    if isinstance(f, (str, os.PathLike)) and os.path.isdir(f):
+        raise ValueError(f"trt_scatter.torch.export: f {os.fspath(f)!r}: it is a folder: give a file path, such as "
+                         f"{os.path.join(os.fspath(f), 'model.onnx')!r}")
     writes.require_torch()
     import onnx
     import torch
@@ -96,6 +99,10 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
             table.update(kwargs.pop("custom_translation_table", None) or {})
             program = torch.onnx.export(model, args, dynamo=True, custom_translation_table=table, **kwargs)
             proto = program.model_proto
+            asked, given = kwargs.get("opset_version"), next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None)
+            if asked is not None and asked != given:  # torch falls back to its own opset where it cannot convert, and only logs it
+                raise ValueError(f"trt_scatter.torch.export: opset_version={asked}, and torch's exporter gave opset {given} (its log above "
+                                 "says why): ask for an opset it gives, or leave opset_version out")
         else:
             proto = _export_torchscript(model, args, kwargs)
     finally:
