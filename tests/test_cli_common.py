@@ -190,3 +190,30 @@ def test_a_fork_that_fails_leaves_no_pipe_open(monkeypatch):
     with pytest.raises(OSError, match="fork refused"):
         common.isolated(lambda: 1, "testing")
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["build", "MODEL", "--plugins", "-o", ""], "-o/--output"),  # was ignored: the engine went to engines/
+    (["build", "MODEL", "--plugins", "--out-dir", ""], "--out-dir"),  # a folder's
+    (["build", "MODEL", "--plugins", "--timing-cache", ""], "--timing-cache"),  # was "cannot write --timing-cache '<cwd>': Is a directory"
+    (["check", "MODEL", "--save-inputs", ""], "--save-inputs"),  # was ignored
+    (["check", "MODEL", "--save-outputs", ""], "--save-outputs"),
+    (["check", "MODEL", "--save-engine", ""], "--save-engine"),
+    (["check", "MODEL", "--load-inputs", ""], "--load-inputs"),
+    (["check", "MODEL", "--load-outputs", ""], "--load-outputs"),
+    (["lower", "MODEL", ""], "output"),  # was "cannot write output '<cwd>': Is a directory"
+    (["rewrite", "MODEL", ""], "output"),
+])
+def test_an_empty_path_is_named_for_what_it_is(tmp_path, capsys, argv, flag):
+    from trt_scatter.onnx_models import slice_scatter_model
+
+    import onnx
+
+    onnx.save(slice_scatter_model((4, 6), [1], [4], [1], [1]), tmp_path / "m.onnx")
+    argv = [str(tmp_path / "m.onnx") if word == "MODEL" else word for word in argv]
+    with pytest.raises(SystemExit) as exited:  # argparse's own exit, as for every malformed argument
+        main(argv)
+    assert exited.value.code == 2
+    kind = "folder" if flag == "--out-dir" else "file"
+    assert capsys.readouterr().err == f"trt-scatter {argv[0]}: error: argument {flag}: an empty path: give a {kind} path (see trt-scatter {argv[0]} --help)\n"
+    assert os.listdir(tmp_path) == ["m.onnx"]

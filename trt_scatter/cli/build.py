@@ -31,10 +31,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("build", help="build and save a TensorRT engine", description=common.help_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", nargs="?", help="an example network name or an .onnx file")
     parser.add_argument("--all", action="store_true", help="build every example network (static and dynamic) into --out-dir")
-    parser.add_argument("-o", "--output", help="engine file (default: <target>.engine in --out-dir; an example's name also says --dynamic and "
+    parser.add_argument("-o", "--output", type=common.file_path, help="engine file (default: <target>.engine in --out-dir; an example's name also says --dynamic and "
                         "its types other than float32 and int32: scatter_update_dynamic_float16.engine; not a profile or --fp16, so give -o "
                         "to keep such a build beside the default one)")
-    parser.add_argument("--out-dir", help="folder for engines (default: engines)")
+    parser.add_argument("--out-dir", type=common.folder_path, help="folder for engines (default: engines)")
     for bound in ("min", "opt", "max"):
         parser.add_argument(f"--{bound}", nargs="+", action="extend", default=[], metavar="NAME:[D,...]", help=f"{bound} shape of a dynamic input in the optimization profile, or {bound} value of an input whose values set shapes (pos:[0])")
     parser.add_argument("--dynamic", action="store_true", help="example networks: dynamic input dimensions with a built-in profile")
@@ -42,7 +42,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--index-dtype", choices=["int32", "int64"], help="example networks: index type (default: int32)")
     parser.add_argument("--fp16", action="store_true", help="full TensorRT 10.x: a weakly typed network that may run layers in FP16 (trt-scatter's plugins keep their declared types)")
     parser.add_argument("--bf16", action="store_true", help="full TensorRT 10.x: as --fp16, with BF16")
-    parser.add_argument("--timing-cache", help="timing cache file to load from and save to")
+    parser.add_argument("--timing-cache", type=common.file_path, help="timing cache file to load from and save to")
     parser.add_argument("--plugins", action="store_true", help="register trt-scatter's plugins before parsing (and allow in-place I/O where a node asks for it)")
     parser.add_argument("--aot", action="store_true", help="ONNX models: build the trt_scatter nodes as AOT plugins, so that the engine runs "
                         "without Python (trtexec, Triton); full TensorRT >= 10.9")

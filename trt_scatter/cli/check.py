@@ -80,11 +80,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--iterations", type=_iterations, help=f"how many sets of inputs to generate (default 1, at most {MAX_ITERATIONS})")
     parser.add_argument("--atol", type=_tolerance, help=f"absolute tolerance of every output (default: 0 where the model only moves data to compute it, {DEFAULT_TOLERANCE} where it computes with floats, {FLOAT16_TOLERANCE[0]} for a float16 output)")
     parser.add_argument("--rtol", type=_tolerance, help=f"relative tolerance of every output (default: 0, {DEFAULT_TOLERANCE}, or {FLOAT16_TOLERANCE[1]} for a float16 output)")
-    parser.add_argument("--load-inputs", metavar="JSON", help="inputs saved by --save-inputs or `polygraphy run --save-inputs`")
-    parser.add_argument("--save-inputs", metavar="JSON", help="save the inputs (polygraphy's JSON list of feed dicts)")
-    parser.add_argument("--save-outputs", metavar="JSON", help="save every runner's outputs, named by runner (polygraphy RunResults JSON)")
-    parser.add_argument("--load-outputs", metavar="JSON", help="golden RunResults: compare each run with the golden run of its runner")
-    parser.add_argument("--save-engine", metavar="PLAN", help="save the serialized engine")
+    parser.add_argument("--load-inputs", type=common.file_path, metavar="JSON", help="inputs saved by --save-inputs or `polygraphy run --save-inputs`")
+    parser.add_argument("--save-inputs", type=common.file_path, metavar="JSON", help="save the inputs (polygraphy's JSON list of feed dicts)")
+    parser.add_argument("--save-outputs", type=common.file_path, metavar="JSON", help="save every runner's outputs, named by runner (polygraphy RunResults JSON)")
+    parser.add_argument("--load-outputs", type=common.file_path, metavar="JSON", help="golden RunResults: compare each run with the golden run of its runner")
+    parser.add_argument("--save-engine", type=common.file_path, metavar="PLAN", help="save the serialized engine")
     parser.add_argument(
         "--allow-engine-not-run",
         action="store_true",

@@ -316,6 +316,21 @@ def build_failure(words: str, model: Model | None, plugins: bool) -> str:
     return f"{nested[0]} lies in a subgraph of {nested[1]}, where TensorRT-RTX builds no plugin (TensorRT-RTX said: {words})"
 
 
+def file_path(word: str) -> str:
+    """An argparse ``type`` for a flag or argument that names a file: an empty word is refused, where it was taken for
+    no value (the default used instead) or for the current folder."""
+    if not word:
+        raise argparse.ArgumentTypeError("an empty path: give a file path")
+    return word
+
+
+def folder_path(word: str) -> str:
+    """:func:`file_path` for a flag that names a folder."""
+    if not word:
+        raise argparse.ArgumentTypeError("an empty path: give a folder path")
+    return word
+
+
 def check_output_path(path: str | os.PathLike, what: str = "output", reads: Iterable[str | os.PathLike] = ()) -> None:
     """Refuses, before any work, an output path that is a directory, cannot be written, or is one of the files
     the command reads (``reads``: the model, its external data, loaded inputs...; the same file under any name):

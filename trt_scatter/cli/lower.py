@@ -25,7 +25,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("model", help="ONNX model with nodes of the trt_scatter domain")
-    parser.add_argument("output", help="where to write the lowered model")
+    parser.add_argument("output", type=common.file_path, help="where to write the lowered model")
     parser.set_defaults(func=run)
 
 

@@ -14,7 +14,7 @@ from trt_scatter.cli import common
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("rewrite", help="rewrite PyTorch's scatter patterns into plugin nodes", description=common.help_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("input", help="the ONNX model")
-    parser.add_argument("output", help="where to save the rewritten model")
+    parser.add_argument("output", type=common.file_path, help="where to save the rewritten model")
     parser.add_argument("--report", action="store_true", help="list what was rewritten and what was left, with the reason")
     parser.set_defaults(func=run)
 
