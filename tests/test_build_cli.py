@@ -1396,3 +1396,17 @@ def test_a_profile_names_inputs_whose_names_hold_colons_and_spaces(tmp_path, cap
     flags[1] = "input:0[1,3]"
     assert main(["build", str(tmp_path / "names.onnx"), "-o", str(tmp_path / "names.engine"), *flags]) == 2
     assert capsys.readouterr().err == "trt-scatter build: error: --min 'input:0[1,3]' is not NAME:[D,...] (e.g. data:[1,3,4,5])\n"
+
+
+def test_an_input_of_more_dimensions_than_tensorrt_has_is_named(tmp_path, capsys):
+    """TensorRT's tensors have at most Dims.MAX_DIMS (8) dimensions: a rank-9 input failed the build in the parser's
+    words ("convertOnnxDims ... Failed to convert ONNX dimensions"), exit 1 as if TensorRT had failed a valid model."""
+    shape = [2] * 9
+    inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT if name != "indices" else TensorProto.INT64, shape)
+              for name in ("data", "indices", "updates")]
+    graph = helper.make_graph([helper.make_node("ScatterElements", ["data", "indices", "updates"], ["output"])], "g", inputs,
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, shape)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "rank9.onnx")
+    assert main(["build", str(tmp_path / "rank9.onnx"), "-o", str(tmp_path / "e.engine")]) == 2
+    assert capsys.readouterr().err == ("trt-scatter build: error: input 'data' has 9 dimensions, and TensorRT's tensors have at most 8 "
+                                       "(shape (2, 2, 2, 2, 2, 2, 2, 2, 2))\n")

@@ -129,6 +129,20 @@ def check_input_ranks(proto: onnx.ModelProto) -> None:
                              "(give it a shape, with named dimensions where they vary)")
 
 
+def check_tensorrt_ranks(proto: onnx.ModelProto) -> None:
+    """A ValueError naming the first graph input of more dimensions than TensorRT's tensors have (``Dims.MAX_DIMS``, 8):
+    its parser fails on it in words of its own."""
+    from trt_scatter.model import fed_inputs
+    from trt_scatter.oracle.rules import show_shape
+
+    most = tensorrt().Dims.MAX_DIMS
+    for value in fed_inputs(proto.graph):
+        dims = value.type.tensor_type.shape.dim if value.type.HasField("tensor_type") else ()
+        if len(dims) > most:
+            shape = [d.dim_value if d.HasField("dim_value") else None for d in dims]
+            raise ValueError(f"input {value.name!r} has {len(dims)} dimensions, and TensorRT's tensors have at most {most} (shape {show_shape(shape)})")
+
+
 def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugins: bool = False, strongly_typed: bool = True, aot: bool = False) -> Callable[[], tuple[trt.Builder, trt.INetworkDefinition, trt.OnnxParser]]:
     """A loader ``() -> (builder, network, parser)`` of an ONNX model (a path, an ``onnx.ModelProto`` or a
     :class:`~trt_scatter.model.Model`, read once); ``plugins`` registers trt-scatter's plugins first.
@@ -150,6 +164,7 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
 
     model = as_model(model)
     check_input_ranks(model.proto)
+    check_tensorrt_ranks(model.proto)
     validate(model)
     if aot:
         from trt_scatter.passes.aot import to_aot
