@@ -931,3 +931,19 @@ def test_bfloat16_outputs_are_compared_not_crashed_on(capfd):
     assert not _verdict(np.array([1.0, 2.0], bfloat16), np.array([1.0, 2.5], bfloat16))
     assert "FAIL output: engine vs oracle: max abs diff 0.5" in capfd.readouterr().out
     assert _verdict(np.array([1.0, 2.0], bfloat16), np.array([1.0, 2.0078125], bfloat16), atol=0.01)
+
+
+def test_a_dimension_declared_minus_one_is_dynamic_as_tensorrt_takes_it(tmp_path, capsys):
+    """Some exporters write dim_value -1 for a dimension they do not know. TensorRT's parser takes it for a dynamic one (build
+    asked for its profile); check took it for a size of -1 ("'indices' dimension 0 must be at most data's (-1)")."""
+    from onnx import TensorProto, helper
+
+    from trt_scatter.cli import main
+
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph([helper.make_node("ScatterElements", ["data", "indices", "updates"], ["output"])], "g",
+                              [value("data", TensorProto.FLOAT, [-1]), value("indices", TensorProto.INT64, [2]), value("updates", TensorProto.FLOAT, [2])],
+                              [value("output", TensorProto.FLOAT, [-1])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "minus_one.onnx")
+    assert main(["check", str(tmp_path / "minus_one.onnx"), "--allow-engine-not-run"]) == 0, capsys.readouterr()
+    assert "inputs: generated at --input-shapes 'data:[4]' 'indices:[2]' 'updates:[2]'" in capsys.readouterr().out

@@ -132,14 +132,14 @@ def check_input_ranks(proto: onnx.ModelProto) -> None:
 def check_tensorrt_ranks(proto: onnx.ModelProto) -> None:
     """A ValueError naming the first graph input of more dimensions than TensorRT's tensors have (``Dims.MAX_DIMS``, 8):
     its parser fails on it in words of its own."""
-    from trt_scatter.model import fed_inputs
+    from trt_scatter.model import declared_size, fed_inputs
     from trt_scatter.oracle.rules import show_shape
 
     most = tensorrt().Dims.MAX_DIMS
     for value in fed_inputs(proto.graph):
         dims = value.type.tensor_type.shape.dim if value.type.HasField("tensor_type") else ()
         if len(dims) > most:
-            shape = [d.dim_value if d.HasField("dim_value") else None for d in dims]
+            shape = [declared_size(d) for d in dims]
             raise ValueError(f"input {value.name!r} has {len(dims)} dimensions, and TensorRT's tensors have at most {most} (shape {show_shape(shape)})")
 
 

@@ -40,7 +40,7 @@ import numpy as np
 
 from trt_scatter import oracle
 from trt_scatter.log import first_line, warnings_dropped
-from trt_scatter.model import as_model, fed_inputs
+from trt_scatter.model import as_model, declared_size, fed_inputs
 from trt_scatter.model.graph import DEFAULT_DOMAINS, ELEMENTWISE, SHAPE_READERS, subgraphs
 from trt_scatter.model.node import OpNode
 from trt_scatter.model.tensors import ModelTensors
@@ -582,7 +582,7 @@ def _symbolic_shapes(plan):
             del shape.dim[:]
             shape.dim.extend(onnx.TensorShapeProto.Dimension(dim_value=size) for size in plan.given[value.name])
         for i, dim in enumerate(shape.dim):
-            if value.name in plan.inputs and not dim.HasField("dim_value") and not dim.dim_param:
+            if value.name in plan.inputs and declared_size(dim) is None and not dim.dim_param:
                 dim.dim_param = f"{value.name}:{i}"
     return ModelTensors(model)
 

@@ -545,11 +545,11 @@ def _free_dims_hint(model, given=(), own_inputs=True):
     """Where inputs may have failed for the dims the loader chose: a note saying to give them, and (``own_inputs``) that
     inputs of one's own do too (none where every dynamic dimension is given, by its input's shape or by the name another
     given shape sets)."""
-    from trt_scatter.model import fed_inputs
+    from trt_scatter.model import declared_size, fed_inputs
 
     given, fed = dict(given), fed_inputs(model.graph)  # an initializer listed among the inputs is no input a run feeds
     named = {d.dim_param for value in fed if value.name in given for d in value.type.tensor_type.shape.dim if d.dim_param}
-    dynamic = any(not d.HasField("dim_value") and d.dim_param not in named
+    dynamic = any(declared_size(d) is None and d.dim_param not in named
                   for value in fed if value.name not in given for d in value.type.tensor_type.shape.dim)
     return f" (the model has dynamic input dims: give them with --input-shapes{', or your inputs with --load-inputs' if own_inputs else ''})" if dynamic else ""
 

@@ -27,6 +27,7 @@ from trt_scatter.model import files
 from trt_scatter.model.graph import (
     ModelError,
     all_graphs,
+    declared_size,
     all_nodes,
     drop_initialized_inputs,
     fed_inputs,
@@ -55,6 +56,7 @@ __all__ = [
     "all_graphs",
     "all_nodes",
     "as_model",
+    "declared_size",
     "drop_initialized_inputs",
     "fed_inputs",
     "fresh_name",

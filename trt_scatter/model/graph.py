@@ -79,6 +79,12 @@ def printable(text: object) -> str:
     return _CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode(), str(text))
 
 
+def declared_size(dim: onnx.TensorShapeProto.Dimension) -> int | None:
+    """A declared dimension's size; ``None`` for a dynamic one: named, unset, or negative (some exporters write -1
+    for a size they do not know, and TensorRT's parser takes it for a dynamic dimension)."""
+    return dim.dim_value if dim.HasField("dim_value") and dim.dim_value >= 0 else None
+
+
 def node_label(node: onnx.NodeProto, index: int | None = None) -> str:
     """How every message names a node: ``SliceScatter node 'write_kv'``; one without a name by its
     position ``index`` in its graph (where the caller knows it) and its first output."""

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from trt_scatter import dtypes
-from trt_scatter.model.graph import DEFAULT_DOMAINS, all_graphs, opset_version
+from trt_scatter.model.graph import DEFAULT_DOMAINS, all_graphs, declared_size, opset_version
 from trt_scatter.ops import is_trt_scatter, register_onnx_schemas
 
 if TYPE_CHECKING:
@@ -329,7 +329,7 @@ def _declared(model):
             tensor_type = value.type.tensor_type
             shape = None
             if tensor_type.HasField("shape"):
-                shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor_type.shape.dim)
+                shape = tuple(declared_size(d) if declared_size(d) is not None else (d.dim_param or None) for d in tensor_type.shape.dim)
             types[value.name] = (dtypes.from_onnx(tensor_type.elem_type), shape)
     return types
 

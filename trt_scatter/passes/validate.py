@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from trt_scatter import dtypes, networks, ops, oracle
 from trt_scatter.log import warn, warnings_dropped
-from trt_scatter.model import (Model, ModelError, as_model, fresh_name, graph_names, named_subgraphs, node_label, opset_version,
+from trt_scatter.model import (Model, ModelError, as_model, declared_size, fresh_name, graph_names, named_subgraphs, node_label, opset_version,
                                printable, subgraphs)
 from trt_scatter.model.files import MAX_ELEMENTS
 from trt_scatter.model.node import OpNode
@@ -173,7 +173,7 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     from trt_scatter.passes.plugins import to_plugins
 
     model = as_model(model)
-    dynamic = {value.name: [dim.dim_value if dim.HasField("dim_value") else None for dim in value.type.tensor_type.shape.dim]
+    dynamic = {value.name: [declared_size(dim) for dim in value.type.tensor_type.shape.dim]
                for value in model.proto.graph.input if value.name in profile}
     dynamic = {name: dims for name, dims in dynamic.items() if None in dims}
     if not dynamic or not all(len(shape) == len(dims) and all(dim in (None, size) for dim, size in zip(dims, shape))
@@ -500,7 +500,7 @@ def _check_structure(graph, outer):
         if declared.elem_type and init.data_type != declared.elem_type:
             raise ModelError(f"{where} is declared {dtypes.onnx_name(declared.elem_type)} and its initializer holds "
                              f"{dtypes.onnx_name(init.data_type)}: one tensor has one type")
-        dims = [dim.dim_value if dim.HasField("dim_value") else None for dim in declared.shape.dim]
+        dims = [declared_size(dim) for dim in declared.shape.dim]
         if declared.HasField("shape") and (len(dims) != len(init.dims) or any(d is not None and d != size for d, size in zip(dims, init.dims))):
             raise ModelError(f"{where} is declared of shape {tuple('?' if d is None else d for d in dims)} and its initializer holds "
                              f"shape {tuple(init.dims)}: one tensor has one shape")
@@ -538,9 +538,9 @@ def _check_sizes(graph):
                                  "builds as 0: name it, or leave it unset, for a dynamic one")
     for kind, values in (("input", graph.input), ("output", graph.output)):
         for value in values:
-            dims = [d.dim_value for d in value.type.tensor_type.shape.dim if d.HasField("dim_value")]
+            dims = [declared_size(d) for d in value.type.tensor_type.shape.dim if declared_size(d) is not None]
             if any(d > MAX_ELEMENTS for d in dims) or math.prod(dims) > MAX_ELEMENTS:
-                shape = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in value.type.tensor_type.shape.dim]
+                shape = [(d.dim_param or "?") if declared_size(d) is None else declared_size(d) for d in value.type.tensor_type.shape.dim]
                 raise ModelError(f"graph {kind} {printable(repr(value.name))} has shape {shape}: TensorRT takes at most {MAX_ELEMENTS} elements per tensor")
 
 

@@ -139,7 +139,7 @@ class TrtScatterArgs(BaseArgs):
         name is made a pattern of that name alone, and an input so named that the profile leaves out gets an entry
         (its static shape; 1 for a dynamic dimension, polygraphy's default)."""
         from trt_scatter.engine import literal_pattern
-        from trt_scatter.model import fed_inputs
+        from trt_scatter.model import declared_size, fed_inputs
 
         model = self._read_model()
         if model is None:
@@ -154,7 +154,7 @@ class TrtScatterArgs(BaseArgs):
                 if name in profile:
                     profile[literal_pattern(name)] = profile.pop(name)
                 elif literal_pattern(name) != name and literal_pattern(name) not in profile:
-                    shape = [d.dim_value if d.HasField("dim_value") else 1 for d in value.type.tensor_type.shape.dim]
+                    shape = [1 if declared_size(d) is None else declared_size(d) for d in value.type.tensor_type.shape.dim]
                     profile[literal_pattern(name)] = (shape, shape, shape)
 
     def _add_reference_runner(self, script):
