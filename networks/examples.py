@@ -147,8 +147,8 @@ def check_profile(name: str, profile_shapes: dict[str, tuple[Sequence[int], Sequ
         for input_name, shape in at_bound.items():
             if tuple(needed[input_name]) != shape:
                 hint = "" if input_name in given else f": give --min/--opt/--max for {input_name} too"
-                raise ValueError(f"the --{bound} shapes ({where}) need {input_name} {list(needed[input_name])}, "
-                                 f"not {list(shape)}{hint}")
+                raise ValueError(f"the --{bound} shapes ({where}) break the {name} example's rule: {input_name} must be "
+                                 f"{list(needed[input_name])}, which the example derives from its other inputs' shapes (got {list(shape)}){hint}")
 
 
 def _fits_the_network(example, shapes, profile_shapes):

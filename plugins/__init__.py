@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from trt_scatter import backend
 from trt_scatter.log import logger
 from trt_scatter.ops import OPS
-from trt_scatter.plugins.kernels import PluginError, counted_errors, module, report_counted_error
+from trt_scatter.plugins.kernels import PluginError, counted_errors, debug_enabled, module, report_counted_error
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -53,6 +53,7 @@ def register() -> dict[str, trt.IPluginCreatorV3One]:
     On TensorRT-RTX it first makes sure its ONNX parser can load the plugin machinery
     (:func:`fix_rtx_library_link`); without that the process aborts when the parser creates a plugin.
     """
+    debug_enabled()  # read here too: a value it takes as on is named where the plugins are registered, not only where a kernel runs
     trt = backend.tensorrt()
     if backend.is_rtx():
         fix_rtx_library_link()

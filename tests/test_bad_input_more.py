@@ -156,10 +156,12 @@ def test_a_model_in_a_folder_whose_name_is_not_utf8_builds_with_its_external_wei
     (["build", "slice_scatter", "--dynamic", "--min", "data:[99999999999999999999,6]", "--opt", "data:[2,6]", "--max", "data:[4,6]"],
      "--min 'data:[99999999999999999999,6]' has more than 2147483647 elements, TensorRT's most for one tensor"),
     (["build", "slice_scatter", "--dynamic", "--min", "data:[2,3]", "--opt", "data:[2,3]", "--max", "data:[4,6]"],
-     "the --min shapes (data [2, 3]; built-in: updates [2, 3]) need updates [2, 2], not [2, 3]: give --min/--opt/--max for updates too"),
+     "the --min shapes (data [2, 3]; built-in: updates [2, 3]) break the slice_scatter example's rule: updates must be [2, 2], which the "
+     "example derives from its other inputs' shapes (got [2, 3]): give --min/--opt/--max for updates too"),
     (["build", "scatter_update", "--dynamic", "--min", "indices:[2]", "updates:[3,2]", "--opt", "indices:[2]", "updates:[3,2]",
       "--max", "indices:[4]", "updates:[3,2]"],
-     "the --max shapes (indices [4], updates [3, 2]; built-in: data [6, 10]) need updates [6, 4], not [3, 2]"),
+     "the --max shapes (indices [4], updates [3, 2]; built-in: data [6, 10]) break the scatter_update example's rule: updates must be "
+     "[6, 4], which the example derives from its other inputs' shapes (got [3, 2])"),
     (["build", "slice_scatter", "--dynamic", "--min", "data:[2,5]", "--opt", "data:[2,5]", "--max", "data:[4,5]", "data:[4,7]"],
      "--max gives input 'data' twice"),
 ], ids=["typo", "typo before a flag", "a missing path", "an empty dimension", "a dimension past TensorRT's",

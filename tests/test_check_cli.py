@@ -947,3 +947,16 @@ def test_a_dimension_declared_minus_one_is_dynamic_as_tensorrt_takes_it(tmp_path
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "minus_one.onnx")
     assert main(["check", str(tmp_path / "minus_one.onnx"), "--allow-engine-not-run"]) == 0, capsys.readouterr()
     assert "inputs: generated at --input-shapes 'data:[4]' 'indices:[2]' 'updates:[2]'" in capsys.readouterr().out
+
+
+def test_an_unusual_debug_switch_is_named_by_check_where_no_kernel_runs(tmp_path, monkeypatch, caplog):
+    """check builds in a child whose output it holds, so the plugins' reading of TRT_SCATTER_DEBUG there was never seen."""
+    from trt_scatter import log
+    from trt_scatter.cli import main
+    from trt_scatter.onnx_models import slice_scatter_model
+
+    onnx.save(slice_scatter_model((4, 6), [1], [4], [1], [1]), tmp_path / "m.onnx")
+    monkeypatch.setenv("TRT_SCATTER_DEBUG", "2")
+    monkeypatch.setattr(log, "_warned_flags", set())
+    main(["check", str(tmp_path / "m.onnx"), "--allow-engine-not-run"])
+    assert "TRT_SCATTER_DEBUG='2' is not one of 1/true/yes/on (on) or 0/false/no/off (off): taken as on" in caplog.text

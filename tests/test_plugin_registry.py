@@ -33,6 +33,17 @@ def test_register_is_idempotent():
     assert sorted(_ours(trt.get_plugin_registry())) == sorted((name, "1", "") for name in OPS)
 
 
+def test_register_reads_the_debug_switch_so_an_unusual_value_is_named_where_no_kernel_runs(monkeypatch, caplog):
+    """TRT_SCATTER_DEBUG was read only when a plugin launched its kernel: on a machine without a GPU, build --plugins and
+    check with TRT_SCATTER_DEBUG=2 gave no word of the value taken as on."""
+    from trt_scatter import log
+
+    monkeypatch.setenv("TRT_SCATTER_DEBUG", "2")
+    monkeypatch.setattr(log, "_warned_flags", set())
+    plugins.register()
+    assert "TRT_SCATTER_DEBUG='2' is not one of 1/true/yes/on (on) or 0/false/no/off (off): taken as on" in caplog.text
+
+
 def test_registry_hands_out_our_creators():
     creators = plugins.register()
     for name in plugins.PLUGIN_NAMES:

@@ -190,6 +190,10 @@ def _check(args):
     from trt_scatter.passes.plugins import served
 
     uses_plugins = has_plugins or bool(served(loaded))  # also ONNX's own nodes that TensorRT builds wrong or not at all
+    if uses_plugins:
+        from trt_scatter.plugins.kernels import debug_enabled
+
+        debug_enabled()  # here, where its warning shows: the build's plugins read it in a child whose output is held
 
     backend_error = _resolve_tensorrt()  # before polygraphy's TensorRT modules load, so both use the same one
     from polygraphy.logger import G_LOGGER
