@@ -907,6 +907,28 @@ def test_cli_bad_input_fails_with_one_line(tmp_path, capsys, setup, message):
     assert err.count("\n") == 0 and err.startswith("trt-scatter rewrite: error: ") and message in err
 
 
+def test_cli_rewrites_what_the_function_rewrites_and_validates_what_it_writes(tmp_path, capsys):
+    """PyTorch's TorchScript export at opset 16 or 17 writes scatter_reduce('amax') as ScatterElements with reduction 'max',
+    which arrives in opset 18: the command refused the file that rewrite() turns into a valid ScatterElementsReduce node.
+    What the command writes is validated: a trt_scatter node it keeps as it was is refused as before."""
+    value = helper.make_tensor_value_info
+    inputs = [value("data", TensorProto.FLOAT, [4, 3]), value("indices", TensorProto.INT64, [2, 3]), value("updates", TensorProto.FLOAT, [2, 3])]
+    graph = helper.make_graph([helper.make_node("ScatterElements", ["data", "indices", "updates"], ["output"], name="w", axis=0, reduction="max")],
+                              "g", inputs, [value("output", TensorProto.FLOAT, [4, 3])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "max17.onnx")
+    assert main(["rewrite", str(tmp_path / "max17.onnx"), str(tmp_path / "out.onnx")]) == 0, capsys.readouterr().err
+    assert [node.op_type for node in onnx.load(tmp_path / "out.onnx").graph.node] == ["ScatterElementsReduce"]
+    from trt_scatter.onnx_models import slice_scatter_model
+
+    broken = slice_scatter_model((4, 6), [1], [4], [1], [1])
+    step = broken.graph.node[0].input[4]
+    next(init for init in broken.graph.initializer if init.name == step).CopyFrom(numpy_helper.from_array(np.array([0]), step))
+    onnx.save(broken, tmp_path / "step0.onnx")
+    assert main(["rewrite", str(tmp_path / "step0.onnx"), str(tmp_path / "out2.onnx")]) == 2
+    assert "'step' must not contain 0" in capsys.readouterr().err
+    assert not (tmp_path / "out2.onnx").exists()
+
+
 def test_cli_unwritable_output_fails_with_one_line_before_any_work(tmp_path, capsys):
     (tmp_path / "file").write_text("")
     target = tmp_path / "file" / "out.onnx"  # a folder that is a file

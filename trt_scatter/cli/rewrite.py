@@ -28,11 +28,11 @@ def run(args: argparse.Namespace) -> int:
         common.check_output_path(args.output, reads=[args.input])
         model = common.load_model_to_rewrite(args.input)
         common.check_model_output(args.output, reads=model.files, external_data=model.external)  # its external data files too
-        try:
-            validate(model)  # the rewrite pass keeps the model's trt_scatter nodes as they are: they must hold
+        rewritten, report = rewrite(model)
+        try:  # what it writes, not what it read: the rewrite mends some of PyTorch's exports (a reduction before its opset)
+            validate(rewritten)  # and keeps the model's trt_scatter nodes as they are: they must hold
         except ModelError as err:
             raise common.CliError(str(err)) from None
-        rewritten, report = rewrite(model)
         common.write_model(rewritten, args.output, external_data=model.external)  # tensors kept as the model kept them
     except common.CliError as err:
         return common.report("rewrite", err)
