@@ -318,6 +318,12 @@ def test_export_refuses_a_model_and_a_destination_it_cannot_take(tmp_path):
         export(torch.nn.Identity(), (torch.zeros(2),), tmp_path / "missing" / "m.onnx")
     with pytest.raises(ValueError, match=r"^trt_scatter.torch.export: f '.*': it is a folder: give a file path, such as '.*/model.onnx'$"):
         export(torch.nn.Identity(), (torch.zeros(2),), tmp_path)  # was IsADirectoryError, after the whole export
+    with pytest.raises(ValueError, match=r"^trt_scatter.torch.export: f '.*/new/': it is a folder: give a file path, such as '.*/new/model.onnx'$"):
+        export(torch.nn.Identity(), (torch.zeros(2),), f"{tmp_path}/new/")
+    with pytest.raises(ValueError, match=r"^trt_scatter.torch.export: f is an empty path: give a file path, such as 'model.onnx'$"):
+        export(torch.nn.Identity(), (torch.zeros(2),), "")  # was FileNotFoundError: '', after the export
+    with pytest.raises(TypeError, match=r"^trt_scatter.torch.export: opset_version must be an int \(got '18'\)$"):
+        export(torch.nn.Identity(), (torch.zeros(2),), opset_version="18")
     with pytest.raises(TypeError, match=r"^trt_scatter.torch.export: model is a torch.nn.Module, a torch.export.ExportedProgram or a "
                                         r"TorchScript function \(got str\)$"):
         export("notamodule", (torch.zeros(2),))

@@ -259,6 +259,21 @@ def test_a_plugin_node_in_an_if_branch_that_tensorrt_rtx_cannot_build_is_named(t
 
 
 @pytest.mark.skipif(not backend.is_rtx(), reason="what TensorRT-RTX 1.7.1 cannot build; full TensorRT may")
+def test_another_failure_of_a_model_with_a_plugin_in_an_if_branch_keeps_tensorrts_words(tmp_path, capsys):
+    """The nested plugin is named the cause only where TensorRT-RTX's words are its known ones (a workspace without a
+    type): a Unique node of the main graph, which TensorRT refuses, was blamed on the plugin in the branch."""
+    model = fx.slice_scatter_in_if_branch()
+    model.graph.input.append(helper.make_tensor_value_info("q", TensorProto.FLOAT, [5]))
+    model.graph.node.append(helper.make_node("Unique", ["q"], ["uq"], name="uniq"))
+    model.graph.output.append(helper.make_tensor_value_info("uq", TensorProto.FLOAT, None))
+    onnx.save(model, tmp_path / "unique.onnx")
+    assert main(["build", str(tmp_path / "unique.onnx"), "--plugins", "-o", str(tmp_path / "e.engine")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("trt-scatter build: error: TensorRT could not build unique: In node ") and "uniq" in err, err
+    assert "lies in a subgraph" not in err, err
+
+
+@pytest.mark.skipif(not backend.is_rtx(), reason="what TensorRT-RTX 1.7.1 cannot build; full TensorRT may")
 def test_onnxs_own_node_that_a_plugin_serves_in_an_if_branch_is_named_too(tmp_path, capsys):
     """ONNX's TensorScatter of a 3-D cache, which --plugins hands to CacheScatter inside the branch: the build failed
     with TensorRT's words alone, as the user's node is no trt_scatter node."""
@@ -1409,4 +1424,13 @@ def test_an_input_of_more_dimensions_than_tensorrt_has_is_named(tmp_path, capsys
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "rank9.onnx")
     assert main(["build", str(tmp_path / "rank9.onnx"), "-o", str(tmp_path / "e.engine")]) == 2
     assert capsys.readouterr().err == ("trt-scatter build: error: input 'data' has 9 dimensions, and TensorRT's tensors have at most 8 "
-                                       "(shape (2, 2, 2, 2, 2, 2, 2, 2, 2))\n")
+                                       "(shape [2, 2, 2, 2, 2, 2, 2, 2, 2])\n")
+    flat = [2 ** 9]  # a rank-9 output of rank-1 inputs
+    inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT if name != "indices" else TensorProto.INT64, flat) for name in ("data", "indices", "updates")]
+    nodes = [helper.make_node("ScatterElements", ["data", "indices", "updates"], ["written"]), helper.make_node("Reshape", ["written", "shape"], ["output"])]
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("output", TensorProto.FLOAT, shape)],
+                              [onnx.numpy_helper.from_array(np.array(shape, np.int64), "shape")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "out9.onnx")
+    assert main(["build", str(tmp_path / "out9.onnx"), "-o", str(tmp_path / "e.engine")]) == 2
+    assert capsys.readouterr().err == ("trt-scatter build: error: output 'output' has 9 dimensions, and TensorRT's tensors have at most 8 "
+                                       "(shape [2, 2, 2, 2, 2, 2, 2, 2, 2])\n")

@@ -266,7 +266,9 @@ def test_bad_arguments_and_inputs_end_in_one_line(elements_model, tmp_path):
     (["--atol", "tiny"], "argument --atol: 'tiny' is not a finite non-negative number"),
     (["--input-shapes", "data:[3,5]", "other.onnx"], "argument --input-shapes: 'other.onnx' is not NAME:[D0,D1,...] with non-negative integer "
                                                      "dims (is it the model? --input-shapes takes every word after it: give the model first)"),
-    (["--input-shapes", "nothing:[2]"], "--input-shapes names no input of the model: nothing (its inputs: data, indices, updates)"),
+    (["--input-shapes", "nothing:[2]"], "--input-shapes names 'nothing', which is not an input of the model (its inputs: data, indices, updates)"),
+    (["--input-shapes", "data :[2]"], "--input-shapes names 'data ', which is not an input of the model (did you mean 'data'? a name's spaces are "
+                                      "part of it) (its inputs: data, indices, updates)"),
 ])
 def test_arguments_that_mean_nothing_end_in_one_line_before_any_work(elements_model, capsys, arguments, line):
     from trt_scatter.cli import main

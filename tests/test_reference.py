@@ -185,3 +185,33 @@ def test_a_scatter_of_values_the_oracle_does_not_compute_is_refused_when_the_ref
     onnx.save(model, tmp_path / "model.onnx")
     assert main(["check", str(tmp_path / "model.onnx")]) == 2
     assert capsys.readouterr().err == f"trt-scatter check: error: {message}\n"  # no blame on the generated inputs
+
+
+def test_a_scatter_of_complex_values_in_an_if_branch_is_refused_when_the_reference_is_made():
+    """The scatters of If and Loop bodies too: the main graph's alone were checked."""
+    from trt_scatter.model import ModelError
+
+    value = helper.make_tensor_value_info
+    branch = [helper.make_graph([helper.make_node("ScatterElements", ["data", "indices", "updates"], [f"{name}_out"], name=f"{name}_write")],
+                                name, [], [value(f"{name}_out", TensorProto.COMPLEX64, [4])]) for name in ("then", "else")]
+    graph = helper.make_graph([helper.make_node("If", ["cond"], ["output"], name="choice", then_branch=branch[0], else_branch=branch[1])], "g",
+                              [value("cond", TensorProto.BOOL, []), value("data", TensorProto.COMPLEX64, [4]), value("indices", TensorProto.INT64, [2]),
+                               value("updates", TensorProto.COMPLEX64, [2])], [value("output", TensorProto.COMPLEX64, [4])])
+    with pytest.raises(ModelError, match=r"^the reference cannot run this model: ScatterElements node '(then|else)_write': scatter_elements: 'data' must "
+                                         r"have a numeric element type \(got complex64\)$"):
+        Reference(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+
+
+@pytest.mark.parametrize("elem_type, name", [(TensorProto.COMPLEX64, "complex64"), (TensorProto.STRING, "string")])
+def test_check_refuses_inputs_it_cannot_draw_or_compare_by_name(tmp_path, capsys, elem_type, name):
+    """A model with no scatter: polygraphy's words ("'int' object has no attribute 'is_integral'") blamed the drawn inputs."""
+    import onnx
+
+    from trt_scatter.cli import main
+
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g", [value("x", elem_type, [4])], [value("y", elem_type, [4])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "identity.onnx")
+    assert main(["check", str(tmp_path / "identity.onnx")]) == 2
+    assert capsys.readouterr().err == (f"trt-scatter check: error: graph input 'x' is {name}: check draws and compares numbers and bools "
+                                       "(TensorRT has no such type either)\n")

@@ -140,7 +140,7 @@ def test_output_in_a_read_only_folder_is_one_line(tmp_path):
 def test_input_shapes_for_no_input_is_one_line(tmp_path):
     model = save(slice_scatter(data=("n", 5), updates=("n", 5)), tmp_path / "model.onnx")
     result = fx.run_tool("trt-scatter", ["check", model, "--input-shapes", "dat:[3,5]"])
-    assert_one_line(result, "trt-scatter check: error: --input-shapes names no input of the model: dat (its inputs: data, updates)")
+    assert_one_line(result, "trt-scatter check: error: --input-shapes names 'dat', which is not an input of the model (its inputs: data, updates)")
 
 
 @pytest.mark.parametrize(

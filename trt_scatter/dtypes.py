@@ -75,7 +75,7 @@ def onnx_name(elem_type: int) -> str:
     from onnx import TensorProto
 
     dtype = from_onnx(elem_type)
-    if dtype is not None:
+    if dtype is not None and dtype.kind != "O":  # NumPy holds ONNX's strings as objects
         return name(dtype)
     return TensorProto.DataType.Name(elem_type).lower() if elem_type in TensorProto.DataType.values() else f"element type {elem_type}"
 

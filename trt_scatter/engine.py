@@ -130,17 +130,18 @@ def check_input_ranks(proto: onnx.ModelProto) -> None:
 
 
 def check_tensorrt_ranks(proto: onnx.ModelProto) -> None:
-    """A ValueError naming the first graph input of more dimensions than TensorRT's tensors have (``Dims.MAX_DIMS``, 8):
-    its parser fails on it in words of its own."""
-    from trt_scatter.model import declared_size, fed_inputs
-    from trt_scatter.oracle.rules import show_shape
+    """A ValueError naming the first graph input or output of more dimensions than TensorRT's tensors have
+    (``Dims.MAX_DIMS``, 8): its parser fails on it in words of its own."""
+    from trt_scatter.model import declared_size, fed_inputs, printable
 
     most = tensorrt().Dims.MAX_DIMS
-    for value in fed_inputs(proto.graph):
-        dims = value.type.tensor_type.shape.dim if value.type.HasField("tensor_type") else ()
-        if len(dims) > most:
-            shape = [declared_size(d) for d in dims]
-            raise ValueError(f"input {value.name!r} has {len(dims)} dimensions, and TensorRT's tensors have at most {most} (shape {show_shape(shape)})")
+    for kind, values in (("input", fed_inputs(proto.graph)), ("output", proto.graph.output)):
+        for value in values:
+            dims = value.type.tensor_type.shape.dim if value.type.HasField("tensor_type") else ()
+            if len(dims) > most:
+                shape = ["?" if declared_size(d) is None else declared_size(d) for d in dims]
+                raise ValueError(f"{kind} {printable(repr(value.name))} has {len(dims)} dimensions, and TensorRT's tensors have at most {most} "
+                                 f"(shape {shape})")
 
 
 def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugins: bool = False, strongly_typed: bool = True, aot: bool = False) -> Callable[[], tuple[trt.Builder, trt.INetworkDefinition, trt.OnnxParser]]:

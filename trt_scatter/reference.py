@@ -25,7 +25,7 @@ from onnx.reference.op_run import OpRun
 from onnx.reference.ops import load_op
 
 from trt_scatter import oracle
-from trt_scatter.model import ModelError, as_model, declared_size, node_label
+from trt_scatter.model import ModelError, as_model, declared_size, indexed_nodes, node_label
 from trt_scatter.log import first_line, warn
 from trt_scatter.ops import OPS, STANDARD_OPS, op_of
 from trt_scatter.oracle import rules
@@ -181,7 +181,7 @@ def check_data_types(loaded: Model) -> None:
     and a run would fail in the words of whatever met the values first."""
     from trt_scatter.model.node import OpNode
 
-    for index, node in enumerate(loaded.proto.graph.node):
+    for index, node in indexed_nodes(loaded.proto.graph):  # If and Loop bodies too, whose outer-scope names loaded.tensors knows
         op = op_of(node)
         dtype = None if op is None else OpNode(node, index, loaded.tensors, op).dtype(op.data_input)
         if dtype is not None:

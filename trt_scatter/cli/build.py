@@ -78,7 +78,7 @@ def parse_profile(mins: Sequence[str], opts: Sequence[str], maxs: Sequence[str],
     bounds = _profile_bounds(mins, opts, maxs)
     unknown = [name for name in bounds if inputs is not None and name not in inputs]
     if unknown:  # before a missing bound: a misspelt name is in one flag only
-        raise ValueError(f"the shape profile names {unknown[0]!r}, which is not an input of the model (its inputs: {', '.join(inputs)})")
+        raise ValueError(common.not_an_input("the shape profile", unknown[0], inputs))
     profile = {}
     for name, shapes in bounds.items():
         absent = [w for w in ("min", "opt", "max") if w not in shapes]

@@ -175,12 +175,13 @@ def _check(args):
     try:
         check_input_ranks(model)  # no engine, and no lowering, without: --input-shapes would not help
         check_data_types(loaded)  # values the reference cannot compute: no inputs would help
+        _check_input_types(loaded)
     except ValueError as err:
         raise common.CliError(str(err)) from None
-    unknown = sorted(set(dict(args.input_shapes)) - {value.name for value in model.graph.input})
-    if unknown:
-        inputs = ", ".join(value.name for value in model.graph.input)
-        raise common.CliError(f"--input-shapes names no input of the model: {', '.join(unknown)} (its inputs: {inputs})")
+    inputs = [value.name for value in model.graph.input]
+    unknown = [name for name, _ in args.input_shapes if name not in inputs]
+    if unknown:  # the first, as build names the first of its profile
+        raise common.CliError(common.not_an_input("--input-shapes", unknown[0], inputs))
     from trt_scatter.polygraphy_ext.run_args import bfloat16_inputs
 
     refusal = bfloat16_inputs(model.graph)
@@ -507,6 +508,19 @@ def _onnxruntime_runner(loaded, lowered, tolerant=False):
     except ModelError as err:
         raise common.CliError(f"cannot lower the model for onnxruntime: {err}") from None
     return OnnxrtRunner(SessionFromOnnx(BytesFromOnnx(lowered_model)), name="onnxruntime-lowered")
+
+
+def _check_input_types(loaded):
+    """Every input holds numbers or bools, which check draws and compares (polygraphy failed on complex values in words
+    of its own, which blamed the drawn inputs)."""
+    from trt_scatter import dtypes
+    from trt_scatter.model import fed_inputs, printable
+
+    for value in fed_inputs(loaded.proto.graph):
+        dtype = loaded.tensors.dtype(value.name)
+        if dtype is not None and dtype.kind in "cOSU":  # not "V": bfloat16 and float8 are ml_dtypes of that kind
+            raise ValueError(f"graph input {printable(repr(value.name))} is {dtypes.onnx_name(value.type.tensor_type.elem_type)}: check draws "
+                             "and compares numbers and bools (TensorRT has no such type either)")
 
 
 def _float16_sum(loaded):

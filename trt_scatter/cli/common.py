@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from trt_scatter.log import first_line
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import NoReturn, TypeVar
 
     import onnx
@@ -285,6 +285,13 @@ def split_shape_word(word: str) -> tuple[str, tuple[int, ...]] | None:
     return name, tuple(int(piece) for piece in dims.strip()[1:-1].split(",") if piece.strip())
 
 
+def not_an_input(what: str, name: str, inputs: Sequence[str]) -> str:
+    """The line for a ``name`` that ``what`` (a flag, a profile) gives and no input of the model has; where the name with
+    its spaces trimmed is one, it says so (a name is all before the last ':', spaces too)."""
+    near = f" (did you mean {name.strip()!r}? a name's spaces are part of it)" if name.strip() != name and name.strip() in inputs else ""
+    return f"{what} names {name!r}, which is not an input of the model{near} (its inputs: {', '.join(inputs)})"
+
+
 def shape_flag_hint(word: str, flag: str) -> str:
     """Where a shape flag's word is a model (``--max data:[8,5] model.onnx``: the flag takes every word after it), a
     note that says to give the model first; else nothing."""
@@ -293,18 +300,21 @@ def shape_flag_hint(word: str, flag: str) -> str:
     return ""
 
 
+_NESTED_PLUGIN_FAILURE = "_wksp with TYPE unspecified"  #: TensorRT-RTX 1.7.1's words for a plugin in an If or Loop body
+
+
 def build_failure(words: str, model: Model | None, plugins: bool) -> str:
     """Why an engine build failed, TensorRT's ``words`` given: where TensorRT-RTX failed on a model with a
     ``trt_scatter`` node in an If or Loop body, or (``plugins``) ONNX's own node that a plugin serves there, that node
     first, TensorRT-RTX's words after it (TensorRT-RTX 1.7.1 builds no plugin there, and says only that a workspace
-    tensor has no type)."""
+    tensor has no type: the cause where its words say that, and only there)."""
     from trt_scatter import backend
     from trt_scatter.model import nested_nodes
     from trt_scatter.ops import is_trt_scatter
     from trt_scatter.passes.lower import nested_node
     from trt_scatter.passes.plugins import to_plugins
 
-    if model is None or not backend.is_rtx():
+    if model is None or not backend.is_rtx() or _NESTED_PLUGIN_FAILURE not in words:
         return words
     nested = nested_node(model.proto.graph)
     if nested is None and plugins:

@@ -73,11 +73,18 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
                         "tuple(args) for several inputs, (args,) for one list input)")
     if f is not None and not isinstance(f, (str, os.PathLike)) and not hasattr(f, "write"):  # an int would be taken for a file descriptor
         raise TypeError(f"trt_scatter.torch.export: f is a path or a binary file to save the model to (got {type(f).__name__})")
-    if isinstance(f, (str, os.PathLike)) and not os.path.isdir(os.path.dirname(os.path.abspath(f))):  # known before the export, not after
-        raise ValueError(f"trt_scatter.torch.export: f {os.fspath(f)!r}: its folder does not exist")
-    if isinstance(f, (str, os.PathLike)) and os.path.isdir(f):
-        raise ValueError(f"trt_scatter.torch.export: f {os.fspath(f)!r}: it is a folder: give a file path, such as "
-                         f"{os.path.join(os.fspath(f), 'model.onnx')!r}")
+    if isinstance(f, (str, os.PathLike)):  # what is wrong with the path is known before the export, not after it
+        path = os.fspath(f)
+        if not path:
+            raise ValueError("trt_scatter.torch.export: f is an empty path: give a file path, such as 'model.onnx'")
+        if os.path.isdir(path) or path.endswith(("/", os.sep)):
+            raise ValueError(f"trt_scatter.torch.export: f {path!r}: it is a folder: give a file path, such as "
+                             f"{os.path.join(path, 'model.onnx')!r}")
+        if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            raise ValueError(f"trt_scatter.torch.export: f {path!r}: its folder does not exist")
+    opset = kwargs.get("opset_version")
+    if opset is not None and (isinstance(opset, bool) or not isinstance(opset, int)):  # torch fails on '18' deep inside its exporter
+        raise TypeError(f"trt_scatter.torch.export: opset_version must be an int (got {opset!r})")
     writes.require_torch()
     import onnx
     import torch
