@@ -374,6 +374,29 @@ def test_pygs_export_branch_of_max_and_min_is_named_where_the_torchscript_export
         assert np.array_equal(computed, np.zeros_like(eager))  # the branch's values, as the warning says
 
 
+def test_rewrite_of_pytorchs_own_export_names_pygs_export_branch(tmp_path, capsys):
+    """trt_scatter.torch.export named the branch; the rewrite of PyTorch's own TorchScript export of the same module kept
+    its values (zeros for all-negative maxima) and said nothing."""
+    pytest.importorskip("torch_geometric")
+    from torch_geometric.nn import global_max_pool
+
+    from trt_scatter.cli import main
+
+    class Pool(torch.nn.Module):
+        def forward(self, x, index):
+            return global_max_pool(x, index, size=3)
+
+    x, index = -torch.arange(1.0, 25.0).reshape(6, 4), torch.tensor([0, 0, 1, 1, 2, 2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Pool(), (x, index), tmp_path / "pool.onnx", dynamo=False, input_names=["x", "index"], output_names=["out"])
+    assert main(["rewrite", str(tmp_path / "pool.onnx"), str(tmp_path / "rewritten.onnx")]) == 0
+    err = capsys.readouterr().err
+    named = [line for line in err.splitlines() if "ONNX-export branch" in line]
+    assert len(named) == 1 and named[0].startswith("trt-scatter rewrite: warning: ScatterElementsReduce node "), err
+    assert named[0].endswith("export with torch.onnx.export(dynamo=True), which takes the eager branch"), err
+
+
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_pygs_export_branch_is_told_apart_from_a_users_max_into_zeros(caplog, dynamic):
     """global_max_pool with a dynamic number of nodes (its second reduction reads a Slice of x) is named; a user's own

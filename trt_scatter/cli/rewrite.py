@@ -20,8 +20,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from trt_scatter.log import warn
     from trt_scatter.model import ModelError
-    from trt_scatter.passes.rewrite import rewrite
+    from trt_scatter.passes.rewrite import extremes_from_zero, rewrite
     from trt_scatter.passes.validate import validate
 
     try:
@@ -36,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
         common.write_model(rewritten, args.output, external_data=model.external)  # tensors kept as the model kept them
     except common.CliError as err:
         return common.report("rewrite", err)
+    for line in extremes_from_zero(rewritten.graph):  # what the file computes, kept: said, as trt_scatter.torch.export says it
+        warn(f"{line}; export with torch.onnx.export(dynamo=True), which takes the eager branch")
     if args.report:
         for line in report.lines():
             print(line)

@@ -1855,3 +1855,56 @@ def _np_dtype(tensor):
 def _dtype_kind(tensor):
     dtype = _np_dtype(tensor)
     return dtype.kind if dtype is not None else None
+
+
+def extremes_from_zero(graph: onnx.GraphProto) -> Iterator[str]:
+    """A warning for each pair of max (min) reductions that is torch_geometric's ONNX-export branch of
+    ``scatter(reduce="max")`` (SAGEConv's, ``global_max_pool``'s...), which it takes when ``torch.onnx.is_in_onnx_export()``,
+    as under the TorchScript exporter: zeros, first reduced with the smallest (largest) value of ``src`` broadcast, then
+    with ``src`` itself (by the same index, which a dynamic export broadcasts to each one's shape apart). That gives 0 where eager PyTorch gives a negative maximum (a positive
+    minimum). The export computes what that branch says (and the rewrite keeps it); the dynamo exporter takes the eager
+    branch. The lines name the node, after the rewrite (its reduction nodes are trt_scatter's)."""
+    from onnx import helper, numpy_helper
+
+    from trt_scatter.oracle.reductions import reduction_of
+
+    producers = {output: node for node in graph.node for output in node.output}
+    zeros = {init.name for init in graph.initializer if not numpy_helper.to_array(init).any()}
+    zeros |= {node.output[0] for node in graph.node if node.output and (node.op_type == "ConstantOfShape" and all(
+        not numpy_helper.to_array(a.t).any() for a in node.attribute) or node.op_type == "Constant" and any(
+        a.name == "value" and not numpy_helper.to_array(a.t).any() for a in node.attribute))}
+
+    def reduced(node):
+        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        reduction = reduction_of(attributes.get("reduction", b""))
+        usable = node.domain == "trt_scatter" and reduction in ("max", "min") and attributes.get("include_self", 1) == 1 and len(node.input) >= 3
+        return reduction if usable else None
+
+    def source(tensor, kept=("Identity",)):
+        """``tensor`` before the ops ``kept`` that pass it on (PyTorch's own export leaves a chain of Identity nodes where
+        the rewrite took its If nodes' branches)."""
+        while producers.get(tensor) is not None and producers[tensor].op_type in kept:
+            tensor = producers[tensor].input[0]
+        return tensor
+
+    def extreme_of(tensor, op_type, depth=4):
+        """The tensor whose extreme (``op_type``: ReduceMin or ReduceMax) ``tensor`` broadcasts, within a few nodes."""
+        node = producers.get(source(tensor))
+        if node is None or depth < 0:
+            return None
+        if node.op_type == op_type:
+            return source(node.input[0])
+        return next((found for found in (extreme_of(t, op_type, depth - 1) for t in node.input) if found is not None), None)
+
+    for second in graph.node:
+        first = producers.get(source(second.input[0])) if second.input else None
+        reduction = reduced(second)
+        if first is None or reduction is None or reduced(first) != reduction or source(first.input[0]) not in zeros:
+            continue
+        updates = source(second.input[2], ("Slice", "Identity"))  # a dynamic export's fit to the index
+        if extreme_of(first.input[2], "ReduceMin" if reduction == "max" else "ReduceMax") == updates:
+            which, sign = ("negative maximum", "below") if reduction == "max" else ("positive minimum", "above")
+            yield (f"{second.op_type} node {second.name or second.output[0]!r} starts its targets at 0 and the "
+                   f"{'smallest' if reduction == 'max' else 'largest'} value of its updates, as torch_geometric's scatter(reduce={reduction!r}) "
+                   f"does under the TorchScript exporter (its ONNX-export branch): a target whose values all lie {sign} 0 gets 0 where "
+                   f"eager PyTorch gives their {which}")

@@ -93,7 +93,7 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
         raise TypeError(f"trt_scatter.torch.export: model is a torch.nn.Module, a torch.export.ExportedProgram or a TorchScript function "
                         f"(got {type(model).__name__})")
     from trt_scatter.passes.lower import nested_node
-    from trt_scatter.passes.rewrite import rewrite
+    from trt_scatter.passes.rewrite import extremes_from_zero, rewrite
     from trt_scatter.passes.validate import validate
 
     register_onnx_schemas()
@@ -120,8 +120,8 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
         logger.debug("trt_scatter.torch: rewrite: %s", line)
     validate(proto)  # what the exporter let through and trt-scatter would refuse (float indices...) is refused here, not at build
     if not dynamo:
-        for line in _extremes_from_zero(proto.graph):
-            logger.warning(line)
+        for line in extremes_from_zero(proto.graph):
+            logger.warning(f"trt_scatter.torch: {line}; export with dynamo=True, which takes the eager branch")
     nested = nested_node(proto.graph)
     if nested is not None:  # a write inside torch.cond or a loop
         logger.warning(f"trt_scatter.torch: {nested[0]} lies in a subgraph of {nested[1]}: full TensorRT builds it, TensorRT-RTX "
@@ -140,53 +140,6 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
     if f is not None:
         onnx.save(proto, f)
     return proto
-
-
-def _extremes_from_zero(graph):
-    """A warning for each pair of max (min) reductions that is torch_geometric's ONNX-export branch of
-    ``scatter(reduce="max")`` (SAGEConv's, ``global_max_pool``'s...), which it takes when ``torch.onnx.is_in_onnx_export()``,
-    as under the TorchScript exporter: zeros, first reduced with the smallest (largest) value of ``src`` broadcast, then
-    with ``src`` itself (by the same index, which a dynamic export broadcasts to each one's shape apart). That gives 0 where eager PyTorch gives a negative maximum (a positive
-    minimum). The export computes what that branch says; the dynamo exporter takes the eager branch."""
-    from onnx import helper, numpy_helper
-
-    from trt_scatter.oracle.reductions import reduction_of
-
-    producers = {output: node for node in graph.node for output in node.output}
-    zeros = {init.name for init in graph.initializer if not numpy_helper.to_array(init).any()}
-    zeros |= {node.output[0] for node in graph.node if node.output and (node.op_type == "ConstantOfShape" and all(
-        not numpy_helper.to_array(a.t).any() for a in node.attribute) or node.op_type == "Constant" and any(
-        a.name == "value" and not numpy_helper.to_array(a.t).any() for a in node.attribute))}
-
-    def reduced(node):
-        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        reduction = reduction_of(attributes.get("reduction", b""))
-        usable = node.domain == "trt_scatter" and reduction in ("max", "min") and attributes.get("include_self", 1) == 1 and len(node.input) >= 3
-        return reduction if usable else None
-
-    def extreme_of(tensor, op_type, depth=4):
-        """The tensor whose extreme (``op_type``: ReduceMin or ReduceMax) ``tensor`` broadcasts, within a few nodes."""
-        node = producers.get(tensor)
-        if node is None or depth < 0:
-            return None
-        if node.op_type == op_type:
-            return node.input[0]
-        return next((found for found in (extreme_of(t, op_type, depth - 1) for t in node.input) if found is not None), None)
-
-    for second in graph.node:
-        first = producers.get(second.input[0]) if second.input else None
-        reduction = reduced(second)
-        if first is None or reduction is None or reduced(first) != reduction or first.input[0] not in zeros:
-            continue
-        updates = second.input[2]
-        while producers.get(updates) is not None and producers[updates].op_type in ("Slice", "Identity"):  # a dynamic export's fit to the index
-            updates = producers[updates].input[0]
-        if extreme_of(first.input[2], "ReduceMin" if reduction == "max" else "ReduceMax") == updates:
-            which, sign = ("negative maximum", "below") if reduction == "max" else ("positive minimum", "above")
-            yield (f"trt_scatter.torch: {second.op_type} node {second.name or second.output[0]!r} starts its targets at 0 and the "
-                   f"{'smallest' if reduction == 'max' else 'largest'} value of its updates, as torch_geometric's scatter(reduce={reduction!r}) "
-                   f"does under the TorchScript exporter (its ONNX-export branch): a target whose values all lie {sign} 0 gets 0 where "
-                   f"eager PyTorch gives their {which}; export with dynamo=True, which takes the eager branch")
 
 
 def _export_torchscript(model, args, kwargs):
