@@ -30,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
         model = common.load_model_to_rewrite(args.input)
         common.check_model_output(args.output, reads=model.files, external_data=model.external)  # its external data files too
         rewritten, report = rewrite(model)
+        branches = list(extremes_from_zero(rewritten.graph))  # before the write, which moves its weights to the output's files
         try:  # what it writes, not what it read: the rewrite mends some of PyTorch's exports (a reduction before its opset)
             validate(rewritten)  # and keeps the model's trt_scatter nodes as they are: they must hold
         except ModelError as err:
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         common.write_model(rewritten, args.output, external_data=model.external)  # tensors kept as the model kept them
     except common.CliError as err:
         return common.report("rewrite", err)
-    for line in extremes_from_zero(rewritten.graph):  # what the file computes, kept: said, as trt_scatter.torch.export says it
+    for line in branches:  # what the file computes, kept: said, as trt_scatter.torch.export says it
         warn(f"{line}; export with torch.onnx.export(dynamo=True), which takes the eager branch")
     if args.report:
         for line in report.lines():

@@ -1869,10 +1869,16 @@ def extremes_from_zero(graph: onnx.GraphProto) -> Iterator[str]:
     from trt_scatter.oracle.reductions import reduction_of
 
     producers = {output: node for node in graph.node for output in node.output}
-    zeros = {init.name for init in graph.initializer if not numpy_helper.to_array(init).any()}
-    zeros |= {node.output[0] for node in graph.node if node.output and (node.op_type == "ConstantOfShape" and all(
-        not numpy_helper.to_array(a.t).any() for a in node.attribute) or node.op_type == "Constant" and any(
-        a.name == "value" and not numpy_helper.to_array(a.t).any() for a in node.attribute))}
+    initializers = {init.name: init for init in graph.initializer}
+
+    def zeros(tensor):
+        """Whether ``tensor`` is a constant of zeros (read only for the reductions' data: a model's weights stay unread)."""
+        if tensor in initializers:
+            return not numpy_helper.to_array(initializers[tensor]).any()
+        node = producers.get(tensor)
+        return node is not None and (node.op_type == "ConstantOfShape" and all(not numpy_helper.to_array(a.t).any() for a in node.attribute)
+                                     or node.op_type == "Constant" and any(a.name == "value" and not numpy_helper.to_array(a.t).any()
+                                                                           for a in node.attribute))
 
     def reduced(node):
         attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
@@ -1899,7 +1905,7 @@ def extremes_from_zero(graph: onnx.GraphProto) -> Iterator[str]:
     for second in graph.node:
         first = producers.get(source(second.input[0])) if second.input else None
         reduction = reduced(second)
-        if first is None or reduction is None or reduced(first) != reduction or source(first.input[0]) not in zeros:
+        if first is None or reduction is None or reduced(first) != reduction or not zeros(source(first.input[0])):
             continue
         updates = source(second.input[2], ("Slice", "Identity"))  # a dynamic export's fit to the index
         if extreme_of(first.input[2], "ReduceMin" if reduction == "max" else "ReduceMax") == updates:
