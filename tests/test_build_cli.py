@@ -78,6 +78,7 @@ def test_a_timing_cache_tensorrt_cannot_read_is_left_as_it_was(tmp_path, capsys,
     "argv, message",
     [
         (["build"], "give an example network name or an .onnx file, or --all"),
+        (["build", ""], "the target is an empty word: give an example network name or an .onnx file, or --all"),
         (["build", "no_such_network"], "unknown example network 'no_such_network'"),
         (["build", "missing.onnx"], "cannot read ONNX model 'missing.onnx': No such file or directory"),
         (["build", "--all", "scatter_nd"], "--all builds every example network"),

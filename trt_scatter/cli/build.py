@@ -244,7 +244,8 @@ def run(args: argparse.Namespace) -> int:
             return _build_all(args)
         if not args.target:
             _profile_bounds(args.min, args.opt, args.max)  # a model given after a shape flag is one of its words: said there
-            raise ValueError("give an example network name or an .onnx file, or --all")
+            empty = "the target is an empty word: " if args.target == "" else ""
+            raise ValueError(f"{empty}give an example network name or an .onnx file, or --all")
         if args.output and args.out_dir:
             raise ValueError("-o names the engine file and --out-dir the folder of <target>.engine: give one of them")
         output, summary = _build_one(args, args.target, args.output, args.dynamic)
