@@ -652,3 +652,25 @@ def test_lower_keeps_the_ir_version_where_the_opset_stays_and_names_an_unnamed_g
     path = fx.save(_scatter_update_of_an_initialized_axis(graph_name=""), tmp_path / "unnamed.onnx")
     assert main(["lower", str(path), str(tmp_path / "low.onnx")]) == 0, capsys.readouterr().err
     assert onnx.load(tmp_path / "low.onnx").graph.name
+
+
+@pytest.mark.parametrize("op_type, inputs, attributes, feeds", [
+    ("SliceScatter", ["pre", "updates", "s", "e", "st"], {}, {"x": np.zeros((4, 8), np.float32), "updates": np.ones((2, 8), np.float32)}),
+    ("ScatterElementsReduce", ["pre", "indices", "updates"], {"reduction": "add", "axis": 1},
+     {"x": np.zeros((3, 4), np.float32), "indices": np.array([[0, 0], [3, 1], [2, 2]]), "updates": np.arange(6, dtype=np.float32).reshape(3, 2)}),
+])
+def test_data_of_an_unknown_element_type_takes_the_type_of_the_ops_other_element_inputs(op_type, inputs, attributes, feeds):
+    """Data made by an op of another domain (onnxruntime's com.microsoft ops, a custom op) has no type shape inference
+    knows: the lowering took it for float64 and refused the node ("'updates' must have the element type of 'data' (float64)")."""
+    declared = [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(array.dtype), array.shape) for name, array in feeds.items()]
+    constants = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in (("s", [1]), ("e", [3]), ("st", [1]))]
+    nodes = [helper.make_node("MyOp", ["x"], ["pre"], domain="my.ops"), helper.make_node(op_type, inputs, ["output"], domain=DOMAIN, **attributes)]
+    model = helper.make_model(helper.make_graph(nodes, "g", declared, [helper.make_tensor_value_info("output", TensorProto.FLOAT, None)],
+                                                constants if op_type == "SliceScatter" else []),
+                              opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid(DOMAIN, 1), helper.make_opsetid("my.ops", 1)])
+    lowered = lower(model)
+    for graph in (model.graph, lowered.graph):  # the custom op as what it computes here, so that both run
+        custom = next(node for node in graph.node if node.op_type == "MyOp")
+        custom.op_type, custom.domain = "Identity", ""
+    got = onnxruntime.InferenceSession(lowered.SerializeToString()).run(None, feeds)[0]
+    np.testing.assert_array_equal(got, Reference(model).run(feeds)["output"])

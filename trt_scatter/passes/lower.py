@@ -147,7 +147,8 @@ def _replace_nodes(graph, nodes, initializers):
 def _value(node, name):
     """Input ``name`` of ``node`` as a tensor of the lowering's graph (its name, type and static shape; where only
     the rank is known, from an input of the same rank (``op.same_rank``: PyTorch's TorchScript exports leave some
-    unshaped), every dimension unknown)."""
+    unshaped), every dimension unknown; where an element input's type is unknown, as an op of another domain leaves
+    it, the type of the op's other element inputs or output)."""
     tensor = node.inputs[name]
     shape = node.tensors.shape(tensor)
     if shape is None and name in node.op.same_rank:
@@ -155,7 +156,13 @@ def _value(node, name):
         shape = (-1,) * ranks[0] if ranks else None
     if shape is None:
         raise ScatterInputError(node.op.key, name, "must have a known rank for the lowering", f"tensor {tensor!r} of unknown shape")
-    return Value(tensor, node.tensors.dtype(tensor), shape)
+    dtype = node.tensors.dtype(tensor)
+    if dtype is None and name in node.op.element_inputs:  # made by an op of another domain: the op's element inputs share one type
+        dtype = next((known for other in [*node.op.element_inputs, "output"] if (known := node.dtype(other)) is not None), None)
+        if dtype is None:
+            raise ScatterInputError(node.op.key, name, "must have a known element type for the lowering (or another element input or "
+                                    "the output one)", f"tensor {tensor!r} of unknown type")
+    return Value(tensor, dtype, shape)
 
 
 def _with_opset(model, needed=OPSET):
