@@ -230,7 +230,8 @@ _aot_ptx = {}
 
 
 def aot_ptx(kernel: str, element_size: int, index_itemsize: int | None = None) -> tuple[str, str]:
-    """``(lowered name, PTX text)`` of an AOT entry point (``slice_scatter_aot`` or ``scatter_update_aot``):
+    """``(lowered name, PTX text)`` of an AOT entry point (a name of :data:`KERNELS` ending in ``_aot``, e.g.
+    ``slice_scatter_aot``; ``element_size`` the data's bytes, ``index_itemsize`` the indices' where the op has them):
     what the AOT plugin hands TensorRT to embed in the engine. From memory, else from the kernel cache (beside the
     CUBINs, as ``<key>.ptx``), else NVRTC."""
     if not kernel.endswith(AOT_SUFFIX):
