@@ -103,6 +103,7 @@ def network_from_example(name: str, profile_shapes: dict[str, tuple[Sequence[int
             profile_shapes.setdefault(input_name, shapes)
         return builder, network
 
+    load.example = name  # build_engine's message for a profile left out says where an example's comes from
     return load
 
 
@@ -499,9 +500,10 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
     _check_named_dimensions(network, profile_shapes, shape_inputs)
     missing = [t.name for t in inputs if any(d < 0 for d in t.shape) and t.name not in profile_shapes]
     if missing:
+        example = ("; for an example network, pass build_engine the dict given to network_from_example, which its loader fills in"
+                   if getattr(load_network, "example", None) else "")
         raise ValueError(f"dynamic input(s) {', '.join(missing)} need --min/--opt/--max shapes (from Python: (min, opt, max) for each "
-                         f"in profile_shapes; for an example network, pass build_engine the dict given to network_from_example, which "
-                         f"its loader fills in)")
+                         f"in profile_shapes{example})")
     # An input whose values set shapes (a KV cache's position, when PyTorch broadcasts the new tokens to
     # the slice it writes) needs the range of its values, or polygraphy would pin it to 1 in the engine.
     unranged = [name for name in shape_inputs if name not in profile_shapes]
