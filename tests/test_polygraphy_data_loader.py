@@ -910,3 +910,34 @@ def test_values_alike_in_every_element_are_tried_for_all_searched_inputs_at_once
     for seed in range(3):
         feed = ScatterDataLoader(model, seed=seed)[0]
         assert (feed["x"] == -1).all() and (feed["y"] == -1).all(), feed
+
+
+@pytest.mark.parametrize("op, rule", [
+    ("ScatterUpdate", "'indices' has 17 elements for the 16 rows of data's axis 0, so some repeat whatever their values: give shapes that "
+                         "fit (--input-shapes), or valid inputs (--load-inputs)"),
+    ("ScatterElements", "'indices' has 17 elements on axis 0 for data's 16, so some repeat whatever their values: give shapes that "
+                              "fit (--input-shapes), or valid inputs (--load-inputs)"),
+])
+def test_more_computed_indices_than_targets_is_named_as_the_shapes_rule(op, rule):
+    """A decoder's positions pos + arange(tokens) with more tokens than the cache has rows: no position fits, and the
+    loader said only that none of 100 random values did (last: an index out of range), and to give valid inputs. (Not
+    refused before the search: repeats that write equal values are valid, as a lowered reduction's identity fill.)"""
+    from onnx import helper
+
+    from trt_scatter.ops import DOMAIN
+
+    nodes = [helper.make_node("Add", ["pos", "steps"], ["rows"])]
+    if op == "ScatterUpdate":
+        nodes.append(helper.make_node("ScatterUpdate", ["cache", "rows", "new", "axis"], ["out"], domain=DOMAIN))
+        new_shape = [17, 4]
+    else:
+        nodes.append(helper.make_node("ScatterElements", ["cache", "rows", "new"], ["out"]))
+        new_shape = [17]
+    cache_shape = [16, 4] if op == "ScatterUpdate" else [16]
+    constants = [onnx.numpy_helper.from_array(np.arange(17, dtype=np.int64), "steps"), onnx.numpy_helper.from_array(np.array([0], np.int64), "axis")]
+    graph = helper.make_graph(nodes, "g", [info("cache", cache_shape, np.float32), info("pos", [1], np.int64), info("new", new_shape, np.float32)],
+                              [info("out", cache_shape, np.float32)], constants if op == "ScatterUpdate" else constants[:1])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid(DOMAIN, 1)])
+    with pytest.raises(ValueError) as refused:
+        list(ScatterDataLoader(model))
+    assert str(refused.value).endswith(rule), str(refused.value)

@@ -368,8 +368,12 @@ class _Plan:
             raise node.error(f"input {name!r} is drawn for {self.generators[name][0].label} too, and none of {TRIES} draws fit both (last: {last}); give valid inputs instead (--load-inputs)")
         name = max(self.searched, key=lambda name: blamed[name])  # the first of the most blamed
         node, key = self.searched[name]
+        crowded = getattr(oracle.module(node.op), "crowded", None)
+        crowding = crowded(self, node) if crowded is not None else None
+        remedy = (f"{crowding}, so some repeat whatever their values: give shapes that fit (--input-shapes), or valid inputs (--load-inputs)"
+                  if crowding else "give valid inputs instead (--load-inputs)")
         raise node.error(f"input {name!r} gives '{key}', and none of {TRIES} random values of it, nor {alike} values alike in every element, "
-                         f"gave valid inputs (last: {last}); give valid inputs instead (--load-inputs)")
+                         f"gave valid inputs (last: {last}); {remedy}")
 
 
     def _value_dependents(self, names):

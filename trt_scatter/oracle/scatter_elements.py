@@ -135,6 +135,16 @@ def input_relations(shapes: Any, node: OpNode) -> None:
         shapes.takes(data[axis], shapes.index_values(node, "indices")[0])
 
 
+def crowded(plan: Any, node: OpNode) -> str | None:
+    """Where ``indices`` is longer on the axis than data, so that each of its lines repeats a target whatever its
+    values: that, in words, for the data loader's message (a reduction combines repeats: none)."""
+    data, indices = plan.shape(node, "data"), plan.shape(node, "indices")
+    if _reduces(node) or data is None or indices is None or len(indices) != len(data) or not math.prod(indices):
+        return None
+    axis = rules.normalize_axis(OP, "axis", node.attribute("axis", 0), len(data))
+    return f"'indices' has {indices[axis]} elements on axis {axis} for data's {data[axis]}" if indices[axis] > data[axis] else None
+
+
 def plan_inputs(plan: Any, node: OpNode, rng: np.random.Generator) -> None:
     if _reduces(node):
         return reduce_plan_inputs(plan, node, rng)

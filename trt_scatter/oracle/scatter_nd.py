@@ -133,6 +133,16 @@ def input_relations(shapes: Any, node: OpNode) -> None:
         shapes.bounds.append((list(indices[:-1]), list(data[: shapes.of(indices[-1])])))
 
 
+def crowded(plan: Any, node: OpNode) -> str | None:
+    """Where ``indices`` has more rows than data has targets for them, so that some repeat whatever their values:
+    that, in words, for the data loader's message (a reduction combines repeats: none)."""
+    data, indices = plan.shape(node, "data"), plan.shape(node, "indices")
+    if _reduces(node) or data is None or not indices or indices[-1] > len(data):
+        return None
+    rows, targets = math.prod(indices[:-1]), math.prod(data[: indices[-1]])
+    return f"'indices' has {rows} rows for data's {targets} targets" if rows > targets else None
+
+
 def plan_inputs(plan: Any, node: OpNode, rng: np.random.Generator) -> None:
     if _reduces(node):
         return reduce_plan_inputs(plan, node, rng)

@@ -163,6 +163,17 @@ def _differing_pairs(node, indices, pairs):
 # ---- valid inputs (trt_scatter.inputs): shape relations, capacity, index generator
 
 
+def crowded(plan: Any, node: OpNode) -> str | None:
+    """Where ``indices`` has more elements than data's axis has rows, so that some repeat whatever their values (and
+    the updates they write then differ, but by chance): that, in words, for the data loader's message."""
+    data, indices = plan.shape(node, "data"), plan.shape(node, "indices")
+    if data is None or indices is None:
+        return None
+    axis = _constant_axis(plan, node, len(data))
+    count = math.prod(indices)
+    return f"'indices' has {count} elements for the {data[axis]} rows of data's axis {axis}" if count > data[axis] else None
+
+
 def _constant_axis(plan, node, rank):
     axis = plan.constant(node, "axis")
     if axis is None:
