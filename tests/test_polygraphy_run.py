@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import onnx_fixtures as fx
-from conftest import needs_gpu
+from conftest import HAS_GPU, needs_gpu
 
 EXACT = ["--atol", "0", "--rtol", "0"]
 
@@ -140,6 +140,26 @@ def test_generated_script_registers_plugins_before_parsing_and_imports_the_refer
     register = script.index("RegisterTrtScatterPlugins(validate_trt_scatter, debug=True)")
     assert validate < register < script.index("NetworkFromOnnxPath(register_trt_scatter_plugins")
     assert script.count("ValidateTrtScatter(") == 1  # the model path only, not the network or engine loaders
+
+
+def test_trt_scatter_plugins_hand_onnxs_own_nodes_to_the_plugins_as_build_does(tmp_path):
+    """ScatterElements with a reduction, which TensorRT-RTX's parser refuses ("Unsupported reduction type") and full
+    TensorRT builds with NVIDIA's atomics: ``trt-scatter build --plugins`` hands it to ScatterElementsReduce, and
+    ``--trt-scatter-plugins`` left it to TensorRT."""
+    from trt_scatter.onnx_models import scatter_elements_model
+
+    path = fx.save(scatter_elements_model((6, 4), (9, 4), reduction="add"), tmp_path / "reduce.onnx")
+    env = {"POLYGRAPHY_USE_TENSORRT_RTX": "1"} if not _has_full_tensorrt() else None
+    script = fx.run_tool("polygraphy", ["run", path, "--trt", "--trt-scatter-plugins", "--gen-script", "-"], env=env).stdout
+    validate = script.index(f"validate_trt_scatter = ValidateTrtScatter({str(path)!r})")
+    served = script.index("UsePluginsForParser(validate_trt_scatter)")
+    assert validate < served < script.index("RegisterTrtScatterPlugins(use_plugins_for_parser, debug=True)")
+    run = fx.run_tool("polygraphy", ["run", path, "--trt", "--trt-scatter-plugins", "--trt-scatter-inputs"], env=env)
+    assert "Unsupported reduction type" not in run.stdout + run.stderr, run.stdout + run.stderr
+    assert ("PASSED" in run.stdout + run.stderr) if HAS_GPU else "Finished engine building" in run.stdout + run.stderr, run.stdout + run.stderr
+    plain = fx.run_tool("polygraphy", ["run", model_path := fx.save(fx.slice_scatter_model((4, 6), [1], [4], [1], [1]), tmp_path / "ss.onnx"),
+                                       "--trt", "--trt-scatter-plugins", "--gen-script", "-"], env=env).stdout
+    assert "UsePluginsForParser" not in plain, model_path  # no node a plugin serves: the script as before
 
 
 def test_generated_inputs_set_the_tensorrt_profile_unless_the_user_did(model_paths):
@@ -616,3 +636,29 @@ def test_onnxruntimes_refusals_are_told_apart_by_what_would_help():
     inputs = "[ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Div node. Integer division by zero"
     assert [lacks_a_kernel(reason) for reason in (kernel, newer, types, inputs)] == [True, True, False, False]
     assert [refuses_the_model(reason) for reason in (types, inputs)] == [True, False]
+
+
+def test_use_plugins_for_parser_keeps_the_form_it_is_given_and_the_weights(tmp_path):
+    """A path gives a path (the changed model, its external weights with it, in a temporary folder), bytes give bytes,
+    and a model no plugin serves gives its own path back."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from trt_scatter.onnx_models import scatter_elements_model
+    from trt_scatter.polygraphy_ext import UsePluginsForParser
+
+    model = scatter_elements_model((6, 4), (9, 4), reduction="add")
+    weights = np.arange(4096, dtype=np.float32)
+    model.graph.initializer.append(numpy_helper.from_array(weights, "weights"))
+    model.graph.node.append(helper.make_node("Identity", ["weights"], ["weights_out"]))
+    model.graph.output.append(helper.make_tensor_value_info("weights_out", TensorProto.FLOAT, [4096]))
+    onnx.save(model, tmp_path / "m.onnx", save_as_external_data=True, location="m.data", size_threshold=1024)
+    served = UsePluginsForParser(str(tmp_path / "m.onnx"))()
+    assert served != str(tmp_path / "m.onnx") and not served.startswith(str(tmp_path))
+    loaded = onnx.load(served)
+    assert [node.op_type for node in loaded.graph.node] == ["ScatterElementsReduce", "Identity"]
+    assert numpy_helper.to_array(next(i for i in loaded.graph.initializer if i.name == "weights")).tolist() == weights.tolist()
+    as_bytes = UsePluginsForParser(lambda: scatter_elements_model((6, 4), (9, 4), reduction="max").SerializeToString())()
+    assert [node.op_type for node in onnx.load_from_string(as_bytes).graph.node] == ["ScatterElementsReduce"]
+    plain = fx.save(scatter_elements_model((6, 4), (2, 4)), tmp_path / "plain.onnx")
+    assert UsePluginsForParser(plain)() == plain

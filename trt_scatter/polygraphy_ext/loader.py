@@ -1,9 +1,13 @@
-"""polygraphy loaders: one registers trt-scatter's TensorRT plugins before whatever it wraps runs; one
-makes an onnxruntime session's failure to run a lowered model one line."""
+"""polygraphy loaders: one registers trt-scatter's TensorRT plugins before whatever it wraps runs; one hands the
+parser a model whose ONNX nodes the plugins serve as theirs; one makes an onnxruntime session's failure to run a
+lowered model one line."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from typing import Any
 
 from polygraphy import util
@@ -45,6 +49,43 @@ def register_plugins() -> None:
     from trt_scatter.plugins import register  # imported late: plugins pull in TensorRT and CUDA
 
     register()
+
+
+class UsePluginsForParser(BaseLoader):
+    """The model for TensorRT's ONNX parser, in the form it came in (a path, or serialized bytes: what polygraphy's
+    ``NetworkFromOnnxPath`` and ``NetworkFromOnnxBytes`` read), with ONNX's own nodes that trt-scatter's plugins serve
+    handed to them (:func:`trt_scatter.passes.plugins.to_plugins`), as ``trt-scatter build --plugins`` does::
+
+        network = NetworkFromOnnxPath(RegisterTrtScatterPlugins(UsePluginsForParser("model.onnx")))
+
+    A path whose model has such a node gives the path of the changed model, written (its weights with it) into a
+    temporary folder that goes when the process ends; any other path is given back as it came.
+    """
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    @util.check_called_by("__call__")
+    def call_impl(self) -> str | bytes:
+        import onnx
+
+        from trt_scatter.model import Model
+        from trt_scatter.model.tensors import model_bytes
+        from trt_scatter.passes.plugins import to_plugins
+
+        obj, _ = util.invoke_if_callable(self.obj)
+        if isinstance(obj, (bytes, bytearray)):
+            return to_plugins(onnx.load_from_string(bytes(obj))).SerializeToString()
+        model = Model.read(obj, weights=True)
+        served = to_plugins(model)
+        if served is model.proto:
+            return obj
+        folder = tempfile.mkdtemp(prefix="trt_scatter_")
+        atexit.register(shutil.rmtree, folder, True)
+        path = os.path.join(folder, os.path.basename(os.fspath(obj)))
+        large = model_bytes(served) >= 2**31 - 2**20  # protobuf's limit for one message, less room for the graph
+        onnx.save(served, path, save_as_external_data=large, location=f"{os.path.basename(path)}.data" if large else None)
+        return path
 
 
 class ExplainOnnxrtErrors(BaseLoader):

@@ -91,6 +91,7 @@ class TrtScatterArgs(BaseArgs):
         if PluginRefRunnerArgs in self.arg_groups:
             self.arg_groups[PluginRefRunnerArgs].add_to_script_impl = self._add_reference_runner
         self._model = None  # the run's ONNX model once read (_read_model): every check below reads it once
+        self._served = False  # whether the plugins serve some of its ONNX nodes (--trt-scatter-plugins)
         # Only the onnxrt runner builds a session (OnnxrtSessionArgs.add_to_script): other runs need not read the model.
         runners = args_util.get(args, "runners") or []
         runs_onnxrt = OnnxrtSessionArgs in self.arg_groups and "onnxrt" in runners
@@ -103,6 +104,10 @@ class TrtScatterArgs(BaseArgs):
         if self.register_plugins or (PluginRefRunnerArgs in self.arg_groups and "pluginref" in runners):
             self._validate_model("--trt-scatter-plugins" if self.register_plugins else "--pluginref")
         if self.register_plugins and TrtLoadPluginsArgs in self.arg_groups:
+            from trt_scatter.passes.plugins import served
+
+            model = self._read_model()  # validated above: a file that is no model has ended the run
+            self._served = model is not None and bool(served(model))  # nodes of ONNX's own that the plugins serve, as build --plugins
             _after_add_to_script(self.arg_groups[TrtLoadPluginsArgs], self._register_plugins_first)
         self._say_what_trt_lacks("trt" in runners)
         if DataLoaderArgs in self.arg_groups:
@@ -261,15 +266,25 @@ class TrtScatterArgs(BaseArgs):
         if str(feature) not in map(str, features):
             config_args.preview_features = features + [feature]
 
+    def _parser_input(self, loader_name):
+        """Whether ``loader_name``, which polygraphy hands ``LoadPlugins``, is what TensorRT's ONNX parser reads: the model
+        path, or the loader of the serialized model (polygraphy's ONNX loaders, where an option changes the model), not
+        the network or engine loaders after it."""
+        return (type(loader_name) is str and loader_name == self._onnx_model()) or str(loader_name).startswith("serialize_onnx")
+
     def _register_plugins_first(self, script, loader_name):
         """Wraps the loader that polygraphy wraps with ``LoadPlugins`` (model path or engine) in ours,
         validating the model first where it is ONNX."""
         imports = ["RegisterTrtScatterPlugins"]
+        parser_input = self._parser_input(loader_name)
         # polygraphy wraps the model path, then the network and the engine loaders: validate the path.
         if type(loader_name) is str and loader_name == self._onnx_model():
             imports.append("ValidateTrtScatter")
             loader_name = script.add_loader(make_invocable("ValidateTrtScatter", loader_name), "validate_trt_scatter")
-        script.add_import(imports=imports, frm="trt_scatter.polygraphy_ext")
+        if self._served and parser_input:
+            imports.append("UsePluginsForParser")
+            loader_name = script.add_loader(make_invocable("UsePluginsForParser", loader_name), "use_plugins_for_parser")
+        script.add_import(imports=sorted(imports), frm="trt_scatter.polygraphy_ext")
         return script.add_loader(make_invocable("RegisterTrtScatterPlugins", loader_name, debug=True), "register_trt_scatter_plugins")
 
     def _tell_data_loader(self, args):
