@@ -941,3 +941,17 @@ def test_more_computed_indices_than_targets_is_named_as_the_shapes_rule(op, rule
     with pytest.raises(ValueError) as refused:
         list(ScatterDataLoader(model))
     assert str(refused.value).endswith(rule), str(refused.value)
+
+
+@pytest.mark.parametrize("seed", range(1, 6))
+def test_inputs_are_drawn_for_a_lowered_write_of_as_many_rows_as_data_has(seed):
+    """ScatterUpdate of 4 rows into the 4 rows of a (4, 16) data, lowered: the indices reach a standard ScatterND
+    through the lowering's clamp, so the loader searches them, drawing in [-17, 17) by data's largest dimension: a
+    permutation of the 4 rows came by chance alone, and every seed failed ("two writes to one element")."""
+    from trt_scatter.onnx_models import scatter_update_model
+    from trt_scatter.passes.lower import lower
+
+    lowered = lower(scatter_update_model((4, 16), (4,), axis=0))
+    feed = ScatterDataLoader(lowered, seed=seed)[0]
+    written = Reference(lowered).run({**feed, "data": np.zeros((4, 16), np.float32), "updates": np.ones((4, 16), np.float32)})["output"]
+    assert written.all(), feed["indices"]  # every row written once: four targets, none repeated

@@ -193,8 +193,8 @@ def test_a_seed_with_no_valid_values_for_a_later_iteration_fails_in_one_line_bef
     graph = helper.make_graph(nodes, "g", [fx.info("data", ("N", 5), np.float32), fx.info("raw", ("N", 2), np.int64), fx.info("updates", ("N", 2), np.float32)],
                               [fx.info("output", ("N", 5), np.float32)], initializer=[helper.make_tensor("one", TensorProto.INT64, [], [1])])
     path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "computed.onnx")
-    args = ["run", path, "--onnxrt", "--pluginref", "--trt-scatter-inputs", "--input-shapes", "data:[6,5]", "--seed", "0"]
-    first = fx.run_tool("polygraphy", args)  # seed 0 finds values for iteration 0, not for iteration 1
+    args = ["run", path, "--onnxrt", "--pluginref", "--trt-scatter-inputs", "--input-shapes", "data:[12,5]", "--seed", "2"]
+    first = fx.run_tool("polygraphy", args)  # seed 2 finds values for iteration 0, not for iteration 1 (12 rows of 2 distinct values)
     assert first.returncode == 0, first.stdout + first.stderr
     two = fx.run_tool("polygraphy", [*args, "--iterations", "2"])
     output = two.stdout + two.stderr

@@ -325,7 +325,7 @@ class _Plan:
         ranges = {name: self._search_range(name, bound) for name in self.searched}
         names = list(dict.fromkeys(name for node in self.nodes for name in node.inputs.values()))
         drawn = self._value_dependents([*self.searched, *self.shared])
-        feeding = {name: self._value_dependents([name]) for name in self.searched}  # what each searched input's values reach
+        feeding = {name: self._value_dependents([name]) for name in [*self.searched, *self.shared]}  # what each drawn input's values reach
         redraw = set(self.searched)  # a try keeps the inputs that fed no node that failed: independent inputs fit one by one
         blamed = Counter()  # how many tries each input fed a failing node in: the message names the most blamed
         last = None
@@ -336,7 +336,7 @@ class _Plan:
                     continue
                 dtype = self.inputs[name][0]
                 if attempt < TRIES:
-                    feed[name] = rng.integers(*ranges[name], size=self.shapes[name]).astype(dtype)
+                    feed[name] = _random_try(rng, attempt, *ranges[name], self.shapes[name]).astype(dtype)
                 else:  # then one value for every element, those near 0 first: random values fit each row alone, so a batch
                     # of rows (a position per sequence that the model moves, pos + 1) only rarely all at once
                     feed[name] = np.full(self.shapes[name], _nearest_first(attempt - TRIES, *ranges[name]), dtype)
@@ -362,11 +362,11 @@ class _Plan:
                     raise node.error(f"a run fails whatever the values drawn for {name!r}: {last}; give inputs that run "
                                      f"(--load-inputs), or fix the model (an exporter may have kept a shape of its example)") from None
             redraw = {name for name in self.searched if feeding[name] & failed} or set(self.searched)
-            blamed.update(redraw)
-        if self.shared:
-            name, (node, key) = next(iter(self.shared.items()))
+            blamed.update(redraw | {name for name in self.shared if feeding[name] & failed})
+        name = max([*self.searched, *self.shared], key=lambda name: blamed[name])  # the first of the most blamed
+        if name in self.shared:
+            node, key = self.shared[name]
             raise node.error(f"input {name!r} is drawn for {self.generators[name][0].label} too, and none of {TRIES} draws fit both (last: {last}); give valid inputs instead (--load-inputs)")
-        name = max(self.searched, key=lambda name: blamed[name])  # the first of the most blamed
         node, key = self.searched[name]
         crowded = getattr(oracle.module(node.op), "crowded", None)
         crowding = crowded(self, node) if crowded is not None else None
@@ -425,6 +425,21 @@ class _Plan:
             if None not in bounds and min(bounds) > 0:
                 return 0, int(min(bounds + ([gathered] if gathered > 0 else [])))
         return -bound - 1, bound + 1
+
+
+def _random_try(rng, attempt, low, high, shape):
+    """The values of random try ``attempt`` in [low, high): every other try within a narrower span around 0 (a half, a
+    quarter, an eighth of it, in turn: the smallest dimension an index must fit may be far below the largest, which sets
+    the span) and, where the span holds that many, all distinct (targets a write without a reduction must not repeat,
+    which a lowered model's clamp of an index past the end makes them do)."""
+    if attempt % 2 == 0:
+        return rng.integers(low, high, size=shape)
+    shrink = 1 << (1 + (attempt // 2) % 3)
+    low, high = min(0, -(-low // shrink)), max(1, -(-high // shrink))
+    count = math.prod(shape)
+    if count <= high - low:
+        return (low + rng.permutation(high - low)[:count]).reshape(shape)
+    return rng.integers(low, high, size=shape)
 
 
 def _nearest_first(k, low, high):
