@@ -182,6 +182,12 @@ def test_generated_inputs_take_the_users_tensorrt_profile(model_paths):
     generated = fx.run_tool("polygraphy", ["run", path, "--trt", "--trt-scatter-inputs", *profile, "--gen-script", "-"], env=env)
     assert generated.returncode == 0, generated.stderr
     assert "input_shapes={'data': [7, 5]}" in generated.stdout, generated.stdout
+    # the inputs the profile leaves out take the shapes generated for them (polygraphy's would pin their dims at 1)
+    from trt_scatter.inputs import ScatterDataLoader
+
+    shapes = ScatterDataLoader(path, input_shapes={"data": [7, 5]}).shapes()
+    added = "".join(f".add({name!r}, min={list(shapes[name])}, opt={list(shapes[name])}, max={list(shapes[name])})" for name in ("indices", "updates"))
+    assert f"Profile().add('data', min=[2, 5], opt=[7, 5], max=[9, 5]){added}" in generated.stdout, generated.stdout
 
 
 def test_a_seed_with_no_valid_values_for_a_later_iteration_fails_in_one_line_before_anything_runs(tmp_path):

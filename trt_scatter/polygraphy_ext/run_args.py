@@ -322,7 +322,7 @@ class TrtScatterArgs(BaseArgs):
             return script.set_data_loader(make_invocable("ScatterDataLoader", model_args.path, **options))
 
         loader_args.add_to_script_impl = add_to_script_impl
-        if TrtConfigArgs in self.arg_groups and not self.arg_groups[TrtConfigArgs].profile_dicts:
+        if TrtConfigArgs in self.arg_groups:
             _profile_for(generated, self.arg_groups[TrtConfigArgs])
 
     def _plan_inputs(self, model, options):
@@ -351,17 +351,25 @@ def bfloat16_inputs(graph: onnx.GraphProto) -> str | None:
 
 
 def _profile_for(shapes, config_args):
-    """Without shapes from the user, polygraphy's TensorRT profile would fix dynamic dims at 1; use
-    the shapes the data loader generates instead, so the engine accepts its inputs."""
+    """The TensorRT profile for the inputs the data loader generates (``shapes``): polygraphy's would fix the dynamic
+    dims of an input the user's profile leaves out at 1, or of every input where the user gave none; such an input
+    takes its generated shape instead (min, opt and max), so the engine accepts what is fed (the user's profile of
+    one input sets the named dims the loader gives the others)."""
     from polygraphy.common import TensorMetadata
     from polygraphy.tools.args.backend.trt.config import parse_profile_shapes
 
     from trt_scatter.engine import literal_pattern
 
-    metadata = TensorMetadata()
-    for name, shape in shapes.items():
-        metadata.add(literal_pattern(name), dtype=None, shape=shape)  # polygraphy's Profile matches its keys as patterns
-    config_args.profile_dicts = parse_profile_shapes(metadata, [], [], [])
+    if not config_args.profile_dicts:
+        metadata = TensorMetadata()
+        for name, shape in shapes.items():
+            metadata.add(literal_pattern(name), dtype=None, shape=shape)  # polygraphy's Profile matches its keys as patterns
+        config_args.profile_dicts = parse_profile_shapes(metadata, [], [], [])
+        return
+    for profile in config_args.profile_dicts:
+        for name, shape in shapes.items():
+            if name not in profile and literal_pattern(name) not in profile:
+                profile[literal_pattern(name)] = (list(shape), list(shape), list(shape))
 
 
 def _after_add_to_script(arg_group, extend):
