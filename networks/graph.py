@@ -245,11 +245,17 @@ class _Composites:
         """The run-time half of a rule "the 1-D ``vector`` has ``length`` entries" (an int, or a 1-element tensor),
         where either is known at run time only: one assertion naming ``op``, the input ``name`` and the ``rule``.
         Backends without assertions (ONNX) add nothing."""
-        if not self.RUNTIME_ASSERTIONS or (self.shape_of(vector)[0] >= 0 and isinstance(length, (int, np.integer))):
+        self.assert_shape(op, name, vector, [length], rule)
+
+    def assert_shape(self, op: str, name: str, tensor: trt.ITensor | Value, dims: Sequence[int | trt.ITensor | Value], rule: str) -> None:
+        """The run-time half of a rule "``tensor`` has the shape ``dims``" (ints, or 1-element tensors), where some
+        dimension of either is known at run time only (the oracle's check decides the rest when the network is built):
+        one assertion naming ``op``, the input ``name`` and the ``rule``. Backends without assertions (ONNX) add nothing."""
+        if not self.RUNTIME_ASSERTIONS or (min(self.shape_of(tensor), default=0) >= 0 and not any(is_tensor(dim) for dim in dims)):
             return
-        given, wanted = self.gather(self.shape_vector(vector), [0]), self.as_tensor(length)
+        given, wanted = self.shape_vector(tensor), self.vector(dims)
         distance = self.binary("sub", self.binary("max", given, wanted), self.binary("min", given, wanted))
-        self.assertion(self.binary("less", distance, self.constant(np.ones(1, INT64))), f"{op}: '{name}' {rule}")
+        self.assertion(self.binary("less", distance, self.constant(np.ones(len(dims), INT64))), f"{op}: '{name}' {rule}")
 
     def shape_tensor(self, tensor: trt.ITensor | Value) -> trt.ITensor | Value:
         """``tensor``'s run-time shape, one shape layer per tensor."""

@@ -140,3 +140,26 @@ def test_an_empty_write_builds_an_engine(data_shape, updates_shape, start, stop,
     network.mark_output(add_slice_scatter(network, data, updates, start, stop, step, axes))
     profile = {"data": [(2, 3)] * 3, "updates": [(2, 0)] * 3} if -1 in data_shape else None
     build(builder, network, profile)
+
+
+def _columns_of_a_dynamic_axis():
+    """data (4, n), updates (4, 5), a constant slice [0:100:2] of axis 1: 5 columns where n is 9 or 10 only."""
+    builder, network = new_network()
+    data, updates = add_input(network, "data", np.float32, (4, -1)), add_input(network, "updates", np.float32, (4, 5))
+    network.mark_output(add_slice_scatter(network, data, updates, [0], [100], [2], [1]))
+    return builder, network
+
+
+@pytest.mark.parametrize("bound, shapes", [("smallest", ((4, 6), (4, 10), (4, 10))), ("opt", ((4, 9), (4, 12), (4, 12))),
+                                           ("largest", ((4, 9), (4, 10), (4, 12)))])
+def test_a_slice_whose_length_a_dynamic_dimension_sets_is_asserted_to_fit_updates(bound, shapes):
+    """The slice's length follows data's dimension: at n = 6 it is 3 columns, which the 5 of updates do not fit. The
+    native lowering asserted nothing, so the engine built for a profile whose every shape but opt breaks the rule."""
+    import re
+
+    from trt_scatter.engine import build_engine
+
+    with pytest.raises(ValueError, match="^" + re.escape(f"the profile's {bound} shapes break a rule the network asserts: slice_scatter: 'updates' "
+                                                         "must have data's shape with each sliced axis cut to its slice's length") + "$"):
+        build_engine(_columns_of_a_dynamic_axis, {"data": shapes})
+    assert build_engine(_columns_of_a_dynamic_axis, {"data": ((4, 9), (4, 10), (4, 10))})[0]  # 5 columns at 9 and at 10
