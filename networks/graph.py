@@ -253,7 +253,7 @@ class _Composites:
         one assertion naming ``op``, the input ``name`` and the ``rule``. Backends without assertions (ONNX) add nothing."""
         if not self.RUNTIME_ASSERTIONS or (min(self.shape_of(tensor), default=0) >= 0 and not any(is_tensor(dim) for dim in dims)):
             return
-        given, wanted = self.shape_vector(tensor), self.vector(dims)
+        given, wanted = self.shape_vector(tensor), self.as_tensor(dims[0]) if len(dims) == 1 else self.vector(dims)
         distance = self.binary("sub", self.binary("max", given, wanted), self.binary("min", given, wanted))
         self.assertion(self.binary("less", distance, self.constant(np.ones(len(dims), INT64))), f"{op}: '{name}' {rule}")
 
