@@ -1436,3 +1436,13 @@ def test_an_input_of_more_dimensions_than_tensorrt_has_is_named(tmp_path, capsys
     assert main(["build", str(tmp_path / "out9.onnx"), "-o", str(tmp_path / "e.engine")]) == 2
     assert capsys.readouterr().err == ("trt-scatter build: error: output 'output' has 9 dimensions, and TensorRT's tensors have at most 8 "
                                        "(shape [2, 2, 2, 2, 2, 2, 2, 2, 2])\n")
+
+
+def test_the_help_names_every_example_network(capsys):
+    """The examples are named in build's help (from the registry of examples: a new one must be added there too)."""
+    from trt_scatter.networks.examples import EXAMPLES
+
+    with pytest.raises(SystemExit):
+        main(["build", "--help"])
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("The example networks: "))
+    assert line.split(": ", 1)[1].split(" (")[0].split(", ") == sorted(EXAMPLES)

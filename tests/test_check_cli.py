@@ -253,9 +253,9 @@ def test_bad_arguments_and_inputs_end_in_one_line(elements_model, tmp_path):
 
 
 @pytest.mark.parametrize("arguments, line", [
-    (["--input-shapes", "data:[3,-1]"], "argument --input-shapes: 'data:[3,-1]' is not NAME:[D0,D1,...] with non-negative integer dims"),
-    (["--input-shapes", "[3,1]"], "argument --input-shapes: '[3,1]' is not NAME:[D0,D1,...] with non-negative integer dims"),
-    (["--input-shapes", "data:[3,x]"], "argument --input-shapes: 'data:[3,x]' is not NAME:[D0,D1,...] with non-negative integer dims"),
+    (["--input-shapes", "data:[3,-1]"], "argument --input-shapes: 'data:[3,-1]' is not NAME:[D,...] with non-negative integer dims"),
+    (["--input-shapes", "[3,1]"], "argument --input-shapes: '[3,1]' is not NAME:[D,...] with non-negative integer dims"),
+    (["--input-shapes", "data:[3,x]"], "argument --input-shapes: 'data:[3,x]' is not NAME:[D,...] with non-negative integer dims"),
     (["--seed", "one"], "argument --seed: 'one' is not a non-negative integer"),
     (["--seed", "-1"], "argument --seed: '-1' is not a non-negative integer"),
     (["--atol", "-1"], "argument --atol: '-1' is not a finite non-negative number"),
@@ -264,7 +264,7 @@ def test_bad_arguments_and_inputs_end_in_one_line(elements_model, tmp_path):
     (["--iterations", "two"], "argument --iterations: 'two' is not a positive integer"),
     (["--iterations", "0"], "argument --iterations: '0' is not a positive integer"),
     (["--atol", "tiny"], "argument --atol: 'tiny' is not a finite non-negative number"),
-    (["--input-shapes", "data:[3,5]", "other.onnx"], "argument --input-shapes: 'other.onnx' is not NAME:[D0,D1,...] with non-negative integer "
+    (["--input-shapes", "data:[3,5]", "other.onnx"], "argument --input-shapes: 'other.onnx' is not NAME:[D,...] with non-negative integer "
                                                      "dims (is it the model? --input-shapes takes every word after it: give the model first)"),
     (["--input-shapes", "nothing:[2]"], "--input-shapes names 'nothing', which is not an input of the model (its inputs: data, indices, updates)"),
     (["--input-shapes", "data :[2]"], "--input-shapes names 'data ', which is not an input of the model (did you mean 'data'? a name's spaces are "
@@ -576,7 +576,7 @@ def test_golden_data_that_does_not_fit_the_run_and_inputs_the_reference_refuses(
     saved = check(elements_model, "--iterations", "2", "--save-outputs", golden, "--allow-engine-not-run")
     assert saved.returncode == 0, output_of(saved)
     fewer = check(elements_model, "--load-outputs", golden, "--allow-engine-not-run")  # 1 iteration against 2 golden ones
-    assert fewer.returncode == 1 and "iterations, expected 2" in fewer.stdout and fewer.stdout.rstrip().endswith("FAILED"), output_of(fewer)
+    assert fewer.returncode == 1 and "1 iteration(s), expected 2" in fewer.stdout and fewer.stdout.rstrip().endswith("FAILED"), output_of(fewer)
 
     # golden outputs none of which the model has are another model's: one line, not a FAIL for each output on each side
     renamed = fx.scatter_elements_model(["N", 5], ["N", 3], axis=1)

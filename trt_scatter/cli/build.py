@@ -5,6 +5,10 @@
     trt-scatter build model.onnx --plugins --min 'data:[1,5]' 'updates:[1,3]' --opt 'data:[4,5]' 'updates:[4,3]' --max 'data:[8,5]' 'updates:[8,3]'
     trt-scatter build model.onnx --aot          # an engine that runs without Python (TensorRT >= 10.9)
     trt-scatter build --all                      # every example network into engines/
+
+The example networks: scatter_elements, scatter_nd, scatter_update, slice_scatter (--dynamic: with a built-in profile).
+Exit 0 built, 1 TensorRT failed on a model that passed every check (its reason in one line on stderr), 2 a mistake in
+the arguments or the model (one line on stderr naming it).
 """
 
 from __future__ import annotations

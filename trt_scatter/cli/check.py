@@ -72,7 +72,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         nargs="+",
         default=[],
         type=_input_shape,
-        metavar="NAME:[D0,D1,...]",
+        metavar="NAME:[D,...]",
         help="shapes of dynamic inputs (others: static dims, named dims alike, free dims 4 or the length an op's rule sets; "
              "the shapes generated are printed)",
     )
@@ -99,7 +99,7 @@ def _input_shape(text):
 
     split = common.split_shape_word(text)
     if split is None or any(d < 0 for d in split[1]):
-        raise argparse.ArgumentTypeError(f"{text!r} is not NAME:[D0,D1,...] with non-negative integer dims"
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME:[D,...] with non-negative integer dims"
                                          f"{common.shape_flag_hint(text, '--input-shapes')}")
     name, shape = split
     if math.prod(shape) > MAX_ELEMENTS or any(d > MAX_ELEMENTS for d in shape):
@@ -677,7 +677,7 @@ def _compare(results, pairs, tolerances, given=""):
     for reference, candidate in pairs:
         ok = True
         if len(results[reference]) != len(results[candidate]):
-            print(f"FAIL {candidate} vs {reference}: {len(results[candidate])} iterations, expected {len(results[reference])}")
+            print(f"FAIL {candidate} vs {reference}: {len(results[candidate])} iteration(s), expected {len(results[reference])}")
             ok = False
         for iteration, (expected, actual) in enumerate(zip(results[reference], results[candidate])):
             where = f" (iteration {iteration})" if len(results[reference]) > 1 else ""

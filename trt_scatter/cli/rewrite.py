@@ -2,6 +2,9 @@
 
     trt-scatter rewrite model.onnx model_trt_scatter.onnx
     trt-scatter rewrite model.onnx out.onnx --report     # what was rewritten, what was left and why
+
+Exit 0 when the output is written (a pattern left as it was is reported, not an error: it computes what PyTorch's
+export computes), 2 a mistake in the arguments or the model (one line on stderr naming it).
 """
 
 from __future__ import annotations
