@@ -674,3 +674,15 @@ def test_data_of_an_unknown_element_type_takes_the_type_of_the_ops_other_element
         custom.op_type, custom.domain = "Identity", ""
     got = onnxruntime.InferenceSession(lowered.SerializeToString()).run(None, feeds)[0]
     np.testing.assert_array_equal(got, Reference(model).run(feeds)["output"])
+
+
+def test_a_constant_slice_of_dynamic_data_lowers_to_the_scatter_alone():
+    """The builders' run-time assertion that updates fit the slice has no ONNX form: the lowering left the shape
+    reads it gathered for it, unread, in the lowered model."""
+    constants = [numpy_helper.from_array(np.array(x, np.int64), n) for n, x in (("s", [0]), ("e", [2]), ("st", [1]), ("ax", [0]))]
+    graph = helper.make_graph([helper.make_node("SliceScatter", ["data", "updates", "s", "e", "st", "ax"], ["out"], domain=DOMAIN)], "g",
+                              [helper.make_tensor_value_info("data", TensorProto.FLOAT, [4, "a", "b"]),
+                               helper.make_tensor_value_info("updates", TensorProto.FLOAT, [2, "a", "b"])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [4, "a", "b"])], constants)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid(DOMAIN, 1)])
+    assert [node.op_type for node in lower(model).graph.node] == ["ScatterND"]

@@ -955,3 +955,21 @@ def test_inputs_are_drawn_for_a_lowered_write_of_as_many_rows_as_data_has(seed):
     feed = ScatterDataLoader(lowered, seed=seed)[0]
     written = Reference(lowered).run({**feed, "data": np.zeros((4, 16), np.float32), "updates": np.ones((4, 16), np.float32)})["output"]
     assert written.all(), feed["indices"]  # every row written once: four targets, none repeated
+
+
+def test_a_failed_search_names_the_shared_input_not_an_independent_one_that_fits():
+    """Indices two nodes take, which no draw fits both, beside an independent input pos + 1 searched for a third node:
+    the tries where no searched input fed the failure blamed every searched one, and the message named pos."""
+    from onnx import helper
+
+    nodes = [helper.make_node("ScatterElements", ["a", "indices", "u"], ["out_a"], axis=0, name="write"),
+             helper.make_node("ScatterUpdate", ["b", "indices", "v", "axis"], ["out_b"], domain="trt_scatter", name="update"),
+             helper.make_node("Add", ["pos", "one"], ["rows"]), helper.make_node("ScatterElements", ["c", "rows", "w"], ["out_c"], axis=0, name="other")]
+    graph = helper.make_graph(nodes, "g", [info("a", (3, 2), np.float32), info("b", (4,), np.float32), info("indices", (2, 2), np.int64),
+                                           info("u", (2, 2), np.float32), info("v", (2, 2), np.float32), info("c", (8,), np.float32),
+                                           info("pos", (1,), np.int64), info("w", (1,), np.float32)],
+                              [info("out_a", (3, 2), np.float32), info("out_b", (4,), np.float32), info("out_c", (8,), np.float32)],
+                              [onnx.numpy_helper.from_array(np.array(0), "axis"), onnx.numpy_helper.from_array(np.array([1]), "one")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
+    with pytest.raises(ValueError, match=r"^ScatterUpdate node 'update': input 'indices' is drawn for ScatterElements node 'write' too"):
+        ScatterDataLoader(model)[0]

@@ -927,6 +927,12 @@ def test_cli_rewrites_what_the_function_rewrites_and_validates_what_it_writes(tm
     assert main(["rewrite", str(tmp_path / "step0.onnx"), str(tmp_path / "out2.onnx")]) == 2
     assert "'step' must not contain 0" in capsys.readouterr().err
     assert not (tmp_path / "out2.onnx").exists()
+    short = helper.make_graph([helper.make_node("ScatterElements", ["data", "indices"], ["output"], name="w")], "g", inputs[:2],
+                              [value("output", TensorProto.FLOAT, [4, 3])])
+    onnx.save(helper.make_model(short, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "short.onnx")
+    assert main(["rewrite", str(tmp_path / "short.onnx"), str(tmp_path / "out3.onnx")]) == 2  # the rewrite cannot read it: the model's mistake
+    assert capsys.readouterr().err == ("trt-scatter rewrite: error: ScatterElements node 'w': ScatterElements takes 3 inputs and gives 1 output "
+                                       "(got 2 inputs, 1 outputs)\n")
 
 
 def test_cli_unwritable_output_fails_with_one_line_before_any_work(tmp_path, capsys):

@@ -361,8 +361,8 @@ class _Plan:
                                          f"{last}; give valid inputs (--load-inputs)") from None
                     raise node.error(f"a run fails whatever the values drawn for {name!r}: {last}; give inputs that run "
                                      f"(--load-inputs), or fix the model (an exporter may have kept a shape of its example)") from None
+            blamed.update(name for name in [*self.searched, *self.shared] if feeding[name] & failed)
             redraw = {name for name in self.searched if feeding[name] & failed} or set(self.searched)
-            blamed.update(redraw | {name for name in self.shared if feeding[name] & failed})
         name = max([*self.searched, *self.shared], key=lambda name: blamed[name])  # the first of the most blamed
         if name in self.shared:
             node, key = self.shared[name]
@@ -428,18 +428,26 @@ class _Plan:
 
 
 def _random_try(rng, attempt, low, high, shape):
-    """The values of random try ``attempt`` in [low, high): every other try within a narrower span around 0 (a half, a
-    quarter, an eighth of it, in turn: the smallest dimension an index must fit may be far below the largest, which sets
-    the span) and, where the span holds that many, all distinct (targets a write without a reduction must not repeat,
-    which a lowered model's clamp of an index past the end makes them do)."""
-    if attempt % 2 == 0:
+    """The values of random try ``attempt`` in [low, high): every other try in a narrower window, 2, 4, 8, ... values
+    wide from 0 up (then from below 0), in turn (the dimension an index must fit may be far smaller than the largest,
+    which sets [low, high)), each row (the last axis) distinct where the window holds it (the targets of a write
+    without a reduction must not repeat: a list of rows, a line of ScatterElements' last axis; a lowered model clamps
+    an index past the end onto another)."""
+    if attempt % 2 == 0 or not shape:
         return rng.integers(low, high, size=shape)
-    shrink = 1 << (1 + (attempt // 2) % 3)
-    low, high = min(0, -(-low // shrink)), max(1, -(-high // shrink))
-    count = math.prod(shape)
-    if count <= high - low:
-        return (low + rng.permutation(high - low)[:count]).reshape(shape)
-    return rng.integers(low, high, size=shape)
+    widths = [width for width in (2**i for i in range(1, 64)) if width < high - low] + [high - low]
+    k = attempt // 2
+    width = widths[k % len(widths)]
+    first = max(low, 0 if (k // len(widths)) % 2 == 0 else -width)
+    span = min(first + width, high) - first
+    rows, length = math.prod(shape[:-1]), shape[-1]
+    if length > span or rows * span > MAX_DISTINCT_DRAW:
+        return rng.integers(first, first + span, size=shape)
+    return (first + rng.random((rows, span)).argsort(axis=1)[:, :length]).reshape(shape)
+
+
+#: the most random numbers :func:`_random_try` draws to make its rows distinct (rows x window)
+MAX_DISTINCT_DRAW = 1 << 20
 
 
 def _nearest_first(k, low, high):

@@ -32,12 +32,22 @@ def run(args: argparse.Namespace) -> int:
         common.check_output_path(args.output, reads=[args.input])
         model = common.load_model_to_rewrite(args.input)
         common.check_model_output(args.output, reads=model.files, external_data=model.external)  # its external data files too
-        rewritten, report = rewrite(model)
-        branches = list(extremes_from_zero(rewritten.graph))  # before the write, which moves its weights to the output's files
-        try:  # what it writes, not what it read: the rewrite mends some of PyTorch's exports (a reduction before its opset)
-            validate(rewritten)  # and keeps the model's trt_scatter nodes as they are: they must hold
+        try:
+            validate(model)
+            mistake = None
+        except ModelError as err:  # the rewrite may mend it (PyTorch's reduction before its opset): what it writes decides
+            mistake = err
+        try:
+            rewritten, report = rewrite(model)
+        except Exception:
+            if mistake is not None:  # a node the rewrite could not read (an input short): the model's mistake, named
+                raise common.CliError(str(mistake)) from None
+            raise
+        try:
+            validate(rewritten)  # the model's trt_scatter nodes are kept as they are: they must hold
         except ModelError as err:
-            raise common.CliError(str(err)) from None
+            raise common.CliError(str(mistake or err)) from None  # the user's node, as their model showed it
+        branches = list(extremes_from_zero(rewritten.graph))  # before the write, which moves its weights to the output's files
         common.write_model(rewritten, args.output, external_data=model.external)  # tensors kept as the model kept them
     except common.CliError as err:
         return common.report("rewrite", err)

@@ -354,7 +354,8 @@ def _profile_for(shapes, config_args):
     """The TensorRT profile for the inputs the data loader generates (``shapes``): polygraphy's would fix the dynamic
     dims of an input the user's profile leaves out at 1, or of every input where the user gave none; such an input
     takes its generated shape instead (min, opt and max), so the engine accepts what is fed (the user's profile of
-    one input sets the named dims the loader gives the others)."""
+    one input sets the named dims the loader gives the others). Of several profiles, the first: the inputs are
+    generated at its opt shapes, and polygraphy's runner uses it."""
     from polygraphy.common import TensorMetadata
     from polygraphy.tools.args.backend.trt.config import parse_profile_shapes
 
@@ -366,10 +367,10 @@ def _profile_for(shapes, config_args):
             metadata.add(literal_pattern(name), dtype=None, shape=shape)  # polygraphy's Profile matches its keys as patterns
         config_args.profile_dicts = parse_profile_shapes(metadata, [], [], [])
         return
-    for profile in config_args.profile_dicts:
-        for name, shape in shapes.items():
-            if name not in profile and literal_pattern(name) not in profile:
-                profile[literal_pattern(name)] = (list(shape), list(shape), list(shape))
+    profile = config_args.profile_dicts[0]  # the one the inputs are generated for (its opt shapes), and the runner uses
+    for name, shape in shapes.items():
+        if name not in profile and literal_pattern(name) not in profile:
+            profile[literal_pattern(name)] = (list(shape), list(shape), list(shape))
 
 
 def _after_add_to_script(arg_group, extend):
