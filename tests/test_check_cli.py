@@ -301,7 +301,7 @@ def _verdict(expected, actual, atol=0.0, rtol=0.0):
     from trt_scatter.cli.check import _compare
 
     results = RunResults([(name, [IterationResult({"output": array}, runner_name=name)]) for name, array in (("oracle", expected), ("engine", actual))])
-    failed = _compare(results, [("oracle", "engine")], {"output": (atol, rtol)})
+    failed = _compare(results, [("oracle", "engine")], {"output": (atol, rtol, "the test's")})
     assert failed in ([], [("oracle", "engine")])  # the pairs that failed: a golden one's failure adds a note on the inputs
     return not failed
 
@@ -962,3 +962,30 @@ def test_an_unusual_debug_switch_is_named_by_check_where_no_kernel_runs(tmp_path
     monkeypatch.setattr(log, "_warned_flags", set())
     main(["check", str(tmp_path / "m.onnx"), "--allow-engine-not-run"])
     assert "TRT_SCATTER_DEBUG='2' is not one of 1/true/yes/on (on) or 0/false/no/off (off): taken as on" in caplog.text
+
+
+def test_an_integer_output_the_model_computes_from_floats_is_compared_exactly(tmp_path, capsys):
+    """A next-token id, the ArgMax of float logits: it was compared at the float tolerances, where an id of 124544 against
+    124543 is a relative difference of 8e-6, and passed. An integer output is an index, a count or an id: exact."""
+    from onnx import TensorProto, helper
+
+    from trt_scatter.cli import check, main
+
+    value = helper.make_tensor_value_info
+    nodes = [helper.make_node("Mul", ["x", "scale"], ["logits"]), helper.make_node("ArgMax", ["logits"], ["token"], axis=-1, keepdims=0)]
+    graph = helper.make_graph(nodes, "g", [value("x", TensorProto.FLOAT, [1, 200000])], [value("token", TensorProto.INT64, [1])],
+                              [onnx.numpy_helper.from_array(np.array(0.5, np.float32), "scale")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "argmax.onnx")
+    results = {"reference": [{"token": np.array([124544])}], "onnxruntime": [{"token": np.array([124543])}]}
+    loaded = common_model(tmp_path / "argmax.onnx")
+    assert check._compare(results, [("reference", "onnxruntime")], check._default_tolerances(loaded)) == [("reference", "onnxruntime")]
+    out = capsys.readouterr().out
+    assert out.startswith("FAIL token: onnxruntime vs reference: max abs diff 1, max rel diff 8.02936e-06 (atol 0, rtol 0: "
+                                              "exact: an integer output (an index, a count, an id))"), out
+    assert main(["check", str(tmp_path / "argmax.onnx"), "--allow-engine-not-run"]) == 0  # equal runs still pass
+
+
+def common_model(path):
+    from trt_scatter.cli import common
+
+    return common.load_model(path, weights=True)

@@ -5,8 +5,8 @@ trt-scatter's plugins registered, and ONNX's own nodes that a plugin serves hand
 ScatterElements or ScatterND with a reduction), feed valid inputs (:class:`ScatterDataLoader`, or
 ``--load-inputs``), run the engine and the reference (:class:`trt_scatter.reference.Reference`:
 ONNX's evaluator with the oracle for the scatter ops, so MatMul, Conv or Sigmoid around them run
-too), compare every output (exactly where the model only moves data to compute it; where it computes
-with floats, at polygraphy's default tolerances; ``--atol``/``--rtol`` for all), and print one verdict line
+too), compare every output (exactly where the model only moves data to compute it, and an integer output; where
+it computes floats, at polygraphy's default tolerances; ``--atol``/``--rtol`` for all), and print one verdict line
 per output and a final verdict. Something is always compared:
 
 - with a GPU, the TensorRT engine against the reference;
@@ -78,7 +78,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     parser.add_argument("--seed", type=_non_negative_int, help="seed of the generated inputs (default 1)")
     parser.add_argument("--iterations", type=_iterations, help=f"how many sets of inputs to generate (default 1, at most {MAX_ITERATIONS})")
-    parser.add_argument("--atol", type=_tolerance, help=f"absolute tolerance of every output (default: 0 where the model only moves data to compute it, {DEFAULT_TOLERANCE} where it computes with floats, {FLOAT16_TOLERANCE[0]} for a float16 output)")
+    parser.add_argument("--atol", type=_tolerance, help=f"absolute tolerance of every output (default: 0 where the model only moves data to compute it and for an integer output, {DEFAULT_TOLERANCE} where it computes floats, {FLOAT16_TOLERANCE[0]} for a float16 output)")
     parser.add_argument("--rtol", type=_tolerance, help=f"relative tolerance of every output (default: 0, {DEFAULT_TOLERANCE}, or {FLOAT16_TOLERANCE[1]} for a float16 output)")
     parser.add_argument("--load-inputs", type=common.file_path, metavar="JSON", help="inputs saved by --save-inputs or `polygraphy run --save-inputs`")
     parser.add_argument("--save-inputs", type=common.file_path, metavar="JSON", help="save the inputs (polygraphy's JSON list of feed dicts)")
@@ -152,7 +152,6 @@ def run(args: argparse.Namespace) -> int:
 def _check(args):
     """Builds, runs, compares and prints the verdict lines per output; returns the final verdict and whether an engine
     was built."""
-    import numpy as np
 
     generating = [flag for flag, given in (("--seed", args.seed is not None), ("--iterations", args.iterations is not None),
                                            ("--input-shapes", bool(args.input_shapes))) if given]
@@ -273,11 +272,8 @@ def _check(args):
             source = _golden_run_of(name, list(golden.keys()))
             results.append((f"golden {source}", golden[source]))
             pairs.append((f"golden {source}", name))
-    exact = _exact_outputs(loaded)
-    defaults = {name: (0.0, 0.0) if name in exact else FLOAT16_TOLERANCE if loaded.tensors.dtype(name) == np.float16 else (DEFAULT_TOLERANCE,) * 2
-                for name in (value.name for value in model.graph.output)}
-    tolerances = {name: (args.atol if args.atol is not None else atol, args.rtol if args.rtol is not None else rtol)
-                  for name, (atol, rtol) in defaults.items()}
+    tolerances = {name: (args.atol if args.atol is not None else atol, args.rtol if args.rtol is not None else rtol, why)
+                  for name, (atol, rtol, why) in _default_tolerances(loaded).items()}
     given = " and ".join(flag for flag, value in (("--atol", args.atol), ("--rtol", args.rtol)) if value is not None)
     failed = _compare(results, pairs, tolerances, given=f"{given} given" if given else "")
     ok &= not failed
@@ -618,6 +614,25 @@ def _load_golden(path, outputs):
     return golden
 
 
+def _default_tolerances(loaded):
+    """``{output name: (atol, rtol, why)}`` when no ``--atol``/``--rtol`` is given: 0 for an output the model only moves
+    data to compute (:func:`_exact_outputs`) and for an integer or bool one (an index, a count, an id: a tolerance that
+    grows with the value would pass a next-token id off by one), polygraphy's default for the other outputs, wider for
+    float16."""
+    import numpy as np
+
+    exact, defaults = _exact_outputs(loaded), {}
+    for value in loaded.proto.graph.output:
+        dtype = loaded.tensors.dtype(value.name)
+        if value.name in exact:
+            defaults[value.name] = (0.0, 0.0, "exact: the model only moves data to compute it")
+        elif dtype is not None and dtype.kind in "biu":
+            defaults[value.name] = (0.0, 0.0, "exact: an integer output (an index, a count, an id)")
+        else:
+            defaults[value.name] = (*(FLOAT16_TOLERANCE if dtype == np.float16 else (DEFAULT_TOLERANCE,) * 2), "the model computes it with floats")
+    return defaults
+
+
 def _exact_outputs(loaded):
     """The graph outputs the model computes exactly: through :data:`EXACT_OPS`, scatters without a reduction and
     integer arithmetic only, from its inputs and constants (so any two correct runs give the same bytes)."""
@@ -664,7 +679,8 @@ def _compare(results, pairs, tolerances, given=""):
     data, so NaN and infinities in the inputs reach both sides unchanged. NaN in other places on the two
     sides fail (polygraphy's tolerance check counts every NaN as a mismatch); NaN in the same places are
     left out of the comparison of the rest, which is polygraphy's elementwise check at the output's
-    ``tolerances`` (``{name: (atol, rtol)}``), which each line names (``given``: which of them are the user's, said so).
+    ``tolerances`` (``{name: (atol, rtol, why)}``), which each line names with its reason (``given``: which of them are the
+    user's, said so instead).
     """
     import numpy as np
     from polygraphy.comparator import IterationResult
@@ -702,7 +718,7 @@ def _compare(results, pairs, tolerances, given=""):
                                              f"{int((got_nans & ~nans).sum())} where {reference} has none and {int((nans & ~got_nans).sum())} "
                                              f"where {reference} has NaN")
                 else:
-                    atol, rtol = tolerances.get(name, (0.0, 0.0))
+                    atol, rtol, why = tolerances.get(name, (0.0, 0.0, "exact"))
                     exact = (atol, rtol) == (0.0, 0.0)  # equal bytes, and these differ: a zero's sign, a NaN's payload, integers that wrap
                     if nans.any():  # in the same places on both sides (a NaN input, computed on): compare the rest
                         want, got = np.where(nans, 0, want), np.where(nans, 0, got)
@@ -719,7 +735,7 @@ def _compare(results, pairs, tolerances, given=""):
                             other = got[differs].astype(np.float64)
                             reldiff = float(np.max(np.abs(other - want[differs].astype(np.float64)) / np.abs(other))) if differs.any() else 0.0
                     bitwise = "; equal as numbers, not bit for bit" if exact and verdict else ""
-                    why = given if given else "exact: the model only moves data to compute it" if exact else "the model computes it with floats"
+                    why = given or why
                     same_nan = f"; NaN in the same {int(nans.sum())} places on both sides" if nans.any() else ""
                     passed, detail = bool(verdict) and not exact, (f"max abs diff {verdict.max_absdiff:.6g}, max rel diff {reldiff:.6g} "
                                                                    f"(atol {atol:g}, rtol {rtol:g}: {why}){same_nan}{bitwise}")
