@@ -604,6 +604,10 @@ def test_golden_data_that_does_not_fit_the_run_and_inputs_the_reference_refuses(
     RunResults().save(str(tmp_path / "empty.json"))
     empty = check(elements_model, "--load-outputs", tmp_path / "empty.json")
     assert empty.returncode == 2 and empty.stderr.count("\n") == 1 and f"{str(tmp_path / 'empty.json')!r} holds no runs" in empty.stderr, output_of(empty)
+    RunResults([("reference-runner", [])]).save(str(tmp_path / "no_iterations.json"))  # was "1 iterations, expected 0", FAILED
+    hollow = check(elements_model, "--load-outputs", tmp_path / "no_iterations.json")
+    assert hollow.returncode == 2 and hollow.stderr.count("\n") == 1, output_of(hollow)
+    assert f"{str(tmp_path / 'no_iterations.json')!r}: its run 'reference-runner' holds no iterations" in hollow.stderr, output_of(hollow)
 
     feeds = {"data": np.zeros((2, 5), np.float32), "indices": np.array([[0, 1, 5], [0, 1, 2]]), "updates": np.ones((2, 3), np.float32)}
     save_json([feeds], str(tmp_path / "out_of_range.json"))

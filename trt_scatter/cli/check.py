@@ -606,6 +606,9 @@ def _load_golden(path, outputs):
         raise common.CliError(f"cannot load golden outputs from {path!r}: {err}") from None
     if not len(golden):
         raise common.CliError(f"{path!r} holds no runs")
+    hollow = next((name for name, iterations in golden.items() if not iterations), None)
+    if hollow is not None:
+        raise common.CliError(f"--load-outputs {path!r}: its run {hollow!r} holds no iterations, so nothing could be compared with it")
     run = _golden_run_of(REFERENCE, list(golden.keys()))
     saved = sorted({name for iteration in golden[run] for name in iteration.keys()})
     if saved and not set(saved) & set(outputs):
