@@ -82,7 +82,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--rtol", type=_tolerance, help=f"relative tolerance of every output (default: 0, {DEFAULT_TOLERANCE}, or {FLOAT16_TOLERANCE[1]} for a float16 output)")
     parser.add_argument("--load-inputs", type=common.file_path, metavar="JSON", help="inputs saved by --save-inputs or `polygraphy run --save-inputs`")
     parser.add_argument("--save-inputs", type=common.file_path, metavar="JSON", help="save the inputs (polygraphy's JSON list of feed dicts)")
-    parser.add_argument("--save-outputs", type=common.file_path, metavar="JSON", help="save every runner's outputs, named by runner (polygraphy RunResults JSON)")
+    parser.add_argument("--save-outputs", type=common.file_path, metavar="JSON", help="save every runner's outputs, named by runner (polygraphy RunResults JSON), whatever the verdict: "
+                        "check a refreshed golden file's verdict before you keep it")
     parser.add_argument("--load-outputs", type=common.file_path, metavar="JSON", help="golden RunResults: compare each run with the golden run of its runner")
     parser.add_argument("--save-engine", type=common.file_path, metavar="PLAN", help="save the serialized engine")
     parser.add_argument(
