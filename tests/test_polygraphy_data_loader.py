@@ -973,3 +973,25 @@ def test_a_failed_search_names_the_shared_input_not_an_independent_one_that_fits
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
     with pytest.raises(ValueError, match=r"^ScatterUpdate node 'update': input 'indices' is drawn for ScatterElements node 'write' too"):
         ScatterDataLoader(model)[0]
+
+
+def _searched_indices_model(op, data_shape, raw_shape, **attributes):
+    """``op(data, raw + 0, updates)``: indices a node computes, which the loader searches for (no rule draws them)."""
+    from onnx import helper
+
+    updates_shape = raw_shape if op == "ScatterElements" else tuple(raw_shape[:-1]) + tuple(data_shape[raw_shape[-1]:])
+    nodes = [helper.make_node("Add", ["raw", "zero"], ["indices"]), helper.make_node(op, ["data", "indices", "updates"], ["output"], **attributes)]
+    graph = helper.make_graph(nodes, "g", [info("data", data_shape, np.float32), info("raw", raw_shape, np.int64), info("updates", updates_shape, np.float32)],
+                              [info("output", data_shape, np.float32)], [onnx.numpy_helper.from_array(np.array(0), "zero")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("op, data_shape, raw_shape, attributes", [
+    ("ScatterElements", (4, 3), (4, 3), {"axis": 0}),  # each column a permutation of the 4 rows: found for 1 seed in 40
+    ("ScatterND", (1, 4, 8), (2, 2), {}),  # pairs (0 or -1, j): the row axis holds coordinates, which may repeat
+    ("ScatterND", (4, 16), (4, 1), {}),  # every row of data, once
+], ids=["columns", "coordinate pairs", "rows"])
+def test_searched_indices_are_found_where_they_must_be_distinct_along_any_axis(seed, op, data_shape, raw_shape, attributes):
+    feed = ScatterDataLoader(_searched_indices_model(op, data_shape, raw_shape, **attributes), seed=seed)[0]
+    assert feed["raw"].shape == raw_shape

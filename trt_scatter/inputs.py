@@ -323,6 +323,7 @@ class _Plan:
             self._reference = Reference(self.model)
         bound = max([max(self.concrete.get(node.inputs[node.op.data_input], ()), default=0) for node in self.nodes] + [DEFAULT_DIM])
         ranges = {name: self._search_range(name, bound) for name in self.searched}
+        widths = {name: self._window_widths(name, *ranges[name]) for name in self.searched}
         names = list(dict.fromkeys(name for node in self.nodes for name in node.inputs.values()))
         drawn = self._value_dependents([*self.searched, *self.shared])
         feeding = {name: self._value_dependents([name]) for name in [*self.searched, *self.shared]}  # what each drawn input's values reach
@@ -336,7 +337,7 @@ class _Plan:
                     continue
                 dtype = self.inputs[name][0]
                 if attempt < TRIES:
-                    feed[name] = _random_try(rng, attempt, *ranges[name], self.shapes[name]).astype(dtype)
+                    feed[name] = _random_try(rng, attempt, *ranges[name], widths[name], self.shapes[name]).astype(dtype)
                 else:  # then one value for every element, those near 0 first: random values fit each row alone, so a batch
                     # of rows (a position per sequence that the model moves, pos + 1) only rarely all at once
                     feed[name] = np.full(self.shapes[name], _nearest_first(attempt - TRIES, *ranges[name]), dtype)
@@ -410,6 +411,14 @@ class _Plan:
                 shapes.update(outputs)
         return values
 
+    def _window_widths(self, name, low, high):
+        """The widths of :func:`_random_try`'s narrow windows for a searched input: the sizes of the dimensions of data
+        of the nodes it reaches (an index must fit one of them), and 2, 4, 8, ... for those it reaches through other
+        ops, up to the whole range [low, high)."""
+        sizes = {size for node in self.reached.get(name, []) for size in self.concrete.get(node.inputs[node.op.data_input], ())}
+        powers = {2**i for i in range(1, max(high - low, 2).bit_length())}
+        return sorted(width for width in sizes | powers | {high - low} if 0 < width <= high - low)
+
     def _search_range(self, name, bound):
         """The values drawn for a searched input: in [0, c) where every scatter node it reaches takes repeated
         targets (a reduction: an edge list is valid as it is) and c, the least any of them takes in an index
@@ -427,26 +436,32 @@ class _Plan:
         return -bound - 1, bound + 1
 
 
-def _random_try(rng, attempt, low, high, shape):
-    """The values of random try ``attempt`` in [low, high): every other try in a narrower window, 2, 4, 8, ... values
-    wide from 0 up (then from below 0), in turn (the dimension an index must fit may be far smaller than the largest,
-    which sets [low, high)), each row (the last axis) distinct where the window holds it (the targets of a write
-    without a reduction must not repeat: a list of rows, a line of ScatterElements' last axis; a lowered model clamps
-    an index past the end onto another)."""
+def _random_try(rng, attempt, low, high, widths, shape):
+    """The values of random try ``attempt`` in [low, high). Every other try is drawn in a narrower window, one of
+    ``widths`` wide (the smallest first), from 0, around 0 or below 0, in turn: the dimension an index must fit may be
+    far smaller than the largest, which sets [low, high). Those tries take turns at four ways to draw, as the targets of a write without
+    a reduction must not repeat along some axis and a lowered model's clamp moves an index past the end onto another:
+    independent values, all distinct, each row (the last axis) distinct, each column (the first axis) distinct; a
+    way the window cannot hold gives independent values."""
     if attempt % 2 == 0 or not shape:
         return rng.integers(low, high, size=shape)
-    widths = [width for width in (2**i for i in range(1, 64)) if width < high - low] + [high - low]
     k = attempt // 2
+    way, place, k = k % 4, (k // 4) % 3, k // 12
     width = widths[k % len(widths)]
-    first = max(low, 0 if (k // len(widths)) % 2 == 0 else -width)
+    first = max(low, (0, -(width // 2), -width)[place])  # from 0, around 0, below 0
     span = min(first + width, high) - first
-    rows, length = math.prod(shape[:-1]), shape[-1]
-    if length > span or rows * span > MAX_DISTINCT_DRAW:
-        return rng.integers(first, first + span, size=shape)
-    return (first + rng.random((rows, span)).argsort(axis=1)[:, :length]).reshape(shape)
+    if way == 1 and math.prod(shape) <= span:
+        return first + rng.choice(span, size=math.prod(shape), replace=False).reshape(shape)
+    if way in (2, 3):
+        moved = np.moveaxis(np.empty(shape, np.int8), 0, -1).shape if way == 3 else tuple(shape)  # the distinct axis last
+        lines, length = math.prod(moved[:-1]), moved[-1]
+        if length <= span and lines * span <= MAX_DISTINCT_DRAW:
+            values = (first + rng.random((lines, span)).argsort(axis=1)[:, :length]).reshape(moved)
+            return np.moveaxis(values, -1, 0) if way == 3 else values
+    return rng.integers(first, first + span, size=shape)
 
 
-#: the most random numbers :func:`_random_try` draws to make its rows distinct (rows x window)
+#: the most random numbers :func:`_random_try` draws to make its rows or columns distinct (lines x window)
 MAX_DISTINCT_DRAW = 1 << 20
 
 
