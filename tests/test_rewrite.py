@@ -933,6 +933,15 @@ def test_cli_rewrites_what_the_function_rewrites_and_validates_what_it_writes(tm
     assert main(["rewrite", str(tmp_path / "short.onnx"), str(tmp_path / "out3.onnx")]) == 2  # the rewrite cannot read it: the model's mistake
     assert capsys.readouterr().err == ("trt-scatter rewrite: error: ScatterElements node 'w': ScatterElements takes 3 inputs and gives 1 output "
                                        "(got 2 inputs, 1 outputs)\n")
+    # a mistake the rewrite mends (the reduction before its opset) and one it keeps (step 0): the one left is named
+    both = onnx.load(tmp_path / "step0.onnx")
+    both.graph.input.extend([value("d2", TensorProto.FLOAT, [4, 3]), value("i2", TensorProto.INT64, [2, 3]), value("u2", TensorProto.FLOAT, [2, 3])])
+    both.graph.output.append(value("o2", TensorProto.FLOAT, [4, 3]))
+    both.graph.node.insert(0, helper.make_node("ScatterElements", ["d2", "i2", "u2"], ["o2"], name="w", axis=0, reduction="max"))
+    next(opset for opset in both.opset_import if opset.domain == "").version = 17
+    onnx.save(both, tmp_path / "both.onnx")
+    assert main(["rewrite", str(tmp_path / "both.onnx"), str(tmp_path / "out4.onnx")]) == 2
+    assert "'step' must not contain 0" in capsys.readouterr().err
 
 
 def test_cli_unwritable_output_fails_with_one_line_before_any_work(tmp_path, capsys):

@@ -22,6 +22,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def _names_a_node_made(err, original, rewritten):
+    """Whether ``err`` (a validation error of ``rewritten``) names a node the rewrite made, which the user's model does
+    not have: its mistake is then better told by the user's node, as their model showed it."""
+    from trt_scatter.model import all_nodes
+
+    made = {node.name for node in all_nodes(rewritten.graph)} - {node.name for node in all_nodes(original.graph)}
+    label = str(err).split(": ", 1)[0]
+    return any(name and f"'{name}'" in label for name in made)
+
+
 def run(args: argparse.Namespace) -> int:
     from trt_scatter.log import warn
     from trt_scatter.model import ModelError
@@ -46,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             validate(rewritten)  # the model's trt_scatter nodes are kept as they are: they must hold
         except ModelError as err:
-            raise common.CliError(str(mistake or err)) from None  # the user's node, as their model showed it
+            raise common.CliError(str(mistake if mistake is not None and _names_a_node_made(err, model.proto, rewritten) else err)) from None
         branches = list(extremes_from_zero(rewritten.graph))  # before the write, which moves its weights to the output's files
         common.write_model(rewritten, args.output, external_data=model.external)  # tensors kept as the model kept them
     except common.CliError as err:
