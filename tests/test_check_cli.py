@@ -258,12 +258,18 @@ def test_bad_arguments_and_inputs_end_in_one_line(elements_model, tmp_path):
     (["--input-shapes", "data:[3,x]"], "argument --input-shapes: 'data:[3,x]' is not NAME:[D,...] with non-negative integer dims"),
     (["--seed", "one"], "argument --seed: 'one' is not a non-negative integer"),
     (["--seed", "-1"], "argument --seed: '-1' is not a non-negative integer"),
-    (["--atol", "-1"], "argument --atol: '-1' is not a finite non-negative number"),
-    (["--rtol", "nan"], "argument --rtol: 'nan' is not a finite non-negative number"),
-    (["--atol", "inf"], "argument --atol: 'inf' is not a finite non-negative number"),  # it would pass any output
+    (["--atol", "-1"], "argument --atol: '-1' is not a finite non-negative number, nor OUTPUT:NUMBER"),
+    (["--rtol", "nan"], "argument --rtol: 'nan' is not a finite non-negative number, nor OUTPUT:NUMBER"),
+    (["--atol", "inf"], "argument --atol: 'inf' is not a finite non-negative number, nor OUTPUT:NUMBER"),  # it would pass any output
+    (["--atol", "output:-1"], "argument --atol: 'output:-1' is not a finite non-negative number, nor OUTPUT:NUMBER"),
+    (["--atol", "1e-3", "other.onnx"], "argument --atol: 'other.onnx' is not a finite non-negative number, nor OUTPUT:NUMBER (is it the "
+                                       "model? --atol takes every word after it: give the model first)"),
+    (["--atol", "out:1e-3"], "--atol names 'out', which is not an output of the model (its outputs: output)"),
+    (["--rtol", "output:1e-3", "output:1e-2"], "--rtol gives output 'output' twice"),
+    (["--atol", "1e-3", "2e-3"], "--atol gives every output's twice"),
     (["--iterations", "two"], "argument --iterations: 'two' is not a positive integer"),
     (["--iterations", "0"], "argument --iterations: '0' is not a positive integer"),
-    (["--atol", "tiny"], "argument --atol: 'tiny' is not a finite non-negative number"),
+    (["--atol", "tiny"], "argument --atol: 'tiny' is not a finite non-negative number, nor OUTPUT:NUMBER"),
     (["--input-shapes", "data:[3,5]", "other.onnx"], "argument --input-shapes: 'other.onnx' is not NAME:[D,...] with non-negative integer "
                                                      "dims (is it the model? --input-shapes takes every word after it: give the model first)"),
     (["--input-shapes", "nothing:[2]"], "--input-shapes names 'nothing', which is not an input of the model (its inputs: data, indices, updates)"),
@@ -994,3 +1000,21 @@ def common_model(path):
     from trt_scatter.cli import common
 
     return common.load_model(path, weights=True)
+
+
+def test_a_tolerance_of_one_output_leaves_the_others_as_they_were(tmp_path):
+    """``--atol NAME:VALUE`` (polygraphy's form) loosens one output: a float output whose golden data a regression moves
+    by 1e-4 passes, while an exact output beside it stays exact (a bare --atol loosened every output)."""
+    from onnx import TensorProto, helper
+
+    from trt_scatter.cli import check
+
+    value = helper.make_tensor_value_info
+    nodes = [helper.make_node("Mul", ["x", "x"], ["y"]), helper.make_node("Identity", ["x"], ["z"])]
+    graph = helper.make_graph(nodes, "g", [value("x", TensorProto.FLOAT, [4])], [value("y", TensorProto.FLOAT, [4]), value("z", TensorProto.FLOAT, [4])])
+    loaded = common_model(fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "two.onnx"))
+    parse = check._tolerance_word("--atol")
+    tolerances = check._tolerances(loaded, [parse("y:1e-3")], [])
+    assert tolerances == {"y": (1e-3, 1e-5, "--atol given"), "z": (0.0, 0.0, "exact: the model only moves data to compute it")}
+    assert check._tolerances(loaded, [parse("1e-3")], [check._tolerance_word("--rtol")("z:0.5")]) == {
+        "y": (1e-3, 1e-5, "--atol given"), "z": (1e-3, 0.5, "--atol and --rtol given")}

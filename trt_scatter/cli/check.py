@@ -6,7 +6,7 @@ ScatterElements or ScatterND with a reduction), feed valid inputs (:class:`Scatt
 ``--load-inputs``), run the engine and the reference (:class:`trt_scatter.reference.Reference`:
 ONNX's evaluator with the oracle for the scatter ops, so MatMul, Conv or Sigmoid around them run
 too), compare every output (exactly where the model only moves data to compute it, and an integer output; where
-it computes floats, at polygraphy's default tolerances; ``--atol``/``--rtol`` for all), and print one verdict line
+it computes floats, at polygraphy's default tolerances; ``--atol``/``--rtol`` for all, or ``OUTPUT:VALUE`` for one), and print one verdict line
 per output and a final verdict. Something is always compared:
 
 - with a GPU, the TensorRT engine against the reference;
@@ -78,8 +78,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     parser.add_argument("--seed", type=_non_negative_int, help="seed of the generated inputs (default 1)")
     parser.add_argument("--iterations", type=_iterations, help=f"how many sets of inputs to generate (default 1, at most {MAX_ITERATIONS})")
-    parser.add_argument("--atol", type=_tolerance, help=f"absolute tolerance of every output (default: 0 where the model only moves data to compute it and for an integer output, {DEFAULT_TOLERANCE} where it computes floats, {FLOAT16_TOLERANCE[0]} for a float16 output)")
-    parser.add_argument("--rtol", type=_tolerance, help=f"relative tolerance of every output (default: 0, {DEFAULT_TOLERANCE}, or {FLOAT16_TOLERANCE[1]} for a float16 output)")
+    parser.add_argument("--atol", nargs="+", action="extend", type=_tolerance_word("--atol"), metavar="[OUTPUT:]VALUE",
+                        help=f"absolute tolerance of every output, or with OUTPUT: of that output, as polygraphy's (default: 0 where the model only moves data to compute it and for an integer output, {DEFAULT_TOLERANCE} where it computes floats, {FLOAT16_TOLERANCE[0]} for a float16 output)")
+    parser.add_argument("--rtol", nargs="+", action="extend", type=_tolerance_word("--rtol"), metavar="[OUTPUT:]VALUE",
+                        help=f"relative tolerance, likewise (default: 0, {DEFAULT_TOLERANCE}, or {FLOAT16_TOLERANCE[1]} for a float16 output)")
     parser.add_argument("--load-inputs", type=common.file_path, metavar="JSON", help="inputs saved by --save-inputs or `polygraphy run --save-inputs`")
     parser.add_argument("--save-inputs", type=common.file_path, metavar="JSON", help="save the inputs (polygraphy's JSON list of feed dicts)")
     parser.add_argument("--save-outputs", type=common.file_path, metavar="JSON", help="save every runner's outputs, named by runner (polygraphy RunResults JSON), whatever the verdict: "
@@ -126,6 +128,43 @@ def _number_at_least(convert, minimum, what):
 
 _non_negative_int = _number_at_least(int, 0, "a non-negative integer")  # NumPy's seeds are non-negative
 _tolerance = _number_at_least(float, 0.0, "a finite non-negative number")
+
+
+def _tolerance_word(flag):
+    """An argparse type for a word of ``flag`` (``--atol``/``--rtol``): ``(None, value)`` for every output, or
+    ``(output, value)`` for ``OUTPUT:VALUE`` (the name is all before the last ':')."""
+
+    def parse(text):
+        name, separator, number = text.rpartition(":")
+        try:
+            return (name if separator else None), _tolerance(number)
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite non-negative number, nor OUTPUT:NUMBER{common.shape_flag_hint(text, flag)}") from None
+
+    return parse
+
+
+def _tolerances(loaded, atols, rtols):
+    """``{output name: (atol, rtol, why)}``: the defaults (:func:`_default_tolerances`), with what ``--atol``/``--rtol``
+    give (lists of ``(output or None, value)``) in their place, of one output where named, else of every output."""
+    outputs = [value.name for value in loaded.proto.graph.output]
+    given = {}
+    for flag, words in (("--atol", atols), ("--rtol", rtols)):
+        values = {}
+        for name, value in words or ():
+            if name is not None and name not in outputs:
+                raise common.CliError(f"{flag} names {name!r}, which is not an output of the model (its outputs: {', '.join(outputs)})")
+            if name in values:
+                raise common.CliError(f"{flag} gives output {name!r} twice" if name is not None else f"{flag} gives every output's twice")
+            values[name] = value
+        given[flag] = values
+    tolerances = {}
+    for name, (atol, rtol, why) in _default_tolerances(loaded).items():
+        chosen = {flag: values.get(name, values.get(None)) for flag, values in given.items()}
+        flags = [flag for flag, value in chosen.items() if value is not None]
+        tolerances[name] = (atol if chosen["--atol"] is None else chosen["--atol"], rtol if chosen["--rtol"] is None else chosen["--rtol"],
+                            f"{' and '.join(flags)} given" if flags else why)
+    return tolerances
 _positive_int = _number_at_least(int, 1, "a positive integer")
 
 
@@ -178,6 +217,7 @@ def _check(args):
         _check_input_types(loaded)
     except ValueError as err:
         raise common.CliError(str(err)) from None
+    tolerances = _tolerances(loaded, args.atol, args.rtol)  # a name that is no output's, before any work
     inputs = [value.name for value in model.graph.input]
     unknown = [name for name, _ in args.input_shapes if name not in inputs]
     if unknown:  # the first, as build names the first of its profile
@@ -249,7 +289,7 @@ def _check(args):
             print(f"{why}: the TensorRT engine is not run; comparing onnxruntime on the lowered model (trt_scatter nodes as standard ONNX ops) with the reference instead")
         else:
             print(f"{why}: the TensorRT engine is not run; comparing onnxruntime with the reference instead")
-        runners.append(_onnxruntime_runner(loaded, has_plugins, tolerant=args.atol is not None or args.rtol is not None))
+        runners.append(_onnxruntime_runner(loaded, has_plugins, tolerant=bool(args.atol or args.rtol)))
 
     _counted_plugin_errors(uses_plugins)  # what earlier runs in this process counted is not this check's to report
     try:
@@ -273,10 +313,7 @@ def _check(args):
             source = _golden_run_of(name, list(golden.keys()))
             results.append((f"golden {source}", golden[source]))
             pairs.append((f"golden {source}", name))
-    tolerances = {name: (args.atol if args.atol is not None else atol, args.rtol if args.rtol is not None else rtol, why)
-                  for name, (atol, rtol, why) in _default_tolerances(loaded).items()}
-    given = " and ".join(flag for flag, value in (("--atol", args.atol), ("--rtol", args.rtol)) if value is not None)
-    failed = _compare(results, pairs, tolerances, given=f"{given} given" if given else "")
+    failed = _compare(results, pairs, tolerances)
     ok &= not failed
     # onnxruntime's own failures: against a reference that the reference run itself matches
     onnxruntime_failed = any(name.startswith("onnxruntime") and (reference, REFERENCE) not in failed for reference, name in failed)
@@ -676,15 +713,14 @@ def _exact_outputs(loaded):
     return found
 
 
-def _compare(results, pairs, tolerances, given=""):
+def _compare(results, pairs, tolerances):
     """Prints one verdict line per (pair, output, iteration) and returns the pairs that failed.
 
     Outputs must have the same type and shape. Identical bytes pass outright: scatter ops only move
     data, so NaN and infinities in the inputs reach both sides unchanged. NaN in other places on the two
     sides fail (polygraphy's tolerance check counts every NaN as a mismatch); NaN in the same places are
     left out of the comparison of the rest, which is polygraphy's elementwise check at the output's
-    ``tolerances`` (``{name: (atol, rtol, why)}``), which each line names with its reason (``given``: which of them are the
-    user's, said so instead).
+    ``tolerances`` (``{name: (atol, rtol, why)}``, :func:`_tolerances`), which each line names with its reason.
     """
     import numpy as np
     from polygraphy.comparator import IterationResult
@@ -739,7 +775,6 @@ def _compare(results, pairs, tolerances, given=""):
                             other = got[differs].astype(np.float64)
                             reldiff = float(np.max(np.abs(other - want[differs].astype(np.float64)) / np.abs(other))) if differs.any() else 0.0
                     bitwise = "; equal as numbers, not bit for bit" if exact and verdict else ""
-                    why = given or why
                     same_nan = f"; NaN in the same {int(nans.sum())} places on both sides" if nans.any() else ""
                     passed, detail = bool(verdict) and not exact, (f"max abs diff {verdict.max_absdiff:.6g}, max rel diff {reldiff:.6g} "
                                                                    f"(atol {atol:g}, rtol {rtol:g}: {why}){same_nan}{bitwise}")
