@@ -266,7 +266,7 @@ def test_bad_arguments_and_inputs_end_in_one_line(elements_model, tmp_path):
                                        "model? --atol takes every word after it: give the model first)"),
     (["--atol", "out:1e-3"], "--atol names 'out', which is not an output of the model (its outputs: output)"),
     (["--rtol", "output:1e-3", "output:1e-2"], "--rtol gives output 'output' twice"),
-    (["--atol", "1e-3", "2e-3"], "--atol gives every output's twice"),
+    (["--atol", "1e-3", "2e-3"], "--atol gives a value for every output twice"),
     (["--iterations", "two"], "argument --iterations: 'two' is not a positive integer"),
     (["--iterations", "0"], "argument --iterations: '0' is not a positive integer"),
     (["--atol", "tiny"], "argument --atol: 'tiny' is not a finite non-negative number, nor OUTPUT:NUMBER"),

@@ -991,7 +991,8 @@ def _searched_indices_model(op, data_shape, raw_shape, **attributes):
     ("ScatterElements", (4, 3), (4, 3), {"axis": 0}),  # each column a permutation of the 4 rows: found for 1 seed in 40
     ("ScatterND", (1, 4, 8), (2, 2), {}),  # pairs (0 or -1, j): the row axis holds coordinates, which may repeat
     ("ScatterND", (4, 16), (4, 1), {}),  # every row of data, once
-], ids=["columns", "coordinate pairs", "rows"])
+    ("ScatterND", (300, 8), (256, 1), {}),  # 256 distinct rows: a window as wide as data's rows (one of 32 at most was tried)
+], ids=["columns", "coordinate pairs", "rows", "many rows"])
 def test_searched_indices_are_found_where_they_must_be_distinct_along_any_axis(seed, op, data_shape, raw_shape, attributes):
     feed = ScatterDataLoader(_searched_indices_model(op, data_shape, raw_shape, **attributes), seed=seed)[0]
     assert feed["raw"].shape == raw_shape

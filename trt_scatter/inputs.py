@@ -445,9 +445,9 @@ def _random_try(rng, attempt, low, high, widths, shape):
     way the window cannot hold gives independent values."""
     if attempt % 2 == 0 or not shape:
         return rng.integers(low, high, size=shape)
-    k = attempt // 2
-    way, place, k = k % 4, (k // 4) % 3, k // 12
-    width = widths[k % len(widths)]
+    k = attempt // 2  # every width in turn, then the next way to draw, then the next place of the window
+    width, k = widths[k % len(widths)], k // len(widths)
+    way, place = k % 4, (k // 4) % 3
     first = max(low, (0, -(width // 2), -width)[place])  # from 0, around 0, below 0
     span = min(first + width, high) - first
     if way == 1 and math.prod(shape) <= span:
