@@ -686,9 +686,11 @@ def standard_node(op, data=(4, 3), indices=(2, 3), updates=(2, 3), opset=18, dat
     (standard_node("ScatterND", indices=(2, 1), updates=(2, 3), cols=1),
      "ScatterND has no attribute 'cols' (its attributes: reduction)"),
     (standard_node("ScatterElements", opset=16, reduction="min"),
-     "ScatterElements at opset 16, the model's, has no reduction 'min' (it arrives in opset 18)"),
+     "ScatterElements at opset 16, the model's, has no reduction 'min' (it arrives in opset 18): export at opset 18 or later, or let "
+     "trt-scatter rewrite make it the reduction op's node"),
     (standard_node("ScatterND", opset=17, indices=(2, 1), updates=(2, 3), reduction="max"),
-     "ScatterND at opset 17, the model's, has no reduction 'max' (it arrives in opset 18)"),
+     "ScatterND at opset 17, the model's, has no reduction 'max' (it arrives in opset 18): export at opset 18 or later, or let "
+     "trt-scatter rewrite make it the reduction op's node"),
     (standard_node("TensorScatter", opset=18, data=(2, 4, 8), updates=(2, 1, 8), indices=(2,), inputs=("past_cache", "update", "write_indices")),
      "ONNX has no TensorScatter at opset 18, the model's (it arrives in opset 24)"),
     (standard_node("ScatterElements", data_type=np.bool_, reduction="add"),

@@ -619,9 +619,10 @@ def _check_schema(node, index, version):
                          f"{', '.join(sorted(schema.attributes))})")
     reduction = next((attribute.s.decode(errors="replace") for attribute in node.attribute if attribute.name == "reduction"), "none")
     since = reductions.ONNX_REDUCTIONS.get(reduction)
-    if since is not None and version < since:
+    if since is not None and version < since:  # PyTorch's TorchScript exporter writes amax/amin so at opsets 16 and 17
         raise ModelError(f"{label}: {node.op_type} at opset {version}, the model's, has no reduction '{reduction}' "
-                         f"(it arrives in opset {since})")
+                         f"(it arrives in opset {since}): export at opset {since} or later, or let trt-scatter rewrite make it the "
+                         "reduction op's node")
 
 
 def _check_attribute_kind(label, attribute, kind):
