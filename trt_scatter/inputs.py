@@ -439,10 +439,10 @@ class _Plan:
 def _random_try(rng, attempt, low, high, widths, shape):
     """The values of random try ``attempt`` in [low, high). Every other try is drawn in a narrower window, one of
     ``widths`` wide (the smallest first), from 0, around 0 or below 0, in turn: the dimension an index must fit may be
-    far smaller than the largest, which sets [low, high). Those tries take turns at four ways to draw, as the targets of a write without
-    a reduction must not repeat along some axis and a lowered model's clamp moves an index past the end onto another:
-    independent values, all distinct, each row (the last axis) distinct, each column (the first axis) distinct; a
-    way the window cannot hold gives independent values."""
+    far smaller than the largest, which sets [low, high). Those tries take turns at four ways to draw, as the targets
+    of a write without a reduction must not repeat along some axis, and a lowered model's clamp moves an index past
+    the end onto another: independent values, all distinct, each row (the last axis) distinct, each column (the first
+    axis) distinct; a way the window cannot hold gives independent values."""
     if attempt % 2 == 0 or not shape:
         return rng.integers(low, high, size=shape)
     k = attempt // 2  # every width in turn, then the next way to draw, then the next place of the window
@@ -453,7 +453,7 @@ def _random_try(rng, attempt, low, high, widths, shape):
     if way == 1 and math.prod(shape) <= span:
         return first + rng.choice(span, size=math.prod(shape), replace=False).reshape(shape)
     if way in (2, 3):
-        moved = np.moveaxis(np.empty(shape, np.int8), 0, -1).shape if way == 3 else tuple(shape)  # the distinct axis last
+        moved = (*shape[1:], shape[0]) if way == 3 else tuple(shape)  # the distinct axis last
         lines, length = math.prod(moved[:-1]), moved[-1]
         if length <= span and lines * span <= MAX_DISTINCT_DRAW:
             values = (first + rng.random((lines, span)).argsort(axis=1)[:, :length]).reshape(moved)
