@@ -140,7 +140,7 @@ def check_tensorrt_ranks(proto: onnx.ModelProto) -> None:
         for value in values:
             dims = value.type.tensor_type.shape.dim if value.type.HasField("tensor_type") else ()
             if len(dims) > most:
-                shape = ["?" if declared_size(d) is None else declared_size(d) for d in dims]
+                shape = [declared_size(d, "?") for d in dims]
                 raise ValueError(f"{kind} {printable(repr(value.name))} has {len(dims)} dimensions, and TensorRT's tensors have at most {most} "
                                  f"(shape {shape})")
 

@@ -27,8 +27,8 @@ from trt_scatter.model import files
 from trt_scatter.model.graph import (
     ModelError,
     all_graphs,
-    declared_size,
     all_nodes,
+    declared_size,
     drop_initialized_inputs,
     fed_inputs,
     fresh_name,

@@ -79,10 +79,10 @@ def printable(text: object) -> str:
     return _CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode(), str(text))
 
 
-def declared_size(dim: onnx.TensorShapeProto.Dimension) -> int | None:
-    """A declared dimension's size; ``None`` for a dynamic one: named, unset, or negative (some exporters write -1
-    for a size they do not know, and TensorRT's parser takes it for a dynamic dimension)."""
-    return dim.dim_value if dim.HasField("dim_value") and dim.dim_value >= 0 else None
+def declared_size(dim: onnx.TensorShapeProto.Dimension, dynamic: int | str | None = None) -> int | str | None:
+    """A declared dimension's size; ``dynamic`` (None unless given) for a dynamic one: named, unset, or negative (some
+    exporters write -1 for a size they do not know, and TensorRT's parser takes it for a dynamic dimension)."""
+    return dim.dim_value if dim.HasField("dim_value") and dim.dim_value >= 0 else dynamic
 
 
 def node_label(node: onnx.NodeProto, index: int | None = None) -> str:

@@ -329,7 +329,7 @@ def _declared(model):
             tensor_type = value.type.tensor_type
             shape = None
             if tensor_type.HasField("shape"):
-                shape = tuple(declared_size(d) if declared_size(d) is not None else (d.dim_param or None) for d in tensor_type.shape.dim)
+                shape = tuple(declared_size(d, d.dim_param or None) for d in tensor_type.shape.dim)
             types[value.name] = (dtypes.from_onnx(tensor_type.elem_type), shape)
     return types
 

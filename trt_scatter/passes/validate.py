@@ -538,9 +538,9 @@ def _check_sizes(graph):
                                  "builds as 0: name it, or leave it unset, for a dynamic one")
     for kind, values in (("input", graph.input), ("output", graph.output)):
         for value in values:
-            dims = [declared_size(d) for d in value.type.tensor_type.shape.dim if declared_size(d) is not None]
+            dims = [size for size in (declared_size(d) for d in value.type.tensor_type.shape.dim) if size is not None]
             if any(d > MAX_ELEMENTS for d in dims) or math.prod(dims) > MAX_ELEMENTS:
-                shape = [(d.dim_param or "?") if declared_size(d) is None else declared_size(d) for d in value.type.tensor_type.shape.dim]
+                shape = [declared_size(d, d.dim_param or "?") for d in value.type.tensor_type.shape.dim]
                 raise ModelError(f"graph {kind} {printable(repr(value.name))} has shape {shape}: TensorRT takes at most {MAX_ELEMENTS} elements per tensor")
 
 

@@ -159,7 +159,7 @@ class TrtScatterArgs(BaseArgs):
                 if name in profile:
                     profile[literal_pattern(name)] = profile.pop(name)
                 elif literal_pattern(name) != name and literal_pattern(name) not in profile:
-                    shape = [1 if declared_size(d) is None else declared_size(d) for d in value.type.tensor_type.shape.dim]
+                    shape = [declared_size(d, 1) for d in value.type.tensor_type.shape.dim]
                     profile[literal_pattern(name)] = (shape, shape, shape)
 
     def _add_reference_runner(self, script):
