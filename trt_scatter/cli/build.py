@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 
-
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("build", help="build and save a TensorRT engine", description=common.help_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", nargs="?", help="an example network name or an .onnx file")

@@ -192,7 +192,6 @@ def run(args: argparse.Namespace) -> int:
 def _check(args):
     """Builds, runs, compares and prints the verdict lines per output; returns the final verdict and whether an engine
     was built."""
-
     generating = [flag for flag, given in (("--seed", args.seed is not None), ("--iterations", args.iterations is not None),
                                            ("--input-shapes", bool(args.input_shapes))) if given]
     if args.load_inputs and generating:  # they shape generated inputs, and would be silently ignored

@@ -326,19 +326,19 @@ def build_failure(words: str, model: Model | None, plugins: bool) -> str:
     return f"{nested[0]} lies in a subgraph of {nested[1]}, where TensorRT-RTX builds no plugin (TensorRT-RTX said: {words})"
 
 
-def file_path(word: str) -> str:
-    """An argparse ``type`` for a flag or argument that names a file: an empty word is refused, where it was taken for
-    no value (the default used instead) or for the current folder."""
-    if not word:
-        raise argparse.ArgumentTypeError("an empty path: give a file path")
-    return word
+def _path_of(kind: str) -> Callable[[str], str]:
+    """An argparse ``type`` for a flag or argument that names a ``kind`` (file, folder): an empty word is refused, where
+    it was taken for no value (the default used instead) or for the current folder."""
+
+    def path(word: str) -> str:
+        if not word:
+            raise argparse.ArgumentTypeError(f"an empty path: give a {kind} path")
+        return word
+
+    return path
 
 
-def folder_path(word: str) -> str:
-    """:func:`file_path` for a flag that names a folder."""
-    if not word:
-        raise argparse.ArgumentTypeError("an empty path: give a folder path")
-    return word
+file_path, folder_path = _path_of("file"), _path_of("folder")
 
 
 def check_output_path(path: str | os.PathLike, what: str = "output", reads: Iterable[str | os.PathLike] = ()) -> None:
