@@ -22,6 +22,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def _mistake(model):
+    """The ModelError validation finds in ``model``, or None."""
+    from trt_scatter.model import ModelError
+    from trt_scatter.passes.validate import validate
+
+    try:
+        validate(model)
+    except ModelError as err:
+        return err
+    return None
+
+
 def _names_a_node_made(err, original, rewritten):
     """Whether ``err`` (a validation error of ``rewritten``) names a node the rewrite made, which the user's model does
     not have: its mistake is then better told by the user's node, as their model showed it."""
@@ -42,21 +54,21 @@ def run(args: argparse.Namespace) -> int:
         common.check_output_path(args.output, reads=[args.input])
         model = common.load_model_to_rewrite(args.input)
         common.check_model_output(args.output, reads=model.files, external_data=model.external)  # its external data files too
-        try:
-            validate(model)
-            mistake = None
-        except ModelError as err:  # the rewrite may mend it (PyTorch's reduction before its opset): what it writes decides
-            mistake = err
+        # What it writes is validated, not what it reads: the rewrite mends some mistakes (PyTorch's reduction before its
+        # opset). The model's own mistake is looked for only where it tells the user more: a node the rewrite could not
+        # read (an input short), or one it made.
         try:
             rewritten, report = rewrite(model)
         except Exception:
-            if mistake is not None:  # a node the rewrite could not read (an input short): the model's mistake, named
+            mistake = _mistake(model)
+            if mistake is not None:
                 raise common.CliError(str(mistake)) from None
             raise
         try:
             validate(rewritten)  # the model's trt_scatter nodes are kept as they are: they must hold
         except ModelError as err:
-            raise common.CliError(str(mistake if mistake is not None and _names_a_node_made(err, model.proto, rewritten) else err)) from None
+            mistake = _mistake(model) if _names_a_node_made(err, model.proto, rewritten) else None
+            raise common.CliError(str(mistake or err)) from None
         branches = list(extremes_from_zero(rewritten.graph))  # before the write, which moves its weights to the output's files
         common.write_model(rewritten, args.output, external_data=model.external)  # tensors kept as the model kept them
     except common.CliError as err:
