@@ -10,7 +10,8 @@ layers on the indices that TensorRT fuses into one kernel.
 
 TensorRT's IScatterLayer (ELEMENT mode) needs ``indices.shape[axis] <= data.shape[axis]``, which
 ONNX does not ask: longer indices must repeat a target, whose result is undefined anyway. The
-builder refuses them by name when both dimensions are known; otherwise TensorRT checks.
+builder refuses them by name when both dimensions are known; otherwise it adds an assertion that
+TensorRT checks when the network runs.
 """
 
 from __future__ import annotations

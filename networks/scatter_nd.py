@@ -51,7 +51,7 @@ def index_rows(graph: TensorRTGraph | OnnxGraph, op: str, data: trt.ITensor | Va
     k = indices_shape[-1]
     if not rules.is_known(k):
         raise rules.ScatterInputError(op, "indices", "last dimension must be a static size: it is the number of axes each row addresses, "
-                                      "which the network or the lowered model is built for", f"shape {indices_shape}")
+                                      "which the network or the lowered model is built for", f"shape {rules.show_shape(indices_shape)}")
     if graph.dtype_of(indices) not in graph.ND_INDEX_TYPES:
         indices = graph.cast(indices, INT64)
     return graph.indices_in_range(op, indices, data, range(k), negative=True) if k else indices

@@ -65,6 +65,8 @@ def add_slice_scatter(network: trt.INetworkDefinition, data: trt.ITensor, update
     ``start``/``stop``/``step``/``axes`` are 1-D integer constants (lists or arrays) or 1-D integer
     ITensors (values known at run time only; the native lowering casts them to int64, the plugin takes int32/int64; a run-time ``axes`` costs the native lowering one
     int64 destination per updated element, see :func:`_lower_runtime_axes`).
+    The native lowering takes a run-time slice's length from ``updates``, never from ``stop``: a ``stop`` ITensor
+    is read by no layer (TensorRT drops a network input that nothing reads, and warns).
     ``impl="plugin"`` adds the SliceScatter plugin (needs full TensorRT's ``add_plugin_v3``):
     ITensors are its inputs as they are, constants keep the arrays' int32/int64 type (lists become int64).
     """
