@@ -309,11 +309,10 @@ class ScatterPluginCreator(trt.IPluginCreatorV3One):
         twice = sorted({field for field in names if names.count(field) > 1})
         if twice:  # which value would win is not the user's to guess
             raise PluginError(f"{self.name}: plugin field(s) {twice} given more than once")
-        fields = {field.name: field.data for field in field_collection}
-        unknown = sorted(set(fields) - set(self.fields))
+        unknown = sorted(set(names) - set(self.fields))
         if unknown:
             raise PluginError(f"{self.name}: unknown plugin field(s) {unknown}; known: {list(self.fields)}")
-        values = {field: _field_value(self.name, field, self.fields[field], data) for field, data in fields.items()}
+        values = {field.name: _field_value(self.name, field, self.fields[field.name]) for field in field_collection}
         attributes = {field: values.get(field, attribute.default) for field, attribute in self.fields.items()}
         inplace = bool(attributes.pop("inplace"))
         if inplace and not CAN_ALIAS:
@@ -348,15 +347,27 @@ def _empty_field(attribute):
     return np.array([], dtype=np.int8 if kind == trt.PluginFieldType.CHAR else np.int32), kind
 
 
-def _field_value(plugin, field, attribute, data):
-    """A plugin field's data (from TensorRT's parser: an ONNX attribute) as the attribute's value, checked against
-    the op's contract (:class:`trt_scatter.ops.Attribute`)."""
-    values = np.asarray(data).reshape(-1)
-    if isinstance(attribute.default, str):
-        value = bytes(values.astype(np.uint8)).decode(errors="replace").rstrip("\0") if values.dtype.kind in "iub" else None
+def _field_value(plugin, field, attribute):
+    """A plugin field (from TensorRT's parser: an ONNX attribute) as the attribute's value, checked against the op's
+    contract (:class:`trt_scatter.ops.Attribute`): an int attribute is one integer of an integer field that fits in
+    int32 (so that the plugin can give it back, see :func:`fields_to_keep`), a string one a CHAR field. The field's
+    declared type decides, not its bytes: CHAR b"2" is no axis of 50, nor INT32 [109, 97, 120] the string 'max'."""
+    choices = " or ".join(map(str, attribute.allowed)) if attribute.allowed else attribute.describe()
+    string = isinstance(attribute.default, str)
+    if field.type not in ((trt.PluginFieldType.CHAR,) if string else _INTEGER_FIELDS):
+        kinds = "a CHAR field" if string else "an INT8, INT16, INT32 or INT64 field"
+        raise PluginError(f"{plugin}: plugin field '{field.name}' must be {choices}, in {kinds} (got a field of type {field.type.name})")
+    values = np.asarray(field.data).reshape(-1)
+    if string:
+        value = bytes(values.astype(np.uint8)).decode(errors="replace").rstrip("\0")
     else:
-        value = int(values[0]) if values.size == 1 and values.dtype.kind in "iub" else None
+        value = int(values[0]) if values.size == 1 else None
     if value is None or not attribute.admits(value):
-        choices = " or ".join(map(str, attribute.allowed)) if attribute.allowed else attribute.describe()
-        raise PluginError(f"{plugin}: plugin field '{field}' must be {choices} (got {data!r})")
+        raise PluginError(f"{plugin}: plugin field '{field.name}' must be {choices} (got {values!r})")
+    limits = np.iinfo(np.int32)
+    if not string and not limits.min <= value <= limits.max:
+        raise PluginError(f"{plugin}: plugin field '{field.name}' must fit in int32, as the plugin gives it back (got {value})")
     return value
+
+
+_INTEGER_FIELDS = (trt.PluginFieldType.INT8, trt.PluginFieldType.INT16, trt.PluginFieldType.INT32, trt.PluginFieldType.INT64)

@@ -96,6 +96,47 @@ def test_create_plugin_rejects_bad_fields(fields, message):
         assert str(caught.value).startswith(f"{name}: ") and message in str(caught.value)
 
 
+@pytest.mark.parametrize("kind", ["FLOAT16", "BF16", "FP8", "FLOAT32", "DIMS", "CHAR"])
+def test_an_int_field_of_another_type_is_refused_by_its_type(kind):
+    """The field's declared type decides: reading a FLOAT16, BF16, FP8 or DIMS field's data raised an AttributeError
+    naming nothing, inside TensorRT's parser; a CHAR field's bytes were read as the int."""
+    field = trt.PluginField("inplace", np.array([1], np.int8), getattr(trt.PluginFieldType, kind))
+    for name, creator in plugins.register().items():
+        with pytest.raises(PluginError) as caught:
+            creator.create_plugin(name, trt.PluginFieldCollection([field]), trt.TensorRTPhase.BUILD)
+        assert str(caught.value) == (f"{name}: plugin field 'inplace' must be 0 or 1, in an INT8, INT16, INT32 or INT64 field "
+                                     f"(got a field of type {kind})")
+
+
+@pytest.mark.parametrize(
+    "op, field, message",
+    [
+        ("CacheScatter", ("axis", np.frombuffer(b"2", np.int8).copy(), "CHAR"),
+         "CacheScatter: plugin field 'axis' must be an int, in an INT8, INT16, INT32 or INT64 field (got a field of type CHAR)"),
+        ("ScatterElementsReduce", ("reduction", np.array([109, 97, 120], np.int32), "INT32"),  # the bytes of 'max'
+         "ScatterElementsReduce: plugin field 'reduction' must be add or mul or min or max or mean, in a CHAR field (got a field of type INT32)"),
+        ("CacheScatter", ("axis", np.array([2**40], np.int64), "INT64"),
+         "CacheScatter: plugin field 'axis' must fit in int32, as the plugin gives it back (got 1099511627776)"),
+        ("ScatterElementsReduce", ("axis", np.array([-2**31 - 1], np.int64), "INT64"),
+         "ScatterElementsReduce: plugin field 'axis' must fit in int32, as the plugin gives it back (got -2147483649)"),
+    ],
+)
+def test_a_field_is_read_as_its_declared_type_and_must_fit_what_the_plugin_gives_back(op, field, message):
+    name, data, kind = field
+    kept = [trt.PluginField(name, data, getattr(trt.PluginFieldType, kind))]
+    with pytest.raises(PluginError) as caught:
+        plugins.register()[op].create_plugin("p", trt.PluginFieldCollection(kept), trt.TensorRTPhase.BUILD)
+    assert str(caught.value) == message
+
+
+def test_an_int_field_of_any_integer_type_and_a_char_field_give_the_plugin_its_values():
+    kept = [trt.PluginField("axis", np.array([-1], np.int64), trt.PluginFieldType.INT64),
+            trt.PluginField("reduction", np.frombuffer(b"max", np.int8).copy(), trt.PluginFieldType.CHAR),
+            trt.PluginField("include_self", np.array([0], np.int8), trt.PluginFieldType.INT8)]
+    plugin = plugins.register()["ScatterElementsReduce"].create_plugin("p", trt.PluginFieldCollection(kept), trt.TensorRTPhase.BUILD)
+    assert plugin.attributes == {"axis": -1, "reduction": "max", "include_self": 0}
+
+
 @models.forked
 def test_bad_inplace_attribute_fails_the_onnx_parse_with_our_message(capfd):
     with pytest.raises(AssertionError, match="Could not create the plugin"):

@@ -190,7 +190,7 @@ def test_output_must_have_data_shape():
 
 def test_data_must_be_numeric():
     message = refused(slice_scatter(dtype=TensorProto.STRING))
-    assert message == "SliceScatter node 'write_kv': slice_scatter: 'data' must have a numeric element type (got object)"
+    assert message == "SliceScatter node 'write_kv': slice_scatter: 'data' must have a numeric element type: bool, an integer, float16, bfloat16, float32 or float64 (got object)"
 
 
 def test_rank_0_data():
