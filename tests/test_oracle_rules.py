@@ -23,11 +23,13 @@ from trt_scatter.oracle import (
     scatter_nd,
     scatter_update,
     slice_scatter,
+    tensor_scatter,
 )
 
 F32 = np.float32
 DATA = np.arange(12, dtype=F32).reshape(3, 4)
 SCALAR = np.array(1.0, F32)
+RAGGED = "must be a rectangular array: its nested lists of one length at each level"
 
 
 def se(data=DATA, indices=np.zeros((2, 4), np.int64), updates=np.ones((2, 4), F32), axis=0):
@@ -77,7 +79,8 @@ CASES = [
     case("su-axis-too-small", lambda: su(axis=-3), "scatter_update", "axis", "must be in [-2, 1]", "-3"),
     case("ss-axes-too-large", lambda: ss(axes=(2,)), "slice_scatter", "axes", "must be in [-2, 1] for 'data' of rank 2", "2"),
     case("ss-axes-too-small", lambda: ss(axes=(-3,)), "slice_scatter", "axes", "must be in [-2, 1]", "-3"),
-    case("ss-default-axes-too-many", lambda: ss(updates=np.ones((3, 4, 1), F32)[..., 0], start=(0, 0, 0), stop=(9, 9, 9), step=(1, 1, 1), axes=None), "slice_scatter", "axes", "must be in [-2, 1]", "2"),
+    case("ss-default-axes-too-many", lambda: ss(updates=np.ones((3, 4, 1), F32)[..., 0], start=(0, 0, 0), stop=(9, 9, 9), step=(1, 1, 1), axes=None), "slice_scatter", "start",
+         "must have at most 2 entries for 'data' of rank 2 where 'axes' is not given", "3"),
     # axis not an integer
     case("se-axis-float", lambda: se(axis=1.0), "scatter_elements", "axis", "must be an integer", "1.0"),
     case("se-axis-bool", lambda: se(axis=True), "scatter_elements", "axis", "must be an integer", "True"),
@@ -149,6 +152,17 @@ CASES = [
     case("su-data-object", lambda: su(DATA.astype(object), updates=np.ones((3, 2), object)), "scatter_update", "data", "must have a numeric element type", "object"),
     case("ss-data-datetime", lambda: ss(DATA.astype("datetime64[s]"), np.zeros((3, 2), "datetime64[s]")), "slice_scatter", "data", "must have a numeric element type", "datetime64[s]"),
     case("ss-data-bytes", lambda: ss(DATA.astype("S2"), np.zeros((3, 2), "S2")), "slice_scatter", "data", "must have a numeric element type", "bytes"),
+    # axes not given: the default axes come from start's length, so start is what breaks a rule
+    case("ss-default-axes-past-rank", lambda: slice_scatter(np.zeros(3, F32), np.zeros(3, F32), [0, 0], [3, 3], [1, 1]), "slice_scatter", "start",
+         "must have at most 1 entries for 'data' of rank 1 where 'axes' is not given (the default axes are 0, 1, ..., one per entry)", "2"),
+    case("ss-default-axes-lengths", lambda: slice_scatter(DATA, DATA, [0, 0], [3], [1]), "slice_scatter", "start/stop/step", "must have equal lengths",
+         "{'start': 2, 'stop': 1, 'step': 1}"),
+    # ragged nested lists: NumPy's own "inhomogeneous shape" words named neither the op nor the input
+    case("nd-indices-ragged", lambda: scatter_nd(np.zeros((2, 3), F32), [[0], [0, 1]], np.zeros((2, 3), F32)), "scatter_nd", "indices", RAGGED, "a ragged list"),
+    case("se-data-ragged", lambda: scatter_elements([[0.0, 1.0], [2.0]], [[0]], [[1.0]]), "scatter_elements", "data", RAGGED, "a ragged list"),
+    case("su-updates-ragged", lambda: su(updates=[[1.0, 2.0], [3.0]]), "scatter_update", "updates", RAGGED, "a ragged list"),
+    case("ss-start-ragged", lambda: slice_scatter(DATA, np.ones((3, 2), F32), [[0], [0, 1]], [4], [2], [1]), "slice_scatter", "start", RAGGED, "a ragged list"),
+    case("ts-update-ragged", lambda: tensor_scatter(np.zeros((1, 4, 2), F32), [[[1.0, 2.0], [3.0]]]), "tensor_scatter", "update", RAGGED, "a ragged list"),
     # numeric, and TensorRT has it, but the rule names the types the oracle computes with
     case("su-data-float8", lambda: su(DATA.astype(ml_dtypes.float8_e4m3fn), updates=np.ones((3, 2), ml_dtypes.float8_e4m3fn)), "scatter_update", "data",
          "must have a numeric element type: bool, an integer, float16, bfloat16, float32 or float64", "float8_e4m3fn"),

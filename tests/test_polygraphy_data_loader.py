@@ -372,7 +372,7 @@ def test_models_the_loader_cannot_serve_are_one_line_errors_naming_node_and_rule
     expected = {
         "zero step": (zero_step, r"^SliceScatter node #0 \(output 'output'\): slice_scatter: 'step' must not contain 0 \(got \[0\]\)$"),
         "2-D start": (two_d, r"^SliceScatter node #0 \(output 'output'\): slice_scatter: 'stop' must be a 1-D tensor \(got shape \(1, 1\)\)$"),
-        "lengths": (lengths, r"^SliceScatter node #0 \(output 'output'\): slice_scatter: 'start/stop/step/axes' must have equal lengths"),
+        "lengths": (lengths, r"^SliceScatter node #0 \(output 'output'\): slice_scatter: 'start/stop/step' must have equal lengths"),
         "rank 0": (rank0, r"^ScatterElements node #0 \(output 'output'\): scatter_elements: 'data' must have rank >= 1 \(got shape \(\)\)$"),
         "missing input": (missing, r"^ScatterND node #0 \(output 'output'\): input 2 'nowhere' is not a graph input, an initializer or an earlier node's output$"),
     }

@@ -207,8 +207,10 @@ def test_rank_0_data():
         (dict(step=(0,)), "'step' must not contain 0 (got [0])"),
         (dict(start=(0, 0), stop=(1, 1), step=(1, 1), axes=(1, -1)), "'axes' must not repeat an axis (counted from the start: [1, 1]) (got [1, -1])"),
         (dict(axes=(2,)), "'axes' must be in [-2, 1] for 'data' of rank 2 (got 2)"),
-        (dict(start=(0, 0, 0), stop=(1, 1, 1), step=(1, 1, 1)), "'axes' must be in [-2, 1] for 'data' of rank 2 (got 2)"),
-        (dict(stop=(1, 2)), "'start/stop/step/axes' must have equal lengths (got {'start': 1, 'stop': 2, 'step': 1, 'axes': 1})"),
+        (dict(start=(0, 0, 0), stop=(1, 1, 1), step=(1, 1, 1)), "'start' must have at most 2 entries for 'data' of rank 2 where 'axes' is not "
+         "given (the default axes are 0, 1, ..., one per entry) (got 3)"),
+        (dict(stop=(1, 2)), "'start/stop/step' must have equal lengths (got {'start': 1, 'stop': 2, 'step': 1})"),
+        (dict(stop=(1, 2), axes=(0,)), "'start/stop/step/axes' must have equal lengths (got {'start': 1, 'stop': 2, 'step': 1, 'axes': 1})"),
         (dict(stop=(1,), updates=(2, 5)), "'updates' must have shape (1, 5) (data's shape with each sliced axis cut to its slice's length) (got shape (2, 5))"),
         (dict(updates=(2, 5, 1)), "'updates' must have shape (2, 5) (data's shape with each sliced axis cut to its slice's length) (got shape (2, 5, 1))"),
         (dict(step=5), "'step' must be a 1-D tensor (got a scalar 5)"),

@@ -216,12 +216,23 @@ def check_vector(op: str, name: str, shape: Sequence[int | None]) -> None:
         raise ScatterInputError(op, name, "must be a 1-D tensor", f"shape {show_shape(shape)}")
 
 
+def as_array(op: str, name: str, values: ArrayLike, **kwargs: Any) -> np.ndarray:
+    """``np.asarray(values, **kwargs)``, but a ragged nested list (rows of different lengths), which NumPy refuses in
+    its own words, is the broken rule named."""
+    try:
+        return np.asarray(values, **kwargs)
+    except ValueError as error:
+        if "inhomogeneous" not in str(error):
+            raise
+        raise ScatterInputError(op, name, "must be a rectangular array: its nested lists of one length at each level", "a ragged list") from None
+
+
 def _as_64_bit(op, name, array):
     """An object array of Python ints as int64 (or uint64, the values of an integer tensor can be), else the error
     naming the value of the largest magnitude."""
     for dtype in (np.int64, np.uint64):
         try:
-            return np.asarray(array.tolist(), dtype=dtype)
+            return as_array(op, name, array.tolist(), dtype=dtype)
         except OverflowError:
             continue
     raise ScatterInputError(op, name, "values must fit in int64 or uint64 (an integer tensor's)", max(array.ravel(), key=abs))
@@ -238,8 +249,8 @@ def as_index_array(op: str, name: str, values: ArrayLike) -> np.ndarray:
     """An integer input as an array: Python ints as int64, or as uint64 where one of them needs it (NumPy would make
     float64 of ``[2**63, 0]`` and an object array of ``2**64``, and the type would be the rule said broken)."""
     if _python_ints(values):
-        return _as_64_bit(op, name, np.array(values, dtype=object))
-    array = np.asarray(values)
+        return _as_64_bit(op, name, as_array(op, name, values, dtype=object))
+    array = as_array(op, name, values)
     if array.dtype.kind == "O" and array.size and all(isinstance(v, int) and not isinstance(v, bool) for v in array.ravel()):
         return _as_64_bit(op, name, array)  # Python ints NumPy held as objects: those of no 64-bit type are the broken rule
     return array

@@ -43,7 +43,7 @@ def check_scatter_elements(data_shape: Sequence[int | None], indices_shape: Sequ
 
 def scatter_elements(data: ArrayLike, indices: ArrayLike, updates: ArrayLike, axis: int = 0) -> np.ndarray:
     """Returns a copy of ``data`` with ``updates`` written at ``indices`` along ``axis``."""
-    data, indices, updates = np.asarray(data), rules.as_index_array(OP, "indices", indices), np.asarray(updates)
+    data, indices, updates = rules.as_array(OP, "data", data), rules.as_index_array(OP, "indices", indices), rules.as_array(OP, "updates", updates)
     rules.check_data_type(OP, "data", data.dtype)
     rules.check_same_type(OP, "updates", updates.dtype, data.dtype)
     rules.check_index_type(OP, "indices", indices.dtype)

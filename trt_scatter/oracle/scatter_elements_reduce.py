@@ -43,7 +43,7 @@ def check_scatter_elements_reduce(data_shape: Sequence[int | None], indices_shap
 def scatter_elements_reduce(data: ArrayLike, indices: ArrayLike, updates: ArrayLike, axis: int = 0, reduction: str = "add", include_self: int = 1, op: str = OP) -> np.ndarray:
     """Returns a copy of ``data`` with ``updates`` combined into the elements ``indices`` address along ``axis``.
     ``op`` names the op in messages (ONNX's ScatterElements with a reduction runs this too)."""
-    data, indices, updates = np.asarray(data), rules.as_index_array(op, "indices", indices), np.asarray(updates)
+    data, indices, updates = rules.as_array(op, "data", data), rules.as_index_array(op, "indices", indices), rules.as_array(op, "updates", updates)
     reduction, include_self = reductions.check_arguments(op, data, indices, updates, reduction, include_self)
     axis = rules.check_elements_shapes(op, data.shape, indices.shape, updates.shape, axis)
     size = data.shape[axis]

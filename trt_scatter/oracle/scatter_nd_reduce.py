@@ -44,7 +44,7 @@ def check_scatter_nd_reduce(data_shape: Sequence[int | None], indices_shape: Seq
 def scatter_nd_reduce(data: ArrayLike, indices: ArrayLike, updates: ArrayLike, reduction: str = "add", include_self: int = 1, op: str = OP) -> np.ndarray:
     """Returns a copy of ``data`` with the rows of ``updates`` combined into the elements or slices ``indices`` address.
     ``op`` names the op in messages (ONNX's ScatterND with a reduction runs this too)."""
-    data, indices, updates = np.asarray(data), rules.as_index_array(op, "indices", indices), np.asarray(updates)
+    data, indices, updates = rules.as_array(op, "data", data), rules.as_index_array(op, "indices", indices), rules.as_array(op, "updates", updates)
     reduction, include_self = reductions.check_arguments(op, data, indices, updates, reduction, include_self)
     rules.check_nd_shapes(op, data.shape, indices.shape, updates.shape)
     k = indices.shape[-1]

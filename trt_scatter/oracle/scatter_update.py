@@ -90,7 +90,7 @@ def check_scatter_update_static(data_shape: Sequence[int | None] | None, indices
 
 def scatter_update(data: ArrayLike, indices: ArrayLike, updates: ArrayLike, axis: ArrayLike) -> np.ndarray:
     """Returns a copy of ``data`` with the slices at ``indices`` along ``axis`` replaced by ``updates``."""
-    data, indices, updates = np.asarray(data), rules.as_index_array(OP, "indices", indices), np.asarray(updates)
+    data, indices, updates = rules.as_array(OP, "data", data), rules.as_index_array(OP, "indices", indices), rules.as_array(OP, "updates", updates)
     rules.check_data_type(OP, "data", data.dtype)
     rules.check_same_type(OP, "updates", updates.dtype, data.dtype)
     rules.check_index_type(OP, "indices", indices.dtype)

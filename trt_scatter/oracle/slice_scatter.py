@@ -61,7 +61,11 @@ def check_slice_scatter(data_shape: Sequence[int | None], updates_shape: Sequenc
     """
     rules.check_rank_at_least(OP, "data", data_shape, 1)
     rank = len(data_shape)
-    if axes is None:
+    if axes is None:  # the default axes, one per entry: the entries are the input to blame
+        _check_lengths({"start": len(start), "stop": len(stop), "step": len(step)})
+        if len(start) > rank:
+            raise rules.ScatterInputError(OP, "start", f"must have at most {rank} entries for 'data' of rank {rank} where 'axes' is not given "
+                                          "(the default axes are 0, 1, ..., one per entry)", len(start))
         axes = list(range(len(start)))
     _check_lengths({"start": len(start), "stop": len(stop), "step": len(step), "axes": len(axes)})
     given, axes = list(axes), [rules.normalize_axis(OP, "axes", axis, rank) for axis in axes]
@@ -76,7 +80,7 @@ def check_slice_scatter(data_shape: Sequence[int | None], updates_shape: Sequenc
 
 def _check_lengths(lengths):
     if len(set(lengths.values())) != 1:
-        raise rules.ScatterInputError(OP, "start/stop/step/axes", "must have equal lengths", lengths)
+        raise rules.ScatterInputError(OP, "/".join(lengths), "must have equal lengths", lengths)
 
 
 def _check_step(step):
@@ -143,7 +147,7 @@ def check_fits_in_data(data_shape: Sequence[int | None], updates_shape: Sequence
 
 def slice_scatter(data: ArrayLike, updates: ArrayLike, start: ArrayLike, stop: ArrayLike, step: ArrayLike, axes: ArrayLike | None = None) -> np.ndarray:
     """Returns a copy of ``data`` with ``updates`` written into the slice ``start:stop:step`` over ``axes``."""
-    data, updates = np.asarray(data), np.asarray(updates)
+    data, updates = rules.as_array(OP, "data", data), rules.as_array(OP, "updates", updates)
     rules.check_data_type(OP, "data", data.dtype)
     rules.check_same_type(OP, "updates", updates.dtype, data.dtype)
     start, stop, step = (rules.as_int_vector(OP, name, v) for name, v in (("start", start), ("stop", stop), ("step", step)))

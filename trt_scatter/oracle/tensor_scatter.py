@@ -108,7 +108,7 @@ def positions(write_indices: ArrayLike | None, batch: int, count: int, size: int
 
 def tensor_scatter(past_cache: ArrayLike, update: ArrayLike, write_indices: ArrayLike | None = None, axis: int = DEFAULT_AXIS, mode: str | bytes = "linear") -> np.ndarray:
     """Returns a copy of ``past_cache`` with ``update`` written on ``axis`` from each batch row's write index."""
-    cache, update = np.asarray(past_cache), np.asarray(update)
+    cache, update = rules.as_array(OP, "past_cache", past_cache), rules.as_array(OP, "update", update)
     rules.check_data_type(OP, "past_cache", cache.dtype)
     rules.check_same_type(OP, "update", update.dtype, cache.dtype, other="past_cache")
     mode = check_mode(mode)
