@@ -203,6 +203,8 @@ def test_bad_shapes_fail_the_parse_with_the_oracle_message(capfd):
     (dict(cache_shape=(2, 8, 16), sequence_length=2, axis=1, dtype=np.int32), "PLUGIN_V3"),
     (dict(cache_shape=(2, 4, 8, 16), sequence_length=1, dtype=np.float16), "KV_CACHE_UPDATE"),  # TensorRT's own layer
     (dict(cache_shape=(2, 4, "max_length", 16), sequence_length=1), "PLUGIN_V3"),  # TensorRT's needs a static length
+    (dict(cache_shape=(0, 4, 8, 16), sequence_length=1), "PLUGIN_V3"),  # and fails inside Myelin on an empty cache
+    (dict(cache_shape=(2, 4, 8, 0), sequence_length=1), "PLUGIN_V3"),
 ])
 @models.forked
 def test_standard_tensorscatter_nodes_build_with_plugins(kwargs, layer):
@@ -232,6 +234,23 @@ def test_two_standard_tensorscatters_of_one_cache_build_with_plugins():
     _, network, _ = loader()
     assert [str(network.get_layer(i).type).split(".")[-1] for i in range(network.num_layers)].count("PLUGIN_V3") == 2
     assert engine.build_engine(loader)[1].engine_bytes > 0
+
+
+def test_an_empty_cache_that_tensorrts_kv_cache_layer_fails_on_is_named_with_the_node(tmp_path, capsys):
+    """A dynamic cache is TensorRT's layer's whatever the profile: at shapes that leave it empty, Myelin's own words
+    (an internal CHECK) were all the user got."""
+    from trt_scatter.cli import main
+
+    path = tmp_path / "cache.onnx"
+    onnx.save(tensor_scatter_model(("batch", 4, 8, 16), 1, impl="standard"), path)
+    shapes = {"past_cache": "[0,4,8,16]", "update": "[0,4,1,16]", "write_indices": "[0]"}
+    bounds = [arg for name, shape in shapes.items() for flag in ("--min", "--opt", "--max") for arg in (flag, f"{name}:{shape}")]
+    assert main(["build", str(path), "-o", str(tmp_path / "e.plan"), *bounds]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("trt-scatter build: error: TensorRT could not build cache: TensorScatter node 'TensorScatter_0': TensorRT's KV-cache "
+                            "layer, which builds ONNX's TensorScatter, fails on a past_cache with no elements: give shapes whose past_cache has a "
+                            "size of at least 1 in each dimension (TensorRT said: "), error
+    assert error.count("\n") == 1
 
 
 def test_a_standard_tensorscatter_tensorrt_cannot_build_names_the_flag_without_plugins():

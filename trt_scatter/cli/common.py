@@ -301,6 +301,7 @@ def shape_flag_hint(word: str, flag: str) -> str:
 
 
 _NESTED_PLUGIN_FAILURE = "_wksp with TYPE unspecified"  #: TensorRT-RTX 1.7.1's words for a plugin in an If or Loop body
+_EMPTY_KV_CACHE_FAILURE = "is_update_tensor()"  #: TensorRT-RTX 1.7.1's (Myelin's) words for a KV-cache layer's empty cache
 
 
 def build_failure(words: str, model: Model | None, plugins: bool) -> str:
@@ -314,6 +315,8 @@ def build_failure(words: str, model: Model | None, plugins: bool) -> str:
     from trt_scatter.passes.lower import nested_node
     from trt_scatter.passes.plugins import to_plugins
 
+    if model is not None and _EMPTY_KV_CACHE_FAILURE in words:
+        return _empty_kv_cache(words, model, plugins)
     if model is None or not backend.is_rtx() or _NESTED_PLUGIN_FAILURE not in words:
         return words
     nested = nested_node(model.proto.graph)
@@ -324,6 +327,21 @@ def build_failure(words: str, model: Model | None, plugins: bool) -> str:
     if nested is None:
         return words
     return f"{nested[0]} lies in a subgraph of {nested[1]}, where TensorRT-RTX builds no plugin (TensorRT-RTX said: {words})"
+
+
+def _empty_kv_cache(words: str, model: Model, plugins: bool) -> str:
+    """TensorRT's failure on a KV-cache layer (ONNX's TensorScatter, which its importer builds) whose cache the build's
+    shapes leave empty, the nodes named first: the plugin that serves the other TensorScatter nodes takes an empty cache,
+    but a node of a dynamic cache is TensorRT's to build whatever the shapes turn out to be."""
+    from trt_scatter.model import indexed_nodes, node_label
+    from trt_scatter.passes.plugins import served
+
+    replaced = served(model) if plugins else {}
+    kept = [node_label(node, index) for index, node in indexed_nodes(model.proto.graph) if node.op_type == "TensorScatter" and id(node) not in replaced]
+    if not kept:
+        return words
+    return (f"{', '.join(kept)}: TensorRT's KV-cache layer, which builds ONNX's TensorScatter, fails on a past_cache with no "
+            f"elements: give shapes whose past_cache has a size of at least 1 in each dimension (TensorRT said: {words})")
 
 
 def _path_of(kind: str) -> Callable[[str], str]:

@@ -178,7 +178,8 @@ def from_standard(node: OpNode) -> dict[str, Any] | None:
     on that axis (others fail its parse: "The KV cache tensor must have a static sequence length
     dimension"), whose cache is a graph input that no other node reads and whose output a graph output
     (others fail its build: "The cache tensor must be a network input", "The output tensor must be a
-    network output"; a cache that two layers update: "Input index already mapped to an output_index").
+    network output"; a cache that two layers update: "Input index already mapped to an output_index"), and
+    holds elements (an empty cache fails its build inside Myelin: "CHECK(root_ten->is_update_tensor()) failed").
     Every other node goes to the plugin, which takes any rank, axis, mode and element type.
     """
     axis, mode = node_attributes(node)
@@ -188,7 +189,7 @@ def from_standard(node: OpNode) -> dict[str, Any] | None:
         cache is not None and len(cache) == TENSORRT_KV_CACHE["rank"] and -len(cache) <= axis < len(cache)
         and axis % len(cache) == TENSORRT_KV_CACHE["axis"] and mode == TENSORRT_KV_CACHE["mode"]
         and dtype is not None and np.dtype(dtype).name in TENSORRT_KV_CACHE["types"]
-        and cache[axis % len(cache)] >= 0
+        and cache[axis % len(cache)] >= 0 and 0 not in cache
         and node.inputs["past_cache"] in {value.name for value in graph.input}
         and sum(node.inputs["past_cache"] in other.input for other in graph.node) == 1
         and node.node.output[0] in {value.name for value in graph.output}
