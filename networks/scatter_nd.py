@@ -41,7 +41,11 @@ def lower_scatter_nd(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value
     rules.check_index_type(OP, "indices", graph.dtype_of(indices))
     check_scatter_nd(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates))
     graph.check_scatter_type(OP, data)
-    return graph.scatter(data, index_rows(graph, OP, data, indices), updates, "nd")
+    rows = index_rows(graph, OP, data, indices)  # refuses a k known at run time only
+    k, rank = graph.shape_of(indices)[-1], len(graph.shape_of(indices))
+    graph.assert_shape(OP, "updates", updates, [graph.dim(indices, i) for i in range(rank - 1)] + [graph.dim(data, j) for j in range(k, len(graph.shape_of(data)))],
+                       f"must have the shape {rules.ND_UPDATES_SHAPE}")
+    return graph.scatter(data, rows, updates, "nd")
 
 
 def index_rows(graph: TensorRTGraph | OnnxGraph, op: str, data: trt.ITensor | Value, indices: trt.ITensor | Value) -> trt.ITensor | Value:

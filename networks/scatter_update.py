@@ -30,7 +30,7 @@ from trt_scatter.networks.example import Example
 from trt_scatter.networks.graph import INT64, TensorRTGraph, is_tensor
 from trt_scatter.networks.slice_scatter import index_constant
 from trt_scatter.oracle import rules
-from trt_scatter.oracle.scatter_update import OP, axis_value, check_node, check_axis_shape, check_scatter_update, check_scatter_update_static
+from trt_scatter.oracle.scatter_update import OP, UPDATES_SHAPE, axis_value, check_node, check_axis_shape, check_scatter_update, check_scatter_update_static
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -91,6 +91,9 @@ def lower_scatter_update(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | V
         _assert_one_axis(graph, axis)
         return _lower_runtime_axis(graph, data, indices, updates, axis)
     axis = constant_axis
+    dims = [graph.dim(data, j) for j in range(axis)] + [graph.dim(indices, i) for i in range(len(graph.shape_of(indices)))]
+    graph.assert_shape(OP, "updates", updates, dims + [graph.dim(data, j) for j in range(axis + 1, len(graph.shape_of(data)))],
+                       f"must have the shape {UPDATES_SHAPE}")
     if graph.dtype_of(indices) != INT64:  # row numbers are int64 (shape arithmetic); so are the indices in them
         indices = graph.cast(indices, INT64)
     indices = graph.indices_in_range(OP, indices, data, [axis], negative=False)

@@ -25,7 +25,7 @@ import numpy as np
 
 from trt_scatter.networks.graph import INT64, TensorRTGraph, describe, is_tensor
 from trt_scatter.oracle import rules
-from trt_scatter.oracle.tensor_scatter import DEFAULT_AXIS, OP, check_mode, check_node, check_tensor_scatter
+from trt_scatter.oracle.tensor_scatter import DEFAULT_AXIS, OP, UPDATE_SHAPE, check_mode, check_node, check_tensor_scatter
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -101,6 +101,9 @@ def lower_tensor_scatter(graph: TensorRTGraph | OnnxGraph, past_cache: trt.ITens
     else:
         starts = write_indices if graph.dtype_of(write_indices) == INT64 else graph.cast(write_indices, INT64)
         starts = graph.binary("max", graph.reshape(starts, (-1, 1)), zero)  # (B, 1), none below 0
+    graph.assert_shape(OP, "update", update, [count if d == axis else graph.dim(past_cache, d) for d in range(rank)], f"must have {UPDATE_SHAPE}")
+    if write_indices is not None:
+        graph.assert_shape(OP, "write_indices", write_indices, [batch], "must hold one write index per batch row: (batch_size,)")
     graph.assert_shape_at_most(OP, "update", update, past_cache, [axis],
                                "must have at most past_cache's entries on the axis when the network runs (sequence_length <= max_sequence_length)")
     if check_mode(mode) == "circular":

@@ -12,7 +12,6 @@ import contextlib
 import dataclasses
 import math
 import os
-import re
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -22,6 +21,7 @@ import numpy as np
 from trt_scatter import backend, dtypes, ops
 from trt_scatter.backend import no_collection_inside_tensorrt, tensorrt
 from trt_scatter.log import logger
+from trt_scatter.profile_log import profile_breaks
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -534,58 +534,25 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
         config = with_aliased_plugin_io(config)
     start = time.perf_counter()
     _refused_plugin_shapes()  # forgets earlier refusals: a failed build names its own
-    with no_collection_inside_tensorrt(), _profile_breaks() as breaks:  # it logs throughout the build
+    bounds = {t.name: (t.shape,) * 3 if t.name in shape_inputs else profile_shapes.get(t.name, (t.shape,) * 3) for t in inputs}
+    with no_collection_inside_tensorrt(), profile_breaks() as breaks:  # it logs throughout the build
         try:
             engine = bytes(EngineBytesFromNetwork(loaded, config=config, save_timing_cache=saved)())  # raises if TensorRT fails
         except PolygraphyException:
             refused_shapes = _refused_plugin_shapes()
             if refused_shapes:  # TensorRT says only that the plugin's "output shape computation failed": the rule it broke
                 raise ValueError(refused_shapes[-1]) from None
-            if breaks:
-                raise ValueError(breaks[0]) from None
+            broken = breaks.first(bounds)
+            if broken:
+                raise ValueError(broken) from None
             raise
-    if breaks:  # TensorRT-RTX builds an engine whose assertions fail at a bound of its profile, saying so only in its log
-        raise ValueError(breaks[0])
+    broken = breaks.first(bounds)
+    if broken:  # TensorRT-RTX builds an engine whose rules fail at a bound of its profile, saying so only in its log
+        raise ValueError(broken)
     seconds = time.perf_counter() - start
     summary = BuildSummary(name, inputs, outputs, network.num_layers, seconds, len(engine))
     logger.info("built %s in %.2f s (%d bytes)", name, seconds, len(engine))
     return engine, summary
-
-
-# TensorRT's log lines that say a profile's bound breaks a rule of the network: an assertion layer's (the builders' rules:
-# the message given to it follows the condition) or a layer's own shape check.
-_ASSERTION_BROKEN = re.compile(r"Profile k(MIN|OPT|MAX) values are not self-consistent\. .*? is false: (?:\(.*?\)\. )?(.*?) ?Condition '")
-_LAYER_RULE_BROKEN = re.compile(r"k(MIN|OPT|MAX) values for profile \d+ violate shape constraints: (.*?) Condition '[^']*' violated: ([^.]*)\.")
-# an assertion TensorRT proves false in every run the profile allows (its condition folded): "Error Code 4: API Usage Error"
-_ASSERTION_NEVER_KEPT = re.compile(r"API Usage Error \(IAssertionLayer .*? is false: (?:[^ ]*\. )?(.*?) In processCheck")
-_ASSERTION_AS_LAYER_RULE = re.compile(r"IAssertionLayer .*? is false: (?:\(.*?\)\. )?(.*)")  # TensorRT-RTX at opt: an assertion layer's rule
-_BOUNDS = {"MIN": "smallest", "OPT": "opt", "MAX": "largest"}
-
-
-@contextlib.contextmanager
-def _profile_breaks() -> Iterator[list[str]]:
-    """The broken rules TensorRT logs in this thread during the block (through trt-scatter's TensorRT logger, which
-    its builders and loaders give TensorRT, whatever the logger's level), each as one line that names the bound, taken
-    out of the log: the build raises the first."""
-    breaks = []
-
-    def take(message):
-        if (broken := _ASSERTION_BROKEN.search(message)):  # a warning, in TensorRT-RTX 1.7
-            breaks.append(f"the profile's {_BOUNDS[broken[1]]} shapes break a rule the network asserts: {broken[2]}")
-        elif (broken := _ASSERTION_NEVER_KEPT.search(message)):
-            breaks.append(f"the network asserts a rule that no run the profile allows keeps: {broken[1]}")
-        elif (broken := _LAYER_RULE_BROKEN.search(message)):
-            asserted = _ASSERTION_AS_LAYER_RULE.match(broken[2])
-            if asserted:  # the builders' message, as above; the condition's values ("4 >= 1") say nothing more
-                breaks.append(f"the profile's {_BOUNDS[broken[1]]} shapes break a rule the network asserts: {asserted[1]}")
-            else:
-                breaks.append(f"the profile's {_BOUNDS[broken[1]]} shapes break a rule of the network: {broken[2]} ({broken[3]})")
-        else:
-            return False
-        return True
-
-    with backend.taking_tensorrt_log(take):
-        yield breaks
 
 
 def check_timing_cache(path: str | os.PathLike | None, what: str = "timing_cache") -> None:

@@ -301,11 +301,12 @@ def shape_flag_hint(word: str, flag: str) -> str:
 
 
 _NESTED_PLUGIN_FAILURE = "_wksp with TYPE unspecified"  #: TensorRT-RTX 1.7.1's words for a plugin in an If or Loop body
-_EMPTY_KV_CACHE_FAILURE = "is_update_tensor()"  #: TensorRT-RTX 1.7.1's (Myelin's) words for a KV-cache layer's empty cache
 
 
 def build_failure(words: str, model: Model | None, plugins: bool) -> str:
-    """Why an engine build failed, TensorRT's ``words`` given: where TensorRT-RTX failed on a model with a
+    """Why an engine build failed, TensorRT's ``words`` given: where TensorRT's own layer failed on a standard node that
+    a plugin serves in other forms, in words that op's oracle module knows, that node first (:func:`_kept_for_tensorrt`);
+    where TensorRT-RTX failed on a model with a
     ``trt_scatter`` node in an If or Loop body, or (``plugins``) ONNX's own node that a plugin serves there, that node
     first, TensorRT-RTX's words after it (TensorRT-RTX 1.7.1 builds no plugin there, and says only that a workspace
     tensor has no type: the cause where its words say that, and only there)."""
@@ -315,10 +316,11 @@ def build_failure(words: str, model: Model | None, plugins: bool) -> str:
     from trt_scatter.passes.lower import nested_node
     from trt_scatter.passes.plugins import to_plugins
 
-    if model is not None and _EMPTY_KV_CACHE_FAILURE in words:
-        return _empty_kv_cache(words, model, plugins)
-    if model is None or not backend.is_rtx() or _NESTED_PLUGIN_FAILURE not in words:
+    if model is None:
         return words
+    explained = _kept_for_tensorrt(words, model, plugins)
+    if explained != words or not backend.is_rtx() or _NESTED_PLUGIN_FAILURE not in words:
+        return explained
     nested = nested_node(model.proto.graph)
     if nested is None and plugins:
         # every subgraph node of the served model pairs with the model's, in order (to_plugins keeps the structure)
@@ -329,19 +331,21 @@ def build_failure(words: str, model: Model | None, plugins: bool) -> str:
     return f"{nested[0]} lies in a subgraph of {nested[1]}, where TensorRT-RTX builds no plugin (TensorRT-RTX said: {words})"
 
 
-def _empty_kv_cache(words: str, model: Model, plugins: bool) -> str:
-    """TensorRT's failure on a KV-cache layer (ONNX's TensorScatter, which its importer builds) whose cache the build's
-    shapes leave empty, the nodes named first: the plugin that serves the other TensorScatter nodes takes an empty cache,
-    but a node of a dynamic cache is TensorRT's to build whatever the shapes turn out to be."""
+def _kept_for_tensorrt(words: str, model: Model, plugins: bool) -> str:
+    """TensorRT's ``words`` for a build that failed on its own layer for a standard node that a plugin serves in other
+    forms, where that op's oracle module knows them (``tensorrt_failure``): the nodes TensorRT kept named first, then
+    why, then TensorRT's words."""
+    from trt_scatter import oracle, ops
     from trt_scatter.model import indexed_nodes, node_label
     from trt_scatter.passes.plugins import served
 
     replaced = served(model) if plugins else {}
-    kept = [node_label(node, index) for index, node in indexed_nodes(model.proto.graph) if node.op_type == "TensorScatter" and id(node) not in replaced]
-    if not kept:
-        return words
-    return (f"{', '.join(kept)}: TensorRT's KV-cache layer, which builds ONNX's TensorScatter, fails on a past_cache with no "
-            f"elements: give shapes whose past_cache has a size of at least 1 in each dimension (TensorRT said: {words})")
+    for op in ops.OPS.values():
+        why = getattr(oracle.module(op), "tensorrt_failure", lambda _: None)(words) if op.serves else None
+        kept = [node_label(node, index) for index, node in indexed_nodes(model.proto.graph) if node.op_type == op.serves and id(node) not in replaced] if why else []
+        if kept:
+            return f"{', '.join(kept)}: {why} (TensorRT said: {words})"
+    return words
 
 
 def _path_of(kind: str) -> Callable[[str], str]:

@@ -189,9 +189,14 @@ def check_elements_shapes(op: str, data_shape: Sequence[int | None], indices_sha
             raise ScatterInputError(
                 op, "indices", f"dimension {dim} must be at most data's ({data_dim}) off the axis", f"shape {show_shape(indices_shape)}"
             )
-    check_shape(op, "updates", updates_shape, indices_shape, "the shape of 'indices'")
+    check_shape(op, "updates", updates_shape, indices_shape, ELEMENT_UPDATES_SHAPE)
     check_indices_can_exist(op, "indices", indices_shape, [(axis, data_shape[axis])])
     return axis
+
+
+#: The shape rules of updates, in the words the oracle's messages and the builders' run-time assertions share.
+ELEMENT_UPDATES_SHAPE = "the shape of 'indices'"
+ND_UPDATES_SHAPE = "indices.shape[:-1] + data.shape[indices.shape[-1]:]"
 
 
 def check_nd_shapes(op: str, data_shape: Sequence[int | None], indices_shape: Sequence[int | None], updates_shape: Sequence[int | None]) -> None:
@@ -206,7 +211,7 @@ def check_nd_shapes(op: str, data_shape: Sequence[int | None], indices_shape: Se
     if not is_known(k):
         return
     expected = tuple(indices_shape[:-1]) + tuple(data_shape[k:])
-    check_shape(op, "updates", updates_shape, expected, "indices.shape[:-1] + data.shape[indices.shape[-1]:]")
+    check_shape(op, "updates", updates_shape, expected, ND_UPDATES_SHAPE)
     check_indices_can_exist(op, "indices", indices_shape[:-1], list(enumerate(data_shape[:k])), indices_shape)
 
 

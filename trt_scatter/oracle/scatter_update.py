@@ -41,12 +41,15 @@ def axis_value(axis: ArrayLike) -> int:
     return int(array.reshape(()))
 
 
+UPDATES_SHAPE = "data.shape[:axis] + indices.shape + data.shape[axis+1:]"  #: the rule's words, for the builder's assertion too
+
+
 def check_scatter_update(data_shape: Sequence[int | None], indices_shape: Sequence[int | None], updates_shape: Sequence[int | None], axis: int) -> int:
     """Checks shapes and ``axis``; returns ``axis`` in [0, rank-1]."""
     rules.check_rank_at_least(OP, "data", data_shape, 1)
     axis = rules.normalize_axis(OP, "axis", axis, len(data_shape))
     expected = tuple(data_shape[:axis]) + tuple(indices_shape) + tuple(data_shape[axis + 1 :])
-    rules.check_shape(OP, "updates", updates_shape, expected, "data.shape[:axis] + indices.shape + data.shape[axis+1:]")
+    rules.check_shape(OP, "updates", updates_shape, expected, UPDATES_SHAPE)
     rules.check_indices_can_exist(OP, "indices", indices_shape, [(axis, data_shape[axis])])
     return axis
 

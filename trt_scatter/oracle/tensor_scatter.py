@@ -58,6 +58,9 @@ def check_mode(mode: str | bytes) -> str:
     return mode
 
 
+UPDATE_SHAPE = "past_cache's shape off the axis"  #: the rule's words, for the builder's assertion too
+
+
 def check_tensor_scatter(cache_shape: Sequence[int | None], update_shape: Sequence[int | None], write_indices_shape: Sequence[int | None] | None = None, axis: int = DEFAULT_AXIS) -> int:
     """Checks the shapes and ``axis`` (dimensions -1 or None: not known, they fit); returns ``axis`` in [1, rank-1]."""
     rules.check_rank_at_least(OP, "past_cache", cache_shape, 2)
@@ -66,7 +69,7 @@ def check_tensor_scatter(cache_shape: Sequence[int | None], update_shape: Sequen
     if axis == 0:
         raise rules.ScatterInputError(OP, "axis", f"must not be the batch axis 0 (of 'past_cache' of rank {rank})", given)
     expected = tuple(cache_shape[:axis]) + (-1,) + tuple(cache_shape[axis + 1 :])
-    rules.check_shape(OP, "update", update_shape, expected, "past_cache's shape off the axis")
+    rules.check_shape(OP, "update", update_shape, expected, UPDATE_SHAPE)
     size, count = cache_shape[axis], update_shape[axis]
     if rules.is_known(size) and rules.is_known(count) and count > size:
         raise rules.ScatterInputError(OP, "update", f"must have at most past_cache's {size} entries on axis {axis} (sequence_length <= max_sequence_length)", count)
@@ -197,6 +200,15 @@ def from_standard(node: OpNode) -> dict[str, Any] | None:
     if kept:
         return None
     return {"inputs": list(node.node.input), "attributes": {"axis": int(axis), "mode": str(mode), "inplace": 0}}
+
+
+def tensorrt_failure(words: str) -> str | None:
+    """Why TensorRT's KV-cache layer failed to build a TensorScatter node that :func:`from_standard` left to it, where
+    TensorRT's ``words`` say (TensorRT-RTX 1.7.1: Myelin's internal check on an empty cache); None otherwise."""
+    if "is_update_tensor()" in words:
+        return ("TensorRT's KV-cache layer, which builds ONNX's TensorScatter, fails on a past_cache with no elements: give shapes whose "
+                "past_cache has a size of at least 1 in each dimension")
+    return None
 
 
 # ---- valid inputs (trt_scatter.inputs): shape relations, capacity, write index generator
