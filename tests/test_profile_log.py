@@ -23,6 +23,7 @@ SHAPES = {"a": (4, 6), "b": (2, 6)}
     ("(EQUAL (# 1 (SHAPE b)) (* (FLOOR_DIV (# 1 (SHAPE a)) 2) 2))", True),
     ("(LESS (- (MAX (# 0 (SHAPE b)) E0) (MIN (# 0 (SHAPE b)) E0)) 1) where E0=(CEIL_DIV (# 0 (SHAPE a)) 2)", True),
     ("(AND (NOT (EQUAL 1 2)) (OR (LESS 2 1) (EQUAL (+ 1 1) 2)))", True),
+    ("(LESS (- E1 E0) 1) where E0=(# 0 (SHAPE a)), E1=(# 0 (SHAPE b))", True),
 ])
 def test_a_symbolic_check_is_evaluated_at_the_shapes(condition, kept):
     assert _evaluate(condition, SHAPES) is kept
@@ -34,6 +35,9 @@ def test_a_symbolic_check_is_evaluated_at_the_shapes(condition, kept):
     "(EQUAL 2 (# 5 (SHAPE a)))",  # past the rank
     "(EQUAL 2 E7)",  # a name no where gives
     "(EQUAL 2 (# 0 (SHAPE a))",  # cut short
+    "(EQUAL (# 0 (SHAPE a,)) 2)",  # a name of another input: no comma is taken off a word
+    "(EQUAL E0 2) where E0=E0",  # a binding of itself: endless
+    "(NOT " * 2000 + "1" + ")" * 2000,  # deeper than Python recurses
 ])
 def test_a_symbolic_check_it_cannot_evaluate_is_left_to_tensorrt(condition):
     assert _evaluate(condition, SHAPES) is None
@@ -62,6 +66,20 @@ def test_symbolic_checks_give_the_first_broken_assertion_before_a_layers_rule():
     assert breaks.first({"idx": ((1,), (2,), (2,))}) == "the profile's smallest shapes break a rule of the network: (Unnamed Layer* 8) [Scatter]: dimensions not compatible for ScatterND"
     # both broken at the largest shapes: the assertion's words name the op and the input
     assert breaks.first({"idx": ((1,), (2,), (3,))}) == "the profile's largest shapes break a rule the network asserts: op: 'idx' must be short"
+
+
+def test_every_rule_of_a_check_is_kept_and_a_check_without_words_is_named_by_its_condition():
+    lines = [
+        "SYMBOLIC CHECKS",
+        "    (EQUAL 2 (# 0 (SHAPE idx)))",  # no words follow
+        "    (EQUAL 3 (# 0 (SHAPE idx)))",
+        "        (Unnamed Layer* 8) [Scatter]: dimensions not compatible for ScatterND",
+        "        IAssertionLayer (Unnamed Layer* 5) [Assertion]: condition[0] is false: (EQUAL 3 (# 0 (SHAPE idx))). op: 'idx' must have 3 rows",
+        "GRAPH NODES",
+    ]
+    breaks, _ = _read(lines)
+    assert breaks.first({"idx": ((2,), (2,), (2,))}) == "the profile's smallest shapes break a rule the network asserts: op: 'idx' must have 3 rows"
+    assert breaks.first({"idx": ((3,), (3,), (3,))}) == "the profile's smallest shapes break a rule of the network: (EQUAL 2 (# 0 (SHAPE idx)))"
 
 
 @pytest.mark.parametrize("line, message", [

@@ -44,7 +44,7 @@ class Breaks(list):
 
     def __init__(self) -> None:
         super().__init__()
-        self.checks: list[tuple[str, str]] = []  # (condition, TensorRT's words for the rule)
+        self.checks: list[tuple[str, list[str]]] = []  # (condition, TensorRT's words for each rule it states)
         self._in_checks = False
 
     def first(self, shapes: Mapping[str, Sequence[Sequence[int]]]) -> str | None:
@@ -53,15 +53,15 @@ class Breaks(list):
         asserted, layers = [], []
         for bound, index in (("smallest", 0), ("opt", 1), ("largest", 2)):
             at = {name: tuple(bounds[index]) for name, bounds in shapes.items()}
-            for condition, words in self.checks:
-                kept = _evaluate(condition, at)
-                if kept is None or kept:
+            for condition, rules in self.checks:
+                if _evaluate(condition, at) is not False:
                     continue
-                rule = _ASSERTION_AS_LAYER_RULE.match(words)
-                if rule:
-                    asserted.append(f"the profile's {bound} shapes break a rule the network asserts: {_after(rule[1], condition)}")
-                else:
-                    layers.append(f"the profile's {bound} shapes break a rule of the network: {words}")
+                for words in rules or [condition]:
+                    rule = _ASSERTION_AS_LAYER_RULE.match(words)
+                    if rule:
+                        asserted.append(f"the profile's {bound} shapes break a rule the network asserts: {_after(rule[1], condition)}")
+                    else:
+                        layers.append(f"the profile's {bound} shapes break a rule of the network: {words}")
         found = asserted + list(self) + layers
         return found[0] if found else None
 
@@ -71,10 +71,10 @@ class Breaks(list):
         if stripped == "SYMBOLIC CHECKS":
             self._in_checks = True
         elif self._in_checks and message.startswith("        "):
-            if self.checks and self.checks[-1][1] is None:
-                self.checks[-1] = (self.checks[-1][0], stripped)
+            if self.checks:
+                self.checks[-1][1].append(stripped)
         elif self._in_checks and message.startswith("    ("):
-            self.checks.append((stripped, None))
+            self.checks.append((stripped, []))
         elif self._in_checks:
             self._in_checks = False
         if (broken := _ASSERTION_BROKEN.search(message)):  # a warning, in TensorRT-RTX 1.7
@@ -142,18 +142,19 @@ def _evaluate(condition: str, shapes: Mapping[str, tuple[int, ...]]) -> bool | N
                 if not rest[0].endswith("="):
                     raise _Unknown(rest[0])
                 bindings[rest[0][:-1]], rest = _parse(rest[1:])
-                rest = rest[1:] if rest and rest[0] == "," else rest
+                if rest and rest[0] == ",":  # between two bindings
+                    rest = rest[1:]
         elif rest:
             raise _Unknown(rest[0])
         return bool(_value(expression, shapes, bindings))
-    except (_Unknown, IndexError, TypeError, ValueError, ZeroDivisionError):
+    except (_Unknown, IndexError, TypeError, ValueError, ZeroDivisionError, RecursionError):
         return None
 
 
 def _parse(tokens):
     """The first expression of ``tokens`` (a word, or a list: the operation, then its operands), and the tokens after it."""
     if tokens[0] != "(":
-        return tokens[0].rstrip(","), tokens[1:]
+        return tokens[0], tokens[1:]
     items, rest = [], tokens[1:]
     while rest[0] != ")":
         item, rest = _parse(rest)

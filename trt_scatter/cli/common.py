@@ -342,7 +342,7 @@ def _kept_for_tensorrt(words: str, model: Model, plugins: bool) -> str:
     replaced = served(model) if plugins else {}
     for op in ops.OPS.values():
         why = getattr(oracle.module(op), "tensorrt_failure", lambda _: None)(words) if op.serves else None
-        kept = [node_label(node, index) for index, node in indexed_nodes(model.proto.graph) if node.op_type == op.serves and id(node) not in replaced] if why else []
+        kept = [node_label(node, index) for index, node in indexed_nodes(model.proto.graph) if node.op_type == op.serves and next(iter(node.output), None) not in replaced] if why else []
         if kept:
             return f"{', '.join(kept)}: {why} (TensorRT said: {words})"
     return words

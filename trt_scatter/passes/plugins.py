@@ -34,9 +34,11 @@ if TYPE_CHECKING:
     from trt_scatter.model import Model
 
 
-def served(model: Model) -> dict[int, onnx.NodeProto]:
-    """``{id of a node of model.proto: its plugin node}`` for every standard node of ``model`` (a
-    :class:`~trt_scatter.model.Model`) that a plugin serves; empty where TensorRT builds every node itself."""
+def served(model: Model) -> dict[str, onnx.NodeProto]:
+    """``{first output of a node of model.proto: its plugin node}`` for every standard node of ``model`` (a
+    :class:`~trt_scatter.model.Model`) that a plugin serves; empty where TensorRT builds every node itself. Keyed by
+    output name, which is the node's alone in a model: the Python objects protobuf hands out for a node may differ
+    from one walk of the graph to the next, and so their ids."""
     from onnx import helper
 
     serving = {}  # standard op type -> the plugin ops that serve some of its nodes
@@ -51,7 +53,7 @@ def served(model: Model) -> dict[int, onnx.NodeProto]:
         for op in serving.get(node.op_type, ()):
             plugin = oracle.module(op).from_standard(OpNode(node, index, model.tensors, standard))
             if plugin is not None:
-                replaced[id(node)] = helper.make_node(op.name, plugin["inputs"], list(node.output), name=node.name,
+                replaced[node.output[0]] = helper.make_node(op.name, plugin["inputs"], list(node.output), name=node.name,
                                                       domain=ops.DOMAIN, **plugin["attributes"])
                 break
     return replaced
@@ -69,9 +71,9 @@ def to_plugins(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.Model
         return model.proto
     converted = onnx.ModelProto()
     converted.CopyFrom(model.proto)
-    for (_, original), (_, node) in zip(indexed_nodes(model.proto.graph), indexed_nodes(converted.graph)):
-        if id(original) in replaced:
-            node.CopyFrom(replaced[id(original)])
+    for _, node in indexed_nodes(converted.graph):
+        if node.output and node.output[0] in replaced:
+            node.CopyFrom(replaced[node.output[0]])
     if not any(opset.domain == ops.DOMAIN for opset in converted.opset_import):
         converted.opset_import.append(helper.make_opsetid(ops.DOMAIN, ops.VERSION))
     return converted
