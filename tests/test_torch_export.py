@@ -568,6 +568,51 @@ def test_torchscript_export_refuses_a_written_state_it_cannot_restore_in_the_mod
     assert torch.count_nonzero(module.count) == 0  # the module's state is as it was
 
 
+class CopyIntoAView(torch.nn.Module):
+    def __init__(self, view):
+        super().__init__()
+        self.view = view
+
+    def forward(self, x, y):
+        x = x.clone()
+        self.view(x).copy_(y)
+        return x
+
+
+@pytest.mark.parametrize("view, args", [
+    (lambda x: x.narrow(1, 2, 3), (torch.zeros(4, 8), torch.ones(4, 3))),
+    (lambda x: x.diagonal(), (torch.zeros(4, 4), torch.ones(4))),
+], ids=["narrow", "diagonal"])
+def test_torchscript_export_refuses_a_write_the_exporter_drops(view, args, recwarn):
+    """The TorchScript exporter removes a copy into a view and says so in a warning: the model was one Identity, which
+    check then passed (its reference runs the model as written). The same words for a write it keeps (x[0] = y into an
+    input) refuse nothing: the torch_modules cases."""
+    with pytest.raises(ValueError, match=r"^trt_scatter\.torch\.export: PyTorch's TorchScript exporter dropped a write \(its warning: ONNX Preprocess - "
+                                         r"Removing mutation from node aten::copy_ .* This changes graph semantics\.\): output '\w+' of the model differs "
+                                         r"from eager PyTorch's on the example inputs: export with dynamo=True, which keeps it \(a copy into a view of a "
+                                         r"tensor: narrow, diagonal, t\(\)\)$"):
+        trt_scatter_torch.export(CopyIntoAView(view), args, dynamo=False)
+    assert not [w for w in recwarn if "Removing mutation" in str(w.message)]  # said once, in the error
+    assert any("TorchScript-based ONNX export" in str(w.message) for w in recwarn)  # the exporter's other warnings are given on
+
+
+def test_a_removed_copy_that_cannot_be_run_beside_eager_pytorch_is_a_warning(caplog):
+    """bfloat16 examples: NumPy has no bfloat16, so the exported model cannot run beside eager PyTorch; the exporter's
+    words are then a warning of trt-scatter's, not a refusal."""
+    args = (torch.zeros(4, 8, dtype=torch.bfloat16), torch.ones(4, 3, dtype=torch.bfloat16))
+    with caplog.at_level(logging.WARNING, logger="trt_scatter"):
+        trt_scatter_torch.export(CopyIntoAView(lambda x: x.narrow(1, 2, 3)), args, dynamo=False)
+    warned = [record.getMessage() for record in caplog.records if "removed an in-place write" in record.getMessage()]
+    assert len(warned) == 1 and "which it may have dropped, and the model could not be run beside eager PyTorch" in warned[0], warned
+
+
+def test_dynamo_export_keeps_a_copy_into_a_narrowed_view():
+    args = (torch.zeros(4, 8), torch.ones(4, 3))
+    model = trt_scatter_torch.export(CopyIntoAView(lambda x: x.narrow(1, 2, 3)), args)
+    (output,) = Reference(model).run({name.name: a.numpy() for name, a in zip(model.graph.input, args)}).values()
+    np.testing.assert_array_equal(output, CopyIntoAView(lambda x: x.narrow(1, 2, 3))(*args).numpy())
+
+
 def test_symbolics_register_and_unregister():
     case = CASES["slice_scatter_strided"]
     args = tuple(t.clone() for t in case.example)

@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from typing import IO, TYPE_CHECKING, Any
 
-from trt_scatter.log import logger
+from trt_scatter.log import first_line, logger
 from trt_scatter.model.graph import fed_inputs, overwrite_conflict, value_readers
 from trt_scatter.ops import DOMAIN, VERSION, is_trt_scatter, register_onnx_schemas
 from trt_scatter.torch import torchscript, writes
@@ -100,6 +101,7 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
     # torch.onnx.export puts the whole module in eval mode and back in the top module's mode after, so a wrapper in training
     # mode around a decoder in eval mode left the decoder in training mode (its dropout on): every module's own mode is kept.
     modes = [(module, module.training) for module in model.modules()] if isinstance(model, torch.nn.Module) else []
+    removed = []  # the TorchScript exporter's words for the in-place writes it removed
     try:
         if dynamo:
             table = translation_table()
@@ -111,7 +113,7 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
                 raise ValueError(f"trt_scatter.torch.export: opset_version={asked}, and torch's exporter gave opset {given} (its log above "
                                  "says why): ask for an opset it gives, or leave opset_version out")
         else:
-            proto = _export_torchscript(model, args, kwargs)
+            proto, removed = _export_torchscript(model, args, kwargs)
     finally:
         for module, training in modes:
             module.training = training
@@ -119,6 +121,9 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
     for line in report.lines():
         logger.debug("trt_scatter.torch: rewrite: %s", line)
     validate(proto)  # what the exporter let through and trt-scatter would refuse (float indices...) is refused here, not at build
+    copies = [said for said in removed if "aten::copy_ " in said]  # the symbolics translate the other in-place ops (index_copy_...)
+    if copies:
+        _refuse_a_dropped_write(model, args, proto, copies[0], kwargs.get("input_names"))
     if not dynamo:
         for line in extremes_from_zero(proto.graph):
             logger.warning(f"trt_scatter.torch: {line}; export with dynamo=True, which takes the eager branch")
@@ -162,7 +167,7 @@ def _export_torchscript(model, args, kwargs):
     register_symbolics()
     buffer = io.BytesIO()
     try:
-        with torchscript.refusals_after_export():
+        with torchscript.refusals_after_export(), torchscript.removed_mutations() as removed:
             torch.onnx.export(model, args, buffer, dynamo=False, custom_opsets=custom_opsets, **kwargs)
     finally:
         if not registered_before:
@@ -184,7 +189,59 @@ def _export_torchscript(model, args, kwargs):
     if written:
         raise ValueError(f"the TorchScript exporter ran forward, which wrote {', '.join(sorted(written))}, and exported values "
                          "computed from the written state under other names: export with dynamo=True")
-    return proto
+    return proto, removed
+
+
+def _refuse_a_dropped_write(model, args, proto, said, input_names=None):
+    """The TorchScript exporter removed an in-place copy (``said``: its warning), which may be lost or kept (see
+    :func:`~trt_scatter.torch.torchscript.removed_mutations`): the exported model runs in the reference on the example
+    inputs beside eager PyTorch (every module in eval mode, as the exporter traced it, and its state as it was after),
+    and an output that differs is the lost write, refused. Where the two cannot be run side by side, a warning says so."""
+    import numpy as np
+    import torch
+
+    from trt_scatter.reference import Reference
+
+    def cannot(why):
+        logger.warning(f"trt_scatter.torch: PyTorch's TorchScript exporter removed an in-place write (its warning: {said}), which it may have "
+                       f"dropped, and {why}: compare the model with eager PyTorch, or export with dynamo=True")
+
+    inputs = [value.name for value in fed_inputs(proto.graph)]
+    tensors = args if isinstance(args, tuple) else (args,)
+    # which example each input is: the caller's input_names in order, else the exporter's names end with the position
+    # ("onnx::Add_2"); an input nothing reads (the source of a dropped write) is left out of the model
+    positions = {name: index for index, name in enumerate(input_names or [])} or {
+        name: int(found[1]) for name in inputs if (found := re.search(r"_(\d+)$", name))}
+    if (not isinstance(model, torch.nn.Module) or not all(isinstance(t, torch.Tensor) for t in tensors)
+            or any(positions.get(name, len(tensors)) >= len(tensors) for name in inputs)):
+        return cannot("its inputs are not the example's tensors, so the model was not run beside eager PyTorch")
+    state = {name: tensor.detach().clone() for name, tensor in model.state_dict(keep_vars=True).items()}
+    modes = [(module, module.training) for module in model.modules()]
+    try:
+        model.eval()
+        with torch.no_grad():
+            eager = model(*(t.clone() for t in tensors))
+    finally:
+        for module, training in modes:
+            module.training = training
+        with torch.no_grad():
+            for name, tensor in model.state_dict(keep_vars=True).items():
+                tensor.copy_(state[name])
+    eager = [eager] if isinstance(eager, torch.Tensor) else list(eager) if isinstance(eager, (tuple, list)) else []
+    if len(eager) != len(proto.graph.output) or not all(isinstance(t, torch.Tensor) for t in eager):
+        return cannot("its outputs are not eager PyTorch's tensors one for one, so the model was not run beside eager PyTorch")
+    try:
+        ours = Reference(proto).run({name: tensors[positions[name]].detach().cpu().numpy() for name in inputs})
+        expected = [t.detach().cpu().numpy() for t in eager]
+    except Exception as err:  # a type NumPy lacks (bfloat16), an op the reference cannot run: nothing to compare
+        return cannot(f"the model could not be run beside eager PyTorch ({first_line(err)})")
+    for output, value in zip(proto.graph.output, expected):
+        got = ours[output.name]
+        if got.shape != value.shape or not np.allclose(got, value, rtol=1e-4, atol=1e-5, equal_nan=True):
+            raise ValueError(f"trt_scatter.torch.export: PyTorch's TorchScript exporter dropped a write (its warning: {said}): output "
+                             f"{output.name!r} of the model differs from eager PyTorch's on the example inputs: export with dynamo=True, "
+                             "which keeps it (a copy into a view of a tensor: narrow, diagonal, t())")
+    return None
 
 
 def mark_inplace(model: onnx.ModelProto) -> list[str]:

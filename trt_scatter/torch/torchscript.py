@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import warnings
 from typing import TYPE_CHECKING
 
 from trt_scatter.log import first_line, logger
@@ -73,6 +74,27 @@ def refusals_after_export() -> Iterator[None]:
         _refusals = None
     if refusals:
         raise ValueError(refusals[0] + also) from None
+
+
+@contextlib.contextmanager
+def removed_mutations() -> Iterator[list[str]]:
+    """The TorchScript exporter's warnings inside the block that it removed an in-place write (its words, as a list),
+    kept out of the warnings; its other warnings are given on as they came. It removes a copy into a view that it cannot
+    translate (``x.narrow(...).copy_(y)``: the write is lost) and, in the same words, the write into an input that a
+    symbolic has translated (``x[0] = y``: the write is kept), so the words alone do not say which."""
+    removed = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield removed
+    for warning in caught:
+        said = str(warning.message)
+        if _REMOVED_MUTATION in said:
+            removed.append(said.split(" (Triggered internally", 1)[0])
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno, source=warning.source)
+
+
+_REMOVED_MUTATION = "Removing mutation from node"  #: the TorchScript exporter's words for a write it removed
 
 
 def _refuse(message: str, data: torch._C.Value) -> torch._C.Value:
