@@ -783,6 +783,10 @@ _SLICE = onnx_models.slice_scatter_model((4, 6), [0], [4], [2], axes=[1])
     pytest.param(_mutated(onnx_models.scatter_nd_model((4, 5), (2, 1)), lambda m: m.graph.node[-1].input.__setitem__(1, "")),
                  r"^ScatterND node .*: input 'indices' is missing \(input 1 has an empty name\): ScatterND takes data, indices, updates$",
                  id="an-onnx-scatter-without-indices"),
+    # PyTorch's TorchScript exporter writes x[..., idx] = y so: TensorRT's parser called it an invalid node, and check's
+    # data loader said 'x and y have different dtype: NoneType'
+    pytest.param(_mutated(_SLICE, lambda m: m.graph.node.insert(0, helper.make_node("Add", ["", ""], ["sum"], name="/Add"))),
+                 r"^Add node '/Add': input 'A' is missing \(input 0 has an empty name\): Add takes A, B$", id="an-onnx-op-without-a-required-input"),
     pytest.param(_mutated(onnx_models.scatter_elements_model((4, 5), (2, 5), axis=1), lambda m: _float_in_an_int(m.graph.node[-1].attribute[0])),
                  r"^ScatterElements node .*: attribute 'axis' must be an int \(got an attribute typed INT that holds f\)$",
                  id="an-onnx-scatter-int-attribute-holding-a-float"),

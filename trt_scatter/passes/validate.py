@@ -121,6 +121,7 @@ def _check_node(facts, node, index, runs, where):
     """One node's rules (:func:`validate`): its attributes, its op's contract or ONNX's schema, its input types, and the
     oracle's rules where it may run (a repeated target warned of)."""
     _check_attributes_once(node, index)
+    _check_standard_inputs(node, index, facts.onnx_version)
     if ops.is_trt_scatter(node):
         _check_contract(node, index, facts.version)
     elif node.op_type in ops.OPS and node.domain not in (ops.DOMAIN, *ops.DEFAULT_DOMAINS) and (node.domain, node.op_type) not in facts.functions:
@@ -602,11 +603,7 @@ def _check_schema(node, index, version):
     if not schema.min_input <= len(node.input) <= schema.max_input or len(node.output) != 1:
         takes = schema.min_input if schema.min_input == schema.max_input else f"{schema.min_input} to {schema.max_input}"
         raise ModelError(f"{label}: {node.op_type} takes {takes} inputs and gives 1 output (got {len(node.input)} inputs, {len(node.output)} outputs)")
-    for position, name in enumerate(node.input):
-        formal = schema.inputs[min(position, len(schema.inputs) - 1)]
-        if not name and formal.option != onnx.defs.OpSchema.FormalParameterOption.Optional:
-            raise ModelError(f"{label}: input '{formal.name}' is missing (input {position} has an empty name): {node.op_type} takes "
-                             f"{', '.join(schema_input.name for schema_input in schema.inputs)}")
+    _check_required_inputs(label, node, schema)
     for attribute in node.attribute:
         if attribute.name in schema.attributes:
             _check_attribute_kind(label, attribute, schema.attributes[attribute.name].type)
@@ -623,6 +620,33 @@ def _check_schema(node, index, version):
         raise ModelError(f"{label}: {node.op_type} at opset {version}, the model's, has no reduction '{reduction}' "
                          f"(it arrives in opset {since}): export at opset {since} or later, or let trt-scatter rewrite make it the "
                          "reduction op's node")
+
+
+def _check_required_inputs(label, node, schema):
+    """No input that ``schema`` (the node's op in ONNX) requires has an empty name, which leaves it out: PyTorch's
+    TorchScript exporter writes such nodes (an ``Add`` of two empty names), which TensorRT's parser calls an invalid
+    node and ONNX's evaluator fails on with words about types."""
+    import onnx.defs
+
+    for position, name in enumerate(node.input):
+        formal = schema.inputs[min(position, len(schema.inputs) - 1)] if schema.inputs else None
+        if not name and formal is not None and formal.option != onnx.defs.OpSchema.FormalParameterOption.Optional:
+            raise ModelError(f"{label}: input '{formal.name}' is missing (input {position} has an empty name): {node.op_type} takes "
+                             f"{', '.join(schema_input.name for schema_input in schema.inputs)}")
+
+
+def _check_standard_inputs(node, index, version):
+    """A node of ONNX's own ops that the model's opset knows: :func:`_check_required_inputs` (other ops are TensorRT's
+    and ONNX's checker's to judge)."""
+    import onnx.defs
+
+    if "" not in node.input or node.domain not in ops.DEFAULT_DOMAINS or version is None:
+        return
+    try:
+        schema = onnx.defs.get_schema(node.op_type, version, "")
+    except onnx.defs.SchemaError:
+        return
+    _check_required_inputs(node_label(node, index), node, schema)
 
 
 def _check_attribute_kind(label, attribute, kind):
