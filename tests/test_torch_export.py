@@ -579,19 +579,27 @@ class CopyIntoAView(torch.nn.Module):
         return x
 
 
-@pytest.mark.parametrize("view, args", [
-    (lambda x: x.narrow(1, 2, 3), (torch.zeros(4, 8), torch.ones(4, 3))),
-    (lambda x: x.diagonal(), (torch.zeros(4, 4), torch.ones(4))),
-], ids=["narrow", "diagonal"])
-def test_torchscript_export_refuses_a_write_the_exporter_drops(view, args, recwarn):
+class PutIntoAFlatView(torch.nn.Module):
+    def forward(self, x, index, values):
+        x = x.clone()
+        x.view(-1)[index] = values
+        return x
+
+
+@pytest.mark.parametrize("module, args", [
+    (CopyIntoAView(lambda x: x.narrow(1, 2, 3)), (torch.zeros(4, 8), torch.ones(4, 3))),
+    (CopyIntoAView(lambda x: x.diagonal()), (torch.zeros(4, 4), torch.ones(4))),
+    (PutIntoAFlatView(), (torch.zeros(3, 4), torch.tensor([0, 5, 11]), torch.tensor([1.0, 2.0, 3.0]))),
+], ids=["narrow", "diagonal", "put-into-view(-1)"])
+def test_torchscript_export_refuses_a_write_the_exporter_drops(module, args, recwarn):
     """The TorchScript exporter removes a copy into a view and says so in a warning: the model was one Identity, which
     check then passed (its reference runs the model as written). The same words for a write it keeps (x[0] = y into an
     input) refuse nothing: the torch_modules cases."""
     with pytest.raises(ValueError, match=r"^trt_scatter\.torch\.export: PyTorch's TorchScript exporter dropped a write \(its warning: ONNX Preprocess - "
-                                         r"Removing mutation from node aten::copy_ .* This changes graph semantics\.\): output '\w+' of the model differs "
-                                         r"from eager PyTorch's on the example inputs: export with dynamo=True, which keeps it \(a copy into a view of a "
-                                         r"tensor: narrow, diagonal, t\(\)\)$"):
-        trt_scatter_torch.export(CopyIntoAView(view), args, dynamo=False)
+                                         r"Removing mutation from node aten::\w+ .* This changes graph semantics\.\): output '\w+' of the model differs "
+                                         r"from eager PyTorch's on the example inputs: export with dynamo=True, which keeps it \(a write into a view of a "
+                                         r"tensor: narrow, diagonal, t\(\), view\(-1\)\)$"):
+        trt_scatter_torch.export(module, args, dynamo=False)
     assert not [w for w in recwarn if "Removing mutation" in str(w.message)]  # said once, in the error
     assert any("TorchScript-based ONNX export" in str(w.message) for w in recwarn)  # the exporter's other warnings are given on
 

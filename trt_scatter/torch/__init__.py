@@ -121,12 +121,11 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
     for line in report.lines():
         logger.debug("trt_scatter.torch: rewrite: %s", line)
     validate(proto)  # what the exporter let through and trt-scatter would refuse (float indices...) is refused here, not at build
-    copies = [said for said in removed if "aten::copy_ " in said]  # the symbolics translate the other in-place ops (index_copy_...)
-    if copies:
-        _refuse_a_dropped_write(model, args, proto, copies[0], kwargs.get("input_names"))
-    if not dynamo:
-        for line in extremes_from_zero(proto.graph):
-            logger.warning(f"trt_scatter.torch: {line}; export with dynamo=True, which takes the eager branch")
+    branches = [] if dynamo else list(extremes_from_zero(proto.graph))
+    for line in branches:
+        logger.warning(f"trt_scatter.torch: {line}; export with dynamo=True, which takes the eager branch")
+    if removed and not branches:  # where torch_geometric's export branch computes other values, the warning above says why
+        _refuse_a_dropped_write(model, args, proto, removed[0], kwargs.get("input_names"))
     nested = nested_node(proto.graph)
     if nested is not None:  # a write inside torch.cond or a loop
         logger.warning(f"trt_scatter.torch: {nested[0]} lies in a subgraph of {nested[1]}: full TensorRT builds it, TensorRT-RTX "
@@ -193,7 +192,7 @@ def _export_torchscript(model, args, kwargs):
 
 
 def _refuse_a_dropped_write(model, args, proto, said, input_names=None):
-    """The TorchScript exporter removed an in-place copy (``said``: its warning), which may be lost or kept (see
+    """The TorchScript exporter removed an in-place write (``said``: its warning), which may be lost or kept (see
     :func:`~trt_scatter.torch.torchscript.removed_mutations`): the exported model runs in the reference on the example
     inputs beside eager PyTorch (every module in eval mode, as the exporter traced it, and its state as it was after),
     and an output that differs is the lost write, refused. Where the two cannot be run side by side, a warning says so."""
@@ -240,7 +239,7 @@ def _refuse_a_dropped_write(model, args, proto, said, input_names=None):
         if got.shape != value.shape or not np.allclose(got, value, rtol=1e-4, atol=1e-5, equal_nan=True):
             raise ValueError(f"trt_scatter.torch.export: PyTorch's TorchScript exporter dropped a write (its warning: {said}): output "
                              f"{output.name!r} of the model differs from eager PyTorch's on the example inputs: export with dynamo=True, "
-                             "which keeps it (a copy into a view of a tensor: narrow, diagonal, t())")
+                             "which keeps it (a write into a view of a tensor: narrow, diagonal, t(), view(-1))")
     return None
 
 
