@@ -363,7 +363,7 @@ def _field_value(plugin, field, attribute):
     else:
         value = int(values[0]) if values.size == 1 else None
     if value is None or not attribute.admits(value):
-        raise PluginError(f"{plugin}: plugin field '{field.name}' must be {choices} (got {values!r})")
+        raise PluginError(f"{plugin}: plugin field '{field.name}' must be {choices} (got {value if string else values!r})")
     limits = np.iinfo(np.int32)
     if not string and not limits.min <= value <= limits.max:
         raise PluginError(f"{plugin}: plugin field '{field.name}' must fit in int32, as the plugin gives it back (got {value})")

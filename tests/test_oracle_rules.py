@@ -147,11 +147,11 @@ CASES = [
     case("su-updates-type", lambda: su(updates=np.ones((3, 2), np.float16)), "scatter_update", "updates", "must have the element type of 'data' (float32)", "float16"),
     case("ss-updates-type", lambda: ss(updates=np.ones((3, 2), bool)), "slice_scatter", "updates", "must have the element type of 'data' (float32)", "bool"),
     # data of a non-numeric type
-    case("se-data-str", lambda: se(np.array([["a"] * 4] * 3), updates=np.array([["b"] * 4] * 2)), "scatter_elements", "data", "must have a numeric element type", "str"),
-    case("nd-data-complex", lambda: nd(DATA.astype(np.complex64), updates=np.ones((2, 4), np.complex64)), "scatter_nd", "data", "must have a numeric element type", "complex64"),
-    case("su-data-object", lambda: su(DATA.astype(object), updates=np.ones((3, 2), object)), "scatter_update", "data", "must have a numeric element type", "object"),
-    case("ss-data-datetime", lambda: ss(DATA.astype("datetime64[s]"), np.zeros((3, 2), "datetime64[s]")), "slice_scatter", "data", "must have a numeric element type", "datetime64[s]"),
-    case("ss-data-bytes", lambda: ss(DATA.astype("S2"), np.zeros((3, 2), "S2")), "slice_scatter", "data", "must have a numeric element type", "bytes"),
+    case("se-data-str", lambda: se(np.array([["a"] * 4] * 3), updates=np.array([["b"] * 4] * 2)), "scatter_elements", "data", "must have one of the element types bool, int8 to int64, uint8 to uint64, float16, bfloat16, float32 and float64", "str"),
+    case("nd-data-complex", lambda: nd(DATA.astype(np.complex64), updates=np.ones((2, 4), np.complex64)), "scatter_nd", "data", "must have one of the element types bool, int8 to int64, uint8 to uint64, float16, bfloat16, float32 and float64", "complex64"),
+    case("su-data-object", lambda: su(DATA.astype(object), updates=np.ones((3, 2), object)), "scatter_update", "data", "must have one of the element types bool, int8 to int64, uint8 to uint64, float16, bfloat16, float32 and float64", "object"),
+    case("ss-data-datetime", lambda: ss(DATA.astype("datetime64[s]"), np.zeros((3, 2), "datetime64[s]")), "slice_scatter", "data", "must have one of the element types bool, int8 to int64, uint8 to uint64, float16, bfloat16, float32 and float64", "datetime64[s]"),
+    case("ss-data-bytes", lambda: ss(DATA.astype("S2"), np.zeros((3, 2), "S2")), "slice_scatter", "data", "must have one of the element types bool, int8 to int64, uint8 to uint64, float16, bfloat16, float32 and float64", "bytes"),
     # axes not given: the default axes come from start's length, so start is what breaks a rule
     case("ss-default-axes-past-rank", lambda: slice_scatter(np.zeros(3, F32), np.zeros(3, F32), [0, 0], [3, 3], [1, 1]), "slice_scatter", "start",
          "must have at most 1 entries for 'data' of rank 1 where 'axes' is not given (the default axes are 0, 1, ..., one per entry)", "2"),
@@ -164,8 +164,10 @@ CASES = [
     case("ss-start-ragged", lambda: slice_scatter(DATA, np.ones((3, 2), F32), [[0], [0, 1]], [4], [2], [1]), "slice_scatter", "start", RAGGED, "a ragged list"),
     case("ts-update-ragged", lambda: tensor_scatter(np.zeros((1, 4, 2), F32), [[[1.0, 2.0], [3.0]]]), "tensor_scatter", "update", RAGGED, "a ragged list"),
     # numeric, and TensorRT has it, but the rule names the types the oracle computes with
+    case("su-data-longdouble", lambda: su(DATA.astype(np.longdouble), updates=np.ones((3, 2), np.longdouble)), "scatter_update", "data",
+         "must have one of the element types", str(np.dtype(np.longdouble))),
     case("su-data-float8", lambda: su(DATA.astype(ml_dtypes.float8_e4m3fn), updates=np.ones((3, 2), ml_dtypes.float8_e4m3fn)), "scatter_update", "data",
-         "must have a numeric element type: bool, an integer, float16, bfloat16, float32 or float64", "float8_e4m3fn"),
+         "must have one of the element types bool, int8 to int64, uint8 to uint64, float16, bfloat16, float32 and float64", "float8_e4m3fn"),
 ]
 
 

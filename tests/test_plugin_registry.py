@@ -129,6 +129,13 @@ def test_a_field_is_read_as_its_declared_type_and_must_fit_what_the_plugin_gives
     assert str(caught.value) == message
 
 
+def test_a_string_field_of_no_allowed_value_is_shown_as_the_string():
+    field = trt.PluginField("mode", np.frombuffer(b"bogus", np.int8).copy(), trt.PluginFieldType.CHAR)
+    with pytest.raises(PluginError) as caught:
+        plugins.register()["CacheScatter"].create_plugin("p", trt.PluginFieldCollection([field]), trt.TensorRTPhase.BUILD)
+    assert str(caught.value) == "CacheScatter: plugin field 'mode' must be linear or circular (got 'bogus')"
+
+
 def test_an_int_field_of_any_integer_type_and_a_char_field_give_the_plugin_its_values():
     kept = [trt.PluginField("axis", np.array([-1], np.int64), trt.PluginFieldType.INT64),
             trt.PluginField("reduction", np.frombuffer(b"max", np.int8).copy(), trt.PluginFieldType.CHAR),

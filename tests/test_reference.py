@@ -176,8 +176,8 @@ def test_a_scatter_of_values_the_oracle_does_not_compute_is_refused_when_the_ref
                               [value("data", elem_type, [4]), value("indices", TensorProto.INT64, [2]), value("updates", elem_type, [2])],
                               [value("output", elem_type, [4])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
-    message = (f"the reference cannot run this model: ScatterElements node 'write': scatter_elements: 'data' must have a numeric element "
-               f"type: bool, an integer, float16, bfloat16, float32 or float64 (got {name})")
+    message = (f"the reference cannot run this model: ScatterElements node 'write': scatter_elements: 'data' must have one of the element "
+               f"types bool, int8 to int64, uint8 to uint64, float16, bfloat16, float32 and float64 (got {name})")
     with pytest.raises(ModelError) as refused:
         Reference(model)
     assert str(refused.value) == message
@@ -199,7 +199,7 @@ def test_a_scatter_of_complex_values_in_an_if_branch_is_refused_when_the_referen
                               [value("cond", TensorProto.BOOL, []), value("data", TensorProto.COMPLEX64, [4]), value("indices", TensorProto.INT64, [2]),
                                value("updates", TensorProto.COMPLEX64, [2])], [value("output", TensorProto.COMPLEX64, [4])])
     with pytest.raises(ModelError, match=r"^the reference cannot run this model: ScatterElements node '(then|else)_write': scatter_elements: 'data' must "
-                                         r"have a numeric element type: bool, an integer, float16, bfloat16, float32 or float64 \(got complex64\)$"):
+                                         r"have one of the element types bool, int8 to int64, uint8 to uint64, float16, bfloat16, float32 and float64 \(got complex64\)$"):
         Reference(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
 
 

@@ -579,6 +579,12 @@ class CopyIntoAView(torch.nn.Module):
         return x
 
 
+class NarrowAnInput(torch.nn.Module):
+    def forward(self, cache, new):  # a cache written in place: the tracing run wrote the example too
+        cache.narrow(2, 3, 2).copy_(new)
+        return cache
+
+
 class PutIntoAFlatView(torch.nn.Module):
     def forward(self, x, index, values):
         x = x.clone()
@@ -590,16 +596,19 @@ class PutIntoAFlatView(torch.nn.Module):
     (CopyIntoAView(lambda x: x.narrow(1, 2, 3)), (torch.zeros(4, 8), torch.ones(4, 3))),
     (CopyIntoAView(lambda x: x.diagonal()), (torch.zeros(4, 4), torch.ones(4))),
     (PutIntoAFlatView(), (torch.zeros(3, 4), torch.tensor([0, 5, 11]), torch.tensor([1.0, 2.0, 3.0]))),
-], ids=["narrow", "diagonal", "put-into-view(-1)"])
+    (NarrowAnInput(), (torch.zeros(1, 2, 8, 4), torch.ones(1, 2, 2, 4))),
+], ids=["narrow", "diagonal", "put-into-view(-1)", "narrow-an-input"])
 def test_torchscript_export_refuses_a_write_the_exporter_drops(module, args, recwarn):
-    """The TorchScript exporter removes a copy into a view and says so in a warning: the model was one Identity, which
-    check then passed (its reference runs the model as written). The same words for a write it keeps (x[0] = y into an
-    input) refuse nothing: the torch_modules cases."""
-    with pytest.raises(ValueError, match=r"^trt_scatter\.torch\.export: PyTorch's TorchScript exporter dropped a write \(its warning: ONNX Preprocess - "
-                                         r"Removing mutation from node aten::\w+ .* This changes graph semantics\.\): output '\w+' of the model differs "
-                                         r"from eager PyTorch's on the example inputs: export with dynamo=True, which keeps it \(a write into a view of a "
-                                         r"tensor: narrow, diagonal, t\(\), view\(-1\)\)$"):
+    """The TorchScript exporter removes a copy into a view and says so in a warning (into a view of a graph input, without
+    a word): the model was one Identity, which check then passed (its reference runs the model as written). The same
+    words for a write it keeps (x[0] = y into an input) refuse nothing: the torch_modules cases."""
+    with pytest.raises(ValueError, match=r"^trt_scatter\.torch\.export: PyTorch's TorchScript exporter dropped a write \((its warning: ONNX "
+                                         r"Preprocess - Removing mutation from node aten::\w+ .* This changes graph semantics\.|without a word)\): output '\w+' of the model differs "
+                                         r"from eager PyTorch's on the example inputs: export with dynamo=True, which keeps a write into a view \(narrow, "
+                                         r"t\(\), view\(-1\)\), or assign at the coordinates, which both exporters keep \(x\[i, i\] = y for a "
+                                         r"diagonal, i = torch\.arange\(n\)\)$"):
         trt_scatter_torch.export(module, args, dynamo=False)
+    assert not torch.count_nonzero(args[0])  # the caller's example is as it was: the tracing run wrote a copy
     assert not [w for w in recwarn if "Removing mutation" in str(w.message)]  # said once, in the error
     assert any("TorchScript-based ONNX export" in str(w.message) for w in recwarn)  # the exporter's other warnings are given on
 

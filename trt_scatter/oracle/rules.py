@@ -66,11 +66,11 @@ def type_name(dtype: DTypeLike) -> object:
 
 
 def check_data_type(op: str, name: str, dtype: DTypeLike) -> None:
-    """``name`` holds elements: a type the oracle computes with (bool, signed/unsigned ints, NumPy's floats, bfloat16;
-    not float8 nor the 4-bit types, which NumPy alone lacks)."""
+    """``name`` holds elements: a type the oracle computes with (bool, signed/unsigned ints, floats of 16 to 64 bits,
+    bfloat16; not float8 nor the 4-bit types, which NumPy alone lacks)."""
     dtype = np.dtype(dtype)
-    if dtype.kind not in "biuf" and dtype != BFLOAT16:
-        raise ScatterInputError(op, name, "must have a numeric element type: bool, an integer, float16, bfloat16, float32 or float64", type_name(dtype))
+    if (dtype.kind not in "biuf" or dtype.itemsize > 8) and dtype != BFLOAT16:  # float128 (longdouble) no runtime has
+        raise ScatterInputError(op, name, "must have one of the element types bool, int8 to int64, uint8 to uint64, float16, bfloat16, float32 and float64", type_name(dtype))
 
 
 def check_same_type(op: str, name: str, dtype: DTypeLike, data_dtype: DTypeLike, other: str = "data") -> None:

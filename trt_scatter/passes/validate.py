@@ -622,7 +622,7 @@ def _check_schema(node, index, version):
                          "reduction op's node")
 
 
-def _check_required_inputs(label, node, schema):
+def _check_required_inputs(label, node, schema, remedy=""):
     """No input that ``schema`` (the node's op in ONNX) requires has an empty name, which leaves it out: PyTorch's
     TorchScript exporter writes such nodes (an ``Add`` of two empty names), which TensorRT's parser calls an invalid
     node and ONNX's evaluator fails on with words about types."""
@@ -632,21 +632,22 @@ def _check_required_inputs(label, node, schema):
         formal = schema.inputs[min(position, len(schema.inputs) - 1)] if schema.inputs else None
         if not name and formal is not None and formal.option != onnx.defs.OpSchema.FormalParameterOption.Optional:
             raise ModelError(f"{label}: input '{formal.name}' is missing (input {position} has an empty name): {node.op_type} takes "
-                             f"{', '.join(schema_input.name for schema_input in schema.inputs)}")
+                             f"{', '.join(schema_input.name for schema_input in schema.inputs)}{remedy}")
 
 
 def _check_standard_inputs(node, index, version):
-    """A node of ONNX's own ops that the model's opset knows: :func:`_check_required_inputs` (other ops are TensorRT's
-    and ONNX's checker's to judge)."""
+    """A node of ONNX's own ops, other than the scatters, that the model's opset knows: :func:`_check_required_inputs`
+    (other ops are TensorRT's and ONNX's checker's to judge)."""
     import onnx.defs
 
-    if "" not in node.input or node.domain not in ops.DEFAULT_DOMAINS or version is None:
-        return
+    if "" not in node.input or node.domain not in ops.DEFAULT_DOMAINS or version is None or ops.op_of(node) is not None:
+        return  # the scatter ops' own nodes: _check_schema
     try:
         schema = onnx.defs.get_schema(node.op_type, version, "")
     except onnx.defs.SchemaError:
         return
-    _check_required_inputs(node_label(node, index), node, schema)
+    _check_required_inputs(node_label(node, index), node, schema, "; the exporter that wrote the model left it out (PyTorch's TorchScript "
+                           "exporter does for x[..., idx] = y, which trt_scatter.torch.export writes as one write)")
 
 
 def _check_attribute_kind(label, attribute, kind):

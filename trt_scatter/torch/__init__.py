@@ -124,8 +124,8 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
     branches = [] if dynamo else list(extremes_from_zero(proto.graph))
     for line in branches:
         logger.warning(f"trt_scatter.torch: {line}; export with dynamo=True, which takes the eager branch")
-    if removed and not branches:  # where torch_geometric's export branch computes other values, the warning above says why
-        _refuse_a_dropped_write(model, args, proto, removed[0], kwargs.get("input_names"))
+    if not dynamo and not branches and (removed or _passed_through(proto.graph)):  # torch_geometric's branch: the warning above
+        _refuse_a_dropped_write(model, args, proto, removed[0] if removed else None, kwargs.get("input_names"))
     nested = nested_node(proto.graph)
     if nested is not None:  # a write inside torch.cond or a loop
         logger.warning(f"trt_scatter.torch: {nested[0]} lies in a subgraph of {nested[1]}: full TensorRT builds it, TensorRT-RTX "
@@ -167,7 +167,7 @@ def _export_torchscript(model, args, kwargs):
     buffer = io.BytesIO()
     try:
         with torchscript.refusals_after_export(), torchscript.removed_mutations() as removed:
-            torch.onnx.export(model, args, buffer, dynamo=False, custom_opsets=custom_opsets, **kwargs)
+            torch.onnx.export(model, _copies(args), buffer, dynamo=False, custom_opsets=custom_opsets, **kwargs)
     finally:
         if not registered_before:
             unregister_symbolics()
@@ -191,17 +191,47 @@ def _export_torchscript(model, args, kwargs):
     return proto, removed
 
 
+def _copies(args):
+    """The example inputs for the tracing run, which performs the model's in-place writes on them: copies of the tensors,
+    so that the caller's keep their values, and so does the comparison with eager PyTorch (a cache written in place
+    through narrow would compare the written cache with itself)."""
+    import torch
+
+    if isinstance(args, torch.Tensor):
+        return args.clone()
+    return tuple(arg.clone() if isinstance(arg, torch.Tensor) else arg for arg in args) if isinstance(args, tuple) else args
+
+
+def _passed_through(graph):
+    """``{graph output: the graph input it is}`` for the outputs that hand an input on unchanged (through Identity nodes)."""
+    made = {node.output[0]: node.input[0] for node in graph.node if node.op_type == "Identity" and node.input and node.output}
+    inputs = {value.name for value in graph.input}
+    through = {}
+    for value in graph.output:
+        name = value.name
+        while name in made and name not in inputs:
+            name = made[name]
+        if name in inputs:
+            through[value.name] = name
+    return through
+
+
 def _refuse_a_dropped_write(model, args, proto, said, input_names=None):
     """The TorchScript exporter removed an in-place write (``said``: its warning), which may be lost or kept (see
     :func:`~trt_scatter.torch.torchscript.removed_mutations`): the exported model runs in the reference on the example
     inputs beside eager PyTorch (every module in eval mode, as the exporter traced it, and its state as it was after),
-    and an output that differs is the lost write, refused. Where the two cannot be run side by side, a warning says so."""
+    and an output that differs is the lost write, refused. Where the two cannot be run side by side, a warning says so.
+    It removes a write into a view of a graph input without a word (``cache.narrow(...).copy_(new); return cache``):
+    with ``said`` None, the outputs that hand an input on unchanged are held to eager PyTorch's, and nothing else."""
     import numpy as np
     import torch
 
     from trt_scatter.reference import Reference
 
     def cannot(why):
+        if said is None:  # nothing was said: nothing to add
+            logger.debug("trt_scatter.torch: an output hands an input on unchanged, and %s", why)
+            return
         logger.warning(f"trt_scatter.torch: PyTorch's TorchScript exporter removed an in-place write (its warning: {said}), which it may have "
                        f"dropped, and {why}: compare the model with eager PyTorch, or export with dynamo=True")
 
@@ -230,16 +260,21 @@ def _refuse_a_dropped_write(model, args, proto, said, input_names=None):
     if len(eager) != len(proto.graph.output) or not all(isinstance(t, torch.Tensor) for t in eager):
         return cannot("its outputs are not eager PyTorch's tensors one for one, so the model was not run beside eager PyTorch")
     try:
-        ours = Reference(proto).run({name: tensors[positions[name]].detach().cpu().numpy() for name in inputs})
+        feeds = {name: tensors[positions[name]].detach().cpu().numpy() for name in inputs}
+        ours = Reference(proto).run(feeds) if said else {output: feeds[name] for output, name in _passed_through(proto.graph).items()}
         expected = [t.detach().cpu().numpy() for t in eager]
     except Exception as err:  # a type NumPy lacks (bfloat16), an op the reference cannot run: nothing to compare
         return cannot(f"the model could not be run beside eager PyTorch ({first_line(err)})")
     for output, value in zip(proto.graph.output, expected):
+        if output.name not in ours:
+            continue
         got = ours[output.name]
         if got.shape != value.shape or not np.allclose(got, value, rtol=1e-4, atol=1e-5, equal_nan=True):
-            raise ValueError(f"trt_scatter.torch.export: PyTorch's TorchScript exporter dropped a write (its warning: {said}): output "
+            how = f"its warning: {said}" if said else "without a word"
+            raise ValueError(f"trt_scatter.torch.export: PyTorch's TorchScript exporter dropped a write ({how}): output "
                              f"{output.name!r} of the model differs from eager PyTorch's on the example inputs: export with dynamo=True, "
-                             "which keeps it (a write into a view of a tensor: narrow, diagonal, t(), view(-1))")
+                             "which keeps a write into a view (narrow, t(), view(-1)), or assign at the coordinates, which both "
+                             "exporters keep (x[i, i] = y for a diagonal, i = torch.arange(n))")
     return None
 
 
