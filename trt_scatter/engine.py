@@ -1,10 +1,9 @@
 """Builds TensorRT engines from trt-scatter's example networks or from ONNX files.
 
-Thin compositions of polygraphy's loaders (``CreateConfig``, ``EngineBytesFromNetwork``) around a network made as
-polygraphy's ``CreateNetwork`` and ``NetworkFromOnnxBytes`` make one (:func:`create_network`: the same flags and
-logger, that logger's lines also read by :func:`build_engine`), so an engine built here is built as ``polygraphy
-convert`` would build it. The TensorRT backend is resolved first (:func:`trt_scatter.backend.tensorrt`) so that
-polygraphy uses the same one.
+Thin compositions of polygraphy's loaders (``CreateNetwork``, ``NetworkFromOnnxPath``,
+``CreateConfig``, ``EngineBytesFromNetwork``), so an engine built here is built exactly as
+``polygraphy convert`` would build it. The TensorRT backend is resolved first
+(:func:`trt_scatter.backend.tensorrt`) so that polygraphy uses the same one.
 """
 
 from __future__ import annotations
