@@ -510,17 +510,11 @@ def test_no_garbage_collection_starts_while_tensorrt_creates_a_builder_or_builds
 
         return Recording
 
-    builder_class = engine.tensorrt().Builder
-
-    def builder(*args, **kwargs):  # creating a builder logs
-        seen.append(("Builder", gc.isenabled()))
-        return builder_class(*args, **kwargs)
-
-    monkeypatch.setattr(polygraphy_trt, "EngineBytesFromNetwork", recording(polygraphy_trt.EngineBytesFromNetwork))
-    monkeypatch.setattr(engine.tensorrt(), "Builder", builder)
+    for name in ("CreateNetwork", "EngineBytesFromNetwork"):
+        monkeypatch.setattr(polygraphy_trt, name, recording(getattr(polygraphy_trt, name)))
     assert gc.isenabled()
     plan, _ = engine.build_engine(engine.network_from_example("scatter_nd", {}))
-    assert len(plan) > 0 and seen == [("Builder", False), ("EngineBytesFromNetwork", False)] and gc.isenabled()
+    assert len(plan) > 0 and seen == [("CreateNetwork", False), ("EngineBytesFromNetwork", False)] and gc.isenabled()
     with pytest.raises(RuntimeError), engine.no_collection_inside_tensorrt():
         raise RuntimeError("a failed build")
     assert gc.isenabled()

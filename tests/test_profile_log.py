@@ -29,13 +29,6 @@ def test_a_symbolic_check_is_evaluated_at_the_shapes(condition, kept):
     assert _evaluate(condition, SHAPES) is kept
 
 
-def test_a_named_dimension_of_an_onnx_model_is_evaluated_at_its_size():
-    """TensorRT names an ONNX model's dim_param in its checks: (EQUAL 2 K)."""
-    assert _evaluate("(EQUAL 2 K)", {}, {"K": 2}) is True
-    assert _evaluate("(EQUAL 2 K)", {}, {"K": 3}) is False
-    assert _evaluate("(EQUAL 2 K)", {}) is None
-
-
 @pytest.mark.parametrize("condition", [
     "(EQUAL 2 (# 0 (SHAPE elsewhere)))",  # a tensor that is not an input
     "(EQUAL 2 (# 0 (VALUE a)))",  # a word this module does not know
@@ -150,26 +143,3 @@ def test_a_profile_whose_smallest_or_largest_shapes_break_a_builders_rule_is_ref
         _build(inputs, add, profile)
     fitting = {name: (bounds[1],) * 3 for name, bounds in profile.items()}  # the opt shapes keep every rule
     assert _build(inputs, add, fitting)[0]
-
-
-def test_an_onnx_models_profile_that_breaks_a_layers_rule_at_a_bound_is_refused_by_build(tmp_path, capsys):
-    """A Reshape of data's N x M elements added to 8 values: only 8 elements keep the rule, and the profile gives 4
-    and 16. TensorRT-RTX built it and said so only in polygraphy's log; the builder of an ONNX model logs as
-    polygraphy's does, and build_engine now reads it."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    from trt_scatter.cli import main
-
-    value = helper.make_tensor_value_info
-    graph = helper.make_graph([helper.make_node("Reshape", ["data", "flat_shape"], ["flat"]), helper.make_node("Add", ["flat", "bias"], ["out"])], "g",
-                              [value("data", TensorProto.FLOAT, ["N", "M"]), value("bias", TensorProto.FLOAT, [8])], [value("out", TensorProto.FLOAT, None)],
-                              [numpy_helper.from_array(np.array([-1], np.int64), "flat_shape")])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "m.onnx")
-    bounds = ["--min", "data:[2,2]", "--opt", "data:[2,4]", "--max", "data:[4,4]"]
-    assert main(["build", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.engine"), *bounds]) == 2
-    error = capsys.readouterr().err
-    assert re.fullmatch(r"trt-scatter build: error: the profile's (smallest|largest) shapes break a rule of the network: .*dimensions not "
-                        r"compatible for elementwise \(\d+ != \d+\)\n", error), error
-    fitting = ["--min", "data:[2,4]", "--opt", "data:[2,4]", "--max", "data:[2,4]"]
-    assert main(["build", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.engine"), *fitting]) == 0

@@ -177,27 +177,6 @@ def trt_logger() -> trt.ILogger:
     return _Forward()
 
 
-@functools.lru_cache(maxsize=None)
-def polygraphy_trt_logger() -> trt.ILogger:
-    """polygraphy's TensorRT logger (``get_trt_logger()``, which prints through polygraphy's own logger, as its loaders'
-    builders do), with the callables of :func:`taking_tensorrt_log` first: the builders of ONNX models and example
-    networks log as polygraphy's would, and a build still reads what TensorRT says of its profile."""
-    from polygraphy.backend.trt import util as trt_util
-
-    theirs = trt_util.get_trt_logger()
-
-    class _Taking(tensorrt().ILogger):
-        def log(self, severity, msg):
-            _pause_collection()  # first: TensorRT calls this holding a lock of its own
-            try:
-                if not any(take(msg) for take in list(_takers.get(threading.get_ident(), ()))):
-                    theirs.log(severity, msg)
-            finally:
-                _resume_collection()
-
-    return _Taking()
-
-
 _takers = {}  # thread ident -> the callables that see each line TensorRT logs in that thread first (taking_tensorrt_log)
 
 

@@ -73,6 +73,8 @@ def network_from_example(name: str, profile_shapes: dict[str, tuple[Sequence[int
     TensorRT choose layer precisions.
     """
     tensorrt()
+    from polygraphy.backend.trt import CreateNetwork
+
     from trt_scatter.networks.examples import EXAMPLES
 
     check_example_name(name)
@@ -95,26 +97,14 @@ def network_from_example(name: str, profile_shapes: dict[str, tuple[Sequence[int
         check_profile(name, profile_shapes, **params)
 
     def load():
-        builder, network = create_network(strongly_typed)
+        with no_collection_inside_tensorrt():
+            builder, network = CreateNetwork(strongly_typed=strongly_typed)()
         for input_name, shapes in EXAMPLES[name](network, **params).items():
             profile_shapes.setdefault(input_name, shapes)
         return builder, network
 
     load.example = name  # build_engine's message for a profile left out says where an example's comes from
     return load
-
-
-def create_network(strongly_typed: bool = True) -> tuple[trt.Builder, trt.INetworkDefinition]:
-    """An empty network and its builder, as polygraphy's ``CreateNetwork`` makes them (its TensorRT logger), but with
-    that logger behind :func:`trt_scatter.backend.taking_tensorrt_log`, so that :func:`build_engine` reads what
-    TensorRT says of the profile's bounds (:mod:`trt_scatter.profile_log`)."""
-    trt = tensorrt()
-    flags = 0
-    if strongly_typed and hasattr(trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED"):  # TensorRT-RTX's networks always are
-        flags |= 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
-    with no_collection_inside_tensorrt():
-        builder = trt.Builder(backend.polygraphy_trt_logger())
-        return builder, builder.create_network(flags)
 
 
 def check_example_name(name: str) -> None:
@@ -375,9 +365,11 @@ def _network_from_proto(proto, path=None, strongly_typed=True, model=None):
     its constants against the shape profile."""
 
     def load():
+        from polygraphy.backend.trt import CreateNetwork
         from polygraphy.backend.trt import util as trt_util
 
-        builder, network = create_network(strongly_typed)
+        with no_collection_inside_tensorrt():
+            builder, network = CreateNetwork(strongly_typed=strongly_typed)()
         parser = tensorrt().OnnxParser(network, trt_util.get_trt_logger())
         with _parser_path(path) as parser_path:
             success = parser.parse(proto.SerializeToString(), parser_path)
@@ -550,33 +542,17 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
             refused_shapes = _refused_plugin_shapes()
             if refused_shapes:  # TensorRT says only that the plugin's "output shape computation failed": the rule it broke
                 raise ValueError(refused_shapes[-1]) from None
-            broken = breaks.first(bounds, _named_dimensions(network, bounds))
+            broken = breaks.first(bounds)
             if broken:
                 raise ValueError(broken) from None
             raise
-    broken = breaks.first(bounds, _named_dimensions(network, bounds))
+    broken = breaks.first(bounds)
     if broken:  # TensorRT-RTX builds an engine whose rules fail at a bound of its profile, saying so only in its log
         raise ValueError(broken)
     seconds = time.perf_counter() - start
     summary = BuildSummary(name, inputs, outputs, network.num_layers, seconds, len(engine))
     logger.info("built %s in %.2f s (%d bytes)", name, seconds, len(engine))
     return engine, summary
-
-
-def _named_dimensions(network, bounds):
-    """``{name: (min, opt, max)}`` of the network inputs' named dimensions (an ONNX model's ``dim_param``) at the
-    profile's ``bounds`` (``{input: (min, opt, max) shapes}``); a name whose inputs disagree is left out (the profile
-    check that names it runs before the build)."""
-    named, seen = {}, {}
-    for index in range(network.num_inputs):
-        tensor = network.get_input(index)
-        for axis in range(len(tensor.shape)):
-            name = tensor.get_dimension_name(axis)
-            if name and tensor.name in bounds:
-                values = tuple(int(shape[axis]) for shape in bounds[tensor.name])
-                seen.setdefault(name, set()).add(values)
-                named[name] = values
-    return {name: values for name, values in named.items() if len(seen[name]) == 1}
 
 
 def check_timing_cache(path: str | os.PathLike | None, what: str = "timing_cache") -> None:

@@ -47,16 +47,14 @@ class Breaks(list):
         self.checks: list[tuple[str, list[str]]] = []  # (condition, TensorRT's words for each rule it states)
         self._in_checks = False
 
-    def first(self, shapes: Mapping[str, Sequence[Sequence[int]]], dims: Mapping[str, Sequence[int]] | None = None) -> str | None:
-        """The rule to raise, ``shapes`` mapping every input to its (min, opt, max) shapes and ``dims`` the inputs'
-        named dimensions (an ONNX model's ``dim_param``, which TensorRT's checks name) to theirs: a broken assertion of
-        the symbolic checks first, then what TensorRT logged, then a broken layer rule of the symbolic checks."""
+    def first(self, shapes: Mapping[str, Sequence[Sequence[int]]]) -> str | None:
+        """The rule to raise, ``shapes`` mapping every input to its (min, opt, max) shapes: a broken assertion of the
+        symbolic checks first, then what TensorRT logged, then a broken layer rule of the symbolic checks."""
         asserted, layers = [], []
         for bound, index in (("smallest", 0), ("opt", 1), ("largest", 2)):
             at = {name: tuple(bounds[index]) for name, bounds in shapes.items()}
-            named = {name: values[index] for name, values in (dims or {}).items()}
             for condition, rules in self.checks:
-                if _evaluate(condition, at, named) is not False:
+                if _evaluate(condition, at) is not False:
                     continue
                 for words in rules or [condition]:
                     rule = _ASSERTION_AS_LAYER_RULE.match(words)
@@ -90,7 +88,7 @@ class Breaks(list):
             if asserted:  # the builders' message, as above; the condition's values ("4 >= 1") say nothing more
                 self.append(f"the profile's {_BOUNDS[broken[1]]} shapes break a rule the network asserts: {asserted[1]}")
             else:
-                self.append(f"the profile's {_BOUNDS[broken[1]]} shapes break a rule of the network: {broken[2].rstrip('.')} ({broken[3]})")
+                self.append(f"the profile's {_BOUNDS[broken[1]]} shapes break a rule of the network: {broken[2]} ({broken[3]})")
         else:
             return False
         return True
@@ -131,10 +129,9 @@ class _Unknown(Exception):
     """A word or a shape the evaluation does not know: the check is TensorRT's to make."""
 
 
-def _evaluate(condition: str, shapes: Mapping[str, tuple[int, ...]], dims: Mapping[str, int] | None = None) -> bool | None:
-    """A symbolic check (``(LESS (- (# 0 (SHAPE a)) (# 0 (SHAPE b))) 1) where E0=(...)``, or ``(EQUAL 2 K)`` of a
-    named dimension ``K``) at ``shapes`` and the named dimensions ``dims``; None where it holds a word or names a
-    tensor or a dimension that is not known here."""
+def _evaluate(condition: str, shapes: Mapping[str, tuple[int, ...]]) -> bool | None:
+    """A symbolic check (``(LESS (- (# 0 (SHAPE a)) (# 0 (SHAPE b))) 1) where E0=(...)``) at ``shapes``; None where
+    it holds a word or names a tensor that is not known here."""
     tokens = re.findall(r"\(|\)|E\d+=|[^\s()]+", condition)
     try:
         expression, rest = _parse(tokens)
@@ -149,7 +146,7 @@ def _evaluate(condition: str, shapes: Mapping[str, tuple[int, ...]], dims: Mappi
                     rest = rest[1:]
         elif rest:
             raise _Unknown(rest[0])
-        return bool(_value(expression, shapes, {**(dims or {}), **bindings}))
+        return bool(_value(expression, shapes, bindings))
     except (_Unknown, IndexError, TypeError, ValueError, ZeroDivisionError, RecursionError):
         return None
 
@@ -167,9 +164,8 @@ def _parse(tokens):
 
 def _value(expression, shapes, bindings):
     if isinstance(expression, str):
-        if expression in bindings:  # a where's E0, or a named dimension's size
-            found = bindings[expression]
-            return found if isinstance(found, int) else _value(found, shapes, bindings)
+        if expression in bindings:
+            return _value(bindings[expression], shapes, bindings)
         if re.fullmatch(r"-?\d+", expression):
             return int(expression)
         raise _Unknown(expression)
