@@ -599,28 +599,65 @@ class PutIntoAFlatView(torch.nn.Module):
     (NarrowAnInput(), (torch.zeros(1, 2, 8, 4), torch.ones(1, 2, 2, 4))),
 ], ids=["narrow", "diagonal", "put-into-view(-1)", "narrow-an-input"])
 def test_torchscript_export_refuses_a_write_the_exporter_drops(module, args, recwarn):
-    """The TorchScript exporter removes a copy into a view and says so in a warning (into a view of a graph input, without
-    a word): the model was one Identity, which check then passed (its reference runs the model as written). The same
-    words for a write it keeps (x[0] = y into an input) refuse nothing: the torch_modules cases."""
+    """The TorchScript exporter removes a write into a view and says so in a warning (into a view of a graph input, without
+    a word): the model was one Identity, which check then passed (its reference runs the model as written)."""
     with pytest.raises(ValueError, match=r"^trt_scatter\.torch\.export: PyTorch's TorchScript exporter dropped a write \((its warning: ONNX "
-                                         r"Preprocess - Removing mutation from node aten::\w+ .* This changes graph semantics\.|without a word)\): output '\w+' of the model differs "
-                                         r"from eager PyTorch's on the example inputs: export with dynamo=True, which keeps a write into a view \(narrow, "
-                                         r"t\(\), view\(-1\)\), or assign at the coordinates, which both exporters keep \(x\[i, i\] = y for a "
-                                         r"diagonal, i = torch\.arange\(n\)\)$"):
+                                         r"Preprocess - Removing mutation from node aten::\w+ .* This changes graph semantics\.|without a word)\): "
+                                         r"output '\w+' of the model hands input '[^']+' on unchanged, where eager PyTorch gives other values: export "
+                                         r"with dynamo=True, which keeps a write into a view \(narrow, t\(\), view\(-1\)\), or assign at the "
+                                         r"coordinates, which both exporters keep \(x\[i, i\] = y for a diagonal, i = torch\.arange\(n\)\)$"):
         trt_scatter_torch.export(module, args, dynamo=False)
     assert not torch.count_nonzero(args[0])  # the caller's example is as it was: the tracing run wrote a copy
-    assert not [w for w in recwarn if "Removing mutation" in str(w.message)]  # said once, in the error
-    assert any("TorchScript-based ONNX export" in str(w.message) for w in recwarn)  # the exporter's other warnings are given on
+    assert any("TorchScript-based ONNX export" in str(w.message) for w in recwarn)  # the exporter's warnings are given on
 
 
-def test_a_removed_copy_that_cannot_be_run_beside_eager_pytorch_is_a_warning(caplog):
-    """bfloat16 examples: NumPy has no bfloat16, so the exported model cannot run beside eager PyTorch; the exporter's
-    words are then a warning of trt-scatter's, not a refusal."""
-    args = (torch.zeros(4, 8, dtype=torch.bfloat16), torch.ones(4, 3, dtype=torch.bfloat16))
-    with caplog.at_level(logging.WARNING, logger="trt_scatter"):
-        trt_scatter_torch.export(CopyIntoAView(lambda x: x.narrow(1, 2, 3)), args, dynamo=False)
-    warned = [record.getMessage() for record in caplog.records if "removed an in-place write" in record.getMessage()]
-    assert len(warned) == 1 and "which it may have dropped, and the model could not be run beside eager PyTorch" in warned[0], warned
+class KeptWriteThenMore(torch.nn.Module):
+    """A write the exporter keeps, though it says it removed a mutation (aten::index_put_), then values that NumPy and
+    PyTorch compute apart in float16, or that vary from run to run."""
+
+    def __init__(self, noise=False):
+        super().__init__()
+        self.linear, self.noise = torch.nn.Linear(8, 8), noise
+
+    def forward(self, x, index, values):
+        x = x.clone()
+        x[:, index] = values
+        y = self.linear(x)
+        return y + torch.rand_like(y) if self.noise else y
+
+
+@pytest.mark.parametrize("half, noise", [(True, False), (False, True)], ids=["float16", "random"])
+def test_a_kept_write_with_the_exporters_warning_is_no_refusal(half, noise, recwarn):
+    """Comparing whole models with eager PyTorch refused these: float16 sums in NumPy and in PyTorch differ, and so do
+    two random draws. Only an output that hands an input on unchanged is compared."""
+    module = KeptWriteThenMore(noise)
+    args = (torch.randn(4, 8), torch.tensor([1, 5]), torch.ones(4, 2))
+    if half:
+        module, args = module.half(), (args[0].half(), args[1], args[2].half())
+    model = trt_scatter_torch.export(module, args, dynamo=False)
+    assert [n.op_type for n in model.graph.node if n.domain == "trt_scatter"] == ["ScatterUpdate"]
+    assert any("Removing mutation" in str(w.message) for w in recwarn)  # PyTorch's own warning, given on
+
+
+class Stateful(torch.nn.Module):
+    """Returns an input unchanged (so the outputs are compared), counts its calls in a buffer not in the state_dict, and
+    runs only while traced."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("calls", torch.zeros(()), persistent=False)
+
+    def forward(self, x, mask):
+        if not torch.jit.is_tracing():
+            raise RuntimeError("export me")
+        self.calls += 1
+        return x * 2, mask
+
+
+def test_an_output_handed_on_unchanged_is_compared_without_changing_the_module_or_failing_where_eager_cannot_run():
+    module = Stateful()
+    model = trt_scatter_torch.export(module, (torch.ones(3), torch.ones(3, dtype=torch.bool)), dynamo=False)
+    assert len(model.graph.output) == 2 and int(module.calls) == 1  # the tracing run's count, as PyTorch left it
 
 
 def test_dynamo_export_keeps_a_copy_into_a_narrowed_view():

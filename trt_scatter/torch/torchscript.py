@@ -78,10 +78,10 @@ def refusals_after_export() -> Iterator[None]:
 
 @contextlib.contextmanager
 def removed_mutations() -> Iterator[list[str]]:
-    """The TorchScript exporter's warnings inside the block that it removed an in-place write (its words, as a list),
-    kept out of the warnings; its other warnings are given on as they came. It removes a copy into a view that it cannot
-    translate (``x.narrow(...).copy_(y)``: the write is lost) and, in the same words, the write into an input that a
-    symbolic has translated (``x[0] = y``: the write is kept), so the words alone do not say which."""
+    """The TorchScript exporter's warnings inside the block that it removed an in-place write (its words, as a list);
+    every warning is given on as it came. It says so of a copy into a view that it cannot translate
+    (``x.narrow(...).copy_(y)``: the write is lost) and, in the same words, of a write into an input that a symbolic
+    has translated (``x[0] = y``: the write is kept), so the words alone do not say which."""
     removed = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -90,8 +90,7 @@ def removed_mutations() -> Iterator[list[str]]:
         said = str(warning.message)
         if _REMOVED_MUTATION in said:
             removed.append(said.split(" (Triggered internally", 1)[0])
-        else:
-            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno, source=warning.source)
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno, source=warning.source)
 
 
 _REMOVED_MUTATION = "Removing mutation from node"  #: the TorchScript exporter's words for a write it removed
