@@ -229,7 +229,8 @@ def _check(args):
     has_plugins = bool(loaded.trt_scatter_ops())
     from trt_scatter.passes.plugins import served
 
-    uses_plugins = has_plugins or bool(served(loaded))  # also ONNX's own nodes that TensorRT builds wrong or not at all
+    handed = served(loaded)
+    uses_plugins = has_plugins or bool(handed)  # also ONNX's own nodes that TensorRT builds wrong or not at all
     if uses_plugins:
         from trt_scatter.plugins.kernels import debug_enabled
 
@@ -271,7 +272,7 @@ def _check(args):
             print(f"engine: FAIL: {build_error}")
             ok = False
         else:
-            print(f"engine: built ({len(engine)} bytes)")
+            print(f"engine: built ({len(engine)} bytes){_plugins_in_it(loaded, handed)}")
             if args.save_engine:
                 common.write_output(args.save_engine, engine, "--save-engine")
 
@@ -475,6 +476,21 @@ def _check_named_dims(path, iteration, feed, graph):
         raise common.CliError(f"--load-inputs {path!r}: iteration {iteration}: dimension {err.name!r} is {err.first[0]} in "
                               f"input {err.first[1]!r} and {err.second[0]} in input {err.second[1]!r}: the model names them one dimension") from None
 
+
+def _plugins_in_it(loaded, handed):
+    """What the engine line adds where the engine holds trt-scatter's plugins: which, and how many of each (the model's
+    own ``trt_scatter`` nodes and ONNX's nodes handed to them, ``handed``), since a runtime must load them to run it
+    (a lowered model's reductions, for one, are still theirs)."""
+    from collections import Counter
+
+    from trt_scatter.model import all_nodes
+    from trt_scatter.ops import is_trt_scatter
+
+    counts = Counter(node.op_type for node in all_nodes(loaded.proto.graph) if is_trt_scatter(node))
+    counts.update(node.op_type for node in handed.values())
+    if not counts:
+        return ""
+    return f", with trt-scatter's plugins ({', '.join(f'{op} x{n}' for op, n in sorted(counts.items()))}): a runtime must load them to run it"
 
 def _build_engine(loaded, feeds, plugins):
     """(serialized engine, None) or (None, why the build failed), through :func:`trt_scatter.engine.build_engine`:
