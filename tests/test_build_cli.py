@@ -186,7 +186,8 @@ def test_plugin_model_without_plugins_names_the_flag(tmp_path, capsys):
 
     onnx_lib.save(scatter_update_model((3, 5), (2,), 1), tmp_path / "update.onnx")
     assert main(["build", str(tmp_path / "update.onnx")]) == 2
-    assert "has trt-scatter plugin nodes (ScatterUpdate): register the plugins (--plugins; from Python, plugins=True)" in capsys.readouterr().err
+    assert ("has trt-scatter plugin nodes (ScatterUpdate): register the plugins (--plugins; from Python, plugins=True), or, for a runtime "
+            "without them, make standard ONNX ops of them (trt-scatter lower)\n") in capsys.readouterr().err
 
 
 @pytest.mark.skipif(not backend.is_rtx(), reason="with full TensorRT >= 10.9 --aot builds (tests/test_aot_tensorrt.py)")

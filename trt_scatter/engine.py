@@ -199,7 +199,8 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
             _check_rtx_aliasing(model.name, proto)
         proto = _for_the_parser(proto)
     elif model.trt_scatter_ops():
-        raise ValueError(f"{model.name} has trt-scatter plugin nodes ({', '.join(model.trt_scatter_ops())}): register the plugins (--plugins; from Python, plugins=True)")
+        raise ValueError(f"{model.name} has trt-scatter plugin nodes ({', '.join(model.trt_scatter_ops())}): register the plugins (--plugins; "
+                         "from Python, plugins=True), or, for a runtime without them, make standard ONNX ops of them (trt-scatter lower)")
     else:
         from trt_scatter.passes.plugins import to_plugins
 
