@@ -401,6 +401,19 @@ def test_fed_axes_fit_the_updates_static_dims(seed):
         ScatterDataLoader(unfit, seed=seed)[0]
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_fed_axes_with_constant_parameters_slice_an_axis_whose_dims_may_differ(seed):
+    """data (b, n, 5), updates (b, u, 5), a constant slice 1:9:3 on a fed axis: only axis 1, where two free dims may
+    differ, takes it (b is one dim of both, so a slice of it would be all of it; 5 and 5 likewise). The loader drew
+    any axis and refused its own draw, for every seed."""
+    from trt_scatter.onnx_models import slice_scatter_model
+
+    model = slice_scatter_model(("b", "n", 5), start=[1], stop=[9], step=[3], axes=[1], runtime=["axes"])
+    feed = ScatterDataLoader(model, seed=seed)[0]
+    assert feed["axes"].tolist() == [1]
+    oracle.slice_scatter(feed["data"], feed["updates"], [1], [9], [3], feed["axes"])
+
+
 def test_a_model_with_external_data_is_served_from_any_directory(tmp_path, monkeypatch):
     import mixed_models
 

@@ -263,7 +263,10 @@ def _input_axes(shapes, node):
         raise rules.ScatterInputError(OP, "axes", "must be a constant or a graph input for generated inputs", node.inputs["axes"])
     data, updates = shapes.shape(node, "data"), shapes.shape(node, "updates")
     fixed = [i for i, (d, u) in enumerate(zip(data, updates)) if isinstance(shapes.find(d), int) and isinstance(shapes.find(u), int) and d != u]
-    others = [i for i in shapes.rng.permutation(rank).tolist() if i not in fixed]
+    # then the axes whose dims may differ (two free dims not merged): one dim of data and updates (b, b) or two equal
+    # numbers leave a slice no room but all of it, which the constant start/stop/step may not take
+    shuffled = [i for i in shapes.rng.permutation(rank).tolist() if i not in fixed]
+    others = sorted(shuffled, key=lambda i: shapes.find(data[i]) == shapes.find(updates[i]))
     if len(fixed) > count:
         raise rules.ScatterInputError(OP, "axes", f"cannot be chosen for {count} sliced axes of data {tuple(data)}", f"updates {tuple(updates)}")
     return fixed + others[: count - len(fixed)]
