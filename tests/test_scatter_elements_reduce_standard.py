@@ -59,7 +59,8 @@ def test_builds_with_the_plugins_where_tensorrt_rtx_refuses_it(op_type, reductio
     profile = {"x": ((1, 3), (5, 3), (10, 3)), "indices": ((1, width), (9, width), (40, width)), "updates": ((1, 3), (9, 3), (40, 3))}
     plan, _ = engine.build_engine(engine.network_from_onnx(standard(op_type, reduction), plugins=True), profile, name="r")
     assert plan
-    with pytest.raises(ValueError, match=r"is one TensorRT builds wrong or not at all, and trt-scatter's plugins build: add --plugins"):
+    with pytest.raises(ValueError, match=r"is one TensorRT builds wrong or not at all \(TensorRT-RTX's parser refuses a reduction, and full "
+                                         r"TensorRT adds with float atomics, in no fixed order\), and trt-scatter's plugins build: add --plugins"):
         engine.network_from_onnx(standard(op_type, reduction))  # TensorRT-RTX's parser refuses it, full TensorRT sums with atomics
 
 
@@ -82,7 +83,8 @@ def test_build_without_plugins_says_which_flag_builds_it(tmp_path):
     result = fx.run_tool("trt-scatter", ["build", path, "-o", tmp_path / "model.engine", "--min", "x:[1,3]", "indices:[1,1]", "updates:[1,3]",
                                          "--opt", "x:[5,3]", "indices:[9,1]", "updates:[9,3]", "--max", "x:[9,3]", "indices:[20,1]", "updates:[20,3]"])
     assert result.returncode == 2 and result.stderr.count("\n") == 1
-    assert result.stderr == (f"trt-scatter build: error: {path}: ScatterND node (output 'scattered') is one TensorRT builds wrong or not at all, "
+    assert result.stderr == (f"trt-scatter build: error: {path}: ScatterND node (output 'scattered') is one TensorRT builds wrong or not at all "
+                             "(TensorRT-RTX's parser refuses a reduction, and full TensorRT adds with float atomics, in no fixed order), "
                              "and trt-scatter's plugins build: add --plugins (plugins=True)\n")
 
 

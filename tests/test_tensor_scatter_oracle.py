@@ -177,7 +177,9 @@ def test_from_standard_leaves_tensorrt_what_its_parser_builds(kwargs, kept):
         assert mapped is None
     else:
         axis, mode = kwargs.get("axis", -2), kwargs.get("mode", "linear")
+        why = mapped.pop("why")
         assert mapped == {"inputs": ["past_cache", "update", "write_indices"], "attributes": {"axis": axis, "mode": mode, "inplace": 0}}
+        assert why.startswith("its KV-cache layer "), why
 
 
 def test_from_standard_maps_a_cache_tensorrt_would_not_take():

@@ -2,6 +2,8 @@
 on the CPU, real engine builds through TensorRT-RTX's ONNX parser (CacheScatter nodes, and ONNX's own TensorScatter
 nodes handed to the plugin by build --plugins). Running engines needs full TensorRT and a GPU (skipped here)."""
 
+import re
+
 import numpy as np
 import onnx
 import pytest
@@ -256,9 +258,24 @@ def test_an_empty_cache_that_tensorrts_kv_cache_layer_fails_on_is_named_with_the
 def test_a_standard_tensorscatter_tensorrt_cannot_build_names_the_flag_without_plugins():
     from trt_scatter import engine
 
-    with pytest.raises(ValueError, match=r"^trt_scatter: TensorScatter node 'TensorScatter_0' is one TensorRT builds wrong or not at all, "
-                                         r"and trt-scatter's plugins build: add --plugins \(plugins=True\)$"):
+    with pytest.raises(ValueError, match=r"^trt_scatter: TensorScatter node 'TensorScatter_0' is one TensorRT builds wrong or not at all "
+                                         r"\(its KV-cache layer writes in linear mode\), and trt-scatter's plugins build: add --plugins \(plugins=True\)$"):
         engine.network_from_onnx(tensor_scatter_model((2, 4, 8, 16), 1, mode="circular", impl="standard"))
+
+
+@pytest.mark.parametrize("kwargs, why", [
+    (dict(cache_shape=(0, 4, 8, 16), sequence_length=1), "its KV-cache layer fails on a cache with no elements"),
+    (dict(cache_shape=(2, 8, 16), sequence_length=2, axis=1), "its KV-cache layer takes a 4-D cache"),
+    (dict(cache_shape=(2, 4, 8, 16), sequence_length=1, axis=1), "its KV-cache layer writes axis -2"),
+    (dict(cache_shape=(2, 4, 8, 16), sequence_length=1, dtype=np.int32), "its KV-cache layer takes float32, float16, bfloat16"),
+    (dict(cache_shape=(2, 4, "max_length", 16), sequence_length=1), "its KV-cache layer needs a static length on the axis"),
+])
+def test_why_tensorrt_cannot_build_a_standard_tensorscatter_is_said(kwargs, why):
+    """An empty static cache said only that TensorRT builds it wrong or not at all."""
+    from trt_scatter import engine
+
+    with pytest.raises(ValueError, match=rf"is one TensorRT builds wrong or not at all \({re.escape(why)}\), and trt-scatter's plugins build"):
+        engine.network_from_onnx(tensor_scatter_model(**kwargs, impl="standard"))
 
 
 def test_build_cli_builds_a_standard_circular_tensorscatter_with_plugins(tmp_path):

@@ -206,8 +206,9 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
 
         served = to_plugins(model)
         if served is not model.proto:  # nodes TensorRT's own parser refuses, which a plugin builds
-            node = next(old for old, new in zip(model.proto.graph.node, served.graph.node) if old.op_type != new.op_type)
-            raise ValueError(f"{model.name}: {node_label(node)} is one TensorRT builds wrong or not at all, and trt-scatter's "
+            node, plugin = next((old, new) for old, new in zip(model.proto.graph.node, served.graph.node) if old.op_type != new.op_type)
+            why = f" ({plugin.doc_string})" if plugin.doc_string else ""
+            raise ValueError(f"{model.name}: {node_label(node)} is one TensorRT builds wrong or not at all{why}, and trt-scatter's "
                              f"plugins build: add --plugins (plugins=True)")
     return _network_from_proto(proto, model.path, strongly_typed=strongly_typed, model=model)
 

@@ -75,6 +75,10 @@ def check_reduction(op: str, reduction: str | bytes, allowed: Sequence[str] = RE
     return reduction
 
 
+#: Why ONNX's own reduction nodes go to the plugins (:func:`from_standard` of the two reduction ops).
+TENSORRT_REDUCTIONS = "TensorRT-RTX's parser refuses a reduction, and full TensorRT adds with float atomics, in no fixed order"
+
+
 def check_include_self(op: str, include_self: int) -> int:
     """0 or 1, as ONNX's integer attribute, or False or True, as PyTorch's ``scatter_reduce`` argument; returned as an int."""
     if not isinstance(include_self, (int, float, np.integer, np.floating, np.bool_)) or include_self not in (0, 1):  # an array, 0.5...

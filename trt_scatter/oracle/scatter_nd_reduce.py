@@ -95,7 +95,7 @@ def from_standard(node: OpNode) -> dict[str, Any] | None:
     if reduction not in reductions.ONNX_REDUCTIONS:
         return None
     return {"inputs": [node.inputs[name] for name in ("data", "indices", "updates")],
-            "attributes": {"reduction": reduction, "include_self": 1, "inplace": 0}}
+            "attributes": {"reduction": reduction, "include_self": 1, "inplace": 0}, "why": reductions.TENSORRT_REDUCTIONS}
 
 
 def repeated_target(node: OpNode | rules.Known) -> str | None:

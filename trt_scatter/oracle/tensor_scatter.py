@@ -186,20 +186,30 @@ def from_standard(node: OpNode) -> dict[str, Any] | None:
     Every other node goes to the plugin, which takes any rank, axis, mode and element type.
     """
     axis, mode = node_attributes(node)
+    why = _not_tensorrts(node, axis, mode)
+    if why is None:
+        return None
+    return {"inputs": list(node.node.input), "attributes": {"axis": int(axis), "mode": str(mode), "inplace": 0}, "why": why}
+
+
+def _not_tensorrts(node, axis, mode):
+    """Why TensorRT's KV-cache layer cannot build ``node`` (the first of :func:`from_standard`'s conditions it breaks,
+    in words), or None where it can."""
     cache, dtype = node.shape("past_cache"), node.dtype("past_cache")
     graph = node.tensors.model.graph
-    kept = (
-        cache is not None and len(cache) == TENSORRT_KV_CACHE["rank"] and -len(cache) <= axis < len(cache)
-        and axis % len(cache) == TENSORRT_KV_CACHE["axis"] and mode == TENSORRT_KV_CACHE["mode"]
-        and dtype is not None and np.dtype(dtype).name in TENSORRT_KV_CACHE["types"]
-        and cache[axis % len(cache)] >= 0 and 0 not in cache
-        and node.inputs["past_cache"] in {value.name for value in graph.input}
-        and sum(node.inputs["past_cache"] in other.input for other in graph.node) == 1
-        and node.node.output[0] in {value.name for value in graph.output}
-    )  # fmt: skip
-    if kept:
-        return None
-    return {"inputs": list(node.node.input), "attributes": {"axis": int(axis), "mode": str(mode), "inplace": 0}}
+    wanted = TENSORRT_KV_CACHE
+    reasons = (
+        (lambda: cache is not None and len(cache) == wanted["rank"], f"its KV-cache layer takes a {wanted['rank']}-D cache"),
+        (lambda: -len(cache) <= axis < len(cache) and axis % len(cache) == wanted["axis"], f"its KV-cache layer writes axis {wanted['axis'] - wanted['rank']}"),
+        (lambda: mode == wanted["mode"], f"its KV-cache layer writes in {wanted['mode']} mode"),
+        (lambda: dtype is not None and np.dtype(dtype).name in wanted["types"], f"its KV-cache layer takes {', '.join(wanted['types'])}"),
+        (lambda: cache[axis % len(cache)] >= 0, "its KV-cache layer needs a static length on the axis"),
+        (lambda: 0 not in cache, "its KV-cache layer fails on a cache with no elements"),
+        (lambda: node.inputs["past_cache"] in {value.name for value in graph.input}, "its KV-cache layer needs a cache that is a graph input"),
+        (lambda: sum(node.inputs["past_cache"] in other.input for other in graph.node) == 1, "its KV-cache layer needs a cache no other node reads"),
+        (lambda: node.node.output[0] in {value.name for value in graph.output}, "its KV-cache layer needs an output that is a graph output"),
+    )
+    return next((words for holds, words in reasons if not holds()), None)
 
 
 def tensorrt_failure(words: str) -> str | None:

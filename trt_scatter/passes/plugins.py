@@ -3,8 +3,9 @@
 A ``trt_scatter`` op whose plugin can run some nodes of one of ONNX's own ops says so in the registry
 (:attr:`trt_scatter.ops.Op.serves`), and its oracle module says which nodes and how:
 ``from_standard(node)`` takes the standard node (a :class:`~trt_scatter.model.node.OpNode`) and
-returns ``{"inputs": [...tensor names], "attributes": {...}}`` for the plugin node that computes the same
-output, or ``None`` for a node TensorRT builds itself. This pass replaces each such node in place (same
+returns ``{"inputs": [...tensor names], "attributes": {...}, "why": ...}`` for the plugin node that computes the
+same output (``why``: what TensorRT would do wrong, kept as the node's ``doc_string``), or ``None`` for a node
+TensorRT builds itself. This pass replaces each such node in place (same
 name, same output), imports the ``trt_scatter`` domain, and leaves every other node as it is;
 ``trt-scatter build --plugins`` and ``trt-scatter check`` run it before TensorRT parses the model::
 
@@ -54,7 +55,7 @@ def served(model: Model) -> dict[str, onnx.NodeProto]:
             plugin = oracle.module(op).from_standard(OpNode(node, index, model.tensors, standard))
             if plugin is not None:
                 replaced[node.output[0]] = helper.make_node(op.name, plugin["inputs"], list(node.output), name=node.name,
-                                                      domain=ops.DOMAIN, **plugin["attributes"])
+                                                      domain=ops.DOMAIN, doc_string=plugin.get("why", ""), **plugin["attributes"])
                 break
     return replaced
 
