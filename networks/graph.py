@@ -247,11 +247,16 @@ class _Composites:
         Backends without assertions (ONNX) add nothing."""
         self.assert_shape(op, name, vector, [length], rule)
 
-    def assert_shape(self, op: str, name: str, tensor: trt.ITensor | Value, dims: Sequence[int | trt.ITensor | Value], rule: str) -> None:
-        """The run-time half of a rule "``tensor`` has the shape ``dims``" (ints, or 1-element tensors), where some
-        dimension of either is known at run time only (the oracle's check decides the rest when the network is built):
-        one assertion naming ``op``, the input ``name`` and the ``rule``. Backends without assertions (ONNX) add nothing."""
-        if not self.RUNTIME_ASSERTIONS or (min(self.shape_of(tensor), default=0) >= 0 and not any(is_tensor(dim) for dim in dims)):
+    def assert_shape(self, op: str, name: str, tensor: trt.ITensor | Value, dims: Sequence[int | trt.ITensor | Value] | Callable[[], Sequence[int | trt.ITensor | Value]], rule: str) -> None:
+        """The run-time half of a rule "``tensor`` has the shape ``dims``" (ints, or 1-element tensors; or a function
+        that gives them, called only where the backend asserts, so that the rule's dimensions add no Shape or Gather
+        nodes to an ONNX graph), where some dimension of either is known at run time only (the oracle's check decides
+        the rest when the network is built): one assertion naming ``op``, the input ``name`` and the ``rule``. Backends
+        without assertions (ONNX) add nothing."""
+        if not self.RUNTIME_ASSERTIONS:
+            return
+        dims = dims() if callable(dims) else dims
+        if min(self.shape_of(tensor), default=0) >= 0 and not any(is_tensor(dim) for dim in dims):
             return
         given, wanted = self.shape_vector(tensor), self.as_tensor(dims[0]) if len(dims) == 1 else self.vector(dims)
         distance = self.binary("sub", self.binary("max", given, wanted), self.binary("min", given, wanted))
@@ -382,9 +387,13 @@ class _Composites:
             self._shapes[key] = self.reduce("prod", self.shape_tensor(tensor))
         return self._shapes[key]
 
+    def dims(self, tensor: trt.ITensor | Value) -> list[int | trt.ITensor | Value]:
+        """Every dimension of ``tensor`` (:meth:`dim`: static sizes as ints)."""
+        return [self.dim(tensor, axis) for axis in range(len(self.shape_of(tensor)))]
+
     def strides(self, tensor: trt.ITensor | Value) -> list[int | trt.ITensor | Value]:
         """The C-order strides of ``tensor`` (in elements), one dimension (int or 1-element tensor) per axis."""
-        dims = [self.dim(tensor, axis) for axis in range(len(self.shape_of(tensor)))]
+        dims = self.dims(tensor)
         strides = [1]
         for dim in reversed(dims[1:]):
             strides.insert(0, self.product([strides[0], dim]))

@@ -55,7 +55,7 @@ def lower_scatter_elements(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor |
         indices = graph.cast(indices, INT64)
     checked = [i for i in range(len(graph.shape_of(data))) if i != axis or graph.ELEMENT_INDICES_WITHIN_DATA_ON_AXIS]
     given = indices
-    graph.assert_shape(OP, "updates", updates, [graph.dim(given, i) for i in range(len(graph.shape_of(given)))], f"must have {rules.ELEMENT_UPDATES_SHAPE}")
+    graph.assert_shape(OP, "updates", updates, lambda: graph.dims(given), f"must have {rules.ELEMENT_UPDATES_SHAPE}")
     indices = graph.indices_in_range(OP, indices, data, [axis], negative=True)  # its assertion first: the narrower rule
     graph.assert_shape_at_most(OP, "indices", given, data, checked,
                                "dimensions must be at most data's when the network runs (on the axis too, in TensorRT's IScatterLayer)")

@@ -42,9 +42,8 @@ def lower_scatter_nd(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Value
     check_scatter_nd(graph.shape_of(data), graph.shape_of(indices), graph.shape_of(updates))
     graph.check_scatter_type(OP, data)
     rows = index_rows(graph, OP, data, indices)  # refuses a k known at run time only
-    k, rank = graph.shape_of(indices)[-1], len(graph.shape_of(indices))
-    graph.assert_shape(OP, "updates", updates, [graph.dim(indices, i) for i in range(rank - 1)] + [graph.dim(data, j) for j in range(k, len(graph.shape_of(data)))],
-                       f"must have the shape {rules.ND_UPDATES_SHAPE}")
+    k = graph.shape_of(indices)[-1]
+    graph.assert_shape(OP, "updates", updates, lambda: graph.dims(indices)[:-1] + graph.dims(data)[k:], f"must have the shape {rules.ND_UPDATES_SHAPE}")
     return graph.scatter(data, rows, updates, "nd")
 
 

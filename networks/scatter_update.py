@@ -91,8 +91,7 @@ def lower_scatter_update(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | V
         _assert_one_axis(graph, axis)
         return _lower_runtime_axis(graph, data, indices, updates, axis)
     axis = constant_axis
-    dims = [graph.dim(data, j) for j in range(axis)] + [graph.dim(indices, i) for i in range(len(graph.shape_of(indices)))]
-    graph.assert_shape(OP, "updates", updates, dims + [graph.dim(data, j) for j in range(axis + 1, len(graph.shape_of(data)))],
+    graph.assert_shape(OP, "updates", updates, lambda: graph.dims(data)[:axis] + graph.dims(indices) + graph.dims(data)[axis + 1 :],
                        f"must have the shape {UPDATES_SHAPE}")
     if graph.dtype_of(indices) != INT64:  # row numbers are int64 (shape arithmetic); so are the indices in them
         indices = graph.cast(indices, INT64)
@@ -101,7 +100,7 @@ def lower_scatter_update(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | V
     for j in range(axis):
         count = graph.dim(data, j)
         pieces.append((graph.arange(count), [count]))
-    pieces.append((indices, [graph.dim(indices, i) for i in range(len(graph.shape_of(indices)))]))
+    pieces.append((indices, graph.dims(indices)))
     return graph.scatter_rows(data, pieces, updates)
 
 

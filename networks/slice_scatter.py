@@ -165,9 +165,9 @@ def lower_slice_scatter(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | Va
             count = graph.dim(data, axis)
             coordinates = graph.arange(count)
         pieces.append((coordinates, [count]))
-    if stop[0] is not None and graph.RUNTIME_ASSERTIONS:  # a slice's length that data's dimension sets at run time: updates must fit it
-        rows = [count for _, (count,) in pieces] + [graph.dim(data, axis) for axis in range(len(pieces), len(graph.shape_of(data)))]
-        graph.assert_shape(OP, "updates", updates, rows, "must have data's shape with each sliced axis cut to its slice's length")
+    if stop[0] is not None:  # a slice's length that data's dimension sets at run time: updates must fit it
+        graph.assert_shape(OP, "updates", updates, lambda: [count for _, (count,) in pieces] + graph.dims(data)[len(pieces) :],
+                           "must have data's shape with each sliced axis cut to its slice's length")
     return graph.scatter_rows(data, pieces, updates)
 
 

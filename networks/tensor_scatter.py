@@ -101,7 +101,7 @@ def lower_tensor_scatter(graph: TensorRTGraph | OnnxGraph, past_cache: trt.ITens
     else:
         starts = write_indices if graph.dtype_of(write_indices) == INT64 else graph.cast(write_indices, INT64)
         starts = graph.binary("max", graph.reshape(starts, (-1, 1)), zero)  # (B, 1), none below 0
-    graph.assert_shape(OP, "update", update, [count if d == axis else graph.dim(past_cache, d) for d in range(rank)], f"must have {UPDATE_SHAPE}")
+    graph.assert_shape(OP, "update", update, lambda: graph.dims(past_cache)[:axis] + [count] + graph.dims(past_cache)[axis + 1 :], f"must have {UPDATE_SHAPE}")
     if write_indices is not None:
         graph.assert_shape(OP, "write_indices", write_indices, [batch], "must hold one write index per batch row: (batch_size,)")
     graph.assert_shape_at_most(OP, "update", update, past_cache, [axis],

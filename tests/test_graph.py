@@ -443,3 +443,17 @@ def test_parameters_whose_length_is_known_at_run_time_only_assert_it_by_name(cas
     assert plan is None and message in errors, errors
     plan, errors = build(right)
     assert plan is not None, errors
+
+
+def test_an_onnx_graph_builds_no_dimensions_for_an_assertion_it_cannot_hold():
+    """The builders' run-time rules of updates' shape: given as a function, the dimensions (Shape and Gather nodes) are
+    made only where the backend asserts; a lowered ScatterUpdate had gained three dead nodes."""
+    from trt_scatter.onnx_models import scatter_update_model
+    from trt_scatter.passes.lower import lower
+
+    graph = OnnxGraph()
+    tensor = graph.add_input("x", np.float32, ("n",))
+    graph.assert_shape("op", "x", tensor, lambda: pytest.fail("the dimensions were built"), "rule")
+    lowered = lower(scatter_update_model(("a", "b", 5), ("k",), 0))
+    shapes_of = [node.input[0] for node in lowered.graph.node if node.op_type == "Shape"]
+    assert "indices" not in shapes_of, shapes_of  # the rule's dims of indices, which no node read
