@@ -59,9 +59,9 @@ class Breaks(list):
                 for words in rules or [condition]:
                     rule = _ASSERTION_AS_LAYER_RULE.match(words)
                     if rule:
-                        asserted.append(f"the profile's {bound} shapes break a rule the network asserts: {_after(rule[1], condition)}")
+                        asserted.append(_line(bound, _after(rule[1], condition), asserted=True))
                     else:
-                        layers.append(f"the profile's {bound} shapes break a rule of the network: {words}")
+                        layers.append(_line(bound, words, asserted=False))
         found = asserted + list(self) + layers
         return found[0] if found else None
 
@@ -78,7 +78,7 @@ class Breaks(list):
         elif self._in_checks:
             self._in_checks = False
         if (broken := _ASSERTION_BROKEN.search(message)):  # a warning, in TensorRT-RTX 1.7
-            self.append(f"the profile's {_BOUNDS[broken[1]]} shapes break a rule the network asserts: {broken[2]}")
+            self.append(_line(_BOUNDS[broken[1]], broken[2], asserted=True))
         elif (broken := _ASSERTION_NEVER_KEPT.search(message)):
             self.append(f"the network asserts a rule that no run the profile allows keeps: {broken[1]}")
         elif (broken := _LAYER_RULE_NEVER_KEPT.search(message)):
@@ -86,9 +86,9 @@ class Breaks(list):
         elif (broken := _LAYER_RULE_BROKEN.search(message) or _LAYER_NOT_SELF_CONSISTENT.search(message)):
             asserted = _ASSERTION_AS_LAYER_RULE.match(broken[2])
             if asserted:  # the builders' message, as above; the condition's values ("4 >= 1") say nothing more
-                self.append(f"the profile's {_BOUNDS[broken[1]]} shapes break a rule the network asserts: {asserted[1]}")
+                self.append(_line(_BOUNDS[broken[1]], asserted[1], asserted=True))
             else:
-                self.append(f"the profile's {_BOUNDS[broken[1]]} shapes break a rule of the network: {broken[2]} ({broken[3]})")
+                self.append(_line(_BOUNDS[broken[1]], f"{broken[2]} ({broken[3]})", asserted=False))
         else:
             return False
         return True
@@ -102,6 +102,12 @@ def profile_breaks() -> Iterator[Breaks]:
     breaks = Breaks()
     with backend.taking_tensorrt_log(breaks.take):
         yield breaks
+
+
+def _line(bound: str, rule: str, asserted: bool) -> str:
+    """The one line a build raises for a ``rule`` broken at ``bound`` (smallest, opt, largest): an assertion's (the
+    builders' words, naming op and input) or a layer's own."""
+    return f"the profile's {bound} shapes break a rule {'the network asserts' if asserted else 'of the network'}: {rule}"
 
 
 def _after(words: str, condition: str) -> str:

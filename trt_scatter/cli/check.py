@@ -492,6 +492,7 @@ def _plugins_in_it(loaded, handed):
         return ""
     return f", with trt-scatter's plugins ({', '.join(f'{op} x{n}' for op, n in sorted(counts.items()))}): a runtime must load them to run it"
 
+
 def _build_engine(loaded, feeds, plugins):
     """(serialized engine, None) or (None, why the build failed), through :func:`trt_scatter.engine.build_engine`:
     dynamic inputs get a profile of the fed shapes, inputs that set shapes one of the fed values."""

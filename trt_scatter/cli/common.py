@@ -306,10 +306,9 @@ _NESTED_PLUGIN_FAILURE = "_wksp with TYPE unspecified"  #: TensorRT-RTX 1.7.1's 
 def build_failure(words: str, model: Model | None, plugins: bool) -> str:
     """Why an engine build failed, TensorRT's ``words`` given: where TensorRT's own layer failed on a standard node that
     a plugin serves in other forms, in words that op's oracle module knows, that node first (:func:`_kept_for_tensorrt`);
-    where TensorRT-RTX failed on a model with a
-    ``trt_scatter`` node in an If or Loop body, or (``plugins``) ONNX's own node that a plugin serves there, that node
-    first, TensorRT-RTX's words after it (TensorRT-RTX 1.7.1 builds no plugin there, and says only that a workspace
-    tensor has no type: the cause where its words say that, and only there)."""
+    where TensorRT-RTX failed on a model with a ``trt_scatter`` node in an If or Loop body, or (``plugins``) ONNX's own
+    node that a plugin serves there, that node first, TensorRT-RTX's words after it (TensorRT-RTX 1.7.1 builds no plugin
+    there, and says only that a workspace tensor has no type: the cause where its words say that, and only there)."""
     from trt_scatter import backend
     from trt_scatter.model import nested_nodes
     from trt_scatter.ops import is_trt_scatter

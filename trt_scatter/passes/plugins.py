@@ -5,8 +5,8 @@ A ``trt_scatter`` op whose plugin can run some nodes of one of ONNX's own ops sa
 ``from_standard(node)`` takes the standard node (a :class:`~trt_scatter.model.node.OpNode`) and
 returns ``{"inputs": [...tensor names], "attributes": {...}, "why": ...}`` for the plugin node that computes the
 same output (``why``: what TensorRT would do wrong, kept as the node's ``doc_string``), or ``None`` for a node
-TensorRT builds itself. This pass replaces each such node in place (same
-name, same output), imports the ``trt_scatter`` domain, and leaves every other node as it is;
+TensorRT builds itself. This pass replaces each such node in place (same name, same output), imports the
+``trt_scatter`` domain, and leaves every other node as it is;
 ``trt-scatter build --plugins`` and ``trt-scatter check`` run it before TensorRT parses the model::
 
     model = to_plugins(onnx.load("model.onnx"))               # a new ModelProto
@@ -54,8 +54,8 @@ def served(model: Model) -> dict[str, onnx.NodeProto]:
         for op in serving.get(node.op_type, ()):
             plugin = oracle.module(op).from_standard(OpNode(node, index, model.tensors, standard))
             if plugin is not None:
-                replaced[node.output[0]] = helper.make_node(op.name, plugin["inputs"], list(node.output), name=node.name,
-                                                      domain=ops.DOMAIN, doc_string=plugin.get("why", ""), **plugin["attributes"])
+                replaced[node.output[0]] = helper.make_node(op.name, plugin["inputs"], list(node.output), name=node.name, domain=ops.DOMAIN,
+                                                            doc_string=plugin.get("why", ""), **plugin["attributes"])
                 break
     return replaced
 
