@@ -1018,3 +1018,22 @@ def test_a_tolerance_of_one_output_leaves_the_others_as_they_were(tmp_path):
     assert tolerances == {"y": (1e-3, 1e-5, "--atol given"), "z": (0.0, 0.0, "exact: the model only moves data to compute it")}
     assert check._tolerances(loaded, [parse("1e-3")], [check._tolerance_word("--rtol")("z:0.5")]) == {
         "y": (1e-3, 1e-5, "--atol given"), "z": (1e-3, 0.5, "--atol and --rtol given")}
+
+
+def test_loaded_inputs_with_a_value_for_an_input_the_model_fills_are_refused_by_that_rule(tmp_path):
+    """An input that an initializer fills is a constant (the rule polygraphy run and the reference keep): a value loaded
+    for it is refused in those words, not as a name the model lacks."""
+    from onnx import helper, numpy_helper
+    from polygraphy.json import save_json
+
+    nodes = [helper.make_node("ScatterElements", ["data", "indices", "updates"], ["output"], axis=0)]
+    graph = helper.make_graph(nodes, "g", [fx.info("data", (4, 3), np.float32), fx.info("indices", (1, 3), np.int64),
+                                           fx.info("updates", (1, 3), np.float32)], [fx.info("output", (4, 3), np.float32)],
+                              [numpy_helper.from_array(np.array([[0, 2, 1]]), "indices")])
+    path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "constant_indices.onnx")
+    save_json([{"data": np.zeros((4, 3), np.float32), "indices": np.array([[3, 3, 3]]), "updates": np.ones((1, 3), np.float32)}],
+              str(tmp_path / "inputs.json"))
+    refused = check(path, "--load-inputs", tmp_path / "inputs.json")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, output_of(refused)
+    assert refused.stderr.rstrip("\n").endswith("iteration 0: input 'indices' has an initializer, so its value is a constant (as TensorRT's "
+                                                "ONNX parser takes it): leave it out of the inputs, or remove the initializer to feed it")

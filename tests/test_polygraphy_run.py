@@ -478,13 +478,15 @@ def _runtime_axes(model):
 @pytest.mark.parametrize(
     "change, options, line",
     [
-        (_step_0, ["--onnxrt", "--pluginref"], "[!] --onnxrt: SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])"),
+        (_step_0, ["--onnxrt"], "[!] --onnxrt: SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])"),
+        # the reference's rule, not onnxruntime's, though its lowering comes first on the command line
+        (_step_0, ["--onnxrt", "--pluginref"], "[!] --pluginref: SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])"),
         (_step_0, ["--pluginref", "--trt-scatter-inputs"],  # the model is validated before the loader plans inputs
          "[!] --pluginref: SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])"),
         (lambda model: None, ["--pluginref", "--val-range", "pos:[20,30]"],
          "[!] SliceScatter node 'write_kv': slice_scatter: 'updates' must have shape (2, 3, 0, 4) (data's shape with each sliced axis cut to its slice's length) (got shape (2, 3, 1, 4))"),
     ],
-    ids=["onnxrt_lowering", "trt_scatter_inputs", "reference_on_random_inputs"],
+    ids=["onnxrt_lowering", "onnxrt_and_reference", "trt_scatter_inputs", "reference_on_random_inputs"],
 )
 def test_what_trt_scatter_refuses_in_polygraphy_run_is_one_line_without_a_traceback(tmp_path, change, options, line):
     path = fx.save(_kv_cache_with(change), tmp_path / "kv.onnx")
@@ -676,3 +678,56 @@ def test_use_plugins_for_parser_keeps_the_form_it_is_given_and_the_weights(tmp_p
     assert [node.op_type for node in onnx.load_from_string(as_bytes).graph.node] == ["ScatterElementsReduce"]
     plain = fx.save(scatter_elements_model((6, 4), (2, 4)), tmp_path / "plain.onnx")
     assert UsePluginsForParser(plain)() == plain
+
+
+@pytest.mark.parametrize("source", ["--load-inputs", "--data-loader-script"])
+def test_a_fed_value_for_an_input_the_model_fills_is_refused_not_dropped(tmp_path, source):
+    """An input the model also fills with an initializer is a constant to every runner (TensorRT's ONNX parser,
+    onnxruntime, the reference), and polygraphy drops a value fed for it without a word: the run would pass on values
+    nobody fed. It ends in one line naming the input and the option that fed it."""
+    from onnx import helper, numpy_helper
+    from polygraphy.json import save_json
+
+    nodes = [helper.make_node("ScatterElements", ["data", "indices", "updates"], ["output"], axis=0)]
+    graph = helper.make_graph(nodes, "g", [fx.info("data", (4, 3), np.float32), fx.info("indices", (1, 3), np.int64),
+                                           fx.info("updates", (1, 3), np.float32)], [fx.info("output", (4, 3), np.float32)],
+                              [numpy_helper.from_array(np.array([[0, 2, 1]]), "indices")])
+    path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "constant_indices.onnx")
+    feeds = {"data": np.zeros((4, 3), np.float32), "indices": np.array([[3, 3, 3]]), "updates": np.ones((1, 3), np.float32)}
+    if source == "--load-inputs":
+        save_json([feeds], tmp_path / "inputs.json")
+        given = [source, tmp_path / "inputs.json"]
+    else:
+        (tmp_path / "inputs.py").write_text(f"import numpy as np\n\ndef load_data():\n    yield {{name: np.array(value) for name, value in {({k: v.tolist() for k, v in feeds.items()})!r}.items()}}\n"
+                                            "    yield {'data': np.ones((4, 3), np.float32), 'indices': np.array([[1, 1, 1]]), 'updates': np.ones((1, 3), np.float32)}\n")
+        given = [source, tmp_path / "inputs.py"]
+    result = fx.run_tool("polygraphy", ["run", path, "--onnxrt", "--pluginref", *given])
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in output and "PASSED" not in output, output
+    (line,) = [line for line in output.splitlines() if line.startswith("[!]")]
+    assert line == (f"[!] {source}: input 'indices' has an initializer, so its value is a constant (as TensorRT's ONNX parser takes "
+                    "it): leave it out of the inputs, or remove the initializer to feed it"), output
+    without = {name: value for name, value in feeds.items() if name != "indices"}  # the constant's own value: it runs
+    save_json([without], tmp_path / "without.json")
+    assert fx.run_tool("polygraphy", ["run", path, "--onnxrt", "--pluginref", "--load-inputs", tmp_path / "without.json"]).returncode == 0
+
+
+def test_the_references_warnings_are_polygraphys_log_lines(tmp_path):
+    """A warning of trt-scatter's in a polygraphy run (inputs whose result is undefined: two rows write one element) is a
+    line of polygraphy's log, with its [W] mark, in its --log-file and under its -q flags, not a bare line on stderr."""
+    from onnx import helper
+    from polygraphy.json import save_json
+
+    nodes = [helper.make_node("ScatterND", ["data", "indices", "updates"], ["output"], name="twice")]
+    graph = helper.make_graph(nodes, "g", [fx.info("data", (4, 3), np.float32), fx.info("indices", (2, 1), np.int64),
+                                           fx.info("updates", (2, 3), np.float32)], [fx.info("output", (4, 3), np.float32)])
+    path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "twice.onnx")
+    save_json([{"data": np.zeros((4, 3), np.float32), "indices": np.array([[1], [1]]), "updates": np.arange(6, dtype=np.float32).reshape(2, 3)}],
+              tmp_path / "inputs.json")
+    result = fx.run_tool("polygraphy", ["run", path, "--pluginref", "--load-inputs", tmp_path / "inputs.json", "--log-file", tmp_path / "log.txt"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    warned = [line for line in (tmp_path / "log.txt").read_text().splitlines() if "ScatterND node 'twice'" in line]
+    assert len(warned) == 1 and warned[0].startswith("[W] ScatterND node 'twice': ") and "undefined" in warned[0], warned
+    assert "ScatterND node 'twice'" not in result.stderr.replace(warned[0], ""), result.stderr  # once, as polygraphy's line
+    quiet = fx.run_tool("polygraphy", ["run", path, "--pluginref", "--load-inputs", tmp_path / "inputs.json", "-qqqq"])  # errors only
+    assert quiet.returncode == 0 and "ScatterND node 'twice'" not in quiet.stdout + quiet.stderr, quiet.stdout + quiet.stderr

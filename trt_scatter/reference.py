@@ -25,7 +25,7 @@ from onnx.reference.op_run import OpRun
 from onnx.reference.ops import load_op
 
 from trt_scatter import oracle
-from trt_scatter.model import ModelError, as_model, declared_size, indexed_nodes, node_label
+from trt_scatter.model import ModelError, as_model, declared_size, fed_constant, indexed_nodes, node_label
 from trt_scatter.log import first_line, warn
 from trt_scatter.ops import OPS, STANDARD_OPS, op_of
 from trt_scatter.oracle import rules
@@ -242,8 +242,7 @@ class Reference:
             if name not in names:
                 raise ValueError(f"Reference.run: {name!r} is not an input of the model (its inputs: {known})")
             if name in self._defaults:
-                raise ValueError(f"Reference.run: input {name!r} has an initializer, so its value is a constant (as TensorRT's "
-                                 "ONNX parser takes it): leave it out of the feeds, or remove the initializer to feed it")
+                raise ValueError(f"Reference.run: {fed_constant(name)}")
         for name in names:
             if name not in feeds and name not in self._defaults:
                 raise ValueError(f"Reference.run: no feed for the model's input {name!r} (its inputs: {known})")

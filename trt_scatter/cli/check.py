@@ -410,7 +410,7 @@ def _inputs(args, loaded):
     if args.load_inputs:
         from polygraphy.json import load_json
 
-        from trt_scatter.model import fed_inputs
+        from trt_scatter.model import constant_inputs, fed_constant, fed_inputs
 
         try:
             feeds = load_json(args.load_inputs, description="input data")
@@ -429,6 +429,8 @@ def _inputs(args, loaded):
             if missing:  # polygraphy would go on without it (a profile without it, a run that names something else)
                 raise common.CliError(f"--load-inputs {args.load_inputs!r}: iteration {iteration} has no input {missing[0]!r} (the model's inputs: {', '.join(names)})")
             extra = [name for name in feed if name not in names]
+            if extra and extra[0] in constant_inputs(model.graph):
+                raise common.CliError(f"--load-inputs {args.load_inputs!r}: iteration {iteration}: {fed_constant(extra[0])}")
             if extra:  # a misspelt name would be silently ignored, and its input generated or missing
                 raise common.CliError(f"--load-inputs {args.load_inputs!r}: iteration {iteration} has {extra[0]!r}, which is not an input of the model (its inputs: {', '.join(names)})")
             for name in names:

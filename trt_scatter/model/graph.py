@@ -102,6 +102,19 @@ def fed_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
     return [value for value in graph.input if value.name not in initializers]
 
 
+def constant_inputs(graph: onnx.GraphProto) -> list[str]:
+    """The names of ``graph``'s inputs that an initializer fills (the others are :func:`fed_inputs`)."""
+    initializers = {init.name for init in graph.initializer}
+    return [value.name for value in graph.input if value.name in initializers]
+
+
+def fed_constant(name: str) -> str:
+    """Why a run refuses a value fed for input ``name``, one of :func:`constant_inputs`: trt-scatter takes its value from
+    the model, as TensorRT's ONNX parser does (and polygraphy drops a value fed for it without a word)."""
+    return (f"input {name!r} has an initializer, so its value is a constant (as TensorRT's ONNX parser takes it): leave it "
+            "out of the inputs, or remove the initializer to feed it")
+
+
 def drop_initialized_inputs(model: onnx.ModelProto) -> None:
     """Removes from ``model``'s inputs (in place) those an initializer fills. trt-scatter takes their values as constants,
     as TensorRT's ONNX parser does, and a pass that folded one into the nodes it wrote must not leave onnxruntime free

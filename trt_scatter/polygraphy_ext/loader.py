@@ -1,6 +1,6 @@
 """polygraphy loaders: one registers trt-scatter's TensorRT plugins before whatever it wraps runs; one hands the
 parser a model whose ONNX nodes the plugins serve as theirs; one makes an onnxruntime session's failure to run a
-lowered model one line."""
+lowered model one line; and the data loaders' checks (:func:`drawn`, :class:`ConstantsNotFed`)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,15 @@ import atexit
 import os
 import shutil
 import tempfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from polygraphy import util
 from polygraphy.backend.base import BaseLoader
 
 from trt_scatter.plugins.kernels import DEBUG_ENV  # importing it loads neither CUDA nor TensorRT
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 
 class RegisterTrtScatterPlugins(BaseLoader):
@@ -139,6 +142,40 @@ def drawn(loader: Any, flag: str, model: str | None = None) -> Any:
                 G_LOGGER.critical(f"{flag}: its ScatterDataLoader draws inputs for a model whose inputs are {_described(theirs)}, and the run's "
                                   f"model takes {_described(ours)}: make the loader for the run's model")
     return loader
+
+
+class ConstantsNotFed:
+    """A data loader (``--load-inputs``' or a ``--data-loader-script``'s) whose feeds are checked as they are drawn for a
+    value of an input the model fills with an initializer (``constants``): every runner takes such an input's value from
+    the model, and polygraphy drops the fed one without a word, so the run would pass on values nobody fed. Such a feed
+    ends the run in polygraphy's one line, led by ``flag`` (the option that gave the loader). Iterating, indexing and
+    ``input_metadata`` (which polygraphy sets on a loader) reach the loader it wraps, so nothing is drawn twice."""
+
+    def __init__(self, loader: Any, flag: str, constants: list[str]):
+        vars(self).update(_loader=loader, _flag=flag, _constants=set(constants))
+
+    def __iter__(self) -> Iterator[Any]:
+        for feed in self._loader:
+            yield self._checked(feed)
+
+    def __getitem__(self, iteration: int) -> Any:
+        return self._checked(self._loader[iteration])
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loader, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._loader, name, value)
+
+    def _checked(self, feed):
+        from polygraphy.logger import G_LOGGER
+
+        from trt_scatter.model import fed_constant
+
+        fed = [name for name in feed if name in self._constants] if isinstance(feed, dict) else []
+        if fed:
+            G_LOGGER.critical(f"{self._flag}: {fed_constant(fed[0])}")
+        return feed
 
 
 def _fed_inputs(model):

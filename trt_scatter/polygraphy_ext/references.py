@@ -21,6 +21,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING
@@ -31,12 +33,37 @@ from polygraphy.backend.pluginref.references import register
 from polygraphy.exception import PolygraphyException
 from polygraphy.logger import G_LOGGER
 
+from trt_scatter.log import logger
 from trt_scatter.ops import OPS, STANDARD_OPS
 from trt_scatter.oracle.rules import ScatterInputError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     import numpy as np
     from polygraphy.common import TensorMetadata
+
+
+class _ToPolygraphy(logging.Handler):
+    """trt-scatter's log records as polygraphy's log lines: with its marks, in its ``--log-file``, under its ``-q``/``-v``."""
+
+    def emit(self, record):
+        level = record.levelno
+        log = (G_LOGGER.error if level >= logging.ERROR else G_LOGGER.warning if level >= logging.WARNING
+               else G_LOGGER.info if level >= logging.INFO else G_LOGGER.verbose)
+        log(record.getMessage())
+
+
+@contextlib.contextmanager
+def logged_by_polygraphy() -> Iterator[None]:
+    """trt-scatter's log records within the block go to polygraphy's logger (a warning of undefined results, of a
+    model's repeated targets), not to a bare line on stderr; outside it, trt-scatter's logger is as the process set it."""
+    handler = _ToPolygraphy()
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
 
 
 class ReferenceInputError(ScatterInputError, PolygraphyException):
@@ -70,7 +97,8 @@ class ReferenceRunner(BaseRunner):
 
         model, _ = util.invoke_if_callable(self._model)
         try:
-            self.reference = Reference(model)
+            with logged_by_polygraphy():
+                self.reference = Reference(model)
         except ValueError as err:  # ModelError: a model the passes or ONNX's evaluator refuse, named in one line
             G_LOGGER.critical(str(err))
         self.model = self.reference.model
@@ -88,7 +116,8 @@ class ReferenceRunner(BaseRunner):
         feeds = {name: util.array.to_numpy(value) for name, value in feed_dict.items()}
         start = time.time()
         try:
-            outputs = self.reference.run(feeds)
+            with logged_by_polygraphy():
+                outputs = self.reference.run(feeds)
         except ScatterInputError as err:  # inputs the spec forbids: polygraphy's one line, not a traceback
             G_LOGGER.log(str(err), G_LOGGER.CRITICAL)
             raise ReferenceInputError(err) from None

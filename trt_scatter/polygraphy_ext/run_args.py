@@ -87,6 +87,10 @@ class TrtScatterArgs(BaseArgs):
         """
         self.register_plugins = bool(args_util.get(args, "trt_scatter_plugins"))
         self.generate_inputs = bool(args_util.get(args, "trt_scatter_inputs"))
+        with references.logged_by_polygraphy():  # what validation and the data loader warn of: polygraphy's log lines
+            self._extend_the_script(args)
+
+    def _extend_the_script(self, args):
         # The generated script (run in this process, or saved by --gen-script) must do what this process did.
         if PluginRefRunnerArgs in self.arg_groups:
             self.arg_groups[PluginRefRunnerArgs].add_to_script_impl = self._add_reference_runner
@@ -95,14 +99,16 @@ class TrtScatterArgs(BaseArgs):
         # Only the onnxrt runner builds a session (OnnxrtSessionArgs.add_to_script): other runs need not read the model.
         runners = args_util.get(args, "runners") or []
         runs_onnxrt = OnnxrtSessionArgs in self.arg_groups and "onnxrt" in runners
+        # A mistake the model shows is named by the option whose work holds the model to the oracle's rules: the
+        # plugins', the reference's, before the lowering's (not onnxruntime's to answer for).
+        if self.register_plugins or (PluginRefRunnerArgs in self.arg_groups and "pluginref" in runners):
+            self._validate_model("--trt-scatter-plugins" if self.register_plugins else "--pluginref")
         model = self._model_to_lower() if runs_onnxrt else None
         if model is not None:
             self._check_lowering(model)
             _before_add_to_script(self.arg_groups[OnnxrtSessionArgs], self._lowered_model)
         if model is not None or runs_onnxrt and self._has_scatter_nodes():
             _after_add_to_script(self.arg_groups[OnnxrtSessionArgs], functools.partial(_explained_session, lowered=model is not None))
-        if self.register_plugins or (PluginRefRunnerArgs in self.arg_groups and "pluginref" in runners):
-            self._validate_model("--trt-scatter-plugins" if self.register_plugins else "--pluginref")
         if self.register_plugins and TrtLoadPluginsArgs in self.arg_groups:
             from trt_scatter.passes.plugins import served
 
@@ -112,8 +118,11 @@ class TrtScatterArgs(BaseArgs):
         self._say_what_trt_lacks("trt" in runners)
         if DataLoaderArgs in self.arg_groups:
             self._tell_data_loader(args)
-            if self.arg_groups[DataLoaderArgs].data_loader_script and not self.generate_inputs:
-                _after_add_to_script(self.arg_groups[DataLoaderArgs], functools.partial(_drawn_script_inputs, model=self._onnx_model()))
+            loader_args = self.arg_groups[DataLoaderArgs]
+            if loader_args.data_loader_script and not self.generate_inputs:
+                _after_add_to_script(loader_args, functools.partial(_drawn_script_inputs, model=self._onnx_model()))
+            if (loader_args.data_loader_script or loader_args.load_inputs_paths) and not self.generate_inputs:
+                self._refuse_fed_constants(loader_args)
         if (self.register_plugins or self.generate_inputs) and TrtConfigArgs in self.arg_groups and "trt" in runners:
             self._escape_profile_names()
 
@@ -137,6 +146,20 @@ class TrtScatterArgs(BaseArgs):
         if (model is not None or self.generate_inputs or self._has_scatter_nodes()) and not has_gpu():
             G_LOGGER.warning("--trt: no CUDA GPU here, so TensorRT may build the engine but cannot run it (polygraphy then fails, "
                              "e.g. to deserialize it); trt-scatter check compares onnxruntime with the reference instead")
+
+    def _refuse_fed_constants(self, loader_args):
+        """Wraps the user's inputs (``--load-inputs``, ``--data-loader-script``) in :class:`.ConstantsNotFed` where the
+        run's ONNX model fills some of its inputs with initializers: polygraphy would drop a value fed for one."""
+        from trt_scatter.model import ModelError, constant_inputs
+
+        try:
+            model = self._read_model()
+        except ModelError:  # not this extension's to report: polygraphy's own loader says it
+            return
+        constants = [] if model is None else constant_inputs(model.proto.graph)
+        if constants:
+            flag = "--data-loader-script" if loader_args.data_loader_script else "--load-inputs"
+            _after_add_to_script(loader_args, functools.partial(_constants_not_fed, flag=flag, constants=constants))
 
     def _escape_profile_names(self):
         """polygraphy's ``Profile`` matches its keys to input names as fnmatch patterns, so ``past_key_values[0]`` (as
@@ -389,6 +412,12 @@ def _drawn_script_inputs(script, data_loader, model=None):
     ``model`` (:func:`.drawn`)."""
     script.add_import(imports=["drawn"], frm="trt_scatter.polygraphy_ext.loader")
     return make_invocable("drawn", data_loader, "--data-loader-script", model=model)
+
+
+def _constants_not_fed(script, data_loader, flag, constants):
+    """The data loader ``data_loader`` (its invocation in ``script``) refusing a value fed for an input of ``constants``."""
+    script.add_import(imports=["ConstantsNotFed"], frm="trt_scatter.polygraphy_ext.loader")
+    return make_invocable("ConstantsNotFed", data_loader, flag, constants=constants)
 
 
 def _explained_session(script, session, lowered):
