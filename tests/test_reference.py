@@ -73,6 +73,26 @@ def test_the_error_names_the_node_whose_inputs_break_the_rule():
     assert caught.value.input_name == "indices"
 
 
+def test_the_error_names_the_models_input_that_gave_the_broken_input():
+    """The rule names the op's input ('indices'); where the model's own input of another name gave it, the line names
+    that input too, the one a user's feed file or profile holds; a computed tensor is not named."""
+    nodes = [helper.make_node("ScatterElements", ["x", "edge_index", "edge_values"], ["out"], name="edges", axis=0),
+             helper.make_node("Add", ["edge_index", "one"], ["shifted"]),
+             helper.make_node("ScatterElements", ["x", "shifted", "edge_values"], ["out_shifted"], name="shifted_edges", axis=0)]
+    graph = helper.make_graph(nodes, "g", [fx.info("x", [3]), fx.info("edge_index", [2], TensorProto.INT64), fx.info("edge_values", [2])],
+                              [fx.info("out", [3]), fx.info("out_shifted", [3])], [helper.make_tensor("one", TensorProto.INT64, [], [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    feeds = {"x": np.zeros(3, np.float32), "edge_index": np.array([0, 4]), "edge_values": np.ones(2, np.float32)}
+    with pytest.raises(oracle.ScatterInputError) as caught:
+        Reference(model).run(feeds)
+    assert str(caught.value) == ("ScatterElements node 'edges': scatter_elements: 'indices' values must be in [-3, 2] for a dimension of "
+                                 "size 3 (got 4); 'indices' is the model's input 'edge_index'")
+    feeds["edge_index"] = np.array([0, 2])
+    with pytest.raises(oracle.ScatterInputError) as caught:
+        Reference(model).run(feeds)
+    assert str(caught.value).endswith("(got 3)"), caught.value
+
+
 @pytest.mark.parametrize("drop, extra, message", [
     ("start", None, r"^Reference\.run: no feed for the model's input 'start' \(its inputs: x, w, updates, start\)$"),
     (None, "strat", r"^Reference\.run: 'strat' is not an input of the model \(its inputs: x, w, updates, start\)$"),

@@ -44,11 +44,21 @@ class NodeInputError(ScatterInputError):
     """The oracle's :class:`~trt_scatter.oracle.ScatterInputError`, its message led by the node that got
     the inputs (``"ScatterUpdate node 'update': scatter_update: 'indices' ..."``; ``node``: that label)."""
 
-    def __init__(self, node, err):
+    def __init__(self, node, err, op=None):
         super().__init__(err.op, err.input_name, err.rule, err.value)
         self.node = node_label(node)  # the evaluator does not say where the node is in its graph
         self.outputs = tuple(node.output)  #: the node's output names, as NodeRunError's
+        self.tensor = None  #: the node's tensor of that input, where ``op`` says which
+        if op is not None and err.input_name in op.inputs and op.inputs.index(err.input_name) < len(node.input):
+            self.tensor = node.input[op.inputs.index(err.input_name)]
         self.args = (f"{self.node}: {err}",)
+
+    def fed_as(self, inputs: Sequence[str]) -> NodeInputError:
+        """This error, naming the model's input (one of ``inputs``) that gave the broken input where its name is
+        another: the name a user's feed file or profile holds."""
+        if self.tensor in inputs and self.tensor != self.input_name:
+            self.args = (f"{self.args[0]}; '{self.input_name}' is the model's input {self.tensor!r}",)
+        return self
 
 
 def run_op(op: Op, inputs: Sequence[np.ndarray | None], attributes: dict[str, Any] | None = None) -> np.ndarray:
@@ -68,7 +78,7 @@ def _reference_op(op, domain=None):
         try:
             output = run_op(op, inputs, given)
         except ScatterInputError as err:  # the oracle's own: the scatter ops run no other node
-            raise NodeInputError(self.onnx_node, err) from None
+            raise NodeInputError(self.onnx_node, err, op) from None
         repeat = oracle.module(op).repeated_target(Known({name: v for name, v in zip(op.inputs, inputs) if v is not None}, given))
         if repeat and not getattr(self, "repeat_shown_by_model", lambda node: False)(self.onnx_node):
             warn(f"{node_label(self.onnx_node)}: {repeat} (in the inputs of a run): {rules.UNDEFINED}")
@@ -249,7 +259,10 @@ class Reference:
         arrays = {name: np.asarray(value) for name, value in feeds.items()}
         for name, array in arrays.items():
             self._check_feed(name, array)
-        values = self.evaluator.run(None, arrays)
+        try:
+            values = self.evaluator.run(None, arrays)
+        except NodeInputError as err:
+            raise err.fed_as(list(arrays)) from None
         return dict(zip(self.output_names, values))
 
     def _check_feed(self, name, array):
