@@ -126,3 +126,42 @@ def test_building_engines_commands_run(tmp_path):
     assert result.stderr == "", result.stderr
     for engine in ("slice_scatter.engine", "engines/scatter_update_dynamic_float16.engine", "engines/model.engine", "engines/scatter_nd.engine"):
         assert (tmp_path / engine).stat().st_size > 0, engine
+
+
+def test_the_layer_counts_the_readme_gives_are_the_networks():
+    """The native lowerings' layer counts (bench/bench_lowering_size.py's cases) and the run-time assertion of
+    ScatterElements indices' dimensions in the dynamic example network, as the README states them."""
+    import importlib.util
+
+    import trt_scatter.networks.graph as graph
+    from trt_scatter.backend import new_builder
+    from trt_scatter.networks.examples import EXAMPLES
+
+    text = " ".join(README.read_text().split())
+    spec = importlib.util.spec_from_file_location("bench_lowering_size", README.parent / "bench" / "bench_lowering_size.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    counts = {key: [] for key in ("static", "dynamic", "runtime static", "runtime dynamic")}
+    for op, _, shape, params in bench.CASES:
+        if op in ("slice_scatter", "scatter_update"):  # the ops with a native lowering of their own
+            runtime = "runtime " if params.get("runtime_axes") else ""
+            counts[runtime + "static"].append(bench.measure(op, shape, params, dynamic=False)[0])
+            counts[runtime + "dynamic"].append(bench.measure(op, shape, params, dynamic=True)[0])
+    span = {key: f"{min(values)}-{max(values)}" for key, values in counts.items()}
+    assert (f"native lowerings take {span['static']} layers static and {span['dynamic']} dynamic with constant axes, "
+            f"{span['runtime static']} and {span['runtime dynamic']} with run-time axes") in text, span
+
+    def layers(without=()):
+        kept = {name: getattr(graph.TensorRTGraph, name) for name in without}
+        try:
+            for name in without:
+                setattr(graph.TensorRTGraph, name, lambda self, *args, **kwargs: None)
+            network = new_builder().create_network(0)
+            EXAMPLES["scatter_elements"](network, dynamic=True)
+            return network.num_layers
+        finally:
+            for name, method in kept.items():
+                setattr(graph.TensorRTGraph, name, method)
+
+    every = layers()
+    assert f"({every - layers(['assert_shape_at_most'])} shape layers more in the dynamic example network, {every} in all)" in text
