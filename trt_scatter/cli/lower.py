@@ -5,6 +5,12 @@
 The output runs in onnxruntime, in TensorRT without trt-scatter's plugins, or in any ONNX runtime
 (see :mod:`trt_scatter.passes.lower`). It prints one line saying what it replaced; a model it
 cannot lower ends in one line on stderr naming the node, the input and the rule, and exit code 2.
+
+The lowered model cannot refuse inputs that break a rule only at run time, as the plugins and the
+reference do: ONNX has no assertion op. An index known only at run time that lies past its dimension
+(a ScatterUpdate index, a reduction's, a KV-cache position past the cache's end) is clamped into it,
+so the write lands on the last slot (the first, below the range). Keep positions in range, and check
+such models with the plugins.
 """
 
 from __future__ import annotations
