@@ -1009,3 +1009,33 @@ def _searched_indices_model(op, data_shape, raw_shape, **attributes):
 def test_searched_indices_are_found_where_they_must_be_distinct_along_any_axis(seed, op, data_shape, raw_shape, attributes):
     feed = ScatterDataLoader(_searched_indices_model(op, data_shape, raw_shape, **attributes), seed=seed)[0]
     assert feed["raw"].shape == raw_shape
+
+
+def test_value_ranges_set_the_inputs_no_rule_draws_and_leave_the_ruled_ones_valid():
+    """``value_ranges`` (polygraphy's ``--val-range``: per input, ``""`` for every other) sets the values of the inputs
+    the loader draws at random (data, updates: integers within both bounds, floats from low up to high), never those a
+    scatter's rule draws, which stay valid; ``ruled_inputs`` names those."""
+    model = fx.scatter_elements_model([6, 5], [2, 5], axis=0, dtype=np.int32)
+    loader = ScatterDataLoader(model, seed=3, iterations=4, value_ranges={"data": (100, 102), "indices": (50, 60), "": (-3, -3)})
+    for feed in loader:
+        assert set(np.unique(feed["data"])) <= {100, 101, 102} and len(np.unique(feed["data"])) > 1
+        assert np.all(feed["updates"] == -3)
+        assert np.all((feed["indices"] >= -6) & (feed["indices"] < 6))  # the rule's, not 50-60
+        Reference(model).run(feed)
+    assert loader.ruled_inputs() == ["indices"]
+    floats = ScatterDataLoader(fx.scatter_elements_model([6, 5], [2, 5], axis=0), value_ranges={"": (10.0, 20.0)})[0]
+    assert floats["data"].dtype == np.float32 and np.all((floats["data"] >= 10) & (floats["data"] <= 20)) and floats["data"].std() > 1
+
+
+@pytest.mark.parametrize("ranges, message", [
+    ({"dtaa": (0, 1)}, r"^ScatterDataLoader: value_ranges names 'dtaa', which is not an input of the model \(its inputs: data, indices, updates\)$"),
+    ({"data": (2, 1)}, r"^ScatterDataLoader: value_ranges\['data'\] must be \(low, high\) with low <= high \(got \(2, 1\)\)$"),
+    ({"data": 5}, r"^ScatterDataLoader: value_ranges\['data'\] must be \(low, high\) with low <= high \(got 5\)$"),
+    ([0, 1], r"^ScatterDataLoader: value_ranges must be a dict of input name -> \(low, high\) \(got \[0, 1\]\)$"),
+    ({"indices": (0.2, 0.8)}, r"^ScatterDataLoader: value_ranges gives input 'indices' \(int64\) the range \(0\.2, 0\.8\), which holds no int64 value "),
+    ({"": (-1, 70000)}, r"^ScatterDataLoader: value_ranges gives input 'data' \(float16\) the range \(-1, 70000\), which holds no float16 value or "
+                        r"some past its limits \[-65504\.0, 65504\.0\]$"),
+])
+def test_value_ranges_that_name_no_input_or_no_range_are_refused_by_name(ranges, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        ScatterDataLoader(fx.scatter_elements_model([6, 5], [2, 5], axis=0, dtype=np.float16), value_ranges=ranges)[0]

@@ -248,10 +248,17 @@ def test_bfloat16_inputs_are_one_line_before_any_run(tmp_path):
     assert "--trt-scatter-inputs: input 'data' is bfloat16: polygraphy's runners" in output and "onnxrt-runner" not in output, output
 
 
-def test_a_value_range_is_said_to_be_ignored_with_generated_inputs(model_paths):
-    result = fx.run_tool("polygraphy", ["run", model_paths["scatter_elements"], "--pluginref", "--trt-scatter-inputs", "--val-range", "[0,1]"])
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "--trt-scatter-inputs draws the values every scatter node accepts: --val-range is ignored" in result.stdout + result.stderr
+def test_a_value_range_sets_the_inputs_no_rule_draws_and_is_said_to_be_ignored_for_the_others(model_paths, tmp_path):
+    from polygraphy.json import load_json
+
+    result = fx.run_tool("polygraphy", ["run", model_paths["scatter_elements"], "--pluginref", "--trt-scatter-inputs", "--iterations", "2",
+                                        "--val-range", "data:[10,20]", "indices:[0,1]", "--save-inputs", tmp_path / "inputs.json"])
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "[W] --val-range for input 'indices' is ignored: --trt-scatter-inputs draws its values by the rules of the scatter nodes it reaches" in output
+    feeds = load_json(tmp_path / "inputs.json")
+    assert len(feeds) == 2 and all(np.all((feed["data"] >= 10) & (feed["data"] <= 20)) for feed in feeds)
+    assert all(np.all(np.abs(feed["updates"]) <= 1) for feed in feeds)  # no range given for it: the loader's own
 
 
 def test_a_model_the_loader_cannot_serve_fails_in_one_line(tmp_path):

@@ -67,16 +67,20 @@ class ScatterDataLoader:
         seed: the same seed gives the same inputs.
         input_shapes: ``{input name: shape}`` (or polygraphy ``TensorMetadata``) for dynamic inputs.
         iterations: how many feed dicts to yield.
+        value_ranges: ``{input name: (low, high)}`` (``""``: every input not named), as polygraphy's ``--val-range``, for
+            the inputs no scatter rule draws (data, updates, other inputs): integers within both bounds, floats from
+            low up to high. The values of an input a rule draws (:meth:`ruled_inputs`) keep to the rule.
 
     A model it cannot serve raises a ``ValueError`` (a ``ScatterInputError`` or ``ModelError``)
     with one line naming the node or input and the rule, on first use.
     """
 
-    def __init__(self, model, seed=1, input_shapes=None, iterations=1):
+    def __init__(self, model, seed=1, input_shapes=None, iterations=1, value_ranges=None):
         self.model = model
         self.seed = _count("seed", seed)
         self.input_shapes = _as_shape_dict(input_shapes)
         self.iterations = _count("iterations", iterations)
+        self.value_ranges = _as_value_ranges(value_ranges)
         self.input_metadata = None  # polygraphy's Comparator sets this; the model decides instead
         self._plan = None
 
@@ -90,7 +94,7 @@ class ScatterDataLoader:
 
     def _planned(self):
         if self._plan is None:
-            plan = _Plan(as_model(self.model, weights=True), self.input_shapes, np.random.default_rng([self.seed]))
+            plan = _Plan(as_model(self.model, weights=True), self.input_shapes, np.random.default_rng([self.seed]), self.value_ranges)
             _check_size(plan, self.iterations)
             self._plan = plan
         return self._plan
@@ -106,6 +110,12 @@ class ScatterDataLoader:
         """``{input name: shape}`` of the generated inputs (for TensorRT optimization profiles)."""
         plan = self._planned()
         return {name: tuple(plan.shapes[name]) for name in plan.inputs}
+
+    def ruled_inputs(self) -> list[str]:
+        """The inputs whose values a scatter's rule draws (indices, slice parameters, what reaches them), in the model's
+        order: ``value_ranges`` does not set them."""
+        plan = self._planned()
+        return [name for name in plan.inputs if name in plan.generators or name in plan.searched or name in plan.shared]
 
 
 def _check_size(plan, iterations):
@@ -130,6 +140,41 @@ def _count(name, value):
     if value < 0:
         raise ValueError(f"ScatterDataLoader: {name} must not be negative (got {value})")
     return int(value)
+
+
+def _as_value_ranges(value_ranges):
+    """``value_ranges`` as ``{name: (low, high)}``; a TypeError or ValueError naming what is not a range."""
+    if value_ranges is None:
+        return {}
+    if not isinstance(value_ranges, dict):
+        raise TypeError(f"ScatterDataLoader: value_ranges must be a dict of input name -> (low, high) (got {value_ranges!r})")
+    for name, bounds in value_ranges.items():
+        try:
+            low, high = bounds
+            valid = low <= high
+        except (TypeError, ValueError):
+            valid = False
+        if not valid:
+            raise ValueError(f"ScatterDataLoader: value_ranges[{name!r}] must be (low, high) with low <= high (got {bounds!r})")
+    return dict(value_ranges)
+
+
+def _check_range(name, bounds, dtype):
+    """``bounds`` holds values of input ``name``'s element type (an integer at least; none past its limits, which a cast
+    would wrap or make infinite)."""
+    dtype = np.dtype(dtype or np.float32)
+    if dtype == np.bool_:
+        return
+    low, high = bounds
+    if dtype.kind in "iu":
+        low, high, limits = math.ceil(low), math.floor(high), np.iinfo(dtype)
+        smallest, largest = int(limits.min), int(limits.max)
+    else:
+        limits = np.finfo(dtype)
+        smallest, largest = float(limits.min), float(limits.max)  # Python numbers: no cast of the bounds to the type
+    if low > high or low < smallest or high > largest:
+        raise ValueError(f"ScatterDataLoader: value_ranges gives input {name!r} ({dtype.name}) the range {tuple(bounds)!r}, which "
+                         f"holds no {dtype.name} value or some past its limits [{smallest}, {largest}]")
 
 
 def _as_shape_dict(input_shapes):
@@ -162,13 +207,21 @@ _SAME_VALUES = ("Cast", "Identity", "Squeeze", "Unsqueeze", "Reshape", "Flatten"
 class _Plan:
     """Shapes and value generators for every graph input of one model, fixed once per loader."""
 
-    def __init__(self, model, given, rng):
+    def __init__(self, model, given, rng, value_ranges):
         validate(model)  # once per Model
         self.model, graph = model.proto, model.proto.graph
         self.tensors = model.tensors
         # name -> (dtype, declared dims: int, str or None; None if the rank is not declared)
         self.inputs = OrderedDict((value.name, (self.tensors.dtype(value.name), self.tensors.symbolic_shape(value.name)))
                                   for value in fed_inputs(graph))
+        unknown = [name for name in value_ranges if name and name not in self.inputs]
+        if unknown:
+            raise ValueError(f"ScatterDataLoader: value_ranges names {unknown[0]!r}, which is not an input of the model (its inputs: "
+                             f"{', '.join(self.inputs)})")
+        self.value_ranges = {name: value_ranges.get(name, value_ranges.get("")) for name in self.inputs}
+        for name, bounds in self.value_ranges.items():
+            if bounds is not None:
+                _check_range(name, bounds, self.inputs[name][0])
         self.given = {name: self._given(name, shape) for name, shape in given.items()}
         self.producers = {out: node for node in graph.node for out in node.output}
         self.nodes = [_Node(node, index, self.tensors, self._origin) for index, node in enumerate(graph.node) if op_of(node)]
@@ -308,7 +361,8 @@ class _Plan:
     def feed(self, rng):
         feed = OrderedDict()
         for name, (dtype, _) in self.inputs.items():
-            value = self.generators[name][1](rng) if name in self.generators else _random_values(rng, self.shapes[name], dtype)
+            value = (self.generators[name][1](rng) if name in self.generators
+                     else _random_values(rng, self.shapes[name], dtype, self.value_ranges[name]))
             feed[name] = np.asarray(value).astype(dtype, copy=False)
         if self.searched or self.shared:
             self._search(feed, rng)
@@ -697,10 +751,17 @@ def _distinct_targets(node, values):
     return oracle.module(node.op).repeated_target(Known(args, attributes)) is None
 
 
-def _random_values(rng, shape, dtype):
+def _random_values(rng, shape, dtype, bounds=None):
+    """Random values of ``dtype``: within ``bounds`` (low, high) where given (integers within both, floats from low up
+    to high, as polygraphy's ``--val-range``), else small ones, of both signs where the type has them."""
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return rng.random(shape) < 0.5
+    if bounds is not None:
+        low, high = bounds
+        if dtype.kind in "iu":
+            return rng.integers(math.ceil(low), math.floor(high) + 1, size=shape)
+        return rng.uniform(low, high, size=shape).astype(np.float32)
     if dtype.kind == "u":
         return rng.integers(0, 16, size=shape)
     if dtype.kind == "i":

@@ -21,8 +21,8 @@ and it adds two options:
   kernel skips fails the run naming the op; and, for a node with ``inplace=1``, the builder's
   ``PreviewFeature.ALIASED_PLUGIN_IO_10_03``;
 - ``--trt-scatter-inputs``: feed valid inputs (:class:`.ScatterDataLoader`) instead of random
-  ones, honouring ``--seed``, ``--input-shapes`` and ``--iterations``; without shapes from the
-  user, the TensorRT profile takes the generated shapes.
+  ones, honouring ``--seed``, ``--input-shapes``, ``--iterations`` and ``--val-range`` (for the inputs no rule
+  draws); without shapes from the user, the TensorRT profile takes the generated shapes.
 
 Each of these goes into the script polygraphy runs (and ``--gen-script`` writes). polygraphy 0.53 lets
 an extension add options and runners, but has no hook through which it could choose the model a
@@ -74,7 +74,8 @@ class TrtScatterArgs(BaseArgs):
         self.group.add_argument(
             "--trt-scatter-inputs",
             help="Generate valid inputs for the model's scatter ops (distinct in-range indices, slice parameters "
-            "matching the updates) instead of random ones; honours --seed, --input-shapes and --iterations",
+            "matching the updates) instead of random ones; honours --seed, --input-shapes, --iterations and --val-range "
+            "(for the inputs no rule draws: data, updates)",
             action="store_true",
             default=None,
         )
@@ -320,13 +321,12 @@ class TrtScatterArgs(BaseArgs):
         model_args = self.arg_groups[ModelArgs]
         if loader_args.load_inputs_paths or loader_args.data_loader_script:
             G_LOGGER.critical("--trt-scatter-inputs cannot be combined with --load-inputs or --data-loader-script")
-        if loader_args.val_range:  # the values each scatter node accepts decide, not a range
-            G_LOGGER.warning("--trt-scatter-inputs draws the values every scatter node accepts: --val-range is ignored")
         shapes = {name: list(meta.shape) for name, meta in (model_args.input_shapes or {}).items()} or None
         profiles = self.arg_groups[TrtConfigArgs].profile_dicts if TrtConfigArgs in self.arg_groups else None
         if shapes is None and profiles:  # the user's TensorRT profile: its opt shapes, as polygraphy's own loader feeds
             shapes = {name: list(opt) for name, (_, opt, _) in profiles[0].items()}
-        options = dict(seed=loader_args.seed if loader_args.seed is not None else 1, input_shapes=shapes, iterations=1 if loader_args.iterations is None else loader_args.iterations)
+        options = dict(seed=loader_args.seed if loader_args.seed is not None else 1, input_shapes=shapes,
+                       iterations=1 if loader_args.iterations is None else loader_args.iterations, value_ranges=loader_args.val_range)
         from trt_scatter.model import ModelError
 
         try:
@@ -338,7 +338,11 @@ class TrtScatterArgs(BaseArgs):
         refusal = bfloat16_inputs(model.proto.graph)
         if refusal:
             G_LOGGER.critical(f"--trt-scatter-inputs: {refusal}")
-        generated = self._plan_inputs(model, options)
+        loader = self._plan_inputs(model, options)
+        ruled = [name for name in loader.ruled_inputs() if name in (loader_args.val_range or {})]
+        if ruled:  # the values each scatter node accepts decide, not a range
+            G_LOGGER.warning(f"--val-range for input {ruled[0]!r} is ignored: --trt-scatter-inputs draws its values by the rules of the "
+                             "scatter nodes it reaches")
 
         def add_to_script_impl(script, user_input_metadata_str=None):  # in place of polygraphy's random DataLoader
             script.add_import(imports=["ScatterDataLoader"], frm="trt_scatter.polygraphy_ext")
@@ -346,11 +350,11 @@ class TrtScatterArgs(BaseArgs):
 
         loader_args.add_to_script_impl = add_to_script_impl
         if TrtConfigArgs in self.arg_groups:
-            _profile_for(generated, self.arg_groups[TrtConfigArgs])
+            _profile_for(loader.shapes(), self.arg_groups[TrtConfigArgs])
 
     def _plan_inputs(self, model, options):
-        """The shapes of the inputs the data loader generates, every iteration drawn now (on ``model``, the Model this
-        parse read: :func:`.drawn`), so that a model it cannot serve fails before anything runs, in one line; returns them."""
+        """The data loader for ``model`` (the Model this parse read), every iteration drawn now (:func:`.drawn`), so that a
+        model it cannot serve fails before anything runs, in one line."""
         from trt_scatter.inputs import ScatterDataLoader
         from trt_scatter.polygraphy_ext.loader import drawn
 
@@ -358,7 +362,7 @@ class TrtScatterArgs(BaseArgs):
             loader = ScatterDataLoader(model, **options)
         except (ValueError, TypeError) as err:  # a seed or a shape that is no int
             G_LOGGER.critical(f"--trt-scatter-inputs: {err}")
-        return drawn(loader, "--trt-scatter-inputs").shapes()
+        return drawn(loader, "--trt-scatter-inputs")
 
 
 def bfloat16_inputs(graph: onnx.GraphProto) -> str | None:
