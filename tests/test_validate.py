@@ -974,3 +974,31 @@ def test_an_input_whose_initializer_holds_another_type_is_refused_by_name():
     sparse.dims.append(4)
     with pytest.raises(ModelError, match=r"^graph 'g': sparse initializer 'weights': trt-scatter reads no sparse initializers: store it as a dense one$"):
         validate(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+
+
+@pytest.mark.parametrize("impl", ["plugin", "standard"])
+@pytest.mark.parametrize("shortest, message", [
+    (7, "in every run the profile allows, as at its largest data and smallest other inputs (update [2, 7, 4, 8]): {node}: "
+        "tensor_scatter: 'write_indices' values must be at most max_sequence_length - sequence_length = 16 - 7 in linear mode "
+        "(the update must fit) (got 10)"),
+    (6, None),  # 10 + 6 fits: the runs of 7 and 8 are the user's to avoid (the plugin counts what it skips)
+], ids=["no-run-fits", "the-shortest-fits"])
+def test_constant_write_indices_no_update_length_of_the_profile_fits_are_refused_where_the_cache_is_static(impl, shortest, message):
+    """A static cache of 16, constant write indices [10, 3], an update whose length only the profile bounds: with 7 or
+    more positions no run fits (10 + 7 > 16), and a build with the plugins went on without a word, the plugin skipping the
+    write in every run; only a cache the profile bounds was checked."""
+    from trt_scatter.passes.validate import validate_profile
+
+    model = onnx_models.tensor_scatter_model((2, 16, 4, 8), "T", axis=1, impl=impl)
+    kept = [value for value in model.graph.input if value.name != "write_indices"]
+    del model.graph.input[:]
+    model.graph.input.extend(kept)
+    model.graph.initializer.append(numpy_helper.from_array(np.array([10, 3], np.int64), "write_indices"))
+    profile = {"update": ((2, shortest, 4, 8), (2, 7, 4, 8), (2, 8, 4, 8))}
+    if message is None:
+        validate_profile(model, profile)
+        return
+    node = f"{model.graph.node[0].op_type} node '{model.graph.node[0].op_type}_0'"
+    with pytest.raises(ModelError) as refused:
+        validate_profile(model, profile)
+    assert str(refused.value) == message.format(node=node)

@@ -154,7 +154,8 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     in every run: an index of 7 into a graph input's dimension that the profile bounds by 4 would be skipped by the
     plugin each time. Raises :class:`ModelError` naming the shapes.
 
-    Each node whose data is a graph input of dynamic shape, or the output of writes into one, is checked (the nodes
+    Each node whose data is a graph input of dynamic shape, or the output of writes into one, or whose other input that
+    sets the index's range is (a static cache's update of a dynamic length), is checked (the nodes
     TensorRT builds with a plugin, standard ones served by plugins included) with the inputs that are some node's data
     at their largest shapes and the others at their smallest: an index's range only grows with data and shrinks with what else the node reads (a longer
     update leaves fewer places to start a write). A rule broken there is raised only where it is one of a constant
@@ -202,7 +203,9 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     _check_shapes_at_bounds(model, profile, dynamic, served, plugin_nodes | {index for index, op in layer_ops.items() if op.key in plugin_keys},
                             layer_ops)
     written = {served[index].input[0] for index in plugin_nodes}
-    if not written & set(dynamic):
+    sizing = {served[index].input[op.inputs.index(name)] for index in plugin_nodes for op in [ops.op_of(served[index])]
+              for name in op.index_range_from if op.inputs.index(name) < len(served[index].input)}  # a cache write's update...
+    if not (written | sizing) & set(dynamic):
         return
     at = {name: profile[name][2 if name in written else 0] for name in dynamic}  # data largest, the rest smallest
     as_given = (set(dynamic) - written) | pinned  # not written into (at their smallest), or pinned: a run has them so with the largest data
@@ -272,10 +275,12 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
         return values if ((values >= 0) | (values < -int(largest.reshape(-1)[0]))).all() else None
 
     for index, node in enumerate(bounded.graph.node):
-        if index not in plugin_nodes or start(node.input[0]) not in dynamic:
+        if index not in plugin_nodes:
             continue
         checked = OpNode(node, index, tensors)
         others = [checked.inputs[name] for name in checked.op.index_range_from if name in checked.inputs]
+        if start(node.input[0]) not in dynamic and not set(others) & set(dynamic):
+            continue  # data and what else sets the index's range have one shape: validation has checked them
         if not all(name in as_given or model.tensors.constant(name) is not None or static(name) for name in others):
             continue
         # each index's values in every run, where no shape sets them (folding at these shapes misses a wrap of the
