@@ -9,7 +9,8 @@ The plan, for ``R`` update rows of ``C`` elements into ``T`` target rows (see sc
   bytes, in regions aligned to 256 bytes; nothing for ``R <= 1``.
 - launches: 1 (keys) + ``P * (3 + 2 * L)`` (``P = ceil(bits(T) / 8)`` radix passes of count, ``L`` scan levels up
   and down, the top scan, place) + 1 (reduce); e.g. 1M targets, 10M rows: ``P = 3``, ``L = 2``, 23 launches.
-- bytes moved: the indices once (``R * k`` index bytes), ``~40 R`` per pass for keys, row numbers and counts, then the
+- bytes moved: the indices once (``R * k`` index bytes), ``24 R + 2048 R / chunk`` per pass for keys, row numbers and
+  counts (``32 R`` at chunks of 256, ``56 R`` at 64), then the
   reduction reads every update (``R * C`` elements) and the target rows' values once and writes them once; plus the
   copy of data into the output unless in place. Work is linear in R per pass and in the updates' bytes.
 

@@ -1027,15 +1027,33 @@ def test_value_ranges_set_the_inputs_no_rule_draws_and_leave_the_ruled_ones_vali
     assert floats["data"].dtype == np.float32 and np.all((floats["data"] >= 10) & (floats["data"] <= 20)) and floats["data"].std() > 1
 
 
-@pytest.mark.parametrize("ranges, message", [
-    ({"dtaa": (0, 1)}, r"^ScatterDataLoader: value_ranges names 'dtaa', which is not an input of the model \(its inputs: data, indices, updates\)$"),
-    ({"data": (2, 1)}, r"^ScatterDataLoader: value_ranges\['data'\] must be \(low, high\) with low <= high \(got \(2, 1\)\)$"),
-    ({"data": 5}, r"^ScatterDataLoader: value_ranges\['data'\] must be \(low, high\) with low <= high \(got 5\)$"),
-    ([0, 1], r"^ScatterDataLoader: value_ranges must be a dict of input name -> \(low, high\) \(got \[0, 1\]\)$"),
-    ({"indices": (0.2, 0.8)}, r"^ScatterDataLoader: value_ranges gives input 'indices' \(int64\) the range \(0\.2, 0\.8\), which holds no int64 value "),
-    ({"": (-1, 70000)}, r"^ScatterDataLoader: value_ranges gives input 'data' \(float16\) the range \(-1, 70000\), which holds no float16 value or "
-                        r"some past its limits \[-65504\.0, 65504\.0\]$"),
-])
-def test_value_ranges_that_name_no_input_or_no_range_are_refused_by_name(ranges, message):
+@pytest.mark.parametrize("ranges, dtype, message", [
+    ({"dtaa": (0, 1)}, "float16", r"^ScatterDataLoader: value_ranges names 'dtaa', which is not an input of the model \(its inputs: data, indices, updates\)$"),
+    ({"data": (2, 1)}, "float16", r"^ScatterDataLoader: value_ranges\['data'\] must be \(low, high\) with low <= high \(got \(2, 1\)\)$"),
+    ({"data": 5}, "float16", r"^ScatterDataLoader: value_ranges\['data'\] must be \(low, high\) with low <= high \(got 5\)$"),
+    ([0, 1], "float16", r"^ScatterDataLoader: value_ranges must be a dict of input name -> \(low, high\) \(got \[0, 1\]\)$"),
+    ({"data": ("0", "1")}, "float16", r"^ScatterDataLoader: value_ranges\['data'\] must be \(low, high\) with low <= high \(got \('0', '1'\)\)$"),
+    ({"": (-1, 70000)}, "float16", r"^ScatterDataLoader: value_ranges gives input 'data' \(float16\) the range \(-1, 70000\), which holds no float16 "
+                                   r"value or some past its limits \[-65504\.0, 65504\.0\]$"),
+    ({"data": (0.2, 0.8)}, "int8", r"^ScatterDataLoader: value_ranges gives input 'data' \(int8\) the range \(0\.2, 0\.8\), which holds no int8 value "),
+    ({"data": (-1, 200)}, "uint8", r"^ScatterDataLoader: value_ranges gives input 'data' \(uint8\) the range \(-1, 200\), which holds no uint8 value or "
+                                   r"some past its limits \[0, 255\]$"),
+    ({"data": (1e38, 1e39)}, "bfloat16", r"^ScatterDataLoader: value_ranges gives input 'data' \(bfloat16\) the range \(1e\+38, 1e\+39\), which holds no "),
+    ({"data": (0, 1)}, "bool", r"^ScatterDataLoader: value_ranges gives bool input 'data' a range: bool values have none$"),
+], ids=["no-input", "high-below-low", "no-pair", "no-dict", "no-numbers", "past-float16", "no-int8", "past-uint8", "past-bfloat16", "bool"])
+def test_value_ranges_that_name_no_input_or_no_range_are_refused_by_name(ranges, dtype, message):
+    import ml_dtypes
+
+    dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
     with pytest.raises((ValueError, TypeError), match=message):
-        ScatterDataLoader(fx.scatter_elements_model([6, 5], [2, 5], axis=0, dtype=np.float16), value_ranges=ranges)[0]
+        ScatterDataLoader(fx.scatter_elements_model([6, 5], [2, 5], axis=0, dtype=dtype), value_ranges=ranges)[0]
+
+
+def test_a_range_for_every_input_leaves_the_indices_to_their_rule_and_takes_the_whole_of_a_type():
+    """``""`` ranges every input: one that holds no index (0.2 to 0.8) is no refusal, as the indices' rule draws them;
+    the whole range of uint64 is drawn (it raised NumPy's "high is out of bounds for int64")."""
+    model = fx.scatter_elements_model([6, 5], [2, 5], axis=0)
+    feed = ScatterDataLoader(model, value_ranges={"": (0.2, 0.8)})[0]
+    assert np.all((feed["data"] >= 0.2) & (feed["data"] <= 0.8)) and Reference(model).run(feed)
+    widest = ScatterDataLoader(fx.scatter_elements_model([6, 5], [2, 5], axis=0, dtype=np.uint64), value_ranges={"": (0, 2**64 - 1)})[0]
+    assert widest["data"].dtype == np.uint64 and widest["data"].max() > 2**63

@@ -738,3 +738,72 @@ def test_the_references_warnings_are_polygraphys_log_lines(tmp_path):
     assert "ScatterND node 'twice'" not in result.stderr.replace(warned[0], ""), result.stderr  # once, as polygraphy's line
     quiet = fx.run_tool("polygraphy", ["run", path, "--pluginref", "--load-inputs", tmp_path / "inputs.json", "-qqqq"])  # errors only
     assert quiet.returncode == 0 and "ScatterND node 'twice'" not in quiet.stdout + quiet.stderr, quiet.stdout + quiet.stderr
+
+
+def test_the_polygraphy_feeds_wrapper_pickles_and_copies_for_a_subprocess_run(tmp_path):
+    """polygraphy's --use-subprocess sends the data loader to a child by pickle: the wrapper went into endless recursion
+    there, looking up the loader it wraps before it had one."""
+    import copy
+    import pickle
+
+    from onnx import helper, numpy_helper
+    from polygraphy.json import save_json
+
+    from trt_scatter.polygraphy_ext.loader import PolygraphyFeeds
+
+    feeds = PolygraphyFeeds([{"data": np.ones(2)}], "--load-inputs", ["indices"])
+    for again in (pickle.loads(pickle.dumps(feeds)), copy.copy(feeds), copy.deepcopy(feeds)):
+        assert list(again)[0]["data"].tolist() == [1, 1]
+    nodes = [helper.make_node("ScatterElements", ["data", "indices", "updates"], ["output"], axis=0)]
+    graph = helper.make_graph(nodes, "g", [fx.info("data", (4, 3), np.float32), fx.info("indices", (1, 3), np.int64),
+                                           fx.info("updates", (1, 3), np.float32)], [fx.info("output", (4, 3), np.float32)],
+                              [numpy_helper.from_array(np.array([[0, 2, 1]]), "indices")])
+    path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "constant_indices.onnx")
+    save_json([{"data": np.zeros((4, 3), np.float32), "updates": np.ones((1, 3), np.float32)}], tmp_path / "inputs.json")
+    result = fx.run_tool("polygraphy", ["run", path, "--onnxrt", "--pluginref", "--load-inputs", tmp_path / "inputs.json",
+                                        "--use-subprocess", "--sequential-runners"])
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_warning_of_the_data_loaders_validation_is_one_polygraphy_line(tmp_path):
+    """Constant indices that repeat a target: validation warns when the run's options read the model and again when the
+    script's ScatterDataLoader reads it; polygraphy shows it once, as a [W] line, and -qqqq (errors only) not at all."""
+    from onnx import helper, numpy_helper
+
+    nodes = [helper.make_node("ScatterND", ["data", "indices", "updates"], ["output"], name="twice")]
+    graph = helper.make_graph(nodes, "g", [fx.info("data", (4, 3), np.float32), fx.info("updates", (2, 3), np.float32)],
+                              [fx.info("output", (4, 3), np.float32)], [numpy_helper.from_array(np.array([[1], [1]]), "indices")])
+    path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "twice.onnx")
+    options = ["--pluginref", "--trt-scatter-inputs"]
+    result = fx.run_tool("polygraphy", ["run", path, *options], fresh=True)  # not a fork: pytest's log handlers would hold a bare line
+    output = result.stdout + result.stderr
+    warned = [line for line in output.splitlines() if "ScatterND node 'twice'" in line]
+    assert result.returncode == 0 and len(warned) == 1 and warned[0].startswith("[W] "), output
+    quiet = fx.run_tool("polygraphy", ["run", path, *options, "-qqqq"], fresh=True)
+    assert quiet.returncode == 0 and "twice" not in quiet.stdout + quiet.stderr, quiet.stdout + quiet.stderr
+
+
+def test_in_a_polygraphy_run_trt_scatters_warnings_go_to_polygraphy_alone_and_once(monkeypatch):
+    """Within logged_by_polygraphy, a warning is polygraphy's line and not also a record of the handlers a script gave
+    Python's root logger (it was printed twice after logging.basicConfig()); a block within another adds nothing."""
+    import logging
+
+    from polygraphy.logger import G_LOGGER
+
+    from trt_scatter.log import warn
+    from trt_scatter.polygraphy_ext.references import logged_by_polygraphy
+
+    lines = []
+    monkeypatch.setattr(G_LOGGER, "warning", lambda message, mode=None: lines.append(message))  # whatever its severity here
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger().addHandler(handler)
+    try:
+        with logged_by_polygraphy(), logged_by_polygraphy():
+            warn("a warning of trt-scatter's, nested")
+        warn("a warning of trt-scatter's, outside")
+    finally:
+        logging.getLogger().removeHandler(handler)
+    assert lines == ["a warning of trt-scatter's, nested"]
+    assert [record.getMessage() for record in records] == ["a warning of trt-scatter's, outside"]

@@ -91,6 +91,14 @@ def test_the_error_names_the_models_input_that_gave_the_broken_input():
     with pytest.raises(oracle.ScatterInputError) as caught:
         Reference(model).run(feeds)
     assert str(caught.value).endswith("(got 3)"), caught.value
+    cast = [helper.make_node("Cast", ["edge_index32"], ["edge_index"], to=TensorProto.INT64),  # int32 indices, as ScatterND needs
+            helper.make_node("ScatterElements", ["x", "edge_index", "edge_values"], ["out"], name="edges", axis=0)]
+    graph = helper.make_graph(cast, "g", [fx.info("x", [3]), fx.info("edge_index32", [2], TensorProto.INT32), fx.info("edge_values", [2])],
+                              [fx.info("out", [3])])
+    feeds = {"x": np.zeros(3, np.float32), "edge_index32": np.array([0, 4], np.int32), "edge_values": np.ones(2, np.float32)}
+    with pytest.raises(oracle.ScatterInputError) as caught:
+        Reference(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])).run(feeds)
+    assert str(caught.value).endswith("(got 4); 'indices' is the model's input 'edge_index32'"), caught.value
 
 
 @pytest.mark.parametrize("drop, extra, message", [

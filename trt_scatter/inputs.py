@@ -151,7 +151,8 @@ def _as_value_ranges(value_ranges):
     for name, bounds in value_ranges.items():
         try:
             low, high = bounds
-            valid = low <= high
+            valid = all(isinstance(bound, (int, float, np.integer, np.floating)) and not isinstance(bound, bool)
+                        for bound in (low, high)) and low <= high
         except (TypeError, ValueError):
             valid = False
         if not valid:
@@ -170,7 +171,12 @@ def _check_range(name, bounds, dtype):
         low, high, limits = math.ceil(low), math.floor(high), np.iinfo(dtype)
         smallest, largest = int(limits.min), int(limits.max)
     else:
-        limits = np.finfo(dtype)
+        try:
+            limits = np.finfo(dtype)
+        except ValueError:  # bfloat16, which only ml_dtypes (installed where it is) knows
+            import ml_dtypes
+
+            limits = ml_dtypes.finfo(dtype)
         smallest, largest = float(limits.min), float(limits.max)  # Python numbers: no cast of the bounds to the type
     if low > high or low < smallest or high > largest:
         raise ValueError(f"ScatterDataLoader: value_ranges gives input {name!r} ({dtype.name}) the range {tuple(bounds)!r}, which "
@@ -219,9 +225,9 @@ class _Plan:
             raise ValueError(f"ScatterDataLoader: value_ranges names {unknown[0]!r}, which is not an input of the model (its inputs: "
                              f"{', '.join(self.inputs)})")
         self.value_ranges = {name: value_ranges.get(name, value_ranges.get("")) for name in self.inputs}
-        for name, bounds in self.value_ranges.items():
-            if bounds is not None:
-                _check_range(name, bounds, self.inputs[name][0])
+        booleans = [name for name in value_ranges if name and np.dtype(self.inputs[name][0] or np.float32) == np.bool_]
+        if booleans:
+            raise ValueError(f"ScatterDataLoader: value_ranges gives bool input {booleans[0]!r} a range: bool values have none")
         self.given = {name: self._given(name, shape) for name, shape in given.items()}
         self.producers = {out: node for node in graph.node for out in node.output}
         self.nodes = [_Node(node, index, self.tensors, self._origin) for index, node in enumerate(graph.node) if op_of(node)]
@@ -240,6 +246,9 @@ class _Plan:
         self.searched, self.reached = _searched_inputs(self)
         self._plan_gathers()
         self._reference = None
+        for name, bounds in self.value_ranges.items():  # the ruled inputs' rules decide: a range of theirs is ignored
+            if bounds is not None and name not in self.generators and name not in self.searched and name not in self.shared:
+                _check_range(name, bounds, self.inputs[name][0])
 
     def _plan_gathers(self):
         """Integer graph inputs that give standard gathers' indices (``x[src]``, a message-passing layer's source nodes):
@@ -760,8 +769,8 @@ def _random_values(rng, shape, dtype, bounds=None):
     if bounds is not None:
         low, high = bounds
         if dtype.kind in "iu":
-            return rng.integers(math.ceil(low), math.floor(high) + 1, size=shape)
-        return rng.uniform(low, high, size=shape).astype(np.float32)
+            return rng.integers(math.ceil(low), math.floor(high), size=shape, dtype=dtype, endpoint=True)
+        return rng.uniform(low, high, size=shape)  # float64: the feed's cast rounds to the input's type
     if dtype.kind == "u":
         return rng.integers(0, 16, size=shape)
     if dtype.kind == "i":

@@ -53,11 +53,15 @@ class NodeInputError(ScatterInputError):
             self.tensor = node.input[op.inputs.index(err.input_name)]
         self.args = (f"{self.node}: {err}",)
 
-    def fed_as(self, inputs: Sequence[str]) -> NodeInputError:
+    def fed_as(self, inputs: Sequence[str], sources: dict[str, str]) -> NodeInputError:
         """This error, naming the model's input (one of ``inputs``) that gave the broken input where its name is
-        another: the name a user's feed file or profile holds."""
-        if self.tensor in inputs and self.tensor != self.input_name:
-            self.args = (f"{self.args[0]}; '{self.input_name}' is the model's input {self.tensor!r}",)
+        another: the name a user's feed file or profile holds. ``sources``: the input of each Cast or Identity by its
+        output (ops that keep the values: int32 indices reach ONNX's ScatterND through a Cast)."""
+        tensor = self.tensor
+        while tensor in sources and tensor not in inputs:
+            tensor = sources[tensor]
+        if tensor in inputs and tensor != self.input_name:
+            self.args = (f"{self.args[0]}; '{self.input_name}' is the model's input {tensor!r}",)
         return self
 
 
@@ -262,7 +266,9 @@ class Reference:
         try:
             values = self.evaluator.run(None, arrays)
         except NodeInputError as err:
-            raise err.fed_as(list(arrays)) from None
+            sources = {node.output[0]: node.input[0] for node in self.model.graph.node
+                       if node.op_type in ("Cast", "Identity") and node.domain in ("", "ai.onnx") and node.input and node.output}
+            raise err.fed_as(list(arrays), sources) from None
         return dict(zip(self.output_names, values))
 
     def _check_feed(self, name, array):

@@ -154,9 +154,9 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     in every run: an index of 7 into a graph input's dimension that the profile bounds by 4 would be skipped by the
     plugin each time. Raises :class:`ModelError` naming the shapes.
 
-    Each node whose data is a graph input of dynamic shape, or the output of writes into one, or whose other input that
-    sets the index's range is (a static cache's update of a dynamic length), is checked (the nodes
-    TensorRT builds with a plugin, standard ones served by plugins included) with the inputs that are some node's data
+    Each node is checked whose data is a graph input of dynamic shape (or the output of writes into one), or whose
+    other input that sets the index's range is such an input (a static cache's update of a dynamic length): the nodes
+    TensorRT builds with a plugin, standard ones served by plugins included, with the inputs that are some node's data
     at their largest shapes and the others at their smallest: an index's range only grows with data and shrinks with what else the node reads (a longer
     update leaves fewer places to start a write). A rule broken there is raised only where it is one of a constant
     index's values (with the values 0 instead, the node passes; a non-negative index that PyTorch's exporters wrap in
@@ -203,8 +203,7 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     _check_shapes_at_bounds(model, profile, dynamic, served, plugin_nodes | {index for index, op in layer_ops.items() if op.key in plugin_keys},
                             layer_ops)
     written = {served[index].input[0] for index in plugin_nodes}
-    sizing = {served[index].input[op.inputs.index(name)] for index in plugin_nodes for op in [ops.op_of(served[index])]
-              for name in op.index_range_from if op.inputs.index(name) < len(served[index].input)}  # a cache write's update...
+    sizing = {name for index in plugin_nodes for name in _range_setting(served[index])}  # a cache write's update...
     if not (written | sizing) & set(dynamic):
         return
     at = {name: profile[name][2 if name in written else 0] for name in dynamic}  # data largest, the rest smallest
@@ -278,7 +277,7 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
         if index not in plugin_nodes:
             continue
         checked = OpNode(node, index, tensors)
-        others = [checked.inputs[name] for name in checked.op.index_range_from if name in checked.inputs]
+        others = _range_setting(node)
         if start(node.input[0]) not in dynamic and not set(others) & set(dynamic):
             continue  # data and what else sets the index's range have one shape: validation has checked them
         if not all(name in as_given or model.tensors.constant(name) is not None or static(name) for name in others):
@@ -302,6 +301,14 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
                 continue  # a rule of shapes, not of the index's values
             raise ModelError(f"in every run the profile allows, as at its largest data and smallest other inputs ({shapes}): "
                              f"{checked.error(err)}") from None
+
+
+def _range_setting(node):
+    """The tensors of ``node`` (a scatter) besides its data whose shapes set its index's range
+    (:attr:`Op.index_range_from <trt_scatter.ops.Op.index_range_from>`: a cache write's update, a slice's updates)."""
+    op = ops.op_of(node)
+    positions = [op.inputs.index(name) for name in op.index_range_from]
+    return [node.input[position] for position in positions if position < len(node.input) and node.input[position]]
 
 
 def _named_dims_disagree(graph, profile):

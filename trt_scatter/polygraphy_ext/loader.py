@@ -1,6 +1,6 @@
 """polygraphy loaders: one registers trt-scatter's TensorRT plugins before whatever it wraps runs; one hands the
 parser a model whose ONNX nodes the plugins serve as theirs; one makes an onnxruntime session's failure to run a
-lowered model one line; and the data loaders' checks (:func:`drawn`, :class:`ConstantsNotFed`)."""
+lowered model one line; and the data loaders' checks (:func:`drawn`, :class:`PolygraphyFeeds`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from polygraphy.backend.base import BaseLoader
 from trt_scatter.plugins.kernels import DEBUG_ENV  # importing it loads neither CUDA nor TensorRT
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
 
 class RegisterTrtScatterPlugins(BaseLoader):
@@ -124,13 +124,16 @@ def drawn(loader: Any, flag: str, model: str | None = None) -> Any:
     from trt_scatter.inputs import ScatterDataLoader
     from trt_scatter.model import ModelError
 
+    from trt_scatter.polygraphy_ext.references import logged_by_polygraphy
+
     if isinstance(loader, ScatterDataLoader):
         if not len(loader):
             G_LOGGER.critical(f"{flag}: 0 iterations (--iterations, or ScatterDataLoader's iterations) give no inputs, so nothing would "
                               "run or be compared: give 1 or more")
         try:
-            for iteration in range(len(loader)):
-                loader[iteration]
+            with logged_by_polygraphy():  # what the loader's validation says
+                for iteration in range(len(loader)):
+                    loader[iteration]
         except (ValueError, TypeError) as err:  # ScatterInputError and ModelError included; a shape that is no list of ints, no model
             G_LOGGER.critical(f"{flag}: {err}")
         if model is not None:
@@ -144,24 +147,39 @@ def drawn(loader: Any, flag: str, model: str | None = None) -> Any:
     return loader
 
 
-class ConstantsNotFed:
-    """A data loader (``--load-inputs``' or a ``--data-loader-script``'s) whose feeds are checked as they are drawn for a
-    value of an input the model fills with an initializer (``constants``): every runner takes such an input's value from
-    the model, and polygraphy drops the fed one without a word, so the run would pass on values nobody fed. Such a feed
-    ends the run in polygraphy's one line, led by ``flag`` (the option that gave the loader). Iterating, indexing and
-    ``input_metadata`` (which polygraphy sets on a loader) reach the loader it wraps, so nothing is drawn twice."""
+class PolygraphyFeeds:
+    """The data loader of a polygraphy run (``--trt-scatter-inputs``' :class:`~trt_scatter.inputs.ScatterDataLoader`,
+    ``--load-inputs``' or a ``--data-loader-script``'s), each feed drawn with trt-scatter's warnings as polygraphy's log
+    lines (:func:`~trt_scatter.polygraphy_ext.references.logged_by_polygraphy`: what the loader's validation and tries
+    say), and checked for a value of an input the model fills with an initializer (``constants``): every runner takes
+    such an input's value from the model, and polygraphy drops the fed one without a word, so the run would pass on
+    values nobody fed. Such a feed ends the run in polygraphy's one line, led by ``flag`` (the option that gave the
+    loader). Iterating, indexing and ``input_metadata`` (which polygraphy sets on a loader) reach the loader it wraps,
+    so nothing is drawn twice."""
 
-    def __init__(self, loader: Any, flag: str, constants: list[str]):
+    def __init__(self, loader: Any, flag: str, constants: Sequence[str] = ()):
         vars(self).update(_loader=loader, _flag=flag, _constants=set(constants))
 
     def __iter__(self) -> Iterator[Any]:
-        for feed in self._loader:
+        from trt_scatter.polygraphy_ext.references import logged_by_polygraphy
+
+        feeds = iter(self._loader)
+        while True:
+            with logged_by_polygraphy():
+                feed = next(feeds, _END)
+            if feed is _END:
+                return
             yield self._checked(feed)
 
     def __getitem__(self, iteration: int) -> Any:
-        return self._checked(self._loader[iteration])
+        from trt_scatter.polygraphy_ext.references import logged_by_polygraphy
+
+        with logged_by_polygraphy():
+            return self._checked(self._loader[iteration])
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # its own, or a special name: not there yet (a copy, pickle's load), or not the loader's
+            raise AttributeError(name)
         return getattr(self._loader, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -176,6 +194,9 @@ class ConstantsNotFed:
         if fed:
             G_LOGGER.critical(f"{self._flag}: {fed_constant(fed[0])}")
         return feed
+
+
+_END = object()
 
 
 def _fed_inputs(model):

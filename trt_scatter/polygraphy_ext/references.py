@@ -45,25 +45,34 @@ if TYPE_CHECKING:
 
 
 class _ToPolygraphy(logging.Handler):
-    """trt-scatter's log records as polygraphy's log lines: with its marks, in its ``--log-file``, under its ``-q``/``-v``."""
+    """trt-scatter's log records as polygraphy's log lines: with its marks, in its ``--log-file``, under its ``-q``; each
+    message once (a model that the run's options and the script's data loader both validate warns once)."""
 
     def emit(self, record):
+        from polygraphy.logger import LogMode
+
         level = record.levelno
         log = (G_LOGGER.error if level >= logging.ERROR else G_LOGGER.warning if level >= logging.WARNING
                else G_LOGGER.info if level >= logging.INFO else G_LOGGER.verbose)
-        log(record.getMessage())
+        log(record.getMessage(), mode=LogMode.ONCE)
 
 
 @contextlib.contextmanager
 def logged_by_polygraphy() -> Iterator[None]:
-    """trt-scatter's log records within the block go to polygraphy's logger (a warning of undefined results, of a
-    model's repeated targets), not to a bare line on stderr; outside it, trt-scatter's logger is as the process set it."""
-    handler = _ToPolygraphy()
+    """trt-scatter's log records within the block go to polygraphy's logger alone (a warning of undefined results, of a
+    model's repeated targets), not also to a bare line on stderr or to the handlers a script gave Python's root logger;
+    outside it, trt-scatter's logger is as the process set it. A block within another changes nothing more."""
+    if any(isinstance(handler, _ToPolygraphy) for handler in logger.handlers):
+        yield
+        return
+    handler, propagate = _ToPolygraphy(), logger.propagate
     logger.addHandler(handler)
+    logger.propagate = False
     try:
         yield
     finally:
         logger.removeHandler(handler)
+        logger.propagate = propagate
 
 
 class ReferenceInputError(ScatterInputError, PolygraphyException):

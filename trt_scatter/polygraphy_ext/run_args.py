@@ -122,8 +122,8 @@ class TrtScatterArgs(BaseArgs):
             loader_args = self.arg_groups[DataLoaderArgs]
             if loader_args.data_loader_script and not self.generate_inputs:
                 _after_add_to_script(loader_args, functools.partial(_drawn_script_inputs, model=self._onnx_model()))
-            if (loader_args.data_loader_script or loader_args.load_inputs_paths) and not self.generate_inputs:
-                self._refuse_fed_constants(loader_args)
+            if self.generate_inputs or loader_args.data_loader_script or loader_args.load_inputs_paths:
+                self._wrap_feeds(loader_args)
         if (self.register_plugins or self.generate_inputs) and TrtConfigArgs in self.arg_groups and "trt" in runners:
             self._escape_profile_names()
 
@@ -148,19 +148,20 @@ class TrtScatterArgs(BaseArgs):
             G_LOGGER.warning("--trt: no CUDA GPU here, so TensorRT may build the engine but cannot run it (polygraphy then fails, "
                              "e.g. to deserialize it); trt-scatter check compares onnxruntime with the reference instead")
 
-    def _refuse_fed_constants(self, loader_args):
-        """Wraps the user's inputs (``--load-inputs``, ``--data-loader-script``) in :class:`.ConstantsNotFed` where the
-        run's ONNX model fills some of its inputs with initializers: polygraphy would drop a value fed for one."""
+    def _wrap_feeds(self, loader_args):
+        """Wraps the run's inputs (``--trt-scatter-inputs``, ``--load-inputs``, ``--data-loader-script``) in
+        :class:`.PolygraphyFeeds`: what trt-scatter warns of as it draws them is polygraphy's log lines, and a value fed
+        for an input the run's ONNX model fills with an initializer, which polygraphy would drop, ends the run."""
         from trt_scatter.model import ModelError, constant_inputs
 
         try:
             model = self._read_model()
         except ModelError:  # not this extension's to report: polygraphy's own loader says it
-            return
-        constants = [] if model is None else constant_inputs(model.proto.graph)
-        if constants:
-            flag = "--data-loader-script" if loader_args.data_loader_script else "--load-inputs"
-            _after_add_to_script(loader_args, functools.partial(_constants_not_fed, flag=flag, constants=constants))
+            model = None
+        constants = [] if model is None or self.generate_inputs else constant_inputs(model.proto.graph)
+        flag = ("--trt-scatter-inputs" if self.generate_inputs else "--data-loader-script" if loader_args.data_loader_script
+                else "--load-inputs")
+        _after_add_to_script(loader_args, functools.partial(_polygraphy_feeds, flag=flag, constants=constants))
 
     def _escape_profile_names(self):
         """polygraphy's ``Profile`` matches its keys to input names as fnmatch patterns, so ``past_key_values[0]`` (as
@@ -418,10 +419,10 @@ def _drawn_script_inputs(script, data_loader, model=None):
     return make_invocable("drawn", data_loader, "--data-loader-script", model=model)
 
 
-def _constants_not_fed(script, data_loader, flag, constants):
-    """The data loader ``data_loader`` (its invocation in ``script``) refusing a value fed for an input of ``constants``."""
-    script.add_import(imports=["ConstantsNotFed"], frm="trt_scatter.polygraphy_ext.loader")
-    return make_invocable("ConstantsNotFed", data_loader, flag, constants=constants)
+def _polygraphy_feeds(script, data_loader, flag, constants):
+    """The data loader ``data_loader`` (its invocation in ``script``) as :class:`.PolygraphyFeeds`."""
+    script.add_import(imports=["PolygraphyFeeds"], frm="trt_scatter.polygraphy_ext.loader")
+    return make_invocable("PolygraphyFeeds", data_loader, flag, constants=constants)
 
 
 def _explained_session(script, session, lowered):
