@@ -123,7 +123,6 @@ def drawn(loader: Any, flag: str, model: str | None = None) -> Any:
 
     from trt_scatter.inputs import ScatterDataLoader
     from trt_scatter.model import ModelError
-
     from trt_scatter.polygraphy_ext.references import logged_by_polygraphy
 
     if isinstance(loader, ScatterDataLoader):
