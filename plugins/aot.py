@@ -179,7 +179,8 @@ def kernel_launch(op: Op, inputs: Sequence[trtp.TensorDesc], ops: Any = kernels.
 
 class SymbolicOps:
     """:class:`~trt_scatter.plugins.kernels.IntegerOps` on ``tensorrt.plugin`` shape expressions
-    (``ShapeExpr`` has ``+ - * ==``; ``cdiv``, ``min``, ``max`` are functions of ``_top_level.py``).
+    (``ShapeExpr`` has ``+ - * // == <``; these use ``+ - * ==``; ``cdiv``, ``min``, ``max`` are functions of
+    ``_top_level.py``).
     Ints stay ints where both operands are ints; otherwise they become constant expressions."""
 
     def __init__(self, trtp):

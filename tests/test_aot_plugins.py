@@ -183,16 +183,17 @@ def test_the_decorated_functions_pass_tensorrt_plugins_signature_checks(register
 def test_register_gives_data_aliased_before_and_after_shapes_exist(registered, op):
     shapes = {"SliceScatter": [(4, 6), (4, 3), (1,), (1,), (1,), (1,)], "ScatterUpdate": [(4, 3), (2,), (2, 3), (1,)],
               "CacheScatter": [(2, 3, 8, 4), (2, 3, 1, 4), (2,)]}[op.name]
-    attributes = [op.attributes[name].default for name in op.attributes if name != "inplace"]  # passed positionally
+    attributes = {name: op.attributes[name].default for name in op.attributes if name != "inplace"}
     register = qdp.REGISTRY[aot.plugin_id(op.name)]["register"]
     for dims in ([[qdp.ShapeExpr()] * len(shape) for shape in shapes],  # get_output_data_types: fake shapes
                  [[qdp.ShapeExpr(d) for d in shape] for shape in shapes]):  # get_output_shapes
         inputs = [qdp.TensorDesc(dtype("HALF"), shape_expr) for shape_expr in dims]
-        output = register(*inputs, *attributes)
-        assert output.get_aliased() is inputs[0] and output.dtype == dtype("HALF")
+        # TensorRT's _plugin_class.py calls register_function(*input_descs, **self.attrs): by name; aot_impl gets them by position
+        for output in (register(*inputs, **attributes), register(*inputs, *attributes.values())):
+            assert output.get_aliased() is inputs[0] and output.dtype == dtype("HALF")
     bad = [qdp.TensorDesc(dtype("HALF"), [qdp.ShapeExpr(d) for d in shape + (1,) * (i == 1)]) for i, shape in enumerate(shapes)]
     with pytest.raises(ScatterInputError, match="'updates?' must have shape"):
-        register(*bad, *attributes)
+        register(*bad, **attributes)
 
 
 @pytest.mark.parametrize("op", [SLICE_SCATTER, SCATTER_UPDATE, CACHE_SCATTER])
