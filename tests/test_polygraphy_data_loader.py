@@ -1057,3 +1057,25 @@ def test_a_range_for_every_input_leaves_the_indices_to_their_rule_and_takes_the_
     assert np.all((feed["data"] >= 0.2) & (feed["data"] <= 0.8)) and Reference(model).run(feed)
     widest = ScatterDataLoader(fx.scatter_elements_model([6, 5], [2, 5], axis=0, dtype=np.uint64), value_ranges={"": (0, 2**64 - 1)})[0]
     assert widest["data"].dtype == np.uint64 and widest["data"].max() > 2**63
+
+
+def test_a_slice_placed_at_run_time_moves_within_a_free_data_dim_twice_its_length():
+    """cache[B, L, 8] written with upd[B, T, 8] at a run-time position (start = pos, stop = pos + T), L and T free: both
+    took 4, so every valid position was 0, and a model that ignored pos passed its golden check. A free L now holds
+    two updates, and the drawn positions reach past 0."""
+    from onnx import helper, numpy_helper
+
+    nodes = [helper.make_node("Shape", ["upd"], ["shape"]), helper.make_node("Gather", ["shape", "one"], ["length"], axis=0),
+             helper.make_node("Add", ["pos", "length"], ["stop"]),
+             helper.make_node("SliceScatter", ["cache", "upd", "pos", "stop", "one", "one"], ["y"], domain="trt_scatter")]
+    graph = helper.make_graph(nodes, "kv", [info("cache", ["B", "L", 8]), info("upd", ["B", "T", 8]), info("pos", [1], np.int64)],
+                              [info("y", ["B", "L", 8])], [numpy_helper.from_array(np.array([1]), "one")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
+    loader = ScatterDataLoader(model, iterations=8)
+    assert loader.shapes()["cache"] == (DEFAULT_DIM, 2 * DEFAULT_DIM, 8) and loader.shapes()["upd"] == (DEFAULT_DIM, DEFAULT_DIM, 8)
+    starts = {int(feed["pos"][0]) % (2 * DEFAULT_DIM) for feed in loader}
+    assert len(starts) > 1 and starts != {0}, starts
+    for feed in loader:
+        Reference(model).run(feed)
+    given = ScatterDataLoader(model, input_shapes={"cache": [2, 5, 8], "upd": [2, 5, 8]})  # given shapes are kept
+    assert given.shapes()["cache"] == (2, 5, 8)

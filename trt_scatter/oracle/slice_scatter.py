@@ -195,7 +195,9 @@ def repeated_target(node: OpNode | rules.Known) -> str | None:
 
 def input_relations(shapes: Any, node: OpNode) -> None:
     """Off the sliced axes updates' dims are data's; a sliced dim of updates is at most data's, and takes a
-    length the constant parameters (if any) can give (derived once the dims have values)."""
+    length the constant parameters (if any) can give (derived once the dims have values); where the start or stop
+    comes at run time, a free data dim holds two such slices, so that the slice's place varies from draw to draw
+    (with data as long as updates, every valid start is 0 and a write that ignores it passes)."""
     plan = shapes.plan
     data, updates = shapes.shape(node, "data"), shapes.shape(node, "updates")
     if data is not None and updates is None and plan.fed(node, "axes") is None:
@@ -218,7 +220,10 @@ def input_relations(shapes: Any, node: OpNode) -> None:
             node.fixed[axis] = fixed
             shapes.derived.append((node, lambda axis=axis, fixed=fixed: _derive_length(shapes, node, axis, fixed)))
             shapes.takes(a, _reach(fixed))
-        shapes.bounds.append(([b], [a]))
+        room = 0
+        if not {"start", "stop"} <= fixed.keys() and shapes.free(a) and shapes.find(a) != shapes.find(b):
+            room = shapes.of(b)  # a slice placed at run time (cache[:, pos:pos + t] = k): a free data dim holds two, so it moves
+        shapes.bounds.append(([b], [a], room))
 
 
 def _reach(fixed):
