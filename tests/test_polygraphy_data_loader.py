@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import onnx_fixtures as fx
 from onnx_fixtures import info
-from trt_scatter import oracle
+from trt_scatter import onnx_models, oracle
 from trt_scatter.polygraphy_ext import ScatterDataLoader
 from trt_scatter.inputs import DEFAULT_DIM
 from trt_scatter.reference import Reference
@@ -709,7 +709,7 @@ def test_free_dims_grow_to_take_a_constant_index(op_type, reduction, indices, ex
 def test_a_chain_of_bounds_settles_however_long():
     """Writes of e(k-1) fed indices into e(k) rows (e0 <= e1 <= ... <= e5), listed from the far end, and a constant index 5
     into e0 rows: each pass of the bounds carries the growth one link on. Four passes stopped at e4, and the loader
-    refused e4's write ("at most 4 elements") for a model all of whose dims can be 6."""
+    refused e4's write ("at most 4 elements") for a model whose dims can all be sized."""
     from onnx import TensorProto, helper
 
     nodes = [helper.make_node("ScatterUpdate", [f"x{k}", f"p{k}", f"v{k}", "axis"], [f"y{k}"], domain="trt_scatter") for k in range(5, 0, -1)]
@@ -720,7 +720,8 @@ def test_a_chain_of_bounds_settles_however_long():
                               [onnx.numpy_helper.from_array(np.array(1, np.int64), "axis"), onnx.numpy_helper.from_array(np.array([[5]], np.int64), "index")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("trt_scatter", 1)])
     feed = ScatterDataLoader(model)[0]
-    assert [feed[f"x{k}"].shape[1] for k in range(6)] == [6] * 6
+    # e0 takes the index 5; each e(k) has room for its e(k-1) indices and DEFAULT_DIM rows besides (some of data stays)
+    assert [feed[f"x{k}"].shape[1] for k in range(6)] == [6 + k * DEFAULT_DIM for k in range(6)]
     Reference(model).run(feed)
 
 
@@ -1079,3 +1080,19 @@ def test_a_slice_placed_at_run_time_moves_within_a_free_data_dim_twice_its_lengt
         Reference(model).run(feed)
     given = ScatterDataLoader(model, input_shapes={"cache": [2, 5, 8], "upd": [2, 5, 8]})  # given shapes are kept
     assert given.shapes()["cache"] == (2, 5, 8)
+
+
+@pytest.mark.parametrize("build", [
+    lambda: fx.scatter_elements_model(["N", "C"], ["K", "J"], axis=0),
+    lambda: onnx_models.scatter_update_model(("N", "C"), ("K",), 0),
+    lambda: fx.scatter_nd_model(["N", "C"], ["K", 1], ["K", "C"]),
+], ids=["scatter_elements", "scatter_update", "scatter_nd"])
+def test_free_dims_leave_some_of_data_unwritten(build):
+    """Every dim free: data took as many rows as the indices, so every row was written and data's values never reached
+    the output; a model that dropped data (a scatter into zeros) passed its golden check. data's indexed dim now has
+    room for the indices twice."""
+    model = build()
+    for feed in ScatterDataLoader(model, iterations=3):
+        output = Reference(model).run(feed)["output"]
+        kept = np.isclose(output, feed["data"]) & ~np.isclose(feed["data"], 0)
+        assert feed["data"].shape[0] == 2 * DEFAULT_DIM and kept.any(), feed["data"].shape

@@ -11,8 +11,9 @@ not match its updates. :class:`ScatterDataLoader` reads the model instead:
    to every scatter node, whose shape relations (each op's ``input_relations``, in its oracle
    module) are equalities (updates = indices for ScatterElements...), solved by merging symbols. Free symbols take ``DEFAULT_DIM``, then grow or
    shrink to leave room for distinct indices, and grow to take a constant index (one PyTorch's exporters wrap for
-   negative values too: ``index_fill(1, [5], 0)`` gives at least 6 heads) or hold a slice of constant positions.
-   Given shapes and static dims are fixed values.
+   negative values too: ``index_fill(1, [5], 0)`` gives at least 6 heads) or hold a slice of constant positions; a
+   free data dim that indices or a run-time slice address holds them twice (``_Shapes.spare``), so that some of data
+   stays and a position can move. Given shapes and static dims are fixed values.
 3. Values, per iteration from ``(seed, iteration)``, by each op's ``plan_inputs``: distinct indices (about half of
    ScatterElements' and ScatterND's in their negative form), SliceScatter start/stop/step (and
    axes) whose slice has exactly the updates' shape, in all the forms the spec allows, fitting
@@ -607,6 +608,15 @@ class _Shapes:
             return values, False
         wrap = self.plan.tensors.unwrapped(node.inputs[name])
         return (None, False) if wrap is None else (wrap[0], True)
+
+    def spare(self, low, high):
+        """The bound offset that leaves ``high``'s dims room for what ``low``'s dims address twice, where one of them is
+        free and none of ``low``'s: so that a write leaves some of data as it was (with data as long as the indices,
+        every row is written, and a model that drops data passes), and a run-time position can move. 0 where none is."""
+        roots = {self.find(d) for d in low}
+        if not any(self.free(d) and self.find(d) not in roots for d in high):
+            return 0
+        return self._size(low)
 
     def takes(self, dim, indices, negative=True):
         """Dimension ``dim`` takes every one of the index values ``indices`` (``negative``: where the op counts negative

@@ -128,10 +128,11 @@ def input_relations(shapes: Any, node: OpNode) -> None:
     if data is not None:
         rules.check_rank_at_least(OP, "data", data, 1)
     shapes.equal_shapes(indices, updates)
-    for a, b in zip(indices or (), data or ()):
-        shapes.bounds.append(([a], [b]))
     axis = node.attribute("axis", 0)
-    if data and -len(data) <= axis < len(data):
+    on_axis = axis % len(data) if data and -len(data) <= axis < len(data) else None
+    for position, (a, b) in enumerate(zip(indices or (), data or ())):
+        shapes.bounds.append(([a], [b], shapes.spare([a], [b]) if position == on_axis else 0))  # room: some of data stays
+    if on_axis is not None:
         shapes.takes(data[axis], shapes.index_values(node, "indices")[0])
 
 

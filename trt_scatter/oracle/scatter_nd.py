@@ -130,7 +130,8 @@ def input_relations(shapes: Any, node: OpNode) -> None:
     reduce_input_relations(shapes, node, OP)
     data, indices = shapes.shape(node, "data"), shapes.shape(node, "indices")
     if data is not None and indices is not None:
-        shapes.bounds.append((list(indices[:-1]), list(data[: shapes.of(indices[-1])])))
+        targets = list(data[: shapes.of(indices[-1])])
+        shapes.bounds.append((list(indices[:-1]), targets, shapes.spare(indices[:-1], targets)))  # room: some of data stays
 
 
 def crowded(plan: Any, node: OpNode) -> str | None:

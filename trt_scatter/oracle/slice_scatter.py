@@ -220,9 +220,7 @@ def input_relations(shapes: Any, node: OpNode) -> None:
             node.fixed[axis] = fixed
             shapes.derived.append((node, lambda axis=axis, fixed=fixed: _derive_length(shapes, node, axis, fixed)))
             shapes.takes(a, _reach(fixed))
-        room = 0
-        if not {"start", "stop"} <= fixed.keys() and shapes.free(a) and shapes.find(a) != shapes.find(b):
-            room = shapes.of(b)  # a slice placed at run time (cache[:, pos:pos + t] = k): a free data dim holds two, so it moves
+        room = 0 if {"start", "stop"} <= fixed.keys() else shapes.spare([b], [a])  # placed at run time: room to move
         shapes.bounds.append(([b], [a], room))
 
 
