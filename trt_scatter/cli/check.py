@@ -57,6 +57,11 @@ FLOAT16_TOLERANCE = (1e-3, 1e-2)
 EXACT_OPS = {"Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Concat", "Split", "Slice", "Gather",
              "GatherElements", "GatherND", "Expand", "Tile", "Pad", "Where", "Cast", "CastLike", "Constant", "ConstantOfShape",
              "Shape", "Size", "Range", "DepthToSpace", "SpaceToDepth", "Max", "Min", "Relu", "Neg", "Abs", "ReverseSequence"}
+#: Of :data:`EXACT_OPS`, those that choose between a zero and a zero of the other sign, which runtimes settle their own
+#: way (IEEE 754 leaves max(-0, +0) open: ONNX's evaluator's Relu(-0.0) is +0.0, onnxruntime's -0.0): an output that
+#: passes through one is compared exactly as numbers, not bit for bit
+SIGNED_ZERO_OPS = {"Max", "Min", "Relu"}
+EXACT_AS_NUMBERS = "exact as numbers: Max, Min or Relu may give a zero either sign"
 EXIT_CODES = {"PASSED": 0, "FAILED": 1, "ERROR": 2, "NOT RUN ON TENSORRT": 3}
 
 
@@ -684,7 +689,7 @@ def _default_tolerances(loaded):
     for value in loaded.proto.graph.output:
         dtype = loaded.tensors.dtype(value.name)
         if value.name in exact:
-            defaults[value.name] = (0.0, 0.0, "exact: the model only moves data to compute it")
+            defaults[value.name] = (0.0, 0.0, "exact: the model only moves data to compute it" if exact[value.name] else EXACT_AS_NUMBERS)
         elif dtype is not None and dtype.kind in "biu":
             kind = "a bool output (a mask, a flag)" if dtype.kind == "b" else "an integer output (an index, a count, an id)"
             defaults[value.name] = (0.0, 0.0, f"exact: {kind} computed from floats, which a near-tie there can flip: --atol allows a difference")
@@ -694,8 +699,9 @@ def _default_tolerances(loaded):
 
 
 def _exact_outputs(loaded):
-    """The graph outputs the model computes exactly: through :data:`EXACT_OPS`, scatters without a reduction and
-    integer arithmetic only, from its inputs and constants (so any two correct runs give the same bytes)."""
+    """``{output: bit for bit}`` of the graph outputs the model computes exactly: through :data:`EXACT_OPS`, scatters
+    without a reduction and integer arithmetic only, from its inputs and constants (so any two correct runs give the
+    same numbers; the same bytes too, unless a :data:`SIGNED_ZERO_OPS` node lies on the way)."""
     from trt_scatter.model import all_nodes
     from trt_scatter.ops import op_of
 
@@ -710,7 +716,7 @@ def _exact_outputs(loaded):
         dtypes = [tensors.dtype(output) for output in node.output if output]
         return bool(dtypes) and all(dtype is not None and dtype.kind in "biu" for dtype in dtypes)  # integer arithmetic
 
-    found, verdicts = set(), {}
+    verdicts, bitwise = {}, {}  # tensor -> computed exactly; -> and no SIGNED_ZERO_OPS node on the way
 
     def computed_exactly(name):  # depth first, without recursion: a chain of thousands of nodes is a valid model
         stack = [(name, False)]
@@ -718,18 +724,24 @@ def _exact_outputs(loaded):
             current, inputs_done = stack.pop()
             node = producers.get(current)
             if inputs_done:
-                verdicts[current] = exact(node) and all(verdicts[i] for i in node.input if i)
+                inputs = [i for i in node.input if i]
+                verdicts[current] = exact(node) and all(verdicts[i] for i in inputs)
+                bitwise[current] = node.op_type not in SIGNED_ZERO_OPS and all(bitwise[i] for i in inputs)
             elif current not in verdicts:
-                verdicts[current] = True  # while it is worked out: a cycle (refused before) would not loop
+                verdicts[current] = bitwise[current] = True  # while it is worked out: a cycle (refused before) would not loop
                 if node is not None:
                     stack.append((current, True))
                     stack.extend((i, False) for i in node.input if i and i not in verdicts)
         return verdicts[name]
 
-    for value in graph.output:
-        if computed_exactly(value.name):
-            found.add(value.name)
-    return found
+    return {value.name: bitwise[value.name] for value in graph.output if computed_exactly(value.name)}
+
+
+def _same_nan(both):
+    """What a verdict line says of the elements that are NaN on both sides (``both``: a bool array), left out of the
+    comparison: nothing where there are none."""
+    count = int(both.sum())
+    return f"; NaN in the same {count} place{'s' if count != 1 else ''} on both sides" if count else ""
 
 
 def _compare(results, pairs, tolerances):
@@ -771,14 +783,14 @@ def _compare(results, pairs, tolerances):
                 if want.dtype != got.dtype or want.shape != got.shape:
                     passed, detail = False, f"got {got.dtype} {got.shape}, expected {want.dtype} {want.shape}"
                 elif want.tobytes() == got.tobytes():
-                    passed, detail = True, "max abs diff 0 (identical)"
+                    passed, detail = True, "max abs diff 0 (identical)" + _same_nan(nans)
                 elif (nans != got_nans).any():  # no tolerance passes a NaN
-                    passed, detail = False, (f"NaN in {int(got_nans.sum())} elements against {int(nans.sum())} of {reference}'s, "
-                                             f"{int((got_nans & ~nans).sum())} where {reference} has none and {int((nans & ~got_nans).sum())} "
-                                             f"where {reference} has NaN")
+                    passed, detail = False, (f"NaN where the other has a number: {int((got_nans & ~nans).sum())} of {candidate}'s "
+                                             f"elements, {int((nans & ~got_nans).sum())} of {reference}'s" + _same_nan(nans & got_nans))
                 else:
                     atol, rtol, why = tolerances.get(name, (0.0, 0.0, "exact"))
-                    exact = (atol, rtol) == (0.0, 0.0)  # equal bytes, and these differ: a zero's sign, a NaN's payload, integers that wrap
+                    exact = (atol, rtol) == (0.0, 0.0) and why != EXACT_AS_NUMBERS  # equal bytes, and these differ: a zero's
+                    # sign, a NaN's payload, integers that wrap
                     if nans.any():  # in the same places on both sides (a NaN input, computed on): compare the rest
                         want, got = np.where(nans, 0, want), np.where(nans, 0, got)
                     if not exact and want.dtype.kind in "iu":  # polygraphy's integer difference wraps around
@@ -794,7 +806,7 @@ def _compare(results, pairs, tolerances):
                             other = got[differs].astype(np.float64)
                             reldiff = float(np.max(np.abs(other - want[differs].astype(np.float64)) / np.abs(other))) if differs.any() else 0.0
                     bitwise = "; equal as numbers, not bit for bit" if exact and verdict else ""
-                    same_nan = f"; NaN in the same {int(nans.sum())} places on both sides" if nans.any() else ""
+                    same_nan = _same_nan(nans)
                     passed, detail = bool(verdict) and not exact, (f"max abs diff {verdict.max_absdiff:.6g}, max rel diff {reldiff:.6g} "
                                                                    f"(atol {atol:g}, rtol {rtol:g}: {why}){same_nan}{bitwise}")
                 print(f"{'PASS' if passed else 'FAIL'} {name}{where}: {candidate} vs {reference}: {detail}")
