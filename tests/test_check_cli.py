@@ -307,7 +307,7 @@ def _verdict(expected, actual, atol=0.0, rtol=0.0):
     from trt_scatter.cli.check import _compare
 
     results = RunResults([(name, [IterationResult({"output": array}, runner_name=name)]) for name, array in (("oracle", expected), ("engine", actual))])
-    failed = _compare(results, [("oracle", "engine")], {"output": (atol, rtol, "the test's")})
+    failed = _compare(results, [("oracle", "engine")], {"output": (atol, rtol, "the test's", (atol, rtol) == (0.0, 0.0))})
     assert failed in ([], [("oracle", "engine")])  # the pairs that failed: a golden one's failure adds a note on the inputs
     return not failed
 
@@ -1018,9 +1018,11 @@ def test_a_tolerance_of_one_output_leaves_the_others_as_they_were(tmp_path):
     loaded = common_model(fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "two.onnx"))
     parse = check._tolerance_word("--atol")
     tolerances = check._tolerances(loaded, [parse("y:1e-3")], [])
-    assert tolerances == {"y": (1e-3, 1e-5, "--atol given"), "z": (0.0, 0.0, "exact: the model only moves data to compute it")}
+    assert tolerances == {"y": (1e-3, 1e-5, "--atol given", False), "z": (0.0, 0.0, "exact: the model only moves data to compute it", True)}
     assert check._tolerances(loaded, [parse("1e-3")], [check._tolerance_word("--rtol")("z:0.5")]) == {
-        "y": (1e-3, 1e-5, "--atol given"), "z": (1e-3, 0.5, "--atol and --rtol given")}
+        "y": (1e-3, 1e-5, "--atol given", False), "z": (1e-3, 0.5, "--atol and --rtol given", False)}
+    assert check._tolerances(loaded, [parse("0")], [check._tolerance_word("--rtol")("0")]) == {  # a zero tolerance compares numbers
+        "y": (0.0, 0.0, "--atol and --rtol given", False), "z": (0.0, 0.0, "--atol and --rtol given", True)}
 
 
 def test_loaded_inputs_with_a_value_for_an_input_the_model_fills_are_refused_by_that_rule(tmp_path):
@@ -1063,3 +1065,5 @@ def test_an_output_through_relu_max_or_min_is_exact_as_numbers_not_bit_for_bit(t
     assert any(line.startswith("PASS moved: ") and "(identical)" in line for line in lines), lines
     (rectified,) = [line for line in lines if line.startswith(("PASS rectified", "FAIL rectified"))]
     assert rectified.startswith("PASS rectified: ") and "exact as numbers" in rectified, rectified
+    given = check(path, "--load-inputs", tmp_path / "inputs.json", "--allow-engine-not-run", "--atol", "rectified:0")
+    assert given.returncode == 0 and "PASS rectified: " in given.stdout, output_of(given)  # the same zero tolerance, given

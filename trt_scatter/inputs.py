@@ -12,8 +12,10 @@ not match its updates. :class:`ScatterDataLoader` reads the model instead:
    module) are equalities (updates = indices for ScatterElements...), solved by merging symbols. Free symbols take ``DEFAULT_DIM``, then grow or
    shrink to leave room for distinct indices, and grow to take a constant index (one PyTorch's exporters wrap for
    negative values too: ``index_fill(1, [5], 0)`` gives at least 6 heads) or hold a slice of constant positions; a
-   free data dim that indices or a run-time slice address holds them twice (``_Shapes.spare``), so that some of data
-   stays and a position can move. Given shapes and static dims are fixed values.
+   free data dim that indices or a run-time slice address holds them twice where that costs nothing else
+   (``_Shapes.leave_room``), so that some of data stays and a position can move: shapes that a run of the model then
+   refuses (another input that another op ties to that dim by name only) are drawn again without it. Given shapes
+   and static dims are fixed values.
 3. Values, per iteration from ``(seed, iteration)``, by each op's ``plan_inputs``: distinct indices (about half of
    ScatterElements' and ScatterND's in their negative form), SliceScatter start/stop/step (and
    axes) whose slice has exactly the updates' shape, in all the forms the spec allows, fitting
@@ -95,7 +97,11 @@ class ScatterDataLoader:
 
     def _planned(self):
         if self._plan is None:
-            plan = _Plan(as_model(self.model, weights=True), self.input_shapes, np.random.default_rng([self.seed]), self.value_ranges)
+            model = as_model(self.model, weights=True)
+            plan = _Plan(model, self.input_shapes, np.random.default_rng([self.seed]), self.value_ranges)
+            if plan.roomy and not plan.runs(np.random.default_rng([self.seed, 0])):  # an op the loader knows no rule of ties the
+                # grown dim to another input's (Add(scatter, bias[n]) with n named apart): the shapes as the rules alone set them
+                plan = _Plan(model, self.input_shapes, np.random.default_rng([self.seed]), self.value_ranges, rooms=False)
             _check_size(plan, self.iterations)
             self._plan = plan
         return self._plan
@@ -214,8 +220,9 @@ _SAME_VALUES = ("Cast", "Identity", "Squeeze", "Unsqueeze", "Reshape", "Flatten"
 class _Plan:
     """Shapes and value generators for every graph input of one model, fixed once per loader."""
 
-    def __init__(self, model, given, rng, value_ranges):
+    def __init__(self, model, given, rng, value_ranges, rooms=True):
         validate(model)  # once per Model
+        self.rooms = rooms  # whether free data dims take room beyond what the indices address (_Shapes.leave_room)
         self.model, graph = model.proto, model.proto.graph
         self.tensors = model.tensors
         # name -> (dtype, declared dims: int, str or None; None if the rank is not declared)
@@ -236,6 +243,7 @@ class _Plan:
         self.shared = {}  # generated input -> (another node that takes it, its input there)
         self._solved = _Shapes(self, rng)
         self.shapes, self.concrete = self._solved.solve()
+        self.roomy = self._solved.roomy
         self._shapes_by_running(rng)
         # An input that several nodes take is drawn for the first planned: the one whose indices
         # address the fewest elements, so that the values fit the others too, or mostly (see _search).
@@ -367,6 +375,18 @@ class _Plan:
     @staticmethod
     def unknown_shape(node, name):
         return ScatterInputError(node.op.key, name, "must have a shape the loader can tell; give the shapes of the graph inputs it is computed from", "unknown")
+
+    def runs(self, rng):
+        """Whether the model runs (by the reference) on a feed drawn with ``rng``."""
+        from trt_scatter.reference import Reference
+
+        try:
+            feed = self.feed(rng)
+            with warnings_dropped():  # of a try that may be thrown away
+                Reference(self.model).run(feed)
+        except Exception:  # the oracle's rules or another op's: the caller plans again
+            return False
+        return True
 
     def feed(self, rng):
         feed = OrderedDict()
@@ -563,6 +583,8 @@ class _Shapes:
         self.plan, self.rng = plan, rng
         self.parent, self.value = {}, {}
         self.bounds = []  # (low dims, high dims[, offset]): offset + prod(low) <= prod(high), for distinct indices, writes that fit
+        self.rooms = []  # (low dims, high dims): prod(high) >= 2 prod(low) where it costs no other dim (leave_room)
+        self.roomy = False  # whether a room grew some dim (the plan then checks that a run takes those shapes)
         self.derived = []  # (node, callable): dims that follow from others once those have values
         self.symbolic = _symbolic_shapes(plan)  # a ModelTensors of the model with a symbol for every free input dimension
 
@@ -609,14 +631,13 @@ class _Shapes:
         wrap = self.plan.tensors.unwrapped(node.inputs[name])
         return (None, False) if wrap is None else (wrap[0], True)
 
-    def spare(self, low, high):
-        """The bound offset that leaves ``high``'s dims room for what ``low``'s dims address twice, where one of them is
-        free and none of ``low``'s: so that a write leaves some of data as it was (with data as long as the indices,
-        every row is written, and a model that drops data passes), and a run-time position can move. 0 where none is."""
-        roots = {self.find(d) for d in low}
-        if not any(self.free(d) and self.find(d) not in roots for d in high):
-            return 0
-        return self._size(low)
+    def leave_room(self, low, high):
+        """Asks that ``high``'s dims (data's) hold what ``low``'s dims (the indices', a slice's) address twice, so that a
+        write leaves some of data as it was (with data as long as the indices every row is written, and a model that
+        drops data would pass its golden check) and a run-time position can move. A preference, not a rule: taken after
+        the rules settle, by growing a free dim of ``high`` that is none of ``low``'s, and given up where that would
+        shrink another dim or break a rule (see :meth:`solve`)."""
+        self.rooms.append((low, high))
 
     def takes(self, dim, indices, negative=True):
         """Dimension ``dim`` takes every one of the index values ``indices`` (``negative``: where the op counts negative
@@ -630,12 +651,10 @@ class _Shapes:
                 oracle.module(node.op).input_relations(self, node)
             except ScatterInputError as err:
                 raise node.error(err) from None
-        for _ in range(len(self.bounds) + 1):  # each pass only moves values toward the bounds; a chain settles a link a pass
-            settled = dict(self.value)
-            for bound in self.bounds:
-                self._fit(*bound)
-            if self.value == settled:
-                break
+        self._settle()
+        if self.plan.rooms:
+            for low, high in self.rooms:
+                self._room_for(low, high)
         for node, derive in self.derived:
             try:
                 derive()
@@ -648,6 +667,34 @@ class _Shapes:
         symbolic = {name: self.symbolic.symbolic_shape(name) for name in names}
         concrete = {name: tuple(self.of(d) for d in dims) for name, dims in symbolic.items() if dims is not None}
         return {name: concrete[name] for name in self.plan.inputs}, {name: dims for name, dims in concrete.items() if None not in dims}
+
+    def _settle(self):
+        for _ in range(len(self.bounds) + 1):  # each pass only moves values toward the bounds; a chain settles a link a pass
+            settled = dict(self.value)
+            for bound in self.bounds:
+                self._fit(*bound)
+            if self.value == settled:
+                break
+
+    def _room_for(self, low, high):
+        """:meth:`leave_room`'s preference, taken where it grows a free dim of ``high`` that is none of ``low``'s and the
+        rules, settled again, keep every other value and hold; else the values stay as they were."""
+        roots = {self.find(d) for d in low}
+        free = [d for d in high if self.free(d) and self.find(d) not in roots]
+        wanted = 2 * self._size(low)
+        if not free or self._size(high) >= wanted:
+            return
+        root, before = self.find(free[0]), dict(self.value)
+        rest = self._size([d for d in high if self.find(d) != root])
+        if not rest:
+            return
+        self.value[root] = -(-wanted // rest)
+        self._settle()
+        kept = all(self.value.get(key, value) >= value for key, value in before.items())
+        if kept and all((offset[0] if offset else 0) + self._size(low_) <= self._size(high_) for low_, high_, *offset in self.bounds):
+            self.roomy = True
+        else:
+            self.value = before
 
     def known(self, name):
         """The shape of any tensor ``name`` (a gather's data computed from the inputs, ``lin(x)[src]``) as far as the

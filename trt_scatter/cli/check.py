@@ -151,7 +151,7 @@ def _tolerance_word(flag):
 
 
 def _tolerances(loaded, atols, rtols):
-    """``{output name: (atol, rtol, why)}``: the defaults (:func:`_default_tolerances`), with what ``--atol``/``--rtol``
+    """``{output name: (atol, rtol, why, bit for bit)}``: the defaults (:func:`_default_tolerances`), with what ``--atol``/``--rtol``
     give (lists of ``(output or None, value)``) in their place, of one output where named, else of every output."""
     outputs = [value.name for value in loaded.proto.graph.output]
     given = {}
@@ -165,11 +165,12 @@ def _tolerances(loaded, atols, rtols):
             values[name] = value
         given[flag] = values
     tolerances = {}
-    for name, (atol, rtol, why) in _default_tolerances(loaded).items():
+    for name, (atol, rtol, why, bit_for_bit) in _default_tolerances(loaded).items():
         chosen = {flag: values.get(name, values.get(None)) for flag, values in given.items()}
         flags = [flag for flag, value in chosen.items() if value is not None]
-        tolerances[name] = (atol if chosen["--atol"] is None else chosen["--atol"], rtol if chosen["--rtol"] is None else chosen["--rtol"],
-                            f"{' and '.join(flags)} given" if flags else why)
+        atol, rtol = atol if chosen["--atol"] is None else chosen["--atol"], rtol if chosen["--rtol"] is None else chosen["--rtol"]
+        # bit for bit only where the model only moves data and no tolerance is allowed: a zero tolerance compares numbers
+        tolerances[name] = (atol, rtol, f"{' and '.join(flags)} given" if flags else why, bit_for_bit and (atol, rtol) == (0.0, 0.0))
     return tolerances
 
 
@@ -679,22 +680,24 @@ def _load_golden(path, outputs):
 
 
 def _default_tolerances(loaded):
-    """``{output name: (atol, rtol, why)}`` when no ``--atol``/``--rtol`` is given: 0 for an output the model only moves
-    data to compute (:func:`_exact_outputs`) and for an integer or bool one (an index, a count, an id: a tolerance that
-    grows with the value would pass a next-token id off by one), polygraphy's default for the other outputs, wider for
-    float16."""
+    """``{output name: (atol, rtol, why, bit for bit)}`` when no ``--atol``/``--rtol`` is given: 0 for an output the
+    model only moves data to compute (:func:`_exact_outputs`; bit for bit unless a Max, Min or Relu lies on the way)
+    and for an integer or bool one (an index, a count, an id: a tolerance that grows with the value would pass a
+    next-token id off by one), polygraphy's default for the other outputs, wider for float16."""
     import numpy as np
 
     exact, defaults = _exact_outputs(loaded), {}
     for value in loaded.proto.graph.output:
         dtype = loaded.tensors.dtype(value.name)
+        integer = dtype is not None and dtype.kind in "biu"  # equal as numbers is equal bytes
         if value.name in exact:
-            defaults[value.name] = (0.0, 0.0, "exact: the model only moves data to compute it" if exact[value.name] else EXACT_AS_NUMBERS)
-        elif dtype is not None and dtype.kind in "biu":
+            bit_for_bit = exact[value.name] or integer
+            defaults[value.name] = (0.0, 0.0, "exact: the model only moves data to compute it" if bit_for_bit else EXACT_AS_NUMBERS, bit_for_bit)
+        elif integer:
             kind = "a bool output (a mask, a flag)" if dtype.kind == "b" else "an integer output (an index, a count, an id)"
-            defaults[value.name] = (0.0, 0.0, f"exact: {kind} computed from floats, which a near-tie there can flip: --atol allows a difference")
+            defaults[value.name] = (0.0, 0.0, f"exact: {kind} computed from floats, which a near-tie there can flip: --atol allows a difference", True)
         else:
-            defaults[value.name] = (*(FLOAT16_TOLERANCE if dtype == np.float16 else (DEFAULT_TOLERANCE,) * 2), "the model computes it with floats")
+            defaults[value.name] = (*(FLOAT16_TOLERANCE if dtype == np.float16 else (DEFAULT_TOLERANCE,) * 2), "the model computes it with floats", False)
     return defaults
 
 
@@ -751,7 +754,7 @@ def _compare(results, pairs, tolerances):
     data, so NaN and infinities in the inputs reach both sides unchanged. NaN in other places on the two
     sides fail (polygraphy's tolerance check counts every NaN as a mismatch); NaN in the same places are
     left out of the comparison of the rest, which is polygraphy's elementwise check at the output's
-    ``tolerances`` (``{name: (atol, rtol, why)}``, :func:`_tolerances`), which each line names with its reason.
+    ``tolerances`` (``{name: (atol, rtol, why, bit for bit)}``, :func:`_tolerances`), which each line names with its reason.
     """
     import numpy as np
     from polygraphy.comparator import IterationResult
@@ -788,9 +791,8 @@ def _compare(results, pairs, tolerances):
                     passed, detail = False, (f"NaN where the other has a number: {int((got_nans & ~nans).sum())} of {candidate}'s "
                                              f"elements, {int((nans & ~got_nans).sum())} of {reference}'s" + _same_nan(nans & got_nans))
                 else:
-                    atol, rtol, why = tolerances.get(name, (0.0, 0.0, "exact"))
-                    exact = (atol, rtol) == (0.0, 0.0) and why != EXACT_AS_NUMBERS  # equal bytes, and these differ: a zero's
-                    # sign, a NaN's payload, integers that wrap
+                    atol, rtol, why, exact = tolerances.get(name, (0.0, 0.0, "exact", True))  # exact: equal bytes, and these
+                    # differ: a zero's sign, a NaN's payload, integers that wrap
                     if nans.any():  # in the same places on both sides (a NaN input, computed on): compare the rest
                         want, got = np.where(nans, 0, want), np.where(nans, 0, got)
                     if not exact and want.dtype.kind in "iu":  # polygraphy's integer difference wraps around

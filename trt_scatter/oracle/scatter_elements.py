@@ -131,7 +131,9 @@ def input_relations(shapes: Any, node: OpNode) -> None:
     axis = node.attribute("axis", 0)
     on_axis = axis % len(data) if data and -len(data) <= axis < len(data) else None
     for position, (a, b) in enumerate(zip(indices or (), data or ())):
-        shapes.bounds.append(([a], [b], shapes.spare([a], [b]) if position == on_axis else 0))  # room: some of data stays
+        shapes.bounds.append(([a], [b]))
+        if position == on_axis:
+            shapes.leave_room([a], [b])  # some of data stays
     if on_axis is not None:
         shapes.takes(data[axis], shapes.index_values(node, "indices")[0])
 

@@ -131,7 +131,8 @@ def input_relations(shapes: Any, node: OpNode) -> None:
     data, indices = shapes.shape(node, "data"), shapes.shape(node, "indices")
     if data is not None and indices is not None:
         targets = list(data[: shapes.of(indices[-1])])
-        shapes.bounds.append((list(indices[:-1]), targets, shapes.spare(indices[:-1], targets)))  # room: some of data stays
+        shapes.bounds.append((list(indices[:-1]), targets))
+        shapes.leave_room(list(indices[:-1]), targets)  # some of data stays
 
 
 def crowded(plan: Any, node: OpNode) -> str | None:

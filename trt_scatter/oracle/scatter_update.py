@@ -190,7 +190,8 @@ def input_relations(shapes: Any, node: OpNode) -> None:
         return
     axis = _constant_axis(shapes.plan, node, len(data))
     shapes.equal_shapes(updates, list(data[:axis]) + list(indices) + list(data[axis + 1 :]))
-    shapes.bounds.append((list(indices), [data[axis]], shapes.spare(indices, [data[axis]])))  # room: some of data stays
+    shapes.bounds.append((list(indices), [data[axis]]))
+    shapes.leave_room(list(indices), [data[axis]])  # some of data stays
     values, wrapped = shapes.index_values(node, "indices")
     shapes.takes(data[axis], values, negative=wrapped)  # the spec takes none, but a wrap reads them from the end
 

@@ -220,8 +220,9 @@ def input_relations(shapes: Any, node: OpNode) -> None:
             node.fixed[axis] = fixed
             shapes.derived.append((node, lambda axis=axis, fixed=fixed: _derive_length(shapes, node, axis, fixed)))
             shapes.takes(a, _reach(fixed))
-        room = 0 if {"start", "stop"} <= fixed.keys() else shapes.spare([b], [a])  # placed at run time: room to move
-        shapes.bounds.append(([b], [a], room))
+        shapes.bounds.append(([b], [a]))
+        if not {"start", "stop"} <= fixed.keys():
+            shapes.leave_room([b], [a])  # placed at run time (cache[:, pos:pos + t] = k): room to move
 
 
 def _reach(fixed):

@@ -251,7 +251,7 @@ def input_relations(shapes: Any, node: OpNode) -> None:
     linear = node_attributes(node)[1] == "linear"  # circular wraps: any position fits
     past = int(written.max()) if written is not None and written.size and linear else 0
     if written is None and "write_indices" in node.inputs and linear:  # positions drawn at run time: room to vary
-        past = shapes.spare([update[axis]], [cache[axis]])  # a free cache holds two updates (not one length named for both)
+        shapes.leave_room([update[axis]], [cache[axis]])
     shapes.bounds.append(([update[axis]], [cache[axis]], max(past, 0)))  # the last constant position's update fits too
 
 
