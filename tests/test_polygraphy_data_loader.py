@@ -1128,3 +1128,20 @@ def test_room_for_data_is_a_preference_that_costs_no_other_dim_and_no_run():
         for feed in loader:
             Reference(model).run(feed)
     assert ScatterDataLoader(models["tied by an Add"]).shapes()["bias"] == ScatterDataLoader(models["tied by an Add"]).shapes()["data"]
+
+
+def test_given_shapes_that_a_constant_index_cannot_fit_are_named_before_any_value_is_drawn():
+    """Constant indices [2] into data's dim 0, given as 2: the loader drew inputs, and the run failed in the reference
+    ("values must be in [0, 1]"), after check had built the engine and without a word of the given shapes."""
+    from onnx import numpy_helper
+
+    model = onnx_models.scatter_update_model(("N", 3), (1,), 0)
+    kept = [value for value in model.graph.input if value.name != "indices"]
+    del model.graph.input[:]
+    model.graph.input.extend(kept)
+    model.graph.initializer.append(numpy_helper.from_array(np.array([2], np.int64), "indices"))
+    with pytest.raises(ValueError, match=r"^ScatterUpdate node '[^']+': scatter_update: its constant indices need dimension 0 of 'data' to be "
+                                         r"at least 3, and the given shape of input 'data' makes it 2: give shapes where they fit "
+                                         r"\(input_shapes, --input-shapes\)$"):
+        ScatterDataLoader(model, input_shapes={"data": [2, 3]}).shapes()
+    assert ScatterDataLoader(model, input_shapes={"data": [3, 3]}).shapes()["data"] == (3, 3)

@@ -585,6 +585,7 @@ class _Shapes:
         self.bounds = []  # (low dims, high dims[, offset]): offset + prod(low) <= prod(high), for distinct indices, writes that fit
         self.rooms = []  # (low dims, high dims): prod(high) >= 2 prod(low) where it costs no other dim (leave_room)
         self.roomy = False  # whether a room grew some dim (the plan then checks that a run takes those shapes)
+        self.taken = []  # (node, dim, size): a constant index of node's needs dim to be at least size (takes)
         self.derived = []  # (node, callable): dims that follow from others once those have values
         self.symbolic = _symbolic_shapes(plan)  # a ModelTensors of the model with a symbol for every free input dimension
 
@@ -639,11 +640,16 @@ class _Shapes:
         shrink another dim or break a rule (see :meth:`solve`)."""
         self.rooms.append((low, high))
 
-    def takes(self, dim, indices, negative=True):
-        """Dimension ``dim`` takes every one of the index values ``indices`` (``negative``: where the op counts negative
-        ones from its end): a free one grows to fit them (``x.index_fill(1, [5], 0)`` on heads of any number needs 6)."""
+    def takes(self, node, axis, indices, negative=True, required=True):
+        """Dimension ``axis`` of ``node``'s data takes every one of its constant index values ``indices`` (``negative``:
+        where the op counts negative ones from its end): a free one grows to fit them (``x.index_fill(1, [5], 0)`` on
+        heads of any number needs 6). ``required``: the op's rule (a slice's positions are clamped instead): a given
+        shape that cannot take them is named when the shapes are solved, before any value is drawn."""
         if indices is not None and indices.size:
-            self.bounds.append(([max(int(indices.max()) + 1, -int(indices.min()) if negative else 0)], [dim]))  # Python ints: no overflow
+            need = max(int(indices.max()) + 1, -int(indices.min()) if negative else 0)  # Python ints: no overflow
+            self.bounds.append(([need], [self.shape(node, node.op.data_input)[axis]]))
+            if required:
+                self.taken.append((node, axis, need))
 
     def solve(self):
         for node in self.plan.nodes:
@@ -652,6 +658,13 @@ class _Shapes:
             except ScatterInputError as err:
                 raise node.error(err) from None
         self._settle()
+        for node, axis, need in self.taken:  # where a given shape of data's input fixes the dim (a static one that cannot
+            source = node.origin.get(node.op.data_input)  # take the index is the model's own mistake, for the run to name)
+            declared = self.plan.inputs[source][1] if source in self.plan.given else None
+            if declared is not None and not isinstance(declared[axis], int) and self.plan.given[source][axis] < need:
+                raise node.error(f"{node.op.key}: its constant indices need dimension {axis} of '{node.op.data_input}' to be at least "
+                                 f"{need}, and the given shape of input {source!r} makes it {self.plan.given[source][axis]}: give "
+                                 "shapes where they fit (input_shapes, --input-shapes)")
         if self.plan.rooms:
             for low, high in self.rooms:
                 self._room_for(low, high)

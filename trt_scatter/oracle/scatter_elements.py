@@ -135,7 +135,7 @@ def input_relations(shapes: Any, node: OpNode) -> None:
         if position == on_axis:
             shapes.leave_room([a], [b])  # some of data stays
     if on_axis is not None:
-        shapes.takes(data[axis], shapes.index_values(node, "indices")[0])
+        shapes.takes(node, on_axis, shapes.index_values(node, "indices")[0])
 
 
 def crowded(plan: Any, node: OpNode) -> str | None:

@@ -119,7 +119,7 @@ def input_relations(shapes: Any, node: OpNode) -> None:
     for dim, (a, b) in enumerate(zip(indices, data)):
         if dim != axis % len(data):  # off the axis indices are at most data's; along it, any length (repeats combine)
             shapes.bounds.append(([a], [b]))
-    shapes.takes(data[axis % len(data)], shapes.index_values(node, "indices")[0])
+    shapes.takes(node, axis % len(data), shapes.index_values(node, "indices")[0])
 
 
 def input_capacity(plan: Any, node: OpNode) -> int | None:

@@ -125,7 +125,7 @@ def input_relations(shapes: Any, node: OpNode, op: str = OP) -> None:
     rows = shapes.index_values(node, "indices")[0]
     if rows is not None and rows.ndim and rows.shape[-1] <= len(data):
         for column in range(rows.shape[-1]):  # column c of the rows addresses data's dimension c
-            shapes.takes(data[column], rows[..., column])
+            shapes.takes(node, column, rows[..., column])
 
 
 def input_capacity(plan: Any, node: OpNode) -> int | None:

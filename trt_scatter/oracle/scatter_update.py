@@ -193,7 +193,7 @@ def input_relations(shapes: Any, node: OpNode) -> None:
     shapes.bounds.append((list(indices), [data[axis]]))
     shapes.leave_room(list(indices), [data[axis]])  # some of data stays
     values, wrapped = shapes.index_values(node, "indices")
-    shapes.takes(data[axis], values, negative=wrapped)  # the spec takes none, but a wrap reads them from the end
+    shapes.takes(node, axis, values, negative=wrapped)  # the spec takes none, but a wrap reads them from the end
 
 
 def input_capacity(plan: Any, node: OpNode) -> int | None:

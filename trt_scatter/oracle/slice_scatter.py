@@ -219,7 +219,7 @@ def input_relations(shapes: Any, node: OpNode) -> None:
         if fixed:
             node.fixed[axis] = fixed
             shapes.derived.append((node, lambda axis=axis, fixed=fixed: _derive_length(shapes, node, axis, fixed)))
-            shapes.takes(a, _reach(fixed))
+            shapes.takes(node, axis, _reach(fixed), required=False)  # clamped, not refused
         shapes.bounds.append(([b], [a]))
         if not {"start", "stop"} <= fixed.keys():
             shapes.leave_room([b], [a])  # placed at run time (cache[:, pos:pos + t] = k): room to move
