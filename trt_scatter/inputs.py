@@ -99,9 +99,11 @@ class ScatterDataLoader:
         if self._plan is None:
             model = as_model(self.model, weights=True)
             plan = _Plan(model, self.input_shapes, np.random.default_rng([self.seed]), self.value_ranges)
-            if plan.roomy and not plan.runs(np.random.default_rng([self.seed, 0])):  # an op the loader knows no rule of ties the
-                # grown dim to another input's (Add(scatter, bias[n]) with n named apart): the shapes as the rules alone set them
-                plan = _Plan(model, self.input_shapes, np.random.default_rng([self.seed]), self.value_ranges, rooms=False)
+            if plan.roomy and not plan.runs(np.random.default_rng([self.seed, 0])):  # an op the loader knows no rule of may tie
+                # the grown dim to another input's (Add(scatter, bias[n]) with n named apart): the shapes the rules alone set,
+                # where a run takes those (where it fails either way, the failure is not the room's)
+                bare = _Plan(model, self.input_shapes, np.random.default_rng([self.seed]), self.value_ranges, rooms=False)
+                plan = bare if bare.runs(np.random.default_rng([self.seed, 0])) else plan
             _check_size(plan, self.iterations)
             self._plan = plan
         return self._plan
@@ -377,14 +379,20 @@ class _Plan:
         return ScatterInputError(node.op.key, name, "must have a shape the loader can tell; give the shapes of the graph inputs it is computed from", "unknown")
 
     def runs(self, rng):
-        """Whether the model runs (by the reference) on a feed drawn with ``rng``."""
+        """Whether the model runs (by the reference) on a feed drawn with ``rng``: a try whose warnings nobody sees (Python's
+        too, which it would otherwise show once per line, so not again for the run that counts)."""
+        import warnings
+
         from trt_scatter.reference import Reference
 
         try:
-            feed = self.feed(rng)
-            with warnings_dropped():  # of a try that may be thrown away
-                Reference(self.model).run(feed)
-        except Exception:  # the oracle's rules or another op's: the caller plans again
+            with warnings_dropped(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                feed = self.feed(rng)
+                if self._reference is None:
+                    self._reference = Reference(self.model)
+                self._reference.run(feed)
+        except Exception:  # the oracle's rules or another op's: the caller decides
             return False
         return True
 
@@ -658,13 +666,17 @@ class _Shapes:
             except ScatterInputError as err:
                 raise node.error(err) from None
         self._settle()
-        for node, axis, need in self.taken:  # where a given shape of data's input fixes the dim (a static one that cannot
-            source = node.origin.get(node.op.data_input)  # take the index is the model's own mistake, for the run to name)
-            declared = self.plan.inputs[source][1] if source in self.plan.given else None
-            if declared is not None and not isinstance(declared[axis], int) and self.plan.given[source][axis] < need:
+        for node, axis, need in self.taken if self.plan.given else ():  # where the given shapes fix the dim: a dim static
+            source = node.origin.get(node.op.data_input)  # in the model that cannot take the index is the model's own mistake
+            if source not in self.plan.inputs:
+                continue  # data a node computes: the run names the index and the given shapes
+            declared = self.plan.inputs[source][1]
+            dim = self.shape(node, node.op.data_input)[axis]
+            if (declared is None or not isinstance(declared[axis], int)) and not self.free(dim) and self.of(dim) < need:
+                given = ", ".join(f"{name} {list(shape)}" for name, shape in self.plan.given.items())
                 raise node.error(f"{node.op.key}: its constant indices need dimension {axis} of '{node.op.data_input}' to be at least "
-                                 f"{need}, and the given shape of input {source!r} makes it {self.plan.given[source][axis]}: give "
-                                 "shapes where they fit (input_shapes, --input-shapes)")
+                                 f"{need}, and the given shapes ({given}) make it {self.of(dim)}: give shapes where they fit "
+                                 "(input_shapes, --input-shapes)")
         if self.plan.rooms:
             for low, high in self.rooms:
                 self._room_for(low, high)
