@@ -593,7 +593,7 @@ class _Shapes:
         self.bounds = []  # (low dims, high dims[, offset]): offset + prod(low) <= prod(high), for distinct indices, writes that fit
         self.rooms = []  # (low dims, high dims): prod(high) >= 2 prod(low) where it costs no other dim (leave_room)
         self.roomy = False  # whether a room grew some dim (the plan then checks that a run takes those shapes)
-        self.taken = []  # (node, dim, size): a constant index of node's needs dim to be at least size (takes)
+        self.taken = []  # (node, axis, size): a constant index of node's needs its data's dim there to be at least size (takes)
         self.derived = []  # (node, callable): dims that follow from others once those have values
         self.symbolic = _symbolic_shapes(plan)  # a ModelTensors of the model with a symbol for every free input dimension
 
@@ -645,7 +645,7 @@ class _Shapes:
         write leaves some of data as it was (with data as long as the indices every row is written, and a model that
         drops data would pass its golden check) and a run-time position can move. A preference, not a rule: taken after
         the rules settle, by growing a free dim of ``high`` that is none of ``low``'s, and given up where that would
-        shrink another dim or break a rule (see :meth:`solve`)."""
+        shrink another dim or break a rule (:meth:`_room_for`)."""
         self.rooms.append((low, high))
 
     def takes(self, node, axis, indices, negative=True, required=True):
