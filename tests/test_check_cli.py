@@ -1067,3 +1067,22 @@ def test_an_output_through_relu_max_or_min_is_exact_as_numbers_not_bit_for_bit(t
     assert rectified.startswith("PASS rectified: ") and "exact as numbers" in rectified, rectified
     given = check(path, "--load-inputs", tmp_path / "inputs.json", "--allow-engine-not-run", "--atol", "rectified:0")
     assert given.returncode == 0 and "PASS rectified: " in given.stdout, output_of(given)  # the same zero tolerance, given
+
+
+def test_a_golden_run_that_no_run_here_is_compared_with_is_named(elements_model, tmp_path):
+    """A golden file from a GPU machine holds a tensorrt run; where the engine does not run, that run was compared with
+    nothing and only listed, even 1000 off. A note names it."""
+    from polygraphy.comparator import IterationResult, RunResults
+
+    inputs, outputs = _golden(elements_model, tmp_path)
+    results = RunResults.load(str(outputs))
+    reference = results[0][1][0]
+    results.append(("tensorrt", [IterationResult({"output": reference["output"] + 1000}, runner_name="tensorrt")]))
+    results.save(str(outputs))
+    result = check(elements_model, "--load-inputs", inputs, "--load-outputs", outputs, "--allow-engine-not-run")
+    if HAS_GPU:
+        assert result.returncode == 1 and "FAIL output: tensorrt vs golden tensorrt" in result.stdout, output_of(result)
+        return
+    assert result.returncode == 0, output_of(result)
+    assert ("note: the golden run 'tensorrt' is compared with nothing: no run here is of its runner (the engine runs only "
+            "on a GPU)") in result.stdout, result.stdout

@@ -316,10 +316,18 @@ def _check(args):
     pairs = [(REFERENCE, name) for name in names[1:]]
     if golden is not None:
         print(f"golden outputs ({args.load_outputs}) from: {', '.join(golden.keys())}")
+        used = set()
         for name in names:
             source = _golden_run_of(name, list(golden.keys()))
+            used.add(source)
             results.append((f"golden {source}", golden[source]))
             pairs.append((f"golden {source}", name))
+        unused = [name for name in golden.keys() if name not in used]
+        if unused:  # a GPU machine's tensorrt run where no engine runs: said, not silently left out
+            engine_run = any(name == "tensorrt" or name.startswith(POLYGRAPHY_PREFIXES["tensorrt"]) for name in unused)
+            print(f"note: the golden run{'s' if len(unused) > 1 else ''} {', '.join(map(repr, unused))} "
+                  f"{'are' if len(unused) > 1 else 'is'} compared with nothing: no run here is of {'their' if len(unused) > 1 else 'its'} "
+                  f"runner{' (the engine runs only on a GPU)' if engine_run and not engine_runs else ''}")
     failed = _compare(results, pairs, tolerances)
     ok &= not failed
     # onnxruntime's own failures: against a reference that the reference run itself matches
