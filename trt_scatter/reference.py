@@ -27,7 +27,7 @@ from onnx.reference.ops import load_op
 from trt_scatter import oracle
 from trt_scatter.model import ModelError, as_model, declared_size, fed_constant, indexed_nodes, node_label
 from trt_scatter.log import first_line, warn
-from trt_scatter.ops import OPS, STANDARD_OPS, op_of
+from trt_scatter.ops import DEFAULT_DOMAINS, OPS, STANDARD_OPS, op_of
 from trt_scatter.oracle import rules
 from trt_scatter.oracle.rules import Known, ScatterInputError
 
@@ -267,7 +267,7 @@ class Reference:
             values = self.evaluator.run(None, arrays)
         except NodeInputError as err:
             sources = {node.output[0]: node.input[0] for node in self.model.graph.node
-                       if node.op_type in ("Cast", "Identity") and node.domain in ("", "ai.onnx") and node.input and node.output}
+                       if node.op_type in ("Cast", "Identity") and node.domain in DEFAULT_DOMAINS and node.input and node.output}
             raise err.fed_as(list(arrays), sources) from None
         return dict(zip(self.output_names, values))
 

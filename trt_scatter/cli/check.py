@@ -435,7 +435,7 @@ def _inputs(args, loaded):
             raise common.CliError(f"cannot load inputs from {args.load_inputs!r}: {err}") from None
         if not isinstance(feeds, list) or not feeds or not all(isinstance(f, dict) for f in feeds):
             raise common.CliError(f"{args.load_inputs!r} does not hold a list of feed dicts (polygraphy's --save-inputs format)")
-        names = [value.name for value in fed_inputs(model.graph)]
+        names, constants = [value.name for value in fed_inputs(model.graph)], constant_inputs(model.graph)
         if len(feeds) > MAX_ITERATIONS:
             raise common.CliError(f"--load-inputs {args.load_inputs!r}: {len(feeds)} iterations, more than {MAX_ITERATIONS}, the most a check runs")
         for iteration, feed in enumerate(feeds):
@@ -443,7 +443,7 @@ def _inputs(args, loaded):
             if missing:  # polygraphy would go on without it (a profile without it, a run that names something else)
                 raise common.CliError(f"--load-inputs {args.load_inputs!r}: iteration {iteration} has no input {missing[0]!r} (the model's inputs: {', '.join(names)})")
             extra = [name for name in feed if name not in names]
-            if extra and extra[0] in constant_inputs(model.graph):
+            if extra and extra[0] in constants:
                 raise common.CliError(f"--load-inputs {args.load_inputs!r}: iteration {iteration}: {fed_constant(extra[0])}")
             if extra:  # a misspelt name would be silently ignored, and its input generated or missing
                 raise common.CliError(f"--load-inputs {args.load_inputs!r}: iteration {iteration} has {extra[0]!r}, which is not an input of the model (its inputs: {', '.join(names)})")

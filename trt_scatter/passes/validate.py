@@ -203,8 +203,8 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
     _check_shapes_at_bounds(model, profile, dynamic, served, plugin_nodes | {index for index, op in layer_ops.items() if op.key in plugin_keys},
                             layer_ops)
     written = {served[index].input[0] for index in plugin_nodes}
-    sizing = {name for index in plugin_nodes for name in _range_setting(served[index])}  # a cache write's update...
-    if not (written | sizing) & set(dynamic):
+    ranges = {index: _range_setting(served[index]) for index in plugin_nodes}  # what else sets each index's range
+    if not (written | {name for names in ranges.values() for name in names}) & set(dynamic):
         return
     at = {name: profile[name][2 if name in written else 0] for name in dynamic}  # data largest, the rest smallest
     as_given = (set(dynamic) - written) | pinned  # not written into (at their smallest), or pinned: a run has them so with the largest data
@@ -277,7 +277,7 @@ def validate_profile(model: Model | onnx.ModelProto | str | os.PathLike, profile
         if index not in plugin_nodes:
             continue
         checked = OpNode(node, index, tensors)
-        others = _range_setting(node)
+        others = ranges[index]
         if start(node.input[0]) not in dynamic and not set(others) & set(dynamic):
             continue  # data and what else sets the index's range have one shape: validation has checked them
         if not all(name in as_given or model.tensors.constant(name) is not None or static(name) for name in others):

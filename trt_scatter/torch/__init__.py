@@ -274,7 +274,6 @@ def _refuse_a_dropped_write(model, args, proto, through, removed, input_names=No
                              f"model hands input {through[output]!r} on unchanged, where eager PyTorch gives other values: export with "
                              "dynamo=True, which keeps a write into a view (narrow, t(), view(-1)), or assign at the coordinates, which "
                              "both exporters keep (x[i, i] = y for a diagonal, i = torch.arange(n))")
-    return None
 
 
 def mark_inplace(model: onnx.ModelProto) -> list[str]:
