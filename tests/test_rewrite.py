@@ -82,6 +82,20 @@ def test_rewrites_pytorch_exports_to_the_same_values(stem):
     assert compared or stem.startswith("index_put_columns.torchscript")
 
 
+@pytest.mark.parametrize("stem", [stem for stem in EXPORTS if stem.endswith(".dynamic") and True in MANIFEST["exports"][stem]["eager_equal"].values()])
+def test_the_data_loader_draws_inputs_every_rewritten_dynamic_export_runs_on(stem):
+    """``trt-scatter check`` on a rewritten export, without shapes: the loader's inputs run (a strided or open slice
+    assignment's value reaches the write through an Expand to a length computed from data's dims) and the rewritten
+    model computes on them what onnxruntime computes with PyTorch's own export."""
+    from trt_scatter.inputs import ScatterDataLoader
+
+    original = onnx.load(FIXTURES / f"{stem}.onnx")
+    model, _ = rewrite(original)
+    feeds = ScatterDataLoader(model)[0]
+    session = onnxruntime.InferenceSession(original.SerializeToString())
+    np.testing.assert_array_equal(Reference(model).run(feeds)["output"], session.run(["output"], feeds)[0])
+
+
 def test_the_original_model_is_not_changed():
     original = onnx.load(FIXTURES / "assign_middle.dynamo.static.onnx")
     before = original.SerializeToString()

@@ -303,28 +303,9 @@ class _Plan:
         inputs it reads (their shapes are known by now): the shapes of a run are the shapes to plan for."""
         wanted = [tensor for node in self.nodes for name, tensor in node.inputs.items()
                   if name in ("data", "updates") and tensor not in self.concrete and tensor not in self.inputs]  # fmt: skip
-        if not wanted:
-            return
-        from onnx import helper
-
-        from trt_scatter.reference import Reference
-
-        graph, needed, nodes = self.model.graph, set(wanted), []
-        for node in reversed(graph.node):  # the nodes the wanted tensors depend on, in graph order
-            if needed & set(node.output):
-                nodes.insert(0, node)
-                needed |= {name for name in node.input if name}
-        feeds = {name: np.asarray(_random_values(rng, self.shapes[name], dtype)).astype(dtype, copy=False)
-                 for name, (dtype, _) in self.inputs.items() if name in needed}
-        prefix = helper.make_model(helper.make_graph(nodes, "shapes", [value for value in graph.input if value.name in feeds],
-                                                     [helper.make_tensor_value_info(name, 0, None) for name in wanted],
-                                                     initializer=[init for init in graph.initializer if init.name in needed]),
-                                   opset_imports=self.model.opset_import, ir_version=self.model.ir_version)  # fmt: skip
-        try:
-            values = Reference(prefix).run(feeds)
-        except Exception:  # an op the reference lacks, values it refuses: the node's planner names what is not known
-            return
-        self.concrete.update({name: tuple(np.shape(value)) for name, value in values.items()})
+        if wanted:
+            values = _run_part(self, wanted, self.shapes, rng)
+            self.concrete.update({name: tuple(np.shape(value)) for name, value in (values or {}).items()})
 
     def _given(self, name, shape):
         if name not in self.inputs:
@@ -685,6 +666,7 @@ class _Shapes:
                 derive()
             except ScatterInputError as err:
                 raise node.error(err) from None
+        self._fit_expanded_inputs()
         missing = [name for name in self.plan.inputs if self.symbolic.symbolic_shape(name) is None]
         if missing:
             raise ValueError(f"input {missing[0]!r} has no shape in the model: give it one (input_shapes, --input-shapes)")
@@ -719,6 +701,31 @@ class _Shapes:
         if kept and all((offset[0] if offset else 0) + self._size(low_) <= self._size(high_) for low_, high_, *offset in self.bounds):
             self.roomy = True
         else:
+            self.value = before
+
+    def _fit_expanded_inputs(self):
+        """PyTorch's exporters broadcast a slice assignment's value to the slice with an ``Expand`` to a shape they compute
+        from data's dims (``x[..., 1::2] = y``: ``(n + 1) // 2``; ``x[:, 1:] = y``: ``n - 1``), so the write's rules do
+        not see ``y``'s length. A free dim of a graph input that an Expand takes (through Cast/Identity) gets the size the
+        Expand's shape gives it where it would not broadcast, worked out by running the nodes that compute that shape on
+        random values (an Expand that does not broadcast fails every run, so even where values set that shape no run that
+        worked is lost); kept where every bound still holds."""
+        plan = self.plan
+        expands = [(node, source) for node in plan.model.graph.node
+                   if node.op_type == "Expand" and node.domain in DEFAULT_DOMAINS and len(node.input) == 2
+                   and (source := plan._origin(node.input[0])) in plan.inputs and self.symbolic.symbolic_shape(source) is not None]  # fmt: skip
+        before = dict(self.value)
+        for _ in expands:  # a size set for one Expand may move another's shape
+            shapes = {name: tuple(self.of(d) for d in dims) for name in plan.inputs if (dims := self.symbolic.symbolic_shape(name)) is not None}
+            targets = _run_part(plan, [node.input[1] for node, _ in expands], shapes, np.random.default_rng(0)) or {}
+            moved = False
+            for node, source in expands if targets else ():
+                for dim, size in zip(reversed(self.symbolic.symbolic_shape(source)), reversed(targets[node.input[1]].tolist())):
+                    if self.free(dim) and size != 1 and self.of(dim) not in (1, size):
+                        self.value[self.find(dim)], moved = int(size), True
+            if not moved:
+                break
+        if not all((offset[0] if offset else 0) + self._size(low) <= self._size(high) for low, high, *offset in self.bounds):
             self.value = before
 
     def known(self, name):
@@ -803,6 +810,33 @@ def named_dimensions(graph: onnx.GraphProto, shapes: dict[str, Sequence[int]]) -
                 if first[0] != size:
                     raise NamedDimensionConflict(dim.dim_param, first, (size, value.name))
     return bound
+
+
+def _run_part(plan, wanted, shapes, rng):
+    """``{tensor: value}`` of the ``wanted`` tensors, by the reference on the part of ``plan``'s model that computes them,
+    on random values of each graph input it reads at its ``shapes``; ``None`` where a shape is not known or the reference
+    cannot run the part (an op it lacks, values it refuses: the caller names what is not known)."""
+    from onnx import helper
+
+    from trt_scatter.reference import Reference
+
+    graph, needed, nodes = plan.model.graph, set(wanted), []
+    for node in reversed(graph.node):  # the nodes the wanted tensors depend on, in graph order
+        if needed & set(node.output):
+            nodes.insert(0, node)
+            needed |= {name for name in node.input if name}
+    if any(name in plan.inputs and None in shapes.get(name, (None,)) for name in needed):
+        return None
+    feeds = {name: np.asarray(_random_values(rng, shapes[name], dtype)).astype(dtype, copy=False)
+             for name, (dtype, _) in plan.inputs.items() if name in needed}
+    part = helper.make_model(helper.make_graph(nodes, "part", [value for value in graph.input if value.name in feeds],
+                                               [helper.make_tensor_value_info(name, 0, None) for name in wanted],
+                                               initializer=[init for init in graph.initializer if init.name in needed]),
+                             opset_imports=plan.model.opset_import, ir_version=plan.model.ir_version)  # fmt: skip
+    try:
+        return Reference(part).run(feeds)
+    except Exception:
+        return None
 
 
 def _searched_inputs(plan):
