@@ -226,7 +226,10 @@ def test_unknown_dimensions_satisfy_every_shape_rule():
     assert check_scatter_update((None, 4), (-1,), (7, 4), 0) == 0
     assert check_slice_scatter((None, 5), (7, 3), [0], [5], [2], [1]) == [1]
     assert check_slice_scatter((3, -1), (3, 9), [0], [5], [2], [-1]) == [1]  # sliced dimension unknown
-    rules.check_indices_in_range("op", "indices", np.array([99, -99]), (None,), allow_negative=False)
+    rules.check_indices_in_range("op", "indices", np.array([99, -99]), (None,), allow_negative=True)
+    rules.check_indices_in_range("op", "indices", np.array([99, 0]), (None,), allow_negative=False)
+    with pytest.raises(ScatterInputError, match=r"^op: 'indices' values must not be negative, as \[0, s-1\] holds none \(got -99\)$"):
+        rules.check_indices_in_range("op", "indices", np.array([99, -99]), (None,), allow_negative=False)  # in no size's range
 
 
 def test_known_dimensions_still_checked_next_to_unknown_ones():

@@ -83,3 +83,47 @@ def test_builders_refuse_indices_into_an_empty_dimension_before_tensorrt(build_o
     with pytest.raises(oracle.ScatterInputError, match="'indices' must be empty: data's dimension"):
         builder(network, *args)
     assert network.num_layers == 0
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("rows, highest, message", [
+    (3, 4, "the profile's smallest shapes break a rule the network asserts: scatter_update: 'indices' values must be in [0, s-1] where "
+           "s is data's dimension 0 when the network runs (its constant values lie in [0, 4])"),
+    (5, 4, None),
+    (3, 100, "the network asserts a rule that no run the profile allows keeps: scatter_update: 'indices' values must be in [0, s-1] where "
+             "s is data's dimension 0 when the network runs (its constant values lie in [0, 100])"),
+], ids=["out-of-range-at-the-smallest", "in-range-at-every-bound", "out-of-range-at-every-bound"])
+def test_constant_indices_that_a_profile_puts_out_of_range_are_refused(rows, highest, message, index_dtype):
+    """Constant indices into data of a dynamic number of rows, in either index type: int32 ones went through the
+    lowering's cast to int64 first, whose values the range assertion could not read (a cast layer, not a constant), and
+    a profile that let the clamp write row 4 to a place the spec does not define built without a word."""
+    import re
+
+    from trt_scatter.engine import build_engine
+
+    def load():
+        builder, network = new_network()
+        data, updates = add_input(network, "data", np.float32, (-1, 5)), add_input(network, "updates", np.float32, (2, 5))
+        indices = network.add_constant((2,), np.array([highest, 0], index_dtype)).get_output(0)
+        network.mark_output(add_scatter_update(network, data, indices, updates, 0))
+        return builder, network
+
+    profile = {"data": ((rows, 5), (5, 5), (6, 5))}
+    if message is None:
+        assert build_engine(load, profile)[0]
+        return
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        build_engine(load, profile)
+
+
+@pytest.mark.parametrize("impl", ["native", "plugin"])
+def test_negative_constant_indices_into_a_dynamic_dimension_are_refused_when_built(impl, plugin_calls):
+    """ScatterUpdate takes indices in [0, s-1] only: a negative constant one is out of range whatever s is, so the
+    builder names it at once; on a dynamic dimension it was left to the run-time assertion, which checks the largest
+    value only, and the native lowering's clamp wrote -1 to row 0."""
+    network = new_network()[1]
+    data, updates = add_input(network, "data", np.float32, (-1, 5)), add_input(network, "updates", np.float32, (2, 5))
+    indices = network.add_constant((2,), np.array([-1, 0], np.int64)).get_output(0)
+    with pytest.raises(oracle.ScatterInputError, match=r"^scatter_update: 'indices' values must not be negative, as "
+                                                       r"\[0, s-1\] holds none \(got -1\)$"):
+        add_scatter_update(network, data, indices, updates, 0, impl=impl)

@@ -139,7 +139,11 @@ def check_indices_in_range(op: str, name: str, indices: np.ndarray, dims: Sequen
         return
     columns = indices.reshape(-1, len(dims))
     for column, dim in enumerate(dims):
+        where = f" in column {column}" if len(dims) > 1 else ""
         if not is_known(dim):
+            low = int(columns[:, column].min())
+            if low < 0 and not allow_negative:  # out of [0, s-1] whatever the size
+                raise ScatterInputError(op, name, f"values{where} must not be negative, as [0, s-1] holds none", low)
             continue
         # One column at a time: NumPy reduces a (n, k) array along axis 0 about 10x slower than
         # its k columns one by one (measured in bench/bench_oracle.py, scatter_nd with k=2).
@@ -148,7 +152,6 @@ def check_indices_in_range(op: str, name: str, indices: np.ndarray, dims: Sequen
         lowest = -dim if allow_negative else 0
         if low < lowest or high >= dim:
             bad = low if low < lowest else high
-            where = f" in column {column}" if len(dims) > 1 else ""
             raise ScatterInputError(
                 op, name, f"values{where} must be in [{lowest}, {dim - 1}] for a dimension of size {dim}", bad
             )
