@@ -611,6 +611,41 @@ def test_torchscript_export_refuses_a_write_the_exporter_drops(module, args, rec
     assert any("TorchScript-based ONNX export" in str(w.message) for w in recwarn)  # the exporter's warnings are given on
 
 
+class DroppedWriteThenLinear(torch.nn.Module):
+    """A write into a view (dropped by the TorchScript exporter without a word), then more computation: the only reader of
+    ``index`` goes with it."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 3)
+
+    def forward(self, x, index):
+        y = x.clone()
+        y.narrow(1, 0, 2).index_add_(0, index[1], torch.ones(index.shape[1], 2))
+        return self.linear(y)
+
+
+class IgnoresAnInput(torch.nn.Module):
+    def forward(self, x, unused):
+        x = x.clone()
+        x[1] = 5.0
+        return x * 2
+
+
+@pytest.mark.parametrize("names, lost", [(["x", "edge_index"], "'edge_index'"), (None, "at position 1 of args")], ids=["named", "unnamed"])
+def test_torchscript_export_refuses_a_dropped_write_whose_input_is_lost(names, lost):
+    """The model was x -> Linear, without its edge_index input and without a word: it passed check (its reference runs
+    the model as written). Eager PyTorch's outputs change with that input, so the model lost a write."""
+    args = (torch.randn(6, 4), torch.tensor([[0, 1, 2, 3], [5, 5, 0, 2]]))
+    kwargs = {"input_names": names, "dynamic_axes": {"x": {0: "n"}, "edge_index": {1: "e"}}} if names else {}
+    with pytest.raises(ValueError, match=rf"^trt_scatter\.torch\.export: PyTorch's TorchScript exporter dropped a write \(without a word\): "
+                                         rf"the input {re.escape(lost)} is not in the model, and eager PyTorch's outputs depend on it: export "
+                                         r"with dynamo=True, which keeps a write into a view \(narrow, t\(\), view\(-1\)\)$"):
+        trt_scatter_torch.export(DroppedWriteThenLinear().eval(), args, dynamo=False, **kwargs)
+    model = trt_scatter_torch.export(IgnoresAnInput(), (torch.randn(3, 2), torch.randn(4)), dynamo=False, input_names=["x", "unused"])
+    assert [value.name for value in model.graph.input] == ["x"]  # an input nothing reads is left out, and no refusal
+
+
 class KeptWriteThenMore(torch.nn.Module):
     """A write the exporter keeps, though it says it removed a mutation (aten::index_put_), then values that NumPy and
     PyTorch compute apart in float16, or that vary from run to run."""

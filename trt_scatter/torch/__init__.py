@@ -127,6 +127,7 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
         through = _passed_through(proto.graph)
         if through:
             _refuse_a_dropped_write(model, args, proto, through, removed, kwargs.get("input_names"))
+        _refuse_a_lost_input(model, args, proto, removed, kwargs.get("input_names"))
     nested = nested_node(proto.graph)
     if nested is not None:  # a write inside torch.cond or a loop
         logger.warning(f"trt_scatter.torch: {nested[0]} lies in a subgraph of {nested[1]}: full TensorRT builds it, TensorRT-RTX "
@@ -221,25 +222,12 @@ def _passed_through(graph):
     return through
 
 
-def _refuse_a_dropped_write(model, args, proto, through, removed, input_names=None):
-    """Refuses a model whose output hands a graph input on unchanged (``through``: {output: input}) where eager PyTorch,
-    on the example inputs, gives something else: the TorchScript exporter dropped a write into that input or into a copy
-    of it (``x.narrow(...).copy_(y)``, ``x.diagonal().copy_(y)``, ``x.view(-1)[i] = v``), saying so in a warning
-    (``removed``: its words, which it also says of writes it keeps) or, into a view of a graph input, without a word.
-    Such a model passes ``check``, whose reference runs the model as written. Only those outputs are compared, exactly
-    (the model hands the input on exactly): the eager run is in eval mode, as the exporter traced, and the module's
-    buffers are as they were after it; where it cannot run, nothing is said."""
+def _eager(model, tensors):
+    """``model``'s outputs (a list of tensors, ``None`` where they are not that or it cannot run) on copies of ``tensors``,
+    in eval mode as the exporter traced, without grad; the module's modes, parameters and buffers are as they were
+    after it."""
     import torch
 
-    tensors = args if isinstance(args, tuple) else (args,)
-    inputs = [value.name for value in fed_inputs(proto.graph)]
-    # which example each input is: the caller's input_names in order, else the exporter's names end with the position
-    # ("onnx::Add_2"); an input nothing reads is left out of the model
-    positions = {name: index for index, name in enumerate(input_names or [])} or {
-        name: int(found[1]) for name in inputs if (found := re.search(r"_(\d+)$", name))}
-    outputs = [value.name for value in proto.graph.output]
-    if not isinstance(model, torch.nn.Module) or any(positions.get(name, len(tensors)) >= len(tensors) for name in through.values()):
-        return
     buffers = {name: buffer.detach().clone() for name, buffer in model.named_buffers()}
     state = {name: tensor.detach().clone() for name, tensor in model.state_dict(keep_vars=True).items()}
     modes = [(module, module.training) for module in model.modules()]
@@ -248,8 +236,8 @@ def _refuse_a_dropped_write(model, args, proto, through, removed, input_names=No
         with torch.no_grad():
             eager = model(*_copies(tensors))
     except Exception as err:  # a forward that runs only while traced: nothing to compare
-        logger.debug("trt_scatter.torch: no eager run to compare the outputs that hand an input on with (%s)", first_line(err))
-        return
+        logger.debug("trt_scatter.torch: no eager run to compare the export with (%s)", first_line(err))
+        return None
     finally:
         for module, training in modes:
             module.training = training
@@ -260,20 +248,89 @@ def _refuse_a_dropped_write(model, args, proto, through, removed, input_names=No
                 if name in buffers:
                     buffer.copy_(buffers[name])
     eager = [eager] if isinstance(eager, torch.Tensor) else list(eager) if isinstance(eager, (tuple, list)) else []
-    if len(eager) != len(outputs):
+    return eager if eager and all(isinstance(value, torch.Tensor) for value in eager) else None
+
+
+def _same(a, b):
+    import torch
+
+    return a.shape == b.shape and a.dtype == b.dtype and (
+        torch.equal(a, b) or (a.is_floating_point() and torch.allclose(a, b, rtol=0.0, atol=0.0, equal_nan=True)))
+
+
+def _positions(proto, tensors, input_names):
+    """Which example each graph input is: the caller's input_names in order, else the exporter's names end with the
+    position ("onnx::Add_2"); an input nothing reads is left out of the model."""
+    inputs = [value.name for value in fed_inputs(proto.graph)]
+    return {name: index for index, name in enumerate(input_names or [])} or {
+        name: int(found[1]) for name in inputs if (found := re.search(r"_(\d+)$", name))}
+
+
+def _dropped(removed):
+    return f"its warning: {removed[0]}" if removed else "without a word"
+
+
+def _refuse_a_dropped_write(model, args, proto, through, removed, input_names=None):
+    """Refuses a model whose output hands a graph input on unchanged (``through``: {output: input}) where eager PyTorch,
+    on the example inputs, gives something else: the TorchScript exporter dropped a write into that input or into a copy
+    of it (``x.narrow(...).copy_(y)``, ``x.diagonal().copy_(y)``, ``x.view(-1)[i] = v``), saying so in a warning
+    (``removed``: its words, which it also says of writes it keeps) or, into a view of a graph input, without a word.
+    Such a model passes ``check``, whose reference runs the model as written. Only those outputs are compared, exactly
+    (the model hands the input on exactly); where eager PyTorch cannot run, nothing is said."""
+    import torch
+
+    tensors = args if isinstance(args, tuple) else (args,)
+    positions = _positions(proto, tensors, input_names)
+    outputs = [value.name for value in proto.graph.output]
+    if not isinstance(model, torch.nn.Module) or any(positions.get(name, len(tensors)) >= len(tensors) for name in through.values()):
+        return
+    eager = _eager(model, tensors)
+    if eager is None or len(eager) != len(outputs):
         return
     for output, value in zip(outputs, eager):
         given = tensors[positions[through[output]]] if output in through else None
-        if not isinstance(value, torch.Tensor) or not isinstance(given, torch.Tensor):
-            continue
-        same = value.shape == given.shape and value.dtype == given.dtype and (
-            torch.equal(value, given) or (value.is_floating_point() and torch.allclose(value, given, rtol=0.0, atol=0.0, equal_nan=True)))
-        if not same:
-            how = f"its warning: {removed[0]}" if removed else "without a word"
-            raise ValueError(f"trt_scatter.torch.export: PyTorch's TorchScript exporter dropped a write ({how}): output {output!r} of the "
+        if isinstance(given, torch.Tensor) and not _same(value, given):
+            raise ValueError(f"trt_scatter.torch.export: PyTorch's TorchScript exporter dropped a write ({_dropped(removed)}): output {output!r} of the "
                              f"model hands input {through[output]!r} on unchanged, where eager PyTorch gives other values: export with "
                              "dynamo=True, which keeps a write into a view (narrow, t(), view(-1)), or assign at the coordinates, which "
                              "both exporters keep (x[i, i] = y for a diagonal, i = torch.arange(n))")
+
+
+def _refuse_a_lost_input(model, args, proto, removed, input_names=None):
+    """Refuses a model that lost an input eager PyTorch's outputs depend on: the TorchScript exporter dropped a write
+    before more computation (``y.narrow(1, 0, 2).index_add_(0, index, v)`` then a ``Linear``), and with it every input
+    only that write read, without a word. An input that the model does not read is left out of it too, so the outputs
+    decide: eager PyTorch runs on the example inputs, twice (outputs that vary from run to run decide nothing), then with
+    the lost input's values moved (rolled by one place, all its first, reversed: indices stay in range) until its outputs
+    change, which means the model reads it."""
+    import torch
+
+    tensors = args if isinstance(args, tuple) else (args,)
+    if not isinstance(model, torch.nn.Module):
+        return
+    positions, names = _positions(proto, tensors, input_names), list(input_names or [])
+    if any(value.name not in positions for value in fed_inputs(proto.graph)):
+        return  # an input the names do not place: which example is lost is not known
+    kept = {positions[value.name] for value in fed_inputs(proto.graph)}
+    lost = [index for index, tensor in enumerate(tensors)
+            if index not in kept and isinstance(tensor, torch.Tensor) and tensor.numel() > 1 and (index < len(names) or not names)]
+    if not lost:
+        return
+    eager = _eager(model, tensors)
+    if eager is None or (again := _eager(model, tensors)) is None or not all(map(_same, eager, again)):
+        return
+    for index in lost:
+        given = tensors[index]
+        for changed in (given.reshape(-1).roll(1).reshape(given.shape), given.reshape(-1)[:1].expand(given.shape), given.flip(-1)):
+            other = _eager(model, tensors[:index] + (changed,) + tensors[index + 1 :])
+            if other is not None and not all(map(_same, eager, other)):
+                break
+        else:
+            continue
+        name = repr(names[index]) if index < len(names) else f"at position {index} of args"
+        raise ValueError(f"trt_scatter.torch.export: PyTorch's TorchScript exporter dropped a write ({_dropped(removed)}): the input {name} "
+                         "is not in the model, and eager PyTorch's outputs depend on it: export with dynamo=True, which keeps a write "
+                         "into a view (narrow, t(), view(-1))")
 
 
 def mark_inplace(model: onnx.ModelProto) -> list[str]:
