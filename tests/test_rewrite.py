@@ -8,6 +8,8 @@ import collections
 import json
 import os
 import pathlib
+import subprocess
+import sys
 import stat
 
 import hypothesis.strategies as st
@@ -1430,3 +1432,36 @@ def test_dynamos_mean_is_left_with_its_reason():
     assert [change.detail for change in report.left if change.pattern == "ScatterElements"][-1] == (
         "a plain write into zeros at the same indices, as the dynamo exporter writes scatter_reduce(mean): the last update of a "
         "target wins where PyTorch's mean averages them (trt_scatter.torch.export writes the mean)")
+
+
+def test_a_bfloat16_model_is_rewritten_without_onnx_graphsurgeons_note():
+    """onnx-graphsurgeon, which the rewrite reads the model with, noted on its first bfloat16 tensor (once per process,
+    hence a fresh interpreter) that it keeps ONNX's type for it: a line of its own in every bfloat16 export."""
+    code = (
+        "from onnx import TensorProto, helper\n"
+        "from trt_scatter.passes.rewrite import rewrite\n"
+        "x = helper.make_tensor_value_info('x', TensorProto.BFLOAT16, [2])\n"
+        "y = helper.make_tensor_value_info('y', TensorProto.BFLOAT16, [2])\n"
+        "model = helper.make_model(helper.make_graph([helper.make_node('Identity', ['x'], ['y'])], 'g', [x], [y]))\n"
+        "print(list(rewrite(model)[1].lines()))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stderr == "" and result.stdout.strip() == "['no scatter pattern in the model']", result.stdout + result.stderr
+
+
+def test_an_attribute_onnx_graphsurgeon_drops_is_refused_not_dropped():
+    """A Constant's sparse_value: onnx-graphsurgeon skips that attribute type (in a warning), and the rewritten model held
+    a Constant without a value, which ONNX's checker and onnxruntime refuse, while rewrite exited 0."""
+    from trt_scatter import onnx_models
+    from trt_scatter.model import ModelError
+
+    model = onnx_models.scatter_elements_model([4, 6], [2, 6], 0, reduction="add")
+    sparse = helper.make_sparse_tensor(helper.make_tensor("values", TensorProto.FLOAT, [1], [5.0]), helper.make_tensor("at", TensorProto.INT64, [1], [1]), [3])
+    model.graph.node.append(helper.make_node("Constant", [], ["sparse"], sparse_value=sparse))
+    model.graph.output.append(helper.make_tensor_value_info("sparse", TensorProto.FLOAT, [3]))
+    with pytest.raises(ModelError, match=r"^Constant node \(output 'sparse'\): attribute 'sparse_value' is of type SPARSE_TENSOR, which trt-scatter "
+                                         r"rewrite cannot carry into the model it writes \(onnx-graphsurgeon, which it rewrites with, drops it\): "
+                                         r"give that value another form \(a Constant's dense 'value'\)$"):
+        rewrite(model)
+    del model.graph.node[-1], model.graph.output[-1]
+    assert [node.op_type for node in rewrite(model)[0].graph.node] == ["ScatterElementsReduce"]

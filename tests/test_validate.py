@@ -976,6 +976,23 @@ def test_an_input_whose_initializer_holds_another_type_is_refused_by_name():
         validate(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
 
 
+def test_a_sparse_constant_is_refused_as_a_sparse_initializer_is():
+    """A SliceScatter's step from a Constant's sparse_value (0 at every position): validation passed it, whose readers
+    see no value there, so lower and rewrite wrote models with a step of 0, check failed in the reference with a hint
+    at the inputs, and build in TensorRT's parser."""
+    from trt_scatter import onnx_models
+
+    model = onnx_models.slice_scatter_model([4, 6], [0], [6], [2], [1])
+    graph = model.graph
+    step = graph.node[0].input[4]
+    graph.initializer.remove(next(init for init in graph.initializer if init.name == step))
+    sparse = helper.make_sparse_tensor(helper.make_tensor("v", TensorProto.INT64, [0], []), helper.make_tensor("i", TensorProto.INT64, [0], []), [1])
+    graph.node.insert(0, helper.make_node("Constant", [], [step], sparse_value=sparse))
+    with pytest.raises(ModelError, match=rf"^Constant node #0 \(output '{step}'\): attribute 'sparse_value': trt-scatter reads no sparse constants "
+                                         r"\(nor does TensorRT's parser\): give the value as a dense one \('value'\)$"):
+        validate(model)
+
+
 @pytest.mark.parametrize("impl", ["plugin", "standard"])
 @pytest.mark.parametrize("shortest, message", [
     (7, "in every run the profile allows, as at its largest data and smallest other inputs (update [2, 7, 4, 8]): {node}: "

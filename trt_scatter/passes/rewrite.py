@@ -134,7 +134,12 @@ def rewrite(model: Model | onnx.ModelProto | str | os.PathLike) -> tuple[onnx.Mo
         inferred = infer_shapes(model)
     except Exception:  # a model ONNX cannot infer (unknown ops) keeps what it declares
         inferred = model
-    graph = gs.import_onnx(inferred)
+    from onnx_graphsurgeon.logger import G_LOGGER
+
+    # its warnings are on its own data model: that it keeps bfloat16 as ONNX's type, that it skips an attribute type it
+    # does not read (a model that keeps one is refused where a rewrite would drop it: _refuse_what_graphsurgeon_drops)
+    with G_LOGGER.suppress(G_LOGGER.ERROR):
+        graph = gs.import_onnx(inferred)
     rewriter = _Rewriter(graph)
     rewriter.run()
     rewriter.report.left += [Change(label, node.op_type, None, f"lies in a subgraph of {holder}; rewrite works on the main graph only")
@@ -143,9 +148,31 @@ def rewrite(model: Model | onnx.ModelProto | str | os.PathLike) -> tuple[onnx.Mo
         unchanged = onnx.ModelProto()
         unchanged.CopyFrom(original)
         return unchanged, rewriter.report
+    _refuse_what_graphsurgeon_drops(model)
     result = gs.export_onnx(graph)
     _keep_what_graphsurgeon_drops(model, result)
     return result, rewriter.report  # onnx-graphsurgeon imports every domain the nodes use (trt_scatter at version 1)
+
+
+# The attribute types onnx-graphsurgeon reads (its importer skips others, with a warning, and writes the node without them)
+_GRAPHSURGEON_ATTRIBUTES = ("FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS", "INTS", "STRINGS")
+
+
+def _refuse_what_graphsurgeon_drops(model: onnx.ModelProto) -> None:
+    """A model with an attribute onnx-graphsurgeon drops (a ``Constant``'s ``sparse_value``, an ``Optional``'s ``type``)
+    is refused in one line: the rewritten model would lack it (a Constant without its value, which no runtime takes)."""
+    import onnx
+
+    from trt_scatter.model import ModelError, node_label
+
+    for graph in all_graphs(model.graph):
+        for node in graph.node:
+            for attribute in node.attribute:
+                kind = onnx.AttributeProto.AttributeType.Name(attribute.type)
+                if kind not in _GRAPHSURGEON_ATTRIBUTES:
+                    raise ModelError(f"{node_label(node)}: attribute {attribute.name!r} is of type {kind}, which trt-scatter rewrite cannot "
+                                     "carry into the model it writes (onnx-graphsurgeon, which it rewrites with, drops it): give that value "
+                                     "another form (a Constant's dense 'value')")
 
 
 def _keep_what_graphsurgeon_drops(model: onnx.ModelProto, result: onnx.ModelProto) -> None:

@@ -476,8 +476,12 @@ def _check_versions(proto, onnx_version):
 
 
 def _check_attributes_once(node, index):
-    """No attribute given twice (ONNX's checker refuses it; TensorRT reads the first, ONNX's evaluator the last), and
-    none that refers to a function's attribute (``ref_attr_name``) outside a function: it has no value there."""
+    """No attribute given twice (ONNX's checker refuses it; TensorRT reads the first, ONNX's evaluator the last), none
+    that refers to a function's attribute (``ref_attr_name``) outside a function: it has no value there, and no sparse
+    constant (TensorRT's parser refuses it; as a sparse initializer, trt-scatter reads none)."""
+    if node.op_type == "Constant" and node.domain in ops.DEFAULT_DOMAINS and any(attribute.name == "sparse_value" for attribute in node.attribute):
+        raise ModelError(f"{node_label(node, index)}: attribute 'sparse_value': trt-scatter reads no sparse constants (nor does TensorRT's "
+                         "parser): give the value as a dense one ('value')")
 
     referring = next((attribute for attribute in node.attribute if attribute.ref_attr_name), None)
     if referring is not None:
