@@ -711,8 +711,13 @@ def _scatter_elements_of_constant_indices(indices, updates_shape, data_shape):
      "the profile's smallest shapes break TensorRT's layer's rule: ScatterElements node #0 (output 'y'), input shapes [(1, 1), (1, 2), (1, 2)]: "
      "scatter_elements: 'indices' dimension 1 (the axis) must be at most data's (1) in TensorRT's IScatterLayer, which ONNX allows "
      "only with repeated targets (got shape (1, 2))"),
+    ([[0, 0]], ["N", 2], ["N", None], (("data:[1,1]", "upd:[1,2]"), ("data:[1,4]", "upd:[1,2]"), ("data:[1,8]", "upd:[1,2]")),
+     "the profile's smallest shapes break TensorRT's layer's rule: ScatterElements node #0 (output 'y'), input shapes [(1, 1), (1, 2), (1, 2)]: "
+     "scatter_elements: 'indices' dimension 1 (the axis) must be at most data's (1) in TensorRT's IScatterLayer, which ONNX allows "
+     "only with repeated targets (got shape (1, 2))"),  # a graph input's unnamed dim is the profile's bound as a named one is
     ([[4]], ["N", 1], ["N", "W"], (("data:[1,5]", "upd:[1,1]"), ("data:[1,8]", "upd:[1,1]"), ("data:[1,16]", "upd:[1,1]")), None),
-], ids=["index-out-of-range-at-the-smallest", "updates-unlike-indices-from-opt-on", "more-indices-than-data-on-the-axis", "in-range-at-every-bound"])
+], ids=["index-out-of-range-at-the-smallest", "updates-unlike-indices-from-opt-on", "more-indices-than-data-on-the-axis",
+        "more-indices-than-data-of-an-unnamed-dim", "in-range-at-every-bound"])
 def test_tensorrts_own_scatter_layer_is_held_to_the_ops_rules_at_each_bound(tmp_path, capsys, indices, updates_shape, data_shape,
                                                                             profile, message):
     """ONNX's ScatterElements that TensorRT's importer builds, with constant indices and a profile the rule breaks at one

@@ -331,8 +331,9 @@ def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes, laye
     length following data's) at the profile's smallest shapes, all inputs together, then at its opt and its largest: refused here, before TensorRT runs,
     in the plugin's words and the bound's. TensorRT-RTX aborts the build process after a plugin refuses shapes in some
     networks (three reduction nodes and a smallest data of 0 rows), so the plugin's own refusal could end in a crash
-    instead of the rule. Only nodes whose every input dimension is a number or a graph input's named dimension: those
-    are the profile's bounds in TensorRT too (a dimension computed from several inputs has bounds of its own there).
+    instead of the rule. Only nodes whose every input is a graph input or has dimensions that are numbers or a graph input's
+    named dimensions: those are the profile's bounds in TensorRT too (a dimension computed from several inputs has bounds
+    of its own there).
 
     ``layer_ops`` (index -> op), ONNX's own scatter nodes that TensorRT's layers build, are then held to every rule of the oracle at
     each bound, constant indices included, and to what the layer itself adds (the op's network module's ``check_layer``,
@@ -343,15 +344,15 @@ def _check_shapes_at_bounds(model, profile, dynamic, served, checked_nodes, laye
     from trt_scatter.plugins.kernels import module
 
     named = {dim.dim_param for value in model.proto.graph.input for dim in value.type.tensor_type.shape.dim if dim.dim_param}
+    fed = {value.name for value in model.proto.graph.input}  # a graph input's shape, named dims or not, is the profile's
 
     def bounded_by_the_profile(index):
-        return all((shape := model.tensors.symbolic_shape(name)) is not None and all(isinstance(d, int) or d in named for d in shape)
+        return all(name in fed or (shape := model.tensors.symbolic_shape(name)) is not None and all(isinstance(d, int) or d in named for d in shape)
                    for name in served[index].input if name)
 
     exact = [index for index in sorted(checked_nodes) if bounded_by_the_profile(index)]
     # index values that no shape sets (constants, or graph inputs, whose values no bound gives): one computed from shapes
     # takes, at a bound, the sizes of several inputs that no run may have together (a KV cache's past and new lengths)
-    fed = {value.name for value in model.proto.graph.input}
     layer_nodes = [OpNode(served[index], index, model.tensors, op) for index, op in sorted(layer_ops.items()) if bounded_by_the_profile(index)]
 
     def index_values_known(node):
