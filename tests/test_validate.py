@@ -605,6 +605,33 @@ def test_an_external_data_file_that_is_not_there_is_refused_by_name(tmp_path):
         Model.read(path)
 
 
+@pytest.mark.parametrize("entries, size, message", [
+    ({"offset": None, "length": None}, 16, "which holds 16 bytes, not the 2400 from offset 0"),
+    ({"offset": "1000", "length": None}, 2400, "which holds 2400 bytes, not the 2400 from offset 1000"),
+    ({"offset": "-8", "length": None}, 2400, "at offset -8: an offset is a byte count from the file's start, 0 or more"),
+    ({"offset": None, "length": "16"}, 2400, "as 16 bytes, and its shape [300] and type int64 take 2400"),
+], ids=["short-file-without-a-length", "offset-past-the-end", "negative-offset", "length-unlike-the-shape"])
+def test_external_data_that_cannot_hold_the_tensor_is_refused_by_name(tmp_path, entries, size, message):
+    """Where the model gives no length (onnx.save writes one), the file was checked for nothing: TensorRT's parser failed
+    (exit 1, "INVALID_GRAPH"), check's reference on "buffer size must be a multiple of element size" with a hint at the
+    inputs; a negative offset was an internal error (exit 70)."""
+    path = _external_scatter_update(tmp_path, bad_index=False)
+    model = onnx.load(path, load_external_data=False)
+    tensor = next(init for init in model.graph.initializer if init.name == "indices")
+    kept = {entry.key: entry.value for entry in tensor.external_data}
+    kept.update({key: value for key, value in entries.items() if value is not None})
+    del tensor.external_data[:]
+    for key, value in kept.items():
+        if key in entries and entries[key] is None:
+            continue
+        tensor.external_data.add(key=key, value=value)
+    onnx.save(model, path)
+    (tmp_path / "m.bin").write_bytes(b"\0" * size)
+    with pytest.raises(ModelError) as caught:
+        Model.read(path)
+    assert str(caught.value) == f"{str(path)!r} keeps tensor 'indices' in 'm.bin' {message}".replace("in 'm.bin' which", "in 'm.bin', which")
+
+
 def test_a_model_in_memory_whose_external_data_was_not_read_is_refused_by_name(tmp_path, monkeypatch):
     """``onnx.load(path, load_external_data=False)`` handed over: no file to read them beside, so every pass says which
     tensor is missing (rewrite failed with onnx's own ValidationError, reading it from the working directory)."""

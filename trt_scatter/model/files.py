@@ -19,6 +19,7 @@ import stat
 import time
 from typing import TYPE_CHECKING
 
+from trt_scatter import dtypes
 from trt_scatter.log import first_line
 from trt_scatter.model.graph import ModelError, printable, subgraphs
 
@@ -141,7 +142,7 @@ def _read_stream(fd, path):
 def check_tensor_sizes(model: onnx.ModelProto, path: str | os.PathLike | None = None) -> None:
     """Every tensor the model holds (initializers, ``Constant`` values, subgraphs included) has fewer than
     :data:`MAX_ELEMENTS` elements, and the bytes its dims say it has (checked before any array is made)."""
-    from onnx import TensorProto, helper
+    from onnx import TensorProto
 
     where = f"{os.fspath(path)!r}" if path is not None else "the model"
     for name, tensor in constant_tensors(model.graph):
@@ -160,14 +161,21 @@ def check_tensor_sizes(model: onnx.ModelProto, path: str | os.PathLike | None = 
                 raise ModelError(f"{where}: tensor {printable(repr(name))} of shape {list(tensor.dims)} holds {stored} values in {field}, "
                                  f"not the {count} its shape takes")
             continue
-        try:
-            itemsize = helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
-        except Exception:  # a type NumPy has not: its size is not known here
-            continue
-        expected = math.ceil(count * _PACKED.get(tensor.data_type, itemsize))
-        if len(tensor.raw_data) != expected:
+        expected = _byte_count(tensor)
+        if expected is not None and len(tensor.raw_data) != expected:
             raise ModelError(f"{where}: tensor {printable(repr(name))} of shape {list(tensor.dims)} holds {len(tensor.raw_data)} bytes, "
                              f"not the {expected} its shape and type take")
+
+
+def _byte_count(tensor):
+    """The bytes ``tensor``'s dims and type take (``None`` for a type whose size NumPy does not know)."""
+    from onnx import helper
+
+    try:
+        itemsize = helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+    except Exception:
+        return None
+    return math.ceil(math.prod(tensor.dims) * _PACKED.get(tensor.data_type, itemsize))
 
 
 #: TensorProto's typed field that holds one value per element of a type (onnx.proto: float_data for FLOAT; int32_data
@@ -219,10 +227,15 @@ def external_file(tensor: onnx.TensorProto, path: str | os.PathLike, name: str |
     reaches out of the folder through a link, or names no file."""
     from onnx.external_data_helper import ExternalDataInfo
 
+    entries = {entry.key: entry.value for entry in tensor.external_data}
+    location = entries.get("location", "")
+    where = f"{os.fspath(path)!r} keeps tensor {printable(repr(name or tensor.name))} in {printable(repr(location))}"
+    for key in ("offset", "length"):
+        if key in entries and not (entries[key].isascii() and entries[key].isdigit()):
+            raise ModelError(f"{where} at {key} {printable(entries[key])}: an {key} is a byte count"
+                             + (" from the file's start, 0 or more" if key == "offset" else ", 0 or more"))
     info = ExternalDataInfo(tensor)
     folder = os.path.dirname(os.path.abspath(path))
-    location = info.location or ""
-    where = f"{os.fspath(path)!r} keeps tensor {printable(repr(name or tensor.name))} in {printable(repr(location))}"
     parts = location.replace("\\", "/").split("/")
     if not location or os.path.isabs(location) or location.startswith(("/", "\\")) or ".." in parts or (len(location) > 1 and location[1] == ":"):
         raise ModelError(f"{where}: an external data location must be a file in the model's folder (relative, no '..')")
@@ -241,12 +254,13 @@ def _check_external_files(model, path):
         if tensor.data_location != tensor.EXTERNAL:
             continue
         file, offset, length = external_file(tensor, path, name)
-        size = os.path.getsize(file)
-        if length and size < offset + length:
-            from onnx.external_data_helper import ExternalDataInfo
-
-            location = ExternalDataInfo(tensor).location
-            raise ModelError(f"{os.fspath(path)!r} keeps tensor {printable(repr(name))} in {printable(repr(location))}, which holds {size} bytes, not the {length} from offset {offset}")
+        where = f"{os.fspath(path)!r} keeps tensor {printable(repr(name))} in {printable(repr(next(e.value for e in tensor.external_data if e.key == 'location')))}"
+        needed = _byte_count(tensor)
+        if length and needed is not None and length != needed:
+            raise ModelError(f"{where} as {length} bytes, and its shape {list(tensor.dims)} and type {dtypes.onnx_name(tensor.data_type)} take {needed}")
+        size, wanted = os.path.getsize(file), length or needed
+        if wanted and size < offset + wanted:
+            raise ModelError(f"{where}, which holds {size} bytes, not the {wanted} from offset {offset}")
 
 
 def _load_external(tensor, path, name):
