@@ -1046,3 +1046,22 @@ def test_constant_write_indices_no_update_length_of_the_profile_fits_are_refused
     with pytest.raises(ModelError) as refused:
         validate_profile(model, profile)
     assert str(refused.value) == message.format(node=node)
+
+
+def test_a_constant_divided_by_zero_is_folded_without_numpys_warnings(capfd):
+    """step = Div(2, 0) of int64 constants: NumPy's floor_divide said "divide by zero encountered" in four lines of
+    warnings before the one line of the error."""
+    import warnings
+
+    from trt_scatter import onnx_models
+
+    model = onnx_models.slice_scatter_model([4, 6], [0], [6], [2], [1])
+    step = model.graph.node[0].input[4]
+    next(init for init in model.graph.initializer if init.name == step).name = "two"
+    model.graph.initializer.append(numpy_helper.from_array(np.array([0], np.int64), "zero"))
+    model.graph.node.insert(0, helper.make_node("Div", ["two", "zero"], [step]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ModelError, match=r"^SliceScatter node '[^']+': slice_scatter: 'step' must not contain 0 \(got \[0\]\)$"):
+            validate(model)
+    assert capfd.readouterr() == ("", "")
