@@ -275,6 +275,7 @@ def test_bad_arguments_and_inputs_end_in_one_line(elements_model, tmp_path):
     (["--input-shapes", "nothing:[2]"], "--input-shapes names 'nothing', which is not an input of the model (its inputs: data, indices, updates)"),
     (["--input-shapes", "data :[2]"], "--input-shapes names 'data ', which is not an input of the model (did you mean 'data'? a name's spaces are "
                                       "part of it) (its inputs: data, indices, updates)"),
+    (["--input-shapes", "data:[8,6]", "data:[9,6]"], "--input-shapes gives input 'data' twice"),  # the last was taken
 ])
 def test_arguments_that_mean_nothing_end_in_one_line_before_any_work(elements_model, capsys, arguments, line):
     from trt_scatter.cli import main

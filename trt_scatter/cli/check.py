@@ -227,6 +227,10 @@ def _check(args):
     unknown = [name for name, _ in args.input_shapes if name not in inputs]
     if unknown:  # the first, as build names the first of its profile
         raise common.CliError(common.not_an_input("--input-shapes", unknown[0], inputs))
+    named = [name for name, _ in args.input_shapes]
+    repeated = next((name for name in named if named.count(name) > 1), None)
+    if repeated is not None:  # as build's --min/--opt/--max: the last would have been taken without a word
+        raise common.CliError(f"--input-shapes gives input {repeated!r} twice")
     from trt_scatter.polygraphy_ext.run_args import bfloat16_inputs
 
     refusal = bfloat16_inputs(model.graph)
