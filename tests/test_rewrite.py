@@ -1465,3 +1465,30 @@ def test_an_attribute_onnx_graphsurgeon_drops_is_refused_not_dropped():
         rewrite(model)
     del model.graph.node[-1], model.graph.output[-1]
     assert [node.op_type for node in rewrite(model)[0].graph.node] == ["ScatterElementsReduce"]
+
+
+@pytest.mark.parametrize("opset", [11, 13, 16])
+def test_updates_that_an_old_reshape_leaves_unshaped_are_declared_so_the_rewrite_lowers(opset):
+    """``x[idx] = y`` as PyTorch's TorchScript exporter writes it: y reshaped to Concat(Shape(idx), Shape(x)[1:]). ONNX's
+    Reshape before opset 14 infers no shape from a computed one, so the ScatterUpdate of the rewrite had updates of no
+    known rank, and lower and check refused it; the rule of the ScatterND it replaces gives that shape."""
+    from trt_scatter.passes.lower import lower
+
+    axes = {"axes": [1]} if opset < 13 else {}
+    unsqueeze = helper.make_node("Unsqueeze", ["idx"] + ([] if opset < 13 else ["one"]), ["rows"], **axes)
+    nodes = [helper.make_node("Shape", ["idx"], ["n"]), unsqueeze, helper.make_node("Shape", ["x"], ["xs"]),
+             helper.make_node("Slice", ["xs", "one", "end"], ["tail"]), helper.make_node("Concat", ["n", "tail"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["y", "shape"], ["values"]), helper.make_node("ScatterND", ["x", "rows", "values"], ["output"])]
+    graph = helper.make_graph(nodes, "put", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 3]),
+                                             helper.make_tensor_value_info("idx", TensorProto.INT64, [2]),
+                                             helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [5, 3])],
+                              [numpy_helper.from_array(np.array([1], np.int64), "one"), numpy_helper.from_array(np.array([9], np.int64), "end")])
+    original = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model, report = rewrite(original)
+    assert [node.op_type for node in model.graph.node if node.domain == "trt_scatter"] == ["ScatterUpdate"], list(report.lines())
+    feeds = {"x": np.arange(15, dtype=np.float32).reshape(5, 3), "idx": np.array([4, 1]), "y": -np.ones((2, 3), np.float32)}
+    expected = onnxruntime.InferenceSession(original.SerializeToString()).run(["output"], feeds)[0]
+    lowered = lower(model)
+    np.testing.assert_array_equal(onnxruntime.InferenceSession(lowered.SerializeToString()).run(["output"], feeds)[0], expected)
+    np.testing.assert_array_equal(Reference(model).run(feeds)["output"], expected)

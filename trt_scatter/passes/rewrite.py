@@ -188,6 +188,23 @@ def _keep_what_graphsurgeon_drops(model: onnx.ModelProto, result: onnx.ModelProt
         node.doc_string = docs.get((node.domain, node.op_type, tuple(node.output)), node.doc_string)
 
 
+def _declare_updates(node) -> None:
+    """Gives a ScatterND's or ScatterElements' updates that shape inference left without a shape the one ONNX's rule
+    gives them (``indices.shape[:-1] + data.shape[k:]``; indices' shape): ONNX's Reshape before opset 14 infers none
+    from a computed shape, which is how PyTorch's TorchScript exporter shapes the value of ``x[idx] = y``, and the
+    lowering of the node this rewrite writes, and the data loader, need the rank. Graph inputs keep what they declare."""
+    data, indices, updates = node.inputs[:3]
+    if updates.shape is not None or not updates.inputs or indices.shape is None or data.shape is None:
+        return
+    if node.op == "ScatterND":
+        if not indices.shape or not isinstance(indices.shape[-1], int):
+            return
+        updates.shape = list(indices.shape[:-1]) + list(data.shape[indices.shape[-1] :])
+    else:
+        updates.shape = list(indices.shape)
+    updates.dtype = updates.dtype or data.dtype
+
+
 def _standard_scatter(node: onnx.NodeProto) -> bool:
     """Whether ``node`` is ONNX's ScatterND or ScatterElements, where the patterns end."""
     return node.domain in DEFAULT_DOMAINS and node.op_type in ("ScatterND", "ScatterElements")
@@ -331,6 +348,7 @@ class _Rewriter:
         matchers = {"ScatterND": self._scatter_nd, "ScatterElements": self._scatter_elements}  # the patterns, by the op they end in
         for node in list(self.graph.nodes):
             if node.domain in (None, *DEFAULT_DOMAINS) and node.op in matchers:  # onnx-graphsurgeon leaves no domain as None
+                _declare_updates(node)
                 add = self._accumulating_add(node)
                 self._rewrite(node, matchers[node.op] if add is None else lambda node, add=add: self._accumulate(node, add, matchers[node.op]))
         self._fold_transposes()
