@@ -6,6 +6,7 @@ input sets it was not exported with (other positions, indices and values; for dy
 another batch and length), and ``trt-scatter build --plugins`` must build the dynamic export on TensorRT.
 """
 
+import io
 import logging
 import re
 import sys
@@ -910,3 +911,20 @@ def test_a_per_sequence_prefill_of_int32_positions_is_one_cache_write():
     assert [node.op_type for node in model.graph.node if node.domain == "trt_scatter" or node.op_type.startswith("Scatter")] == ["CacheScatter"]
     computed = Reference(model).run({"cache": cache.numpy(), "k": k.numpy(), "positions": positions.numpy()})["out"]
     np.testing.assert_array_equal(computed, Prefill()(cache.clone(), k, positions).numpy())
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+def test_the_loader_draws_inputs_for_a_static_kv_cache_that_torchscript_writes_at_an_old_opset(tmp_path, opset):
+    """PyTorch's own TorchScript export of a KV-cache write at a tensor position, every input static: before opset 14 the
+    value's Reshape has no inferred shape, so the loader ran the model for the updates' (1, 2, 3, 4) but took a default
+    of 4 for the symbols of the indices computed from the position, and check refused a model onnxruntime runs."""
+    from trt_scatter.inputs import ScatterDataLoader
+
+    buffer = io.BytesIO()
+    torch.onnx.export(torch_modules.KVCacheBHSD(), (torch.zeros(1, 2, 16, 4), torch.randn(1, 2, 3, 4), torch.tensor(5)), buffer, dynamo=False,
+                      opset_version=opset, input_names=["cache", "new", "pos"], output_names=["output"])
+    model = onnx.load_from_string(buffer.getvalue())
+    for seed in range(3):
+        feeds = ScatterDataLoader(model, seed=seed)[0]
+        expected = onnxruntime.InferenceSession(model.SerializeToString()).run(["output"], feeds)[0]
+        np.testing.assert_array_equal(Reference(model).run(feeds)["output"], expected)

@@ -301,8 +301,11 @@ class _Plan:
         """Where static shape inference cannot tell a scatter node's data or updates shape (after a TopK with a
         computed k, a NonZero...), runs the part of the model that computes them, on random values of the graph
         inputs it reads (their shapes are known by now): the shapes of a run are the shapes to plan for."""
-        wanted = [tensor for node in self.nodes for name, tensor in node.inputs.items()
-                  if name in ("data", "updates") and tensor not in self.concrete and tensor not in self.inputs]  # fmt: skip
+        unknown = [node for node in self.nodes if any(name in ("data", "updates") and tensor not in self.concrete and tensor not in self.inputs
+                                                      for name, tensor in node.inputs.items())]  # fmt: skip
+        # the node's computed index inputs too, from the same run: a length the run gives its updates (a slice at a drawn
+        # position) is their length too, where the rules would take a default for the symbol shape inference gave them
+        wanted = list(dict.fromkeys(tensor for node in unknown for tensor in node.inputs.values() if tensor not in self.inputs))
         if wanted:
             values = _run_part(self, wanted, self.shapes, rng)
             self.concrete.update({name: tuple(np.shape(value)) for name, value in (values or {}).items()})
