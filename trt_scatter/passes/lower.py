@@ -83,6 +83,7 @@ def lower(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelProto
     if opset_version(lowered) != opset_version(model.proto):  # an IR version old enough for the model's opset stays
         lowered.ir_version = max(lowered.ir_version, onnx.helper.find_min_ir_version_for(list(lowered.opset_import), True))
     drop_initialized_inputs(lowered)  # constants now, maybe folded into the lowering
+    lowered.ir_version = max(lowered.ir_version, 4)  # IR 3 asked every initializer to be a graph input too, the lowering's constants included
     lowered.graph.name = lowered.graph.name or "lowered"  # ONNX's checker wants one (runtimes do not)
     return lowered
 
