@@ -1958,4 +1958,6 @@ def extremes_from_zero(graph: onnx.GraphProto) -> Iterator[str]:
             yield (f"{second.op_type} node {second.name or second.output[0]!r} starts its targets at 0 and the "
                    f"{'smallest' if reduction == 'max' else 'largest'} value of its updates, as torch_geometric's scatter(reduce={reduction!r}) "
                    f"does under the TorchScript exporter (its ONNX-export branch): a target whose values all lie {sign} 0 gets 0 where "
-                   f"eager PyTorch gives their {which}")
+                   f"eager PyTorch gives their {which}"
+                   + ("; a softmax over it (torch_geometric's, GATConv's attention) comes out near 0 where scores lie far below 0"
+                      if reduction == "max" else ""))
