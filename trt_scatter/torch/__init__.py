@@ -223,7 +223,7 @@ def _passed_through(graph):
 
 
 def _eager(model, tensors):
-    """``model``'s outputs (a list of tensors, ``None`` where they are not that or it cannot run) on copies of ``tensors``,
+    """``model``'s outputs (a list, ``None`` where it gives none or cannot run) on copies of ``tensors``,
     in eval mode as the exporter traced, without grad; the module's modes, parameters and buffers are as they were
     after it."""
     import torch
@@ -248,12 +248,19 @@ def _eager(model, tensors):
                 if name in buffers:
                     buffer.copy_(buffers[name])
     eager = [eager] if isinstance(eager, torch.Tensor) else list(eager) if isinstance(eager, (tuple, list)) else []
-    return eager if eager and all(isinstance(value, torch.Tensor) for value in eager) else None
+    return eager or None
 
 
 def _same(a, b):
+    """Whether two outputs of eager runs are one value: tensors of one shape, type and elements (NaN where NaN), or
+    equal other values."""
     import torch
 
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+        try:
+            return type(a) is type(b) and bool(a == b)
+        except Exception:  # a value without a truth: not known to be the same
+            return False
     return a.shape == b.shape and a.dtype == b.dtype and (
         torch.equal(a, b) or (a.is_floating_point() and torch.allclose(a, b, rtol=0.0, atol=0.0, equal_nan=True)))
 
@@ -289,7 +296,7 @@ def _refuse_a_dropped_write(model, args, proto, through, removed, input_names=No
         return
     for output, value in zip(outputs, eager):
         given = tensors[positions[through[output]]] if output in through else None
-        if isinstance(given, torch.Tensor) and not _same(value, given):
+        if isinstance(given, torch.Tensor) and isinstance(value, torch.Tensor) and not _same(value, given):
             raise ValueError(f"trt_scatter.torch.export: PyTorch's TorchScript exporter dropped a write ({_dropped(removed)}): output {output!r} of the "
                              f"model hands input {through[output]!r} on unchanged, where eager PyTorch gives other values: export with "
                              "dynamo=True, which keeps a write into a view (narrow, t(), view(-1)), or assign at the coordinates, which "
