@@ -35,6 +35,7 @@ Use it from Python as an iterable of feed dicts (like polygraphy's ``DataLoader`
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections import Counter, OrderedDict
 from typing import TYPE_CHECKING
@@ -418,8 +419,9 @@ class _Plan:
                     # of rows (a position per sequence that the model moves, pos + 1) only rarely all at once
                     feed[name] = np.full(self.shapes[name], _nearest_first(attempt - TRIES, *ranges[name]), dtype)
             draw = np.random.default_rng(rng.integers(2**63))  # one per try: start/stop/step are drawn together per rng
-            for name in self.shared:
-                feed[name] = np.asarray(self.generators[name][1](draw)).astype(self.inputs[name][0], copy=False)
+            for name in self.shared:  # every other try without negative indices, which another node's rule may refuse
+                with oracle.rules.non_negative_draws() if attempt % 2 else contextlib.nullcontext():
+                    feed[name] = np.asarray(self.generators[name][1](draw)).astype(self.inputs[name][0], copy=False)
             try:
                 with warnings_dropped():  # of repeated targets in a try that is thrown away
                     values = dict(zip(names, self._reference.evaluator.run(names, dict(feed))))

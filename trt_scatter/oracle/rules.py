@@ -13,6 +13,7 @@ Every broken rule raises :class:`ScatterInputError`; its message reads
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -290,9 +291,26 @@ def known_vector(op: str, name: str, value: ArrayLike | None, shape: Sequence[in
     return shape[0]
 
 
+_NON_NEGATIVE_DRAWS = contextvars.ContextVar("non_negative_draws", default=False)
+
+
+@contextlib.contextmanager
+def non_negative_draws() -> Iterator[None]:
+    """For its duration, :func:`some_negative` leaves every index in [0, s-1]: the data loader draws an input that
+    several nodes take so, for a node whose rule takes no negative index (ScatterUpdate's, beside a ScatterND's)."""
+    token = _NON_NEGATIVE_DRAWS.set(True)
+    try:
+        yield
+    finally:
+        _NON_NEGATIVE_DRAWS.reset(token)
+
+
 def some_negative(rng: np.random.Generator, indices: np.ndarray, sizes: ArrayLike) -> np.ndarray:
     """About half of ``indices`` (in [0, s-1], ``sizes`` s broadcasting) in their negative form i - s, which
-    ONNX's ScatterElements/ScatterND allow: the same targets, and engines get checked on both forms."""
+    ONNX's ScatterElements/ScatterND allow: the same targets, and engines get checked on both forms (none in
+    :func:`non_negative_draws`)."""
+    if _NON_NEGATIVE_DRAWS.get():
+        return indices
     return np.where(rng.random(indices.shape) < 0.5, indices - sizes, indices)
 
 
