@@ -462,7 +462,7 @@ class TensorRTGraph(_Composites):
     SCATTER_REDUCTIONS = False  # IScatterLayer has no reduction (TensorRT 10.x, 11.x, TensorRT-RTX)
     SCATTER_LACKS = (np.dtype(np.uint8),)  # else the build fails later, far from the call
 
-    def __init__(self, network, op="trt_scatter"):
+    def __init__(self, network: trt.INetworkDefinition, op: str = "trt_scatter") -> None:
         from trt_scatter.backend import tensorrt
         from trt_scatter.oracle.rules import ScatterInputError
 
@@ -713,7 +713,7 @@ class OnnxGraph(_Composites):
     RUNTIME_ASSERTIONS = False  # no ONNX op asserts; onnxruntime's ScatterElements/ScatterND check indices themselves
     SCATTER_REDUCTIONS = True  # ScatterElements/ScatterND's reduction attribute (opsets 16, 18)
 
-    def __init__(self, prefix="", taken=None):
+    def __init__(self, prefix: str = "", taken: set[str] | None = None) -> None:
         self.nodes, self.initializers, self.inputs = [], [], []
         self._names = itertools.count()
         self.prefix, self.taken = prefix, set() if taken is None else taken

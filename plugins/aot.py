@@ -183,7 +183,7 @@ class SymbolicOps:
     ``_top_level.py``).
     Ints stay ints where both operands are ints; otherwise they become constant expressions."""
 
-    def __init__(self, trtp):
+    def __init__(self, trtp: Any) -> None:
         self.trtp = trtp
 
     def _expr(self, value):

@@ -139,7 +139,7 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
             report_refused_shapes(f"the profile's shapes break a plugin's rule: {cls.NAME} plugin, input shapes {[tuple(shape) for shape in shapes]}: {err}")
             raise
 
-    def __init__(self, inplace=False, phase=None, **attributes):
+    def __init__(self, inplace: bool | int = False, phase: Any = None, **attributes: Any) -> None:
         trt.IPluginV3.__init__(self)
         trt.IPluginV3OneCore.__init__(self)
         _BUILD_INTERFACE.__init__(self)
@@ -294,7 +294,7 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
 class ScatterPluginCreator(trt.IPluginCreatorV3One):
     """Creates one op's plugin (:func:`plugin_class`) from its fields (the op's attributes); registered under the op's name."""
 
-    def __init__(self, op):
+    def __init__(self, op: Op) -> None:
         trt.IPluginCreatorV3One.__init__(self)
         self.plugin_class = plugin_class(op)
         self.fields = dict(op.attributes)  # plugin fields = ONNX node attributes

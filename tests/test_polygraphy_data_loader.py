@@ -1197,3 +1197,13 @@ def test_an_index_input_that_a_scatternd_and_a_scatterupdate_take_fits_both_for_
         feed = ScatterDataLoader(model, seed=seed, input_shapes={"idx": (9, 1)})[0]
         assert feed["x"].shape[0] >= 9 and len(set(feed["idx"].ravel() % feed["x"].shape[0])) == 9, seed
         Reference(model).run(feed)
+
+
+def test_the_loader_takes_a_model_loader_as_polygraphys_loaders_do(tmp_path):
+    """ScatterDataLoader(OnnxFromPath(path)): every other trt-scatter piece takes a loader of a model, this one raised
+    "model must be a path, an onnx.ModelProto or a trt_scatter.model.Model (got OnnxFromPath)" on first use."""
+    from polygraphy.backend.onnx import OnnxFromPath
+
+    path = fx.save(fx.scatter_elements_model([5, 3], [2, 3], axis=0), tmp_path / "se.onnx")
+    feed = ScatterDataLoader(OnnxFromPath(str(path)), seed=4)[0]
+    np.testing.assert_array_equal(feed["indices"], ScatterDataLoader(str(path), seed=4)[0]["indices"])

@@ -685,6 +685,12 @@ def test_use_plugins_for_parser_keeps_the_form_it_is_given_and_the_weights(tmp_p
     assert [node.op_type for node in onnx.load_from_string(as_bytes).graph.node] == ["ScatterElementsReduce"]
     plain = fx.save(scatter_elements_model((6, 4), (2, 4)), tmp_path / "plain.onnx")
     assert UsePluginsForParser(plain)() == plain
+    from polygraphy.backend.onnx import OnnxFromPath
+
+    for given in (OnnxFromPath(str(tmp_path / "m.onnx")), scatter_elements_model((6, 4), (9, 4), reduction="add")):  # a ModelProto: bytes
+        assert onnx.load_from_string(UsePluginsForParser(given)()).graph.node[0].op_type == "ScatterElementsReduce"
+    with pytest.raises(TypeError, match=r"^UsePluginsForParser takes a path, serialized bytes or an onnx\.ModelProto, or a loader of one \(got int\)$"):
+        UsePluginsForParser(3)()
 
 
 @pytest.mark.parametrize("source", ["--load-inputs", "--data-loader-script"])

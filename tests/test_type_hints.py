@@ -1,6 +1,6 @@
 """Public functions have type hints: every function and method whose name does not start with ``_``, in the
 package's folders (trt_scatter/, networks/, plugins/; modules whose own name starts with ``_`` are private,
-``__init__.py`` is public), including the methods of public classes, annotates each parameter but self/cls
+``__init__.py`` is public), including the methods of public classes and their constructors, annotates each parameter but self/cls
 (``*args`` and ``**kwargs`` too) and its return. Read from the sources' syntax trees: nothing is imported.
 
 One kind of function has none, on purpose: the translations that ``trt_scatter.torch.dynamo.translation_table``
@@ -27,12 +27,13 @@ def _public_modules():
                 yield path
 
 
-def _public_functions(body):
-    """The public functions of a module's or a public class's body, nested public classes included."""
+def _public_functions(body, in_class=False):
+    """The public functions of a module's or a public class's body, nested public classes included, and a public
+    class's ``__init__`` (its constructor's parameters are the class's API)."""
     for node in body:
         if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
-            yield from _public_functions(node.body)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+            yield from _public_functions(node.body, in_class=True)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (not node.name.startswith("_") or in_class and node.name == "__init__"):
             yield node
 
 

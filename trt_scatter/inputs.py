@@ -38,7 +38,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections import Counter, OrderedDict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -54,9 +54,12 @@ from trt_scatter.passes.validate import validate
 from trt_scatter.reference import NodeRunError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    import os
+    from collections.abc import Callable, Mapping, Sequence
 
     import onnx
+
+    from trt_scatter.model import Model
 
 DEFAULT_DIM = 4
 TRIES = 100  # random values tried for an input that reaches index inputs through other ops
@@ -67,7 +70,8 @@ class ScatterDataLoader:
     """An iterable of ``iterations`` feed dicts (name -> NumPy array) of valid inputs for ``model``.
 
     Args:
-        model: path of an ONNX model, an ``onnx.ModelProto`` or a :class:`trt_scatter.model.Model`.
+        model: path of an ONNX model, an ``onnx.ModelProto`` or a :class:`trt_scatter.model.Model`, or a loader of one
+            (a callable: polygraphy's ``OnnxFromPath``), called on first use.
         seed: the same seed gives the same inputs.
         input_shapes: ``{input name: shape}`` (or polygraphy ``TensorMetadata``) for dynamic inputs.
         iterations: how many feed dicts to yield.
@@ -79,7 +83,8 @@ class ScatterDataLoader:
     with one line naming the node or input and the rule, on first use.
     """
 
-    def __init__(self, model, seed=1, input_shapes=None, iterations=1, value_ranges=None):
+    def __init__(self, model: str | os.PathLike | onnx.ModelProto | Model | Callable[[], Any], seed: int = 1, input_shapes: Mapping[str, Any] | None = None,
+                 iterations: int = 1, value_ranges: Mapping[str, tuple[float, float]] | None = None) -> None:
         self.model = model
         self.seed = _count("seed", seed)
         self.input_shapes = _as_shape_dict(input_shapes)
@@ -98,7 +103,7 @@ class ScatterDataLoader:
 
     def _planned(self):
         if self._plan is None:
-            model = as_model(self.model, weights=True)
+            model = as_model(self.model() if callable(self.model) else self.model, weights=True)  # a loader (OnnxFromPath) too
             plan = _Plan(model, self.input_shapes, np.random.default_rng([self.seed]), self.value_ranges)
             if plan.roomy and not plan.runs(np.random.default_rng([self.seed, 0])):  # an op the loader knows no rule of may tie
                 # the grown dim to another input's (Add(scatter, bias[n]) with n named apart): the shapes the rules alone set,
@@ -794,7 +799,7 @@ class GivenShapeError(ValueError):
 class NamedDimensionConflict(GivenShapeError):
     """Two shapes give one named dimension of a model two sizes: ``name``, and ``(size, input)`` of each."""
 
-    def __init__(self, name: str, first: tuple[int, str], second: tuple[int, str]):
+    def __init__(self, name: str, first: tuple[int, str], second: tuple[int, str]) -> None:
         self.name, self.first, self.second = name, first, second
         super().__init__(f"dimension {name!r} is {first[0]} in the given shape of input {first[1]!r} and {second[0]} in that of "
                          f"input {second[1]!r}: the model names them one dimension")

@@ -32,7 +32,10 @@ from trt_scatter.oracle import rules
 from trt_scatter.oracle.rules import Known, ScatterInputError
 
 if TYPE_CHECKING:
+    import os
     from collections.abc import Sequence
+
+    import onnx
 
     from numpy.typing import ArrayLike
 
@@ -44,7 +47,7 @@ class NodeInputError(ScatterInputError):
     """The oracle's :class:`~trt_scatter.oracle.ScatterInputError`, its message led by the node that got
     the inputs (``"ScatterUpdate node 'update': scatter_update: 'indices' ..."``; ``node``: that label)."""
 
-    def __init__(self, node, err, op=None):
+    def __init__(self, node: str, err: ScatterInputError, op: Op | None = None) -> None:
         super().__init__(err.op, err.input_name, err.rule, err.value)
         self.node = node_label(node)  # the evaluator does not say where the node is in its graph
         self.outputs = tuple(node.output)  #: the node's output names, as NodeRunError's
@@ -143,7 +146,7 @@ class NodeRunError(RuntimeError):
     """Another op's failure in a run (an index out of range in a Gather...), its message led by the node's label: ONNX's
     evaluator raises the op's own error, which names no node. ``outputs``: the node's output names."""
 
-    def __init__(self, message, outputs=()):
+    def __init__(self, message: str, outputs: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.outputs = tuple(outputs)
 
@@ -219,7 +222,7 @@ class Reference:
     and the rule.
     """
 
-    def __init__(self, model):
+    def __init__(self, model: str | os.PathLike | onnx.ModelProto | Model) -> None:
         from onnx.reference import ReferenceEvaluator
 
         loaded = as_model(model, weights=True)  # a file that is no model: one ModelError line

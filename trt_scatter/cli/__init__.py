@@ -44,7 +44,7 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM or SIGHUP, raised where the command is, as Ctrl-C is: its cleanup runs (a temporary output file is
     removed, a build's child process ended) before it exits with 128 + the signal's number."""
 
-    def __init__(self, number):
+    def __init__(self, number: int) -> None:
         super().__init__(number)
         self.number = number
 

@@ -49,7 +49,7 @@ _HARMLESS = (
 class CliError(Exception):
     """Ends a command with its message as the one line on stderr, and ``exit_code``."""
 
-    def __init__(self, message, exit_code=BAD_INPUT):
+    def __init__(self, message: str, exit_code: int = BAD_INPUT) -> None:
         self.exit_code = exit_code
         super().__init__(message)
 
@@ -69,7 +69,7 @@ def help_text(docstring: str) -> str:
 class TensorRTOutput:
     """What TensorRT and polygraphy printed while :func:`quiet_tensorrt` held their output."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.python = io.StringIO()  # polygraphy's log and Python's logging (sys.stdout/sys.stderr)
         self.native = b""  # TensorRT's C++ side writes to file descriptors 1 and 2 directly
 

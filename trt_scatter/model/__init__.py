@@ -88,7 +88,7 @@ class Model:
     functions hold scatter nodes is held with those functions inlined (a copy), so that every pass sees them.
     """
 
-    def __init__(self, proto, path=None, external=False, weights=True):
+    def __init__(self, proto: onnx.ModelProto, path: str | os.PathLike | None = None, external: bool = False, weights: bool = True) -> None:
         if functions_hold_scatters(proto):
             import onnx.inliner
 

@@ -17,13 +17,16 @@ from trt_scatter.ops import op_of
 
 if TYPE_CHECKING:
     import numpy as np
+    import onnx
+
+    from trt_scatter.ops import Op
 
 
 class OpNode:
     """A node of a registered op (:func:`trt_scatter.ops.op_of`): ``op``, ``label`` (for messages),
     ``inputs`` (op input name -> tensor name, for the inputs given), ``node`` (the ``NodeProto``)."""
 
-    def __init__(self, node, index, tensors, op=None):
+    def __init__(self, node: onnx.NodeProto, index: int | None, tensors: Any, op: Op | None = None) -> None:
         self.node, self.index, self.tensors = node, index, tensors
         self.op = op or op_of(node)
         self.label = node_label(node, index)

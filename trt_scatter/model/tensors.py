@@ -75,7 +75,7 @@ def fold(node: onnx.NodeProto, values: Sequence[np.ndarray | None], opset: int |
 class ModelTensors:
     """Constant values, shapes and element types of the tensors of ``model`` (an ``onnx.ModelProto``)."""
 
-    def __init__(self, model):
+    def __init__(self, model: onnx.ModelProto) -> None:
         self.model = model
         graphs = list(all_graphs(model.graph))
         self._constant_protos = {init.name: init for graph in graphs for init in graph.initializer}

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 class ScatterInputError(ValueError):
     """An input breaks a rule of its op's spec. The message names the op, the input, the rule and the value."""
 
-    def __init__(self, op, input_name, rule, value):
+    def __init__(self, op: str, input_name: str, rule: str, value: Any) -> None:
         self.op, self.input_name, self.rule, self.value = op, input_name, rule, value
         super().__init__(f"{op}: '{input_name}' {rule} (got {value})")
 
@@ -339,7 +339,7 @@ class Known:
     """Arrays as what a model shows of a node (``constant``, ``shape``, ``attribute``): the per-op checks that
     read a model's node read the values of a run through this."""
 
-    def __init__(self, inputs, attributes):
+    def __init__(self, inputs: dict[str, np.ndarray], attributes: dict[str, Any]) -> None:
         self.inputs, self._attributes = inputs, attributes
 
     def constant(self, name: str) -> np.ndarray | None:

@@ -36,7 +36,7 @@ with :mod:`trt_scatter.reference`). Running the pass twice changes nothing more.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from polygraphy import util
@@ -110,7 +110,7 @@ def _refuse_what_the_aot_form_cannot_run(model):
 class ToAotPlugins(BaseLoader):
     """A polygraphy loader: the model (a path, an ``onnx.ModelProto``, or a loader of either) after :func:`to_aot`."""
 
-    def __init__(self, model):
+    def __init__(self, model: Any) -> None:
         self._model = model
 
     @util.check_called_by("__call__")

@@ -37,7 +37,7 @@ inputs, outputs and metadata are kept as they are.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from polygraphy import util
 from polygraphy.backend.base import BaseLoader
@@ -95,7 +95,7 @@ class LowerTrtScatter(BaseLoader):
         session = SessionFromOnnx(BytesFromOnnx(LowerTrtScatter(OnnxFromPath("model.onnx"))))
     """
 
-    def __init__(self, model):
+    def __init__(self, model: Any) -> None:
         self._model = model
 
     @util.check_called_by("__call__")

@@ -18,7 +18,7 @@ validated like any model with ``trt_scatter`` nodes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from polygraphy import util
 from polygraphy.backend.base import BaseLoader
@@ -83,7 +83,7 @@ def to_plugins(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.Model
 class UsePlugins(BaseLoader):
     """A polygraphy loader: the model (a path, an ``onnx.ModelProto``, or a loader of either) after :func:`to_plugins`."""
 
-    def __init__(self, model):
+    def __init__(self, model: Any) -> None:
         self._model = model
 
     @util.check_called_by("__call__")

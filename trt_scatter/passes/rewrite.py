@@ -69,7 +69,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from polygraphy import util
@@ -303,7 +303,7 @@ class RewriteToTrtScatter(BaseLoader):
     The report of the last call is :attr:`report`.
     """
 
-    def __init__(self, model):
+    def __init__(self, model: Any) -> None:
         self._model = model
         self.report = None
 

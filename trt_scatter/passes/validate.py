@@ -47,7 +47,7 @@ from polygraphy import util
 from polygraphy.backend.base import BaseLoader
 
 import math
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from trt_scatter import dtypes, networks, ops, oracle
 from trt_scatter.log import warn, warnings_dropped
@@ -435,7 +435,7 @@ class ValidateTrtScatter(BaseLoader):
     itself) as well as with loaders that take a ModelProto.
     """
 
-    def __init__(self, model):
+    def __init__(self, model: Any) -> None:
         self._model = model
 
     @util.check_called_by("__call__")

@@ -31,7 +31,7 @@ class RegisterTrtScatterPlugins(BaseLoader):
     environment already says otherwise): a write a kernel skips then fails the inference, naming the op.
     """
 
-    def __init__(self, obj=None, debug=False):
+    def __init__(self, obj: Any = None, debug: bool = False) -> None:
         self.obj = obj
         self.debug = debug
 
@@ -56,7 +56,7 @@ def register_plugins() -> None:
 
 class UsePluginsForParser(BaseLoader):
     """The model for TensorRT's ONNX parser, in the form it came in (a path, or serialized bytes: what polygraphy's
-    ``NetworkFromOnnxPath`` and ``NetworkFromOnnxBytes`` read), with ONNX's own nodes that trt-scatter's plugins serve
+    ``NetworkFromOnnxPath`` and ``NetworkFromOnnxBytes`` read; an ``onnx.ModelProto`` as bytes), with ONNX's own nodes that trt-scatter's plugins serve
     handed to them (:func:`trt_scatter.passes.plugins.to_plugins`), as ``trt-scatter build --plugins`` does::
 
         network = NetworkFromOnnxPath(RegisterTrtScatterPlugins(UsePluginsForParser("model.onnx")))
@@ -65,7 +65,7 @@ class UsePluginsForParser(BaseLoader):
     temporary folder that goes when the process ends; any other path is given back as it came.
     """
 
-    def __init__(self, obj):
+    def __init__(self, obj: Any) -> None:
         self.obj = obj
 
     @util.check_called_by("__call__")
@@ -77,8 +77,12 @@ class UsePluginsForParser(BaseLoader):
         from trt_scatter.passes.plugins import to_plugins
 
         obj, _ = util.invoke_if_callable(self.obj)
+        if isinstance(obj, onnx.ModelProto):
+            return to_plugins(obj).SerializeToString()
         if isinstance(obj, (bytes, bytearray)):
             return to_plugins(onnx.load_from_string(bytes(obj))).SerializeToString()
+        if not isinstance(obj, (str, os.PathLike)):
+            raise TypeError(f"UsePluginsForParser takes a path, serialized bytes or an onnx.ModelProto, or a loader of one (got {type(obj).__name__})")
         model = Model.read(obj, weights=True)
         served = to_plugins(model)
         if served is model.proto:
@@ -102,7 +106,7 @@ class ExplainOnnxrtErrors(BaseLoader):
     ``lowered``: the session runs the model with its ``trt_scatter`` nodes lowered (the message says so).
     """
 
-    def __init__(self, session, lowered=False):
+    def __init__(self, session: Any, lowered: bool = False) -> None:
         self._session = session
         self.lowered = lowered
 
@@ -156,7 +160,7 @@ class PolygraphyFeeds:
     loader). Iterating, indexing and ``input_metadata`` (which polygraphy sets on a loader) reach the loader it wraps,
     so nothing is drawn twice."""
 
-    def __init__(self, loader: Any, flag: str, constants: Sequence[str] = ()):
+    def __init__(self, loader: Any, flag: str, constants: Sequence[str] = ()) -> None:
         vars(self).update(_loader=loader, _flag=flag, _constants=set(constants))
 
     def __iter__(self) -> Iterator[Any]:

@@ -25,7 +25,7 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from polygraphy import util
 from polygraphy.backend.base import BaseRunner
@@ -79,7 +79,7 @@ class ReferenceInputError(ScatterInputError, PolygraphyException):
     """The oracle's :class:`~trt_scatter.oracle.ScatterInputError` for inputs the reference refuses,
     also a ``PolygraphyException`` (a user's error to polygraphy's tools)."""
 
-    def __init__(self, err):
+    def __init__(self, err: ScatterInputError) -> None:
         super().__init__(err.op, err.input_name, err.rule, err.value)
         self.args = err.args  # its message as it was (led by the node's name)
 
@@ -96,7 +96,7 @@ class ReferenceRunner(BaseRunner):
         name: the runner's name prefix (polygraphy appends a count and a timestamp).
     """
 
-    def __init__(self, model, name=None):
+    def __init__(self, model: Any, name: str | None = None) -> None:
         super().__init__(name=name, prefix="reference-runner")
         self._model = model
 
