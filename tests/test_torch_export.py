@@ -633,18 +633,60 @@ class IgnoresAnInput(torch.nn.Module):
         return x * 2
 
 
-@pytest.mark.parametrize("names, lost", [(["x", "edge_index"], "'edge_index'"), (None, "at position 1 of args")], ids=["named", "unnamed"])
-def test_torchscript_export_refuses_a_dropped_write_whose_input_is_lost(names, lost):
-    """The model was x -> Linear, without its edge_index input and without a word: it passed check (its reference runs
-    the model as written). Eager PyTorch's outputs change with that input, so the model lost a write."""
-    args = (torch.randn(6, 4), torch.tensor([[0, 1, 2, 3], [5, 5, 0, 2]]))
-    kwargs = {"input_names": names, "dynamic_axes": {"x": {0: "n"}, "edge_index": {1: "e"}}} if names else {}
-    with pytest.raises(ValueError, match=rf"^trt_scatter\.torch\.export: PyTorch's TorchScript exporter dropped a write \(without a word\): "
-                                         rf"the input {re.escape(lost)} is not in the model, and eager PyTorch's outputs depend on it: export "
-                                         r"with dynamo=True, which keeps a write into a view \(narrow, t\(\), view\(-1\)\)$"):
-        trt_scatter_torch.export(DroppedWriteThenLinear().eval(), args, dynamo=False, **kwargs)
-    model = trt_scatter_torch.export(IgnoresAnInput(), (torch.randn(3, 2), torch.randn(4)), dynamo=False, input_names=["x", "unused"])
-    assert [value.name for value in model.graph.input] == ["x"]  # an input nothing reads is left out, and no refusal
+class TracedLength(torch.nn.Module):
+    """``lengths`` read by value: the TorchScript exporter traces int(lengths.max()) as a constant and leaves it out."""
+
+    def forward(self, x, lengths):
+        return x[:, : int(lengths.max())] * 2
+
+
+class OneOfAPair(torch.nn.Module):
+    def forward(self, pair, c):
+        a, _ = pair
+        return a * 2 + c
+
+
+class SumOfTwo(torch.nn.Module):
+    def forward(self, x, mask, y):
+        return x + y
+
+
+class NarrowAtAPosition(torch.nn.Module):
+    def forward(self, x, pos):
+        y = x.clone()
+        y.narrow(0, 0, 1).index_fill_(1, pos, 7.0)
+        return y.sum(0)
+
+
+LOST = "is not in the model PyTorch's TorchScript exporter wrote, and eager PyTorch's outputs depend on it: the exporter dropped what reads it"
+
+
+@pytest.mark.parametrize("module, args, names, lost", [
+    (DroppedWriteThenLinear(), (torch.randn(6, 4), torch.tensor([[0, 1, 2, 3], [5, 5, 0, 2]])), ["x", "edge_index"], "'edge_index'"),
+    (DroppedWriteThenLinear(), (torch.randn(6, 4), torch.tensor([[0, 1, 2, 3], [5, 5, 0, 2]])), None, "at position 1 of args"),
+    (TracedLength(), (torch.randn(2, 8), torch.tensor([3, 5])), ["x", "lengths"], "'lengths'"),
+    (NarrowAtAPosition(), (torch.randn(3, 4), torch.tensor([2])), ["x", "pos"], "'pos'"),  # one value: moved by one
+], ids=["dropped-write-named", "dropped-write-unnamed", "traced-constant", "one-value"])
+def test_torchscript_export_refuses_a_model_that_lost_an_input_its_outputs_depend_on(module, args, names, lost):
+    """The model was x -> Linear, without its edge_index input and without a word, and passed check (its reference
+    runs the model as written); likewise an input whose value the tracer took for a constant. Eager PyTorch's outputs
+    change with that input, so the model lost what reads it."""
+    kwargs = {"input_names": names} if names else {}
+    with pytest.raises(ValueError, match=rf"^trt_scatter\.torch\.export: the input {re.escape(lost)} {re.escape(LOST)} \(a write into a view: "
+                                         r"narrow, t\(\), view\(-1\); or a value it traced as a constant, as int\(x\.max\(\)\), which its "
+                                         r"TracerWarning names\): export with dynamo=True$"):
+        trt_scatter_torch.export(module.eval(), args, dynamo=False, **kwargs)
+
+
+@pytest.mark.parametrize("module, args, names, kept", [
+    (IgnoresAnInput(), (torch.randn(3, 2), torch.randn(4)), ["x", "unused"], ["x"]),  # an input nothing reads is left out
+    (SumOfTwo(), (torch.randn(3), None, torch.randn(3)), None, ["onnx::Add_0", "onnx::Add_1"]),  # None and tuples: the
+    (OneOfAPair(), ((torch.randn(3), torch.randn(3)), torch.randn(3)), ["a", "b", "c"], ["a", "c"]),  # exporter flattens args
+], ids=["unread", "none-in-args", "tuple-in-args"])
+def test_an_export_that_lost_only_inputs_nothing_reads_is_no_refusal(module, args, names, kept):
+    """A review found the check refusing these: the graph inputs' places are those of the flattened args, not of args."""
+    model = trt_scatter_torch.export(module, args, dynamo=False, **({"input_names": names} if names else {}))
+    assert [value.name for value in model.graph.input] == kept
 
 
 class KeptWriteThenMore(torch.nn.Module):

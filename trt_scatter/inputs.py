@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 
 DEFAULT_DIM = 4
 TRIES = 100  # random values tried for an input that reaches index inputs through other ops
+SHAPE_RUNS = 8  # random runs tried for the shapes of a scatter's computed inputs that shape inference cannot tell
 MAX_INPUT_BYTES = 1 << 30  #: the most bytes of inputs a loader generates, all iterations together
 
 
@@ -246,7 +247,7 @@ class _Plan:
             raise ValueError(f"ScatterDataLoader: value_ranges gives bool input {booleans[0]!r} a range: bool values have none")
         self.given = {name: self._given(name, shape) for name, shape in given.items()}
         self.producers = {out: node for node in graph.node for out in node.output}
-        self.nodes = [_Node(node, index, self.tensors, self._origin) for index, node in enumerate(graph.node) if op_of(node)]
+        self.nodes = [_Node(node, index, self.tensors, self.origin) for index, node in enumerate(graph.node) if op_of(node)]
         self.generators = {}  # graph input -> (the node it is drawn for, callable(rng) -> array)
         self.shared = {}  # generated input -> (another node that takes it, its input there)
         self._solved = _Shapes(self, rng)
@@ -309,12 +310,15 @@ class _Plan:
         inputs it reads (their shapes are known by now): the shapes of a run are the shapes to plan for."""
         unknown = [node for node in self.nodes if any(name in ("data", "updates") and tensor not in self.concrete and tensor not in self.inputs
                                                       for name, tensor in node.inputs.items())]  # fmt: skip
-        # the node's computed index inputs too, from the same run: a length the run gives its updates (a slice at a drawn
-        # position) is their length too, where the rules would take a default for the symbol shape inference gave them
+        # the nodes' computed index inputs too, from the same run: a length the run gives the updates (a slice at a drawn
+        # position) is theirs too, where the rules would take a default for the symbol shape inference gave them; a few
+        # tries, as random values may fail the part (a position past the end) where the valid ones the loader draws do not
         wanted = list(dict.fromkeys(tensor for node in unknown for tensor in node.inputs.values() if tensor not in self.inputs))
-        if wanted:
+        for _ in range(SHAPE_RUNS if wanted else 0):
             values = _run_part(self, wanted, self.shapes, rng)
-            self.concrete.update({name: tuple(np.shape(value)) for name, value in (values or {}).items()})
+            if values is not None:
+                self.concrete.update({name: tuple(np.shape(value)) for name, value in values.items()})
+                break
 
     def _given(self, name, shape):
         if name not in self.inputs:
@@ -327,7 +331,7 @@ class _Plan:
             raise GivenShapeError(f"input {name!r}: the given shape {tuple(shape)} does not fit the model's {declared}")
         return tuple(shape)
 
-    def _origin(self, name):
+    def origin(self, name: str) -> str:
         """``name`` traced back through Cast/Identity (which keep shape and values): ONNX's ScatterND takes
         int64 indices only, so int32 indices reach it through a Cast and are still generated."""
         while name in self.producers and self.producers[name].op_type in ("Cast", "Identity"):
@@ -723,7 +727,7 @@ class _Shapes:
         plan = self.plan
         expands = [(node, source) for node in plan.model.graph.node
                    if node.op_type == "Expand" and node.domain in DEFAULT_DOMAINS and len(node.input) == 2
-                   and (source := plan._origin(node.input[0])) in plan.inputs and self.symbolic.symbolic_shape(source) is not None]  # fmt: skip
+                   and (source := plan.origin(node.input[0])) in plan.inputs and self.symbolic.symbolic_shape(source) is not None]  # fmt: skip
         before = dict(self.value)
         for _ in expands:  # a size set for one Expand may move another's shape
             shapes = {name: tuple(self.of(d) for d in dims) for name in plan.inputs if (dims := self.symbolic.symbolic_shape(name)) is not None}

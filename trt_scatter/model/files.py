@@ -229,7 +229,7 @@ def external_file(tensor: onnx.TensorProto, path: str | os.PathLike, name: str |
 
     entries = {entry.key: entry.value for entry in tensor.external_data}
     location = entries.get("location", "")
-    where = f"{os.fspath(path)!r} keeps tensor {printable(repr(name or tensor.name))} in {printable(repr(location))}"
+    where = _kept(path, name or tensor.name, tensor)
     for key in ("offset", "length"):
         if key in entries and not (entries[key].isascii() and entries[key].isdigit()):
             raise ModelError(f"{where} at {key} {printable(entries[key])}: an {key} is a byte count"
@@ -248,16 +248,22 @@ def external_file(tensor: onnx.TensorProto, path: str | os.PathLike, name: str |
     return real_file, info.offset or 0, info.length
 
 
+def _kept(path, name, tensor):
+    """``'<model>' keeps tensor '<name>' in '<location>'``: what a message on an external tensor starts with."""
+    location = next((entry.value for entry in tensor.external_data if entry.key == "location"), "")
+    return f"{os.fspath(path)!r} keeps tensor {printable(repr(name))} in {printable(repr(location))}"
+
+
 def _check_external_files(model, path):
     """Every file that holds a tensor of the model is the model's own (:func:`external_file`) and long enough."""
     for name, tensor in constant_tensors(model.graph):
         if tensor.data_location != tensor.EXTERNAL:
             continue
         file, offset, length = external_file(tensor, path, name)
-        where = f"{os.fspath(path)!r} keeps tensor {printable(repr(name))} in {printable(repr(next(e.value for e in tensor.external_data if e.key == 'location')))}"
-        needed = _byte_count(tensor)
+        where, needed = _kept(path, name, tensor), _byte_count(tensor)
         if length and needed is not None and length != needed:
-            raise ModelError(f"{where} as {length} bytes, and its shape {list(tensor.dims)} and type {dtypes.onnx_name(tensor.data_type)} take {needed}")
+            raise ModelError(f"{where} as {length} bytes, and its shape {list(tensor.dims)} and type {dtypes.onnx_name(tensor.data_type)} "
+                             f"take {needed}")
         size, wanted = os.path.getsize(file), length or needed
         if wanted and size < offset + wanted:
             raise ModelError(f"{where}, which holds {size} bytes, not the {wanted} from offset {offset}")

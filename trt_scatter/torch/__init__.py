@@ -127,7 +127,7 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
         through = _passed_through(proto.graph)
         if through:
             _refuse_a_dropped_write(model, args, proto, through, removed, kwargs.get("input_names"))
-        _refuse_a_lost_input(model, args, proto, removed, kwargs.get("input_names"))
+        _refuse_a_lost_input(model, args, proto, kwargs.get("input_names"))
     nested = nested_node(proto.graph)
     if nested is not None:  # a write inside torch.cond or a loop
         logger.warning(f"trt_scatter.torch: {nested[0]} lies in a subgraph of {nested[1]}: full TensorRT builds it, TensorRT-RTX "
@@ -274,6 +274,7 @@ def _positions(proto, tensors, input_names):
 
 
 def _dropped(removed):
+    """How the TorchScript exporter dropped a write: its warning's words (``removed``, the first), or none."""
     return f"its warning: {removed[0]}" if removed else "without a word"
 
 
@@ -303,24 +304,25 @@ def _refuse_a_dropped_write(model, args, proto, through, removed, input_names=No
                              "both exporters keep (x[i, i] = y for a diagonal, i = torch.arange(n))")
 
 
-def _refuse_a_lost_input(model, args, proto, removed, input_names=None):
-    """Refuses a model that lost an input eager PyTorch's outputs depend on: the TorchScript exporter dropped a write
-    before more computation (``y.narrow(1, 0, 2).index_add_(0, index, v)`` then a ``Linear``), and with it every input
-    only that write read, without a word. An input that the model does not read is left out of it too, so the outputs
-    decide: eager PyTorch runs on the example inputs, twice (outputs that vary from run to run decide nothing), then with
-    the lost input's values moved (rolled by one place, all its first, reversed: indices stay in range) until its outputs
-    change, which means the model reads it."""
+def _refuse_a_lost_input(model, args, proto, input_names=None):
+    """Refuses a model that lost an input eager PyTorch's outputs depend on: the TorchScript exporter dropped what read
+    it, without a word, a write into a view before more computation (``y.narrow(1, 0, 2).index_add_(0, index, v)`` then
+    a ``Linear``) or a value it traced as a constant (``int(lengths.max())``, which its TracerWarning names). An input
+    that the model does not read is left out of it too, so the outputs decide: eager PyTorch runs on the example
+    inputs, twice (outputs that vary from run to run decide nothing), then with the lost input's values moved (rolled
+    by one place, all its first, reversed: indices stay in range; a single value plus one) until its outputs change,
+    which means the model reads it. Only for ``args`` of tensors, whose places are the graph inputs' (the exporter
+    flattens tuples and drops ``None``)."""
     import torch
 
     tensors = args if isinstance(args, tuple) else (args,)
-    if not isinstance(model, torch.nn.Module):
+    if not isinstance(model, torch.nn.Module) or not all(isinstance(tensor, torch.Tensor) for tensor in tensors):
         return
     positions, names = _positions(proto, tensors, input_names), list(input_names or [])
     if any(value.name not in positions for value in fed_inputs(proto.graph)):
         return  # an input the names do not place: which example is lost is not known
     kept = {positions[value.name] for value in fed_inputs(proto.graph)}
-    lost = [index for index, tensor in enumerate(tensors)
-            if index not in kept and isinstance(tensor, torch.Tensor) and tensor.numel() > 1 and (index < len(names) or not names)]
+    lost = [index for index in range(len(tensors)) if index not in kept and (index < len(names) or not names)]
     if not lost:
         return
     eager = _eager(model, tensors)
@@ -328,16 +330,18 @@ def _refuse_a_lost_input(model, args, proto, removed, input_names=None):
         return
     for index in lost:
         given = tensors[index]
-        for changed in (given.reshape(-1).roll(1).reshape(given.shape), given.reshape(-1)[:1].expand(given.shape), given.flip(-1)):
+        moved = ((given.reshape(-1).roll(1).reshape(given.shape), given.reshape(-1)[:1].expand(given.shape), given.flip(-1)) if given.numel() > 1
+                 else (~given if given.dtype == torch.bool else given + 1,))
+        for changed in moved:
             other = _eager(model, tensors[:index] + (changed,) + tensors[index + 1 :])
             if other is not None and not all(map(_same, eager, other)):
                 break
         else:
             continue
         name = repr(names[index]) if index < len(names) else f"at position {index} of args"
-        raise ValueError(f"trt_scatter.torch.export: PyTorch's TorchScript exporter dropped a write ({_dropped(removed)}): the input {name} "
-                         "is not in the model, and eager PyTorch's outputs depend on it: export with dynamo=True, which keeps a write "
-                         "into a view (narrow, t(), view(-1))")
+        raise ValueError(f"trt_scatter.torch.export: the input {name} is not in the model PyTorch's TorchScript exporter wrote, and eager "
+                         "PyTorch's outputs depend on it: the exporter dropped what reads it (a write into a view: narrow, t(), view(-1); "
+                         "or a value it traced as a constant, as int(x.max()), which its TracerWarning names): export with dynamo=True")
 
 
 def mark_inplace(model: onnx.ModelProto) -> list[str]:
