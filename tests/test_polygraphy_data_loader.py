@@ -1207,3 +1207,25 @@ def test_the_loader_takes_a_model_loader_as_polygraphys_loaders_do(tmp_path):
     path = fx.save(fx.scatter_elements_model([5, 3], [2, 3], axis=0), tmp_path / "se.onnx")
     feed = ScatterDataLoader(OnnxFromPath(str(path)), seed=4)[0]
     np.testing.assert_array_equal(feed["indices"], ScatterDataLoader(str(path), seed=4)[0]["indices"])
+
+
+@pytest.mark.parametrize("view", [[-1], [1, -1]])
+def test_a_value_reshaped_before_its_expand_gets_the_length_the_expand_gives_it(view):
+    """``x[2:, ::3] = y`` with y (1, b) as PyTorch's dynamo exporter writes it: y.view(-1) expanded to (n - 2, (m + 2) // 3),
+    both computed from x's dims. The loader followed an Expand's input through Cast and Identity only, drew b = 4 where
+    (m + 2) // 3 = 2, and every run failed on the Expand."""
+    from onnx import helper
+
+    const = lambda name, values: onnx.numpy_helper.from_array(np.array(values, np.int64), name)  # noqa: E731
+    nodes = [helper.make_node("Reshape", ["y", "view"], ["row"]), helper.make_node("Shape", ["x"], ["xs"]),
+             helper.make_node("Gather", ["xs", "zero"], ["n"]), helper.make_node("Gather", ["xs", "one"], ["m"]),
+             helper.make_node("Sub", ["n", "two"], ["rows"]), helper.make_node("Add", ["m", "two"], ["m2"]), helper.make_node("Div", ["m2", "three"], ["cols"]),
+             helper.make_node("Concat", ["rows", "cols"], ["shape"], axis=0), helper.make_node("Expand", ["row", "shape"], ["values"]),
+             helper.make_node("SliceScatter", ["x", "values", "start", "stop", "step", "axes"], ["out"], domain="trt_scatter")]
+    graph = helper.make_graph(nodes, "bcast", [info("x", ("n", "m"), np.float32), info("y", (1, "b"), np.float32)], [info("out", ("n", "m"), np.float32)],
+                              [const("view", view), const("zero", [0]), const("one", [1]), const("two", [2]), const("three", [3]),
+                               const("start", [2, 0]), const("stop", [2**63 - 1, 2**63 - 1]), const("step", [1, 3]), const("axes", [0, 1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
+    feed = ScatterDataLoader(model)[0]
+    assert feed["y"].shape == (1, (feed["x"].shape[1] + 2) // 3), {name: value.shape for name, value in feed.items()}
+    Reference(model).run(feed)

@@ -720,27 +720,59 @@ class _Shapes:
     def _fit_expanded_inputs(self):
         """PyTorch's exporters broadcast a slice assignment's value to the slice with an ``Expand`` to a shape they compute
         from data's dims (``x[..., 1::2] = y``: ``(n + 1) // 2``; ``x[:, 1:] = y``: ``n - 1``), so the write's rules do
-        not see ``y``'s length. A free dim of a graph input that an Expand takes (through Cast/Identity) gets the size the
-        Expand's shape gives it where it would not broadcast, worked out by running the nodes that compute that shape on
-        random values (an Expand that does not broadcast fails every run, so even where values set that shape no run that
-        worked is lost); kept where every bound still holds."""
+        not see ``y``'s length. A free dim of a graph input that an Expand takes (through Cast/Identity, and a Reshape to
+        a constant shape: ``y.view(-1)`` of a row) gets the size the Expand's shape gives it where it would not
+        broadcast, worked out by running the nodes that compute that shape on random values (an Expand that does not
+        broadcast fails every run, so even where values set that shape no run that worked is lost); kept where every
+        bound still holds."""
         plan = self.plan
-        expands = [(node, source) for node in plan.model.graph.node
-                   if node.op_type == "Expand" and node.domain in DEFAULT_DOMAINS and len(node.input) == 2
-                   and (source := plan.origin(node.input[0])) in plan.inputs and self.symbolic.symbolic_shape(source) is not None]  # fmt: skip
+        expands = []  # (Expand node, the graph input it takes, the constant shape a Reshape between them gives it or None)
+        for node in plan.model.graph.node:
+            if node.op_type != "Expand" or node.domain not in DEFAULT_DOMAINS or len(node.input) != 2:
+                continue
+            source, reshape = plan.origin(node.input[0]), None
+            producer = plan.producers.get(source)
+            if producer is not None and producer.op_type == "Reshape" and producer.domain in DEFAULT_DOMAINS and len(producer.input) == 2:
+                reshape, source = plan.tensors.constant(producer.input[1]), plan.origin(producer.input[0])
+                if reshape is None:
+                    continue
+            if source in plan.inputs and self.symbolic.symbolic_shape(source) is not None:
+                expands.append((node, source, None if reshape is None else [int(d) for d in np.reshape(reshape, -1)]))
         before = dict(self.value)
         for _ in expands:  # a size set for one Expand may move another's shape
             shapes = {name: tuple(self.of(d) for d in dims) for name in plan.inputs if (dims := self.symbolic.symbolic_shape(name)) is not None}
-            targets = _run_part(plan, [node.input[1] for node, _ in expands], shapes, np.random.default_rng(0)) or {}
+            targets = _run_part(plan, [node.input[1] for node, _, _ in expands], shapes, np.random.default_rng(0)) or {}
             moved = False
-            for node, source in expands if targets else ():
-                for dim, size in zip(reversed(self.symbolic.symbolic_shape(source)), reversed(targets[node.input[1]].tolist())):
+            for node, source, reshape in expands if targets else ():
+                dims, target = self.symbolic.symbolic_shape(source), targets[node.input[1]].tolist()
+                if reshape is not None:
+                    moved = self._fit_reshaped(dims, reshape, target) or moved
+                    continue
+                for dim, size in zip(reversed(dims), reversed(target)):
                     if self.free(dim) and size != 1 and self.of(dim) not in (1, size):
                         self.value[self.find(dim)], moved = int(size), True
             if not moved:
                 break
         if not all((offset[0] if offset else 0) + self._size(low) <= self._size(high) for low, high, *offset in self.bounds):
             self.value = before
+
+    def _fit_reshaped(self, dims, reshape, target):
+        """For :meth:`_fit_expanded_inputs`: sizes the one free dim of an input of ``dims`` that a Reshape to the constant
+        ``reshape`` (one -1 at most, no 0) gives an Expand to ``target``, so that the -1 takes the Expand's size there (or
+        the input holds the constant shape's elements); whether it moved a value."""
+        roots = [self.find(d) for d in dims if self.free(d)]
+        if len(roots) != 1 or 0 in reshape or reshape.count(-1) > 1 or any(self.of(d) is None for d in dims):
+            return False
+        fixed, rest = math.prod(d for d in reshape if d != -1), math.prod(self.of(d) for d in dims if self.find(d) != roots[0])
+        if -1 in reshape:
+            from_end = len(reshape) - reshape.index(-1)
+            wanted = fixed * (target[-from_end] if from_end <= len(target) else 1)
+        else:
+            wanted = fixed
+        if not rest or wanted % rest or self.of(roots[0]) == wanted // rest or (-1 in reshape and wanted == fixed):
+            return False
+        self.value[roots[0]] = wanted // rest
+        return True
 
     def known(self, name):
         """The shape of any tensor ``name`` (a gather's data computed from the inputs, ``lin(x)[src]``) as far as the
