@@ -1229,3 +1229,23 @@ def test_a_value_reshaped_before_its_expand_gets_the_length_the_expand_gives_it(
     feed = ScatterDataLoader(model)[0]
     assert feed["y"].shape == (1, (feed["x"].shape[1] + 2) // 3), {name: value.shape for name, value in feed.items()}
     Reference(model).run(feed)
+
+
+def test_an_expand_to_a_length_that_an_inputs_values_set_is_left_to_the_run():
+    """y (1, b).view(-1) expanded to (n - 2, k), k an input whose values set the length: the loader took k's length from
+    one random run (negative) and failed in NumPy ("negative dimensions are not allowed") on inputs that, with k's
+    range given, work. Two runs disagree on such a length, so it is not taken."""
+    from onnx import TensorProto, helper
+
+    const = lambda name, values: onnx.numpy_helper.from_array(np.array(values, np.int64), name)  # noqa: E731
+    nodes = [helper.make_node("Reshape", ["y", "view"], ["row"]), helper.make_node("Shape", ["x"], ["xs"]),
+             helper.make_node("Gather", ["xs", "zero"], ["n"]), helper.make_node("Sub", ["n", "two"], ["rows"]),
+             helper.make_node("Concat", ["rows", "k"], ["shape"], axis=0), helper.make_node("Expand", ["row", "shape"], ["values"]),
+             helper.make_node("SliceScatter", ["x", "values", "start", "stop", "step", "axes"], ["out"], domain="trt_scatter")]
+    graph = helper.make_graph(nodes, "b", [info("x", ("n", "m"), np.float32), info("y", (1, "b"), np.float32), info("k", (1,), TensorProto.INT64)],
+                              [info("out", ("n", "m"), np.float32)],
+                              [const("view", [-1]), const("zero", [0]), const("two", [2]), const("start", [2, 0]), const("stop", [2**63 - 1, 2**63 - 1]),
+                               const("step", [1, 1]), const("axes", [0, 1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
+    feed = ScatterDataLoader(model, value_ranges={"k": (1, 2)})[0]
+    assert feed["y"].shape[0] == 1 and feed["y"].shape[1] >= 1

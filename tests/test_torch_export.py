@@ -633,6 +633,42 @@ class IgnoresAnInput(torch.nn.Module):
         return x * 2
 
 
+class CopyThenLinear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 3)
+
+    def forward(self, x, v, extra=None):
+        y = x.clone()
+        y.narrow(1, 0, 2).copy_(v)
+        return self.linear(y)
+
+
+class Embedded(torch.nn.Module):
+    """A submodule whose argument names the graph input: ``ids_0``, which reads as the exporter's "position 0"."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(10, 3))
+
+    def forward(self, ids_0):
+        return torch.nn.functional.embedding(ids_0, self.weight)
+
+
+class EmbedTokens(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = Embedded()
+
+    def forward(self, x, tok):
+        return self.embed(tok) + x
+
+
+class RandomScale(torch.nn.Module):
+    def forward(self, x, unused):
+        return x * torch.randint(0, 2, (1,))
+
+
 class TracedLength(torch.nn.Module):
     """``lengths`` read by value: the TorchScript exporter traces int(lengths.max()) as a constant and leaves it out."""
 
@@ -663,10 +699,12 @@ LOST = "is not in the model PyTorch's TorchScript exporter wrote, and eager PyTo
 
 @pytest.mark.parametrize("module, args, names, lost", [
     (DroppedWriteThenLinear(), (torch.randn(6, 4), torch.tensor([[0, 1, 2, 3], [5, 5, 0, 2]])), ["x", "edge_index"], "'edge_index'"),
-    (DroppedWriteThenLinear(), (torch.randn(6, 4), torch.tensor([[0, 1, 2, 3], [5, 5, 0, 2]])), None, "at position 1 of args"),
+    (DroppedWriteThenLinear(), (torch.randn(6, 4), torch.tensor([[0, 1, 2, 3], [5, 5, 0, 2]])), None, "number 1 (of the example's tensors, in order)"),
+    (CopyThenLinear(), (torch.randn(5, 4), torch.randn(5, 2), None), None, "number 1 (of the example's tensors, in order)"),  # a None after
+    (CopyThenLinear(), (torch.randn(5, 4), torch.ones(5, 2), 3), ["x", "v"], "'v'"),  # values all alike: moved by adding one
     (TracedLength(), (torch.randn(2, 8), torch.tensor([3, 5])), ["x", "lengths"], "'lengths'"),
     (NarrowAtAPosition(), (torch.randn(3, 4), torch.tensor([2])), ["x", "pos"], "'pos'"),  # one value: moved by one
-], ids=["dropped-write-named", "dropped-write-unnamed", "traced-constant", "one-value"])
+], ids=["dropped-write-named", "dropped-write-unnamed", "none-after", "alike-values", "traced-constant", "one-value"])
 def test_torchscript_export_refuses_a_model_that_lost_an_input_its_outputs_depend_on(module, args, names, lost):
     """The model was x -> Linear, without its edge_index input and without a word, and passed check (its reference
     runs the model as written); likewise an input whose value the tracer took for a constant. Eager PyTorch's outputs
@@ -682,11 +720,19 @@ def test_torchscript_export_refuses_a_model_that_lost_an_input_its_outputs_depen
     (IgnoresAnInput(), (torch.randn(3, 2), torch.randn(4)), ["x", "unused"], ["x"]),  # an input nothing reads is left out
     (SumOfTwo(), (torch.randn(3), None, torch.randn(3)), None, ["onnx::Add_0", "onnx::Add_1"]),  # None and tuples: the
     (OneOfAPair(), ((torch.randn(3), torch.randn(3)), torch.randn(3)), ["a", "b", "c"], ["a", "c"]),  # exporter flattens args
-], ids=["unread", "none-in-args", "tuple-in-args"])
+    (RandomScale(), (torch.randn(3), torch.randn(2)), None, ["onnx::Mul_0"]),  # two eager runs draw alike
+], ids=["unread", "none-in-args", "tuple-in-args", "random"])
 def test_an_export_that_lost_only_inputs_nothing_reads_is_no_refusal(module, args, names, kept):
     """A review found the check refusing these: the graph inputs' places are those of the flattened args, not of args."""
     model = trt_scatter_torch.export(module, args, dynamo=False, **({"input_names": names} if names else {}))
     assert [value.name for value in model.graph.input] == kept
+
+
+def test_a_submodules_argument_that_names_a_graph_input_places_no_input():
+    """The graph input ``ids_0`` (a submodule's argument) read as the exporter's name of example 0: the check took
+    ``tok`` for lost and refused the export."""
+    model = trt_scatter_torch.export(EmbedTokens(), (torch.randn(2, 3), torch.tensor([1, 4])), dynamo=False)
+    assert [value.name for value in model.graph.input] == ["onnx::Add_0", "ids_0"]
 
 
 class KeptWriteThenMore(torch.nn.Module):

@@ -722,9 +722,9 @@ class _Shapes:
         from data's dims (``x[..., 1::2] = y``: ``(n + 1) // 2``; ``x[:, 1:] = y``: ``n - 1``), so the write's rules do
         not see ``y``'s length. A free dim of a graph input that an Expand takes (through Cast/Identity, and a Reshape to
         a constant shape: ``y.view(-1)`` of a row) gets the size the Expand's shape gives it where it would not
-        broadcast, worked out by running the nodes that compute that shape on random values (an Expand that does not
-        broadcast fails every run, so even where values set that shape no run that worked is lost); kept where every
-        bound still holds."""
+        broadcast, worked out by running the nodes that compute that shape on two draws of random values (a shape they
+        disagree on, which values set, or that holds a negative size, is left as it is); kept where every bound still
+        holds."""
         plan = self.plan
         expands = []  # (Expand node, the graph input it takes, the constant shape a Reshape between them gives it or None)
         for node in plan.model.graph.node:
@@ -741,10 +741,15 @@ class _Shapes:
         before = dict(self.value)
         for _ in expands:  # a size set for one Expand may move another's shape
             shapes = {name: tuple(self.of(d) for d in dims) for name in plan.inputs if (dims := self.symbolic.symbolic_shape(name)) is not None}
-            targets = _run_part(plan, [node.input[1] for node, _, _ in expands], shapes, np.random.default_rng(0)) or {}
+            wanted = [node.input[1] for node, _, _ in expands]
+            runs = [_run_part(plan, wanted, shapes, np.random.default_rng(seed)) or {} for seed in (0, 1)]
+            targets = {name: runs[0][name].tolist() for name in runs[0] if name in runs[1] and np.array_equal(runs[0][name], runs[1][name])
+                       and (runs[0][name] >= 0).all()}  # a shape that values set (two runs disagree), or a size no dim has: left to the run
             moved = False
-            for node, source, reshape in expands if targets else ():
-                dims, target = self.symbolic.symbolic_shape(source), targets[node.input[1]].tolist()
+            for node, source, reshape in expands:
+                if node.input[1] not in targets:
+                    continue
+                dims, target = self.symbolic.symbolic_shape(source), targets[node.input[1]]
                 if reshape is not None:
                     moved = self._fit_reshaped(dims, reshape, target) or moved
                     continue

@@ -222,10 +222,10 @@ def _passed_through(graph):
     return through
 
 
-def _eager(model, tensors):
-    """``model``'s outputs (a list, ``None`` where it gives none or cannot run) on copies of ``tensors``,
-    in eval mode as the exporter traced, without grad; the module's modes, parameters and buffers are as they were
-    after it."""
+def _eager(model, args):
+    """``model``'s outputs (a list, ``None`` where it gives none or cannot run) on copies of ``args`` (a tuple), in eval
+    mode as the exporter traced, without grad, its random draws from one seed (two runs draw alike; the caller's random
+    state is as it was); the module's modes, parameters and buffers are as they were after it."""
     import torch
 
     buffers = {name: buffer.detach().clone() for name, buffer in model.named_buffers()}
@@ -233,8 +233,9 @@ def _eager(model, tensors):
     modes = [(module, module.training) for module in model.modules()]
     try:
         model.eval()
-        with torch.no_grad():
-            eager = model(*_copies(tensors))
+        with torch.no_grad(), torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            eager = model(*_copies(args))
     except Exception as err:  # a forward that runs only while traced: nothing to compare
         logger.debug("trt_scatter.torch: no eager run to compare the export with (%s)", first_line(err))
         return None
@@ -265,12 +266,42 @@ def _same(a, b):
         torch.equal(a, b) or (a.is_floating_point() and torch.allclose(a, b, rtol=0.0, atol=0.0, equal_nan=True)))
 
 
-def _positions(proto, tensors, input_names):
-    """Which example each graph input is: the caller's input_names in order, else the exporter's names end with the
-    position ("onnx::Add_2"); an input nothing reads is left out of the model."""
+def _example_tensors(args):
+    """``[(path, tensor)]``: the tensors of ``args`` (a tuple) in the order the TorchScript exporter makes them graph
+    inputs (tuples and lists flattened, ``None`` and Python numbers left out), each with its path of indices in
+    ``args``; ``None`` where ``args`` holds a dict (keyword arguments: their order is the exporter's)."""
+    import torch
+
+    found = []
+
+    def walk(value, path):
+        if isinstance(value, dict):
+            return False
+        if isinstance(value, torch.Tensor):
+            found.append((path, value))
+        elif isinstance(value, (tuple, list)):
+            return all(walk(item, (*path, index)) for index, item in enumerate(value))
+        return True
+
+    return found if walk(args, ()) else None
+
+
+def _replaced(args, path, value):
+    """``args`` (nested tuples and lists) with ``value`` at ``path``."""
+    if not path:
+        return value
+    items = list(args)
+    items[path[0]] = _replaced(args[path[0]], path[1:], value)
+    return type(args)(items)
+
+
+def _positions(proto, input_names):
+    """Which example tensor (of :func:`_example_tensors`) each graph input is: the caller's input_names in order, else
+    the exporter's own names end with it ("onnx::Add_2"; a name of the model's, such as a submodule's ``ids_0``, says
+    nothing); an input nothing reads is left out of the model."""
     inputs = [value.name for value in fed_inputs(proto.graph)]
     return {name: index for index, name in enumerate(input_names or [])} or {
-        name: int(found[1]) for name in inputs if (found := re.search(r"_(\d+)$", name))}
+        name: int(found[1]) for name in inputs if (found := re.fullmatch(r"\w+::\w+_(\d+)", name))}
 
 
 def _dropped(removed):
@@ -287,16 +318,16 @@ def _refuse_a_dropped_write(model, args, proto, through, removed, input_names=No
     (the model hands the input on exactly); where eager PyTorch cannot run, nothing is said."""
     import torch
 
-    tensors = args if isinstance(args, tuple) else (args,)
-    positions = _positions(proto, tensors, input_names)
+    args = args if isinstance(args, tuple) else (args,)
+    tensors, positions = _example_tensors(args), _positions(proto, input_names)
     outputs = [value.name for value in proto.graph.output]
-    if not isinstance(model, torch.nn.Module) or any(positions.get(name, len(tensors)) >= len(tensors) for name in through.values()):
+    if not isinstance(model, torch.nn.Module) or tensors is None or any(positions.get(name, len(tensors)) >= len(tensors) for name in through.values()):
         return
-    eager = _eager(model, tensors)
+    eager = _eager(model, args)
     if eager is None or len(eager) != len(outputs):
         return
     for output, value in zip(outputs, eager):
-        given = tensors[positions[through[output]]] if output in through else None
+        given = tensors[positions[through[output]]][1] if output in through else None
         if isinstance(given, torch.Tensor) and isinstance(value, torch.Tensor) and not _same(value, given):
             raise ValueError(f"trt_scatter.torch.export: PyTorch's TorchScript exporter dropped a write ({_dropped(removed)}): output {output!r} of the "
                              f"model hands input {through[output]!r} on unchanged, where eager PyTorch gives other values: export with "
@@ -310,35 +341,33 @@ def _refuse_a_lost_input(model, args, proto, input_names=None):
     a ``Linear``) or a value it traced as a constant (``int(lengths.max())``, which its TracerWarning names). An input
     that the model does not read is left out of it too, so the outputs decide: eager PyTorch runs on the example
     inputs, twice (outputs that vary from run to run decide nothing), then with the lost input's values moved (rolled
-    by one place, all its first, reversed: indices stay in range; a single value plus one) until its outputs change,
-    which means the model reads it. Only for ``args`` of tensors, whose places are the graph inputs' (the exporter
-    flattens tuples and drops ``None``)."""
+    by one place, all its first, reversed, plus one: indices stay in range in the first three) until its outputs
+    change, which means the model reads it."""
     import torch
 
-    tensors = args if isinstance(args, tuple) else (args,)
-    if not isinstance(model, torch.nn.Module) or not all(isinstance(tensor, torch.Tensor) for tensor in tensors):
-        return
-    positions, names = _positions(proto, tensors, input_names), list(input_names or [])
-    if any(value.name not in positions for value in fed_inputs(proto.graph)):
-        return  # an input the names do not place: which example is lost is not known
+    args = args if isinstance(args, tuple) else (args,)
+    tensors, positions, names = _example_tensors(args), _positions(proto, input_names), list(input_names or [])
+    if not isinstance(model, torch.nn.Module) or tensors is None or any(value.name not in positions for value in fed_inputs(proto.graph)):
+        return  # keyword arguments, or an input the names do not place: which example is lost is not known
     kept = {positions[value.name] for value in fed_inputs(proto.graph)}
     lost = [index for index in range(len(tensors)) if index not in kept and (index < len(names) or not names)]
     if not lost:
         return
-    eager = _eager(model, tensors)
-    if eager is None or (again := _eager(model, tensors)) is None or not all(map(_same, eager, again)):
+    eager = _eager(model, args)
+    if eager is None or (again := _eager(model, args)) is None or not all(map(_same, eager, again)):
         return
     for index in lost:
-        given = tensors[index]
-        moved = ((given.reshape(-1).roll(1).reshape(given.shape), given.reshape(-1)[:1].expand(given.shape), given.flip(-1)) if given.numel() > 1
-                 else (~given if given.dtype == torch.bool else given + 1,))
+        path, given = tensors[index]
+        flat = given.reshape(-1)
+        moved = [flat.roll(1).reshape(given.shape), flat[:1].expand(given.shape), given.flip(-1)] if given.numel() > 1 and given.dim() else []
+        moved.append(~given if given.dtype == torch.bool else given + 1)
         for changed in moved:
-            other = _eager(model, tensors[:index] + (changed,) + tensors[index + 1 :])
+            other = _eager(model, _replaced(args, path, changed))
             if other is not None and not all(map(_same, eager, other)):
                 break
         else:
             continue
-        name = repr(names[index]) if index < len(names) else f"at position {index} of args"
+        name = repr(names[index]) if index < len(names) else f"number {index} (of the example's tensors, in order)"
         raise ValueError(f"trt_scatter.torch.export: the input {name} is not in the model PyTorch's TorchScript exporter wrote, and eager "
                          "PyTorch's outputs depend on it: the exporter dropped what reads it (a write into a view: narrow, t(), view(-1); "
                          "or a value it traced as a constant, as int(x.max()), which its TracerWarning names): export with dynamo=True")
