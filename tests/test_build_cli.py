@@ -1,5 +1,6 @@
 """``trt-scatter build``: engines from ONNX files and example networks, profiles, and one-line errors."""
 
+import logging
 import re
 
 import numpy as np
@@ -72,6 +73,25 @@ def test_a_timing_cache_tensorrt_cannot_read_is_left_as_it_was(tmp_path, capsys,
            "was not read: TensorRT reads a timing cache only where a CUDA driver runs, and none runs here;")
     assert err == f"trt-scatter build: warning: --timing-cache {str(cache)!r} {why} the engine was built without it, and the file is left as it was\n"
     assert "timing cache" not in out and "cudaError" not in out  # TensorRT's own lines about it are not replayed
+
+
+def test_build_engines_timing_cache_leaves_a_file_tensorrt_cannot_read_as_it_was(tmp_path, caplog):
+    """build_engine(..., timing_cache=path) saved TensorRT's new cache over whatever the path held: a model given there
+    by mistake was left a corrupt file of 172 bytes (the command line kept it; the Python API did not)."""
+    from conftest import HAS_GPU
+    from trt_scatter.engine import build_engine, network_from_example
+
+    model = tmp_path / "model.onnx"
+    model.write_bytes(b"\x08\x09model bytes" * 50)
+    with caplog.at_level(logging.WARNING, logger="trt_scatter"):
+        plan, _ = build_engine(network_from_example("slice_scatter", {}), timing_cache=model)
+    assert plan and model.read_bytes() == b"\x08\x09model bytes" * 50
+    assert [record.getMessage() for record in caplog.records if "timing_cache" in record.getMessage()] == [
+        f"timing_cache {str(model)!r} was not read ({'it is not a timing cache this TensorRT can read' if HAS_GPU else 'TensorRT reads a timing cache only where a CUDA driver runs'}): "
+        "the engine was built without it, and the file is left as it was"]
+    fresh = tmp_path / "new.cache"
+    build_engine(network_from_example("slice_scatter", {}), timing_cache=fresh)  # none yet: TensorRT's is saved there
+    assert fresh.exists()
 
 
 @pytest.mark.parametrize(

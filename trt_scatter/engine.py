@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import math
 import os
+import tempfile
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,7 @@ import numpy as np
 
 from trt_scatter import backend, dtypes, ops
 from trt_scatter.backend import no_collection_inside_tensorrt, tensorrt
-from trt_scatter.log import logger
+from trt_scatter.log import logger, warn
 from trt_scatter.profile_log import profile_breaks
 
 if TYPE_CHECKING:
@@ -462,10 +463,22 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
         if path is not None and not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"build_engine: {what} is a file path (got {type(path).__name__})")
     check_timing_cache(timing_cache)
+    timing_cache, save_timing_cache = (None if path is None else os.fspath(path) for path in (timing_cache, save_timing_cache))  # polygraphy adds ".lock"
     saved = save_timing_cache if save_timing_cache is not None else timing_cache
     if saved is not None and not os.path.isdir(os.path.dirname(os.path.abspath(saved))):
         raise ValueError(f"{'save_timing_cache' if save_timing_cache is not None else 'timing_cache'} {os.fspath(saved)!r}: its folder does "
                          "not exist, and the timing cache is saved there after the build")
+    if saved is not None and saved == timing_cache and os.path.isfile(timing_cache) and os.path.getsize(timing_cache):
+        with tempfile.TemporaryDirectory() as folder, tensorrt_warnings() as heard:  # the user's file is replaced only where TensorRT read it
+            new = os.path.join(folder, "timing.cache")
+            built = build_engine(load_network, profile_shapes, fp16=fp16, bf16=bf16, timing_cache=timing_cache, progress=progress, name=name,
+                                 aliased_plugin_io=aliased_plugin_io, feeds=feeds, save_timing_cache=new)
+            if timing_cache_unread(heard):
+                warn(f"timing_cache {os.fspath(timing_cache)!r} was not read ({timing_cache_unread(heard)}): the engine was built without it, "
+                     "and the file is left as it was")
+            elif os.path.exists(new):
+                os.replace(new, timing_cache)
+        return built
     trt = tensorrt()
     from polygraphy.backend.trt import CreateConfig, EngineBytesFromNetwork, Profile
     from polygraphy.exception import PolygraphyException
@@ -555,6 +568,39 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
     summary = BuildSummary(name, inputs, outputs, network.num_layers, seconds, len(engine))
     logger.info("built %s in %.2f s (%d bytes)", name, seconds, len(engine))
     return engine, summary
+
+
+@contextlib.contextmanager
+def tensorrt_warnings() -> Iterator[list[str]]:
+    """The warnings and errors TensorRT logs during the block (through polygraphy's logger, which prints each one once)."""
+    from polygraphy.logger import G_LOGGER
+
+    heard, originals = [], {name: getattr(G_LOGGER, name) for name in ("warning", "error")}
+
+    def listening(log):
+        def listen(message, *args, **kwargs):
+            heard.append(message if isinstance(message, str) else "")
+            return log(message, *args, **kwargs)
+
+        return listen
+
+    for name, log in originals.items():
+        setattr(G_LOGGER, name, listening(log))
+    try:
+        yield heard
+    finally:
+        for name, log in originals.items():
+            setattr(G_LOGGER, name, log)
+
+
+def timing_cache_unread(heard: Sequence[str]) -> str | None:
+    """Why TensorRT read no timing cache, from what it said (:func:`tensorrt_warnings`), or None where it read it: a file
+    that is no timing cache of this TensorRT, or none read for want of a CUDA driver (cudaError 35)."""
+    if not any("failed to deserialize timing cache" in line.lower() for line in heard):
+        return None
+    if any("cudaError 35" in line for line in heard):
+        return "TensorRT reads a timing cache only where a CUDA driver runs"
+    return "it is not a timing cache this TensorRT can read"
 
 
 def check_timing_cache(path: str | os.PathLike | None, what: str = "timing_cache") -> None:

@@ -173,11 +173,11 @@ def _build(engine, load, profile, name, aliased_plugin_io, flags):
     cache = flags["timing_cache"]
     if cache is None:
         return (*engine.build_engine(load, profile, name=name, aliased_plugin_io=aliased_plugin_io, **flags), None)
-    with tempfile.TemporaryDirectory() as folder, _tensorrt_warnings() as warnings:
+    with tempfile.TemporaryDirectory() as folder, engine.tensorrt_warnings() as warnings:
         saved = os.path.join(folder, "timing.cache")
         plan, summary = engine.build_engine(load, profile, name=name, aliased_plugin_io=aliased_plugin_io, **dict(flags, timing_cache=cache),
                                             save_timing_cache=saved)
-        if any("failed to deserialize timing cache" in warning.lower() for warning in warnings):
+        if engine.timing_cache_unread(warnings):
             return plan, summary, _NO_DRIVER if any("cudaError 35" in line for line in warnings) else _UNREAD
         return plan, summary, pathlib.Path(saved).read_bytes() if os.path.exists(saved) else None
 
@@ -197,29 +197,6 @@ def _left_by(path):
 
 _UNREAD = "unread"  #: _build's timing cache where TensorRT could not read the user's file
 _NO_DRIVER = "no driver"  #: _build's timing cache where TensorRT read none for want of a CUDA driver (cudaError 35)
-
-
-@contextlib.contextmanager
-def _tensorrt_warnings():
-    """The warnings and errors TensorRT logs during the block (through polygraphy's logger, which prints each one once)."""
-    from polygraphy.logger import G_LOGGER
-
-    heard, originals = [], {name: getattr(G_LOGGER, name) for name in ("warning", "error")}
-
-    def listening(log):
-        def listen(message, *args, **kwargs):
-            heard.append(message if isinstance(message, str) else "")
-            return log(message, *args, **kwargs)
-
-        return listen
-
-    for name, log in originals.items():
-        setattr(G_LOGGER, name, listening(log))
-    try:
-        yield heard
-    finally:
-        for name, log in originals.items():
-            setattr(G_LOGGER, name, log)
 
 
 def _refuse_flags_that_would_do_nothing(args, is_model):
