@@ -1472,3 +1472,20 @@ def test_the_help_names_every_example_network(capsys):
         main(["build", "--help"])
     line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("The example networks: "))
     assert line.split(": ", 1)[1].split(" (")[0].split(", ") == sorted(EXAMPLES)
+
+
+def test_build_engines_timing_cache_that_tensorrt_read_is_replaced_through_a_link(tmp_path, monkeypatch):
+    """Where TensorRT read the cache (a GPU machine; here its reading is taken as read), the new cache replaces the
+    file a link names, the link kept: it was written over the link, from a temporary folder that may be on another
+    device (os.replace moves no file across devices)."""
+    from trt_scatter.engine import build_engine, network_from_example
+
+    monkeypatch.setattr(engine, "timing_cache_unread", lambda heard: None)
+    (tmp_path / "caches").mkdir()
+    target = tmp_path / "caches" / "real.cache"
+    target.write_bytes(b"an old cache")
+    link = tmp_path / "link.cache"
+    link.symlink_to(target)
+    build_engine(network_from_example("slice_scatter", {}), timing_cache=link)
+    assert link.is_symlink() and target.read_bytes() != b"an old cache" and target.stat().st_size > 0
+    assert not [path for path in (tmp_path / "caches").iterdir() if path.is_dir()]  # no temporary folder left

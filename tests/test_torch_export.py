@@ -664,6 +664,11 @@ class EmbedTokens(torch.nn.Module):
         return self.embed(tok) + x
 
 
+class ScaledSum(torch.nn.Module):
+    def forward(self, a, k, x, y):
+        return a * k + y
+
+
 class RandomScale(torch.nn.Module):
     def forward(self, x, unused):
         return x * torch.randint(0, 2, (1,))
@@ -699,8 +704,8 @@ LOST = "is not in the model PyTorch's TorchScript exporter wrote, and eager PyTo
 
 @pytest.mark.parametrize("module, args, names, lost", [
     (DroppedWriteThenLinear(), (torch.randn(6, 4), torch.tensor([[0, 1, 2, 3], [5, 5, 0, 2]])), ["x", "edge_index"], "'edge_index'"),
-    (DroppedWriteThenLinear(), (torch.randn(6, 4), torch.tensor([[0, 1, 2, 3], [5, 5, 0, 2]])), None, "number 1 (of the example's tensors, in order)"),
-    (CopyThenLinear(), (torch.randn(5, 4), torch.randn(5, 2), None), None, "number 1 (of the example's tensors, in order)"),  # a None after
+    (DroppedWriteThenLinear(), (torch.randn(6, 4), torch.tensor([[0, 1, 2, 3], [5, 5, 0, 2]])), None, "number 1 (of the example's inputs, None left out)"),
+    (CopyThenLinear(), (torch.randn(5, 4), torch.randn(5, 2), None), None, "number 1 (of the example's inputs, None left out)"),  # a None after
     (CopyThenLinear(), (torch.randn(5, 4), torch.ones(5, 2), 3), ["x", "v"], "'v'"),  # values all alike: moved by adding one
     (TracedLength(), (torch.randn(2, 8), torch.tensor([3, 5])), ["x", "lengths"], "'lengths'"),
     (NarrowAtAPosition(), (torch.randn(3, 4), torch.tensor([2])), ["x", "pos"], "'pos'"),  # one value: moved by one
@@ -721,7 +726,9 @@ def test_torchscript_export_refuses_a_model_that_lost_an_input_its_outputs_depen
     (SumOfTwo(), (torch.randn(3), None, torch.randn(3)), None, ["onnx::Add_0", "onnx::Add_1"]),  # None and tuples: the
     (OneOfAPair(), ((torch.randn(3), torch.randn(3)), torch.randn(3)), ["a", "b", "c"], ["a", "c"]),  # exporter flattens args
     (RandomScale(), (torch.randn(3), torch.randn(2)), None, ["onnx::Mul_0"]),  # two eager runs draw alike
-], ids=["unread", "none-in-args", "tuple-in-args", "random"])
+    (ScaledSum(), (torch.randn(3), 2, torch.randn(3), torch.randn(3)), None, ["onnx::Mul_0", "onnx::Cast_1", "onnx::Add_3"]),  # a number
+    (ScaledSum(), (torch.randn(3), 2.5, torch.randn(3), torch.randn(3)), ["a", "k", "x", "y"], ["a", "k", "y"]),  # is an input too
+], ids=["unread", "none-in-args", "tuple-in-args", "random", "number-in-args", "number-in-named-args"])
 def test_an_export_that_lost_only_inputs_nothing_reads_is_no_refusal(module, args, names, kept):
     """A review found the check refusing these: the graph inputs' places are those of the flattened args, not of args."""
     model = trt_scatter_torch.export(module, args, dynamo=False, **({"input_names": names} if names else {}))

@@ -469,7 +469,8 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
         raise ValueError(f"{'save_timing_cache' if save_timing_cache is not None else 'timing_cache'} {os.fspath(saved)!r}: its folder does "
                          "not exist, and the timing cache is saved there after the build")
     if saved is not None and saved == timing_cache and os.path.isfile(timing_cache) and os.path.getsize(timing_cache):
-        with tempfile.TemporaryDirectory() as folder, tensorrt_warnings() as heard:  # the user's file is replaced only where TensorRT read it
+        real = os.path.realpath(timing_cache)  # a link's target is replaced (in its own folder: os.replace moves no file across devices)
+        with tempfile.TemporaryDirectory(dir=os.path.dirname(real)) as folder, tensorrt_warnings() as heard:  # replaced only where TensorRT read it
             new = os.path.join(folder, "timing.cache")
             built = build_engine(load_network, profile_shapes, fp16=fp16, bf16=bf16, timing_cache=timing_cache, progress=progress, name=name,
                                  aliased_plugin_io=aliased_plugin_io, feeds=feeds, save_timing_cache=new)
@@ -477,7 +478,7 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
                 warn(f"timing_cache {os.fspath(timing_cache)!r} was not read ({timing_cache_unread(heard)}): the engine was built without it, "
                      "and the file is left as it was")
             elif os.path.exists(new):
-                os.replace(new, timing_cache)
+                os.replace(new, real)
         return built
     trt = tensorrt()
     from polygraphy.backend.trt import CreateConfig, EngineBytesFromNetwork, Profile

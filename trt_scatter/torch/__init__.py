@@ -233,8 +233,8 @@ def _eager(model, args):
     modes = [(module, module.training) for module in model.modules()]
     try:
         model.eval()
-        with torch.no_grad(), torch.random.fork_rng(devices=[]):
-            torch.manual_seed(0)
+        with torch.no_grad(), torch.random.fork_rng(devices=[]):  # the CPU's generator alone: a GPU's state is the caller's
+            torch.default_generator.manual_seed(0)
             eager = model(*_copies(args))
     except Exception as err:  # a forward that runs only while traced: nothing to compare
         logger.debug("trt_scatter.torch: no eager run to compare the export with (%s)", first_line(err))
@@ -267,21 +267,20 @@ def _same(a, b):
 
 
 def _example_tensors(args):
-    """``[(path, tensor)]``: the tensors of ``args`` (a tuple) in the order the TorchScript exporter makes them graph
-    inputs (tuples and lists flattened, ``None`` and Python numbers left out), each with its path of indices in
-    ``args``; ``None`` where ``args`` holds a dict (keyword arguments: their order is the exporter's)."""
+    """``[(path, value)]``: the values of ``args`` (a tuple) that the TorchScript exporter makes graph inputs, in its
+    order (tuples and lists flattened; tensors and Python numbers, which it casts; ``None`` left out), each with its
+    path of indices in ``args``; ``None`` where ``args`` holds a dict (keyword arguments: their order is the
+    exporter's) or another container."""
     import torch
 
     found = []
 
     def walk(value, path):
-        if isinstance(value, dict):
-            return False
-        if isinstance(value, torch.Tensor):
+        if isinstance(value, (torch.Tensor, bool, int, float)):
             found.append((path, value))
-        elif isinstance(value, (tuple, list)):
+        elif type(value) in (tuple, list):  # a namedtuple or a dict: left to the exporter's own reading
             return all(walk(item, (*path, index)) for index, item in enumerate(value))
-        return True
+        return value is None or isinstance(value, (torch.Tensor, bool, int, float))
 
     return found if walk(args, ()) else None
 
@@ -350,7 +349,8 @@ def _refuse_a_lost_input(model, args, proto, input_names=None):
     if not isinstance(model, torch.nn.Module) or tensors is None or any(value.name not in positions for value in fed_inputs(proto.graph)):
         return  # keyword arguments, or an input the names do not place: which example is lost is not known
     kept = {positions[value.name] for value in fed_inputs(proto.graph)}
-    lost = [index for index in range(len(tensors)) if index not in kept and (index < len(names) or not names)]
+    lost = [index for index, (_, value) in enumerate(tensors)
+            if index not in kept and isinstance(value, torch.Tensor) and (index < len(names) or not names)]
     if not lost:
         return
     eager = _eager(model, args)
@@ -367,7 +367,7 @@ def _refuse_a_lost_input(model, args, proto, input_names=None):
                 break
         else:
             continue
-        name = repr(names[index]) if index < len(names) else f"number {index} (of the example's tensors, in order)"
+        name = repr(names[index]) if index < len(names) else f"number {index} (of the example's inputs, None left out)"
         raise ValueError(f"trt_scatter.torch.export: the input {name} is not in the model PyTorch's TorchScript exporter wrote, and eager "
                          "PyTorch's outputs depend on it: the exporter dropped what reads it (a write into a view: narrow, t(), view(-1); "
                          "or a value it traced as a constant, as int(x.max()), which its TracerWarning names): export with dynamo=True")
