@@ -1489,3 +1489,43 @@ def test_build_engines_timing_cache_that_tensorrt_read_is_replaced_through_a_lin
     build_engine(network_from_example("slice_scatter", {}), timing_cache=link)
     assert link.is_symlink() and target.read_bytes() != b"an old cache" and target.stat().st_size > 0
     assert not [path for path in (tmp_path / "caches").iterdir() if path.is_dir()]  # no temporary folder left
+
+
+def _cache_at_a_position_input():
+    """A KV cache of 16 rows written at rows [pos, pos + T) of an input pos, the update cut to the rows left (Min):
+    pos sets shapes in the network (a slice of length Min(pos + T, 16) - pos, negative past the cache)."""
+    const = lambda name, values: onnx.numpy_helper.from_array(np.array(values, np.int64), name)  # noqa: E731
+    nodes = [helper.make_node("Shape", ["new"], ["shape"]), helper.make_node("Gather", ["shape", "one"], ["t"], axis=0),
+             helper.make_node("Add", ["pos", "t"], ["stop"]), helper.make_node("Min", ["stop", "rows"], ["kept"]),
+             helper.make_node("Sub", ["kept", "pos"], ["length"]), helper.make_node("Concat", ["one", "length", "eight"], ["updates_shape"], axis=0),
+             helper.make_node("Expand", ["new", "updates_shape"], ["updates"]),
+             helper.make_node("SliceScatter", ["cache", "updates", "pos", "stop", "one", "one"], ["out"], domain="trt_scatter")]
+    graph = helper.make_graph(nodes, "kv", [fx.info("cache", (1, 16, 8), np.float32), fx.info("new", (1, "T", 8), np.float32), fx.info("pos", (1,), np.int64)],
+                              [fx.info("out", (1, 16, 8), np.float32)], [const("one", [1]), const("eight", [8]), const("rows", [16])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("trt_scatter", 1)])
+
+
+@pytest.mark.parametrize("highest, message", [
+    (20, "the profile's largest shapes break a rule of the network: "),
+    (15, None),
+])
+def test_a_position_range_past_the_cache_is_refused_in_an_onnx_models_build(tmp_path, highest, message):
+    """TensorRT logs a rule a profile's bound breaks through the logger of the builder that made the network: for a
+    network of TensorRT's ONNX parser, polygraphy's, which build_engine did not read, so pos up to 20 into a cache of
+    16 built without a word (TensorRT-RTX only warns). The rule now ends the build in one line, as for the builders'
+    networks."""
+    onnx.save(_cache_at_a_position_input(), tmp_path / "kv.onnx")
+
+    @plugin_models.forked
+    def build():
+        from trt_scatter.engine import build_engine, network_from_onnx
+
+        profile = {"new": ((1, 1, 8),) * 3, "pos": ((0,), (5,), (highest,))}
+        if message is None:
+            assert build_engine(network_from_onnx(tmp_path / "kv.onnx", plugins=True), profile)[0]
+            return
+        with pytest.raises(ValueError) as refused:
+            build_engine(network_from_onnx(tmp_path / "kv.onnx", plugins=True), profile)
+        assert str(refused.value).startswith(message) and "ISliceLayer" in str(refused.value) and "\n" not in str(refused.value), str(refused.value)
+
+    build()

@@ -551,10 +551,14 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
     start = time.perf_counter()
     _refused_plugin_shapes()  # forgets earlier refusals: a failed build names its own
     bounds = {t.name: (t.shape,) * 3 if t.name in shape_inputs else profile_shapes.get(t.name, (t.shape,) * 3) for t in inputs}
-    with no_collection_inside_tensorrt(), profile_breaks() as breaks:  # it logs throughout the build
+    # it logs throughout the build: through trt-scatter's logger for a network of new_builder(), through polygraphy's for
+    # one of TensorRT's ONNX parser (what polygraphy's logger heard is read after the build)
+    with no_collection_inside_tensorrt(), profile_breaks() as breaks, tensorrt_warnings() as heard:
         try:
             engine = bytes(EngineBytesFromNetwork(loaded, config=config, save_timing_cache=saved)())  # raises if TensorRT fails
         except PolygraphyException:
+            for line in heard:
+                breaks.take(line)
             refused_shapes = _refused_plugin_shapes()
             if refused_shapes:  # TensorRT says only that the plugin's "output shape computation failed": the rule it broke
                 raise ValueError(refused_shapes[-1]) from None
@@ -562,6 +566,8 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
             if broken:
                 raise ValueError(broken) from None
             raise
+    for line in heard:
+        breaks.take(line)
     broken = breaks.first(bounds)
     if broken:  # TensorRT-RTX builds an engine whose rules fail at a bound of its profile, saying so only in its log
         raise ValueError(broken)
