@@ -730,7 +730,7 @@ def test_torchscript_export_refuses_a_model_that_lost_an_input_its_outputs_depen
     (ScaledSum(), (torch.randn(3), 2.5, torch.randn(3), torch.randn(3)), ["a", "k", "x", "y"], ["a", "k", "y"]),  # is an input too
 ], ids=["unread", "none-in-args", "tuple-in-args", "random", "number-in-args", "number-in-named-args"])
 def test_an_export_that_lost_only_inputs_nothing_reads_is_no_refusal(module, args, names, kept):
-    """A review found the check refusing these: the graph inputs' places are those of the flattened args, not of args."""
+    """The check refused these: the graph inputs' places are those of the flattened args (None left out, numbers kept), not of args."""
     model = trt_scatter_torch.export(module, args, dynamo=False, **({"input_names": names} if names else {}))
     assert [value.name for value in model.graph.input] == kept
 
