@@ -131,12 +131,15 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
         cls.ELEMENT_TYPES = ELEMENT_TYPES if kernel_types is None else tuple(getattr(trt.DataType, dtypes.ELEMENT_TYPES[name]) for name in kernel_types)
 
     @classmethod
-    def check_shapes(cls, shapes: Sequence[Sequence[int]], **attributes: int | str) -> None:
-        """The op's build-time rules on its inputs' shapes (-1 = unknown), for its ``attributes`` (defaults where left out)."""
+    def check_shapes(cls, shapes: Sequence[Sequence[int]], bound: str = "", node: str = "", **attributes: int | str) -> None:
+        """The op's build-time rules on its inputs' shapes (-1 = unknown), for its ``attributes`` (defaults where left out);
+        a refusal names the profile's ``bound`` (smallest, largest) and the ``node`` the plugin serves, where known."""
         try:
             cls.KERNEL.check_shapes(shapes, **attributes)
         except ScatterInputError as err:
-            report_refused_shapes(f"the profile's shapes break a plugin's rule: {cls.NAME} plugin, input shapes {[tuple(shape) for shape in shapes]}: {err}")
+            plugin = f"{cls.NAME} plugin of node {node!r}" if node else f"{cls.NAME} plugin"
+            report_refused_shapes(f"the profile's {bound + ' ' if bound else ''}shapes break a plugin's rule: {plugin}, input shapes "
+                                  f"{[tuple(shape) for shape in shapes]}: {err}")
             raise
 
     def __init__(self, inplace: bool | int = False, phase: Any = None, **attributes: Any) -> None:
@@ -155,6 +158,7 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
         self._building = phase == trt.TensorRTPhase.BUILD  # read by every enqueue: comparing the enum costs ~1 us
         self._launch_args = None  # from the last on_shape_change
         self.declared_types = None  # the input types the network declared (get_output_data_types)
+        self.node = ""  # the name the creator was given (create_plugin): an ONNX model's node
 
     # ---- IPluginV3 --------------------------------------------------------------------------
 
@@ -163,7 +167,7 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
 
     def clone(self) -> ScatterPlugin:
         copy = type(self)(self.inplace, self.phase, **self.attributes)
-        copy.declared_types = self.declared_types
+        copy.declared_types, copy.node = self.declared_types, self.node
         return copy
 
     # ---- build -----------------------------------------------------------------------------
@@ -178,7 +182,7 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
 
     def get_output_shapes(self, inputs: list[trt.DimsExprs], shape_inputs: list[trt.DimsExprs], expr_builder: trt.IExprBuilder) -> list[trt.DimsExprs]:
         self._check_input_count(len(inputs))
-        self.check_shapes([expr_shape(dims) for dims in inputs], **self.attributes)
+        self.check_shapes([expr_shape(dims) for dims in inputs], node=self.node, **self.attributes)
         return [trt.DimsExprs(inputs[0])]
 
     def supports_format_combination(self, pos: int, in_out: list[trt.DynamicPluginTensorDesc], num_inputs: int) -> bool:
@@ -205,13 +209,13 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
                            "a Concat of Shape slices)")
                 report_refused_shapes(message)
                 raise PluginError(message)
-        self.check_shapes([dims_shape(desc.desc.dims) for desc in inputs], **self.attributes)
+        self.check_shapes([dims_shape(desc.desc.dims) for desc in inputs], node=self.node, **self.attributes)
         for bound in ("min", "max"):  # the profile's bounds, each a set of shapes the engine takes (a 17-token update into 16 slots)
             shapes = [dims_shape(getattr(desc, bound)) for desc in inputs]
             # TensorRT gives them once it knows the profile, and bounds it cannot know (a shape computed by a ScatterElements
             # on a Shape, as PyTorch exports index_fill) as INT64_MIN and INT64_MAX: those are checked at run time only.
             if all(0 <= dim < UNBOUNDED for shape in shapes for dim in shape):
-                self.check_shapes(shapes, **self.attributes)
+                self.check_shapes(shapes, bound={"min": "smallest", "max": "largest"}[bound], node=self.node, **self.attributes)
 
     def get_workspace_size(self, inputs: list[trt.DynamicPluginTensorDesc], outputs: list[trt.DynamicPluginTensorDesc]) -> int:
         if not self.WORKSPACE:
@@ -233,7 +237,7 @@ class ScatterPlugin(trt.IPluginV3, trt.IPluginV3OneCore, _BUILD_INTERFACE, trt.I
         # enqueue need not read the descriptors again (about 2 us each, on every inference).
         # Shapes that fail the check leave nothing behind for an enqueue to reuse.
         self._launch_args = None
-        self.check_shapes([dims_shape(desc.dims) for desc in inputs], **self.attributes)
+        self.check_shapes([dims_shape(desc.dims) for desc in inputs], node=self.node, **self.attributes)
         self._launch_args = args = self.launch_args(inputs)
         # Compile and load the kernel here, not in the first enqueue, which a user may capture into a CUDA graph.
         from trt_scatter.plugins import kernels
@@ -321,7 +325,9 @@ class ScatterPluginCreator(trt.IPluginCreatorV3One):
                 f"{trt.__name__} {trt.__version__} lacks; use inplace=0"
             )
         logger.debug("creating %s plugin %r (inplace=%d, %s, phase=%s)", self.name, name, inplace, attributes, phase)
-        return self.plugin_class(inplace, phase, **attributes)
+        plugin = self.plugin_class(inplace, phase, **attributes)
+        plugin.node = name  # the layer's name, an ONNX model's node name: the plugin's refusals name it
+        return plugin
 
 
 def fields_to_keep(values: dict[str, int | str]) -> list[trt.PluginField]:

@@ -671,8 +671,9 @@ def test_a_profile_that_breaks_a_plugins_shape_rule_names_the_rule(tmp_path, cap
     loader = engine.network_from_onnx(model, plugins=True)
     with pytest.raises(ValueError) as refused:  # a loader of the user's own, no model to check: the plugin's refusal, as TensorRT met it
         engine.build_engine(lambda: loader(), profile)
-    assert str(refused.value) == (f"the profile's shapes break a plugin's rule: SliceScatter plugin, input shapes {shapes}: slice_scatter: "
-                                  "'updates' dimension 1 must be at most data's (2) to be a slice of it (got 3)")
+    assert str(refused.value) == (f"the profile's {'largest ' if at_max_only else ''}shapes break a plugin's rule: SliceScatter plugin of node "
+                                  f"'SliceScatter_4', input shapes {shapes}: slice_scatter: 'updates' dimension 1 must be at most data's (2) "
+                                  "to be a slice of it (got 3)")
     capsys.readouterr()
     arguments = [argument for flag, bound in (("--min", 0), ("--opt", 1), ("--max", 2))
                  for argument in (flag, *(f"{name}:{list(bounds[bound])}".replace(" ", "") for name, bounds in profile.items()))]
