@@ -600,6 +600,10 @@ def test_an_external_data_file_that_is_not_there_is_refused_by_name(tmp_path):
     with pytest.raises(ModelError) as caught:
         Model.read(path)
     assert str(caught.value) == f"{str(path)!r} keeps tensor 'indices' in 'm.bin', which is not in {str(tmp_path)!r}"
+    (tmp_path / "m.bin").mkdir()  # a folder of that name: said so, not "not in" the folder that holds it
+    with pytest.raises(ModelError, match=r"keeps tensor 'indices' in 'm\.bin', which is a folder: an external data location names a file in the model's folder$"):
+        Model.read(path)
+    (tmp_path / "m.bin").rmdir()
     (tmp_path / "m.bin").write_bytes(b"\0" * 16)  # shorter than the tensor
     with pytest.raises(ModelError, match=r"keeps tensor 'indices' in 'm.bin', which holds 16 bytes, not the 2400 from offset 0"):
         Model.read(path)
@@ -795,6 +799,8 @@ _SLICE = onnx_models.slice_scatter_model((4, 6), [0], [4], [2], axes=[1])
                  r"trt-scatter's SliceScatter: trt-scatter's ops are in domain 'trt_scatter'$", id="an-op-of-ours-in-another-domain"),
     pytest.param(_mutated(_SLICE, lambda m: _set_dim(m, dim_param="")), r"^graph input 'data': dimension 0 has an empty name \(dim_param ''\), which TensorRT builds as 0",
                  id="a-dimension-of-an-empty-name"),
+    pytest.param(_mutated(_SLICE, lambda m: _set_dim(m, dim_value=-3)), r"^graph input 'data': dimension 0 is -3: a size is 0 or more \(leave it "
+                 r"unset, or name it, for a dynamic one\)$", id="a-negative-size"),  # -1 stays a dynamic dimension, as exporters write it
     pytest.param(_mutated(_SLICE, lambda m: m.graph.initializer.append(m.graph.initializer[0])), r"^graph '.*': initializer '.*' is listed 2 times",
                  id="an-initializer-twice"),
     pytest.param(_mutated(_SLICE, lambda m: m.graph.input.append(m.graph.input[0])), r"^graph '.*': input 'data' is listed 2 times", id="an-input-twice"),

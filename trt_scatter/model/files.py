@@ -243,6 +243,8 @@ def external_file(tensor: onnx.TensorProto, path: str | os.PathLike, name: str |
     real_folder, real_file = os.path.realpath(folder), os.path.realpath(file)
     if os.path.commonpath([real_folder, real_file]) != real_folder:
         raise ModelError(f"{where}, which a link takes out of the model's folder (to {printable(repr(real_file))})")
+    if os.path.isdir(real_file):
+        raise ModelError(f"{where}, which is a folder: an external data location names a file in the model's folder")
     if not os.path.isfile(real_file):
         raise ModelError(f"{where}, which is not in {folder!r}")
     return real_file, info.offset or 0, info.length

@@ -547,10 +547,14 @@ def _check_structure(graph, outer):
 
 
 def _check_sizes(graph):
-    """No graph input has a dimension of an empty name (TensorRT's parser builds it as 0), and no graph input or output
-    a dimension or a volume of :data:`MAX_ELEMENTS` or more."""
+    """No graph input has a dimension of an empty name (TensorRT's parser builds it as 0) or a negative size other than
+    -1 (which some exporters write for a dynamic one), and no graph input or output a dimension or a volume of
+    :data:`MAX_ELEMENTS` or more."""
     for value in graph.input:
         for axis, dim in enumerate(value.type.tensor_type.shape.dim):
+            if dim.HasField("dim_value") and dim.dim_value < -1:  # -1: a dynamic one, as some exporters write it
+                raise ModelError(f"graph input {printable(repr(value.name))}: dimension {axis} is {dim.dim_value}: a size is 0 or more "
+                                 "(leave it unset, or name it, for a dynamic one)")
             if dim.HasField("dim_param") and not dim.dim_param:
                 raise ModelError(f"graph input {printable(repr(value.name))}: dimension {axis} has an empty name (dim_param ''), which TensorRT "
                                  "builds as 0: name it, or leave it unset, for a dynamic one")
