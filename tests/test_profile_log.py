@@ -85,7 +85,7 @@ def test_every_rule_of_a_check_is_kept_and_a_check_without_words_is_named_by_its
 @pytest.mark.parametrize("line, message", [
     ("Profile kMIN values are not self-consistent. (Unnamed Layer* 30) [Scatter]: dimensions not compatible for ScatterND Condition '==' violated: 3 != 0. "
      "In operator() at /_src/runtime/core/shapeMachine.cpp:640",
-     "the profile's smallest shapes break a rule of the network: (Unnamed Layer* 30) [Scatter]: dimensions not compatible for ScatterND (3 != 0)"),
+     "the profile's smallest shapes break a rule of the network: (Unnamed Layer* 30) [Scatter]: dimensions not compatible for ScatterND (TensorRT found 3 != 0)"),
     ("IBuilder::buildSerializedNetwork: Error Code 4: API Usage Error (IScatterLayer (Unnamed Layer* 30) [Scatter]: (Unnamed Layer* 30) [Scatter]: "
      "dimensions not compatible for ScatterND In processCheck at /_src/optimizer/shapeof/graphShapeAnalyzer.cpp:1066)",
      "the network breaks a rule of TensorRT's in every run the profile allows: (Unnamed Layer* 30) [Scatter]: dimensions not compatible for ScatterND"),

@@ -88,7 +88,7 @@ class Breaks(list):
             if asserted:  # the builders' message, as above; the condition's values ("4 >= 1") say nothing more
                 self.append(_line(_BOUNDS[broken[1]], asserted[1], asserted=True))
             else:
-                self.append(_line(_BOUNDS[broken[1]], f"{broken[2]} ({broken[3]})", asserted=False))
+                self.append(_line(_BOUNDS[broken[1]], f"{broken[2]} (TensorRT found {broken[3]})", asserted=False))  # its condition, as it failed
         else:
             return False
         return True
