@@ -474,9 +474,10 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
             new = os.path.join(folder, "timing.cache")
             built = build_engine(load_network, profile_shapes, fp16=fp16, bf16=bf16, timing_cache=timing_cache, progress=progress, name=name,
                                  aliased_plugin_io=aliased_plugin_io, feeds=feeds, save_timing_cache=new)
-            if timing_cache_unread(heard):
-                warn(f"timing_cache {os.fspath(timing_cache)!r} was not read ({timing_cache_unread(heard)}): the engine was built without it, "
-                     "and the file is left as it was")
+            unread = timing_cache_unread(heard)
+            if unread:
+                warn(f"timing_cache {os.fspath(timing_cache)!r} was not read ({unread}): the engine was built without it, and the file is "
+                     "left as it was")
             elif os.path.exists(new):
                 os.replace(new, real)
         return built
@@ -552,13 +553,11 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
     _refused_plugin_shapes()  # forgets earlier refusals: a failed build names its own
     bounds = {t.name: (t.shape,) * 3 if t.name in shape_inputs else profile_shapes.get(t.name, (t.shape,) * 3) for t in inputs}
     # it logs throughout the build: through trt-scatter's logger for a network of new_builder(), through polygraphy's for
-    # one of TensorRT's ONNX parser (what polygraphy's logger heard is read after the build)
-    with no_collection_inside_tensorrt(), profile_breaks() as breaks, tensorrt_warnings() as heard:
+    # one of TensorRT's ONNX parser
+    with no_collection_inside_tensorrt(), profile_breaks() as breaks, tensorrt_warnings(breaks.take):
         try:
             engine = bytes(EngineBytesFromNetwork(loaded, config=config, save_timing_cache=saved)())  # raises if TensorRT fails
         except PolygraphyException:
-            for line in heard:
-                breaks.take(line)
             refused_shapes = _refused_plugin_shapes()
             if refused_shapes:  # TensorRT says only that the plugin's "output shape computation failed": the rule it broke
                 raise ValueError(refused_shapes[-1]) from None
@@ -566,8 +565,6 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
             if broken:
                 raise ValueError(broken) from None
             raise
-    for line in heard:
-        breaks.take(line)
     broken = breaks.first(bounds)
     if broken:  # TensorRT-RTX builds an engine whose rules fail at a bound of its profile, saying so only in its log
         raise ValueError(broken)
@@ -578,8 +575,9 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
 
 
 @contextlib.contextmanager
-def tensorrt_warnings() -> Iterator[list[str]]:
-    """The warnings and errors TensorRT logs during the block (through polygraphy's logger, which prints each one once)."""
+def tensorrt_warnings(take: Callable[[str], Any] | None = None) -> Iterator[list[str]]:
+    """The warnings and errors TensorRT logs during the block (through polygraphy's logger, which prints each one once),
+    each also given to ``take`` as it comes (a :class:`~trt_scatter.profile_log.Breaks`'s)."""
     from polygraphy.logger import G_LOGGER
 
     heard, originals = [], {name: getattr(G_LOGGER, name) for name in ("warning", "error")}
@@ -587,6 +585,8 @@ def tensorrt_warnings() -> Iterator[list[str]]:
     def listening(log):
         def listen(message, *args, **kwargs):
             heard.append(message if isinstance(message, str) else "")
+            if take is not None:
+                take(heard[-1])
             return log(message, *args, **kwargs)
 
         return listen

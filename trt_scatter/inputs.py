@@ -712,7 +712,7 @@ class _Shapes:
         self.value[root] = -(-wanted // rest)
         self._settle()
         kept = all(self.value.get(key, value) >= value for key, value in before.items())
-        if kept and all((offset[0] if offset else 0) + self._size(low_) <= self._size(high_) for low_, high_, *offset in self.bounds):
+        if kept and self._bounds_hold():
             self.roomy = True
         else:
             self.value = before
@@ -738,10 +738,9 @@ class _Shapes:
                     continue
             if source in plan.inputs and self.symbolic.symbolic_shape(source) is not None:
                 expands.append((node, source, None if reshape is None else [int(d) for d in np.reshape(reshape, -1)]))
-        before = dict(self.value)
+        before, wanted = dict(self.value), [node.input[1] for node, _, _ in expands]
         for _ in expands:  # a size set for one Expand may move another's shape
             shapes = {name: tuple(self.of(d) for d in dims) for name in plan.inputs if (dims := self.symbolic.symbolic_shape(name)) is not None}
-            wanted = [node.input[1] for node, _, _ in expands]
             runs = [_run_part(plan, wanted, shapes, np.random.default_rng(seed)) or {} for seed in (0, 1)]
             targets = {name: runs[0][name].tolist() for name in runs[0] if name in runs[1] and np.array_equal(runs[0][name], runs[1][name])
                        and (runs[0][name] >= 0).all()}  # a shape that values set (two runs disagree), or a size no dim has: left to the run
@@ -758,8 +757,12 @@ class _Shapes:
                         self.value[self.find(dim)], moved = int(size), True
             if not moved:
                 break
-        if not all((offset[0] if offset else 0) + self._size(low) <= self._size(high) for low, high, *offset in self.bounds):
+        if not self._bounds_hold():
             self.value = before
+
+    def _bounds_hold(self):
+        """Whether the values keep every bound (``offset + prod(low) <= prod(high)``)."""
+        return all((offset[0] if offset else 0) + self._size(low) <= self._size(high) for low, high, *offset in self.bounds)
 
     def _fit_reshaped(self, dims, reshape, target):
         """For :meth:`_fit_expanded_inputs`: sizes the one free dim of an input of ``dims`` that a Reshape to the constant

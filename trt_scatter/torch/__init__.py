@@ -278,9 +278,10 @@ def _example_tensors(args):
     def walk(value, path):
         if isinstance(value, (torch.Tensor, bool, int, float)):
             found.append((path, value))
-        elif type(value) in (tuple, list):  # a namedtuple or a dict: left to the exporter's own reading
+            return True
+        if type(value) in (tuple, list):  # a namedtuple or a dict: left to the exporter's own reading
             return all(walk(item, (*path, index)) for index, item in enumerate(value))
-        return value is None or isinstance(value, (torch.Tensor, bool, int, float))
+        return value is None
 
     return found if walk(args, ()) else None
 
@@ -303,6 +304,19 @@ def _positions(proto, input_names):
         name: int(found[1]) for name in inputs if (found := re.fullmatch(r"\w+::\w+_(\d+)", name))}
 
 
+def _examples(model, args, proto, input_names):
+    """``(args, tensors, positions)`` for the checks that compare an export with eager PyTorch: ``args`` as a tuple, its
+    values that are graph inputs (:func:`_example_tensors`) and each graph input's place among them (:func:`_positions`);
+    ``None`` where nothing can be compared (no module, keyword arguments)."""
+    import torch
+
+    args = args if isinstance(args, tuple) else (args,)
+    tensors = _example_tensors(args)
+    if not isinstance(model, torch.nn.Module) or tensors is None:
+        return None
+    return args, tensors, _positions(proto, input_names)
+
+
 def _dropped(removed):
     """How the TorchScript exporter dropped a write: its warning's words (``removed``, the first), or none."""
     return f"its warning: {removed[0]}" if removed else "without a word"
@@ -317,10 +331,12 @@ def _refuse_a_dropped_write(model, args, proto, through, removed, input_names=No
     (the model hands the input on exactly); where eager PyTorch cannot run, nothing is said."""
     import torch
 
-    args = args if isinstance(args, tuple) else (args,)
-    tensors, positions = _example_tensors(args), _positions(proto, input_names)
+    examples = _examples(model, args, proto, input_names)
+    if examples is None:
+        return
+    args, tensors, positions = examples
     outputs = [value.name for value in proto.graph.output]
-    if not isinstance(model, torch.nn.Module) or tensors is None or any(positions.get(name, len(tensors)) >= len(tensors) for name in through.values()):
+    if any(positions.get(name, len(tensors)) >= len(tensors) for name in through.values()):
         return
     eager = _eager(model, args)
     if eager is None or len(eager) != len(outputs):
@@ -344,11 +360,11 @@ def _refuse_a_lost_input(model, args, proto, input_names=None):
     change, which means the model reads it."""
     import torch
 
-    args = args if isinstance(args, tuple) else (args,)
-    tensors, positions, names = _example_tensors(args), _positions(proto, input_names), list(input_names or [])
-    if not isinstance(model, torch.nn.Module) or tensors is None or any(value.name not in positions for value in fed_inputs(proto.graph)):
+    examples, names, fed = _examples(model, args, proto, input_names), list(input_names or []), fed_inputs(proto.graph)
+    if examples is None or any(value.name not in examples[2] for value in fed):
         return  # keyword arguments, or an input the names do not place: which example is lost is not known
-    kept = {positions[value.name] for value in fed_inputs(proto.graph)}
+    args, tensors, positions = examples
+    kept = {positions[value.name] for value in fed}
     lost = [index for index, (_, value) in enumerate(tensors)
             if index not in kept and isinstance(value, torch.Tensor) and (index < len(names) or not names)]
     if not lost:
