@@ -1597,9 +1597,19 @@ def write_results(results, out):
 
 def main(argv=None):
     args = parse_args(argv)
-    os.environ.setdefault("TRT_SCATTER_CACHE_DIR", str(args.cache_dir or tempfile.mkdtemp(prefix="trt-scatter-cache-")))
-    if args.cache_dir:
-        os.environ["TRT_SCATTER_CACHE_DIR"] = str(args.cache_dir)
+    if args.cache_dir or os.environ.get("TRT_SCATTER_CACHE_DIR"):
+        os.environ["TRT_SCATTER_CACHE_DIR"] = str(args.cache_dir or os.environ["TRT_SCATTER_CACHE_DIR"])
+        return check(args)
+    with tempfile.TemporaryDirectory(prefix="trt-scatter-cache-") as cold:  # cold compile times, and nothing left behind
+        os.environ["TRT_SCATTER_CACHE_DIR"] = cold
+        try:
+            return check(args)
+        finally:
+            del os.environ["TRT_SCATTER_CACHE_DIR"]
+
+
+def check(args):
+    """The whole check with ``args``, its kernel cache already chosen; returns the exit status."""
     kernels = import_kernels()
     cuda = kernels.cuda
     results = {"arguments": {k: str(v) for k, v in vars(args).items()}, "phases": {}, "problems": []}

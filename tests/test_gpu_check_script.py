@@ -234,11 +234,19 @@ def test_report(tmp_path):
 
 
 @pytest.mark.skipif(HAS_GPU, reason="checks the behaviour without a GPU")
-def test_without_a_gpu_the_script_fails_with_the_reason(tmp_path):
+@pytest.mark.parametrize("cache_set", [False, True], ids=["own cache", "cache given"])
+def test_without_a_gpu_the_script_fails_with_the_reason(tmp_path, cache_set):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    env = {k: v for k, v in _without_fakecuda().items() if k != "TRT_SCATTER_CACHE_DIR"}
+    env["TMPDIR"] = str(scratch)
+    if cache_set:
+        env["TRT_SCATTER_CACHE_DIR"] = str(tmp_path / "cache")
     result = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120,
-                            env=_without_fakecuda())
+                            env=env)
     assert result.returncode == 2
     assert result.stderr.startswith("gpu_check.py: needs a CUDA GPU: the CUDA driver is unavailable") and result.stderr.count("\n") == 1
+    assert not list(scratch.iterdir())  # its own cold kernel cache is removed; a given one leaves no unused folder behind
 
 
 @pytest.mark.skipif(HAS_GPU, reason="checks the behaviour without a GPU")
