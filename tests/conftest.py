@@ -10,6 +10,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
+from trt_scatter.log import env_flag  # noqa: E402
+
 settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("thorough", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -38,8 +40,9 @@ def _has_full_tensorrt():
 GPU_MISSING = _gpu_missing()
 HAS_GPU = GPU_MISSING is None
 # Set by bench/gpu_check.sh on a GPU machine: a GPU test that would skip fails instead, so a run in
-# which every GPU test skipped cannot pass.
-REQUIRE_GPU = os.environ.get("TRT_SCATTER_REQUIRE_GPU") == "1"
+# which every GPU test skipped cannot pass. Read as every switch is (true/yes/on are on too).
+REQUIRE_GPU = env_flag("TRT_SCATTER_REQUIRE_GPU")
+_REQUIRED = f"TRT_SCATTER_REQUIRE_GPU={os.environ.get('TRT_SCATTER_REQUIRE_GPU')!r}"
 HAS_FULL_TENSORRT = _has_full_tensorrt()
 HAS_GXX = shutil.which("g++") is not None
 
@@ -51,13 +54,13 @@ else:
 
 @pytest.fixture(scope="session")  # before any module-scoped fixture that would need the GPU
 def _fail_without_gpu():
-    pytest.fail(f"TRT_SCATTER_REQUIRE_GPU=1 and no CUDA GPU: {GPU_MISSING}", pytrace=False)
+    pytest.fail(f"{_REQUIRED} and no CUDA GPU: {GPU_MISSING}", pytrace=False)
 
 
 def gpu_skip(reason):
     """Skips a GPU test that cannot run here (e.g. too little GPU memory); fails it under TRT_SCATTER_REQUIRE_GPU=1."""
     if REQUIRE_GPU:
-        pytest.fail(f"TRT_SCATTER_REQUIRE_GPU=1 and this GPU test cannot run: {reason}", pytrace=False)
+        pytest.fail(f"{_REQUIRED} and this GPU test cannot run: {reason}", pytrace=False)
     pytest.skip(reason)
 needs_full_tensorrt = pytest.mark.skipif(not HAS_FULL_TENSORRT, reason="needs full TensorRT ('tensorrt'), not only TensorRT-RTX")
 needs_gxx = pytest.mark.skipif(not HAS_GXX, reason="needs g++ to run the kernels on the CPU")

@@ -620,7 +620,17 @@ def test_rehearsal_without_a_gpu_every_skip_fails(rehearsal, tmp_path):
     assert result.returncode == 1
     assert summary_rows(summary) == {"tests/test_kernels_gpu.py (TRT_SCATTER_REQUIRE_GPU=1)": "FAILED (exit 1)"}
     log = (tmp_path / "out" / "pytest_gpu.log").read_text()
-    assert "TRT_SCATTER_REQUIRE_GPU=1 and no CUDA GPU" in log and "skipped" not in log
+    assert "TRT_SCATTER_REQUIRE_GPU='1' and no CUDA GPU" in log and "skipped" not in log
+
+
+@pytest.mark.skipif(HAS_GPU, reason="checks the behaviour without a GPU")
+def test_require_gpu_reads_on_as_every_switch_does(tmp_path):
+    """TRT_SCATTER_REQUIRE_GPU=true is on, as it is for every other switch: a safety switch is never silently off."""
+    env = dict(_without_fakecuda(), TRT_SCATTER_REQUIRE_GPU="true")
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "aot_ptx_loads",
+                             str(ROOT / "tests" / "test_kernels_gpu.py")], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert result.returncode == 1, result.stdout[-2000:]
+    assert "TRT_SCATTER_REQUIRE_GPU='true' and no CUDA GPU" in result.stdout and "skipped" not in result.stdout
 
 
 def test_rehearsal_a_gpu_test_that_cannot_run_fails(rehearsal, tmp_path):
