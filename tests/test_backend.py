@@ -83,6 +83,7 @@ def test_forcing_tensorrt_without_it_names_what_to_install(fresh):
     assert isinstance(caught.value, ImportError)
     assert "trt-scatter[trt]" in message and "tensorrt-rtx==1.7.1.116" in message
     assert "Tried: tensorrt:" in message and "tensorrt_rtx" not in message.split("Tried:")[1]
+    assert "TRT_SCATTER_BACKEND='tensorrt' allows tensorrt only (unset it to take whichever is installed)" in message
 
 
 @pytest.mark.skipif(not HAS_FULL_TENSORRT, reason="needs full TensorRT ('tensorrt'), not only TensorRT-RTX")
@@ -102,7 +103,15 @@ def test_unknown_backend_name_is_an_error(fresh, value):
 def test_no_importable_backend_is_an_error_listing_each_failure(fresh):
     fresh.setenv(backend.ENV_VAR, "tensorrt_rtx")
     fresh.setitem(sys.modules, "tensorrt_rtx", None)  # `import tensorrt_rtx` raises ImportError
-    with pytest.raises(backend.BackendError, match=r"needs TensorRT\. Install .*Tried: tensorrt_rtx: "):
+    with pytest.raises(backend.BackendError, match=r"needs TensorRT, and TRT_SCATTER_BACKEND='tensorrt_rtx' allows tensorrt_rtx only .*Tried: tensorrt_rtx: "):
+        backend.tensorrt()
+    fresh.delenv(backend.ENV_VAR)
+    fresh.setenv(POLYGRAPHY_VAR, "1")
+    with pytest.raises(backend.BackendError, match=r"needs TensorRT, and POLYGRAPHY_USE_TENSORRT_RTX='1' allows tensorrt_rtx only .*Tried: tensorrt_rtx: "):
+        backend.tensorrt()
+    fresh.delenv(POLYGRAPHY_VAR)
+    fresh.setitem(sys.modules, "tensorrt", None)
+    with pytest.raises(backend.BackendError, match=r"needs TensorRT\. Install .*Tried: tensorrt: .*; tensorrt_rtx: "):
         backend.tensorrt()
 
 
