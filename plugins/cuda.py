@@ -155,11 +155,12 @@ def cache_key(kernel: str, element_size: int, index_itemsize: int | None, arch: 
 
 
 def cache_dir() -> Path:
-    """``$TRT_SCATTER_CACHE_DIR``, else ``$XDG_CACHE_HOME/trt-scatter``, else ``~/.cache/trt-scatter``."""
-    if os.environ.get(CACHE_ENV):
+    """``$TRT_SCATTER_CACHE_DIR`` (blank is unset), else ``$XDG_CACHE_HOME/trt-scatter`` (an absolute path, as the
+    XDG spec requires), else ``~/.cache/trt-scatter``."""
+    if os.environ.get(CACHE_ENV, "").strip():
         return Path(os.environ[CACHE_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "trt-scatter"
+    xdg = Path(os.environ.get("XDG_CACHE_HOME", ""))
+    return (xdg if xdg.is_absolute() else Path.home() / ".cache") / "trt-scatter"
 
 
 def _check_nvrtc(result, what, program=None):

@@ -445,6 +445,10 @@ def test_cache_dir_default_and_overrides(monkeypatch, tmp_path):
     assert cuda.cache_dir() == tmp_path / "xdg" / "trt-scatter"
     monkeypatch.setenv(cuda.CACHE_ENV, str(tmp_path / "mine"))
     assert cuda.cache_dir() == tmp_path / "mine"
+    monkeypatch.setenv(cuda.CACHE_ENV, "  ")  # blank is unset, not a folder named by spaces
+    assert cuda.cache_dir() == tmp_path / "xdg" / "trt-scatter"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative")  # the XDG spec ignores a relative path
+    assert cuda.cache_dir() == tmp_path / ".cache" / "trt-scatter"
 
 
 def test_name_expressions():
