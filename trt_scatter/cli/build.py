@@ -162,7 +162,20 @@ def _build_one(args, target, output, dynamic):
              "and none runs here; the engine was built without it, and the file is left as it was")
     elif timing_cache is not None:
         common.write_output(args.timing_cache, timing_cache, "--timing-cache")
+        if not _cuda_driver_runs():  # TensorRT-RTX on a CPU machine: the next build here would refuse the file
+            warn(f"--timing-cache {args.timing_cache!r} holds no timings: TensorRT times tactics and reads a timing cache only where "
+                 "a CUDA driver runs, and none runs here")
     return output, summary
+
+
+def _cuda_driver_runs():
+    from trt_scatter.plugins import cuda
+
+    try:
+        cuda.driver()
+    except cuda.CudaUnavailableError:
+        return False
+    return True
 
 
 def _build(engine, load, profile, name, aliased_plugin_io, flags):
