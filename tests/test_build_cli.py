@@ -1141,8 +1141,8 @@ def test_opt_shapes_that_break_a_plugins_rule_are_refused(tmp_path, capsys):
 
 @pytest.mark.parametrize("columns, message", [
     (2, "the profile's opt shapes break a plugin's rule: SliceScatter node 'SliceScatter_4', input shapes [(2, 8), (2, 2), (1,), (1,), "
-        "(1,), (1,)]: slice_scatter: 'updates' must have shape (2, 4) (data's shape with each sliced axis cut to its slice's length) "
-        "(got shape (2, 2))"),
+        "(1,), (1,)]: slice_scatter: 'updates' must have shape (2, 4) (data's shape with each sliced axis cut to its slice's length; "
+        "axis 1's slice (start 0, stop 4, step 1) takes 4 of its 8) (got shape (2, 2))"),
     (4, None),
 ], ids=["updates-unlike-the-slice-at-every-bound", "updates-like-the-slice"])
 def test_constant_slices_that_a_profiles_updates_never_fit_are_refused(tmp_path, capsys, columns, message):

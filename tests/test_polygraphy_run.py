@@ -491,7 +491,8 @@ def _runtime_axes(model):
         (_step_0, ["--pluginref", "--trt-scatter-inputs"],  # the model is validated before the loader plans inputs
          "[!] --pluginref: SliceScatter node 'write_kv': slice_scatter: 'step' must not contain 0 (got [0])"),
         (lambda model: None, ["--pluginref", "--val-range", "pos:[20,30]"],
-         "[!] SliceScatter node 'write_kv': slice_scatter: 'updates' must have shape (2, 3, 0, 4) (data's shape with each sliced axis cut to its slice's length) (got shape (2, 3, 1, 4)); 'updates' is the model's input 'k'"),
+         "[!] SliceScatter node 'write_kv': slice_scatter: 'updates' must have shape (2, 3, 0, 4) (data's shape with each sliced axis cut to its slice's length; axis 2's slice (start 20, stop 21, step 1) takes 0 of its 8) "
+         "(got shape (2, 3, 1, 4)); 'updates' is the model's input 'k'"),
     ],
     ids=["onnxrt_lowering", "onnxrt_and_reference", "trt_scatter_inputs", "reference_on_random_inputs"],
 )

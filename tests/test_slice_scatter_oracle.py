@@ -257,3 +257,15 @@ def test_backward_slice_clamped_before_the_first_element_is_empty(start, stop):
 def test_backward_slice_reaching_the_first_element_writes_it():
     out = slice_scatter(np.arange(4), np.array([9, 8, 7]), [2], [-10], [-1])
     np.testing.assert_array_equal(out, [7, 8, 9, 3])
+
+
+def test_updates_of_another_length_than_the_slice_names_the_slice_that_set_it():
+    """A KV cache written at a run-time position past its room: the slice's values, not only 'updates', are named,
+    since they may be the mistake (pos=6 in a cache of 8 leaves room for 2 of the 4 new rows)."""
+    data, updates = np.zeros((1, 2, 8, 8), np.float32), np.ones((1, 2, 4, 8), np.float32)
+    with pytest.raises(ValueError) as caught:
+        slice_scatter(data, updates, [6], [10], [1], [2])
+    assert str(caught.value) == ("slice_scatter: 'updates' must have shape (1, 2, 2, 8) (data's shape with each sliced axis cut to its "
+                                 "slice's length; axis 2's slice (start 6, stop 10, step 1) takes 2 of its 8) (got shape (1, 2, 4, 8))")
+    with pytest.raises(ValueError, match=r"cut to its slice's length\) \(got shape \(1, 3, 2, 8\)\)$"):  # the slice fits: not named
+        slice_scatter(data, np.ones((1, 3, 2, 8), np.float32), [6], [10], [1], [2])

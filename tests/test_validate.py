@@ -211,7 +211,8 @@ def test_rank_0_data():
          "given (the default axes are 0, 1, ..., one per entry) (got 3)"),
         (dict(stop=(1, 2)), "'start/stop/step' must have equal lengths (got {'start': 1, 'stop': 2, 'step': 1})"),
         (dict(stop=(1, 2), axes=(0,)), "'start/stop/step/axes' must have equal lengths (got {'start': 1, 'stop': 2, 'step': 1, 'axes': 1})"),
-        (dict(stop=(1,), updates=(2, 5)), "'updates' must have shape (1, 5) (data's shape with each sliced axis cut to its slice's length) (got shape (2, 5))"),
+        (dict(stop=(1,), updates=(2, 5)), "'updates' must have shape (1, 5) (data's shape with each sliced axis cut to its slice's length; "
+         "axis 0's slice (start 0, stop 1, step 1) takes 1 of its 2) (got shape (2, 5))"),
         (dict(updates=(2, 5, 1)), "'updates' must have shape (2, 5) (data's shape with each sliced axis cut to its slice's length) (got shape (2, 5, 1))"),
         (dict(step=5), "'step' must be a 1-D tensor (got a scalar 5)"),
         (dict(start=((0,),)), "'start' must be a 1-D tensor (got shape (1, 1))"),
@@ -286,7 +287,7 @@ def test_data_computed_by_an_earlier_scatter_is_known(trt_scatter_schemas):
     assert ModelTensors(model).shape("relu") == (2, 5)
     assert refused(model) == (
         "SliceScatter node 'second': slice_scatter: 'updates' must have shape (1, 5) (data's shape with each sliced "
-        "axis cut to its slice's length) (got shape (2, 5))"
+        "axis cut to its slice's length; axis 0's slice (start 0, stop 2, step 3) takes 1 of its 2) (got shape (2, 5))"
     )
 
 

@@ -46,7 +46,8 @@ OUT_OF_RANGE = "ScatterUpdate node 'update': scatter_update: 'indices' values mu
         (slice_scatter(attrs={"inplace": 2}), "SliceScatter node 'write_kv': attribute 'inplace' must be the int 0 or 1 (got 2)"),
         (scatter_update(index_dtype=np.float32), "ScatterUpdate node 'update': scatter_update: 'indices' must be int32 or int64 (got float32)"),
         (slice_scatter(updates=(2, 4), stop=(1,)), "SliceScatter node 'write_kv': slice_scatter: 'updates' must have shape (1, 5) "
-         "(data's shape with each sliced axis cut to its slice's length) (got shape (2, 4))"),
+         "(data's shape with each sliced axis cut to its slice's length; axis 0's slice (start 0, stop 1, step 1) takes 1 of its 2) "
+         "(got shape (2, 4))"),
     ],
 )
 @pytest.mark.parametrize("command", ["build", "check", "lower", "rewrite"])

@@ -74,8 +74,20 @@ def check_slice_scatter(data_shape: Sequence[int | None], updates_shape: Sequenc
     _check_step(step)
 
     expected = slice_shape(data_shape, start, stop, step, axes)
-    rules.check_shape(OP, "updates", updates_shape, expected, "data's shape with each sliced axis cut to its slice's length")
+    rules.check_shape(OP, "updates", updates_shape, expected, "data's shape with each sliced axis cut to its slice's length"
+                      + _slices_cut_otherwise(data_shape, updates_shape, expected, start, stop, step, axes))
     return axes
+
+
+def _slices_cut_otherwise(data_shape, updates_shape, expected, start, stop, step, axes):
+    """The slices whose length ``updates`` does not have, with the values that set it: where they are computed
+    (a KV cache's position), those values, not ``updates``, may be the mistake."""
+    if len(updates_shape) != len(expected):
+        return ""
+    cut = [f"axis {axis}'s slice (start {begin}, stop {end}, step {stride}) takes {expected[axis]} of its {data_shape[axis]}"
+           for axis, begin, end, stride in zip(axes, start, stop, step)
+           if rules.is_known(expected[axis]) and rules.is_known(updates_shape[axis]) and updates_shape[axis] != expected[axis]]
+    return "; " + "; ".join(cut) if cut else ""
 
 
 def _check_lengths(lengths):
