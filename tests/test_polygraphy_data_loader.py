@@ -1012,13 +1012,18 @@ def test_searched_indices_are_found_where_they_must_be_distinct_along_any_axis(s
     assert feed["raw"].shape == raw_shape
 
 
-def test_value_ranges_set_the_inputs_no_rule_draws_and_leave_the_ruled_ones_valid():
+def test_value_ranges_set_the_inputs_no_rule_draws_and_leave_the_ruled_ones_valid(caplog):
     """``value_ranges`` (polygraphy's ``--val-range``: per input, ``""`` for every other) sets the values of the inputs
     the loader draws at random (data, updates: integers within both bounds, floats from low up to high), never those a
-    scatter's rule draws, which stay valid; ``ruled_inputs`` names those."""
+    scatter's rule draws, which stay valid; ``ruled_inputs`` names those, and a range given for one is said to be ignored
+    (once, in Python too: not only by polygraphy run's flag)."""
     model = fx.scatter_elements_model([6, 5], [2, 5], axis=0, dtype=np.int32)
     loader = ScatterDataLoader(model, seed=3, iterations=4, value_ranges={"data": (100, 102), "indices": (50, 60), "": (-3, -3)})
-    for feed in loader:
+    with caplog.at_level("WARNING", logger="trt_scatter"):
+        feeds = list(loader)
+    assert [r.getMessage() for r in caplog.records] == ["the value range for input 'indices' (--val-range, value_ranges) is ignored: its "
+                                                        "values are drawn by the rules of the scatter nodes it reaches"]
+    for feed in feeds:
         assert set(np.unique(feed["data"])) <= {100, 101, 102} and len(np.unique(feed["data"])) > 1
         assert np.all(feed["updates"] == -3)
         assert np.all((feed["indices"] >= -6) & (feed["indices"] < 6))  # the rule's, not 50-60

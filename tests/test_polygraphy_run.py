@@ -255,7 +255,7 @@ def test_a_value_range_sets_the_inputs_no_rule_draws_and_is_said_to_be_ignored_f
                                         "--val-range", "data:[10,20]", "indices:[0,1]", "--save-inputs", tmp_path / "inputs.json"])
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
-    assert "[W] --val-range for input 'indices' is ignored: --trt-scatter-inputs draws its values by the rules of the scatter nodes it reaches" in output
+    assert "[W] the value range for input 'indices' (--val-range, value_ranges) is ignored: its values are drawn by the rules of the scatter nodes it reaches" in output
     feeds = load_json(tmp_path / "inputs.json")
     assert len(feeds) == 2 and all(np.all((feed["data"] >= 10) & (feed["data"] <= 20)) for feed in feeds)
     assert all(np.all(np.abs(feed["updates"]) <= 1) for feed in feeds)  # no range given for it: the loader's own

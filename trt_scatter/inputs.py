@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from trt_scatter import oracle
-from trt_scatter.log import first_line, warnings_dropped
+from trt_scatter.log import first_line, warn, warnings_dropped
 from trt_scatter.model import as_model, declared_size, fed_inputs
 from trt_scatter.model.graph import DEFAULT_DOMAINS, ELEMENTWISE, SHAPE_READERS, subgraphs
 from trt_scatter.model.node import OpNode
@@ -113,6 +113,10 @@ class ScatterDataLoader:
                 plan = bare if bare.runs(np.random.default_rng([self.seed, 0])) else plan
             _check_size(plan, self.iterations)
             self._plan = plan
+            ignored = [name for name in _ruled(plan) if name in self.value_ranges]
+            if ignored:  # the values each scatter node accepts decide, not a range
+                warn(f"the value range for input {ignored[0]!r} (--val-range, value_ranges) is ignored: its values are drawn by the rules "
+                     "of the scatter nodes it reaches")
         return self._plan
 
     def __iter__(self):
@@ -130,8 +134,11 @@ class ScatterDataLoader:
     def ruled_inputs(self) -> list[str]:
         """The inputs whose values a scatter's rule draws (indices, slice parameters, what reaches them), in the model's
         order: ``value_ranges`` does not set them."""
-        plan = self._planned()
-        return [name for name in plan.inputs if name in plan.generators or name in plan.searched or name in plan.shared]
+        return _ruled(self._planned())
+
+
+def _ruled(plan):
+    return [name for name in plan.inputs if name in plan.generators or name in plan.searched or name in plan.shared]
 
 
 def _check_size(plan, iterations):

@@ -340,10 +340,6 @@ class TrtScatterArgs(BaseArgs):
         if refusal:
             G_LOGGER.critical(f"--trt-scatter-inputs: {refusal}")
         loader = self._plan_inputs(model, options)
-        ruled = [name for name in loader.ruled_inputs() if name in (loader_args.val_range or {})]
-        if ruled:  # the values each scatter node accepts decide, not a range
-            G_LOGGER.warning(f"--val-range for input {ruled[0]!r} is ignored: --trt-scatter-inputs draws its values by the rules of the "
-                             "scatter nodes it reaches")
 
         def add_to_script_impl(script, user_input_metadata_str=None):  # in place of polygraphy's random DataLoader
             script.add_import(imports=["ScatterDataLoader"], frm="trt_scatter.polygraphy_ext")
