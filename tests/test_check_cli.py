@@ -697,8 +697,8 @@ def test_generator_flags_with_loaded_inputs_are_refused(tmp_path, elements_model
     """They would be silently ignored: the loaded inputs are what runs."""
     (tmp_path / "in.json").write_text("[]")
     refused = check(elements_model, "--load-inputs", tmp_path / "in.json", *flag)
-    assert refused.returncode == 2 and refused.stderr == (f"trt-scatter check: error: {flag[0]} shapes the generated inputs, and "
-                                                          "--load-inputs gives them instead: give one or the other\n"), output_of(refused)
+    assert refused.returncode == 2 and refused.stderr == (f"trt-scatter check: error: {flag[0]} is for generated inputs, and "
+                                                          "--load-inputs gives the inputs instead: give one or the other\n"), output_of(refused)
 
 
 def test_a_model_onnxruntime_cannot_run_says_so_and_that_nothing_was_compared(tmp_path):

@@ -200,8 +200,8 @@ def _check(args):
     was built."""
     generating = [flag for flag, given in (("--seed", args.seed is not None), ("--iterations", args.iterations is not None),
                                            ("--input-shapes", bool(args.input_shapes))) if given]
-    if args.load_inputs and generating:  # they shape generated inputs, and would be silently ignored
-        raise common.CliError(f"{generating[0]} shapes the generated inputs, and --load-inputs gives them instead: give one or the other")
+    if args.load_inputs and generating:  # they set up generated inputs, and would be silently ignored
+        raise common.CliError(f"{generating[0]} is for generated inputs, and --load-inputs gives the inputs instead: give one or the other")
     outputs = {"--" + flag.replace("_", "-"): getattr(args, flag) for flag in ("save_inputs", "save_outputs", "save_engine")}
     reads = [args.model] + [path for path in (args.load_inputs, args.load_outputs) if path]
     common.check_distinct_outputs(outputs)
