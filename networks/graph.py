@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
 
 INT64 = np.dtype(np.int64)
+MAX_DIMS = 8  #: the most dimensions a TensorRT tensor has (Dims.MAX_DIMS)
 
 #: binary operation name -> (TensorRT ``ElementWiseOperation`` name, ONNX op type)
 BINARY_OPS = {
@@ -293,14 +294,17 @@ class _Composites:
         k, rank = len(pieces), len(self.shape_of(data))
         lead = [self.dim(data, j) for j in range(k)] if k > 1 else []
         grid = [d for _, dims in pieces for d in dims]
+        one_axis = len(grid) >= MAX_DIMS  # grid + [1] would pass TensorRT's most dimensions: the grid becomes one axis
         rows, offset = None, 0
         for j, (coordinates, dims) in enumerate(pieces):
             stride = self.product(lead[j + 1 :])
             if not (isinstance(stride, int) and stride == 1):
                 coordinates = self.binary("mul", coordinates, self._broadcastable(stride, len(dims)))
-            placed = self.reshape(coordinates, self.shape_from([1] * offset + list(dims) + [1] * (len(grid) - offset - len(dims)) + [1]))
+            placed = self.reshape(coordinates, self.shape_from([1] * offset + list(dims) + [1] * (len(grid) - offset - len(dims) + (not one_axis))))
             rows = placed if rows is None else self.binary("add", rows, placed)
             offset += len(dims)
+        if one_axis:
+            rows, updates = self.grid_as_one_axis(rows, grid, updates, [self.dim(data, j) for j in range(k, rank)])
         if k == 1:
             return self.scatter(data, rows, updates, "nd")
         tail = [self.dim(data, j) for j in range(k, rank)]
@@ -311,6 +315,15 @@ class _Composites:
         written = self.scatter(self.reshape(data, flat_shape), rows, updates, "nd")
         data_shape = self.shape_of(data)
         return self.reshape(written, data_shape if all(d >= 0 for d in data_shape) else self.shape_tensor(data))
+
+    def grid_as_one_axis(self, rows: trt.ITensor | Value, grid: Sequence[int | trt.ITensor | Value], updates: trt.ITensor | Value,
+                         tail: Sequence[int | trt.ITensor | Value]) -> tuple[trt.ITensor | Value, trt.ITensor | Value]:
+        """ScatterND's row numbers ``rows`` (over ``grid``) and ``updates`` (``grid + tail``) with the grid as one axis:
+        ``(n, 1)`` and ``(n,) + tail``. For a grid of :data:`MAX_DIMS` axes, where ``grid + [1]`` would pass TensorRT's
+        most dimensions."""
+        count = self.product(grid)
+        return (self.reshape(rows, self.shape_from([count, 1], infer=False)),
+                self.reshape(updates, self.shape_from([count, *tail], infer=False)))
 
     def _broadcastable(self, dim, rank):
         """A dimension as an int64 tensor of shape (1,)*rank, to multiply a rank-``rank`` tensor by."""

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from trt_scatter.networks.graph import INT64, TensorRTGraph, describe, is_tensor
+from trt_scatter.networks.graph import INT64, MAX_DIMS, TensorRTGraph, describe, is_tensor
 from trt_scatter.oracle import rules
 from trt_scatter.oracle.tensor_scatter import DEFAULT_AXIS, OP, UPDATE_SHAPE, check_mode, check_node, check_tensor_scatter
 
@@ -122,8 +122,11 @@ def lower_tensor_scatter(graph: TensorRTGraph | OnnxGraph, past_cache: trt.ITens
     blocks = graph.reshape(blocks, graph.shape_from(grid[:-1] + [1]))
     rows_of_positions = batch if write_indices is not None else 1  # without write indices every batch row has the same
     placed = graph.reshape(positions, graph.shape_from([rows_of_positions] + [1] * (axis - 1) + [count]))
-    rows = graph.reshape(graph.binary("add", blocks, placed), graph.shape_from(grid + [1]))
     tail = [graph.dim(past_cache, d) for d in range(axis + 1, rank)]
+    if len(grid) >= MAX_DIMS:  # grid + [1] would pass TensorRT's most dimensions
+        rows, update = graph.grid_as_one_axis(graph.binary("add", blocks, placed), grid, update, tail)
+    else:
+        rows = graph.reshape(graph.binary("add", blocks, placed), graph.shape_from(grid + [1]))
     if all(isinstance(d, int) and d > 0 for d in tail):
         flat_shape = (-1,) + tuple(tail)
     else:  # -1 cannot be inferred next to a 0 (an empty row)

@@ -225,3 +225,30 @@ def test_onnx_form_with_a_runtime_axis_parses_and_builds_in_tensorrt():
     builder, network, _ = parse_onnx(model)
     low = {"data": (3, 5), "indices": (2,), "updates": (3, 2)}
     build(builder, network, profile_for(network, low, low, {"data": (6, 10), "indices": (4,), "updates": (6, 4)}))
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("data_shape, indices_shape, axis", [((2, 1, 2, 1, 1, 1, 1, 5), (2,), -1), ((7,), (2, 1, 1, 1, 1, 1, 1, 3), 0)],
+                         ids=["rank-8 data, last axis", "8-D indices"])
+def test_a_grid_of_8_axes_lowers_within_tensorrts_8_dimensions(dynamic, data_shape, indices_shape, axis):
+    """Rows over a grid of 8 axes (data's leading axes and the indices') with a row number each would be a 9-D tensor,
+    which TensorRT (at most 8 dimensions) cannot hold: the grid is one axis there."""
+    rng = np.random.default_rng(2)
+    data = values(rng, data_shape, np.float32)
+    size = data_shape[axis]
+    indices = rng.permutation(size)[: int(np.prod(indices_shape))].reshape(indices_shape)  # unique: duplicates are undefined
+    normalized = axis % len(data_shape)
+    updates = values(rng, data_shape[:normalized] + indices_shape + data_shape[normalized + 1 :], np.float32)
+    symbolic_data, _ = symbolic(data_shape, [dynamic] * len(data_shape), "d")
+    symbolic_indices, _ = symbolic(indices_shape, [dynamic] * len(indices_shape), "i")
+    model = scatter_update_model(symbolic_data, symbolic_indices, axis, impl="native")
+    feeds = {"data": data, "indices": indices.astype(np.int64), "updates": updates}
+    assert np.array_equal(run_onnx(model, feeds), oracle.scatter_update(data, indices, updates, axis))
+    builder, network, _ = parse_onnx(model)
+    shapes = {name: value.shape for name, value in feeds.items()}
+    build(builder, network, profile_for(network, shapes, shapes, shapes))
+    builder, network = new_network()
+    out = add_scatter_update(network, add_input(network, "data", np.float32, data_shape), add_input(network, "indices", np.int64, indices_shape),
+                             add_input(network, "updates", np.float32, updates.shape), axis)
+    network.mark_output(out)
+    build(builder, network)

@@ -394,3 +394,24 @@ def test_onnx_form_with_runtime_axes_parses_and_builds_in_tensorrt():
     builder, network, _ = parse_onnx(model)
     low = {"data": (3, 5, 4), "updates": (2, 5, 4)}
     build(builder, network, profile_for(network, low, low, {"data": (6, 5, 8), "updates": (3, 5, 8)}))
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_rank_8_data_sliced_on_its_last_axis_lowers_within_tensorrts_8_dimensions(dynamic):
+    """Every axis up to the last indexes rows: one coordinate grid of 8 axes and a row number each would be a 9-D tensor,
+    which TensorRT (at most 8 dimensions) cannot hold; the grid is one axis there."""
+    shape, start, stop, step, axes = (2, 1, 2, 1, 1, 1, 1, 5), [1, -1], [3, -6], [2, -2], [2, 7]
+    rng = np.random.default_rng(0)
+    data = values(rng, shape, np.float32)
+    updates = values(rng, _updates_shape(shape, start, stop, step, axes), np.float32)
+    data_shape, _ = symbolic(shape, [dynamic] * 8, "d")
+    model = slice_scatter_model(data_shape, start, stop, step, axes, impl="native")
+    assert np.array_equal(run_onnx(model, {"data": data, "updates": updates}), oracle.slice_scatter(data, updates, start, stop, step, axes))
+    builder, network, _ = parse_onnx(model)
+    feeds = {"data": shape, "updates": updates.shape}
+    build(builder, network, profile_for(network, feeds, feeds, feeds))
+    builder, network = new_network()
+    out = add_slice_scatter(network, add_input(network, "data", np.float32, shape), add_input(network, "updates", np.float32, updates.shape),
+                            start, stop, step, axes)
+    network.mark_output(out)
+    build(builder, network)

@@ -283,3 +283,32 @@ def test_constant_write_indices_a_profile_leaves_no_room_for_are_refused(rows, h
         return
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         build_engine(load, profile)
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_a_rank_8_cache_written_on_its_last_axis_lowers_within_tensorrts_8_dimensions(dynamic, mode):
+    """Row numbers over a grid of 8 axes would be a 9-D tensor, which TensorRT (at most 8 dimensions) cannot hold: the
+    grid is one axis there. The lowering computes the oracle's values in onnxruntime, and TensorRT builds it."""
+    shape, count = (2, 1, 2, 1, 1, 1, 2, 6), 2
+    model = _lowered_model(shape, count, -1, mode, np.int64, dynamic)
+    rng = np.random.default_rng(1)
+    cache, update = rng.standard_normal(shape).astype(np.float32), rng.standard_normal(shape[:-1] + (count,)).astype(np.float32)
+    indices = np.array([4, 1] if mode == "linear" else [5, 9])
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    feeds = {"past_cache": cache, "update": update, "write_indices": indices}
+    np.testing.assert_array_equal(session.run(None, feeds)[0], oracle.tensor_scatter(cache, update, indices, -1, mode))
+    from lowering_support import build, parse_onnx, profile_for
+
+    builder, network, _ = parse_onnx(model)
+    shapes = {name: value.shape for name, value in feeds.items()}
+    build(builder, network, profile_for(network, shapes, shapes, shapes))
+    trt = tensorrt()
+    from trt_scatter.backend import new_builder
+
+    builder = new_builder()
+    network = builder.create_network(0)
+    out = add_tensor_scatter(network, network.add_input("past_cache", trt.float32, shape), network.add_input("update", trt.float32, update.shape),
+                             network.add_input("write_indices", trt.int64, (2,)), axis=-1, mode=mode)
+    network.mark_output(out)
+    build(builder, network)
