@@ -461,6 +461,9 @@ def test_the_reference_refuses_feeds_of_another_shape_or_type():
         reference.run({**feeds, "data": np.zeros((4, 3))})
     with pytest.raises(ValueError, match=r"^Reference.run: input 'updates' has shape \(3, 3\), which does not fit the model's \(2, 3\)$"):
         reference.run({**feeds, "updates": np.ones((3, 3), np.float32)})
+    named = Reference(onnx_models.scatter_nd_model(("N", 3), ("K", 1)))  # a dynamic dimension shown by its name
+    with pytest.raises(ValueError, match=r"^Reference.run: input 'data' has shape \(4, 2\), which does not fit the model's \(N, 3\)$"):
+        named.run({**feeds, "data": np.zeros((4, 2), np.float32)})
 
 
 def test_a_shape_given_as_a_string_is_refused_by_name():

@@ -514,6 +514,17 @@ def test_loaded_inputs_without_an_input_of_the_model_are_one_line_naming_it(elem
                              "'indices' (the model's inputs: data, indices, updates)\n")
 
 
+def test_a_loaded_input_of_another_shape_is_one_line_showing_the_models_shape_with_its_dimension_names(elements_model, tmp_path):
+    from polygraphy.json import save_json
+
+    feeds = {"data": np.zeros((3, 6), np.float32), "indices": np.zeros((3, 3), np.int64), "updates": np.zeros((3, 3), np.float32)}
+    save_json([feeds], str(tmp_path / "feeds.json"))
+    result = check(elements_model, "--load-inputs", tmp_path / "feeds.json")
+    assert result.returncode == 2, output_of(result)
+    assert result.stderr == (f"trt-scatter check: error: --load-inputs {str(tmp_path / 'feeds.json')!r}: iteration 0, input 'data' has "
+                             "shape (3, 6), which does not fit the model's (N, 5)\n")
+
+
 def test_a_plugin_node_in_a_subgraph_registers_the_plugins_and_names_what_cannot_be_lowered(tmp_path):
     """A SliceScatter in an If branch: the engine gets the plugins (it was built without them: "Plugin not
     found"), and without a GPU the one line says the lowering takes main-graph nodes only."""

@@ -25,7 +25,7 @@ from onnx.reference.op_run import OpRun
 from onnx.reference.ops import load_op
 
 from trt_scatter import oracle
-from trt_scatter.model import ModelError, as_model, declared_size, fed_constant, indexed_nodes, node_label
+from trt_scatter.model import ModelError, as_model, declared_dims, fed_constant, indexed_nodes, node_label, shown_shape
 from trt_scatter.log import first_line, warn
 from trt_scatter.ops import DEFAULT_DOMAINS, OPS, STANDARD_OPS, op_of
 from trt_scatter.oracle import rules
@@ -285,8 +285,6 @@ class Reference:
         dtype = dtypes.from_onnx(declared.type.tensor_type.elem_type)
         if dtype is not None and array.dtype != dtype:
             raise ValueError(f"Reference.run: input {name!r} is {array.dtype}, the model's is {dtype}")
-        if declared.type.tensor_type.HasField("shape"):
-            dims = [declared_size(d) for d in declared.type.tensor_type.shape.dim]
-            if array.ndim != len(dims) or any(d is not None and d != n for d, n in zip(dims, array.shape)):
-                shown = "(" + ", ".join("?" if d is None else str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
-                raise ValueError(f"Reference.run: input {name!r} has shape {array.shape}, which does not fit the model's {shown}")
+        dims = declared_dims(declared)
+        if dims is not None and (array.ndim != len(dims) or any(isinstance(d, int) and d != n for d, n in zip(dims, array.shape))):
+            raise ValueError(f"Reference.run: input {name!r} has shape {array.shape}, which does not fit the model's {shown_shape(dims)}")

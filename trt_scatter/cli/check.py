@@ -439,7 +439,8 @@ def _inputs(args, loaded):
             raise common.CliError(f"cannot load inputs from {args.load_inputs!r}: {err}") from None
         if not isinstance(feeds, list) or not feeds or not all(isinstance(f, dict) for f in feeds):
             raise common.CliError(f"{args.load_inputs!r} does not hold a list of feed dicts (polygraphy's --save-inputs format)")
-        names, constants = [value.name for value in fed_inputs(model.graph)], constant_inputs(model.graph)
+        declared = {value.name: value for value in fed_inputs(model.graph)}
+        names, constants = list(declared), constant_inputs(model.graph)
         if len(feeds) > MAX_ITERATIONS:
             raise common.CliError(f"--load-inputs {args.load_inputs!r}: {len(feeds)} iterations, more than {MAX_ITERATIONS}, the most a check runs")
         for iteration, feed in enumerate(feeds):
@@ -452,7 +453,7 @@ def _inputs(args, loaded):
             if extra:  # a misspelt name would be silently ignored, and its input generated or missing
                 raise common.CliError(f"--load-inputs {args.load_inputs!r}: iteration {iteration} has {extra[0]!r}, which is not an input of the model (its inputs: {', '.join(names)})")
             for name in names:
-                _check_loaded(args.load_inputs, iteration, name, feed[name], loaded.tensors)
+                _check_loaded(args.load_inputs, iteration, name, feed[name], loaded.tensors, declared.get(name))
             _check_named_dims(args.load_inputs, iteration, feed, model.graph)
         return feeds
     from trt_scatter.inputs import GivenShapeError
@@ -469,9 +470,11 @@ def _inputs(args, loaded):
         raise common.CliError(f"cannot generate valid inputs: {err}{hint}") from None
 
 
-def _check_loaded(path, iteration, name, value, tensors):
+def _check_loaded(path, iteration, name, value, tensors, declared):
     """A loaded input has the model's element type (float indices would be truncated without a word) and shape."""
     import numpy as np
+
+    from trt_scatter.model import declared_dims, shown_shape
 
     value = np.asarray(value)
     dtype, shape = tensors.dtype(name), tensors.shape(name)
@@ -479,8 +482,9 @@ def _check_loaded(path, iteration, name, value, tensors):
     if dtype is not None and value.dtype != dtype:
         raise common.CliError(f"{where} is {value.dtype}, the model's is {dtype}: save the inputs in the model's types")
     if shape is not None and (value.ndim != len(shape) or any(d >= 0 and d != v for d, v in zip(shape, value.shape))):
-        declared = "(" + ", ".join("?" if d < 0 else str(d) for d in shape) + ")"
-        raise common.CliError(f"{where} has shape {value.shape}, which does not fit the model's {declared}")
+        dims = declared_dims(declared) if declared is not None else None
+        shown = shown_shape(dims if dims is not None and len(dims) == len(shape) else [d if d >= 0 else None for d in shape])
+        raise common.CliError(f"{where} has shape {value.shape}, which does not fit the model's {shown}")
 
 
 def _check_named_dims(path, iteration, feed, graph):

@@ -85,6 +85,18 @@ def declared_size(dim: onnx.TensorShapeProto.Dimension, dynamic: int | str | Non
     return dim.dim_value if dim.HasField("dim_value") and dim.dim_value >= 0 else dynamic
 
 
+def declared_dims(value: onnx.ValueInfoProto) -> list[int | str | None] | None:
+    """A value's declared dimensions: sizes, a dynamic one's name or None; None where it declares no shape."""
+    if not value.type.HasField("tensor_type") or not value.type.tensor_type.HasField("shape"):
+        return None
+    return [declared_size(d, d.dim_param or None) for d in value.type.tensor_type.shape.dim]
+
+
+def shown_shape(dims: Sequence[int | str | None]) -> str:
+    """A declared shape as every message shows it: ``(N, 3)``, ``?`` for an unnamed dynamic dimension, ``(5,)``."""
+    return "(" + ", ".join("?" if d is None else str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
+
+
 def node_label(node: onnx.NodeProto, index: int | None = None) -> str:
     """How every message names a node: ``SliceScatter node 'write_kv'``; one without a name by its
     position ``index`` in its graph (where the caller knows it) and its first output."""
