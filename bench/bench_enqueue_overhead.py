@@ -85,7 +85,7 @@ def per_call_us(function, calls):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--calls", type=int, default=20000, help="enqueue calls per timing (best of 5 timings)")
     args = parser.parse_args(argv)
     trt = tensorrt()

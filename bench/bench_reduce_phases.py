@@ -33,7 +33,7 @@ PHASE_GROUPS = {"keys": "keys_ms", "count": "count_ms", "scan_up": "scan_ms", "s
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--out", type=Path, required=True, help="folder for reduce_phases.json and reduce_phases.md")
+    parser.add_argument("--out", type=Path, required=True, default=argparse.SUPPRESS, help="folder for reduce_phases.json and reduce_phases.md")
     parser.add_argument("--size-mb", type=int, default=256, help="scales the shapes as gpu_check.py's --size-mb does")
     parser.add_argument("--chunks", default="256,128,64,32,16", help="sort splits to time, comma-separated")
     parser.add_argument("--reps", type=int, default=5, help="runs per configuration (the median is reported)")
