@@ -1008,6 +1008,27 @@ def test_a_per_sequence_prefill_of_int32_positions_is_one_cache_write():
     np.testing.assert_array_equal(computed, Prefill()(cache.clone(), k, positions).numpy())
 
 
+@pytest.mark.parametrize("dynamo", [True, False], ids=["dynamo", "torchscript"])
+def test_a_per_sequence_write_whose_positions_have_a_length_of_their_own_broadcasts_as_pytorch_does(dynamo):
+    """cache[arange(B), pos] = k with pos's length a dynamic dimension of its own (P): PyTorch broadcasts one position to
+    every row where P is 1. The CacheScatter takes one write index per row, so the export expands the positions to the
+    batch (one write at 5 for every row, not a write the plugin skips for the shape of its write indices)."""
+    class Decode(torch.nn.Module):
+        def forward(self, cache, k, positions):
+            cache[torch.arange(cache.shape[0]), positions] = k
+            return cache
+
+    args = (torch.randn(3, 16, 2, 8), torch.randn(3, 2, 8), torch.tensor([1, 2, 3]))
+    axes = ({"dynamic_shapes": ({0: torch.export.Dim("B")}, {0: torch.export.Dim("B")}, {0: torch.export.Dim("P")})} if dynamo else
+            {"dynamic_axes": {"cache": {0: "B"}, "k": {0: "B"}, "positions": {0: "P"}, "out": {0: "B"}}})
+    model = trt_scatter_torch.export(Decode(), args, dynamo=dynamo, input_names=["cache", "k", "positions"], output_names=["out"], **axes)
+    assert [node.op_type for node in model.graph.node if node.domain == "trt_scatter" or node.op_type.startswith("Scatter")] == ["CacheScatter"]
+    for positions in ([5], [1, 7, 15, 0]):
+        cache, k = torch.randn(4, 16, 2, 8), torch.randn(4, 2, 8)
+        feeds = {"cache": cache.numpy(), "k": k.numpy(), "positions": np.array(positions)}
+        np.testing.assert_array_equal(Reference(model).run(feeds)["out"], Decode()(cache.clone(), k, torch.tensor(positions)).numpy())
+
+
 @pytest.mark.parametrize("opset", [11, 13])
 def test_the_loader_draws_inputs_for_a_static_kv_cache_that_torchscript_writes_at_an_old_opset(tmp_path, opset):
     """PyTorch's own TorchScript export of a KV-cache write at a tensor position, every input static: before opset 14 the

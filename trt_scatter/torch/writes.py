@@ -113,7 +113,9 @@ def batch_position_write(emitter: Any, data: _Value, batch_index: _Value, positi
     if dims is None or index_dims is None or len(index_dims) != 1 or not 1 <= axis < len(dims) or not emitter.is_batch_arange(batch_index, data):
         return None
     if isinstance(index_dims[0], int) and isinstance(dims[0], int) and index_dims[0] != dims[0]:
-        return None  # a broadcast position (the same for every row): not this write. Dynamic sizes broadcast only when equal.
+        return None  # a broadcast position (the same for every row): not this write
+    if index_dims[0] is None or index_dims[0] != dims[0]:  # a length not proven the batch's: PyTorch broadcasts one position
+        positions = emitter.op("Expand", positions, emitter.op("Shape", data, start=0, end=1))  # to every row (Expand fails as it does)
     target = (dims[0],) + dims[1:axis] + dims[axis + 1 :]
     pieces = [emitter.op("Shape", positions), emitter.op("Shape", data, start=1, end=axis), emitter.op("Shape", data, start=axis + 1)]
     values = expand_to(emitter, values, pieces, target)
