@@ -75,7 +75,8 @@ def test_the_error_names_the_node_whose_inputs_break_the_rule():
 
 def test_the_error_names_the_models_input_that_gave_the_broken_input():
     """The rule names the op's input ('indices'); where the model's own input of another name gave it, the line names
-    that input too, the one a user's feed file or profile holds; a computed tensor is not named."""
+    that input too, the one a user's feed file or profile holds; a tensor computed from one input's values (a KV cache's
+    position wrapped from the end by the data's shape) names that input as its source; one from several, none."""
     nodes = [helper.make_node("ScatterElements", ["x", "edge_index", "edge_values"], ["out"], name="edges", axis=0),
              helper.make_node("Add", ["edge_index", "one"], ["shifted"]),
              helper.make_node("ScatterElements", ["x", "shifted", "edge_values"], ["out_shifted"], name="shifted_edges", axis=0)]
@@ -90,7 +91,21 @@ def test_the_error_names_the_models_input_that_gave_the_broken_input():
     feeds["edge_index"] = np.array([0, 2])
     with pytest.raises(oracle.ScatterInputError) as caught:
         Reference(model).run(feeds)
-    assert str(caught.value).endswith("(got 3)"), caught.value
+    assert str(caught.value).endswith("(got 3); 'indices' is computed from the model's input 'edge_index'"), caught.value
+    wrapped = [helper.make_node("Shape", ["x"], ["x_shape"]), helper.make_node("Add", ["edge_index", "x_shape"], ["from_end"]),
+               helper.make_node("Add", ["from_end", "offset"], ["moved"]),
+               helper.make_node("ScatterElements", ["x", "from_end", "edge_values"], ["out"], name="from_end", axis=0),
+               helper.make_node("ScatterElements", ["x", "moved", "edge_values"], ["out_moved"], name="moved", axis=0)]
+    graph = helper.make_graph(wrapped, "g", [fx.info("x", [3]), fx.info("edge_index", [2], TensorProto.INT64), fx.info("edge_values", [2]),
+                                             fx.info("offset", [1], TensorProto.INT64)], [fx.info("out", [3]), fx.info("out_moved", [3])])
+    feeds = {"x": np.zeros(3, np.float32), "edge_index": np.array([-3, 4]), "edge_values": np.ones(2, np.float32), "offset": np.array([-1])}
+    with pytest.raises(oracle.ScatterInputError) as caught:  # x reaches it through its shape alone: not a source of its values
+        Reference(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])).run(feeds)
+    assert str(caught.value).endswith("(got 7); 'indices' is computed from the model's input 'edge_index'"), caught.value
+    feeds["edge_index"], feeds["offset"] = np.array([-3, -2]), np.array([-5])
+    with pytest.raises(oracle.ScatterInputError) as caught:  # edge_index and offset: no one source
+        Reference(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])).run(feeds)
+    assert str(caught.value).endswith("'moved': scatter_elements: 'indices' values must be in [-3, 2] for a dimension of size 3 (got -5)"), caught.value
     cast = [helper.make_node("Cast", ["edge_index32"], ["edge_index"], to=TensorProto.INT64),  # int32 indices, as ScatterND needs
             helper.make_node("ScatterElements", ["x", "edge_index", "edge_values"], ["out"], name="edges", axis=0)]
     graph = helper.make_graph(cast, "g", [fx.info("x", [3]), fx.info("edge_index32", [2], TensorProto.INT32), fx.info("edge_values", [2])],

@@ -56,16 +56,45 @@ class NodeInputError(ScatterInputError):
             self.tensor = node.input[op.inputs.index(err.input_name)]
         self.args = (f"{self.node}: {err}",)
 
-    def fed_as(self, inputs: Sequence[str], sources: dict[str, str]) -> NodeInputError:
+    def fed_as(self, inputs: Sequence[str], nodes: Sequence[onnx.NodeProto]) -> NodeInputError:
         """This error, naming the model's input (one of ``inputs``) that gave the broken input where its name is
-        another: the name a user's feed file or profile holds. ``sources``: the input of each Cast or Identity by its
-        output (ops that keep the values: int32 indices reach ONNX's ScatterND through a Cast)."""
+        another: the name a user's feed file or profile holds. Through a Cast or Identity (ops that keep the values:
+        int32 indices reach ONNX's ScatterND through a Cast) it is that input; computed from the values of one input
+        alone (a KV cache's position wrapped from the end by the cache's shape), that input is its source."""
+        if self.tensor is None or self.tensor in inputs:
+            if self.tensor is not None and self.tensor != self.input_name:
+                self.args = (f"{self.args[0]}; '{self.input_name}' is the model's input {self.tensor!r}",)
+            return self
+        producers = {output: node for node in nodes for output in node.output}
         tensor = self.tensor
-        while tensor in sources and tensor not in inputs:
-            tensor = sources[tensor]
-        if tensor in inputs and tensor != self.input_name:
+        while tensor in producers and _keeps_values(producers[tensor]):
+            tensor = producers[tensor].input[0]
+        if tensor in inputs:
             self.args = (f"{self.args[0]}; '{self.input_name}' is the model's input {tensor!r}",)
+            return self
+        sources = _value_sources(tensor, producers, set(inputs))
+        if len(sources) == 1:
+            self.args = (f"{self.args[0]}; '{self.input_name}' is computed from the model's input {sources.pop()!r}",)
         return self
+
+
+def _keeps_values(node):
+    return node.op_type in ("Cast", "Identity") and node.domain in DEFAULT_DOMAINS and len(node.input) > 0
+
+
+def _value_sources(tensor, producers, inputs):
+    """The model's inputs whose values ``tensor`` is computed from (not those that reach it through their shape alone)."""
+    found, seen, pending = set(), set(), [tensor]
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in inputs:
+            found.add(name)
+        elif name in producers and not (producers[name].op_type in ("Shape", "Size") and producers[name].domain in DEFAULT_DOMAINS):
+            pending.extend(producers[name].input)
+    return found
 
 
 def run_op(op: Op, inputs: Sequence[np.ndarray | None], attributes: dict[str, Any] | None = None) -> np.ndarray:
@@ -269,9 +298,7 @@ class Reference:
         try:
             values = self.evaluator.run(None, arrays)
         except NodeInputError as err:
-            sources = {node.output[0]: node.input[0] for node in self.model.graph.node
-                       if node.op_type in ("Cast", "Identity") and node.domain in DEFAULT_DOMAINS and node.input and node.output}
-            raise err.fed_as(list(arrays), sources) from None
+            raise err.fed_as(list(arrays), self.model.graph.node) from None
         return dict(zip(self.output_names, values))
 
     def _check_feed(self, name, array):
