@@ -91,6 +91,9 @@ class Plan:
     def __post_init__(self) -> None:
         if self.chunk is None:
             object.__setattr__(self, "chunk", default_chunk(self.rows))
+        for field, least in (("chunk", 1), ("segment", 2)):  # a segment of 1 never sums the counts up to one segment
+            if getattr(self, field) < least:
+                raise ValueError(f"Plan: {field} must be at least {least} (got {getattr(self, field)})")
 
     @property
     def passes(self) -> int:

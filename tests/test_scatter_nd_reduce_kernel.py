@@ -126,3 +126,13 @@ def test_targets_of_every_row_count_around_the_load_batch(shim, reduction, inclu
     updates = (rng.standard_normal((len(indices), 3)) * np.exp2(rng.integers(-12, 12, size=(len(indices), 3)))).astype(np.float32)
     case = cases.ReduceCase("scatter_nd_reduce", data, indices, updates, 0, reduction, include_self, dict(cases.SETUP))
     cases.check_reduce(shim, case, exact=True)
+
+
+@pytest.mark.parametrize("field, value", [("segment", 1), ("segment", 0), ("chunk", 0), ("chunk", -4)])
+def test_a_plan_refuses_a_split_that_never_ends_or_takes_no_keys(field, value):
+    """A scan segment of 1 never reduces the counts to one segment (the plan's levels looped until memory ran out);
+    a chunk below 1 takes no keys."""
+    from trt_scatter.plugins.reductions import Plan
+
+    with pytest.raises(ValueError, match=rf"^Plan: {field} must be at least {2 if field == 'segment' else 1} \(got {value}\)$"):
+        Plan(100, 10, **{field: value})
