@@ -993,6 +993,35 @@ def test_a_per_sequence_prefill_is_one_cache_write(layout, dynamic):
         assert not [node for node in rewritten.graph.node if node.domain == "trt_scatter"] and len(report.left) == 1
 
 
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_a_ring_buffer_prefill_is_one_circular_cache_write(dynamic):
+    """cache[arange(B)[:, None], :, (pos[:, None] + arange(T)) % S] = k: a prefill into a ring buffer of S positions, each
+    batch row from its own position, is CacheScatter's circular mode, (w mod S + t) mod S, whose wrap the Mod by the
+    cache's length writes out: one CacheScatter, from the export and from the rewrite of PyTorch's own export."""
+    from trt_scatter.passes.rewrite import rewrite
+
+    class RingPrefill(torch.nn.Module):
+        def forward(self, cache, k, positions):
+            span = (positions[:, None] + torch.arange(k.shape[2])) % cache.shape[2]
+            cache[torch.arange(cache.shape[0])[:, None], :, span] = k.transpose(1, 2)
+            return cache
+
+    batch = torch.export.Dim("B")
+    axes = {"dynamic_shapes": ({0: batch}, {0: batch}, {0: batch})} if dynamic else {}
+    args = (torch.randn(3, 2, 16, 8), torch.randn(3, 2, 4, 8), torch.tensor([3, 14, 30]))
+    names = {"input_names": ["cache", "k", "positions"], "output_names": ["out"]}
+    exported = trt_scatter_torch.export(RingPrefill(), args, dynamo=True, **names, **axes)
+    stock = torch.onnx.export(RingPrefill(), args, dynamo=True, **names, **axes).model_proto
+    rewritten, _ = rewrite(stock)
+    for model in (exported, rewritten):
+        assert [(node.op_type, [a.s for a in node.attribute if a.name == "mode"]) for node in model.graph.node
+                if node.domain == "trt_scatter" or node.op_type.startswith("Scatter")] == [("CacheScatter", [b"circular"])]
+        for positions in ([3, 14, 30], [-5, 0, 15]):
+            cache, k = torch.randn(3, 2, 16, 8), torch.randn(3, 2, 4, 8)
+            feeds = {"cache": cache.numpy(), "k": k.numpy(), "positions": np.array(positions)}
+            np.testing.assert_array_equal(Reference(model).run(feeds)["out"], RingPrefill()(cache.clone(), k, torch.tensor(positions)).numpy())
+
+
 def test_a_per_sequence_prefill_of_int32_positions_is_one_cache_write():
     """int32 positions reach the Add through a Cast to int64 of their Unsqueeze: the same CacheScatter, the same values."""
     class Prefill(torch.nn.Module):

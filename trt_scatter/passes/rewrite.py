@@ -756,7 +756,7 @@ class _Rewriter:
             if column is None or not self._is_arange(self._unsqueezed_on_1(column), batch, [(source, 0) for source in sources]):
                 return None
         add = self._last_axis_source(offsets)
-        add = _before_expand(add)
+        add = self._before_wrap(_before_expand(add), dims[1])
         node = _producer(add) if add is not None else None
         if node is None or node.op != "Add":
             return None
@@ -767,6 +767,16 @@ class _Rewriter:
             if positions is not None and steps_ok and _rank(positions) == 1 and _dtype_kind(positions) == "i" and _same_dim((_dims(positions) or (None,))[0], batch):
                 return _Write(axis=axis_of(1), rows=positions, wrap=True, spans=True)
         return None
+
+    def _before_wrap(self, tensor, size):
+        """``x`` where ``tensor`` is ``Mod(x, size)`` (``fmod=0``: PyTorch's ``%``, in [0, size)) by the written axis's static
+        ``size``, as a ring buffer wraps a prefill's positions; else ``tensor``. Circular mode wraps each index so itself:
+        ``(w mod M + t) mod M`` is ``(w + t) mod M`` for integers."""
+        node = _producer(tensor) if tensor is not None else None
+        if node is None or node.op != "Mod" or _attr(node, "fmod", 0) != 0 or not isinstance(size, int):
+            return tensor
+        divisor = self._constant(node.inputs[1])
+        return node.inputs[0] if divisor is not None and divisor.size == 1 and int(divisor.reshape(())) == size else tensor
 
     def _last_axis_source(self, column):
         """``X`` where ``column`` is ``Unsqueeze(X, -1)`` of a 2-D ``X``, else None."""
