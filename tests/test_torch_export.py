@@ -351,11 +351,11 @@ class PerSequenceWrite(torch.nn.Module):
 ], ids=["index list", "per-sequence positions"])
 def test_an_index_below_minus_the_size_is_refused_with_the_value_given(dynamo, module, args, feeds, given):
     """The export counts negative indices from the end as PyTorch does: adding the size once turned -7 into a -1 that
-    the refusal named, a value the user never gave and one PyTorch would take."""
+    the refusal named, a value the user never gave and one PyTorch would take. The line names the input it came from."""
     names = list(module.forward.__code__.co_varnames[1 : len(args) + 1])
     model = trt_scatter_torch.export(module(), args, dynamo=dynamo, input_names=names, output_names=["output"])
     arrays = {name: np.asarray(feeds.get(name, value.numpy())) for name, value in zip(names, args)}
-    with pytest.raises(ValueError, match=rf"\(got {given}\)$"):
+    with pytest.raises(ValueError, match=rf"\(got {given}\); '\w+' is computed from the model's input '{next(iter(feeds))}'$"):
         Reference(model).run(arrays)
 
 
