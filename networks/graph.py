@@ -321,9 +321,15 @@ class _Composites:
         """ScatterND's row numbers ``rows`` (over ``grid``) and ``updates`` (``grid + tail``) with the grid as one axis:
         ``(n, 1)`` and ``(n,) + tail``. For a grid of :data:`MAX_DIMS` axes, where ``grid + [1]`` would pass TensorRT's
         most dimensions."""
-        count = self.product(grid)
+        count = rows_of_updates = self.product(grid)
+        if not self.RUNTIME_ASSERTIONS and min(self.shape_of(updates), default=0) < 0:
+            # ONNX asserts no shape, and a Reshape checks the count alone: updates of another shape would be written. One
+            # row more where any dimension differs fails the Reshape, as ScatterND's shape check does on a smaller grid.
+            given, wanted = self.shape_vector(updates), self.vector([*grid, *tail])
+            distance = self.reduce("sum", self.binary("sub", self.binary("max", given, wanted), self.binary("min", given, wanted)))
+            rows_of_updates = self.binary("add", self.as_tensor(count), self.binary("min", distance, self.constant(_as_int64([1]))))
         return (self.reshape(rows, self.shape_from([count, 1], infer=False)),
-                self.reshape(updates, self.shape_from([count, *tail], infer=False)))
+                self.reshape(updates, self.shape_from([rows_of_updates, *tail], infer=False)))
 
     def _broadcastable(self, dim, rank):
         """A dimension as an int64 tensor of shape (1,)*rank, to multiply a rank-``rank`` tensor by."""
