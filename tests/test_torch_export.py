@@ -1056,6 +1056,11 @@ def test_a_per_sequence_write_whose_positions_have_a_length_of_their_own_broadca
         cache, k = torch.randn(4, 16, 2, 8), torch.randn(4, 2, 8)
         feeds = {"cache": cache.numpy(), "k": k.numpy(), "positions": np.array(positions)}
         np.testing.assert_array_equal(Reference(model).run(feeds)["out"], Decode()(cache.clone(), k, torch.tensor(positions)).numpy())
+    # a batch of 1 with several positions, which PyTorch writes into its one row, is no per-sequence write: refused by name
+    feeds = {"cache": np.zeros((1, 16, 2, 8), np.float32), "k": np.ones((1, 2, 8), np.float32), "positions": np.array([1, 2, 3])}
+    with pytest.raises(ValueError, match=r"'write_indices' must have shape \(1,\) .*\(got shape \(3,\)\); 'write_indices' is computed "
+                                         r"from the model's input 'positions'$"):
+        Reference(model).run(feeds)
 
 
 @pytest.mark.parametrize("opset", [11, 13])

@@ -115,7 +115,9 @@ def batch_position_write(emitter: Any, data: _Value, batch_index: _Value, positi
     if isinstance(index_dims[0], int) and isinstance(dims[0], int) and index_dims[0] != dims[0]:
         return None  # a broadcast position (the same for every row): not this write
     if index_dims[0] is None or index_dims[0] != dims[0]:  # a length not proven the batch's: PyTorch broadcasts one position
-        positions = emitter.op("Expand", positions, emitter.op("Shape", data, start=0, end=1))  # to every row (Expand fails as it does)
+        # to every row. Expand broadcasts both ways: several positions for a batch of 1 (PyTorch writes them all into its
+        # row) stay several, which the CacheScatter refuses, as a plugin's run-time shape check does
+        positions = emitter.op("Expand", positions, emitter.op("Shape", data, start=0, end=1))
     target = (dims[0],) + dims[1:axis] + dims[axis + 1 :]
     pieces = [emitter.op("Shape", positions), emitter.op("Shape", data, start=1, end=axis), emitter.op("Shape", data, start=axis + 1)]
     values = expand_to(emitter, values, pieces, target)
