@@ -1597,7 +1597,7 @@ def write_results(results, out):
 
 def main(argv=None):
     args = parse_args(argv)
-    if args.cache_dir or os.environ.get("TRT_SCATTER_CACHE_DIR"):
+    if args.cache_dir or os.environ.get("TRT_SCATTER_CACHE_DIR", "").strip():  # blank is unset, as the kernels read it
         os.environ["TRT_SCATTER_CACHE_DIR"] = str(args.cache_dir or os.environ["TRT_SCATTER_CACHE_DIR"])
         return check(args)
     with tempfile.TemporaryDirectory(prefix="trt-scatter-cache-") as cold:  # cold compile times, and nothing left behind

@@ -114,6 +114,13 @@ def test_the_error_names_the_models_input_that_gave_the_broken_input():
     with pytest.raises(oracle.ScatterInputError) as caught:
         Reference(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])).run(feeds)
     assert str(caught.value).endswith("(got 4); 'indices' is the model's input 'edge_index32'"), caught.value
+    cast_like = [helper.make_node("CastLike", ["edge_index32", "like"], ["edge_index"]),  # 'like' gives the type alone
+                 helper.make_node("ScatterElements", ["x", "edge_index", "edge_values"], ["out"], name="edges", axis=0)]
+    graph = helper.make_graph(cast_like, "g", [fx.info("x", [3]), fx.info("edge_index32", [2], TensorProto.INT32), fx.info("edge_values", [2]),
+                                               fx.info("like", [1], TensorProto.INT64)], [fx.info("out", [3])])
+    with pytest.raises(oracle.ScatterInputError) as caught:
+        Reference(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])).run({**feeds, "like": np.zeros(1, np.int64)})
+    assert str(caught.value).endswith("(got 4); 'indices' is the model's input 'edge_index32'"), caught.value
 
 
 @pytest.mark.parametrize("drop, extra, message", [

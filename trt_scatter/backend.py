@@ -47,23 +47,22 @@ class BackendError(ImportError):
     """No usable TensorRT module, or ``TRT_SCATTER_BACKEND`` names an unknown one."""
 
 
-def _forced_by():
-    """The variable setting that allows one TensorRT module only (``TRT_SCATTER_BACKEND='tensorrt'``), else None."""
+def _forced():
+    """``(module, setting)``: the one TensorRT module an environment variable allows and that variable's setting
+    (``TRT_SCATTER_BACKEND='tensorrt'``), or None where both may be tried."""
     forced = os.environ.get(ENV_VAR, "").strip()
     if forced:
         if forced not in BACKENDS:
             raise BackendError(f"{ENV_VAR}={forced!r} is not one of {', '.join(BACKENDS)}")
-        return f"{ENV_VAR}={forced!r}"
+        return forced, f"{ENV_VAR}={forced!r}"
     if os.environ.get(_POLYGRAPHY_ENV_VAR, "0") != "0":
-        return f"{_POLYGRAPHY_ENV_VAR}={os.environ[_POLYGRAPHY_ENV_VAR]!r}"
+        return "tensorrt_rtx", f"{_POLYGRAPHY_ENV_VAR}={os.environ[_POLYGRAPHY_ENV_VAR]!r}"
     return None
 
 
 def _candidates():
-    forced = os.environ.get(ENV_VAR, "").strip()
-    if _forced_by():
-        return [forced or "tensorrt_rtx"]
-    return list(BACKENDS)
+    forced = _forced()
+    return [forced[0]] if forced else list(BACKENDS)
 
 
 @functools.lru_cache(maxsize=None)
@@ -79,9 +78,9 @@ def tensorrt() -> ModuleType:
         _tell_polygraphy(name)
         logger.debug("using %s %s", name, getattr(module, "__version__", "?"))
         return module
-    forced = _forced_by()
+    forced = _forced()
     raise BackendError(
-        (f"trt-scatter needs TensorRT, and {forced} allows {_candidates()[0]} only (unset it to take whichever is installed). "
+        (f"trt-scatter needs TensorRT, and {forced[1]} allows {forced[0]} only (unset it to take whichever is installed). "
          if forced else "trt-scatter needs TensorRT. ")
         + "Install 'trt-scatter[trt]' (tensorrt, for GPU machines) or "
         "'trt-scatter[rtx]' (tensorrt-rtx==1.7.1.116, builds engines on a CPU). Tried: " + "; ".join(failures)

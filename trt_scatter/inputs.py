@@ -44,7 +44,7 @@ import numpy as np
 
 from trt_scatter import oracle
 from trt_scatter.log import first_line, warn, warnings_dropped
-from trt_scatter.model import as_model, declared_size, fed_inputs, shown_shape
+from trt_scatter.model import as_model, declared_size, fed_inputs
 from trt_scatter.model.graph import DEFAULT_DOMAINS, ELEMENTWISE, SHAPE_READERS, subgraphs
 from trt_scatter.model.node import OpNode
 from trt_scatter.model.tensors import ModelTensors
@@ -334,7 +334,7 @@ class _Plan:
         if dims is None:  # the model does not say: any shape
             return tuple(shape)
         if len(shape) != len(dims) or any(isinstance(d, int) and d != g for d, g in zip(dims, shape)):
-            raise GivenShapeError(f"input {name!r}: the given shape {tuple(shape)} does not fit the model's {shown_shape(dims)}")
+            raise GivenShapeError(f"input {name!r}: the given shape {tuple(shape)} does not fit the model's {oracle.rules.show_shape(dims)}")
         return tuple(shape)
 
     def origin(self, name: str) -> str:

@@ -25,7 +25,8 @@ from onnx.reference.op_run import OpRun
 from onnx.reference.ops import load_op
 
 from trt_scatter import oracle
-from trt_scatter.model import ModelError, as_model, declared_dims, fed_constant, indexed_nodes, node_label, shown_shape
+from trt_scatter.model import ModelError, as_model, declared_dims, fed_constant, indexed_nodes, node_label
+from trt_scatter.model.graph import SHAPE_READERS
 from trt_scatter.log import first_line, warn
 from trt_scatter.ops import DEFAULT_DOMAINS, OPS, STANDARD_OPS, op_of
 from trt_scatter.oracle import rules
@@ -79,11 +80,12 @@ class NodeInputError(ScatterInputError):
 
 
 def _keeps_values(node):
-    return node.op_type in ("Cast", "Identity") and node.domain in DEFAULT_DOMAINS and len(node.input) > 0
+    return node.op_type in ("Cast", "CastLike", "Identity") and node.domain in DEFAULT_DOMAINS and len(node.input) > 0
 
 
 def _value_sources(tensor, producers, inputs):
-    """The model's inputs whose values ``tensor`` is computed from (not those that reach it through their shape alone)."""
+    """The model's inputs whose values ``tensor`` is computed from, not those that reach it for their shape or type
+    alone (:data:`~trt_scatter.model.graph.SHAPE_READERS`)."""
     found, seen, pending = set(), set(), [tensor]
     while pending:
         name = pending.pop()
@@ -92,8 +94,13 @@ def _value_sources(tensor, producers, inputs):
         seen.add(name)
         if name in inputs:
             found.add(name)
-        elif name in producers and not (producers[name].op_type in ("Shape", "Size") and producers[name].domain in DEFAULT_DOMAINS):
-            pending.extend(producers[name].input)
+        elif name in producers:
+            node = producers[name]
+            if node.op_type in SHAPE_READERS and node.domain in DEFAULT_DOMAINS:
+                shape_only = SHAPE_READERS[node.op_type]  # None: every input
+                pending.extend(value for position, value in enumerate(node.input) if shape_only is not None and position != shape_only)
+            else:
+                pending.extend(node.input)
     return found
 
 
@@ -314,4 +321,4 @@ class Reference:
             raise ValueError(f"Reference.run: input {name!r} is {array.dtype}, the model's is {dtype}")
         dims = declared_dims(declared)
         if dims is not None and (array.ndim != len(dims) or any(isinstance(d, int) and d != n for d, n in zip(dims, array.shape))):
-            raise ValueError(f"Reference.run: input {name!r} has shape {array.shape}, which does not fit the model's {shown_shape(dims)}")
+            raise ValueError(f"Reference.run: input {name!r} has shape {array.shape}, which does not fit the model's {rules.show_shape(dims)}")

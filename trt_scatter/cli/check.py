@@ -474,7 +474,8 @@ def _check_loaded(path, iteration, name, value, tensors, declared):
     """A loaded input has the model's element type (float indices would be truncated without a word) and shape."""
     import numpy as np
 
-    from trt_scatter.model import declared_dims, shown_shape
+    from trt_scatter.model import declared_dims
+    from trt_scatter.oracle.rules import show_shape
 
     value = np.asarray(value)
     dtype, shape = tensors.dtype(name), tensors.shape(name)
@@ -483,7 +484,7 @@ def _check_loaded(path, iteration, name, value, tensors, declared):
         raise common.CliError(f"{where} is {value.dtype}, the model's is {dtype}: save the inputs in the model's types")
     if shape is not None and (value.ndim != len(shape) or any(d >= 0 and d != v for d, v in zip(shape, value.shape))):
         dims = declared_dims(declared) if declared is not None else None
-        shown = shown_shape(dims if dims is not None and len(dims) == len(shape) else [d if d >= 0 else None for d in shape])
+        shown = show_shape(dims if dims is not None and len(dims) == len(shape) else shape)
         raise common.CliError(f"{where} has shape {value.shape}, which does not fit the model's {shown}")
 
 

@@ -92,10 +92,6 @@ def declared_dims(value: onnx.ValueInfoProto) -> list[int | str | None] | None:
     return [declared_size(d, d.dim_param or None) for d in value.type.tensor_type.shape.dim]
 
 
-def shown_shape(dims: Sequence[int | str | None]) -> str:
-    """A declared shape as every message shows it: ``(N, 3)``, ``?`` for an unnamed dynamic dimension, ``(5,)``."""
-    return "(" + ", ".join("?" if d is None else str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
-
 
 def node_label(node: onnx.NodeProto, index: int | None = None) -> str:
     """How every message names a node: ``SliceScatter node 'write_kv'``; one without a name by its

@@ -353,6 +353,7 @@ class Known:
         return value.decode() if isinstance(value, bytes) else value
 
 
-def show_shape(shape: Sequence[int | None]) -> str:
-    """A shape as a tuple prints it, with ``?`` for each dimension not known (None or -1)."""
-    return "(" + ", ".join(str(d) if is_known(d) else "?" for d in shape) + ("," if len(shape) == 1 else "") + ")"
+def show_shape(shape: Sequence[int | str | None]) -> str:
+    """A shape as a tuple prints it: a dynamic dimension by its name where it has one (a model's ``N``), ``?`` where
+    it is not known (None or -1)."""
+    return "(" + ", ".join(d if isinstance(d, str) else str(d) if is_known(d) else "?" for d in shape) + ("," if len(shape) == 1 else "") + ")"
