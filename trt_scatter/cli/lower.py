@@ -36,8 +36,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trt_scatter.model import ModelError, all_nodes, tensors
-    from trt_scatter.ops import DEFAULT_DOMAINS, is_trt_scatter
+    from trt_scatter.model import ModelError
     from trt_scatter.passes.lower import lower
 
     try:
@@ -48,39 +47,47 @@ def run(args: argparse.Namespace) -> int:
             lowered = lower(model)
         except ModelError as err:
             raise common.CliError(str(err)) from None
-        # protobuf serializes no model past 2 GiB, and ONNX's checker serializes what it is given: such a one is checked
-        # as written, from its files (and its files removed if it fails)
-        in_memory = tensors.model_bytes(lowered) <= tensors.SERIALIZE_LIMIT
-        if in_memory:
-            _check(lowered)
-        common.write_model(lowered, args.output, external_data=model.external)  # tensors kept as the model kept them
-        if not in_memory:
-            try:
-                _check(os.fspath(args.output))
-            except common.CliError:
-                for written in (args.output, common.data_file(args.output)):
-                    with contextlib.suppress(OSError):
-                        os.remove(written)
-                raise
+        said, external = _summary(args, model, lowered), model.external
+        del model  # its weights are not needed again: writing and checking take the lowered model's once more each
+        common.write_model(lowered, args.output, external_data=external)  # tensors kept as the model kept them
+        del lowered
+        # checked as written, from its files (removed if it fails): ONNX's checker serializes a model given in memory,
+        # which protobuf refuses past 2 GiB, and below it takes the weights again for the bytes, their parse and inference
+        try:
+            _check(os.fspath(args.output))
+        except common.CliError:
+            for written in (args.output, common.data_file(args.output)):
+                with contextlib.suppress(OSError):
+                    os.remove(written)
+            raise
     except common.CliError as err:
         return common.report("lower", err)
+    print("\n".join(said))
+    return 0
+
+
+def _summary(args, model, lowered):
+    """What ``lower`` says it did: the nodes it replaced, what the output holds, and a note on reductions."""
+    from trt_scatter.model import all_nodes
+    from trt_scatter.ops import DEFAULT_DOMAINS, is_trt_scatter
+
     replaced = model.trt_scatter_ops()
     count = sum(is_trt_scatter(node) for node in model.proto.graph.node)
     what = f"{_count(count, 'trt_scatter node')} ({', '.join(replaced)})" if count else "no trt_scatter node"
     others = sorted({(node.domain, node.op_type) for node in all_nodes(lowered.graph) if node.domain not in (*DEFAULT_DOMAINS, "ai.onnx.ml")})
     kept = f"no trt_scatter node; of other domains: {', '.join(f'{domain} {op_type}' for domain, op_type in others)}" if others else "standard ONNX ops only"
-    print(f"lowered {what} of {args.model}: {args.output} ({_count(len(lowered.graph.node), 'node')}, {kept})")
+    lines = [f"lowered {what} of {args.model}: {args.output} ({_count(len(lowered.graph.node), 'node')}, {kept})"]
     reducing = [node for node in lowered.graph.node if any(a.name == "reduction" and a.s != b"none" for a in node.attribute)]
     if reducing:  # the reductions lower to ONNX's own scatters with a reduction
         are = "of its nodes are ONNX scatters" if len(reducing) > 1 else "of its nodes is an ONNX scatter"
-        print(f"note: {len(reducing)} {are} with a reduction, which TensorRT builds wrong or not at all: "
-              "the lowered model is for onnxruntime and other runtimes; TensorRT builds the original with --plugins")
-    return 0
+        lines.append(f"note: {len(reducing)} {are} with a reduction, which TensorRT builds wrong or not at all: "
+                     "the lowered model is for onnxruntime and other runtimes; TensorRT builds the original with --plugins")
+    return lines
 
 
 def _check(model):
-    """ONNX's full check of the lowered model (a ModelProto, or a path where it is too large to serialize): the lowering
-    keeps every other node, so a failure is the rest of the model's."""
+    """ONNX's full check of the lowered model as written (its path): the lowering keeps every other node, so a failure
+    is the rest of the model's."""
     import onnx
 
     try:

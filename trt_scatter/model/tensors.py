@@ -267,16 +267,17 @@ def model_bytes(model: onnx.ModelProto) -> int:
 
 
 def infer_shapes(model: onnx.ModelProto, data_prop: bool = False, weights: bool = True) -> onnx.ModelProto:
-    """``onnx.shape_inference.infer_shapes(model)``, for models over protobuf's 2 GiB too: there, inference runs on a
-    copy whose main-graph initializers and ``Constant`` values over :data:`LARGE_INITIALIZER` bytes keep their name,
-    type and shape but not their data (inference reads the values of shape inputs only), which come back afterwards
-    unless ``weights`` is False."""
+    """``onnx.shape_inference.infer_shapes(model)`` on a copy whose main-graph initializers and ``Constant`` values over
+    :data:`LARGE_INITIALIZER` bytes keep their name, type and shape but not their data (inference reads the values of
+    shape inputs only), which come back afterwards unless ``weights`` is False: inference serializes the model, which
+    protobuf refuses past 2 GiB, and with the weights it copies them several times over (a 1.5 GB model took 6-8x its
+    weights in memory)."""
     import onnx
 
-    if model_bytes(model) <= SERIALIZE_LIMIT:
-        return onnx.shape_inference.infer_shapes(model, data_prop=data_prop)
     graph = model.graph
     constants = [_value_of(node) for node in graph.node]
+    if all(tensor_bytes(value) <= LARGE_INITIALIZER for value in (*graph.initializer, *(v for v in constants if v is not None))):
+        return onnx.shape_inference.infer_shapes(model, data_prop=data_prop)
     light = onnx.ModelProto()
     _copy_fields(model, light, skip=("graph",))
     _copy_fields(graph, light.graph, skip=("initializer", "node"))

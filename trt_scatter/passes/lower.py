@@ -136,11 +136,13 @@ def _replace_nodes(graph, nodes, initializers):
     initialized = {init.name for init in graph.initializer}
     fed = {value.name for value in graph.input if value.name not in initialized}  # an initializer listed as an input is a constant
     dropped = live_names(graph.node, ends) - live_names(nodes, ends) - fed
-    kept_initializers = [init for init in graph.initializer if init.name not in dropped]
+    for index in reversed([i for i, init in enumerate(graph.initializer) if init.name in dropped]):  # in place: the weights
+        del graph.initializer[index]  # are not copied (a list of them extended back would hold each twice for a while)
+    graph.initializer.extend(initializers)
     kept_info = [value for value in graph.value_info if value.name not in dropped]
     kept_inputs = [value for value in graph.input if value.name not in dropped]
     for field, values in ((graph.node, [n for n in nodes if not (n.output and set(n.output) <= dropped)]), (graph.input, kept_inputs),
-                          (graph.initializer, kept_initializers + initializers), (graph.value_info, kept_info)):  # fmt: skip
+                          (graph.value_info, kept_info)):  # fmt: skip
         del field[:]
         field.extend(values)
 
