@@ -694,6 +694,31 @@ def test_use_plugins_for_parser_keeps_the_form_it_is_given_and_the_weights(tmp_p
         UsePluginsForParser(3)()
 
 
+def _serve_in_a_child(path, answer):
+    from trt_scatter.polygraphy_ext import UsePluginsForParser
+
+    answer.put(UsePluginsForParser(path)())
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_use_plugins_for_parsers_folder_goes_when_a_multiprocessing_child_ends(tmp_path, context):
+    """polygraphy run --use-subprocess serves the model in a multiprocessing child, which ends without running atexit:
+    the changed model's temporary folder was left behind after every such run."""
+    import multiprocessing
+    import os
+
+    from trt_scatter.onnx_models import scatter_elements_model
+
+    path = fx.save(scatter_elements_model((6, 4), (9, 4), reduction="add"), tmp_path / "m.onnx")
+    processes = multiprocessing.get_context(context)
+    answer = processes.Queue()
+    child = processes.Process(target=_serve_in_a_child, args=(path, answer))
+    child.start()
+    served = answer.get(timeout=120)
+    child.join(timeout=120)
+    assert child.exitcode == 0 and served != path and not os.path.exists(os.path.dirname(served))
+
+
 @pytest.mark.parametrize("source", ["--load-inputs", "--data-loader-script"])
 def test_a_fed_value_for_an_input_the_model_fills_is_refused_not_dropped(tmp_path, source):
     """An input the model also fills with an initializer is a constant to every runner (TensorRT's ONNX parser,

@@ -4,7 +4,7 @@ lowered model one line; and the data loaders' checks (:func:`drawn`, :class:`Pol
 
 from __future__ import annotations
 
-import atexit
+import multiprocessing.util
 import os
 import shutil
 import tempfile
@@ -62,7 +62,7 @@ class UsePluginsForParser(BaseLoader):
         network = NetworkFromOnnxPath(RegisterTrtScatterPlugins(UsePluginsForParser("model.onnx")))
 
     A path whose model has such a node gives the path of the changed model, written (its weights with it) into a
-    temporary folder that goes when the process ends; any other path is given back as it came.
+    temporary folder that goes when the process ends (a multiprocessing child too); any other path is given back as it came.
     """
 
     def __init__(self, obj: Any) -> None:
@@ -88,7 +88,9 @@ class UsePluginsForParser(BaseLoader):
         if served is model.proto:
             return obj
         folder = tempfile.mkdtemp(prefix="trt_scatter_")
-        atexit.register(shutil.rmtree, folder, True)
+        # removed at exit by multiprocessing's finalizers, which run in this process (through atexit) and in a forked
+        # multiprocessing child (polygraphy run --use-subprocess), which ends without atexit; each in its own process only
+        multiprocessing.util.Finalize(None, shutil.rmtree, args=(folder, True), exitpriority=0)
         path = os.path.join(folder, os.path.basename(os.fspath(obj)))
         large = model_bytes(served) >= 2**31 - 2**20  # protobuf's limit for one message, less room for the graph
         onnx.save(served, path, save_as_external_data=large, location=f"{os.path.basename(path)}.data" if large else None)
