@@ -1254,3 +1254,15 @@ def test_an_expand_to_a_length_that_an_inputs_values_set_is_left_to_the_run():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
     feed = ScatterDataLoader(model, value_ranges={"k": (1, 2)})[0]
     assert feed["y"].shape[0] == 1 and feed["y"].shape[1] >= 1
+
+
+def test_a_loader_that_drew_its_inputs_pickles_and_draws_the_same_again():
+    """polygraphy run --use-subprocess pickles the data loader for its runner's child: one that had drawn inputs held
+    its plan, the rules' functions in it, which do not pickle ("Could not send data loader cache to runner subprocess")."""
+    import pickle
+
+    loader = ScatterDataLoader(fx.scatter_elements_model([6, 5], [2, 5], axis=0), seed=4, iterations=2)
+    first = list(loader)
+    again = pickle.loads(pickle.dumps(loader))
+    for feed, other in zip(first, again):
+        assert feed.keys() == other.keys() and all(np.array_equal(feed[name], other[name]) for name in feed)

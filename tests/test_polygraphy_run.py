@@ -795,6 +795,10 @@ def test_the_polygraphy_feeds_wrapper_pickles_and_copies_for_a_subprocess_run(tm
     result = fx.run_tool("polygraphy", ["run", path, "--onnxrt", "--pluginref", "--load-inputs", tmp_path / "inputs.json",
                                         "--use-subprocess", "--sequential-runners"])
     assert result.returncode == 0, result.stdout + result.stderr
+    # the loader itself, once it has drawn its inputs (its plan holds the rules' functions, which do not pickle)
+    ruled = fx.save(fx.scatter_elements_model([6, 5], [2, 5], axis=0), tmp_path / "ruled.onnx")  # indices the loader draws
+    drawn = fx.run_tool("polygraphy", ["run", ruled, "--onnxrt", "--pluginref", "--trt-scatter-inputs", "--use-subprocess", "--sequential-runners"])
+    assert drawn.returncode == 0 and "PASSED" in drawn.stdout + drawn.stderr, drawn.stdout + drawn.stderr
 
 
 def test_a_warning_of_the_data_loaders_validation_is_one_polygraphy_line(tmp_path):

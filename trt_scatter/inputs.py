@@ -97,6 +97,11 @@ class ScatterDataLoader:
     def __len__(self):
         return self.iterations
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without its plan (the rules' functions in it do not pickle: polygraphy run --use-subprocess sends the
+        loader to its runner's child), which the same seed plans again to the same inputs."""
+        return {**self.__dict__, "_plan": None}
+
     def __getitem__(self, iteration):
         if not 0 <= iteration < self.iterations:
             raise IndexError(iteration)
