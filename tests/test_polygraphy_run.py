@@ -819,6 +819,44 @@ def test_a_warning_of_the_data_loaders_validation_is_one_polygraphy_line(tmp_pat
     assert quiet.returncode == 0 and "twice" not in quiet.stdout + quiet.stderr, quiet.stdout + quiet.stderr
 
 
+def test_blocks_of_polygraphy_logging_in_overlapping_threads_leave_the_logger_as_it_was(monkeypatch):
+    """Comparator runs in two threads: the first thread's block ended while the second's went on, taking polygraphy's
+    handler from under it and restoring the logger the second had changed, which was left with no handler and no
+    propagation (a script's logging setup never heard trt-scatter again)."""
+    import threading
+
+    from polygraphy.logger import G_LOGGER
+
+    from trt_scatter.log import logger, warn
+    from trt_scatter.polygraphy_ext.references import logged_by_polygraphy
+
+    lines = []
+    monkeypatch.setattr(G_LOGGER, "warning", lambda message, mode=None: lines.append(message))
+    handlers, propagate = list(logger.handlers), logger.propagate
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+
+    def first():
+        with logged_by_polygraphy():
+            first_in.set()
+            second_in.wait(10)
+        first_out.set()
+
+    def second():
+        first_in.wait(10)
+        with logged_by_polygraphy():
+            second_in.set()
+            first_out.wait(10)
+            warn("heard after the first block ended")
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert lines == ["heard after the first block ended"]
+    assert logger.handlers == handlers and logger.propagate == propagate
+
+
 def test_in_a_polygraphy_run_trt_scatters_warnings_go_to_polygraphy_alone_and_once(monkeypatch):
     """Within logged_by_polygraphy, a warning is polygraphy's line and not also a record of the handlers a script gave
     Python's root logger (it was printed twice after logging.basicConfig()); a block within another adds nothing."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
@@ -57,22 +58,35 @@ class _ToPolygraphy(logging.Handler):
         log(record.getMessage(), mode=LogMode.ONCE)
 
 
+class _Routing:
+    """The blocks of :func:`logged_by_polygraphy` open in any thread, and what the first of them changed."""
+
+    lock = threading.Lock()
+    open = 0
+    handler: _ToPolygraphy | None = None
+    propagate = True
+
+
 @contextlib.contextmanager
 def logged_by_polygraphy() -> Iterator[None]:
     """trt-scatter's log records within the block go to polygraphy's logger alone (a warning of undefined results, of a
     model's repeated targets), not also to a bare line on stderr or to the handlers a script gave Python's root logger;
-    outside it, trt-scatter's logger is as the process set it. A block within another changes nothing more."""
-    if any(isinstance(handler, _ToPolygraphy) for handler in logger.handlers):
-        yield
-        return
-    handler, propagate = _ToPolygraphy(), logger.propagate
-    logger.addHandler(handler)
-    logger.propagate = False
+    outside it, trt-scatter's logger is as the process set it. A block within another, in this thread or another
+    (Comparator runs in threads), changes nothing more: the last block to end restores the logger."""
+    with _Routing.lock:
+        if not _Routing.open:
+            _Routing.handler, _Routing.propagate = _ToPolygraphy(), logger.propagate
+            logger.addHandler(_Routing.handler)
+            logger.propagate = False
+        _Routing.open += 1
     try:
         yield
     finally:
-        logger.removeHandler(handler)
-        logger.propagate = propagate
+        with _Routing.lock:
+            _Routing.open -= 1
+            if not _Routing.open:
+                logger.removeHandler(_Routing.handler)
+                logger.propagate = _Routing.propagate
 
 
 class ReferenceInputError(ScatterInputError, PolygraphyException):
