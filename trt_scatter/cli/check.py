@@ -290,10 +290,11 @@ def _check(args):
 
     runners = [_reference_runner(loaded)]  # the Model: its shapes, worked out once, serve the reference too
     gpu = has_gpu()
-    engine_runs = gpu and engine is not None
+    built, engine_runs = engine is not None, gpu and engine is not None
     if engine_runs:
         runners.append(_tensorrt_runner(engine, has_plugins))
     else:
+        engine = None  # not run, and saved already: the bytes, which hold the weights, go before the other runners take them
         why = "no GPU" if not gpu else "no engine"
         if has_plugins:
             print(f"{why}: the TensorRT engine is not run; comparing onnxruntime on the lowered model (trt_scatter nodes as standard ONNX ops) with the reference instead")
@@ -315,7 +316,7 @@ def _check(args):
             raise
         for message in counted:  # what the kernels skipped, named by op (debug mode, on while checking)
             print(f"FAIL {message}")
-        return "FAILED", engine is not None
+        return "FAILED", built
     names = list(results.keys())
     pairs = [(REFERENCE, name) for name in names[1:]]
     if golden is not None:
@@ -354,8 +355,8 @@ def _check(args):
         with common.replacing(args.save_outputs, "--save-outputs") as temporary:
             RunResults([(name, value) for name, value in results.items() if not name.startswith("golden ")]).save(temporary)
     if not ok:
-        return "FAILED", engine is not None
-    return ("PASSED" if engine_runs else "NOT RUN ON TENSORRT"), engine is not None
+        return "FAILED", built
+    return ("PASSED" if engine_runs else "NOT RUN ON TENSORRT"), built
 
 
 def _with_python_plugins(loaded):
@@ -580,10 +581,10 @@ def _onnxruntime_runner(loaded, lowered, tolerant=False):
     if not lowered:
         return OnnxrtRunner(SessionFromOnnx(BytesFromOnnx(loaded.proto)), name="onnxruntime")
     try:
-        lowered_model = lower(loaded)
+        lowered_bytes = BytesFromOnnx(lower(loaded))()  # now: the lowered model's weights are not held twice, as it and its bytes
     except ModelError as err:
         raise common.CliError(f"cannot lower the model for onnxruntime: {err}") from None
-    return OnnxrtRunner(SessionFromOnnx(BytesFromOnnx(lowered_model)), name="onnxruntime-lowered")
+    return OnnxrtRunner(SessionFromOnnx(lowered_bytes), name="onnxruntime-lowered")
 
 
 def _check_input_types(loaded):
