@@ -81,3 +81,11 @@ def test_reductions_benchmark_reports_the_oracle_and_the_plan():
     rows = [line.split("|") for line in result.stdout.splitlines() if line.startswith("| oracle") or line.startswith("| np.add.at")]
     assert len(rows) == 2 and all(row[4].strip() == "True" for row in rows)  # np.add.at gives the oracle's bits here
     assert "| 10M updates into 1M targets of 64 | 3 | 23 | 190.9 |" in result.stdout
+
+
+def test_model_memory_benchmark_reports_every_command_against_the_baseline():
+    result = _run("bench_model_memory.py", "--weights-mb", "4", "--commands", "lower", "rewrite")
+    assert result.returncode == 0, result.stderr
+    rows = [line.split("|")[1:-1] for line in result.stdout.splitlines() if line.startswith("| ") and "---" not in line and "command" not in line]
+    assert [row[0].strip() for row in rows] == ["onnx.load + onnx.save (baseline)", "lower", "rewrite"]
+    assert float(rows[0][3]) == 1.0 and all(float(row[1]) > 0 for row in rows)
