@@ -384,6 +384,21 @@ def test_a_tensor_of_unknown_rank_is_refused_by_name():
         lower(model)
 
 
+def test_lower_of_a_path_gives_a_model_with_its_weights_that_saves_anywhere(tmp_path):
+    """lower(path) of a model with external data returned references to the input's data file, relative to the input's
+    folder: saved elsewhere with onnx.save(..., save_as_external_data=True), the model pointed at a file that is not
+    there, without a word. It returns the weights, as lower(onnx.load(path)) does."""
+    case = mixed_models.kv_cache(runtime=True, E=64)
+    (tmp_path / "model").mkdir()
+    copy = onnx.ModelProto()
+    copy.CopyFrom(case.model)
+    onnx.save(copy, tmp_path / "model" / "kv.onnx", save_as_external_data=True, location="kv.bin", size_threshold=0)
+    (tmp_path / "out").mkdir()
+    onnx.save(lower(tmp_path / "model" / "kv.onnx"), tmp_path / "out" / "low.onnx", save_as_external_data=True, location="low.bin", size_threshold=0)
+    assert (tmp_path / "out" / "low.bin").stat().st_size > 0
+    check_lowered(case, onnx.load(str(tmp_path / "out" / "low.onnx")), seeds=[0])
+
+
 def test_a_model_with_external_data_is_lowered_from_any_directory(tmp_path):
     """Every tensor of the model in an external file (weights and index constants): `lower` run from another
     folder reads them from the model's, and writes the lowered model's beside it."""

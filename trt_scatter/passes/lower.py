@@ -65,10 +65,11 @@ OPSET = 14
 def lower(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelProto:
     """``model`` (a path, an ``onnx.ModelProto`` or a :class:`~trt_scatter.model.Model`, left unchanged) with
     every ``trt_scatter`` node replaced by its native lowering; returns a new ``ModelProto`` (the model's
-    own if it has no such node). Raises :class:`ModelError`."""
+    own if it has no such node). A path's external data is read in, so that the result saves anywhere (references to
+    the input's data file, relative to its folder, would not). Raises :class:`ModelError`."""
     import onnx
 
-    model = as_model(model)
+    model = as_model(model, weights=True)
     validate(model)  # once per Model
     _refuse_nested(model.proto.graph)
     if not model.trt_scatter_ops():
