@@ -99,6 +99,24 @@ def test_a_corrupted_golden_file_fails_unless_within_tolerance(elements_model, t
     assert tolerant.returncode == _exit_code_without_tensorrt_run(tolerant), output_of(tolerant)
 
 
+def test_a_float_output_that_fails_at_the_default_tolerance_says_which_flags_set_another(tmp_path):
+    """A float output off by more than polygraphy's 1e-5 (two runtimes summing a MatMul in other orders are): the FAIL
+    line names the flags that set the tolerance, where the tolerance was the default."""
+    from onnx import helper
+
+    graph = helper.make_graph([helper.make_node("Sigmoid", ["x"], ["output"])], "g", [fx.info("x", (2, 3), np.float32)],
+                              [fx.info("output", (2, 3), np.float32)])
+    model = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "sigmoid.onnx")
+    inputs, outputs = _golden(model, tmp_path)
+    _shift_golden(outputs, 1e-3, run=0)  # the reference's golden run
+    failed = check(model, "--load-inputs", inputs, "--load-outputs", outputs)
+    assert failed.returncode == 1, output_of(failed)
+    (line,) = [line for line in failed.stdout.splitlines() if line.startswith("FAIL output: reference vs golden reference")]
+    assert line.endswith("(atol 1e-05, rtol 1e-05: the model computes it with floats; --atol and --rtol set others)"), line
+    given = check(model, "--load-inputs", inputs, "--load-outputs", outputs, "--atol", "1e-4")
+    assert "(atol 0.0001, rtol 1e-05: --atol given)" in given.stdout and "set others" not in given.stdout, output_of(given)
+
+
 def test_golden_data_saved_by_polygraphy_run_is_matched_by_runner(elements_model, tmp_path):
     """polygraphy names its runs onnxrt-runner-N0-<time>, reference-runner-N0-<time>: each of check's runs is
     compared with the golden run of its own runner, not every run with the file's first."""
@@ -1068,7 +1086,7 @@ def test_an_output_through_relu_max_or_min_is_exact_as_numbers_not_bit_for_bit(t
     graph = helper.make_graph(nodes, "g", [fx.info("data", (2, 3), np.float32), fx.info("indices", (1, 3), np.int64),
                                            fx.info("updates", (1, 3), np.float32)],
                               [fx.info("moved", (2, 3), np.float32), fx.info("rectified", (2, 3), np.float32)])
-    path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "relu.onnx")
+    path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "sigmoid.onnx")
     save_json([{"data": np.array([[-0.0, 1, -2], [3, -0.0, 0]], np.float32), "indices": np.array([[1, 0, 0]]),
                 "updates": np.array([[-0.0, 5, -0.0]], np.float32)}], str(tmp_path / "inputs.json"))
     result = check(path, "--load-inputs", tmp_path / "inputs.json", "--allow-engine-not-run")

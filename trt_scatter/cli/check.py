@@ -48,6 +48,7 @@ from trt_scatter.cli import common
 REFERENCE = "reference"
 MAX_ITERATIONS = 10000  #: the most sets of inputs a check generates or loads
 DEFAULT_TOLERANCE = 1e-5  #: polygraphy's default atol and rtol: for outputs the model computes with floats
+FLOATS = "the model computes it with floats"  #: why an output is compared at a default tolerance
 #: float16's atol and rtol: polygraphy's 1e-5 is below what float16 tells apart (a unit in the last place is 2**-10 of
 #: the value), and two runtimes that accumulate a float16 MatMul or sum in another order (onnxruntime, ONNX's evaluator)
 #: differ by a few such units
@@ -715,7 +716,7 @@ def _default_tolerances(loaded):
             kind = "a bool output (a mask, a flag)" if dtype.kind == "b" else "an integer output (an index, a count, an id)"
             defaults[value.name] = (0.0, 0.0, f"exact: {kind} computed from floats, which a near-tie there can flip: --atol allows a difference", True)
         else:
-            defaults[value.name] = (*(FLOAT16_TOLERANCE if dtype == np.float16 else (DEFAULT_TOLERANCE,) * 2), "the model computes it with floats", False)
+            defaults[value.name] = (*(FLOAT16_TOLERANCE if dtype == np.float16 else (DEFAULT_TOLERANCE,) * 2), FLOATS, False)
     return defaults
 
 
@@ -827,8 +828,10 @@ def _compare(results, pairs, tolerances):
                             reldiff = float(np.max(np.abs(other - want[differs].astype(np.float64)) / np.abs(other))) if differs.any() else 0.0
                     bitwise = "; equal as numbers, not bit for bit" if exact and verdict else ""
                     same_nan = _same_nan(nans)
-                    passed, detail = bool(verdict) and not exact, (f"max abs diff {verdict.max_absdiff:.6g}, max rel diff {reldiff:.6g} "
-                                                                   f"(atol {atol:g}, rtol {rtol:g}: {why}){same_nan}{bitwise}")
+                    passed = bool(verdict) and not exact
+                    flags = "; --atol and --rtol set others" if why == FLOATS and not passed else ""  # failed at the default tolerance
+                    detail = (f"max abs diff {verdict.max_absdiff:.6g}, max rel diff {reldiff:.6g} "
+                              f"(atol {atol:g}, rtol {rtol:g}: {why}{flags}){same_nan}{bitwise}")
                 print(f"{'PASS' if passed else 'FAIL'} {name}{where}: {candidate} vs {reference}: {detail}")
                 ok &= passed
         if not ok:
