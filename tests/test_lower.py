@@ -620,6 +620,47 @@ def test_the_lower_command_checks_a_model_too_large_to_serialize_from_its_files(
     assert not list((tmp_path / "bad").iterdir())
 
 
+@pytest.mark.parametrize("output", ["a file there", "a link", "a FIFO", "external data"])
+def test_a_lowered_model_the_checker_refuses_leaves_the_output_as_it_was(tmp_path, capsys, output):
+    """The checker reads the model as written, before it takes the output's place: a refused model left no file where
+    the user had one, removed a link (and the data file of its target), and deleted a device or FIFO given as the
+    output (as root, /dev/null)."""
+    import os
+    import stat
+
+    from trt_scatter.cli import main
+
+    model = mixed_models.kv_cache(project=False).model
+    model.graph.node.append(helper.make_node("Gemm", ["vector", "w"], ["gemm"]))  # a Gemm of a vector: the checker refuses it
+    model.graph.input.append(helper.make_tensor_value_info("vector", TensorProto.FLOAT, [3]))
+    model.graph.initializer.append(numpy_helper.from_array(np.ones((3, 2), np.float32), "w"))
+    model.graph.output.append(helper.make_tensor_value_info("gemm", TensorProto.FLOAT, [3, 2]))
+    source = tmp_path / "in" / "gemm.onnx"
+    source.parent.mkdir()
+    onnx.save(model, source, save_as_external_data=output == "external data", location="gemm.onnx.data", size_threshold=0)
+    target = tmp_path / "out" / "low.onnx"
+    target.parent.mkdir()
+    if output == "a FIFO":
+        os.mkfifo(target)
+    else:
+        target.write_bytes(b"mine")
+        (tmp_path / "out" / "low.onnx.data").write_bytes(b"my data")
+    given = target
+    if output == "a link":
+        given = tmp_path / "link.onnx"
+        given.symlink_to(target)
+    assert main(["lower", str(source), str(given)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("trt-scatter lower: error: the model does not pass ONNX's checker (") and err.count("\n") == 1, err
+    if output == "a FIFO":
+        assert stat.S_ISFIFO(os.stat(target).st_mode)
+    else:
+        assert target.read_bytes() == b"mine" and (tmp_path / "out" / "low.onnx.data").read_bytes() == b"my data"
+        assert sorted(p.name for p in target.parent.iterdir()) == ["low.onnx", "low.onnx.data"]  # no staged file left
+    if output == "a link":
+        assert given.is_symlink()
+
+
 @pytest.mark.parametrize("custom", [False, True], ids=["standard-only", "with-a-custom-op"])
 def test_lower_says_which_ops_of_other_domains_it_kept(tmp_path, capsys, custom):
     """A model with an op of its own domain beside a trt_scatter node: lower kept it, as it should, and said the output

@@ -541,12 +541,21 @@ def check_model_output(path: str | os.PathLike, reads: Iterable[str | os.PathLik
     check_output_path(data, what="output data file")
 
 
-def write_model(model: onnx.ModelProto, path: str | os.PathLike, external_data: bool = False) -> None:
+def write_model(model: onnx.ModelProto, path: str | os.PathLike, external_data: bool = False,
+                check: Callable[[str], None] | None = None) -> None:
     """Writes ``model`` to ``path`` (making its folder) whole or not at all; with ``external_data``, its tensors over
     1 KiB go to ``<file name>.data`` beside it, as the model it came from kept them: both files are written in a
-    temporary folder beside them and then moved into place. One CliError line if that fails."""
+    temporary folder beside them and then moved into place. One CliError line if that fails. ``check``: called with
+    the written model's path before it takes ``path``'s place, so that a model it refuses leaves ``path`` as it was."""
     if not external_data:
-        return write_output(path, model.SerializeToString(), "output")
+        with replacing(path, "output") as temporary:
+            with open(temporary, "wb") as f:
+                f.write(model.SerializeToString())  # its bytes go before the check reads the file
+                f.flush()
+                os.fsync(f.fileno())
+            if check is not None:
+                check(temporary)
+        return
     if _is_special(path):
         raise CliError(f"cannot write output {os.fspath(path)!r}: its tensors go to a .data file beside the model, and it is "
                        "not a file (a device, FIFO or socket)")
@@ -557,10 +566,14 @@ def write_model(model: onnx.ModelProto, path: str | os.PathLike, external_data: 
         os.makedirs(folder, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=folder) as staging:
             _save_with_external_data(model, staging, name, location)
+            if check is not None:
+                check(os.path.join(staging, name))
             for staged, final in ((location, os.path.join(folder, location)), (name, path)):
                 if os.path.exists(os.path.join(staging, staged)):  # no data file where every tensor is under 1 KiB
                     os.chmod(os.path.join(staging, staged), _mode_of(final))  # as replacing() does: not onnx's 0o600
                     os.replace(os.path.join(staging, staged), final)
+    except CliError:  # the check's
+        raise
     except Exception as err:  # OSError, or onnx's ValidationError for the data file
         raise CliError(f"cannot write output {path!r}: {first_line(err)}") from None
 

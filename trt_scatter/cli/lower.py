@@ -16,8 +16,6 @@ such models with the plugins.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 
 from trt_scatter.cli import common
 from trt_scatter.log import first_line
@@ -49,17 +47,9 @@ def run(args: argparse.Namespace) -> int:
             raise common.CliError(str(err)) from None
         said, external = _summary(args, model, lowered), model.external
         del model  # its weights are not needed again: writing and checking take the lowered model's once more each
-        common.write_model(lowered, args.output, external_data=external)  # tensors kept as the model kept them
-        del lowered
-        # checked as written, from its files (removed if it fails): ONNX's checker serializes a model given in memory,
+        # checked as written, before it takes the output's place: ONNX's checker serializes a model given in memory,
         # which protobuf refuses past 2 GiB, and below it takes the weights again for the bytes, their parse and inference
-        try:
-            _check(os.fspath(args.output))
-        except common.CliError:
-            for written in (args.output, common.data_file(args.output)):
-                with contextlib.suppress(OSError):
-                    os.remove(written)
-            raise
+        common.write_model(lowered, args.output, external_data=external, check=_check)  # tensors kept as the model kept them
     except common.CliError as err:
         return common.report("lower", err)
     print("\n".join(said))
