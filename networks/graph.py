@@ -322,7 +322,7 @@ class _Composites:
         ``(n, 1)`` and ``(n,) + tail``. For a grid of :data:`MAX_DIMS` axes, where ``grid + [1]`` would pass TensorRT's
         most dimensions."""
         count = rows_of_updates = self.product(grid)
-        if not self.RUNTIME_ASSERTIONS and min(self.shape_of(updates), default=0) < 0:
+        if not self.RUNTIME_ASSERTIONS and (min(self.shape_of(updates), default=0) < 0 or any(is_tensor(d) for d in [*grid, *tail])):
             # ONNX asserts no shape, and a Reshape checks the count alone: updates of another shape would be written. One
             # row more where any dimension differs fails the Reshape, as ScatterND's shape check does on a smaller grid.
             given, wanted = self.shape_vector(updates), self.vector([*grid, *tail])

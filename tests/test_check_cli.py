@@ -1086,7 +1086,7 @@ def test_an_output_through_relu_max_or_min_is_exact_as_numbers_not_bit_for_bit(t
     graph = helper.make_graph(nodes, "g", [fx.info("data", (2, 3), np.float32), fx.info("indices", (1, 3), np.int64),
                                            fx.info("updates", (1, 3), np.float32)],
                               [fx.info("moved", (2, 3), np.float32), fx.info("rectified", (2, 3), np.float32)])
-    path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "sigmoid.onnx")
+    path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "relu.onnx")
     save_json([{"data": np.array([[-0.0, 1, -2], [3, -0.0, 0]], np.float32), "indices": np.array([[1, 0, 0]]),
                 "updates": np.array([[-0.0, 5, -0.0]], np.float32)}], str(tmp_path / "inputs.json"))
     result = check(path, "--load-inputs", tmp_path / "inputs.json", "--allow-engine-not-run")

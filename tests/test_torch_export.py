@@ -1020,6 +1020,11 @@ def test_a_ring_buffer_prefill_is_one_circular_cache_write(dynamic):
             cache, k = torch.randn(3, 2, 16, 8), torch.randn(3, 2, 4, 8)
             feeds = {"cache": cache.numpy(), "k": k.numpy(), "positions": np.array(positions)}
             np.testing.assert_array_equal(Reference(model).run(feeds)["out"], RingPrefill()(cache.clone(), k, torch.tensor(positions)).numpy())
+    # more tokens than the ring holds (6 into 4): each index written more than once, which no CacheScatter writes; the export
+    # keeps PyTorch's own write, as it did before the ring was recognized
+    longer = (torch.randn(3, 2, 4, 8), torch.randn(3, 2, 6, 8), torch.tensor([0, 1, 2]))
+    model = trt_scatter_torch.export(RingPrefill(), longer, dynamo=True, **names)
+    assert [node.op_type for node in model.graph.node if node.domain == "trt_scatter" or node.op_type.startswith("Scatter")] == ["ScatterND"]
 
 
 def test_a_per_sequence_prefill_of_int32_positions_is_one_cache_write():

@@ -277,6 +277,7 @@ def _check(args):
         else:
             print(f"engine: not built with the AOT plugins: {unbuildable}; built with trt-scatter's Python plugins in their place "
                   f"({len(substitute)} bytes), not run")
+        substitute = None  # never run: its bytes, which hold the weights, go before the runners take them
     else:
         engine, build_error = _build_engine(loaded, feeds, uses_plugins)
         if build_error:

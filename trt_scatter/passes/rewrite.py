@@ -775,6 +775,9 @@ class _Rewriter:
         node = _producer(tensor) if tensor is not None else None
         if node is None or node.op != "Mod" or _attr(node, "fmod", 0) != 0 or not isinstance(size, int):
             return tensor
+        tokens = (_dims(node.inputs[0]) or (None,))[-1]
+        if isinstance(tokens, int) and tokens > size:  # more tokens than the cache holds: no CacheScatter (the spec forbids it)
+            return tensor
         divisor = self._constant(node.inputs[1])
         return node.inputs[0] if divisor is not None and divisor.size == 1 and int(divisor.reshape(())) == size else tensor
 

@@ -116,7 +116,7 @@ def batch_position_write(emitter: Any, data: _Value, batch_index: _Value, positi
         return None  # a broadcast position (the same for every row): not this write
     if index_dims[0] is None or index_dims[0] != dims[0]:  # a length not proven the batch's: PyTorch broadcasts one position
         # to every row. Expand broadcasts both ways: several positions for a batch of 1 (PyTorch writes them all into its
-        # row) stay several, which the CacheScatter refuses, as a plugin's run-time shape check does
+        # row) stay several, which the reference refuses and the plugin skips and counts, as for any run-time shape it checks
         positions = emitter.op("Expand", positions, emitter.op("Shape", data, start=0, end=1))
     target = (dims[0],) + dims[1:axis] + dims[axis + 1 :]
     pieces = [emitter.op("Shape", positions), emitter.op("Shape", data, start=1, end=axis), emitter.op("Shape", data, start=axis + 1)]
