@@ -110,6 +110,75 @@ def test_a_model_with_external_data_and_only_small_tensors_is_written_whole(tmp_
     assert onnx.load(tmp_path / "low.onnx") == _tiny_model() and not (tmp_path / "low.onnx.data").exists()
 
 
+def _weighty_model():
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [512])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [512])], [numpy_helper.from_array(np.ones(512, np.float32), "w")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_model_with_external_data_whose_move_fails_leaves_both_files_as_they_were(tmp_path, monkeypatch):
+    """The data file and the model take their places in two moves: where the second failed, the first had replaced the
+    old data file, beside the old model that reads it."""
+    (tmp_path / "low.onnx").write_bytes(b"old model")
+    (tmp_path / "low.onnx.data").write_bytes(b"old data")
+    replace = os.replace
+
+    def failing(source, target):
+        if os.fspath(target) == str(tmp_path / "low.onnx"):
+            raise OSError(28, "No space left on device")
+        return replace(source, target)
+
+    monkeypatch.setattr(os, "replace", failing)
+    with pytest.raises(common.CliError, match=rf"^cannot write output '{tmp_path / 'low.onnx'}': No space left on device$"):
+        common.write_model(_weighty_model(), tmp_path / "low.onnx", external_data=True)
+    assert (tmp_path / "low.onnx").read_bytes() == b"old model" and (tmp_path / "low.onnx.data").read_bytes() == b"old data"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["low.onnx", "low.onnx.data"]
+
+
+def test_a_model_with_external_data_takes_its_place_under_its_folders_lock(tmp_path):
+    """Two commands writing one output moved their data files and models in turns, leaving one's model with the other's
+    data (8 of 40 runs of two lowers at once): the pair moves while the folder is locked."""
+    import fcntl
+    import threading
+    import time
+
+    lock = os.open(tmp_path, os.O_RDONLY)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # another command's moves, under way
+    writer = threading.Thread(target=common.write_model, args=(_weighty_model(), tmp_path / "low.onnx"), kwargs={"external_data": True})
+    writer.start()
+    time.sleep(0.5)
+    assert not (tmp_path / "low.onnx").exists() and not (tmp_path / "low.onnx.data").exists()
+    fcntl.flock(lock, fcntl.LOCK_UN)
+    os.close(lock)
+    writer.join(10)
+    assert (tmp_path / "low.onnx").exists() and (tmp_path / "low.onnx.data").exists()
+
+
+@pytest.mark.parametrize("external", [False, True])
+def test_a_model_whose_write_fails_leaves_no_folder_it_made(tmp_path, external):
+    def refusing(path):
+        raise common.CliError("refused")
+
+    with pytest.raises(common.CliError, match="^refused$"):
+        common.write_model(_weighty_model(), tmp_path / "new" / "sub" / "low.onnx", external_data=external, check=refusing)
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_model_with_external_data_is_not_written_through_a_link_into_another_folder(tmp_path):
+    """The model finds its data file in the folder it is read from: through a link in another folder than its target,
+    it would not."""
+    (tmp_path / "there").mkdir()
+    (tmp_path / "here").mkdir()
+    (tmp_path / "here" / "low.onnx").symlink_to(tmp_path / "there" / "target.onnx")
+    with pytest.raises(common.CliError, match=r"^output '.*here/low.onnx' links to '.*there/target.onnx' in another folder, and a model finds "
+                                              r"its \.data file in the folder it is read from: give that path$"):
+        common.check_model_output(tmp_path / "here" / "low.onnx", reads=[], external_data=True)
+    common.check_model_output(tmp_path / "here" / "low.onnx", reads=[], external_data=False)  # one file: found through the link
+
+
 def test_outputs_without_write_permission_are_refused(tmp_path, monkeypatch):
     """A read-only file, a folder one may not write in. os.access answers as for a user without the
     permission: root (as on this project's machines) has it everywhere, so chmod alone shows nothing."""

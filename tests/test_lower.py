@@ -617,7 +617,7 @@ def test_the_lower_command_checks_a_model_too_large_to_serialize_from_its_files(
     assert main(["lower", str(tmp_path / "gemm.onnx"), str(tmp_path / "bad" / "gemm.lowered.onnx")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("trt-scatter lower: error: the model does not pass ONNX's checker (") and err.count("\n") == 1, err
-    assert not list((tmp_path / "bad").iterdir())
+    assert not (tmp_path / "bad").exists()  # nothing written, and the folder it made gone
 
 
 @pytest.mark.parametrize("output", ["a file there", "a link", "a FIFO", "external data"])

@@ -421,21 +421,45 @@ def replacing(path: str | os.PathLike, what: str = "output") -> Iterator[str]:
         return
     path = os.path.realpath(os.fspath(path))
     folder = os.path.dirname(path)
+    with _folder_made(folder, f"cannot write {what} {path!r}"):
+        try:
+            handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+        except OSError as err:
+            raise CliError(f"cannot write {what} {path!r}: {err.strerror or err}") from None
+        try:
+            os.close(handle)
+            os.chmod(temporary, _mode_of(path))
+            yield temporary
+            os.replace(temporary, path)
+        except OSError as err:
+            raise CliError(f"cannot write {what} {path!r}: {err.strerror or err}") from None
+        finally:
+            if os.path.exists(temporary):
+                os.remove(temporary)
+
+
+@contextlib.contextmanager
+def _folder_made(folder: str, failure: str) -> Iterator[None]:
+    """``folder``, made where it is missing (its missing parents too), and removed again where the block fails: a
+    failed command leaves no folder it made. One CliError line, led by ``failure``, if it cannot be made."""
+    top, probe = None, folder
+    while probe and not os.path.lexists(probe):
+        top, probe = probe, os.path.dirname(probe)
     try:
         os.makedirs(folder, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
     except OSError as err:
-        raise CliError(f"cannot write {what} {path!r}: {err.strerror or err}") from None
+        raise CliError(f"{failure}: {err.strerror or err}") from None
     try:
-        os.close(handle)
-        os.chmod(temporary, _mode_of(path))
-        yield temporary
-        os.replace(temporary, path)
-    except OSError as err:
-        raise CliError(f"cannot write {what} {path!r}: {err.strerror or err}") from None
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
+        yield
+    except BaseException:
+        made = folder
+        while top is not None:
+            with contextlib.suppress(OSError):  # one that something else wrote into meanwhile stays
+                os.rmdir(made)
+            if made == top:
+                break
+            made = os.path.dirname(made)
+        raise
 
 
 def _is_special(path):
@@ -535,6 +559,10 @@ def check_model_output(path: str | os.PathLike, reads: Iterable[str | os.PathLik
     check_output_path(path, reads=reads)
     if not external_data:
         return
+    target = os.path.realpath(os.fspath(path))
+    if os.path.dirname(target) != os.path.realpath(os.path.dirname(os.path.abspath(os.fspath(path)))):
+        raise CliError(f"output {os.fspath(path)!r} links to {target!r} in another folder, and a model finds its .data file in the folder "
+                       "it is read from: give that path")
     data = data_file(path)
     if any(_same_file(data, read) for read in reads):
         raise CliError(f"output {os.fspath(path)!r} keeps its tensors in {data!r}, which this command reads: write it elsewhere")
@@ -563,19 +591,47 @@ def write_model(model: onnx.ModelProto, path: str | os.PathLike, external_data: 
     folder, name = os.path.split(path)
     location = os.path.basename(data_file(path))
     try:
-        os.makedirs(folder, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=folder) as staging:
+        with _folder_made(folder, f"cannot write output {path!r}"), tempfile.TemporaryDirectory(prefix=f".{name}.", dir=folder) as staging:
             _save_with_external_data(model, staging, name, location)
             if check is not None:
                 check(os.path.join(staging, name))
-            for staged, final in ((location, os.path.join(folder, location)), (name, path)):
-                if os.path.exists(os.path.join(staging, staged)):  # no data file where every tensor is under 1 KiB
-                    os.chmod(os.path.join(staging, staged), _mode_of(final))  # as replacing() does: not onnx's 0o600
-                    os.replace(os.path.join(staging, staged), final)
+            _move_pair(staging, folder, name, location)
     except CliError:  # the check's
         raise
-    except Exception as err:  # OSError, or onnx's ValidationError for the data file
-        raise CliError(f"cannot write output {path!r}: {first_line(err)}") from None
+    except Exception as err:  # OSError (its reason: the file it names is a staged one), or onnx's ValidationError for the data file
+        raise CliError(f"cannot write output {path!r}: {getattr(err, 'strerror', None) or first_line(err)}") from None
+
+
+def _move_pair(staging, folder, name, location):
+    """Moves the staged model ``name`` and its data file ``location`` (where there is one: none where every tensor is
+    under 1 KiB) from ``staging`` into ``folder``, the data file first, under a lock on ``folder``, so that two commands
+    writing one output do not leave one's model with the other's data; where the model's move fails, the data file it
+    replaced comes back."""
+    import fcntl
+
+    moves = [(staged, os.path.join(folder, staged)) for staged in (location, name) if os.path.exists(os.path.join(staging, staged))]
+    for staged, final in moves:
+        os.chmod(os.path.join(staging, staged), _mode_of(final))  # as replacing() does: not onnx's 0o600
+    lock = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        kept = os.path.join(staging, "replaced")  # the old data file, linked while the new one takes its place
+        if len(moves) == 2 and os.path.lexists(moves[0][1]):
+            os.link(moves[0][1], kept, follow_symlinks=False)
+        done = []
+        try:
+            for staged, final in moves:
+                os.replace(os.path.join(staging, staged), final)
+                done.append(final)
+        except OSError:
+            if done and len(moves) == 2:  # the data file moved, the model did not: the old data file back
+                if os.path.lexists(kept):
+                    os.replace(kept, done[0])
+                else:
+                    os.remove(done[0])
+            raise
+    finally:
+        os.close(lock)  # the lock goes with it
 
 
 def _save_with_external_data(model, folder, name, location):
