@@ -62,16 +62,15 @@ class NodeInputError(ScatterInputError):
         another: the name a user's feed file or profile holds. Through a Cast or Identity (ops that keep the values:
         int32 indices reach ONNX's ScatterND through a Cast) it is that input; computed from the values of one input
         alone (a KV cache's position wrapped from the end by the cache's shape), that input is its source."""
-        if self.tensor is None or self.tensor in inputs:
-            if self.tensor is not None and self.tensor != self.input_name:
-                self.args = (f"{self.args[0]}; '{self.input_name}' is the model's input {self.tensor!r}",)
+        if self.tensor is None:
             return self
         producers = {output: node for node in nodes for output in node.output}
         tensor = self.tensor
-        while tensor in producers and _keeps_values(producers[tensor]):
+        while tensor not in inputs and tensor in producers and _keeps_values(producers[tensor]):
             tensor = producers[tensor].input[0]
         if tensor in inputs:
-            self.args = (f"{self.args[0]}; '{self.input_name}' is the model's input {tensor!r}",)
+            if tensor != self.input_name:  # the op's name for it says it already
+                self.args = (f"{self.args[0]}; '{self.input_name}' is the model's input {tensor!r}",)
             return self
         sources = _value_sources(tensor, producers, set(inputs))
         if len(sources) == 1:
