@@ -617,7 +617,8 @@ def _move_pair(staging, folder, name, location):
         fcntl.flock(lock, fcntl.LOCK_EX)
         kept = os.path.join(staging, "replaced")  # the old data file, linked while the new one takes its place
         if len(moves) == 2 and os.path.lexists(moves[0][1]):
-            os.link(moves[0][1], kept, follow_symlinks=False)
+            with contextlib.suppress(OSError):  # a file system without hard links: no way back, as before
+                os.link(moves[0][1], kept, follow_symlinks=False)
         done = []
         try:
             for staged, final in moves:
