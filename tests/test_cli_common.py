@@ -119,23 +119,47 @@ def _weighty_model():
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def test_a_model_with_external_data_whose_move_fails_leaves_both_files_as_they_were(tmp_path, monkeypatch):
+@pytest.mark.parametrize("hard_links", [True, False], ids=["hard links", "no hard links"])
+@pytest.mark.parametrize("failure", [OSError(28, "No space left on device"), KeyboardInterrupt()], ids=["disk full", "interrupted"])
+def test_a_model_with_external_data_whose_move_fails_leaves_both_files_as_they_were(tmp_path, monkeypatch, hard_links, failure):
     """The data file and the model take their places in two moves: where the second failed, the first had replaced the
-    old data file, beside the old model that reads it."""
+    old data file, beside the old model that reads it (on a file system without hard links, the old data file was lost)."""
     (tmp_path / "low.onnx").write_bytes(b"old model")
     (tmp_path / "low.onnx.data").write_bytes(b"old data")
     replace = os.replace
 
     def failing(source, target):
         if os.fspath(target) == str(tmp_path / "low.onnx"):
-            raise OSError(28, "No space left on device")
+            raise failure
         return replace(source, target)
 
+    def no_link(*args, **kwargs):
+        raise OSError(1, "Operation not permitted")
+
     monkeypatch.setattr(os, "replace", failing)
-    with pytest.raises(common.CliError, match=rf"^cannot write output '{tmp_path / 'low.onnx'}': No space left on device$"):
+    if not hard_links:
+        monkeypatch.setattr(os, "link", no_link)
+    expected = (pytest.raises(common.CliError, match=rf"^cannot write output '{tmp_path / 'low.onnx'}': No space left on device$")
+                if isinstance(failure, OSError) else pytest.raises(KeyboardInterrupt))
+    with expected:
         common.write_model(_weighty_model(), tmp_path / "low.onnx", external_data=True)
     assert (tmp_path / "low.onnx").read_bytes() == b"old model" and (tmp_path / "low.onnx.data").read_bytes() == b"old data"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["low.onnx", "low.onnx.data"]
+
+
+def test_a_model_with_external_data_is_written_where_its_folder_cannot_be_locked(tmp_path, monkeypatch):
+    """The lock wants the folder open for reading, which a folder of -wx permissions refuses (and NFS may refuse the
+    lock itself): the write goes on without it, as it did before there was one."""
+    open_ = os.open
+
+    def no_folder(path, flags, *args, **kwargs):
+        if os.fspath(path) == str(tmp_path):
+            raise PermissionError(13, "Permission denied")
+        return open_(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", no_folder)
+    common.write_model(_weighty_model(), tmp_path / "low.onnx", external_data=True)
+    assert (tmp_path / "low.onnx").exists() and (tmp_path / "low.onnx.data").exists()
 
 
 def test_a_model_with_external_data_takes_its_place_under_its_folders_lock(tmp_path):
@@ -158,13 +182,27 @@ def test_a_model_with_external_data_takes_its_place_under_its_folders_lock(tmp_p
 
 
 @pytest.mark.parametrize("external", [False, True])
-def test_a_model_whose_write_fails_leaves_no_folder_it_made(tmp_path, external):
+def test_a_model_whose_write_fails_leaves_no_folder_it_made(tmp_path, external, monkeypatch):
+    """Only folders it made itself: one that another process made meanwhile (here 'new', as this one was about to,
+    and was about to write into) stays."""
     def refusing(path):
         raise common.CliError("refused")
 
     with pytest.raises(common.CliError, match="^refused$"):
         common.write_model(_weighty_model(), tmp_path / "new" / "sub" / "low.onnx", external_data=external, check=refusing)
     assert not list(tmp_path.iterdir())
+    mkdir = os.mkdir
+
+    def another_made_it_first(path, *args, **kwargs):
+        if os.fspath(path) == str(tmp_path / "new"):
+            mkdir(path)
+            raise FileExistsError(17, "File exists")
+        return mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "mkdir", another_made_it_first)
+    with pytest.raises(common.CliError, match="^refused$"):
+        common.write_model(_weighty_model(), tmp_path / "new" / "sub" / "low.onnx", external_data=external, check=refusing)
+    assert (tmp_path / "new").is_dir() and not list((tmp_path / "new").iterdir())
 
 
 def test_a_model_with_external_data_is_not_written_through_a_link_into_another_folder(tmp_path):
@@ -173,8 +211,8 @@ def test_a_model_with_external_data_is_not_written_through_a_link_into_another_f
     (tmp_path / "there").mkdir()
     (tmp_path / "here").mkdir()
     (tmp_path / "here" / "low.onnx").symlink_to(tmp_path / "there" / "target.onnx")
-    with pytest.raises(common.CliError, match=r"^output '.*here/low.onnx' links to '.*there/target.onnx' in another folder, and a model finds "
-                                              r"its \.data file in the folder it is read from: give that path$"):
+    with pytest.raises(common.CliError, match=r"^output '.*here/low.onnx' is the file '.*there/target.onnx', in another folder \(through a "
+                                              r"link\), and a model finds its \.data file in the folder it is read from: give that path$"):
         common.check_model_output(tmp_path / "here" / "low.onnx", reads=[], external_data=True)
     common.check_model_output(tmp_path / "here" / "low.onnx", reads=[], external_data=False)  # one file: found through the link
 

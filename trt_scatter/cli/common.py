@@ -441,25 +441,35 @@ def replacing(path: str | os.PathLike, what: str = "output") -> Iterator[str]:
 @contextlib.contextmanager
 def _folder_made(folder: str, failure: str) -> Iterator[None]:
     """``folder``, made where it is missing (its missing parents too), and removed again where the block fails: a
-    failed command leaves no folder it made. One CliError line, led by ``failure``, if it cannot be made."""
-    top, probe = None, folder
-    while probe and not os.path.lexists(probe):
-        top, probe = probe, os.path.dirname(probe)
+    failed command leaves no folder it made, and only those it made itself (not one another process made meanwhile).
+    One CliError line, led by ``failure``, if it cannot be made."""
+    missing, probe = [], os.path.abspath(folder)
+    while not os.path.isdir(probe) and probe != os.path.dirname(probe):
+        missing.append(probe)
+        probe = os.path.dirname(probe)
+    made = []
     try:
-        os.makedirs(folder, exist_ok=True)
+        for path in reversed(missing):
+            try:
+                os.mkdir(path)
+                made.append(path)
+            except FileExistsError:
+                if not os.path.isdir(path):
+                    raise
     except OSError as err:
+        _remove_empty(made)
         raise CliError(f"{failure}: {err.strerror or err}") from None
     try:
         yield
     except BaseException:
-        made = folder
-        while top is not None:
-            with contextlib.suppress(OSError):  # one that something else wrote into meanwhile stays
-                os.rmdir(made)
-            if made == top:
-                break
-            made = os.path.dirname(made)
+        _remove_empty(made)
         raise
+
+
+def _remove_empty(folders):
+    for path in reversed(folders):
+        with contextlib.suppress(OSError):  # one that something else wrote into meanwhile stays
+            os.rmdir(path)
 
 
 def _is_special(path):
@@ -561,8 +571,8 @@ def check_model_output(path: str | os.PathLike, reads: Iterable[str | os.PathLik
         return
     target = os.path.realpath(os.fspath(path))
     if os.path.dirname(target) != os.path.realpath(os.path.dirname(os.path.abspath(os.fspath(path)))):
-        raise CliError(f"output {os.fspath(path)!r} links to {target!r} in another folder, and a model finds its .data file in the folder "
-                       "it is read from: give that path")
+        raise CliError(f"output {os.fspath(path)!r} is the file {target!r}, in another folder (through a link), and a model finds its .data "
+                       "file in the folder it is read from: give that path")
     data = data_file(path)
     if any(_same_file(data, read) for read in reads):
         raise CliError(f"output {os.fspath(path)!r} keeps its tensors in {data!r}, which this command reads: write it elsewhere")
@@ -604,35 +614,51 @@ def write_model(model: onnx.ModelProto, path: str | os.PathLike, external_data: 
 
 def _move_pair(staging, folder, name, location):
     """Moves the staged model ``name`` and its data file ``location`` (where there is one: none where every tensor is
-    under 1 KiB) from ``staging`` into ``folder``, the data file first, under a lock on ``folder``, so that two commands
-    writing one output do not leave one's model with the other's data; where the model's move fails, the data file it
-    replaced comes back."""
-    import fcntl
-
-    moves = [(staged, os.path.join(folder, staged)) for staged in (location, name) if os.path.exists(os.path.join(staging, staged))]
+    under 1 KiB) from ``staging`` into ``folder``, the data file first, under a lock on ``folder`` where one can be
+    taken, so that two commands writing one output do not leave one's model with the other's data; where the model's
+    move fails, the data file it replaced comes back."""
+    moves = [(os.path.join(staging, staged), os.path.join(folder, staged)) for staged in (location, name) if os.path.exists(os.path.join(staging, staged))]
     for staged, final in moves:
-        os.chmod(os.path.join(staging, staged), _mode_of(final))  # as replacing() does: not onnx's 0o600
-    lock = os.open(folder, os.O_RDONLY)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        kept = os.path.join(staging, "replaced")  # the old data file, linked while the new one takes its place
+        os.chmod(staged, _mode_of(final))  # as replacing() does: not onnx's 0o600
+    with _locked(folder):
+        kept = None  # the old data file, kept until the model is in place
         if len(moves) == 2 and os.path.lexists(moves[0][1]):
-            with contextlib.suppress(OSError):  # a file system without hard links: no way back, as before
-                os.link(moves[0][1], kept, follow_symlinks=False)
+            kept = os.path.join(staging, "replaced")
+            try:
+                os.link(moves[0][1], kept, follow_symlinks=False)  # the old file stays in place meanwhile
+            except OSError:  # a file system without hard links: moved aside instead
+                os.replace(moves[0][1], kept)
         done = []
         try:
             for staged, final in moves:
-                os.replace(os.path.join(staging, staged), final)
+                os.replace(staged, final)
                 done.append(final)
-        except OSError:
-            if done and len(moves) == 2:  # the data file moved, the model did not: the old data file back
-                if os.path.lexists(kept):
-                    os.replace(kept, done[0])
-                else:
+        except BaseException:
+            if len(moves) == 2 and len(done) < 2:  # the model did not move: the old data file back (or none, as before)
+                if kept is not None:
+                    os.replace(kept, moves[0][1])
+                elif done:
                     os.remove(done[0])
             raise
+
+
+@contextlib.contextmanager
+def _locked(folder: str) -> Iterator[None]:
+    """An exclusive lock on ``folder`` for the block where one can be taken (a folder it may not read, a file system
+    whose locks want a file open for writing: the block runs without it)."""
+    import fcntl
+
+    try:
+        handle = os.open(folder, os.O_RDONLY)
+    except OSError:
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
     finally:
-        os.close(lock)  # the lock goes with it
+        os.close(handle)  # the lock goes with it
 
 
 def _save_with_external_data(model, folder, name, location):
