@@ -124,8 +124,8 @@ class Module:
         return {"dynamic_shapes": tuple({axis: dims.setdefault(label, Dim(label, min=2)) for axis, label in spec.items()} for spec in axes)}
 
 
-#: the 11 modules of the issue, by name
-ISSUE = {module.name: module for module in [
+#: the 11 modules every export path is checked on (PyG's layers and PyTorch's writes that combine), by name
+MODULES = {module.name: module for module in [
     Module("gcn", GCN, True, exact=False),
     Module("gcn_without_self_loops", _pyg("GCNConv", add_self_loops=False), True, exact=False),
     Module("sage_mean", _pyg("SAGEConv"), True, exact=False),

@@ -187,7 +187,7 @@ def test_kv_cache_benchmark_runs_on_host_memory_and_compares_with_torch(host_gpu
     assert host_gpu.live == set()
 
 
-def test_benchmark_plan_covers_the_issue_matrix():
+def test_benchmark_plan_covers_every_op_axis_element_size_and_step():
     plan = gpu_check.benchmark_plan(256)
     assert {e["element_size"] for e in plan} == {4, 1, 2}
     assert {(e["op"], e["dim"]) for e in plan} == {("slice_scatter", 0), ("slice_scatter", 1), ("scatter_update", 0), ("scatter_update", 1)}
@@ -685,7 +685,7 @@ def test_the_output_folder_is_required(tmp_path):
 # ---- the reduction ops: plan, determinism, time against torch (on host memory here) ----
 
 
-def test_reduction_plan_covers_the_issue_shapes():
+def test_reduction_plan_covers_the_gnn_and_large_scatter_shapes():
     plan = gpu_check.reduction_plan(256)
     assert {(e["rows"], e["targets"], e["columns"]) for e in plan} == {(10_000_000, 1_000_000, 64), (1_000_000, 100_000, 128)}
     assert {(e["reduction"], e["include_self"]) for e in plan} == {("add", 1), ("max", 0), ("mean", 0)} and len(plan) == 6

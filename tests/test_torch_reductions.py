@@ -32,7 +32,7 @@ def exported(name, dynamo, dynamic=False):
     """The module's export (cached per process: each costs about a second)."""
     import trt_scatter.torch as trt_scatter_torch
 
-    module = {**rm.ISSUE, **rm.MORE}[name]
+    module = {**rm.MODULES, **rm.MORE}[name]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         logging.disable(logging.WARNING)  # the exporters' chatter (torchvision missing, TracerWarnings)
@@ -65,9 +65,9 @@ def _same_weights():
 
 
 @EXPORTERS
-@pytest.mark.parametrize("name", list(rm.ISSUE))
-def test_the_issue_modules_export_to_reduction_nodes_and_compute_what_eager_pytorch_does(name, dynamo):
-    module = rm.ISSUE[name]
+@pytest.mark.parametrize("name", list(rm.MODULES))
+def test_the_modules_export_to_reduction_nodes_and_compute_what_eager_pytorch_does(name, dynamo):
+    module = rm.MODULES[name]
     model = exported(name, dynamo)
     scatters = [node.op_type for node in model.graph.node if "Scatter" in node.op_type]
     assert scatters and set(scatters) <= REDUCTION_OPS, scatters
@@ -261,7 +261,7 @@ def test_rows_for_an_index_broadcast_over_the_row_elements_per_element_otherwise
 @EXPORTERS
 @pytest.mark.parametrize("name", ["gcn", "sage_max", "index_put_accumulate"])
 def test_dynamic_nodes_and_edges(name, dynamo):
-    module = rm.ISSUE[name]
+    module = rm.MODULES[name]
     model = exported(name, dynamo, dynamic=True)
     larger = ScatterDataLoader(model, seed=5, input_shapes={"x": (11, rm.F), **({"edge_index": (2, 40)} if module.graph else
                                                                                   {"index": (40,), "source": (40, rm.F)})})[0]
@@ -270,7 +270,7 @@ def test_dynamic_nodes_and_edges(name, dynamo):
 
 
 @EXPORTERS
-@pytest.mark.parametrize("name", list(rm.ISSUE))
+@pytest.mark.parametrize("name", list(rm.MODULES))
 def test_builds_with_the_plugins_on_tensorrt(name, dynamo):
     _build(exported(name, dynamo), name)  # exported here, built in a child process: the export stays cached
 
@@ -292,7 +292,7 @@ def test_trt_scatter_check_passes_against_eager_pytorch(tmp_path, name, dynamo):
     from polygraphy.comparator import RunResults
     from polygraphy.json import save_json
 
-    module = rm.ISSUE[name]
+    module = rm.MODULES[name]
     path = fx.save(exported(name, dynamo), tmp_path / f"{name}.onnx")
     feeds = ScatterDataLoader(path, seed=7)[0]
     save_json([feeds], tmp_path / "inputs.json")
