@@ -51,6 +51,19 @@ def build(builder, network, profile=None):
     return plan
 
 
+def builds_or_refuses(load, profile, message):
+    """``build_engine(load, profile)`` builds an engine where ``message`` is None, else refuses with exactly ``message``."""
+    import re
+
+    from trt_scatter.engine import build_engine
+
+    if message is None:
+        assert build_engine(load, profile)[0]
+        return
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        build_engine(load, profile)
+
+
 def parse_onnx(model):
     """A TensorRT network parsed from ``model`` by TensorRT's ONNX parser; fails the test on parser errors."""
     trt = tensorrt()
