@@ -600,14 +600,18 @@ def tensorrt_warnings(take: Callable[[str], Any] | None = None) -> Iterator[list
             setattr(G_LOGGER, name, log)
 
 
+NO_CUDA_DRIVER = "TensorRT reads a timing cache only where a CUDA driver runs"  #: why none was read, where no CUDA driver runs
+
+
 def timing_cache_unread(heard: Sequence[str]) -> str | None:
     """Why TensorRT read no timing cache, from what it said (:func:`tensorrt_warnings`), or None where it read it: a file
     that is no timing cache of this TensorRT, or none read for want of a CUDA driver (cudaError 35)."""
     if not any("failed to deserialize timing cache" in line.lower() for line in heard):
         return None
     if any("cudaError 35" in line for line in heard):
-        return "TensorRT reads a timing cache only where a CUDA driver runs"
+        return NO_CUDA_DRIVER
     return "it is not a timing cache this TensorRT can read"
+
 
 
 def check_timing_cache(path: str | os.PathLike | None, what: str = "timing_cache") -> None:

@@ -162,20 +162,10 @@ def _build_one(args, target, output, dynamic):
              "and none runs here; the engine was built without it, and the file is left as it was")
     elif timing_cache is not None:
         common.write_output(args.timing_cache, timing_cache, "--timing-cache")
-        if not _cuda_driver_runs():  # TensorRT-RTX on a CPU machine: the next build here would refuse the file
+        if not engine.has_gpu():  # TensorRT-RTX on a CPU machine: the next build here would refuse the file
             warn(f"--timing-cache {args.timing_cache!r} holds no timings: TensorRT times tactics and reads a timing cache only where "
                  "a CUDA driver runs, and none runs here")
     return output, summary
-
-
-def _cuda_driver_runs():
-    from trt_scatter.plugins import cuda
-
-    try:
-        cuda.driver()
-    except cuda.CudaUnavailableError:
-        return False
-    return True
 
 
 def _build(engine, load, profile, name, aliased_plugin_io, flags):
@@ -190,8 +180,9 @@ def _build(engine, load, profile, name, aliased_plugin_io, flags):
         saved = os.path.join(folder, "timing.cache")
         plan, summary = engine.build_engine(load, profile, name=name, aliased_plugin_io=aliased_plugin_io, **dict(flags, timing_cache=cache),
                                             save_timing_cache=saved)
-        if engine.timing_cache_unread(warnings):
-            return plan, summary, _NO_DRIVER if any("cudaError 35" in line for line in warnings) else _UNREAD
+        unread = engine.timing_cache_unread(warnings)
+        if unread:
+            return plan, summary, _NO_DRIVER if unread == engine.NO_CUDA_DRIVER else _UNREAD
         return plan, summary, pathlib.Path(saved).read_bytes() if os.path.exists(saved) else None
 
 

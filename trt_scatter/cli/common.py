@@ -510,10 +510,15 @@ def _mode_of(path):
 def write_output(path: str | os.PathLike, data: bytes, what: str = "output") -> None:
     """Writes ``data`` to ``path`` (making its folder) whole or not at all (:func:`replacing`), as one CliError line if that fails."""
     with replacing(path, what) as temporary:
-        with open(temporary, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        _write_synced(temporary, data)
+
+
+def _write_synced(path: str, data: bytes) -> None:
+    """``data`` in the file ``path``, on the disk when it returns."""
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def load_model(path: str | os.PathLike, weights: bool = False) -> Model:
@@ -587,10 +592,7 @@ def write_model(model: onnx.ModelProto, path: str | os.PathLike, external_data: 
     the written model's path before it takes ``path``'s place, so that a model it refuses leaves ``path`` as it was."""
     if not external_data:
         with replacing(path, "output") as temporary:
-            with open(temporary, "wb") as f:
-                f.write(model.SerializeToString())  # its bytes go before the check reads the file
-                f.flush()
-                os.fsync(f.fileno())
+            _write_synced(temporary, model.SerializeToString())  # its bytes go before the check reads the file
             if check is not None:
                 check(temporary)
         return
