@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from trt_scatter import dtypes
-from trt_scatter.model.graph import DEFAULT_DOMAINS, all_graphs, declared_size, opset_version
+from trt_scatter.model.graph import DEFAULT_DOMAINS, all_graphs, declared_dims, opset_version
 from trt_scatter.ops import is_trt_scatter, register_onnx_schemas
 
 if TYPE_CHECKING:
@@ -328,11 +328,8 @@ def _declared(model):
     values = [value for graph in reversed(list(all_graphs(model.graph))) for value in (*graph.value_info, *graph.output, *graph.input)]
     for value in values:  # the main graph's, and a graph's inputs, win
         if value.type.HasField("tensor_type"):
-            tensor_type = value.type.tensor_type
-            shape = None
-            if tensor_type.HasField("shape"):
-                shape = tuple(declared_size(d, d.dim_param or None) for d in tensor_type.shape.dim)
-            types[value.name] = (dtypes.from_onnx(tensor_type.elem_type), shape)
+            shape = declared_dims(value)
+            types[value.name] = (dtypes.from_onnx(value.type.tensor_type.elem_type), None if shape is None else tuple(shape))
     return types
 
 
