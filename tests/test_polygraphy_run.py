@@ -694,6 +694,32 @@ def test_use_plugins_for_parser_keeps_the_form_it_is_given_and_the_weights(tmp_p
         UsePluginsForParser(3)()
 
 
+def test_use_plugins_for_parser_writes_a_model_protobuf_cannot_hold_with_external_weights(tmp_path, monkeypatch):
+    """Past protobuf's 2 GiB (model.tensors.SERIALIZE_LIMIT, the one limit; a few bytes here) the served model keeps its
+    weights in a .data file beside it, and reads back the same."""
+    import os
+
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from trt_scatter.model import tensors
+    from trt_scatter.onnx_models import scatter_elements_model
+    from trt_scatter.polygraphy_ext import UsePluginsForParser
+
+    model = scatter_elements_model((6, 4), (9, 4), reduction="add")
+    weights = np.arange(4096, dtype=np.float32)
+    model.graph.initializer.append(numpy_helper.from_array(weights, "weights"))
+    model.graph.node.append(helper.make_node("Identity", ["weights"], ["weights_out"]))
+    model.graph.output.append(helper.make_tensor_value_info("weights_out", TensorProto.FLOAT, [4096]))
+    path = fx.save(model, tmp_path / "m.onnx")
+    monkeypatch.setattr(tensors, "SERIALIZE_LIMIT", 1024)
+    served = UsePluginsForParser(path)()
+    assert sorted(os.listdir(os.path.dirname(served))) == ["m.onnx", "m.onnx.data"]
+    assert os.path.getsize(served) < weights.nbytes
+    loaded = onnx.load(served)
+    assert numpy_helper.to_array(next(i for i in loaded.graph.initializer if i.name == "weights")).tolist() == weights.tolist()
+
+
 def _serve_in_a_child(path, answer):
     from trt_scatter.polygraphy_ext import UsePluginsForParser
 

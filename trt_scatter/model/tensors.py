@@ -242,8 +242,8 @@ def _value_types(model):
     return known
 
 
-#: Protobuf serializes at most 2 GiB, and ONNX's shape inference serializes the model it is given: past this
-#: many bytes of initializers (a margin left for the rest), :func:`infer_shapes` leaves the large ones' data out.
+#: Protobuf serializes at most 2 GiB: a model with this many bytes of initializers (a margin left for the rest) is
+#: written with its weights in an external file.
 SERIALIZE_LIMIT = 2**31 - 2**26
 LARGE_INITIALIZER = 1 << 20  #: bytes: weights, never a shape or an index list that inference must read
 

@@ -73,7 +73,7 @@ class UsePluginsForParser(BaseLoader):
         import onnx
 
         from trt_scatter.model import Model
-        from trt_scatter.model.tensors import model_bytes
+        from trt_scatter.model import tensors
         from trt_scatter.passes.plugins import to_plugins
 
         obj, _ = util.invoke_if_callable(self.obj)
@@ -92,7 +92,7 @@ class UsePluginsForParser(BaseLoader):
         # multiprocessing child (polygraphy run --use-subprocess), which ends without atexit; each in its own process only
         multiprocessing.util.Finalize(None, shutil.rmtree, args=(folder, True), exitpriority=0)
         path = os.path.join(folder, os.path.basename(os.fspath(obj)))
-        large = model_bytes(served) >= 2**31 - 2**20  # protobuf's limit for one message, less room for the graph
+        large = tensors.model_bytes(served) >= tensors.SERIALIZE_LIMIT
         onnx.save(served, path, save_as_external_data=large, location=f"{os.path.basename(path)}.data" if large else None)
         return path
 
