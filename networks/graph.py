@@ -54,6 +54,13 @@ if TYPE_CHECKING:
 INT64 = np.dtype(np.int64)
 MAX_DIMS = 8  #: the most dimensions a TensorRT tensor has (Dims.MAX_DIMS)
 
+
+def grid_is_too_deep(grid: Sequence[object]) -> bool:
+    """Whether ScatterND's indices over ``grid`` (``grid + [1]``) would pass TensorRT's most dimensions: such a grid is
+    written as one axis (:meth:`TensorRTGraph.grid_as_one_axis`)."""
+    return len(grid) >= MAX_DIMS
+
+
 #: binary operation name -> (TensorRT ``ElementWiseOperation`` name, ONNX op type)
 BINARY_OPS = {
     "add": ("SUM", "Add"),
@@ -294,7 +301,7 @@ class _Composites:
         k, rank = len(pieces), len(self.shape_of(data))
         lead = [self.dim(data, j) for j in range(k)] if k > 1 else []
         grid = [d for _, dims in pieces for d in dims]
-        one_axis = len(grid) >= MAX_DIMS  # grid + [1] would pass TensorRT's most dimensions: the grid becomes one axis
+        one_axis = grid_is_too_deep(grid)
         rows, offset = None, 0
         for j, (coordinates, dims) in enumerate(pieces):
             stride = self.product(lead[j + 1 :])
@@ -319,7 +326,7 @@ class _Composites:
     def grid_as_one_axis(self, rows: trt.ITensor | Value, grid: Sequence[int | trt.ITensor | Value], updates: trt.ITensor | Value,
                          tail: Sequence[int | trt.ITensor | Value]) -> tuple[trt.ITensor | Value, trt.ITensor | Value]:
         """ScatterND's row numbers ``rows`` (over ``grid``) and ``updates`` (``grid + tail``) with the grid as one axis:
-        ``(n, 1)`` and ``(n,) + tail``. For a grid of :data:`MAX_DIMS` axes, where ``grid + [1]`` would pass TensorRT's
+        ``(n, 1)`` and ``(n,) + tail``. For a grid of :data:`MAX_DIMS` axes (:func:`grid_is_too_deep`), where ``grid + [1]`` would pass TensorRT's
         most dimensions."""
         count = rows_of_updates = self.product(grid)
         if not self.RUNTIME_ASSERTIONS and (min(self.shape_of(updates), default=0) < 0 or any(is_tensor(d) for d in [*grid, *tail])):

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from trt_scatter.networks.graph import INT64, MAX_DIMS, TensorRTGraph, describe, is_tensor
+from trt_scatter.networks.graph import INT64, TensorRTGraph, describe, grid_is_too_deep, is_tensor
 from trt_scatter.oracle import rules
 from trt_scatter.oracle.tensor_scatter import DEFAULT_AXIS, OP, UPDATE_SHAPE, check_mode, check_node, check_tensor_scatter
 
@@ -123,7 +123,7 @@ def lower_tensor_scatter(graph: TensorRTGraph | OnnxGraph, past_cache: trt.ITens
     rows_of_positions = batch if write_indices is not None else 1  # without write indices every batch row has the same
     placed = graph.reshape(positions, graph.shape_from([rows_of_positions] + [1] * (axis - 1) + [count]))
     tail = [graph.dim(past_cache, d) for d in range(axis + 1, rank)]
-    if len(grid) >= MAX_DIMS:  # grid + [1] would pass TensorRT's most dimensions
+    if grid_is_too_deep(grid):
         rows, update = graph.grid_as_one_axis(graph.binary("add", blocks, placed), grid, update, tail)
     else:
         rows = graph.reshape(graph.binary("add", blocks, placed), graph.shape_from(grid + [1]))
