@@ -45,7 +45,7 @@ import numpy as np
 from trt_scatter import oracle
 from trt_scatter.log import first_line, warn, warnings_dropped
 from trt_scatter.model import as_model, declared_size, fed_inputs
-from trt_scatter.model.graph import DEFAULT_DOMAINS, ELEMENTWISE, SHAPE_READERS, subgraphs
+from trt_scatter.model.graph import DEFAULT_DOMAINS, ELEMENTWISE, SHAPE_READERS, keeps_values, subgraphs
 from trt_scatter.model.node import OpNode
 from trt_scatter.model.tensors import ModelTensors
 from trt_scatter.ops import op_of
@@ -227,7 +227,7 @@ def _as_shape_dict(input_shapes):
 
 
 class _Node(OpNode):
-    """A scatter node under planning: its inputs by name, each traced back through Cast/Identity (``origin``)."""
+    """A scatter node under planning: its inputs by name, each traced back through the nodes that keep its values (``origin``)."""
 
     def __init__(self, node, index, tensors, origin):
         super().__init__(node, index, tensors)
@@ -235,7 +235,7 @@ class _Node(OpNode):
 
 
 _GATHERS = ("Gather", "GatherElements", "GatherND")
-_SAME_VALUES = ("Cast", "Identity", "Squeeze", "Unsqueeze", "Reshape", "Flatten", "Expand")  # keep every element's value
+_SAME_VALUES = ("Cast", "CastLike", "Identity", "Squeeze", "Unsqueeze", "Reshape", "Flatten", "Expand")  # keep every element's value
 
 
 class _Plan:
@@ -343,9 +343,9 @@ class _Plan:
         return tuple(shape)
 
     def origin(self, name: str) -> str:
-        """``name`` traced back through Cast/Identity (which keep shape and values): ONNX's ScatterND takes
-        int64 indices only, so int32 indices reach it through a Cast and are still generated."""
-        while name in self.producers and self.producers[name].op_type in ("Cast", "Identity"):
+        """``name`` traced back through the nodes that keep its values (:func:`~trt_scatter.model.graph.keeps_values`):
+        int32 indices that reach ONNX's ScatterND through a Cast are still generated as indices."""
+        while name in self.producers and keeps_values(self.producers[name]):
             name = self.producers[name].input[0]
         return name
 

@@ -26,7 +26,7 @@ from onnx.reference.ops import load_op
 
 from trt_scatter import oracle
 from trt_scatter.model import ModelError, as_model, declared_dims, fed_constant, indexed_nodes, node_label
-from trt_scatter.model.graph import SHAPE_READERS
+from trt_scatter.model.graph import SHAPE_READERS, keeps_values
 from trt_scatter.log import first_line, warn
 from trt_scatter.ops import DEFAULT_DOMAINS, OPS, STANDARD_OPS, op_of
 from trt_scatter.oracle import rules
@@ -66,7 +66,7 @@ class NodeInputError(ScatterInputError):
             return self
         producers = {output: node for node in nodes for output in node.output}
         tensor = self.tensor
-        while tensor not in inputs and tensor in producers and _keeps_values(producers[tensor]):
+        while tensor not in inputs and tensor in producers and keeps_values(producers[tensor]):
             tensor = producers[tensor].input[0]
         if tensor in inputs:
             if tensor != self.input_name:  # the op's name for it says it already
@@ -76,10 +76,6 @@ class NodeInputError(ScatterInputError):
         if len(sources) == 1:
             self.args = (f"{self.args[0]}; '{self.input_name}' is computed from the model's input {sources.pop()!r}",)
         return self
-
-
-def _keeps_values(node):
-    return node.op_type in ("Cast", "CastLike", "Identity") and node.domain in DEFAULT_DOMAINS and len(node.input) > 0
 
 
 def _value_sources(tensor, producers, inputs):

@@ -147,6 +147,12 @@ ELEMENTWISE = frozenset({
 })
 
 
+def keeps_values(node: onnx.NodeProto) -> bool:
+    """Whether ``node``'s first output holds its first input's values (Cast, CastLike, Identity): int32 indices reach
+    ONNX's ScatterND through a Cast, and a message or a generated input names the tensor before it."""
+    return node.op_type in ("Cast", "CastLike", "Identity") and node.domain in DEFAULT_DOMAINS and len(node.input) > 0
+
+
 #: ops that read an input for its shape or type only -> that input's position (None: every input)
 SHAPE_READERS = {"Shape": None, "Size": None, "EyeLike": None, "RandomUniformLike": None, "RandomNormalLike": None, "CastLike": 1}
 
