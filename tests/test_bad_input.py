@@ -390,7 +390,8 @@ def test_a_timing_cache_that_is_a_folder_is_one_line(tmp_path):
     (lambda g: g.node.extend([helper.make_node("Relu", ["late"], ["early"]), helper.make_node("Relu", ["early"], ["late"])]), "is read before it is written, by a later node"),
     (lambda g: g.node.append(helper.make_node("Relu", ["data"], ["output"])), "is written by"),
     (lambda g: g.node.append(helper.make_node("Relu", ["nowhere"], ["dangling"])), "is not a graph input, an initializer or an earlier node's output"),
-], ids=["cycle", "two writers", "dangling"])
+    (lambda g: g.output.append(helper.make_tensor_value_info("ghost", TensorProto.FLOAT, [2])), "graph output 'ghost' of graph"),
+], ids=["cycle", "two writers", "dangling", "unwritten output"])
 def test_a_broken_graph_is_the_models_mistake_not_tensorrts(tmp_path, break_graph, rule):
     model = _plugin_model()
     break_graph(model.graph)

@@ -173,6 +173,20 @@ def test_builder_arguments_that_would_make_another_model_are_refused_by_name(bui
     assert str(raised.value).startswith(message)
 
 
+@pytest.mark.parametrize("build, message", [
+    (lambda: onnx_models.tensor_scatter_model((2, 3, 8, 4), 1, impl="standard", index_dtype=np.int32),
+     "tensor_scatter: 'write_indices' must be int64 in ONNX's TensorScatter (got int32)"),
+    (lambda: onnx_models.scatter_nd_reduce_model((4, 3), (2, "k")), "scatter_nd_reduce: 'indices' last dimension must be a known int (got shape (2, 'k'))"),
+    (lambda: onnx_models.scatter_nd_reduce_model((4, 3), ()), "scatter_nd_reduce: 'indices' last dimension must be a known int (got shape ())"),
+], ids=["standard int32 write_indices", "symbolic row length", "rank-0 indices"])
+def test_builder_arguments_the_op_cannot_take_are_refused_by_the_oracles_rule(build, message):
+    """ONNX's TensorScatter takes int64 write indices only; ScatterNDReduce's updates shape follows from the indices' last
+    dimension, which must then be known."""
+    with pytest.raises(oracle.ScatterInputError) as raised:
+        build()
+    assert str(raised.value) == message
+
+
 def test_builder_dims_may_be_numpy_ints_and_parameters_beyond_int32_clamp():
     """``np.int64(1)`` is a known dimension like 1; INT64's bounds as int32 slice parameters clamp to int32's (the same
     slice: OpenVINO clamps them to the dimension)."""

@@ -38,6 +38,8 @@ def test_a_symbolic_check_is_evaluated_at_the_shapes(condition, kept):
     "(EQUAL (# 0 (SHAPE a,)) 2)",  # a name of another input: no comma is taken off a word
     "(EQUAL E0 2) where E0=E0",  # a binding of itself: endless
     "(NOT " * 2000 + "1" + ")" * 2000,  # deeper than Python recurses
+    "(EQUAL 2 2) 3",  # words after the check, and no where
+    "(EQUAL 2 2) where E0 3",  # a binding without its =
 ])
 def test_a_symbolic_check_it_cannot_evaluate_is_left_to_tensorrt(condition):
     assert _evaluate(condition, SHAPES) is None

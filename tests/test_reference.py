@@ -44,6 +44,12 @@ def test_the_oracles_error_reaches_the_caller():
         Reference(_mixed_model()).run(feeds)
 
 
+def test_feeds_that_are_not_a_dict_are_refused_by_name():
+    """A list of arrays (inputs by position) is refused, not read as names."""
+    with pytest.raises(TypeError, match=r"^Reference.run: feeds must be a dict of input name -> array \(got list\)$"):
+        Reference(_mixed_model()).run([np.ones((3, 4), np.float32)])
+
+
 def test_a_model_that_imports_the_default_domain_as_ai_onnx_runs():
     """ONNX names the default domain "" or "ai.onnx" alike; ONNX's evaluator knows only "" (it refused the model)."""
     nodes = [helper.make_node("ScatterUpdate", ["data", "indices", "updates", "axis"], ["written"], domain=DOMAIN),

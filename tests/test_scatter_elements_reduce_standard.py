@@ -11,7 +11,7 @@ from onnx import TensorProto, helper
 
 import onnx_fixtures as fx
 import plugin_models as models
-from trt_scatter.passes.plugins import to_plugins
+from trt_scatter.passes.plugins import UsePlugins, to_plugins
 from trt_scatter.reference import Reference
 
 REDUCTIONS = ["add", "mul", "min", "max"]
@@ -47,6 +47,20 @@ def test_the_plugin_pass_keeps_the_values_onnxruntime_computes(op_type, reductio
     feeds = _feeds(op_type, np.random.default_rng(1))
     session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     np.testing.assert_array_equal(Reference(converted).run(feeds)["output"], session.run(None, feeds)[0])
+
+
+@pytest.mark.parametrize("op_type", ["ScatterElements", "ScatterND"])
+def test_the_polygraphy_loader_of_the_plugin_pass_hands_on_the_plugin_model(tmp_path, op_type):
+    """UsePlugins (a polygraphy loader) takes a model, a path or a loader of one, and gives what the plugin pass makes."""
+    from polygraphy.backend.onnx import OnnxFromPath
+
+    model = standard(op_type, "add")
+    path = tmp_path / "model.onnx"
+    onnx.save(model, path)
+    expected = [(n.op_type, n.domain) for n in to_plugins(model).graph.node]
+    assert expected[1] == (f"{op_type}Reduce", "trt_scatter")
+    for given in (model, OnnxFromPath(str(path))):
+        assert [(n.op_type, n.domain) for n in UsePlugins(given)().graph.node] == expected
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
