@@ -175,6 +175,43 @@ def test_masked_assignment_computes_what_eager_pytorch_does_for_any_mask(dynamo,
         np.testing.assert_array_equal(Reference(model).run({"x": x.numpy(), "mask": mask.numpy(), "values": values.numpy()})["output"], expected)
 
 
+class AssignAfterWholeAxes(torch.nn.Module):
+    def __init__(self, whole):
+        super().__init__()
+        self.whole = whole
+
+    def forward(self, x, mask, values):
+        x = x.clone()
+        x[(slice(None),) * self.whole + (mask,)] = values
+        return x
+
+
+@pytest.mark.parametrize("dynamo", [True, False])
+@pytest.mark.parametrize("whole, shape, mask_shape, values_shape", [
+    (1, (3, 5), (5,), (1,)), (1, (2, 5, 4), (5,), (4,)), (1, (2, 5, 4), (5,), (2, 1, 4)), (1, (2, 5, 4), (5,), (1, 2, 1, 4)),
+    (1, (2, 5, 3, 4), (5, 3), (2, 1, 4)), (2, (2, 3, 5), (5,), (3, 1)),
+], ids=["column-scalar", "row-tail", "per-batch", "leading-1", "2d-mask", "two-whole-axes"])
+def test_a_mask_after_whole_axes_is_a_where_that_computes_what_eager_pytorch_does(dynamo, whole, shape, mask_shape, values_shape):
+    """``x[:, mask] = v`` with v the same at every masked element: a Where, no NonZero (which TensorRT-RTX cannot build);
+    the exporters kept PyTorch's NonZero translation for a mask past axis 0 (dynamo=True failed in it)."""
+    x, values = torch.randn(shape), torch.randn(values_shape)
+    masks = [torch.rand(mask_shape) < 0.5, torch.zeros(mask_shape, dtype=torch.bool), torch.ones(mask_shape, dtype=torch.bool)]
+    masks[0].view(-1)[:2] = torch.tensor([True, False])
+    module = AssignAfterWholeAxes(whole)
+    model = trt_scatter_torch.export(module, (x, masks[0], values), dynamo=dynamo, input_names=["x", "mask", "values"], output_names=["output"])
+    assert "NonZero" not in {n.op_type for n in model.graph.node} and "Where" in {n.op_type for n in model.graph.node}
+    for mask in masks:
+        feeds = {"x": x.numpy(), "mask": mask.numpy(), "values": values.numpy()}
+        np.testing.assert_allclose(Reference(model).run(feeds)["output"], module(x, mask, values).numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_a_mask_after_whole_axes_with_a_value_per_masked_element_keeps_pytorchs_translation():
+    """``x[:, mask] = v`` with v's elements one per masked element cannot be a Where: PyTorch's translation stays."""
+    x, mask = torch.randn(2, 5), torch.tensor([True, False, True, False, False])
+    model = trt_scatter_torch.export(AssignAfterWholeAxes(1), (x, mask, torch.randn(2, 2)), dynamo=False, output_names=["output"])
+    assert "NonZero" in {n.op_type for n in model.graph.node}
+
+
 class MaskedAdd(torch.nn.Module):
     def forward(self, x, mask, values):
         x = x.clone()

@@ -139,8 +139,8 @@ def index_put(self, indices, values, accumulate=False):
     ir = _ir()
     tensors = [(position, index) for position, index in enumerate(indices) if index is not None]
     integer = tensors and all(index.dtype in (ir.DataType.INT64, ir.DataType.INT32) for _, index in tensors)
-    if len(tensors) == 1 and tensors[0][0] == 0 and tensors[0][1].dtype == ir.DataType.BOOL:  # x[mask] = v, x[mask] += v: a Where
-        written = (writes.masked_accumulate if accumulate else writes.masked_write)(_Emitter(), self, tensors[0][1], values)
+    if len(tensors) == 1 and tensors[0][1].dtype == ir.DataType.BOOL:  # x[mask] = v, x[:, mask] += v: a Where
+        written = (writes.masked_accumulate if accumulate else writes.masked_write)(_Emitter(), self, tensors[0][1], values, tensors[0][0])
         if written is not None:
             return written
     if not accumulate and integer and self.shape is not None and len(tensors) == 2 and tensors[0][0] == 0:

@@ -429,25 +429,33 @@ def _runtime_index(emitter, data, axis, index):
     return writes.wrapped(emitter, index, data, axis)
 
 
-def _single_mask(emitter, indices):
-    """The one boolean mask ``indices`` holds (``x[mask]``), or None where they are anything else."""
+def _single_mask(emitter, data, indices):
+    """``(position, mask)``: the one boolean mask ``indices`` holds and the axis it starts on (``x[mask]``: 0,
+    ``x[:, mask]``: 1), or ``(0, None)`` where they are anything else. The exporter hands an axis taken whole before
+    the mask over as its every index, a constant ``arange(n)`` shaped to broadcast against the mask's elements."""
     from torch.onnx import symbolic_helper
 
-    tensors = [index for index in indices if not symbolic_helper._is_none(index)]
-    if len(tensors) != 1 or len(tensors) != len(indices):
-        return None
-    if emitter.scalar_type(tensors[0]) != _exporter_module("_type_utils").JitScalarType.BOOL:
-        return None
-    return tensors[0]
+    *leading, mask = indices
+    if symbolic_helper._is_none(mask) or emitter.scalar_type(mask) != _exporter_module("_type_utils").JitScalarType.BOOL:
+        return 0, None
+    dims = emitter.dims(data) or ()
+    for axis, index in enumerate(leading):
+        whole = symbolic_helper._maybe_get_const(index, "t")
+        if symbolic_helper._is_none(index):
+            continue
+        if (axis >= len(dims) or not isinstance(dims[axis], int) or not hasattr(whole, "numel")
+                or tuple(whole.shape) != (dims[axis],) + (1,) * (len(leading) - axis) or whole.flatten().tolist() != list(range(dims[axis]))):
+            return 0, None
+    return len(leading), mask
 
 
 def _masked_assign(emitter, data, indices, values):
-    """``data[mask] = values`` with one boolean mask over data's leading axes and values that broadcast over the axes the
-    mask leaves: ``Where(mask, values, data)`` (:func:`writes.masked_write`). PyTorch's stock symbolic expands the mask to
-    data's shape and writes values' elements one per True element, which is eager PyTorch's result only while one row
-    is masked. ``None`` where ``indices`` is no single mask, or values are one per masked element (the stock form)."""
-    mask = _single_mask(emitter, indices)
-    return None if mask is None else writes.masked_write(emitter, data, mask, values)
+    """``data[mask] = values`` with one boolean mask and values the same at every masked element: ``Where(mask, values,
+    data)`` (:func:`writes.masked_write`). PyTorch's stock symbolic expands the mask to data's shape and writes values'
+    elements one per True element, which is eager PyTorch's result only while one row is masked. ``None`` where
+    ``indices`` is no single mask, or values are one per masked element (the stock form)."""
+    position, mask = _single_mask(emitter, data, indices)
+    return None if mask is None else writes.masked_write(emitter, data, mask, values, position)
 
 
 def _masked_accumulate(emitter, data, indices, values):
@@ -456,14 +464,14 @@ def _masked_accumulate(emitter, data, indices, values):
     PyTorch's stock symbolic writes ``Where(mask, values, data)``, an assignment: its sums were wrong. Values given
     one per masked element cannot be written this way: refused (the dynamo exporter writes them). ``None`` where
     ``indices`` is no single mask."""
-    mask = _single_mask(emitter, indices)
+    position, mask = _single_mask(emitter, data, indices)
     if mask is None:
         return None
     data_dims, mask_dims, value_dims = emitter.dims(data), emitter.dims(mask), emitter.dims(values)
     if data_dims is None or mask_dims is None or value_dims is None:
         return _refuse("trt_scatter.torch: index_put with a mask and accumulate=True on tensors of unknown rank: PyTorch's "
                        "TorchScript translation assigns instead of adding; export with dynamo=True", data)
-    written = writes.masked_accumulate(emitter, data, mask, values)
+    written = writes.masked_accumulate(emitter, data, mask, values, position)
     if written is None:
         return _refuse("trt_scatter.torch: index_put with a mask, accumulate=True and a value per masked element: "
                        "PyTorch's TorchScript translation assigns instead of adding; export with dynamo=True", data)

@@ -143,36 +143,47 @@ def wrapped(emitter: Any, indices: _Value, data: _Value, axis: int) -> _Value:
                       emitter.op("Where", emitter.op("Less", indices, emitter.scalar(0)), shifted, indices))
 
 
-def masked_write(emitter: Any, data: _Value, mask: _Value, values: _Value) -> _Value | None:
-    """``data[mask] = values`` with a boolean ``mask`` over data's leading axes and ``values`` that broadcast over the
-    axes the mask leaves (a scalar, or at most that many axes): ``Where(mask, values, data)``, no NonZero (which
-    gives data-dependent shapes, and which TensorRT-RTX lacks); None for values of one element per True (a source)."""
-    dims, mask_dims, value_dims = emitter.dims(data), emitter.dims(mask), emitter.dims(values)
-    if dims is None or mask_dims is None or value_dims is None or len(mask_dims) > len(dims):
-        return None
-    trailing = len(dims) - len(mask_dims)
-    if len(value_dims) > trailing and any(d != 1 for d in value_dims):
-        return None
-    if trailing:
-        mask = emitter.op("Unsqueeze", mask, emitter.ints(list(range(len(mask_dims), len(dims)))))
-    return emitter.op("Where", mask, emitter.op("CastLike", values, data), data)
+def masked_write(emitter: Any, data: _Value, mask: _Value, values: _Value, position: int = 0) -> _Value | None:
+    """``data[mask] = values`` with a boolean ``mask`` over data's axes from ``position`` on (``x[:, mask]``: 1) and
+    ``values`` the same at every masked element: ``Where(mask, values, data)``, no NonZero (which gives data-dependent
+    shapes, and which TensorRT-RTX lacks); None for values of one element per True (a source)."""
+    operands = _masked_operands(emitter, data, mask, values, position)
+    return None if operands is None else emitter.op("Where", operands[0], emitter.op("CastLike", operands[1], data), data)
 
 
-def masked_accumulate(emitter: Any, data: _Value, mask: _Value, values: _Value) -> _Value | None:
-    """``data[mask] += values`` (``index_put_((mask,), values, accumulate=True)``) with a boolean ``mask`` over data's
-    leading axes and ``values`` that broadcast over the axes the mask leaves (a scalar, or a row of the rest's shape,
-    leading 1s aside): ``Where(mask, data + values, data)``, no NonZero; None for values of one row per masked element."""
+def masked_accumulate(emitter: Any, data: _Value, mask: _Value, values: _Value, position: int = 0) -> _Value | None:
+    """``data[mask] += values`` (``index_put_((mask,), values, accumulate=True)``), the mask and values as
+    :func:`masked_write` takes them: ``Where(mask, data + values, data)``, no NonZero; None for values of one row per
+    masked element."""
+    operands = _masked_operands(emitter, data, mask, values, position)
+    return None if operands is None else emitter.op("Where", operands[0], emitter.op("Add", data, emitter.op("CastLike", operands[1], data)), data)
+
+
+def _masked_operands(emitter, data, mask, values, position):
+    """``(mask, values)`` that broadcast to data's shape for ``Where``: the mask placed on data's axes ``position``,
+    ``position + 1``, ...; values as PyTorch broadcasts them to the indexed shape ``dims[:position] + (count,) + rest``,
+    with the masked elements' axis, which must be 1 (the same value at every masked element), spread over the mask's
+    axes. None where values vary along the masked elements or a rank is not known."""
     dims, mask_dims, value_dims = emitter.dims(data), emitter.dims(mask), emitter.dims(values)
-    if dims is None or mask_dims is None or value_dims is None or len(mask_dims) > len(dims):
+    if dims is None or mask_dims is None or value_dims is None or not mask_dims or position + len(mask_dims) > len(dims):
         return None
-    rest = len(dims) - len(mask_dims)
-    if len(value_dims) > rest and any(d != 1 for d in value_dims[: len(value_dims) - rest]):
-        return None
-    if len(value_dims) > rest:  # leading 1s: values of the rest's shape
-        values = emitter.op("Reshape", values, emitter.op("Shape", values, start=len(value_dims) - rest))
-    if rest:
-        mask = emitter.op("Unsqueeze", mask, emitter.ints(list(range(len(mask_dims), len(dims)))))
-    return emitter.op("Where", mask, emitter.op("Add", data, emitter.op("CastLike", values, data)), data)
+    rest = len(dims) - position - len(mask_dims)
+    extra = len(value_dims) - (position + 1 + rest)  # PyTorch drops values' leading 1s past the indexed shape's rank
+    if extra > 0:
+        if any(d != 1 for d in value_dims[:extra]):
+            return None
+        values = emitter.op("Reshape", values, emitter.op("Shape", values, start=extra))
+        value_dims = value_dims[extra:]
+    counted = len(value_dims) - rest - 1  # values' axis on the masked elements, if they reach it
+    if counted >= 0:
+        if value_dims[counted] != 1:
+            return None
+        if len(mask_dims) > 1:
+            values = emitter.op("Unsqueeze", values, emitter.ints(list(range(counted + 1, counted + len(mask_dims)))))
+    spread = [*range(position), *range(position + len(mask_dims), len(dims))]
+    if spread:
+        mask = emitter.op("Unsqueeze", mask, emitter.ints(spread))
+    return mask, values
 
 
 def masked_scatter(emitter: Any, data: _Value, mask: _Value, source: _Value) -> _Value:
