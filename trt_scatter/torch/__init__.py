@@ -106,7 +106,10 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
         if dynamo:
             table = translation_table()
             table.update(kwargs.pop("custom_translation_table", None) or {})
-            program = torch.onnx.export(model, args, dynamo=True, custom_translation_table=table, **kwargs)
+            try:
+                program = torch.onnx.export(model, args, dynamo=True, custom_translation_table=table, **kwargs)
+            except torch.onnx.OnnxExporterError as err:
+                raise ValueError(_dynamo_failure(err)) from err
             proto = program.model_proto
             asked, given = kwargs.get("opset_version"), next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None)
             if asked is not None and asked != given:  # torch falls back to its own opset where it cannot convert, and only logs it
@@ -146,6 +149,18 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
     if f is not None:
         onnx.save(proto, f)
     return proto
+
+
+def _dynamo_failure(err: BaseException) -> str:
+    """One line for a failed dynamo export: the ATen op it failed on, where PyTorch's message names one, and the first
+    line of the exception at the end of the chain (PyTorch's own reason, or a translation's refusal), which PyTorch
+    wraps in a dozen lines of next steps."""
+    op = re.search(r"target=torch\.ops\.([\w.]+)", str(err))
+    reason = err
+    while reason.__cause__ is not None:
+        reason = reason.__cause__
+    return (f"trt_scatter.torch.export: PyTorch's dynamo exporter failed{f' on {op.group(1)}' if op else ''}: {first_line(reason)} "
+            "(dynamo=False exports with PyTorch's TorchScript exporter)")
 
 
 def _export_torchscript(model, args, kwargs):
