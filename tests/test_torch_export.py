@@ -218,6 +218,34 @@ def test_a_mask_after_whole_axes_with_a_value_per_masked_element_keeps_pytorchs_
                                  "multiple indices does not support None indices. (dynamo=False exports with PyTorch's TorchScript exporter)")
 
 
+class AssignBroadcastColumns(torch.nn.Module):
+    def forward(self, x, index, values):
+        x = x.clone()
+        x[:, index, :] = values  # values (1, k, 1): PyTorch's tracer views them as (k, 1) with the example's k
+        return x
+
+
+def test_a_shape_the_tracer_kept_from_the_example_is_warned_of(caplog):
+    """With dynamo=False, PyTorch's tracer wrote values of a dynamic length as a Reshape to the example's constant shape:
+    the model ran at that length only, and export said nothing. dynamo=True keeps the length and says nothing."""
+    example = (torch.randn(2, 5, 3), torch.tensor([4, 0]), torch.randn(1, 2, 1))
+    names = {"input_names": ["x", "index", "values"], "output_names": ["output"]}
+    axes = {"x": {0: "b", 1: "n"}, "index": {0: "k"}, "values": {1: "k"}}
+    with caplog.at_level(logging.WARNING, logger="trt_scatter"):
+        trt_scatter_torch.export(AssignBroadcastColumns(), example, dynamo=False, dynamic_axes=axes, **names)
+    assert [r.getMessage() for r in caplog.records if r.name == "trt_scatter"] == [
+        "trt_scatter.torch: Reshape node '/Reshape' gives 'values' of shape (1, k, 1) the constant shape (2, 1): "
+        "the model runs at that size only (PyTorch's tracer keeps some shapes of its example); export with dynamo=True"]
+    caplog.clear()
+    dims = {name: {axis: torch.export.Dim(dim) for axis, dim in d.items()} for name, d in axes.items()}
+    with caplog.at_level(logging.WARNING, logger="trt_scatter"):
+        model = trt_scatter_torch.export(AssignBroadcastColumns(), example, dynamo=True, dynamic_shapes=dims, **names)
+    assert not [r for r in caplog.records if r.name == "trt_scatter"]
+    other = (torch.randn(2, 6, 3), torch.tensor([4, 0, 5]), torch.randn(1, 3, 1))
+    np.testing.assert_array_equal(Reference(model).run(dict(zip(names["input_names"], [a.numpy() for a in other])))["output"],
+                                  AssignBroadcastColumns()(*other).numpy())
+
+
 class MaskedAdd(torch.nn.Module):
     def forward(self, x, mask, values):
         x = x.clone()

@@ -35,12 +35,14 @@ from typing import IO, TYPE_CHECKING, Any
 
 from trt_scatter.log import first_line, logger
 from trt_scatter.model.graph import fed_inputs, overwrite_conflict, value_readers
-from trt_scatter.ops import DOMAIN, VERSION, is_trt_scatter, register_onnx_schemas
+from trt_scatter.ops import DEFAULT_DOMAINS, DOMAIN, VERSION, is_trt_scatter, register_onnx_schemas
 from trt_scatter.torch import torchscript, writes
 from trt_scatter.torch.dynamo import translation_table
 from trt_scatter.torch.torchscript import register_symbolics, unregister_symbolics
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     import onnx
     import torch
 
@@ -127,6 +129,9 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
     if not dynamo:
         for line in extremes_from_zero(proto.graph):
             logger.warning(f"trt_scatter.torch: {line}; export with dynamo=True, which takes the eager branch")
+        for line in _shapes_of_the_example(proto):
+            logger.warning(f"trt_scatter.torch: {line}: the model runs at that size only (PyTorch's tracer keeps some shapes of its "
+                           "example); export with dynamo=True")
         through = _passed_through(proto.graph)
         if through:
             _refuse_a_dropped_write(model, args, proto, through, removed, kwargs.get("input_names"))
@@ -161,6 +166,23 @@ def _dynamo_failure(err: BaseException) -> str:
         reason = reason.__cause__
     return (f"trt_scatter.torch.export: PyTorch's dynamo exporter failed{f' on {op.group(1)}' if op else ''}: {first_line(reason)} "
             "(dynamo=False exports with PyTorch's TorchScript exporter)")
+
+
+def _shapes_of_the_example(proto: onnx.ModelProto) -> Iterator[str]:
+    """The main graph's Reshapes to a constant shape of a tensor with a dynamic dimension of the graph's inputs, which
+    hold its element count at one size: where the tracer wrote a shape of the example (values broadcast to a write,
+    viewed without their leading 1s), any other size of that dimension fails at run time."""
+    from trt_scatter.model import Model, declared_dims, node_label
+    from trt_scatter.oracle.rules import show_shape
+
+    dynamic = {d for value in proto.graph.input for d in declared_dims(value) or () if isinstance(d, str)}
+    tensors = Model(proto).tensors
+    for node in proto.graph.node:
+        if node.op_type != "Reshape" or node.domain not in DEFAULT_DOMAINS or len(node.input) < 2:
+            continue
+        dims, shape = tensors.symbolic_shape(node.input[0]), tensors.constant(node.input[1])
+        if dims and dynamic.intersection(dims) and shape is not None and shape.size and (shape > 0).all():
+            yield f"{node_label(node)} gives {node.input[0]!r} of shape {show_shape(dims)} the constant shape {tuple(int(d) for d in shape)}"
 
 
 def _export_torchscript(model, args, kwargs):
