@@ -140,6 +140,38 @@ def test_index_add_with_alpha_adds_alpha_times_the_source(dtype, alpha, dynamo):
         _build(model, "index_add_int8")
 
 
+class _OneIndex(torch.nn.Module):
+    """``index_add``, ``index_reduce`` and ``index_put(accumulate=True)`` of an index of rank 0 or 2."""
+
+    def __init__(self, op, dim):
+        super().__init__()
+        self.op, self.dim = op, dim
+
+    def forward(self, data, index, source):
+        if self.op == "index_put":
+            return torch.ops.aten.index_put(data, [None] * self.dim + [index], source, True)
+        return data.index_add(self.dim, index, source) if self.op == "index_add" else data.index_reduce(self.dim, index, source, "amax")
+
+
+@EXPORTERS
+@pytest.mark.parametrize("op, dim, index, source_shape, node", [
+    ("index_add", 0, 2, (1, 3), ops.SCATTER_ND_REDUCE.name), ("index_reduce", 1, 2, (4, 1), ops.SCATTER_ELEMENTS_REDUCE.name),
+    ("index_put", 1, [[0, 2], [2, -1]], (4, 2, 2), ops.SCATTER_ELEMENTS_REDUCE.name), ("index_put", 1, -2, (4,), ops.SCATTER_ELEMENTS_REDUCE.name),
+], ids=["index_add-0d", "index_reduce-0d", "index_put-2d-off-the-first-axis", "index_put-0d-off-the-first-axis"])
+def test_an_index_of_rank_0_or_2_is_one_reduction_node(op, dim, index, source_shape, node, dynamo):
+    """A 0-d index writes one slice; a 2-D index off the first axis (repeated, negative) was left to PyTorch's TorchScript
+    translation, which wrote an Add with a missing input (a model no runtime takes)."""
+    import trt_scatter.torch as trt_scatter_torch
+
+    module, args = _OneIndex(op, dim), (torch.randn(4, 3), torch.tensor(index), torch.randn(source_shape))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = trt_scatter_torch.export(module, args, dynamo=dynamo, input_names=["data", "index", "source"])
+    assert [n.op_type for n in model.graph.node if n.domain == "trt_scatter"] == [node]
+    (result,) = Reference(model).run({name: arg.numpy() for name, arg in zip(["data", "index", "source"], args)}).values()
+    np.testing.assert_allclose(result, module(*args).numpy(), rtol=1e-6, atol=1e-6)
+
+
 class _MaskedAccumulate(torch.nn.Module):
     def __init__(self, values):
         super().__init__()

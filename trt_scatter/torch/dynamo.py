@@ -104,7 +104,7 @@ def index_copy(self, dim, index, source):
         return _stock_function("index_put")(self, [None] * (axis or 0) + [index], source, False)
     emitter = _Emitter()
     if len(index.shape) == 0:
-        index = emitter.op("Reshape", index, emitter.ints([1]))
+        index = _one_index(emitter, index)
     return writes.index_write(emitter, self, index, source, axis, wrap_negative=False)
 
 
@@ -125,7 +125,7 @@ def index_fill(self, dim, index, value):
     integer = index.dtype in (_ir().DataType.INT64, _ir().DataType.INT32)  # other indices go on to the validator's refusal
     wrap = integer and _may_be_negative(index)  # of the index as given: a Reshape's output has no type or constant
     if len(index.shape) == 0:
-        index = emitter.op("Reshape", index, emitter.ints([1]))
+        index = _one_index(emitter, index)
     if not hasattr(value, "dtype"):  # a Python number
         value = emitter.number(value)
     return writes.fill_write(emitter, self, index, emitter.op("CastLike", value, self), axis, wrap)
@@ -158,9 +158,16 @@ def index_put(self, indices, values, accumulate=False):
     updates = writes.expand_to(emitter, values, pieces, target)
     if accumulate:
         written = writes.index_reduce_write(emitter, self, index, updates, axis, "add")
-        return written if written is not None else _stock("index_put", "accumulate=True with an index of rank > 1 off the first axis",
+        return written if written is not None else _stock("index_put", "accumulate=True and data of unknown rank",
                                                           self, indices, values, accumulate)
     return writes.index_write(emitter, self, index, updates, axis, wrap_negative=_may_be_negative(index))
+
+
+def _one_index(emitter, index):
+    """A 0-d index as a list of one, with its shape and type (which the writes read: the tracer infers none)."""
+    listed = emitter.op("Reshape", index, emitter.ints([1]))
+    listed.shape, listed.dtype = _ir().Shape([1]), index.dtype
+    return listed
 
 
 def _may_be_negative(index):
@@ -209,7 +216,7 @@ def index_add(self, dim, index, source, alpha=1):
         return _stock("index_add", "an index of rank > 1 or data of unknown rank", self, dim, index, source, alpha)
     emitter = _Emitter()
     if len(index.shape) == 0:
-        index = emitter.op("Reshape", index, emitter.ints([1]))
+        index = _one_index(emitter, index)
     if alpha != 1:
         scale = emitter.number(alpha)
         if source.dtype in (_ir().DataType.INT8, _ir().DataType.UINT8):  # TensorRT has no 8-bit integer arithmetic: in int32
@@ -229,15 +236,14 @@ def index_reduce(self, dim, index, source, reduce, include_self=True):
                          "rank: PyTorch's exporters have no translation of it, and trt_scatter's takes a 0-D or 1-D index")
     emitter = _Emitter()
     if len(index.shape) == 0:
-        index = emitter.op("Reshape", index, emitter.ints([1]))
+        index = _one_index(emitter, index)
     return writes.index_reduce_write(emitter, self, index, source, axis, reduction, include_self)
 
 
 def scatter_with_reduce(self, dim, index, src, reduce):
     """``aten.scatter.reduce`` (``scatter(dim, index, src, reduce="add"|"multiply")``), which torch.onnx has no
-    translation of: :func:`scatter_reduce` with ``"sum"``/``"prod"`` and ``include_self=True``, one reduction node."""
-    if reduce not in writes.SCATTER_REDUCE:
-        raise ValueError(f"trt_scatter.torch: aten.scatter with reduce={reduce!r}: PyTorch takes 'add' or 'multiply'")
+    translation of: :func:`scatter_reduce` with ``"sum"``/``"prod"`` and ``include_self=True``, one reduction node
+    (torch.export refuses any other ``reduce`` before a translation runs)."""
     return scatter_reduce(self, dim, index, src, writes.SCATTER_REDUCE[reduce], include_self=True)
 
 

@@ -112,8 +112,8 @@ def batch_position_write(emitter: Any, data: _Value, batch_index: _Value, positi
     dims, index_dims = emitter.dims(data), emitter.dims(positions)
     if dims is None or index_dims is None or len(index_dims) != 1 or not 1 <= axis < len(dims) or not emitter.is_batch_arange(batch_index, data):
         return None
-    if isinstance(index_dims[0], int) and isinstance(dims[0], int) and index_dims[0] != dims[0]:
-        return None  # a broadcast position (the same for every row): not this write
+    if isinstance(index_dims[0], int) and isinstance(dims[0], int) and index_dims[0] not in (dims[0], 1):
+        return None  # several positions for a batch of 1, which PyTorch writes all into its row: not this write
     if index_dims[0] is None or index_dims[0] != dims[0]:  # a length not proven the batch's: PyTorch broadcasts one position
         # to every row. Expand broadcasts both ways: several positions for a batch of 1 (PyTorch writes them all into its
         # row) stay several, which the reference refuses and the plugin skips and counts, as for any run-time shape it checks
@@ -228,21 +228,27 @@ def index_shaped(emitter: Any, index: _Value, src: _Value) -> _Value:
 
 def index_reduce_write(emitter: Any, data: _Value, indices: _Value, updates: _Value, axis: int, reduction: str, include_self: bool | int = 1) -> _Value | None:
     """``index_add`` and ``index_put(accumulate=True)``: the slices ``updates`` (shape ``data.shape[:axis] +
-    indices.shape + data.shape[axis+1:]``) combined into ``data`` at ``indices`` along ``axis``; ``None`` where that
-    takes more than one node (``indices`` of rank other than 1 off the first axis). Negative indices count from
+    indices.shape + data.shape[axis+1:]``) combined into ``data`` at ``indices`` along ``axis``; ``None`` where the
+    ranks are not known off the first axis. Negative indices count from
     the end, as in ``index_put`` and the reduction ops (eager ``index_add``, ``scatter_add`` and ``index_reduce`` refuse
     them: the exported model takes more than they do).
 
     Along the first axis: ScatterNDReduce with ``indices[..., None]`` as its index rows (any rank of indices).
-    Along another: ScatterElementsReduce with the 1-D indices broadcast to updates' shape.
+    Along another: ScatterElementsReduce with the indices (of any rank: flattened, and updates' index dimensions with
+    them) broadcast to updates' shape.
     """
     attributes = {"reduction": reduction, "include_self": int(bool(include_self))}
     if axis == 0:
         rows = emitter.op("Unsqueeze", indices, emitter.ints([-1]))
         return emitter.plugin("ScatterNDReduce", [data, rows, updates], data, **attributes)
     data_dims, index_dims = emitter.dims(data), emitter.dims(indices)
-    if data_dims is None or index_dims is None or len(index_dims) != 1:
+    if data_dims is None or index_dims is None:
         return None
+    if len(index_dims) != 1:  # the indices in order as one list, and updates' index dimensions as one
+        count = emitter.vector(emitter.op("Size", indices))
+        updates = emitter.op("Reshape", updates, emitter.op("Concat", emitter.op("Shape", updates, start=0, end=axis), count,
+                                                             emitter.op("Shape", updates, start=axis + len(index_dims)), axis=0))
+        indices = emitter.op("Reshape", indices, emitter.ints([-1]))
     shape = [1] * axis + [-1] + [1] * (len(data_dims) - axis - 1)
     expanded = emitter.op("Expand", emitter.op("Reshape", indices, emitter.ints(shape)), emitter.op("Shape", updates))
     return emitter.plugin("ScatterElementsReduce", [data, expanded, updates], data, axis=axis, **attributes)
