@@ -23,7 +23,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from trt_scatter.cli import main
 from trt_scatter.passes.lower import lower
-from trt_scatter.passes.rewrite import INT64_MAX, RewriteToTrtScatter, rewrite
+from trt_scatter.passes.rewrite import INT64_MAX, NO_INDEX, RewriteToTrtScatter, extremes_from_zero, rewrite
 from trt_scatter.reference import Reference
 
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures" / "torch_exports"
@@ -544,6 +544,13 @@ _TAKEN = [helper.make_node("Constant", [], ["taken"], value=numpy_helper.from_ar
                  {**_FEEDS, "flag": np.array(False)}, 1, id="a-run-time-condition"),
     pytest.param(_with_default(_decided_if(_TAKEN, condition=[helper.make_node("Identity", ["flag"], ["decided"])], inputs=[("flag", TensorProto.BOOL, [])])),
                  _FEEDS, 1, id="an-initializer-the-caller-may-override"),
+    pytest.param(_decided_if(_TAKEN, condition=[helper.make_node("Constant", [], ["first_axis"], value=numpy_helper.from_array(np.array(0))),
+                                                helper.make_node("Shape", ["x"], ["x_shape"]), helper.make_node("Gather", ["x_shape", "first_axis"], ["leading"], axis=0),
+                                                helper.make_node("Equal", ["leading", "two"], ["decided"])]), _FEEDS, 0, id="a-static-dimension"),
+    pytest.param(_decided_if(_TAKEN, condition=[helper.make_node("Constant", [], ["first_axis"], value=numpy_helper.from_array(np.array(0))),
+                                                helper.make_node("Shape", ["y"], ["y_shape"]), helper.make_node("Gather", ["y_shape", "first_axis"], ["leading"], axis=0),
+                                                helper.make_node("Equal", ["leading", "two"], ["decided"])], inputs=[("y", FLOAT, ["n", 3])]),
+                 {**_FEEDS, "y": np.zeros((2, 3), np.float32)}, 1, id="a-dynamic-dimension"),
 ])
 def test_an_if_is_folded_only_where_the_static_shapes_decide_it(model, feeds, ifs):
     rewritten, report = _run_both(model, feeds)
@@ -1187,6 +1194,10 @@ DATA, UPDATES = RNG.standard_normal((3, 5), np.float32), RNG.standard_normal((3,
                                    extra_inputs=[("rows", FLOAT, [1, 3]), *[(name, INT64, ["m"]) for name in ("s", "e", "st")]]),
                  {"data": DATA, "updates": UPDATES, "rows": np.ones((1, 3), np.float32), "s": np.array([4]), "e": np.array([5]), "st": np.array([1])},
                  ["SliceScatter", "Transpose", "SliceScatter"], id="a-slice-write-of-unknown-rank-into-the-transposed-write"),
+    pytest.param(_transposed_write(consumer=helper.make_node("ScatterND", ["written_t", "rows", "rows_values"], ["output"], reduction="add"),
+                                   extra_inputs=[("rows", INT64, [2, 1]), ("rows_values", FLOAT, [2, 3])]),
+                 {"data": DATA, "updates": UPDATES, "rows": np.array([[4], [4]]), "rows_values": np.ones((2, 3), np.float32)},
+                 ["SliceScatter", "ScatterNDReduce", "Transpose"], id="a-reduction-into-the-transposed-write"),  # the Transpose stays: no axes to move
     pytest.param(_transposed_scatter_nd((3, 5), 1, [0, 3, 1]), {"data": DATA, "updates": RNG.standard_normal((3, 3), np.float32)}, ["ScatterUpdate"],
                  id="a-constant-index-list-under-the-transposes"),
     pytest.param(_range_slice_model(5, 1, True, positions=["from_one"]), _range_feeds(1, 3), ["ScatterUpdate"],
@@ -1408,8 +1419,8 @@ def test_a_fill_of_the_identity_then_a_reduction_is_one_reduction_without_self(r
 
 
 def test_a_fill_of_another_value_or_read_elsewhere_or_at_other_indices_is_not_fused():
-    """A fill of 2 before an add is not the identity; a fill that the graph gives out, or that another node reads, must
-    stay as it is; a fill at other indices zeroes targets the reduction does not reach."""
+    """A fill of 2 before an add is not the identity, nor is a fill given at run time; a fill that the graph gives out, or
+    that another node reads, must stay as it is; a fill at other indices zeroes targets the reduction does not reach."""
     given_out = _dynamo_scatter_reduce_without_self("add", 0.0)
     given_out.graph.output.append(helper.make_tensor_value_info("filled", TensorProto.FLOAT, [4, 6]))
     read_twice = _dynamo_scatter_reduce_without_self("add", 0.0)
@@ -1418,7 +1429,10 @@ def test_a_fill_of_another_value_or_read_elsewhere_or_at_other_indices_is_not_fu
     elsewhere = _dynamo_scatter_reduce_without_self("add", 0.0)
     elsewhere.graph.input.append(helper.make_tensor_value_info("j", TensorProto.INT64, [4, 7]))
     elsewhere.graph.node[1].input[1] = "j"
-    for model in (_dynamo_scatter_reduce_without_self("add", 2.0), given_out, read_twice, elsewhere):
+    given = _dynamo_scatter_reduce_without_self("add", 0.0)
+    given.graph.input.append(helper.make_tensor_value_info("f", TensorProto.FLOAT, [4, 7]))
+    given.graph.node[1].input[2] = "f"
+    for model in (_dynamo_scatter_reduce_without_self("add", 2.0), given_out, read_twice, elsewhere, given):
         rewritten, _ = rewrite(model)
         assert [node.op_type for node in rewritten.graph.node if node.op_type.startswith("Scatter")] == ["ScatterElements", "ScatterElementsReduce"]
         reducing = next(node for node in rewritten.graph.node if node.op_type == "ScatterElementsReduce")
@@ -1492,3 +1506,383 @@ def test_updates_that_an_old_reshape_leaves_unshaped_are_declared_so_the_rewrite
     lowered = lower(model)
     np.testing.assert_array_equal(onnxruntime.InferenceSession(lowered.SerializeToString()).run(["output"], feeds)[0], expected)
     np.testing.assert_array_equal(Reference(model).run(feeds)["output"], expected)
+
+
+# ---- guards of the matchers: forms that come close to a pattern ----------------------------------
+
+
+def _index_copy(shape_of="data", where_factor=None, unsqueeze_axes=(1,), index_type=INT64, data_dims=(4, 5), updates_dims=("k", "m")):
+    """The TorchScript exporter's ``x.index_copy(0, I, u)``: ScatterElements(x, Expand(Unsqueeze(I, [1]), S), u) with
+    S = ScatterElements(Shape(x), [0], Shape(I)); ``shape_of``: whose Shape S writes into (``"const"``: a constant shape),
+    ``where_factor``: S behind ``Where(Equal(S, f * c), c, S)`` (c ones; f = -1 is the exporter's, which changes nothing)."""
+    nodes = [helper.make_node("Shape", ["index"], ["index_shape"]), helper.make_node("Unsqueeze", ["index", "axes"], ["column"])]
+    if shape_of != "const":
+        nodes.append(helper.make_node("Shape", [shape_of], ["data_shape"]))
+    nodes.append(helper.make_node("ScatterElements", ["data_shape", "zero", "index_shape"], ["shape"], axis=0))
+    expanded_to = "shape"
+    if where_factor is not None:
+        nodes += [helper.make_node("ConstantOfShape", ["two"], ["ones"], value=numpy_helper.from_array(np.array([1], np.int64))),
+                  helper.make_node("Mul", ["ones", "factor"], ["negated"]), helper.make_node("Equal", ["shape", "negated"], ["unknown"]),
+                  helper.make_node("Where", ["unknown", "ones", "shape"], ["shape_kept"])]
+        expanded_to = "shape_kept"
+    nodes += [helper.make_node("Expand", ["column", expanded_to], ["indices"]), helper.make_node("ScatterElements", ["data", "indices", "u"], ["output"], axis=0)]
+    constants = {"zero": [0], "axes": list(unsqueeze_axes), "two": [2], "factor": where_factor or 0, **({"data_shape": list(data_dims)} if shape_of == "const" else {})}
+    inputs = [("data", FLOAT, list(data_dims)), ("index", index_type, ["k"]), ("u", FLOAT, list(updates_dims)), ("other", FLOAT, [3, 3])]
+    return _model(nodes, inputs, [("output", FLOAT, list(data_dims))], constants)
+
+
+@pytest.mark.parametrize("model, reason", [
+    pytest.param(_index_copy(), None, id="the-exporter's-form"),
+    pytest.param(_index_copy(where_factor=-1), None, id="behind-the-exporter's-where"),
+    pytest.param(_index_copy(index_type=TensorProto.INT32, data_dims=("n", 5)), None, id="int32-into-a-dynamic-axis"),
+    pytest.param(_index_copy(shape_of="other"), "updates that do not span data's other axes", id="the-shape-of-another-tensor"),
+    pytest.param(_index_copy(shape_of="const"), "updates that do not span data's other axes", id="a-constant-shape"),
+    pytest.param(_index_copy(where_factor=2), "updates that do not span data's other axes", id="behind-a-where-that-changes-a-dimension"),
+    pytest.param(_index_copy(unsqueeze_axes=(0,)), "not an index list expanded along the axis", id="unsqueezed-on-the-written-axis"),
+    pytest.param(_index_copy(shape_of="const", updates_dims=(3, 5)), "an index list whose length is not the updates'", id="as-long-as-nothing-says"),
+])
+def test_an_index_copy_is_an_index_list_only_where_its_shape_spans_data(model, reason):
+    """ScatterElements of an index list expanded to data's shape with the list's length on the axis: one ScatterUpdate
+    (an int32 list into a dynamic axis wraps against the axis's size cast to int32). Where the Expand's shape is another
+    tensor's, a constant, or behind a Where that may change a dimension, nothing says that the updates span data's other
+    axes; an index list unsqueezed on the written axis, or of a length nothing ties to the updates', is left too."""
+    rewritten, report = rewrite(model)
+    if reason is not None:
+        assert rewritten.SerializeToString() == model.SerializeToString() and not report.rewritten
+        assert [reason in change.detail for change in report.left if change.node == "output"] == [True], list(report.lines())
+        return
+    assert [node.op_type for node in _plugins(rewritten)] == ["ScatterUpdate"], list(report.lines())
+    index_type = helper.tensor_dtype_to_np_dtype(model.graph.input[1].type.tensor_type.elem_type)
+    feeds = {"data": RNG.standard_normal((4, 5), np.float32), "index": np.array([3, -4, 1], index_type), "u": RNG.standard_normal((3, 5), np.float32),
+             "other": np.zeros((3, 3), np.float32)}
+    np.testing.assert_array_equal(Reference(rewritten).run(feeds)["output"], _outputs(model, feeds)["output"])
+
+
+def _masked_row_write(values="broadcast", mask_dims=(4,), opset=18, gather="rows"):
+    """``x[mask] = ...`` into x (4, 5), the values ``U`` of ScatterND(x, Transpose(NonZero(mask)), U): ``"broadcast"``
+    Expand(v (5,), Shape(x[mask])), ``"unshaped"`` the same of a v of unknown shape, ``"computed"`` x[mask] + w with w of
+    unknown shape, or x[mask] + w (w (5,)) with x[mask] ``gather``-ed another way (``"given"``: at rows given as an input,
+    ``"other"``: from y of another shape, ``"unshaped"``: from y of unknown shape, ``"batched"``: with batch_dims 1)."""
+    nodes = [helper.make_node("NonZero", ["mask"], ["nonzero"]), helper.make_node("Transpose", ["nonzero"], ["rows"], perm=[1, 0])]
+    inputs = [("x", FLOAT, [4, 5]), ("mask", TensorProto.BOOL, list(mask_dims))]
+    if values in ("broadcast", "unshaped"):
+        nodes += [helper.make_node("GatherND", ["x", "rows"], ["picked"]), helper.make_node("Shape", ["picked"], ["picked_shape"]),
+                  helper.make_node("Expand", ["v", "picked_shape"], ["updates"])]
+        inputs.append(("v", FLOAT, [5] if values == "broadcast" else None))
+    else:
+        source, index = {"given": ("x", "given"), "other": ("y", "rows"), "unshaped": ("y", "rows")}.get(gather, ("x", "rows"))
+        attributes = {"batch_dims": 1} if gather == "batched" else {}
+        nodes += [helper.make_node("GatherND", [source, index], ["picked"], **attributes), helper.make_node("Add", ["picked", "w"], ["updates"])]
+        inputs.append(("w", FLOAT, None if values == "computed" else [5]))
+        inputs += {"given": [("given", INT64, ["n", 1])], "other": [("y", FLOAT, [6, 5])], "unshaped": [("y", FLOAT, None)]}.get(gather, [])
+    nodes.append(helper.make_node("ScatterND", ["x", "rows", "updates"], ["output"]))
+    return _model(nodes, inputs, [("output", FLOAT, [4, 5])], opsets={"": opset})
+
+
+NEITHER = "a masked write whose values are neither broadcast, nor computed element by element from the masked elements, nor a source's first rows"
+
+
+@pytest.mark.parametrize("model, detail", [
+    pytest.param(_masked_row_write(), "values broadcast", id="a-row-broadcast-through-a-row-mask"),
+    pytest.param(_masked_row_write(opset=11), "values broadcast", id="at-opset-11"),
+    pytest.param(_masked_row_write("unshaped"), None, id="an-expand-of-values-of-unknown-shape"),
+    pytest.param(_masked_row_write("computed"), None, id="computed-with-a-tensor-of-unknown-shape"),
+    pytest.param(_masked_row_write("gathered", gather="given"), None, id="gathered-at-other-rows"),
+    pytest.param(_masked_row_write("gathered", gather="other"), None, id="gathered-from-another-shape"),
+    pytest.param(_masked_row_write("gathered", gather="unshaped"), None, id="gathered-from-an-unknown-shape"),
+    pytest.param(_masked_row_write("gathered", gather="batched"), None, id="gathered-with-batch-dims"),
+])
+def test_a_masked_row_write_computes_from_the_masked_rows_only_where_it_gathers_them(model, detail):
+    """A row mask (4,) over x (4, 5): broadcast values are a Where on the mask unsqueezed over the rows (an attribute's
+    axes at opset 11), equal to onnxruntime's with every row and one row masked. Values of unknown shape, values computed
+    from rows that are not x's masked rows (gathered at other rows, from a tensor of another or an unknown shape, with
+    batch dims), or with a tensor of unknown shape, are none of the forms: the write is left, with the reason."""
+    rewritten, report = rewrite(model)
+    if detail is None:
+        assert rewritten.SerializeToString() == model.SerializeToString() and [change.detail for change in report.left] == [NEITHER]
+        return
+    assert [change.detail for change in report.rewritten] == [detail], list(report.lines())
+    onnx.checker.check_model(rewritten, full_check=True)
+    for rows in ([0, 1, 2, 3], [2], []):
+        feeds = {"x": RNG.standard_normal((4, 5), np.float32), "mask": np.isin(np.arange(4), rows), "v": RNG.standard_normal(5).astype(np.float32)}
+        np.testing.assert_array_equal(onnxruntime.InferenceSession(rewritten.SerializeToString()).run(None, feeds)[0], _outputs(model, feeds)["output"])
+
+
+RUN_TIME = "indices known only at run time that are not a slice range or an index list"
+
+
+def _custom_valued_row_mask_model():
+    """PyTorch's TorchScript translation of ``x[mask] = v`` with v an op's output of no known type or shape."""
+    model = _stock_row_mask_model((5,))
+    model.graph.node.insert(0, helper.make_node("Foo", ["v"], ["v_custom"], domain="custom"))
+    next(node for node in model.graph.node if node.op_type == "Reshape").input[0] = "v_custom"
+    model.opset_import.append(helper.make_opsetid("custom", 1))
+    return model
+
+
+def _unshaped_updates(index_dims):
+    """ScatterND(x (5, 3), indices of ``index_dims``, Reshape(y, Shape(y))): at opset 13 the Reshape infers no shape."""
+    nodes = [helper.make_node("Shape", ["y"], ["y_shape"]), helper.make_node("Reshape", ["y", "y_shape"], ["values"]),
+             helper.make_node("ScatterND", ["x", "indices", "values"], ["output"])]
+    return _model(nodes, [("x", FLOAT, [5, 3]), ("indices", INT64, list(index_dims)), ("y", FLOAT, [2, 3])], [("output", FLOAT, [5, 3])], opsets={"": 13})
+
+
+@pytest.mark.parametrize("model, reason", [
+    pytest.param(_model([helper.make_node("Concat", ["a", "b"], ["indices"], axis=-1), helper.make_node("ScatterND", ["data", "indices", "updates"], ["output"])],
+                        [("data", FLOAT, [3, 5]), ("a", INT64, [3, 1]), ("b", INT64, [3, 1]), ("updates", FLOAT, [3])], [("output", FLOAT, [3, 5])]),
+                 RUN_TIME, id="rows-of-two-columns-given"),
+    pytest.param(_model([helper.make_node("Concat", ["a", "b"], ["indices"], axis=-1), helper.make_node("ScatterND", ["data", "indices", "updates"], ["output"])],
+                        [("data", FLOAT, [3, 5, 4]), ("a", INT64, [3, 2, 1]), ("b", INT64, [3, 2, 1]), ("updates", FLOAT, [3, 2, 4])], [("output", FLOAT, [3, 5, 4])]),
+                 RUN_TIME, id="a-grid-of-two-columns-given"),
+    pytest.param(_model([helper.make_node("Expand", ["first", "grid"], ["first_grid"]), helper.make_node("Expand", ["columns", "grid"], ["second_grid"]),
+                         helper.make_node("Unsqueeze", ["first_grid", "minus_one"], ["first_column"]),
+                         helper.make_node("Unsqueeze", ["second_grid", "minus_one"], ["second_column"]),
+                         helper.make_node("Concat", ["first_column", "second_column"], ["indices"], axis=-1),
+                         helper.make_node("ScatterND", ["data", "indices", "updates"], ["output"])],
+                        [("data", FLOAT, [4, 5]), ("columns", INT64, [5]), ("updates", FLOAT, [3, 5])], [("output", FLOAT, [4, 5])],
+                        {"first": [[3], [0], [1]], "grid": [3, 5], "minus_one": [-1]}),
+                 RUN_TIME, id="a-grid-whose-constant-first-column-is-no-slice"),
+    pytest.param(_model([helper.make_node("Transpose", ["pairs"], ["indices"], perm=[1, 0]), helper.make_node("ScatterND", ["data", "indices", "updates"], ["output"])],
+                        [("data", FLOAT, [4, 5]), ("pairs", INT64, [2, 3]), ("updates", FLOAT, [3])], [("output", FLOAT, [4, 5])]),
+                 RUN_TIME, id="a-transpose-of-no-nonzero"),
+    *[pytest.param(_model([helper.make_node("NonZero", ["mask"], ["nonzero"]), helper.make_node("Transpose", ["nonzero"], ["indices"], perm=[1, 0]),
+                           helper.make_node("ScatterND", ["data", "indices", "updates"], ["output"])],
+                          [("data", FLOAT, [4, 5]), ("mask", TensorProto.BOOL, mask), ("updates", FLOAT, ["n"])], [("output", FLOAT, [4, 5])]),
+                   "a masked write whose mask does not span data's leading axes", id=f"a-mask-of-shape-{mask}") for mask in ([3], [4, 5, 2])],
+    pytest.param(_custom_valued_row_mask_model(), NEITHER, id="a-row-mask-write-of-values-of-no-known-type"),
+    pytest.param(_model([helper.make_node("Expand", ["none", "length"], ["listed"]), helper.make_node("Unsqueeze", ["listed", "minus_one"], ["coordinates"]),
+                         helper.make_node("ScatterND", ["data", "coordinates", "updates"], ["output"])],
+                        [("data", FLOAT, [4, 5]), ("length", INT64, [1]), ("updates", FLOAT, [0, 5])], [("output", FLOAT, [4, 5])],
+                        {"none": np.zeros(0, np.int64), "minus_one": [-1]}), NO_INDEX, id="an-empty-list-expanded-at-run-time"),
+    pytest.param(_scatter_model("ScatterND", [[1], [2]], reduction="foo"), "reduction=foo (not one of ONNX's)", id="an-unknown-reduction"),
+    pytest.param(_unshaped_updates([2, "k"]), RUN_TIME, id="unshaped-updates-and-indices-of-unknown-row-length"),
+    pytest.param(_model([helper.make_node("Foo", ["i"], ["listed"], domain="custom"), helper.make_node("Unsqueeze", ["listed", "minus_one"], ["coordinates"]),
+                         helper.make_node("ScatterND", ["data", "coordinates", "updates"], ["output"])],
+                        [("data", FLOAT, [4, 5]), ("i", INT64, [2]), ("updates", FLOAT, [2, 5])], [("output", FLOAT, [4, 5])], {"minus_one": [-1]},
+                        value_info=[helper.make_value_info("listed", helper.make_optional_type_proto(helper.make_tensor_type_proto(INT64, [2]))),
+                                    helper.make_tensor_value_info("coordinates", INT64, [2, 1])], opsets={"": 18, "custom": 1}),
+                 "indices of a type that is not a signed integer", id="indices-declared-optional"),
+])
+def test_leaves_forms_close_to_a_pattern(model, reason):
+    """Index rows given as columns (no arange of the batch), a constant grid column that is no progression, a Transpose of
+    something other than NonZero, a mask that does not span data, values of no known type, a reduction ONNX does not
+    have, indices of unknown row length or of no declared type: each is left with its reason."""
+    test_leaves_what_is_not_a_slice_or_an_index_list(model, reason)
+
+
+def _cache_rows(perm):
+    """A per-row write ScatterND(Transpose(cache (2, 3, 4, 5), perm), Concat(arange(2), pos), updates) at each batch row's
+    position along the transposed axis 1."""
+    shape = [[2, 3, 4, 5][p] for p in perm]
+    nodes = [helper.make_node("Transpose", ["cache"], ["cache_t"], perm=list(perm)), helper.make_node("Unsqueeze", ["pos", "minus_one"], ["pos_column"]),
+             helper.make_node("Concat", ["batch", "pos_column"], ["indices"], axis=-1),
+             helper.make_node("ScatterND", ["cache_t", "indices", "updates"], ["written_t"]),
+             helper.make_node("Transpose", ["written_t"], ["output"], perm=[int(p) for p in np.argsort(perm)])]
+    return _model(nodes, [("cache", FLOAT, [2, 3, 4, 5]), ("pos", INT64, [2]), ("updates", FLOAT, [2, *shape[2:]])], [("output", FLOAT, [2, 3, 4, 5])],
+                  {"batch": [[0], [1]], "minus_one": [-1]})
+
+
+def _index_rows(data_dims, src_dims, unsqueeze_axes):
+    """PyTorch's scatter_add(0, index.view(-1, 1, ...).expand_as(src), src) into data of ``data_dims``."""
+    nodes = [helper.make_node("Unsqueeze", ["index", "axes"], ["column"]), helper.make_node("Shape", ["src"], ["src_shape"]),
+             helper.make_node("Expand", ["column", "src_shape"], ["expanded"]),
+             helper.make_node("ScatterElements", ["data", "expanded", "src"], ["output"], axis=0, reduction="add")]
+    return _model(nodes, [("data", FLOAT, data_dims), ("index", INT64, ["e"]), ("src", FLOAT, src_dims)], [("output", FLOAT, data_dims)],
+                  {"axes": list(unsqueeze_axes)})
+
+
+def _feeds(**arrays):
+    return {name: np.asarray(value, np.float32) if np.asarray(value).dtype.kind == "f" else np.asarray(value) for name, value in arrays.items()}
+
+
+@pytest.mark.parametrize("model, feeds, plugins, detail", [
+    pytest.param(_scatter_model("ScatterND", [[0, 2], [1, -1], [2, 0]], data_shape=(3, 5, 4)), _feeds(data=RNG.standard_normal((3, 5, 4)), updates=RNG.standard_normal((3, 4))),
+                 ["CacheScatter"], "axis 1, one position per batch row", id="constant-rows-one-per-batch-row"),
+    pytest.param(_scatter_model("ScatterND", [[1, 2], [0, 1], [2, 0]], data_shape=(3, 5, 4)), None, [], "single points", id="constant-rows-out-of-batch-order"),
+    pytest.param(_scatter_model("ScatterND", [[0, 2], [1, -6], [2, 0]], data_shape=(3, 5, 4)), None, [], "single points", id="constant-rows-out-of-range"),
+    pytest.param(_cache_rows([0, 2, 3, 1]), _feeds(cache=RNG.standard_normal((2, 3, 4, 5)), pos=[3, -1], updates=RNG.standard_normal((2, 5, 3))),
+                 ["CacheScatter"], "axis 2, one position per batch row, negative positions wrapped", id="per-row-under-a-transpose-that-reorders-the-rest"),
+    pytest.param(_cache_rows([0, 2, 1, 3]), _feeds(cache=RNG.standard_normal((2, 3, 4, 5)), pos=[3, -1], updates=RNG.standard_normal((2, 3, 5))),
+                 ["CacheScatter"], "axis 2, one position per batch row, negative positions wrapped", id="per-row-under-a-transpose-that-keeps-the-rest"),
+    pytest.param(_model([helper.make_node("Unsqueeze", ["index", "minus_one"], ["coordinates"]), helper.make_node("ScatterND", ["data", "coordinates", "updates"], ["output"])],
+                        [("data", FLOAT, None), ("index", INT64, [2]), ("updates", FLOAT, None)], [("output", FLOAT, None)], {"minus_one": [-1]}),
+                 _feeds(data=RNG.standard_normal((4, 5)), index=[-1, 1], updates=RNG.standard_normal((2, 5))), ["ScatterUpdate"], "axis 0, negative indices wrapped",
+                 id="an-index-list-into-data-of-unknown-rank"),
+    pytest.param(_model([helper.make_node("Shape", ["data"], ["shape"]), helper.make_node("Gather", ["shape", "zero"], ["n"], axis=0),
+                         helper.make_node("CastLike", ["zero", "n"], ["start"]), helper.make_node("Range", ["start", "n", "one"], ["range"]),
+                         helper.make_node("Slice", ["range", "begin", "end"], ["positions"]), helper.make_node("Unsqueeze", ["positions", "minus_one"], ["coordinates"]),
+                         helper.make_node("ScatterND", ["data", "coordinates", "updates"], ["output"])],
+                        [("data", FLOAT, ["n", 3]), ("updates", FLOAT, [2, 3])], [("output", FLOAT, ["n", 3])],
+                        {"zero": 0, "one": 1, "begin": [1], "end": [3], "minus_one": [-1]}),
+                 _feeds(data=RNG.standard_normal((5, 3)), updates=RNG.standard_normal((2, 3))), ["SliceScatter"], "axes 0",
+                 id="a-slice-of-a-range-from-a-castlike-of-0"),
+    pytest.param(_model([helper.make_node("Shape", ["y"], ["y_shape"]), helper.make_node("Reshape", ["y", "y_shape"], ["values"]),
+                         helper.make_node("ScatterElements", ["x", "indices", "values"], ["output"], axis=0)],
+                        [("x", FLOAT, [5, 3]), ("y", FLOAT, [2, 3])], [("output", FLOAT, [5, 3])], {"indices": [[1, 1, 1], [3, 3, 3]]}, opsets={"": 13}),
+                 _feeds(x=RNG.standard_normal((5, 3)), y=RNG.standard_normal((2, 3))), ["SliceScatter"], "axes 0", id="scatter-elements-of-updates-an-old-reshape-leaves-unshaped"),
+    pytest.param(_model([helper.make_node("Expand", ["index", "three"], ["listed"]), helper.make_node("Unsqueeze", ["listed", "minus_one"], ["coordinates"]),
+                         helper.make_node("ScatterND", ["data", "coordinates", "updates"], ["output"])],
+                        [("data", FLOAT, [4, 5]), ("index", INT64, ["k"]), ("updates", FLOAT, [3, 5])], [("output", FLOAT, [4, 5])], {"three": [3], "minus_one": [-1]}),
+                 _feeds(data=RNG.standard_normal((4, 5)), index=[2, -1, 0], updates=RNG.standard_normal((3, 5))), ["ScatterUpdate"], "axis 0, negative indices wrapped",
+                 id="an-index-list-of-unknown-length-expanded-to-a-constant-one"),
+    pytest.param(_index_rows([4, 3, 2], ["e", 3, 2], [1, 2]), _feeds(data=RNG.standard_normal((4, 3, 2)), index=[3, 0, 3], src=RNG.standard_normal((3, 3, 2))),
+                 ["ScatterNDReduce"], "reduction add, rows of an index list broadcast over the other axes", id="index-rows-of-rank-3"),
+    pytest.param(_index_rows([4, 5], ["e", 3], [1]), _feeds(data=RNG.standard_normal((4, 5)), index=[3, 0, 3], src=RNG.standard_normal((3, 3))),
+                 ["ScatterElementsReduce"], "reduction add, axis 0", id="index-rows-narrower-than-data"),
+    pytest.param(_index_rows(None, ["e", 3], [1]), _feeds(data=RNG.standard_normal((4, 3)), index=[3, 0, 3], src=RNG.standard_normal((3, 3))),
+                 ["ScatterElementsReduce"], "reduction add, axis 0", id="index-rows-into-data-of-unknown-rank"),
+])
+def test_forms_close_to_a_pattern_are_rewritten_as_what_they_are(model, feeds, plugins, detail):
+    """Constant rows (b, pos[b]) are a per-row write (an out-of-order or out-of-range one is left); a per-row write under a
+    Transpose that reorders data's other axes unsqueezes the updates before transposing them back; a run-time index list
+    into data of unknown rank wraps against the size read at run time; a Range whose start is a CastLike of 0 (the dynamo
+    exporter's Python number) is data's whole axis; index rows unsqueezed to rank 3 are reshaped to rows, and rows that do not span data (or data of unknown
+    rank) stay a ScatterElementsReduce. Each computes what the original computes."""
+    if feeds is None:
+        test_leaves_what_is_not_a_slice_or_an_index_list(model, detail)
+        return
+    rewritten, report = rewrite(model)
+    if all(value.type.tensor_type.HasField("shape") for value in model.graph.input):
+        onnx.checker.check_model(rewritten, full_check=True)
+    np.testing.assert_array_equal(Reference(rewritten).run(feeds)["output"], _outputs(model, feeds)["output"])
+    assert [node.op_type for node in _plugins(rewritten)] == plugins and [change.detail for change in report.rewritten] == [detail], list(report.lines())
+
+
+def _row_loop(rows=(0, 1, 2), stop_row=None, stop_add="one", unsqueeze_axes=(0, 2), gathered=None, positions_length=3, new_shape=(3, 2, 4),
+              constant_starts=False, wrap="full", outer_zero="zero", inner_op="Less", inner_zero="zero", size_axis=2):
+    """``for b in rows: cache[b, :, pos[b]] = new[b]`` as :mod:`trt_scatter.torch` writes it with the TorchScript exporter
+    (cache (3, 2, 8, 4)): one SliceScatter per row, at ``w = wrap(pos[b])`` from ``Concat([b], w)`` to ``Concat([b + 1],
+    w + 1)``, with variations of each part (``stop_row``: write -> the row its stop names, ``gathered``: write -> the row
+    of pos and new it reads)."""
+    nodes = [helper.make_node("Shape", ["cache"], ["cache_shape"]), helper.make_node("Gather", ["cache_shape", f"c{size_axis}"], ["size"], axis=0)]
+    data = "cache"
+    for step, b in enumerate(rows):
+        read = (gathered or {}).get(step, b)
+        g, w = f"g{step}", f"w{step}"
+        nodes += [helper.make_node("Gather", ["pos", f"c{read}"], [g], axis=0), helper.make_node("Add", [g, "size"], [f"added{step}"]),
+                  helper.make_node(inner_op, [g, inner_zero], [f"negative{step}"]),
+                  helper.make_node("Where", [f"negative{step}", f"added{step}", g], [f"inner{step}"]),
+                  helper.make_node("Less", [f"added{step}", outer_zero], [f"below{step}"]),
+                  helper.make_node("Where", [f"below{step}", g, f"inner{step}"], [f"wrapped{step}"])]
+        position = {"full": f"wrapped{step}", "inner": f"inner{step}", "none": g}[wrap]
+        nodes += [helper.make_node("Identity", [position], [w]), helper.make_node("Reshape", [w, "one_element"], [f"start_at{step}"]),
+                  helper.make_node("Add", [w, stop_add], [f"after{step}"]), helper.make_node("Reshape", [f"after{step}", "one_element"], [f"stop_at{step}"]),
+                  helper.make_node("Concat", [f"r{b}", f"start_at{step}"], [f"starts{step}"], axis=0),
+                  helper.make_node("Concat", [f"r{(stop_row or {}).get(step, b + 1)}", f"stop_at{step}"], [f"stops{step}"], axis=0),
+                  helper.make_node("Gather", ["new", f"c{read}"], [f"row{step}"], axis=0),
+                  helper.make_node("Unsqueeze", [f"row{step}", "unsqueeze_axes"], [f"update{step}"]),
+                  helper.make_node("SliceScatter", [data, f"update{step}", "constant_starts" if constant_starts and step == 0 else f"starts{step}", f"stops{step}", "steps", "axes"],
+                                   [f"written{step}" if step < len(rows) - 1 else "output"], domain="trt_scatter", inplace=0)]
+        data = f"written{step}"
+    constants = {**{f"c{i}": i for i in range(4)}, **{f"r{i}": [i] for i in range(4)}, "zero": 0, "one": 1, "one_element": [1], "unsqueeze_axes": list(unsqueeze_axes),
+                 "steps": [1, 1], "axes": [0, 2], "constant_starts": [0, 3]}
+    inputs = [("cache", FLOAT, [3, 2, 8, 4]), ("new", FLOAT, list(new_shape)), ("pos", INT64, [positions_length])]
+    return _model(nodes, inputs, [("output", FLOAT, [3, 2, 8, 4])], constants, opsets={"": 18, "trt_scatter": 1})
+
+
+@pytest.mark.parametrize("model, fused", [
+    pytest.param(_row_loop(), True, id="every-row-once"),
+    pytest.param(_row_loop(rows=(0, 1, 1)), False, id="a-row-twice"),
+    pytest.param(_row_loop(stop_row={1: 3}), False, id="a-stop-two-rows-on"),
+    pytest.param(_row_loop(stop_add="zero"), False, id="a-stop-at-the-position"),
+    pytest.param(_row_loop(unsqueeze_axes=(0, 1)), False, id="updates-unsqueezed-on-other-axes"),
+    pytest.param(_row_loop(gathered={0: 1}), False, id="a-row-at-another-row's-position"),
+    pytest.param(_row_loop(positions_length=4), False, id="positions-of-another-length"),
+    pytest.param(_row_loop(new_shape=(3, 2, 5)), False, id="rows-of-another-shape"),
+    pytest.param(_row_loop(constant_starts=True), False, id="a-constant-start"),
+    pytest.param(_row_loop(wrap="none"), False, id="positions-not-wrapped"),
+    pytest.param(_row_loop(wrap="inner"), True, id="positions-wrapped-by-the-inner-where-alone"),
+    pytest.param(_row_loop(outer_zero="one"), False, id="an-outer-where-of-another-bound"),
+    pytest.param(_row_loop(inner_op="Greater"), False, id="an-inner-where-of-another-comparison"),
+    pytest.param(_row_loop(inner_zero="one"), False, id="an-inner-where-of-another-bound"),
+    pytest.param(_row_loop(size_axis=1), False, id="wrapped-by-another-axis's-size"),
+])
+def test_per_row_slice_writes_fuse_only_where_each_writes_its_own_row_at_its_position(model, fused):
+    """The chain of per-row SliceScatters is one CacheScatter where each row is written once, one position wide, with
+    ``new[b]`` at ``pos[b]`` wrapped against the cache's length; every other chain is left as it was."""
+    rewritten, report = rewrite(model)
+    if not fused:
+        assert rewritten.SerializeToString() == model.SerializeToString() and not report.rewritten, list(report.lines())
+        return
+    assert [node.op_type for node in _plugins(rewritten)] == ["CacheScatter"], list(report.lines())
+    for positions in ([1, -5, 7], [0, 0, 7]):
+        feeds = {"cache": RNG.standard_normal((3, 2, 8, 4), np.float32), "new": RNG.standard_normal((3, 2, 4), np.float32), "pos": np.array(positions)}
+        np.testing.assert_array_equal(Reference(rewritten).run(feeds)["output"], Reference(model).run(feeds)["output"])
+
+
+def _accumulated(zeros="shape", indices=None, x_dims=(4, 2), op="ScatterND"):
+    """Add(x, Scatter(zeros, indices, values)), PyTorch's TorchScript index_put(accumulate=True) and index_add: the zeros
+    ``ConstantOfShape(Shape(x))`` or a constant; ``indices`` constant (else a graph input of 3 rows)."""
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("ConstantOfShape", ["shape"], ["zeros_of_x"]),
+             helper.make_node(op, ["zeros_of_x" if zeros == "shape" else "zeros", "indices", "values"], ["scattered"]),
+             helper.make_node("Add", ["x", "scattered"], ["y"])]
+    values_dims = [2, 2] if op == "ScatterElements" else [3, 2]
+    inputs = [("x", FLOAT, list(x_dims)), ("values", FLOAT, values_dims)] + ([("indices", INT64, [3, 1])] if indices is None else [])
+    model = _model(nodes, inputs, [("y", FLOAT, list(x_dims))], {} if indices is None else {"indices": indices}, opsets={"": 17})
+    if zeros == "constant":
+        model.graph.initializer.append(numpy_helper.from_array(np.zeros(x_dims, np.float32), "zeros"))
+    return model
+
+
+@pytest.mark.parametrize("model, feeds_indices, accumulated", [
+    pytest.param(_accumulated("constant"), [[3], [0], [1]], True, id="constant-zeros"),
+    pytest.param(_accumulated("constant"), [[3], [0], [3]], True, id="constant-zeros-repeated-rows"),
+    pytest.param(_accumulated(indices=[[3], [0], [-1]], x_dims=("n", 2)), None, True, id="a-negative-row-into-a-dynamic-axis"),
+    pytest.param(_accumulated(indices=[[3], [0], [-1]]), None, True, id="a-negative-row-that-repeats-another"),
+    pytest.param(_accumulated(indices=[[2], [0], [-1]]), None, False, id="a-negative-row-that-repeats-none"),
+    pytest.param(_accumulated(indices=[[3, 1], [0, 2]], op="ScatterElements"), None, False, id="scatter-elements-repeating-none"),
+    pytest.param(_accumulated(indices=[[3, 1], [3, 2]], op="ScatterElements"), None, True, id="scatter-elements-repeating-a-target"),
+])
+def test_an_add_of_a_scatter_of_zeros_is_a_sum_where_targets_may_repeat(model, feeds_indices, accumulated):
+    """The zeros may be a constant of x's static shape; constant indices that repeat no target (negative ones read against
+    x's static dims; against a dynamic dim, where they land is not known) stay a write. The values are onnxruntime's where no target repeats, PyTorch's sum where one does."""
+    rewritten, report = rewrite(model)
+    assert any(change.pattern.startswith("Add(") for change in report.rewritten) == accumulated, list(report.lines())
+    x_dims = [d.dim_value or 5 for d in model.graph.input[0].type.tensor_type.shape.dim]
+    x, values = np.arange(np.prod(x_dims), dtype=np.float32).reshape(x_dims), RNG.standard_normal([d.dim_value for d in model.graph.input[1].type.tensor_type.shape.dim]).astype(np.float32)
+    feeds = {"x": x, "values": values} | ({} if feeds_indices is None else {"indices": np.array(feeds_indices)})
+    indices = feeds.get("indices", next((numpy_helper.to_array(i) for i in model.graph.initializer if i.name == "indices"), None))
+    scatter_elements = model.graph.node[2].op_type == "ScatterElements"
+    targets = np.stack([indices, np.broadcast_to(np.arange(indices.shape[1]), indices.shape)], -1).reshape(-1, 2) if scatter_elements else indices % x_dims[0]
+    if len(np.unique(targets, axis=0)) == len(targets):  # no target repeats: ONNX defines the original
+        expected = _outputs(model, feeds)["y"]
+    else:  # PyTorch's sum of the repeated targets
+        expected = x.copy()
+        np.add.at(expected, tuple(targets.T), values.reshape(len(targets), -1).squeeze(-1) if scatter_elements else values)
+    np.testing.assert_allclose(Reference(rewritten).run(feeds)["y"], expected, rtol=1e-6)
+
+
+def test_values_of_two_masks_gathered_together_are_taken_in_order():
+    """``x[mask] = x[mask_full] + x[mask]``, gathers through the row mask and through the element mask it spreads to: no
+    single mask says which elements F runs on, so the values are taken in order (onnxruntime runs it with one row masked)."""
+    nodes = [*_gathered_rows(), *_row_mask_spread(), helper.make_node("NonZero", ["mask_full"], ["elements_nonzero"]),
+             helper.make_node("Transpose", ["elements_nonzero"], ["elements"], perm=[1, 0]), helper.make_node("GatherND", ["x", "elements"], ["e0"]),
+             helper.make_node("Add", ["e0", "f0"], ["f"]), *_stock_masked_scatter("f")]
+    original = _model(nodes, [("x", FLOAT, [6, 5]), ("mask", TensorProto.BOOL, [6])], [("output", FLOAT, [6, 5])],
+                      {"one": [1], "zero": [0], "flat": [-1], "zero_scalar": 0})
+    model, report = rewrite(original)
+    assert [change.detail for change in report.rewritten] == ["values in order"], list(report.lines())
+    feeds = {"x": RNG.standard_normal((6, 5), np.float32), "mask": np.isin(np.arange(6), [4])}
+    np.testing.assert_array_equal(Reference(model).run(feeds)["output"], _outputs(original, feeds)["output"])
+
+
+@pytest.mark.parametrize("zeros, hops, warned", [("initializer", 0, True), ("constant_of_shape", 0, True), ("initializer", 6, False)])
+def test_extremes_from_zero_names_torch_geometrics_export_branch(zeros, hops, warned):
+    """torch_geometric's ONNX-export ``scatter(reduce="max")``: a max into zeros of ReduceMin(src) broadcast, then of src
+    itself, by the same index. The zeros as an initializer or a ConstantOfShape; an extreme more nodes away than the
+    warning follows is not named."""
+    reduce = lambda data, updates, output: helper.make_node("ScatterElementsReduce", [data, "index", updates], [output], domain="trt_scatter",  # noqa: E731
+                                                            axis=0, reduction="max", include_self=1, inplace=0)
+    nodes = [helper.make_node("ReduceMin", ["src"], ["smallest0"], keepdims=0)]
+    nodes += [helper.make_node("Neg", [f"smallest{i}"], [f"smallest{i + 1}"]) for i in range(hops)]
+    nodes += [helper.make_node("Expand", [f"smallest{hops}", "src_shape"], ["fill"]), reduce("zeros", "fill", "first"), reduce("first", "src", "output")]
+    initializers = [numpy_helper.from_array(np.array([4, 3], np.int64), "src_shape")]
+    if zeros == "initializer":
+        initializers.append(numpy_helper.from_array(np.zeros((5, 3), np.float32), "zeros"))
+    else:
+        nodes.insert(0, helper.make_node("ConstantOfShape", ["data_shape"], ["zeros"], value=numpy_helper.from_array(np.zeros(1, np.float32))))
+        initializers.append(numpy_helper.from_array(np.array([5, 3], np.int64), "data_shape"))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("src", FLOAT, [4, 3]), helper.make_tensor_value_info("index", INT64, [4, 3])],
+                              [helper.make_tensor_value_info("output", FLOAT, [5, 3])], initializers)
+    lines = list(extremes_from_zero(graph))
+    assert len(lines) == warned and all("negative maximum" in line for line in lines), lines

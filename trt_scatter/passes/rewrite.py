@@ -501,7 +501,6 @@ class _Rewriter:
             else:
                 updates = self._unsqueeze(transposed_updates, [1], f"{label}_entries", _np_dtype(transposed_updates))
                 updates = self._node("Transpose", [updates], f"{label}_updates", _np_dtype(transposed_updates), perm=[int(p) for p in np.argsort(perm)])
-                self._created.add(updates.inputs[0].name)
         elif perm:
             if updates_producer is not None and updates_producer.op == "Transpose" and [int(p) for p in updates_producer.attrs.get("perm", [])] == perm:
                 updates = updates_producer.inputs[0]
@@ -1248,12 +1247,9 @@ class _Rewriter:
         indices repeat (ONNX leaves such a scatter undefined; onnxruntime keeps one update)."""
         result = node.outputs[0]
         add = result.outputs[0] if len(result.outputs) == 1 and result not in self.graph.outputs else None
-        if _attr(node, "reduction", "none") != "none" or add is None or add.op != "Add" or add.domain not in (None, *DEFAULT_DOMAINS):
+        if _attr(node, "reduction", "none") != "none" or add is None or add.op != "Add" or add.domain not in (None, *DEFAULT_DOMAINS) or len(add.inputs) != 2:
             return None
-        others = [tensor for tensor in add.inputs if tensor is not result]
-        if len(add.inputs) != 2 or len(others) != 1:
-            return None
-        zeros, like = node.inputs[0], others[0]
+        zeros, like = node.inputs[0], next(tensor for tensor in add.inputs if tensor is not result)  # result has one reader: the other input
         if self._each_target_once(node, like):  # a write then, as the patterns above make it (a slice, an index list)
             return None
         filled = _producer(zeros)
@@ -1285,20 +1281,14 @@ class _Rewriter:
 
     def _accumulate(self, node, add, match):
         """``Add(X, Scatter(zeros, I, U))`` -> the scatter into X with reduction add (:meth:`_reduction`): what ``Add``
-        computes where I repeats no target, and the sum PyTorch computes where it does. Undone if ``match`` leaves it."""
-        result, sum_, zeros, operands = node.outputs[0], add.outputs[0], node.inputs[0], list(add.inputs)
-        like = next(tensor for tensor in operands if tensor is not result)
+        computes where I repeats no target, and the sum PyTorch computes where it does."""
+        result, sum_ = node.outputs[0], add.outputs[0]
+        like = next(tensor for tensor in add.inputs if tensor is not result)
         node.inputs[0], node.attrs["reduction"] = like, "add"
         add.inputs.clear()
         add.outputs.clear()
         node.outputs = [sum_]
-        try:
-            pattern, op, detail = match(node)
-        except _Left:
-            node.inputs[0], node.outputs = zeros, [result]
-            del node.attrs["reduction"]
-            add.inputs, add.outputs = operands, [sum_]
-            raise
+        pattern, op, detail = match(node)  # a scatter with reduction add: _reduction, which leaves none
         return f"Add({pattern} of zeros)", op, f"{detail}, into the Add's other input: the sum PyTorch computes where indices repeat"
 
     def _reduction(self, node):
