@@ -427,6 +427,12 @@ def test_inputs_the_free_dims_make_invalid_say_to_give_the_shapes(tmp_path):
     assert "'updates' must have shape (4, 2)" in result.stderr
     assert result.stderr.rstrip().endswith("(the model has dynamic input dims: give them with --input-shapes, or your inputs with --load-inputs)")
     assert check(path, "--input-shapes", "data:[4,6]", "--allow-engine-not-run").returncode == 0
+    # Some shapes given, the others free: the note says those are free too (it said to give the shapes just given).
+    path = fx.save(slice_scatter_model((4, "n"), [-6], [2**62], [2], [1], updates_shape=(4, "k")), tmp_path / "two_free.onnx")
+    result = check(path, "--input-shapes", "updates:[4,3]")
+    assert result.returncode == 2 and "'updates' must have shape (4, 2)" in result.stderr, output_of(result)
+    assert result.stderr.rstrip().endswith("(--input-shapes leaves dynamic input dims free: give them too, or other shapes; "
+                                           "or your inputs with --load-inputs)")
 
 
 def test_the_shapes_of_generated_inputs_are_printed_where_the_model_leaves_dims_free(elements_model, tmp_path):

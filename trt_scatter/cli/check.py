@@ -648,7 +648,12 @@ def _free_dims_hint(model, given=(), own_inputs=True):
     named = {d.dim_param for value in fed if value.name in given for d in value.type.tensor_type.shape.dim if d.dim_param}
     dynamic = any(declared_size(d) is None and d.dim_param not in named
                   for value in fed if value.name not in given for d in value.type.tensor_type.shape.dim)
-    return f" (the model has dynamic input dims: give them with --input-shapes{', or your inputs with --load-inputs' if own_inputs else ''})" if dynamic else ""
+    if not dynamic:
+        return ""
+    own = "your inputs with --load-inputs" if own_inputs else ""
+    if given:  # the shapes given may be what broke a rule
+        return f" (--input-shapes leaves dynamic input dims free: give them too, or other shapes{'; or ' + own if own else ''})"
+    return f" (the model has dynamic input dims: give them with --input-shapes{', or ' + own if own else ''})"
 
 
 def _counted_plugin_errors(plugins):
