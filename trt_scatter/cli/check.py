@@ -792,10 +792,12 @@ def _compare(results, pairs, tolerances):
     for reference, candidate in pairs:
         ok = True
         if len(results[reference]) != len(results[candidate]):
-            print(f"FAIL {candidate} vs {reference}: {len(results[candidate])} iteration(s), expected {len(results[reference])}")
+            compared = min(len(results[candidate]), len(results[reference]))
+            print(f"FAIL {candidate} vs {reference}: {len(results[candidate])} iteration(s), expected {len(results[reference])} "
+                  f"(the first {compared} compared)")
             ok = False
         for iteration, (expected, actual) in enumerate(zip(results[reference], results[candidate])):
-            where = f" (iteration {iteration})" if len(results[reference]) > 1 else ""
+            where = f" (iteration {iteration})" if max(len(results[reference]), len(results[candidate])) > 1 else ""
             for name in list(expected.keys()) + [n for n in actual.keys() if n not in expected]:
                 if name not in expected or name not in actual:
                     print(f"FAIL {name}{where}: {candidate} vs {reference}: missing in {reference if name not in expected else candidate}")
