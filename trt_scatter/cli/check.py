@@ -93,7 +93,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--save-outputs", type=common.file_path, metavar="JSON", help="save every runner's outputs, named by runner (polygraphy RunResults JSON), whatever the verdict: "
                         "check a refreshed golden file's verdict before you keep it")
     parser.add_argument("--load-outputs", type=common.file_path, metavar="JSON", help="golden RunResults: compare each run with the golden run of its runner")
-    parser.add_argument("--save-engine", type=common.file_path, metavar="PLAN", help="save the serialized engine")
+    parser.add_argument("--save-engine", type=common.file_path, metavar="PLAN", help="save the serialized engine, built for the shapes checked: a dynamic input's profile spans its shapes over "
+                        "--iterations (min the smallest, opt and max the largest); `trt-scatter build --min/--opt/--max` builds a wider one")
     parser.add_argument(
         "--allow-engine-not-run",
         action="store_true",
