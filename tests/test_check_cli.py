@@ -847,14 +847,15 @@ def test_check_says_nothing_of_the_inputs_its_loader_threw_away(tmp_path):
 
 
 def test_a_run_that_fails_on_generated_inputs_says_they_were_generated(tmp_path):
-    """A scatter in an If branch: the loader draws its indices as free integers (it plans the main graph), and the
-    reference refuses them; the line says the inputs were generated and how to give others."""
+    """A scatter in an If branch whose indices the branch computes: the loader draws the input they come from as free
+    integers (it plans the main graph's tensors), and the reference refuses them; the line says the inputs were
+    generated and how to give others."""
     from onnx import TensorProto, helper
 
     from onnx_fixtures import info
 
-    branch = helper.make_graph([helper.make_node("ScatterElements", ["data", "idx", "upd"], ["written"], axis=0)], "then", [],
-                               [info("written", [6])])
+    nodes = [helper.make_node("Add", ["idx", "idx"], ["doubled"]), helper.make_node("ScatterElements", ["data", "doubled", "upd"], ["written"], axis=0)]
+    branch = helper.make_graph(nodes, "then", [], [info("written", [6])])
     other = helper.make_graph([helper.make_node("Identity", ["data"], ["kept"])], "else", [], [info("kept", [6])])
     graph = helper.make_graph([helper.make_node("If", ["cond"], ["o"], then_branch=branch, else_branch=other)], "g",
                               [info("cond", [], TensorProto.BOOL), info("data", [6]), info("idx", [3], TensorProto.INT64), info("upd", [3])],

@@ -347,6 +347,25 @@ def test_inputs_reaching_index_inputs_through_other_ops_get_values_the_reference
         assert np.count_nonzero(ScatterDataLoader(counted, seed=seed)[0]["indices"]) == 2
 
 
+def test_indices_read_inside_an_if_branch_are_drawn_valid():
+    """A scatter in an If branch that reads the model's inputs: its indices were drawn as plain integers (out of range,
+    repeated), so the run failed in whichever branch it took."""
+    from onnx import TensorProto, helper
+
+    def branch(name, reduction):
+        node = helper.make_node("ScatterND", ["data", "idx", "upd"], [f"{name}_out"], reduction=reduction)
+        return helper.make_graph([node], name, [], [helper.make_tensor_value_info(f"{name}_out", TensorProto.FLOAT, [4, 3])])
+
+    node = helper.make_node("If", ["cond"], ["out"], then_branch=branch("then", "none"), else_branch=branch("else", "max"))
+    inputs = [helper.make_tensor_value_info("cond", TensorProto.BOOL, []), info("data", [4, 3]),
+              helper.make_tensor_value_info("idx", TensorProto.INT64, [3, 1]), info("upd", [3, 3])]
+    model = helper.make_model(helper.make_graph([node], "g", inputs, [info("out", [4, 3])]), opset_imports=[helper.make_opsetid("", 18)])
+    for feed in ScatterDataLoader(model, seed=0, iterations=8):
+        rows = feed["idx"][:, 0] % 4
+        assert ((feed["idx"] >= -4) & (feed["idx"] < 4)).all() and len(np.unique(rows)) == 3, feed["idx"]
+        Reference(model).run(feed)
+
+
 def test_models_the_loader_cannot_serve_are_one_line_errors_naming_node_and_rule():
     from onnx import helper
 

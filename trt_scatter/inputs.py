@@ -45,7 +45,7 @@ import numpy as np
 from trt_scatter import oracle
 from trt_scatter.log import first_line, warn, warnings_dropped
 from trt_scatter.model import as_model, declared_size, fed_inputs
-from trt_scatter.model.graph import DEFAULT_DOMAINS, ELEMENTWISE, SHAPE_READERS, keeps_values, subgraphs
+from trt_scatter.model.graph import DEFAULT_DOMAINS, ELEMENTWISE, SHAPE_READERS, keeps_values, nested_nodes, subgraphs
 from trt_scatter.model.node import OpNode
 from trt_scatter.model.tensors import ModelTensors
 from trt_scatter.ops import op_of
@@ -260,6 +260,7 @@ class _Plan:
         self.given = {name: self._given(name, shape) for name, shape in given.items()}
         self.producers = {out: node for node in graph.node for out in node.output}
         self.nodes = [_Node(node, index, self.tensors, self.origin) for index, node in enumerate(graph.node) if op_of(node)]
+        self.nodes += self._nested_nodes(graph)
         self.generators = {}  # graph input -> (the node it is drawn for, callable(rng) -> array)
         self.shared = {}  # generated input -> (another node that takes it, its input there)
         self._solved = _Shapes(self, rng)
@@ -341,6 +342,18 @@ class _Plan:
         if len(shape) != len(dims) or any(isinstance(d, int) and d != g for d, g in zip(dims, shape)):
             raise GivenShapeError(f"input {name!r}: the given shape {tuple(shape)} does not fit the model's {oracle.rules.show_shape(dims)}")
         return tuple(shape)
+
+    def _nested_nodes(self, graph):
+        """The scatter nodes of the subgraphs (If branches, Loop bodies) that read only the main graph's tensors: their
+        indices are drawn like any other's, so that the branch a run takes gets valid ones."""
+        outer = {*self.inputs, *(i.name for i in graph.initializer), *(o for node in graph.node for o in node.output)}
+        nodes = []
+        for inner, label, holder in nested_nodes(graph, op_of):
+            if all(name in outer for name in inner.input if name):
+                node = _Node(inner, None, self.tensors, self.origin)
+                node.label = f"{label} in {holder}"
+                nodes.append(node)
+        return nodes
 
     def origin(self, name: str) -> str:
         """``name`` traced back through the nodes that keep its values (:func:`~trt_scatter.model.graph.keeps_values`):
