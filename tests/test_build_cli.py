@@ -81,6 +81,21 @@ def test_a_timing_cache_tensorrt_cannot_read_is_left_as_it_was(tmp_path, capsys,
     assert "timing cache" not in out and "cudaError" not in out  # TensorRT's own lines about it are not replayed
 
 
+@pytest.mark.parametrize("profile, message", [
+    ({"datta": ((1, 8), (1, 8), (1, 8))}, r"^shape profile names no input of the network: datta$"),
+    ({"data": ((2, 5, 1), (2, 5, 1), (2, 5, 1))}, r"^input .data.: rank 2 in the model, the profile.s shapes have rank 3$"),
+])
+def test_a_dynamic_example_leaves_a_profile_its_network_refuses_to_the_network(profile, message):
+    """The example's rules judge only profiles that fit its network's inputs: a misspelt name or another rank is
+    refused once, by the network, not by the example's derived shapes."""
+    from trt_scatter.engine import build_engine, network_from_example
+    from trt_scatter.networks.examples import check_profile
+
+    assert check_profile("slice_scatter", profile) is None
+    with pytest.raises(ValueError, match=message):
+        build_engine(network_from_example("slice_scatter", profile, dynamic=True), profile)
+
+
 def test_build_engine_refuses_a_profile_for_an_input_the_network_lacks():
     """A misspelt input name in profile_shapes is named, not ignored (the input it meant would get no profile)."""
     from trt_scatter.engine import build_engine, network_from_example

@@ -736,3 +736,77 @@ def test_driver_errors_name_the_call(fake_driver):
     fake_driver.fail.add("cuLaunchKernel")
     with pytest.raises(cuda.CudaError, match=r"cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE"):
         update_kernel.launch_scatter_update(**UPDATE)
+
+
+# --- the reductions' and TensorScatter's host-known arguments ----------------------------------
+
+from trt_scatter.plugins import scatter_elements_reduce as elements_reduce_kernel, tensor_scatter as cache_kernel  # noqa: E402
+
+REDUCE = dict(output=0x1000, data=0x2000, indices=0x3000, updates=0x4000, workspace=0x8000, data_shape=(4, 5), indices_shape=(2, 5),
+              element_size=4, element_type="float32", index_itemsize=8, axis=0, reduction="add", include_self=1, error_flag=0, stream=0x55)
+REDUCE_AOT = dict(output=0x1000, data=0x2000, indices=0x3000, updates=0x4000, data_shape=(4, 5), indices_shape=(2, 5), updates_shape=(2, 5),
+                  element_size=4, element_type="int32", index_itemsize=8, axis=0, reduction="add", include_self=1, stream=0x55)
+CACHE = dict(output=0x1000, data=0x2000, update=0x3000, write_indices=0x4000, data_shape=(2, 8, 4), update_shape=(2, 1, 4), index_count=2,
+             axis=1, mode="linear", element_size=2, write_index_itemsize=8, error_flag=0, stream=0x66)
+
+
+@pytest.mark.parametrize(
+    "change, name",
+    [
+        ({"element_type": "int64"}, "element_type"),  # a type of another size than element_size
+        ({"element_type": "bool", "element_size": 1}, "element_type"),
+        ({"data_shape": (2**32,), "indices_shape": (2,)}, "indices"),  # more targets than the uint32 sort keys address
+        ({"chunk": 1.5}, "chunk"),
+        ({"segment": 2.5}, "segment"),
+        ({"workspace": 0}, "workspace"),  # rows to sort and nowhere to sort them
+    ],
+)
+def test_bad_scatter_elements_reduce_arguments_raise_before_any_device_call(recording, change, name):
+    device = recording(None)
+    with pytest.raises(ScatterInputError, match=rf"^launch_scatter_elements_reduce: '{name}'") as caught:
+        elements_reduce_kernel.launch_scatter_elements_reduce(**{**REDUCE, **change})
+    assert caught.value.input_name == name and "\n" not in str(caught.value) and device.calls == []
+
+
+@pytest.mark.parametrize("types", [["bool", "int64", "bool"], ["float64", "int64", "float64"], None])
+def test_reduction_launch_args_refuse_an_element_type_the_kernels_cannot_combine(types):
+    with pytest.raises(ScatterInputError, match=r"^scatter_elements_reduce: 'data' must be one of float32, .* for the reduction kernels"):
+        elements_reduce_kernel.launch_args([(4, 5), (2, 5), (2, 5)], [1 if types and types[0] == "bool" else 8, 8, 8], types=types)
+
+
+@pytest.mark.parametrize("change, name", [({"indices_shape": (2, 5, 1)}, "indices_shape"), ({"updates_shape": (10,)}, "updates_shape")])
+def test_scatter_elements_reduce_aot_launch_refuses_another_rank(recording, change, name):
+    device = recording(None)
+    with pytest.raises(ScatterInputError, match=rf"^launch_scatter_elements_reduce_aot: '{name}' must have data's rank \(2\)"):
+        elements_reduce_kernel.launch_scatter_elements_reduce_aot(**{**REDUCE_AOT, **change})
+    assert device.calls == []
+
+
+def test_scatter_elements_reduce_aot_scalars_for_what_the_aot_form_takes():
+    """rank, axis in [0, rank-1], the reduction's code, then data's, indices' and updates' 8 dimensions each."""
+    scalars = elements_reduce_kernel.aot_scalars({"data": (4, 5), "indices": (2, 5), "updates": (2, 5)}, {}, types={"data": "int32"},
+                                                 axis=-1, reduction="max")
+    from trt_scatter.plugins.reductions import REDUCTION_CODES
+
+    padding = [0] * (kernels.MAX_RANK - 2)
+    assert scalars == [2, 1, REDUCTION_CODES["max"], 4, 5, *padding, 2, 5, *padding, 2, 5, *padding]
+
+
+@pytest.mark.parametrize(
+    "change, name",
+    [({"axis": 0}, "axis"), ({"axis": 3}, "axis"), ({"axis": True}, "axis"), ({"index_count": -1}, "index_count"), ({"index_count": 2.0}, "index_count")],
+)
+@pytest.mark.parametrize("launcher", ["launch_tensor_scatter", "launch_tensor_scatter_aot"])
+def test_bad_tensor_scatter_arguments_raise_before_any_device_call(recording, change, name, launcher):
+    device = recording(None)
+    arguments = {**CACHE, **change}
+    if launcher.endswith("_aot"):
+        del arguments["error_flag"]
+    with pytest.raises(ScatterInputError, match=rf"^{launcher}: '{name}'") as caught:
+        getattr(cache_kernel, launcher)(**arguments)
+    assert caught.value.input_name == name and device.calls == []
+
+
+def test_device_addresses_of_numpy_integer_types_are_taken_as_ints():
+    assert kernels.pointers("op", output=np.uint64(2**63), data=np.int64(16)) == [2**63, 16]
+    assert all(type(value) is int for value in kernels.pointers("op", output=np.uint64(8)))

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from lowering_support import add_input, new_network, plugin_calls, run_onnx, symbolic  # noqa: F401 (fixture)
 
 from reduction_helpers import REDUCTIONS, assert_same, values
-from trt_scatter.networks import add_scatter_elements_reduce
+from trt_scatter.networks import add_scatter_elements_reduce, lower_scatter_elements_reduce
+from trt_scatter.networks.graph import OnnxGraph
 from trt_scatter.onnx_models import scatter_elements_reduce_model
 from trt_scatter.oracle import ScatterInputError
 from trt_scatter.oracle.scatter_elements_reduce import scatter_elements_reduce
@@ -56,6 +57,20 @@ def test_float_order_and_identity_survive_the_lowering():
         assert_same(got, scatter_elements_reduce(data, indices, updates, 0, "add", include_self))
     assert np.signbit(got[1]) is np.False_ and np.signbit(run_onnx(
         scatter_elements_reduce_model((3,), (6,), 0, "add", 0, impl="native"), {"data": data, "indices": indices, "updates": updates})[1])
+
+
+@pytest.mark.parametrize("index_dtype", [np.int8, np.int16, np.uint8, np.uint16])
+def test_indices_of_another_integer_type_are_cast_for_onnx_scatter_elements(index_dtype):
+    """ONNX's ScatterElements takes int32 and int64 indices only: others are cast (negative ones still wrap)."""
+    data = np.arange(12, dtype=np.int32).reshape(3, 4)
+    indices = np.array([[2, 0, 1, 0], [2, 2, 0, 1]] if np.dtype(index_dtype).kind == "u" else [[-1, 0, 1, -3], [2, -1, 0, 1]], index_dtype)
+    updates = np.array([[1, 2, 3, 4], [5, 6, 7, 8]], np.int32)
+    graph = OnnxGraph()
+    inputs = [graph.add_input(name, array.dtype, array.shape) for name, array in (("data", data), ("indices", indices), ("updates", updates))]
+    model = graph.model({"output": lower_scatter_elements_reduce(graph, *inputs, 0, "add", 1)})
+    got = run_onnx(model, {"data": data, "indices": indices, "updates": updates})
+    assert_same(got, scatter_elements_reduce(data, indices, updates, 0, "add", 1))
+    assert "Cast" in {node.op_type for node in model.graph.node}
 
 
 def test_the_lowering_is_standard_onnx_at_opset_18():

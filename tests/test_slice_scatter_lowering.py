@@ -317,6 +317,7 @@ def runtime_axes_cases(draw):
 @example(((3, 4, 2, 5, 2), [1, -1, 0, 4, 0], [3, -5, 2, 0, 2], [1, -2, 1, -3, 1], [-5, 1, 4, 3, 2], ["axes", "step"], [False, True, False, True, False], np.int64, np.int32, 2))
 @example(((3, 0, 2), [0], [1], [1], [0], ["axes"], [False, False, True], np.float32, np.int64, 0))  # empty data
 @example(((3, 2), [], [], [], [], ["axes"], [True, True], np.bool_, np.int64, 0))  # no axis: updates replace data
+@example(((3, 2), [], [], [], [], ["axes"], [False, False], np.float32, np.int32, 0))  # no axis, static data: all constant
 def test_runtime_axes_match_the_oracle_in_onnxruntime(case):
     shape, start, stop, step, axes, fed, dynamic, dtype, index_dtype, seed = case
     if index_dtype == np.int32:  # the values the graph sees
@@ -387,6 +388,22 @@ def test_tensorrt_network_with_runtime_axes_builds(dynamic, index_dtype):
     assert not pos.is_shape_tensor and not axes.is_shape_tensor  # values never shape anything
     profile = {"data": ((1, 3, 1, 4), (2, 3, 8, 4), (4, 3, 16, 4)), "updates": ((1, 3, 1, 4), (2, 3, 1, 4), (4, 3, 2, 4))} if dynamic else None
     build(builder, network, profile)
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_tensorrt_network_with_empty_runtime_axes_on_static_data_builds(index_dtype):
+    """axes of shape (0,): nothing sliced, updates replace data; with static data every destination is a constant."""
+    trt = tensorrt()
+    builder, network = new_network()
+    data, updates = add_input(network, "data", np.float32, (3, 2)), add_input(network, "updates", np.float32, (3, 2))
+    empty = add_input(network, "start", index_dtype, (0,))
+    axes = add_input(network, "axes", index_dtype, (0,))
+    output = add_slice_scatter(network, data, updates, empty, [], [], axes)
+    network.mark_output(output)
+    assert tuple(output.shape) == (3, 2) and output.dtype == trt.float32
+    (scatter,) = [layer for layer in scatter_layers(network) if layer.get_input(2).dtype == trt.float32]
+    assert scatter.get_input(1).dtype == trt.int64
+    build(builder, network)
 
 
 def test_onnx_form_with_runtime_axes_parses_and_builds_in_tensorrt():

@@ -163,6 +163,18 @@ def test_supports_format_combination_with_axes_and_formats():
     assert not _accepts([F16, F16, I32], 2, format=trt.TensorFormat.HWC8)
 
 
+def test_supports_format_combination_keeps_the_types_the_network_declared():
+    """Once the layer is added, only the declared types are accepted: no weakly typed network runs this data movement in another type."""
+    plugin = SliceScatterPlugin()
+    plugin.get_output_data_types([F16, F16, I32, I32, I32])
+    declared = [models.dynamic_desc((2,), t) for t in (F16, F16, I32, I32, I32, F16)]
+    assert all(plugin.supports_format_combination(pos, declared, 5) for pos in range(6))
+    other = [models.dynamic_desc((2,), t) for t in (F32, F32, I64, I64, I64, F32)]  # consistent, but not what was declared
+    for pos in range(6):
+        assert not plugin.supports_format_combination(pos, other, 5), pos
+        assert SliceScatterPlugin().supports_format_combination(pos, other, 5), pos  # what an undeclared plugin accepts
+
+
 def test_element_types_are_every_byte_sized_type():
     sizes = {dtype: dtype.itemsize for dtype in trt.DataType.__members__.values()}
     assert set(ELEMENT_TYPES) == {dtype for dtype, size in sizes.items() if size in (1, 2, 4, 8)}

@@ -105,6 +105,22 @@ def test_tensorrt_network_builds(dynamic, mode):
     assert builder.build_serialized_network(network, config) is not None
 
 
+def test_a_constant_integer_cache_without_write_indices_builds():
+    """The oracle's node rules run on a builder's constants (here the cache): an absent write_indices is no constant."""
+    from lowering_support import add_input, build, new_network
+
+    trt = tensorrt()
+    builder, network = new_network()
+    cache = network.add_constant((2, 4, 3), np.arange(24, dtype=np.int32).reshape(2, 4, 3)).get_output(0)
+    update = add_input(network, "update", np.int32, (2, 2, 3))
+    output = add_tensor_scatter(network, cache, update, None, axis=1)
+    network.mark_output(output)
+    assert tuple(output.shape) == (2, 4, 3) and output.dtype == trt.int32
+    build(builder, network)
+    with pytest.raises(ScatterInputError, match=r"^tensor_scatter: 'update'"):  # the same rules refuse what the oracle refuses
+        add_tensor_scatter(network, cache, add_input(network, "long", np.int32, (2, 5, 3)), None, axis=1)
+
+
 def test_bad_inputs_fail_before_tensorrt_with_the_oracles_message():
     trt = tensorrt()
     from trt_scatter.backend import new_builder
