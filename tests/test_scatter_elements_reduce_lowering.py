@@ -73,6 +73,19 @@ def test_indices_of_another_integer_type_are_cast_for_onnx_scatter_elements(inde
     assert "Cast" in {node.op_type for node in model.graph.node}
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8])
+@pytest.mark.parametrize("include_self", [0, 1])
+def test_integer_mean_floors_as_the_oracle_does(dtype, include_self):
+    """An integer mean divides in 64 bits and floors (ONNX's Div truncates: negative sums need one less)."""
+    signed = np.dtype(dtype).kind == "i"
+    data = np.array([7, -7, 0, 5] if signed else [7, 250, 0, 5], dtype)
+    indices = np.array([0, 0, 1, 1, 1, 2, 3])
+    updates = np.array([2, -6, -1, -1, 1, 4, 1] if signed else [2, 6, 1, 1, 255, 4, 1], dtype)
+    model = scatter_elements_reduce_model((4,), (7,), 0, "mean", include_self, dtype=dtype, impl="native")
+    got = run_onnx(model, {"data": data, "indices": indices, "updates": updates})
+    assert_same(got, scatter_elements_reduce(data, indices, updates, 0, "mean", include_self))
+
+
 def test_the_lowering_is_standard_onnx_at_opset_18():
     model = scatter_elements_reduce_model((4, 3), (6, 3), 0, "max", 0, impl="native")
     onnx.checker.check_model(model, full_check=True)
