@@ -13,7 +13,7 @@ import plugin_models as models
 from trt_scatter import backend, plugins
 from trt_scatter.plugins.base import PluginError
 from trt_scatter.ops import OPS, SCATTER_UPDATE, SLICE_SCATTER
-from trt_scatter.plugins.base import fields_to_keep, plugin_class
+from trt_scatter.plugins.base import plugin_class
 
 ScatterUpdatePlugin, SliceScatterPlugin = plugin_class(SCATTER_UPDATE), plugin_class(SLICE_SCATTER)
 
@@ -94,30 +94,6 @@ def test_create_plugin_rejects_bad_fields(fields, message):
         with pytest.raises(PluginError) as caught:
             creator.create_plugin(name, trt.PluginFieldCollection(kept), trt.TensorRTPhase.BUILD)
         assert str(caught.value).startswith(f"{name}: ") and message in str(caught.value)
-
-
-def test_create_plugin_refuses_a_field_given_twice():
-    fields = [trt.PluginField("inplace", np.array([0], np.int32), trt.PluginFieldType.INT32),
-              trt.PluginField("inplace", np.array([1], np.int32), trt.PluginFieldType.INT32)]
-    for name, creator in plugins.register().items():
-        with pytest.raises(PluginError) as caught:
-            creator.create_plugin(name, trt.PluginFieldCollection(fields), trt.TensorRTPhase.BUILD)
-        assert str(caught.value) == f"{name}: plugin field(s) ['inplace'] given more than once"
-
-
-@pytest.mark.parametrize(
-    "value, error, message",
-    [
-        (0.7, TypeError, "plugin field 'axis' must be an int or a str (got 0.7)"),  # int() would make it a silent 0
-        (None, TypeError, "plugin field 'axis' must be an int or a str (got None)"),
-        (2**31, ValueError, "plugin field 'axis' must fit in int32 (got 2147483648)"),
-        (np.int64(-(2**31) - 1), ValueError, "plugin field 'axis' must fit in int32 (got -2147483649)"),
-    ],
-)
-def test_fields_to_keep_refuses_values_no_int32_or_char_field_holds(value, error, message):
-    with pytest.raises(error) as caught:
-        fields_to_keep({"axis": value})
-    assert str(caught.value) == message
 
 
 @pytest.mark.parametrize("kind", ["FLOAT16", "BF16", "FP8", "FLOAT32", "DIMS", "CHAR"])
