@@ -757,7 +757,9 @@ CACHE = dict(output=0x1000, data=0x2000, update=0x3000, write_indices=0x4000, da
         ({"element_type": "bool", "element_size": 1}, "element_type"),
         ({"data_shape": (2**32,), "indices_shape": (2,)}, "indices"),  # more targets than the uint32 sort keys address
         ({"chunk": 1.5}, "chunk"),
+        ({"chunk": 0}, "chunk"),  # the launch plan refused it first, as a ValueError of its own naming no argument
         ({"segment": 2.5}, "segment"),
+        ({"segment": 1}, "segment"),
         ({"workspace": 0}, "workspace"),  # rows to sort and nowhere to sort them
     ],
 )
