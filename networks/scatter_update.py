@@ -93,8 +93,10 @@ def lower_scatter_update(graph: TensorRTGraph | OnnxGraph, data: trt.ITensor | V
     axis = constant_axis
     graph.assert_shape(OP, "updates", updates, lambda: graph.dims(data)[:axis] + graph.dims(indices) + graph.dims(data)[axis + 1 :],
                        f"must have the shape {UPDATES_SHAPE}")
-    indices = graph.indices_in_range(OP, indices, data, [axis], negative=False)  # on the indices given: the values of constant
-    if graph.dtype_of(indices) != INT64:  # ones are read from their constant layer (fixed_value), not through a cast
+    if graph.dtype_of(indices) not in (np.int32, np.int64):  # the index types TensorRT's and ONNX's arithmetic take
+        indices = graph.cast(indices, INT64)
+    indices = graph.indices_in_range(OP, indices, data, [axis], negative=False)  # on int32 or int64 as given: the values of
+    if graph.dtype_of(indices) != INT64:  # constant ones are read from their constant layer (fixed_value), not through a cast
         indices = graph.cast(indices, INT64)  # row numbers are int64 (shape arithmetic); so are the indices in them
     pieces = []
     for j in range(axis):

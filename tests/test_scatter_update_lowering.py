@@ -252,3 +252,26 @@ def test_a_grid_of_8_axes_lowers_within_tensorrts_8_dimensions(dynamic, data_sha
                              add_input(network, "updates", np.float32, updates.shape), axis)
     network.mark_output(out)
     build(builder, network)
+
+
+@pytest.mark.parametrize("index_dtype", [np.int8, np.uint8, np.int16, np.uint16])
+def test_indices_of_a_narrow_integer_type_are_cast_before_the_range_arithmetic(index_dtype):
+    """int8, uint8, int16 and uint16 indices are cast to int64 first, as the other lowerings cast them: the clamp ran in
+    their own type, which TensorRT builds no constant of (int8 'quantized', uint8 refused: the builder failed inside
+    TensorRT) and onnxruntime has no Max kernel for (int16, uint16)."""
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    indices = np.array([2, 0], index_dtype)
+    updates = -np.arange(8, dtype=np.float32).reshape(2, 4)
+    graph = OnnxGraph()
+    inputs = [graph.add_input(name, array.dtype, array.shape) for name, array in (("data", data), ("indices", indices), ("updates", updates))]
+    model = graph.model({"output": lower_scatter_update(graph, *inputs, 0)})
+    got = run_onnx(model, {"data": data, "indices": indices, "updates": updates})
+    np.testing.assert_array_equal(got, oracle.scatter_update(data, indices, updates, 0))
+    if np.dtype(index_dtype).itemsize > 1:  # TensorRT has no 16-bit integer type
+        return
+    builder, network = new_network()
+    output = add_scatter_update(network, add_input(network, "data", np.float32, (3, 4)), add_input(network, "indices", index_dtype, (2,)),
+                                add_input(network, "updates", np.float32, (2, 4)), 0)
+    output.name = "output"
+    network.mark_output(output)
+    assert build(builder, network)
