@@ -81,6 +81,22 @@ def test_a_timing_cache_tensorrt_cannot_read_is_left_as_it_was(tmp_path, capsys,
     assert "timing cache" not in out and "cudaError" not in out  # TensorRT's own lines about it are not replayed
 
 
+def test_build_engine_refuses_a_loader_that_gives_no_builder_and_network():
+    """A loader that returns nothing, the pair the other way round, or the network alone: one line naming what it
+    gave (a TypeError inside build_engine, an AttributeError of the Builder, polygraphy's own words)."""
+    from trt_scatter.engine import build_engine, network_from_example
+
+    builder, network = network_from_example("slice_scatter", {})()
+    for load, got in ((lambda: None, "NoneType"), (lambda: (network, builder), "(INetworkDefinition, Builder)"), (lambda: network, "INetworkDefinition")):
+        with pytest.raises(TypeError) as raised:
+            build_engine(load)
+        assert str(raised.value) == ("build_engine: the loader must return (builder, network), or (builder, network, parser) as "
+                                     f"polygraphy's NetworkFromOnnxPath does (got {got})")
+    network.unmark_output(network.get_output(0))  # a network without outputs: TensorRT's 'Invalid Engine' and its log
+    with pytest.raises(ValueError, match=r"^build_engine: the network marks no output \(network\.mark_output\(tensor\)\): TensorRT builds no engine without one$"):
+        build_engine(lambda: (builder, network))
+
+
 @pytest.mark.parametrize("profile, message", [
     ({"datta": ((1, 8), (1, 8), (1, 8))}, r"^shape profile names no input of the network: datta$"),
     ({"data": ((2, 5, 1), (2, 5, 1), (2, 5, 1))}, r"^input .data.: rank 2 in the model, the profile.s shapes have rank 3$"),

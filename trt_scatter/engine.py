@@ -494,7 +494,13 @@ def build_engine(load_network: Callable[[], tuple[trt.Builder, trt.INetworkDefin
             )
 
     loaded = load_network()  # (builder, network) or, from ONNX, (builder, network, parser): kept whole, the parser owns weights
+    if not (isinstance(loaded, tuple) and len(loaded) in (2, 3) and isinstance(loaded[0], trt.Builder) and isinstance(loaded[1], trt.INetworkDefinition)):
+        got = f"({', '.join(type(item).__name__ for item in loaded)})" if isinstance(loaded, tuple) else type(loaded).__name__
+        raise TypeError("build_engine: the loader must return (builder, network), or (builder, network, parser) as polygraphy's "
+                        f"NetworkFromOnnxPath does (got {got})")
     network = loaded[1]
+    if not network.num_outputs:
+        raise ValueError("build_engine: the network marks no output (network.mark_output(tensor)): TensorRT builds no engine without one")
     inputs = [_info(network.get_input(i)) for i in range(network.num_inputs)]
     outputs = [_info(network.get_output(i)) for i in range(network.num_outputs)]
     profile_shapes = dict(profile_shapes or {})
