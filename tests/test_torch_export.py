@@ -239,6 +239,27 @@ def test_a_mask_after_whole_axes_is_a_where_that_computes_what_eager_pytorch_doe
         np.testing.assert_allclose(Reference(model).run(feeds)["output"], module(x, mask, values).numpy(), rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("whole, shape, mask_shape, values_shape", [
+    (1, (3, 5), (5,), (3, 1)), (1, (2, 5, 3, 4), (5, 3), (4,)), (2, (2, 3, 5, 4), (5, 4), (3, 1)),
+], ids=["per-row", "2d-mask", "two-whole-axes"])
+def test_a_mask_after_a_dynamic_whole_axis_is_a_where_that_computes_what_eager_pytorch_does(whole, shape, mask_shape, values_shape):
+    """``x[:, mask] = v`` with x's first axis dynamic: the TorchScript exporter hands the axis over as a Range over
+    x's shape, not a constant ``arange``; PyTorch's NonZero translation of it failed at run time at any size."""
+    x, values = torch.randn(shape), torch.randn(values_shape)
+    masks = [torch.rand(mask_shape) < 0.5, torch.zeros(mask_shape, dtype=torch.bool), torch.ones(mask_shape, dtype=torch.bool)]
+    masks[0].view(-1)[:2] = torch.tensor([True, False])
+    module = AssignAfterWholeAxes(whole)
+    dynamic = {"x": {0: "batch"}, "values": {0: "batch"}} if values_shape[0] == shape[0] else {"x": {0: "batch"}}
+    model = trt_scatter_torch.export(module, (x, masks[0], values), dynamo=False, input_names=["x", "mask", "values"],
+                                     output_names=["output"], dynamic_axes=dynamic)
+    assert "NonZero" not in {n.op_type for n in model.graph.node}
+    for batch in (shape[0], shape[0] + 2):
+        other, other_values = torch.randn((batch, *shape[1:])), torch.randn((batch, *values_shape[1:])) if "values" in dynamic else values
+        for mask in masks:
+            feeds = {"x": other.numpy(), "mask": mask.numpy(), "values": other_values.numpy()}
+            np.testing.assert_allclose(Reference(model).run(feeds)["output"], module(other, mask, other_values).numpy(), rtol=1e-6, atol=1e-6)
+
+
 def test_a_mask_after_whole_axes_with_a_value_per_masked_element_keeps_pytorchs_translation():
     """``x[:, mask] = v`` with v's elements one per masked element cannot be a Where: PyTorch's TorchScript translation
     stays; its dynamo translation fails, which is one line naming the op and PyTorch's reason (it was PyTorch's

@@ -432,7 +432,8 @@ def _runtime_index(emitter, data, axis, index):
 def _single_mask(emitter, data, indices):
     """``(position, mask)``: the one boolean mask ``indices`` holds and the axis it starts on (``x[mask]``: 0,
     ``x[:, mask]``: 1), or ``(0, None)`` where they are anything else. The exporter hands an axis taken whole before
-    the mask over as its every index, a constant ``arange(n)`` shaped to broadcast against the mask's elements."""
+    the mask over as its every index, ``arange(n)`` shaped to broadcast against the mask's elements: a constant where
+    the axis is static, ``Range(0, Shape(data)[axis], 1)`` where it is dynamic."""
     from torch.onnx import symbolic_helper
 
     *leading, mask = indices
@@ -440,13 +441,46 @@ def _single_mask(emitter, data, indices):
         return 0, None
     dims = emitter.dims(data) or ()
     for axis, index in enumerate(leading):
-        whole = symbolic_helper._maybe_get_const(index, "t")
-        if symbolic_helper._is_none(index):
-            continue
-        if (axis >= len(dims) or not isinstance(dims[axis], int) or not hasattr(whole, "numel")
-                or tuple(whole.shape) != (dims[axis],) + (1,) * (len(leading) - axis) or whole.flatten().tolist() != list(range(dims[axis]))):
+        if not symbolic_helper._is_none(index) and not _whole_axis_index(index, data, dims, axis, len(leading) - axis):
             return 0, None
     return len(leading), mask
+
+
+def _whole_axis_index(index, data, dims, axis, ones):
+    """Whether ``index`` is every index of data's ``axis`` followed by ``ones`` axes of size 1: ``arange(n)`` as a
+    constant of shape ``(n,) + (1,) * ones``, or a Range over ``Shape(data)[axis]`` reshaped to ``[-1] + [1] * ones``."""
+    from torch.onnx import symbolic_helper
+
+    torch = _torch()
+    whole = symbolic_helper._maybe_get_const(index, "t")
+    if isinstance(whole, torch.Tensor):
+        return (axis < len(dims) and isinstance(dims[axis], int) and tuple(whole.shape) == (dims[axis],) + (1,) * ones
+                and whole.flatten().tolist() == list(range(dims[axis])))
+    node = index.node()
+    if node.kind() != "onnx::Reshape":
+        return False
+    source, shape = node.inputs()
+    shape = symbolic_helper._maybe_get_const(shape, "t")
+    if not isinstance(shape, torch.Tensor) or shape.tolist() != [-1] + [1] * ones:
+        return False
+    return _arange_over(source, data, axis)
+
+
+def _arange_over(value, data, axis):
+    """Whether ``value`` is ``Range(0, Shape(data)[axis], 1)``: every index of a dynamic axis of ``data``."""
+    node = value.node()
+    if node.kind() != "onnx::Range":
+        return False
+    start, limit, delta = node.inputs()
+    if _const(start) != 0 or _const(delta) != 1:
+        return False
+    while limit.node().kind() in ("onnx::Cast", "onnx::Squeeze", "onnx::Reshape"):
+        limit = next(limit.node().inputs())
+    gather = limit.node()
+    if gather.kind() != "onnx::Gather":
+        return False
+    shape, index = gather.inputs()
+    return shape.node().kind() == "onnx::Shape" and next(shape.node().inputs()) is data and _const(index) == axis
 
 
 def _masked_assign(emitter, data, indices, values):
@@ -571,19 +605,7 @@ class _Emitter:
             sizes = _sizes(data)
             return (constant.dim() == 1 and sizes is not None and sizes[0] is not None
                     and torch.equal(constant, torch.arange(sizes[0], dtype=constant.dtype)))  # fmt: skip
-        node = value.node()
-        if node.kind() != "onnx::Range":
-            return False
-        start, limit, delta = node.inputs()
-        if _const(start) != 0 or _const(delta) != 1:
-            return False
-        while limit.node().kind() in ("onnx::Cast", "onnx::Squeeze", "onnx::Reshape"):
-            limit = next(limit.node().inputs())
-        gather = limit.node()
-        if gather.kind() != "onnx::Gather":
-            return False
-        shape, index = gather.inputs()
-        return shape.node().kind() == "onnx::Shape" and next(shape.node().inputs()) is data and _const(index) == 0
+        return _arange_over(value, data, 0)
 
     def expand_source(self, value):
         node = value.node() if value is not None else None
