@@ -210,28 +210,31 @@ def test_masked_assignment_computes_what_eager_pytorch_does_for_any_mask(dynamo,
 
 
 class AssignAfterWholeAxes(torch.nn.Module):
-    def __init__(self, whole):
+    def __init__(self, whole, after=0):
         super().__init__()
-        self.whole = whole
+        self.whole, self.after = whole, after
 
     def forward(self, x, mask, values):
         x = x.clone()
-        x[(slice(None),) * self.whole + (mask,)] = values
+        x[(slice(None),) * self.whole + (mask,) + (slice(None),) * self.after] = values
         return x
 
 
 @pytest.mark.parametrize("dynamo", [True, False])
-@pytest.mark.parametrize("whole, shape, mask_shape, values_shape", [
-    (1, (3, 5), (5,), (1,)), (1, (2, 5, 4), (5,), (4,)), (1, (2, 5, 4), (5,), (2, 1, 4)), (1, (2, 5, 4), (5,), (1, 2, 1, 4)),
-    (1, (2, 5, 3, 4), (5, 3), (2, 1, 4)), (2, (2, 3, 5), (5,), (3, 1)),
-], ids=["column-scalar", "row-tail", "per-batch", "leading-1", "2d-mask", "two-whole-axes"])
-def test_a_mask_after_whole_axes_is_a_where_that_computes_what_eager_pytorch_does(dynamo, whole, shape, mask_shape, values_shape):
-    """``x[:, mask] = v`` with v the same at every masked element: a Where, no NonZero (which TensorRT-RTX cannot build);
-    the exporters kept PyTorch's NonZero translation for a mask past axis 0 (dynamo=True failed in it)."""
+@pytest.mark.parametrize("whole, after, shape, mask_shape, values_shape", [
+    (1, 0, (3, 5), (5,), (1,)), (1, 0, (2, 5, 4), (5,), (4,)), (1, 0, (2, 5, 4), (5,), (2, 1, 4)), (1, 0, (2, 5, 4), (5,), (1, 2, 1, 4)),
+    (1, 0, (2, 5, 3, 4), (5, 3), (2, 1, 4)), (2, 0, (2, 3, 5), (5,), (3, 1)),
+    (0, 1, (5, 3), (5,), (3,)), (1, 1, (2, 5, 3), (5,), (3,)), (0, 2, (5, 3, 2), (5,), (3, 1)),
+], ids=["column-scalar", "row-tail", "per-batch", "leading-1", "2d-mask", "two-whole-axes", "then-a-whole-axis", "between-whole-axes",
+        "then-two-whole-axes"])
+def test_a_mask_after_whole_axes_is_a_where_that_computes_what_eager_pytorch_does(dynamo, whole, after, shape, mask_shape, values_shape):
+    """``x[:, mask] = v`` and ``x[mask, :] = v`` with v the same at every masked element: a Where, no NonZero (which
+    TensorRT-RTX cannot build); the exporters kept PyTorch's NonZero translation for a mask past axis 0 (dynamo=True
+    failed in it), and the TorchScript one for a mask before whole axes (which failed at run time)."""
     x, values = torch.randn(shape), torch.randn(values_shape)
     masks = [torch.rand(mask_shape) < 0.5, torch.zeros(mask_shape, dtype=torch.bool), torch.ones(mask_shape, dtype=torch.bool)]
     masks[0].view(-1)[:2] = torch.tensor([True, False])
-    module = AssignAfterWholeAxes(whole)
+    module = AssignAfterWholeAxes(whole, after)
     model = trt_scatter_torch.export(module, (x, masks[0], values), dynamo=dynamo, input_names=["x", "mask", "values"], output_names=["output"])
     assert "NonZero" not in {n.op_type for n in model.graph.node} and "Where" in {n.op_type for n in model.graph.node}
     for mask in masks:

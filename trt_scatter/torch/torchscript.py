@@ -431,19 +431,34 @@ def _runtime_index(emitter, data, axis, index):
 
 def _single_mask(emitter, data, indices):
     """``(position, mask)``: the one boolean mask ``indices`` holds and the axis it starts on (``x[mask]``: 0,
-    ``x[:, mask]``: 1), or ``(0, None)`` where they are anything else. The exporter hands an axis taken whole before
-    the mask over as its every index, ``arange(n)`` shaped to broadcast against the mask's elements: a constant where
-    the axis is static, ``Range(0, Shape(data)[axis], 1)`` where it is dynamic."""
+    ``x[:, mask]``: 1), or ``(0, None)`` where they are anything else. The exporter hands each axis taken whole around
+    the mask over as its every index, ``arange(n)`` shaped to broadcast against the others (a constant where the axis
+    is static, ``Range(0, Shape(data)[axis], 1)`` where it is dynamic), and a 1-D mask before whole axes (``x[mask, :]``)
+    as ``Reshape(mask, [-1, 1, ...])``."""
     from torch.onnx import symbolic_helper
 
-    *leading, mask = indices
-    if symbolic_helper._is_none(mask) or emitter.scalar_type(mask) != _exporter_module("_type_utils").JitScalarType.BOOL:
+    torch = _torch()
+    bool_type = _exporter_module("_type_utils").JitScalarType.BOOL
+    given = [not symbolic_helper._is_none(index) and emitter.scalar_type(index) == bool_type for index in indices]
+    if given.count(True) != 1:
         return 0, None
-    dims = emitter.dims(data) or ()
-    for axis, index in enumerate(leading):
-        if not symbolic_helper._is_none(index) and not _whole_axis_index(index, data, dims, axis, len(leading) - axis):
+    position = given.index(True)
+    mask, trailing = indices[position], len(indices) - position - 1
+    if trailing:  # the mask reshaped to broadcast against the whole axes after it
+        node = mask.node()
+        shape = symbolic_helper._maybe_get_const(next(iter(list(node.inputs())[1:]), None), "t") if node.kind() == "onnx::Reshape" else None
+        source = next(node.inputs()) if node.kind() == "onnx::Reshape" else None
+        if not isinstance(shape, torch.Tensor) or shape.tolist() != [-1] + [1] * trailing or len(emitter.dims(source) or ()) != 1:
             return 0, None
-    return len(leading), mask
+        mask = source
+    dims, count = emitter.dims(data) or (), len(emitter.dims(mask) or ())
+    for place, index in enumerate(indices):
+        if place == position or (place < position and symbolic_helper._is_none(index)):
+            continue
+        axis = place if place < position else place - 1 + count
+        if not _whole_axis_index(index, data, dims, axis, len(indices) - 1 - place):
+            return 0, None
+    return position, mask
 
 
 def _whole_axis_index(index, data, dims, axis, ones):
@@ -458,7 +473,7 @@ def _whole_axis_index(index, data, dims, axis, ones):
                 and whole.flatten().tolist() == list(range(dims[axis])))
     node = index.node()
     if node.kind() != "onnx::Reshape":
-        return False
+        return ones == 0 and _arange_over(index, data, axis)
     source, shape = node.inputs()
     shape = symbolic_helper._maybe_get_const(shape, "t")
     if not isinstance(shape, torch.Tensor) or shape.tolist() != [-1] + [1] * ones:
