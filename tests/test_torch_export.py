@@ -263,6 +263,25 @@ def test_a_mask_after_a_dynamic_whole_axis_is_a_where_that_computes_what_eager_p
             np.testing.assert_allclose(Reference(model).run(feeds)["output"], module(other, mask, other_values).numpy(), rtol=1e-6, atol=1e-6)
 
 
+class PrefillEachRow(torch.nn.Module):
+    def forward(self, cache, k, positions):
+        cache = cache.clone()
+        cache[torch.arange(cache.shape[0])[:, None], :, positions[:, None] + torch.arange(k.shape[2])] = k.transpose(1, 2)
+        return cache
+
+
+def test_a_failed_torchscript_export_is_one_line_naming_pytorchs_reason():
+    """PyTorch's TorchScript exporter refuses a per-sequence prefill (several index tensors not side by side): its own
+    RuntimeError came through as it was; it is one line, as a failed dynamo export is, chained to PyTorch's error."""
+    args = (torch.zeros(2, 3, 8, 4), torch.randn(2, 3, 2, 4), torch.tensor([1, 5]))
+    with pytest.raises(ValueError) as raised:
+        trt_scatter_torch.export(PrefillEachRow(), args, dynamo=False)
+    assert str(raised.value).startswith("trt_scatter.torch.export: PyTorch's TorchScript exporter failed: RuntimeError: Only consecutive 1-d "
+                                        "tensor indices are supported in exporting aten::index_put to ONNX")
+    assert str(raised.value).endswith(" (dynamo=True exports with PyTorch's dynamo exporter)") and "\n" not in str(raised.value)
+    assert isinstance(raised.value.__cause__, RuntimeError)
+
+
 def test_a_mask_after_whole_axes_with_a_value_per_masked_element_keeps_pytorchs_translation():
     """``x[:, mask] = v`` with v's elements one per masked element cannot be a Where: PyTorch's TorchScript translation
     stays; its dynamo translation fails, which is one line naming the op and PyTorch's reason (it was PyTorch's
@@ -587,7 +606,8 @@ def test_a_view_chain_the_placeholder_cannot_read_is_left_to_the_stock_symbolic(
     with caplog.at_level(logging.DEBUG, logger="trt_scatter"):
         try:
             model = trt_scatter_torch.export(module, args, dynamo=False, input_names=names, output_names=["output"], dynamic_axes=axes)
-        except RuntimeError:
+        except ValueError as failed:  # PyTorch's failure, in one line
+            assert str(failed).startswith("trt_scatter.torch.export: PyTorch's TorchScript exporter failed: RuntimeError: ")
             model = None
     assert any("a chain of views it cannot read" in record.getMessage() for record in caplog.records)
     assert model is not None or isinstance(module, AssignSlicedTwice)

@@ -60,7 +60,8 @@ _refusals: list[str] | None = None  # inside refusals_after_export: what the sym
 @contextlib.contextmanager
 def refusals_after_export() -> Iterator[None]:
     """Raises the first write the symbolics refused once the export inside is done, as one ValueError: where a
-    symbolic raises, the TorchScript exporter prints its whole graph before the error."""
+    symbolic raises, the TorchScript exporter prints its whole graph before the error. A failure of the export itself
+    is one ValueError line too, chained to PyTorch's error."""
     global _refusals
     _refusals = refusals = []
     also = ""
@@ -68,7 +69,8 @@ def refusals_after_export() -> Iterator[None]:
         yield
     except Exception as err:
         if not refusals:
-            raise
+            raise ValueError(f"trt_scatter.torch.export: PyTorch's TorchScript exporter failed: {type(err).__name__}: {first_line(err)} "
+                             "(dynamo=True exports with PyTorch's dynamo exporter)") from err
         also = f"; the export also failed: {type(err).__name__}: {first_line(err)}"  # maybe on the data left unwritten, maybe not
     finally:
         _refusals = None
