@@ -286,11 +286,14 @@ def test_a_mask_after_whole_axes_with_a_value_per_masked_element_keeps_pytorchs_
     """``x[:, mask] = v`` with v's elements one per masked element cannot be a Where: PyTorch's TorchScript translation
     stays; its dynamo translation fails, which is one line naming the op and PyTorch's reason (it was PyTorch's
     ConversionError of a dozen lines, the reason three exceptions down its chain)."""
-    x, mask = torch.randn(2, 5), torch.tensor([True, False, True, False, False])
-    model = trt_scatter_torch.export(AssignAfterWholeAxes(1), (x, mask, torch.randn(2, 2)), dynamo=False, output_names=["output"])
+    x, mask, values = torch.randn(2, 5), torch.tensor([True, False, True, False, False]), torch.randn(2, 2)
+    model = trt_scatter_torch.export(AssignAfterWholeAxes(1), (x, mask, values), dynamo=False, input_names=["x", "mask", "values"],
+                                     output_names=["output"])
     assert "NonZero" in {n.op_type for n in model.graph.node}
+    feeds = {"x": x.numpy(), "mask": mask.numpy(), "values": values.numpy()}
+    np.testing.assert_array_equal(Reference(model).run(feeds)["output"], AssignAfterWholeAxes(1)(x, mask, values).numpy())
     with pytest.raises(ValueError) as raised:
-        trt_scatter_torch.export(AssignAfterWholeAxes(1), (x, mask, torch.randn(2, 2)), dynamo=True)
+        trt_scatter_torch.export(AssignAfterWholeAxes(1), (x, mask, values), dynamo=True)
     assert str(raised.value) == ("trt_scatter.torch.export: PyTorch's dynamo exporter failed on aten.index_put.default: Boolean index_put with "
                                  "multiple indices does not support None indices. (dynamo=False exports with PyTorch's TorchScript exporter)")
 
