@@ -1448,6 +1448,24 @@ def test_dynamos_mean_is_left_with_its_reason():
         "target wins where PyTorch's mean averages them (trt_scatter.torch.export writes the mean)")
 
 
+def test_dynamos_mean_over_an_expanded_index_list_is_left_whole():
+    """The same mean along axis 0 of an index list expanded over the columns (PyG's form) with static shapes: the fill,
+    an index list the rewrite reads, became a ScatterUpdate first, so the write after it no longer looked like the
+    mean and became one too, without a word (ScatterUpdate's repeated indices are undefined; PyTorch averages them)."""
+    nodes = [helper.make_node("Unsqueeze", ["dst", "one"], ["column"]), helper.make_node("Expand", ["column", "shape"], ["i"]),
+             helper.make_node("ConstantOfShape", ["shape"], ["fill"], value=numpy_helper.from_array(np.array([0.0], np.float32))),
+             helper.make_node("ScatterElements", ["x", "i", "fill"], ["filled"], axis=0),
+             helper.make_node("ScatterElements", ["filled", "i", "m"], ["out"], axis=0)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6]), helper.make_tensor_value_info("dst", TensorProto.INT64, [7]),
+                                           helper.make_tensor_value_info("m", TensorProto.FLOAT, [7, 6])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [4, 6])],
+                              [numpy_helper.from_array(np.array([1], np.int64), "one"), numpy_helper.from_array(np.array([7, 6], np.int64), "shape")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    rewritten, report = rewrite(model)
+    assert not _plugins(rewritten) and not report.rewritten, list(report.lines())
+    assert [change.node for change in report.left if "PyTorch's mean averages them" in change.detail] == ["filled", "out"], list(report.lines())
+
+
 def test_a_bfloat16_model_is_rewritten_without_onnx_graphsurgeons_note():
     """onnx-graphsurgeon, which the rewrite reads the model with, noted on its first bfloat16 tensor (once per process,
     hence a fresh interpreter) that it keeps ONNX's type for it: a line of its own in every bfloat16 export."""

@@ -893,9 +893,11 @@ class _Rewriter:
     def _scatter_elements(self, node):
         if _attr(node, "reduction", "none") != "none":
             return self._reduction(node)
-        if self._before_identity_fill(node, "add") is not None:  # zeros at the indices, then a plain write there
-            raise _Left("a plain write into zeros at the same indices, as the dynamo exporter writes scatter_reduce(mean): the last "
-                        "update of a target wins where PyTorch's mean averages them (trt_scatter.torch.export writes the mean)")
+        readers = node.outputs[0].outputs
+        mean = self._before_identity_fill(node, "add") is not None  # zeros at the indices, then a plain write there
+        if mean or (len(readers) == 1 and readers[0].op == node.op and _attr(readers[0], "reduction", "none") == "none"
+                    and self._before_identity_fill(readers[0], "add") is not None):  # that fill, whose write would then look plain
+            raise _Left(_DYNAMO_MEAN)
         data, indices, updates = node.inputs
         dims, update_dims = _dims(data), _dims(updates)
         if dims is None or update_dims is None or len(dims) != len(update_dims):
@@ -1686,6 +1688,8 @@ class _Rewriter:
 # ---- constant index analysis -------------------------------------------------------------------
 
 NO_INDEX = "no index (the node writes nothing)"
+_DYNAMO_MEAN = ("a plain write into zeros at the same indices, as the dynamo exporter writes scatter_reduce(mean): the last update of "
+                "a target wins where PyTorch's mean averages them (trt_scatter.torch.export writes the mean)")
 
 
 def _grid(values, dims, axis_of):
