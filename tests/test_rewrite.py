@@ -1370,6 +1370,27 @@ def test_a_rewritten_model_keeps_its_doc_strings_domain_and_version():
     assert {node.op_type: node.doc_string for node in rewritten.graph.node}["Relu"] == "the input, rectified"
 
 
+def test_a_rewritten_model_keeps_the_metadata_of_its_nodes_graph_and_initializers():
+    """The dynamo exporter writes metadata_props on every node (its namespace, class hierarchy, stack trace) and a
+    value_info with metadata for each initializer: onnx-graphsurgeon's round trip dropped them all, unrelated nodes'
+    too, whenever anything was rewritten."""
+    nodes = [helper.make_node("Add", ["x", "bias"], ["data"]), helper.make_node("ScatterND", ["data", "indices", "updates"], ["output"])]
+    model = _model(nodes, [("x", FLOAT, [4, 5]), ("updates", FLOAT, [2, 5])], [("output", FLOAT, [4, 5])], {"indices": [[1], [2]]})
+    model.graph.initializer.append(numpy_helper.from_array(np.ones((4, 5), np.float32), "bias"))
+    helper.set_metadata_props(model.graph.node[0], {"namespace": "encoder.layer0", "stack_trace": "model.py:12"})
+    bias = helper.make_tensor_value_info("bias", TensorProto.FLOAT, [4, 5])
+    helper.set_metadata_props(bias, {"pkg.torch.export.graph_signature.InputSpec.kind": "PARAMETER"})
+    model.graph.value_info.append(bias)
+    helper.set_metadata_props(model.graph, {"exporter": "dynamo"})
+    rewritten, report = rewrite(model)
+    assert report.rewritten
+    [add] = [node for node in rewritten.graph.node if node.op_type == "Add"]
+    assert {p.key: p.value for p in add.metadata_props} == {"namespace": "encoder.layer0", "stack_trace": "model.py:12"}
+    assert [{p.key: p.value for p in v.metadata_props} for v in rewritten.graph.value_info if v.name == "bias"] == [
+        {"pkg.torch.export.graph_signature.InputSpec.kind": "PARAMETER"}]
+    assert {p.key: p.value for p in rewritten.graph.metadata_props} == {"exporter": "dynamo"}
+
+
 def test_doc_strings_go_back_to_the_nodes_that_had_them_when_a_first_output_is_left_out():
     """Two nodes whose first output is empty (an LSTM's Y left out) both got the first one's doc string."""
     nodes = [helper.make_node("Split", ["x"], ["", "first"], axis=0, num_outputs=2, doc_string="one"),

@@ -177,15 +177,31 @@ def _refuse_what_graphsurgeon_drops(model: onnx.ModelProto) -> None:
 
 def _keep_what_graphsurgeon_drops(model: onnx.ModelProto, result: onnx.ModelProto) -> None:
     """What onnx-graphsurgeon's round trip leaves out of ``result``, taken from ``model``: its IR version, metadata, doc
-    strings, domain and version, and the doc string of every node it kept (the same op writing the same outputs)."""
+    strings, domain and version; the doc string and metadata of every node it kept (the same op writing the same
+    outputs), the graph's metadata, and the value infos of the tensors still there that it did not write (an
+    initializer's, with the exporter's metadata) or wrote without their metadata."""
     result.ir_version = model.ir_version
     del result.metadata_props[:]
     result.metadata_props.extend(model.metadata_props)
     result.doc_string, result.domain, result.model_version = model.doc_string, model.domain, model.model_version
     result.graph.doc_string = model.graph.doc_string
-    docs = {(node.domain, node.op_type, tuple(node.output)): node.doc_string for node in model.graph.node if node.doc_string}
+    del result.graph.metadata_props[:]
+    result.graph.metadata_props.extend(model.graph.metadata_props)
+    kept = {(node.domain, node.op_type, tuple(node.output)): node for node in model.graph.node}
     for node in result.graph.node:
-        node.doc_string = docs.get((node.domain, node.op_type, tuple(node.output)), node.doc_string)
+        before = kept.get((node.domain, node.op_type, tuple(node.output)))
+        if before is not None:
+            node.doc_string = before.doc_string or node.doc_string
+            if not node.metadata_props:
+                node.metadata_props.extend(before.metadata_props)
+    written = {value.name: value for value in result.graph.value_info}
+    present = {*(i.name for i in result.graph.initializer), *(name for node in result.graph.node for name in (*node.input, *node.output))}
+    for value in model.graph.value_info:
+        if value.name in written:
+            if not written[value.name].metadata_props:
+                written[value.name].metadata_props.extend(value.metadata_props)
+        elif value.name in present:
+            result.graph.value_info.append(value)
 
 
 def _declare_updates(node) -> None:
