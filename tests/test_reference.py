@@ -272,3 +272,26 @@ def test_check_refuses_inputs_it_cannot_draw_or_compare_by_name(tmp_path, capsys
     assert main(["check", str(tmp_path / "identity.onnx")]) == 2
     assert capsys.readouterr().err == (f"trt-scatter check: error: graph input 'x' is {name}: check draws and compares numbers and bools "
                                        "(TensorRT has no such type either)\n")
+
+
+@pytest.mark.parametrize("data_shape, indices_shape, axis", [((1, 64), (1, 4), 1), ((2, 100), (2, 7), -1), ((70, 3), (5, 2), 0), ((3, 40, 2), (3, 9, 2), 1)],
+                         ids=["bert-token-types", "negative-axis", "smaller-off-the-axis", "rank-3"])
+def test_gather_elements_along_a_long_axis_computes_what_onnxruntime_does(data_shape, indices_shape, axis):
+    """ONNX's evaluator gathers with np.choose, which takes at most 32 choices (64 in NumPy 2): along a longer axis its
+    fallback failed ('cannot reshape array of size 1 into shape (1,4)'), so every check of a BERT model (a gather of
+    its 512 token types) failed. Negative indices count from the end."""
+    import onnxruntime
+
+    node = helper.make_node("GatherElements", ["data", "indices"], ["output"], axis=axis)
+    graph = helper.make_graph([node], "g", [fx.info("data", list(data_shape)), fx.info("indices", list(indices_shape), TensorProto.INT64)],
+                              [fx.info("output", list(indices_shape))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    rng = np.random.default_rng(0)
+    size = data_shape[axis]
+    feeds = {"data": rng.standard_normal(data_shape).astype(np.float32), "indices": rng.integers(-size, size, indices_shape)}
+    expected = onnxruntime.InferenceSession(model.SerializeToString()).run(None, feeds)[0]
+    np.testing.assert_array_equal(Reference(model).run(feeds)["output"], expected)
+    feeds["indices"] = feeds["indices"].copy()
+    feeds["indices"].reshape(-1)[0] = size  # one past the end: refused, not wrapped to the first
+    with pytest.raises(Exception, match=rf"GatherElements node \(output 'output'\): GatherElements: 'indices' values must be in \[{-size}, {size - 1}\] along data's axis {axis % len(data_shape)} \(got {size}\)"):
+        Reference(model).run(feeds)

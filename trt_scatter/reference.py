@@ -147,10 +147,31 @@ def _loop_with_cond_left_out():
     return type("Loop", (loop,), {"op_domain": "", "_run": _run})
 
 
+def _gather_elements_along_any_axis():
+    """ONNX's GatherElements op class, gathering with ``np.take_along_axis``: ONNX's evaluator uses ``np.choose``, which
+    takes at most 64 choices, and its fallback failed along a longer axis ('cannot reshape array of size 1 into shape
+    (1,4)': every check of a BERT model, which gathers from its 512 token types, failed); it also refused a negative
+    axis and indices shorter than data off the axis, which onnxruntime takes. Negative indices count from the end; an
+    index out of [-s, s-1] is refused, not wrapped."""
+    gather = load_op("", "GatherElements")
+
+    def _run(self, data, indices, axis=None):
+        axis = (axis or 0) % max(data.ndim, 1)
+        size = data.shape[axis]
+        if indices.size and (indices.min() < -size or indices.max() >= size):
+            bad = int(indices.min() if indices.min() < -size else indices.max())
+            raise ValueError(f"GatherElements: 'indices' values must be in [{-size}, {size - 1}] along data's axis {axis} (got {bad})")
+        within = data[tuple(slice(None) if d == axis else slice(0, indices.shape[d]) for d in range(data.ndim))]  # PyTorch's gather
+        return (np.take_along_axis(within, np.where(indices < 0, indices + size, indices).astype(np.int64), axis=axis),)
+
+    return type("GatherElements", (gather,), {"op_domain": "", "_run": _run})
+
+
 #: One op class per registered op, for ``onnx.reference.ReferenceEvaluator(..., new_ops=REFERENCE_OPS)``; a
-#: ``trt_scatter`` op in ONNX's own domain too (TensorRT's parser maps such a node onto the plugin as well); and Loop.
+#: ``trt_scatter`` op in ONNX's own domain too (TensorRT's parser maps such a node onto the plugin as well); Loop and
+#: GatherElements, whose ONNX classes are mended.
 REFERENCE_OPS = [_reference_op(op) for op in (*OPS.values(), *STANDARD_OPS.values())] + [_reference_op(op, "") for op in OPS.values()] + [
-    _loop_with_cond_left_out()]
+    _loop_with_cond_left_out(), _gather_elements_along_any_axis()]
 
 
 def _default_domain_as_empty(model):
