@@ -1574,9 +1574,9 @@ def _index_copy(shape_of="data", where_factor=None, unsqueeze_axes=(1,), index_t
     pytest.param(_index_copy(), None, id="the-exporter's-form"),
     pytest.param(_index_copy(where_factor=-1), None, id="behind-the-exporter's-where"),
     pytest.param(_index_copy(index_type=TensorProto.INT32, data_dims=("n", 5)), None, id="int32-into-a-dynamic-axis"),
-    pytest.param(_index_copy(shape_of="other"), "updates that do not span data's other axes", id="the-shape-of-another-tensor"),
-    pytest.param(_index_copy(shape_of="const"), "updates that do not span data's other axes", id="a-constant-shape"),
-    pytest.param(_index_copy(where_factor=2), "updates that do not span data's other axes", id="behind-a-where-that-changes-a-dimension"),
+    pytest.param(_index_copy(shape_of="other"), "updates not shown to span data's other axes", id="the-shape-of-another-tensor"),
+    pytest.param(_index_copy(shape_of="const"), "updates not shown to span data's other axes", id="a-constant-shape"),
+    pytest.param(_index_copy(where_factor=2), "updates not shown to span data's other axes", id="behind-a-where-that-changes-a-dimension"),
     pytest.param(_index_copy(unsqueeze_axes=(0,)), "not an index list expanded along the axis", id="unsqueezed-on-the-written-axis"),
     pytest.param(_index_copy(shape_of="const", updates_dims=(3, 5)), "an index list whose length is not the updates'", id="as-long-as-nothing-says"),
 ])

@@ -925,7 +925,9 @@ class _Rewriter:
         others = [d for d in range(len(dims)) if d != axis]
         shaped_by = self._data_shape_index_list(indices, data, axis)
         if shaped_by is None and not all(_same_dim(dims[d], update_dims[d]) for d in others):
-            raise _Left("updates that do not span data's other axes (a write of single elements)")
+            if any(isinstance(dims[d], int) and isinstance(update_dims[d], int) for d in others if dims[d] != update_dims[d]):
+                raise _Left("updates that do not span data's other axes (a write of single elements)")
+            raise _Left("updates not shown to span data's other axes (dims that static shapes and shared symbols do not prove equal)")
         values = self._constant(indices)
         if values is None:
             expand = _producer(indices)
