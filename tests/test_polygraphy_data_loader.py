@@ -1285,3 +1285,13 @@ def test_a_loader_that_drew_its_inputs_pickles_and_draws_the_same_again():
     again = pickle.loads(pickle.dumps(loader))
     for feed, other in zip(first, again):
         assert feed.keys() == other.keys() and all(np.array_equal(feed[name], other[name]) for name in feed)
+
+
+@pytest.mark.parametrize("updates_shape", [(1, 6, 5), ("k", 6, 5)])
+def test_a_scatternd_whose_row_length_is_free_takes_the_length_the_updates_rank_sets(updates_shape):
+    """indices [1, k] with k free: updates of rank 3 into data of rank 3 set k = 1 (indices.shape[:-1] + data.shape[k:]),
+    so the model has valid inputs; the loader took k = rank of data (3) and refused it ('updates' must have shape (1,))."""
+    model = fx.scatter_nd_model([3, 6, 5], [1, "k"], list(updates_shape))
+    for feed in ScatterDataLoader(model, seed=0, iterations=2):
+        assert feed["indices"].shape == (1, 1) and feed["updates"].shape == (1, 6, 5)
+        Reference(model).run(feed)
