@@ -1295,3 +1295,19 @@ def test_a_scatternd_whose_row_length_is_free_takes_the_length_the_updates_rank_
     for feed in ScatterDataLoader(model, seed=0, iterations=2):
         assert feed["indices"].shape == (1, 1) and feed["updates"].shape == (1, 6, 5)
         Reference(model).run(feed)
+
+
+def test_run_time_slice_axes_take_the_order_the_constant_slices_fit():
+    """start [0, 1], stop [4, -3], step [1, -2] with run-time axes: data [2, 4] and updates [1, 4] fit axes [1, 0]
+    only; the loader kept the default order [0, 1] and refused the model ('updates' must have shape (2, 0))."""
+    model = fx.slice_scatter_model([2, 4], [1, 4], [0, 1], [4, -3], [1, -2], axes=[1, 0], constant_params=("start", "stop", "step"))
+    for feed in ScatterDataLoader(model, seed=0, iterations=2):
+        Reference(model).run(feed)
+
+
+def test_a_free_dim_sliced_by_a_run_time_step_grows_to_fit_the_constant_start_and_stop():
+    """start 5, stop -7 with a run-time step and updates of 3: data of 5 takes them (step -2: 4, 2, 0), data of 4
+    takes no step; the loader left the free dim at 4 and refused the model."""
+    model = fx.slice_scatter_model(["d"], [3], [5], [-7], [-2], constant_params=("start", "stop"))
+    for feed in ScatterDataLoader(model, seed=0, iterations=2):
+        Reference(model).run(feed)
