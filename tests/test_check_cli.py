@@ -416,11 +416,18 @@ def test_bfloat16_inputs_are_named_in_one_line(tmp_path):
     assert result.stderr.startswith("trt-scatter check: error: input 'data' is bfloat16")
 
 
-def test_inputs_the_free_dims_make_invalid_say_to_give_the_shapes(tmp_path):
-    """A free dimension gets 4; where that makes the slice another length than the updates, the error says so."""
+def test_inputs_the_free_dims_make_invalid_say_to_give_the_shapes(tmp_path, monkeypatch):
+    """A free dimension gets 4, or grows (by at most 64) until the constant slice takes updates' length: -6::2 takes 3
+    of 5. Where it cannot grow that far (stood in for: no growth at all), the error says to give the shapes."""
+    import importlib
+
     from trt_scatter.onnx_models import slice_scatter_model
 
+    slice_scatter = importlib.import_module("trt_scatter.oracle.slice_scatter")  # the module (the package names its function so)
     path = fx.save(slice_scatter_model((4, "n"), [-6], [2**62], [2], [1], updates_shape=(4, 3)), tmp_path / "free.onnx")
+    grown = check(path, "--allow-engine-not-run")
+    assert grown.returncode == 0 and "'data:[4,5]'" in grown.stdout, output_of(grown)
+    monkeypatch.setattr(slice_scatter, "_GROWTH", 1)  # the checks run in forked children, which keep it
     result = check(path)
     assert result.returncode == 2, output_of(result)
     assert result.stderr.strip().count("\n") == 0

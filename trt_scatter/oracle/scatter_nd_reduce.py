@@ -118,8 +118,9 @@ def input_relations(shapes: Any, node: OpNode, op: str = OP) -> None:
         return
     rules.check_rank_at_least(op, "data", data, 1)
     rules.check_rank_at_least(op, "indices", indices, 1)
-    if shapes.free(indices[-1]):  # rows of unknown length address elements
-        shapes.equal(indices[-1], len(data))
+    if shapes.free(indices[-1]):  # rows of a length updates' rank sets (indices.shape[:-1] + data.shape[k:]), or elements
+        k = None if updates is None else len(indices) - 1 + len(data) - len(updates)
+        shapes.equal(indices[-1], k if k is not None and 0 <= k <= len(data) else len(data))
     k = shapes.of(indices[-1])
     shapes.equal_shapes(updates, list(indices[:-1]) + list(data[k:]))  # any number of rows: repeats combine
     rows = shapes.index_values(node, "indices")[0]

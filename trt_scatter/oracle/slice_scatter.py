@@ -15,6 +15,7 @@ each ``(start, stop, step, axis)``, ``slices[axis] = slice(start, stop, step)``.
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -256,12 +257,22 @@ _END = 2**31 - 1  # a start or stop this far or farther is an end of the axis, w
 
 def _derive_length(shapes, node, axis, fixed):
     """Constant slice parameters (``fixed``: some of start/stop/step) on ``axis``: a free updates dim there
-    takes a length the slice can have in data's dim (the oracle's check names a fixed one that cannot)."""
+    takes a length the slice can have in data's dim; a free data dim, where updates' length is set, grows to the
+    first size whose slices take it (start 5, stop -7 and a run-time step take 3 elements of 5, none of 4; the
+    oracle's check names a fixed pair that cannot)."""
     data, updates = shapes.shape(node, "data")[axis], shapes.shape(node, "updates")[axis]
+    if shapes.free(data) and not shapes.free(updates) and shapes.find(data) != shapes.find(updates):
+        count = shapes.of(updates)
+        size = next((d for d in range(shapes.of(data), shapes.of(data) + _GROWTH) if count in slices_by_count(d, fixed)), None)
+        if size is not None:
+            shapes.value[shapes.find(data)] = size
     counts = slices_by_count(shapes.of(data), fixed) if shapes.free(updates) else ()
     if counts and shapes.of(updates) not in counts:
         nonzero = sorted(c for c in counts if c) or [0]
         shapes.value[shapes.find(updates)] = nonzero[int(shapes.rng.integers(len(nonzero)))]
+
+
+_GROWTH = 64  # how far past its value a free data dim is grown for a slice of constant bounds to take updates' length
 
 
 def _input_axes(shapes, node):
@@ -285,7 +296,32 @@ def _input_axes(shapes, node):
     others = sorted(shuffled, key=lambda i: shapes.find(data[i]) == shapes.find(updates[i]))
     if len(fixed) > count:
         raise rules.ScatterInputError(OP, "axes", f"cannot be chosen for {count} sliced axes of data {tuple(data)}", f"updates {tuple(updates)}")
-    return fixed + others[: count - len(fixed)]
+    chosen = fixed + others[: count - len(fixed)]
+    constants = {k: np.atleast_1d(plan.constant(node, k)) for k in ("start", "stop", "step") if plan.constant(node, k) is not None}
+    if not constants or _constants_fit(shapes, data, updates, constants, chosen):
+        return chosen
+    # the constant slices fit some order of the axes only (start [0, 1], stop [4, -3], step [1, -2] into data (2, 4) with
+    # updates (1, 4): axes [1, 0]): the first order that fits, where the static dims tell
+    return next((list(axes) for axes in itertools.islice(itertools.permutations(range(rank), count), _ORDERS)
+                 if _constants_fit(shapes, data, updates, constants, axes)), chosen)
+
+
+_ORDERS = 40320  # the most orders of sliced axes tried (every order of 8 axes)
+
+
+def _constants_fit(shapes, data, updates, constants, axes):
+    """Whether sliced ``axes`` take updates' static dims: each sliced axis a length its constant parameters give in
+    data's dim, each other axis data's dim."""
+    for axis, (d, u) in enumerate(zip(data, updates)):
+        d, u = shapes.find(d), shapes.find(u)
+        if not (isinstance(d, int) and isinstance(u, int)):
+            continue
+        if axis not in axes:
+            if d != u:
+                return False
+        elif u not in slices_by_count(d, {k: int(v[list(axes).index(axis)]) for k, v in constants.items()}):
+            return False
+    return True
 
 
 def input_capacity(plan: Any, node: OpNode) -> int | None:
