@@ -1925,3 +1925,43 @@ def test_extremes_from_zero_names_torch_geometrics_export_branch(zeros, hops, wa
                               [helper.make_tensor_value_info("output", FLOAT, [5, 3])], initializers)
     lines = list(extremes_from_zero(graph))
     assert len(lines) == warned and all("negative maximum" in line for line in lines), lines
+
+
+def _run_three_ways(model, feeds):
+    """onnxruntime on the original, Reference on the rewritten model, onnxruntime on its lowering."""
+    expected = onnxruntime.InferenceSession(model.SerializeToString()).run(None, feeds)[0]
+    rewritten, _ = rewrite(model)
+    onnx.checker.check_model(rewritten)
+    np.testing.assert_array_equal(Reference(rewritten).run(feeds)[model.graph.output[0].name], expected)
+    lowered = onnxruntime.InferenceSession(lower(rewritten).SerializeToString()).run(None, feeds)[0]
+    np.testing.assert_array_equal(lowered, expected)
+
+
+def test_empty_constant_index_rows_into_an_empty_batch_write_nothing():
+    # ScatterND with constant indices of shape (0, 2) into data (0, 0): nothing is written (onnxruntime gives the
+    # empty data back); the rewrite took it for a CacheScatter, which Reference and lower refuse (1 entry > 0).
+    graph = helper.make_graph(
+        [helper.make_node("ScatterND", ["X", "I", "U"], ["Y"])], "g",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [0, 0]), helper.make_tensor_value_info("U", TensorProto.FLOAT, [0])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [0, 0])],
+        [numpy_helper.from_array(np.zeros((0, 2), np.int64), "I")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    _run_three_ways(model, {"X": np.zeros((0, 0), np.float32), "U": np.zeros((0,), np.float32)})
+
+
+def test_masked_write_in_order_over_an_empty_trailing_axis():
+    # x[mask] = s[:mask.sum()] with x and mask of shape (1, 0): nothing is masked, onnxruntime returns x; the
+    # rewritten Where's values Reshape fails in Reference and onnxruntime refuses its lowering ("Invalid position of 0").
+    nodes = [helper.make_node("NonZero", ["M"], ["nz"]), helper.make_node("Transpose", ["nz"], ["I"], perm=[1, 0]),
+             helper.make_node("Shape", ["I"], ["sh"]), helper.make_node("Slice", ["sh", "zero", "one"], ["n"]),
+             helper.make_node("Slice", ["S", "zero", "n", "zero"], ["U"]), helper.make_node("ScatterND", ["X", "I", "U"], ["Y"])]
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 0]), helper.make_tensor_value_info("M", TensorProto.BOOL, [1, 0]),
+         helper.make_tensor_value_info("S", TensorProto.FLOAT, [0])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 0])],
+        [numpy_helper.from_array(np.array([0], np.int64), "zero"), numpy_helper.from_array(np.array([1], np.int64), "one")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    _run_three_ways(model, {"X": np.zeros((1, 0), np.float32), "M": np.zeros((1, 0), bool), "S": np.zeros((0,), np.float32)})
