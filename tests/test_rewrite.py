@@ -1938,8 +1938,8 @@ def _run_three_ways(model, feeds):
 
 
 def test_empty_constant_index_rows_into_an_empty_batch_write_nothing():
-    # ScatterND with constant indices of shape (0, 2) into data (0, 0): nothing is written (onnxruntime gives the
-    # empty data back); the rewrite took it for a CacheScatter, which Reference and lower refuse (1 entry > 0).
+    """ScatterND with constant indices of shape (0, 2) into data (0, 0): nothing is written (onnxruntime gives the empty
+    data back); the rewrite took it for a CacheScatter, which Reference and lower refuse (1 entry > 0)."""
     graph = helper.make_graph(
         [helper.make_node("ScatterND", ["X", "I", "U"], ["Y"])], "g",
         [helper.make_tensor_value_info("X", TensorProto.FLOAT, [0, 0]), helper.make_tensor_value_info("U", TensorProto.FLOAT, [0])],
@@ -1951,8 +1951,8 @@ def test_empty_constant_index_rows_into_an_empty_batch_write_nothing():
 
 
 def test_masked_write_in_order_over_an_empty_trailing_axis():
-    # x[mask] = s[:mask.sum()] with x and mask of shape (1, 0): nothing is masked, onnxruntime returns x; the
-    # rewritten Where's values Reshape fails in Reference and onnxruntime refuses its lowering ("Invalid position of 0").
+    """x[mask] = s[:mask.sum()] with x and mask of shape (1, 0): nothing is masked, onnxruntime returns x; the rewritten
+    Where's values Reshape read the 0 as 'copy that dim' (Reference failed, onnxruntime refused the lowering)."""
     nodes = [helper.make_node("NonZero", ["M"], ["nz"]), helper.make_node("Transpose", ["nz"], ["I"], perm=[1, 0]),
              helper.make_node("Shape", ["I"], ["sh"]), helper.make_node("Slice", ["sh", "zero", "one"], ["n"]),
              helper.make_node("Slice", ["S", "zero", "n", "zero"], ["U"]), helper.make_node("ScatterND", ["X", "I", "U"], ["Y"])]

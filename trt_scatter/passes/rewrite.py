@@ -576,10 +576,12 @@ class _Rewriter:
             node.outputs.clear()
 
     def _nd_indices(self, indices, data, transposed_data, dims, axis_of):
+        constant = self._constant(indices)
+        if constant is not None and constant.ndim and math.prod(constant.shape[:-1]) == 0:  # no row: before the batch-row forms
+            raise _Left(NO_INDEX)
         rows = self._batch_rows(indices, dims, axis_of, (data, transposed_data)) or self._batch_spans(indices, dims, axis_of, (data, transposed_data))
         if rows is not None:
             return rows
-        constant = self._constant(indices)
         if constant is not None:
             return _grid(constant, dims, axis_of)
         sliced = self._slice_grid(indices, data, transposed_data, dims, axis_of)
@@ -1247,7 +1249,9 @@ class _Rewriter:
         gathered = self._node("Gather", [padded, rows], f"{label}_gathered", dtype, axis=0)
         shape = self._node("Shape", [mask], f"{label}_mask_shape", np.int64)
         full = self._node("Concat", [shape, tail], f"{label}_values_shape", np.int64, axis=0)
-        return self._node("Reshape", [gathered, full], f"{label}_values", dtype)
+        # allowzero: a mask with an empty axis past the first (x of shape (1, 0)) gives a 0 that is a size, not a copy
+        zeros = {"allowzero": 1} if (self.graph.opset or 14) >= 14 else {}
+        return self._node("Reshape", [gathered, full], f"{label}_values", dtype, **zeros)
 
     def _replaced_by(self, op_type, node, inputs, name, **attributes):
         """A standard node computing ``node``'s output from ``inputs``, in its place."""
