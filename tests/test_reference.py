@@ -295,3 +295,19 @@ def test_gather_elements_along_a_long_axis_computes_what_onnxruntime_does(data_s
     feeds["indices"].reshape(-1)[0] = size  # one past the end: refused, not wrapped to the first
     with pytest.raises(Exception, match=rf"GatherElements node \(output 'output'\): GatherElements: 'indices' values must be in \[{-size}, {size - 1}\] along data's axis {axis % len(data_shape)} \(got {size}\)"):
         Reference(model).run(feeds)
+
+
+@pytest.mark.parametrize("data_shape, indices_shape, axis, message", [
+    ((3, 1), (2, 2), 0, r"'indices' shape \(2, 2\) must not exceed data's \(3, 1\) off axis 0"),
+    ((0, 3), (1, 3), 1, r"'indices' shape \(1, 3\) must not exceed data's \(0, 3\) off axis 1"),
+    ((2, 3), (2, 1), 2, r"axis 2 is out of range for data of rank 2"),
+    ((2, 3), (2,), 0, r"'indices' has rank 1 where data has rank 2")], ids=["broadcast-1", "empty-off-axis", "axis-past-rank", "rank"])
+def test_gather_elements_refuses_what_onnxruntime_refuses(data_shape, indices_shape, axis, message):
+    """onnxruntime refuses indices longer than data off the axis, an axis outside [-r, r-1] and a rank that differs;
+    np.take_along_axis would broadcast a data dim of 1 (or 0) to them and a modulo would wrap the axis: answers ONNX has none for."""
+    node = helper.make_node("GatherElements", ["data", "indices"], ["output"], axis=axis)
+    graph = helper.make_graph([node], "g", [fx.info("data", None), fx.info("indices", None, TensorProto.INT64)], [fx.info("output", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    feeds = {"data": np.zeros(data_shape, np.float32), "indices": np.zeros(indices_shape, np.int64)}
+    with pytest.raises(Exception, match=r"GatherElements node \(output 'output'\): GatherElements: " + message):
+        Reference(model).run(feeds)
