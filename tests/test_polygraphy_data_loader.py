@@ -1311,3 +1311,51 @@ def test_a_free_dim_sliced_by_a_run_time_step_grows_to_fit_the_constant_start_an
     model = fx.slice_scatter_model(["d"], [3], [5], [-7], [-2], constant_params=("start", "stop"))
     for feed in ScatterDataLoader(model, seed=0, iterations=2):
         Reference(model).run(feed)
+
+
+def test_a_free_dim_grown_for_one_slice_is_taken_by_another_slice_derived_before_it():
+    """Two SliceScatters on data [d]: the first (in node order) slices all of it into free updates [u], the second takes
+    3 of d with start 5, stop -7 and a run-time step, which d = 5 fits (step -2) and d = 4 does not. The second grew d to 5
+    after the first had set u = 4 from d's old value, and the loader refused the valid model ('updates' must have shape (5,))."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from trt_scatter.ops import DOMAIN, VERSION
+
+    def constant(name, values):
+        return numpy_helper.from_array(np.asarray(values, np.int64), name)
+
+    whole = helper.make_node("SliceScatter", ["x", "u_all", "zero", "end", "one"], ["whole"], domain=DOMAIN)
+    three = helper.make_node("SliceScatter", ["x", "u_three", "five", "minus_seven", "step"], ["three"], domain=DOMAIN)
+    graph = helper.make_graph([whole, three], "g",
+                              [info("x", ["d"]), info("u_all", ["u"]), info("u_three", [3]), info("step", [1], np.int64)],
+                              [info("whole", ["d"]), info("three", ["d"])],
+                              initializer=[constant("zero", [0]), constant("end", [2**62]), constant("one", [1]), constant("five", [5]),
+                                           constant("minus_seven", [-7])])
+    model = onnx.helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, VERSION)], ir_version=8)
+    for feed in ScatterDataLoader(model, seed=0, iterations=2):
+        assert feed["u_all"].shape == feed["x"].shape
+        Reference(model).run(feed)
+
+
+def test_a_free_dim_grown_for_a_slice_stays_within_another_nodes_data():
+    """A SliceScatter takes 3 of data [d] with start 10, stop 13 and a run-time step (d of 13 or more), and d is also the
+    count of a ScatterUpdate's distinct indices into data [m]: m had settled to fit d's old value, the growth went past it,
+    and the loader refused the valid model ('indices' must have at most 8 elements)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from trt_scatter.ops import DOMAIN, VERSION
+
+    def constant(name, values):
+        return numpy_helper.from_array(np.asarray(values, np.int64), name)
+
+    sliced = helper.make_node("SliceScatter", ["x", "u_three", "ten", "thirteen", "step"], ["sliced"], domain=DOMAIN)
+    updated = helper.make_node("ScatterUpdate", ["z", "indices", "rows", "zero"], ["updated"], domain=DOMAIN)
+    graph = helper.make_graph([sliced, updated], "g",
+                              [info("x", ["d"]), info("u_three", [3]), info("step", [1], np.int64), info("z", ["m"]),
+                               info("indices", ["d"], np.int64), info("rows", ["d"])],
+                              [info("sliced", ["d"]), info("updated", ["m"])],
+                              initializer=[constant("ten", [10]), constant("thirteen", [13]), constant("zero", 0)])
+    model = onnx.helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, VERSION)], ir_version=8)
+    for feed in ScatterDataLoader(model, seed=0, iterations=2):
+        assert feed["x"].shape[0] >= 13 and feed["z"].shape[0] >= feed["indices"].shape[0]
+        Reference(model).run(feed)

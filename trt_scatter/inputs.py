@@ -699,11 +699,18 @@ class _Shapes:
         if self.plan.rooms:
             for low, high in self.rooms:
                 self._room_for(low, high)
-        for node, derive in self.derived:
-            try:
-                derive()
-            except ScatterInputError as err:
-                raise node.error(err) from None
+        # again until nothing moves: a slice may grow a free data dim after another node's length was taken from it,
+        # or past a bound that another node's dim settled to (d indices into data of m: m grows again)
+        for _ in range(len(self.derived) + 1):
+            derived = dict(self.value)
+            for node, derive in self.derived:
+                try:
+                    derive()
+                except ScatterInputError as err:
+                    raise node.error(err) from None
+            if self.value == derived:
+                break
+            self._settle()
         self._fit_expanded_inputs()
         missing = [name for name in self.plan.inputs if self.symbolic.symbolic_shape(name) is None]
         if missing:
