@@ -1317,7 +1317,7 @@ def test_a_free_dim_grown_for_one_slice_is_taken_by_another_slice_derived_before
     """Two SliceScatters on data [d]: the first (in node order) slices all of it into free updates [u], the second takes
     3 of d with start 5, stop -7 and a run-time step, which d = 5 fits (step -2) and d = 4 does not. The second grew d to 5
     after the first had set u = 4 from d's old value, and the loader refused the valid model ('updates' must have shape (5,))."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     from trt_scatter.ops import DOMAIN, VERSION
 
@@ -1341,7 +1341,7 @@ def test_a_free_dim_grown_for_a_slice_stays_within_another_nodes_data():
     """A SliceScatter takes 3 of data [d] with start 10, stop 13 and a run-time step (d of 13 or more), and d is also the
     count of a ScatterUpdate's distinct indices into data [m]: m had settled to fit d's old value, the growth went past it,
     and the loader refused the valid model ('indices' must have at most 8 elements)."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     from trt_scatter.ops import DOMAIN, VERSION
 

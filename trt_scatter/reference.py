@@ -159,12 +159,12 @@ def _gather_elements_along_any_axis():
         # what onnxruntime refuses is refused here too: np.take_along_axis would broadcast a data dim of 1 (or 0) to
         # longer indices, and a modulo would wrap an axis past the rank, each an answer ONNX has none for
         if indices.ndim != data.ndim:
-            raise ValueError(f"GatherElements: 'indices' has rank {indices.ndim} where data has rank {data.ndim}")
+            raise ValueError(f"GatherElements: 'indices' must have data's rank ({data.ndim}) (got rank {indices.ndim})")
         if not -data.ndim <= (axis or 0) < data.ndim:
-            raise ValueError(f"GatherElements: axis {axis} is out of range for data of rank {data.ndim}")
+            raise ValueError(f"GatherElements: 'axis' must be in [{-data.ndim}, {data.ndim - 1}] (got {axis})")
         axis = (axis or 0) % data.ndim
         if any(i > d for k, (i, d) in enumerate(zip(indices.shape, data.shape)) if k != axis):
-            raise ValueError(f"GatherElements: 'indices' shape {indices.shape} must not exceed data's {data.shape} off axis {axis}")
+            raise ValueError(f"GatherElements: 'indices' must be no longer than data {data.shape} off axis {axis} (got shape {indices.shape})")
         size = data.shape[axis]
         if indices.size and (indices.min() < -size or indices.max() >= size):
             bad = int(indices.min() if indices.min() < -size else indices.max())
