@@ -913,7 +913,8 @@ class _Rewriter:
             return self._reduction(node)
         readers = node.outputs[0].outputs
         mean = self._before_identity_fill(node, "add") is not None  # zeros at the indices, then a plain write there
-        if mean or (len(readers) == 1 and readers[0].op == node.op and _attr(readers[0], "reduction", "none") == "none"
+        if mean or (len(readers) == 1 and readers[0].op == node.op and readers[0].inputs[0] is node.outputs[0]
+                    and _attr(readers[0], "reduction", "none") == "none"
                     and self._before_identity_fill(readers[0], "add") is not None):  # that fill, whose write would then look plain
             raise _Left(_DYNAMO_MEAN)
         data, indices, updates = node.inputs
