@@ -619,7 +619,6 @@ def timing_cache_unread(heard: Sequence[str]) -> str | None:
     return "it is not a timing cache this TensorRT can read"
 
 
-
 def check_timing_cache(path: str | os.PathLike | None, what: str = "timing_cache") -> None:
     """A timing cache (``what``: the argument that names it) is a regular file or none yet: it is read, then written, and
     reading a folder fails inside polygraphy, a device or a fifo may never end."""

@@ -235,7 +235,7 @@ class _Node(OpNode):
 
 
 _GATHERS = ("Gather", "GatherElements", "GatherND")
-_SAME_VALUES = ("Cast", "CastLike", "Identity", "Squeeze", "Unsqueeze", "Reshape", "Flatten", "Expand")  # keep every element's value
+_RESHAPES = ("Squeeze", "Unsqueeze", "Reshape", "Flatten", "Expand")  # keep every element's value, in another shape
 
 
 class _Plan:
@@ -292,8 +292,9 @@ class _Plan:
             if node.op_type not in _GATHERS or node.domain not in DEFAULT_DOMAINS or len(node.input) < 2:
                 continue
             name, data = node.input[1], self.concrete.get(node.input[0]) or self._solved.known(node.input[0])
-            while name in self.producers and self.producers[name].op_type in _SAME_VALUES and self.producers[name].domain in DEFAULT_DOMAINS:
-                name = self.producers[name].input[0]
+            while (producer := self.producers.get(name)) is not None and (
+                    keeps_values(producer) or (producer.op_type in _RESHAPES and producer.domain in DEFAULT_DOMAINS)):
+                name = producer.input[0]
             if name not in self.inputs or name in self.generators or np.dtype(self.inputs[name][0]).kind not in "iu" or not data:
                 continue
             attributes = {attribute.name: attribute.i for attribute in node.attribute}

@@ -92,7 +92,6 @@ def declared_dims(value: onnx.ValueInfoProto) -> list[int | str | None] | None:
     return [declared_size(d, d.dim_param or None) for d in value.type.tensor_type.shape.dim]
 
 
-
 def node_label(node: onnx.NodeProto, index: int | None = None) -> str:
     """How every message names a node: ``SliceScatter node 'write_kv'``; one without a name by its
     position ``index`` in its graph (where the caller knows it) and its first output."""
