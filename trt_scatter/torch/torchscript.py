@@ -439,7 +439,6 @@ def _single_mask(emitter, data, indices):
     as ``Reshape(mask, [-1, 1, ...])``."""
     from torch.onnx import symbolic_helper
 
-    torch = _torch()
     bool_type = _exporter_module("_type_utils").JitScalarType.BOOL
     given = [not symbolic_helper._is_none(index) and emitter.scalar_type(index) == bool_type for index in indices]
     if given.count(True) != 1:
@@ -447,12 +446,9 @@ def _single_mask(emitter, data, indices):
     position = given.index(True)
     mask, trailing = indices[position], len(indices) - position - 1
     if trailing:  # the mask reshaped to broadcast against the whole axes after it
-        node = mask.node()
-        shape = symbolic_helper._maybe_get_const(next(iter(list(node.inputs())[1:]), None), "t") if node.kind() == "onnx::Reshape" else None
-        source = next(node.inputs()) if node.kind() == "onnx::Reshape" else None
-        if not isinstance(shape, torch.Tensor) or shape.tolist() != [-1] + [1] * trailing or len(emitter.dims(source) or ()) != 1:
+        mask = _column_of(mask, trailing)
+        if mask is None or len(emitter.dims(mask) or ()) != 1:
             return 0, None
-        mask = source
     dims, count = emitter.dims(data) or (), len(emitter.dims(mask) or ())
     for place, index in enumerate(indices):
         if place == position or (place < position and symbolic_helper._is_none(index)):
@@ -473,14 +469,23 @@ def _whole_axis_index(index, data, dims, axis, ones):
     if isinstance(whole, torch.Tensor):
         return (axis < len(dims) and isinstance(dims[axis], int) and tuple(whole.shape) == (dims[axis],) + (1,) * ones
                 and whole.flatten().tolist() == list(range(dims[axis])))
-    node = index.node()
-    if node.kind() != "onnx::Reshape":
+    if index.node().kind() != "onnx::Reshape":
         return ones == 0 and _arange_over(index, data, axis)
+    source = _column_of(index, ones)
+    return source is not None and _arange_over(source, data, axis)
+
+
+def _column_of(value, ones):
+    """``x`` where ``value`` is ``Reshape(x, [-1] + [1] * ones)``, as the exporter shapes an index to broadcast against
+    ``ones`` indices after it; else None."""
+    from torch.onnx import symbolic_helper
+
+    node = value.node()
+    if node.kind() != "onnx::Reshape":
+        return None
     source, shape = node.inputs()
     shape = symbolic_helper._maybe_get_const(shape, "t")
-    if not isinstance(shape, torch.Tensor) or shape.tolist() != [-1] + [1] * ones:
-        return False
-    return _arange_over(source, data, axis)
+    return source if isinstance(shape, _torch().Tensor) and shape.tolist() == [-1] + [1] * ones else None
 
 
 def _arange_over(value, data, axis):
