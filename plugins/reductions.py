@@ -166,8 +166,8 @@ def element_type_of(op: str, types: Sequence[str] | None, itemsize: int) -> str:
     return name
 
 
-def check_launch(op: str, *, element_size: int, element_type: str, index_itemsize: int, reduction: str, include_self: int, rows: int, targets: int, workspace: int, chunk: int, segment: int) -> None:
-    """The host-known arguments of a launch, each refused by name."""
+def check_launch(op: str, *, element_size: int, element_type: str, index_itemsize: int, reduction: str, include_self: int, rows: int, targets: int, workspace: int, chunk: int | None, segment: int) -> None:
+    """The host-known arguments of a launch, each refused by name (``chunk`` None: the plan's default split)."""
     kernels.choice(op, "element_size", element_size, kernels.ELEMENT_SIZES, " bytes")
     kernels.choice(op, "index_itemsize", index_itemsize, kernels.INDEX_ITEMSIZES, " bytes")
     if element_type not in ELEMENT_KINDS or ELEMENT_SIZES[element_type] != element_size:
@@ -177,18 +177,13 @@ def check_launch(op: str, *, element_size: int, element_type: str, index_itemsiz
     if rows > MAX_ROWS or targets >= MAX_ROWS:
         raise ScatterInputError(op, "indices", "must address fewer than 2**32 - 1 targets with at most 2**32 - 1 update rows "
                                 "(the kernels sort them as uint32)", f"{rows} rows into {targets} targets")
-    check_split(op, chunk, segment)
-    if Plan(rows, targets, chunk, segment).workspace_bytes and not workspace:
-        raise ScatterInputError(op, "workspace", "must be a device address (not null) when there are rows to sort", workspace)
-
-
-def check_split(op: str, chunk: int | None, segment: int) -> None:
-    """The launch's split, each refused by name (``chunk`` None: the plan's default)."""
     for name, value, lowest in (("chunk", chunk, 1), ("segment", segment, 2)):  # a segment of 1 would never shrink the scan
-        if value is None and name == "chunk":
+        if value is None and name == "chunk":  # the plan's default split
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
             raise ScatterInputError(op, name, f"must be an int >= {lowest}", value)
+    if Plan(rows, targets, chunk, segment).workspace_bytes and not workspace:
+        raise ScatterInputError(op, "workspace", "must be a device address (not null) when there are rows to sort", workspace)
 
 
 def check_aot(op: str, element_type: str | None, reduction: str, include_self: int) -> None:
@@ -222,10 +217,9 @@ def _planned(kernel, output, updates, indices, error_flag, workspace, data_shape
     """The checked and packed launches for these arguments, made once: an enqueue with the buffers and shapes of the
     one before (TensorRT's usual case) reuses them instead of packing 20-odd structs again."""
     op = f"launch_{kernel}"
-    check_split(op, chunk, segment)  # before the plan, whose own refusal names no launch argument
-    plan = Plan(rows, targets, chunk, segment)  # chunk None: the default split, decided there
     check_launch(op, element_size=element_size, element_type=element_type, index_itemsize=index_itemsize, reduction=reduction,
-                 include_self=include_self, rows=rows, targets=targets, workspace=workspace, chunk=plan.chunk, segment=segment)
+                 include_self=include_self, rows=rows, targets=targets, workspace=workspace, chunk=chunk, segment=segment)
+    plan = Plan(rows, targets, chunk, segment)  # after the checks, whose refusals name the launch argument; chunk None: the default
     kernels.needed(op, "output", output, math.prod(data_shape))
     kernels.needed(op, "indices", indices, rows)
     kernels.needed(op, "updates", updates, rows * columns)
