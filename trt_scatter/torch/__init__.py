@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     import onnx
     import torch
 
+    from trt_scatter.model import Model
+
 __all__ = ["export", "mark_inplace", "translation_table", "register_symbolics", "unregister_symbolics"]
 
 
@@ -95,6 +97,7 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
     if not isinstance(model, (torch.nn.Module, torch.export.ExportedProgram, torch.jit.ScriptFunction)):
         raise TypeError(f"trt_scatter.torch.export: model is a torch.nn.Module, a torch.export.ExportedProgram or a TorchScript function "
                         f"(got {type(model).__name__})")
+    from trt_scatter.model import Model
     from trt_scatter.passes.lower import nested_node
     from trt_scatter.passes.rewrite import extremes_from_zero, rewrite
     from trt_scatter.passes.validate import validate
@@ -125,11 +128,12 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
     proto, report = rewrite(proto)
     for line in report.lines():
         logger.debug("trt_scatter.torch: rewrite: %s", line)
-    validate(proto)  # what the exporter let through and trt-scatter would refuse (float indices...) is refused here, not at build
+    exported = Model(proto)  # its shapes worked out once, for the validation and the checks below
+    validate(exported)  # what the exporter let through and trt-scatter would refuse (float indices...) is refused here, not at build
     if not dynamo:
         for line in extremes_from_zero(proto.graph):
             logger.warning(f"trt_scatter.torch: {line}; export with dynamo=True, which takes the eager branch")
-        for line in _shapes_of_the_example(proto):
+        for line in _shapes_of_the_example(exported):
             logger.warning(f"trt_scatter.torch: {line}: the model runs at that size only (PyTorch's tracer keeps some shapes of its "
                            "example); export with dynamo=True")
         through = _passed_through(proto.graph)
@@ -168,16 +172,16 @@ def _dynamo_failure(err: BaseException) -> str:
             "(dynamo=False exports with PyTorch's TorchScript exporter)")
 
 
-def _shapes_of_the_example(proto: onnx.ModelProto) -> Iterator[str]:
+def _shapes_of_the_example(exported: Model) -> Iterator[str]:
     """The main graph's Reshapes to a constant shape of a tensor with a dynamic dimension of the graph's inputs, which
     hold its element count at one size: where the tracer wrote a shape of the example (values broadcast to a write,
     viewed without their leading 1s), any other size of that dimension fails at run time."""
-    from trt_scatter.model import Model, declared_dims, node_label
+    from trt_scatter.model import declared_dims, node_label
     from trt_scatter.oracle.rules import show_shape
 
-    dynamic = {d for value in proto.graph.input for d in declared_dims(value) or () if isinstance(d, str)}
-    tensors = Model(proto).tensors
-    for node in proto.graph.node:
+    graph, tensors = exported.proto.graph, exported.tensors
+    dynamic = {d for value in graph.input for d in declared_dims(value) or () if isinstance(d, str)}
+    for node in graph.node:
         if node.op_type != "Reshape" or node.domain not in DEFAULT_DOMAINS or len(node.input) < 2:
             continue
         dims, shape = tensors.symbolic_shape(node.input[0]), tensors.constant(node.input[1])
