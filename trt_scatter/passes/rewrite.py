@@ -1313,7 +1313,7 @@ class _Rewriter:
         add.inputs.clear()
         add.outputs.clear()
         node.outputs = [sum_]
-        pattern, op, detail = match(node)  # a scatter with reduction add: _reduction, which leaves none
+        pattern, op, detail = match(node)  # with reduction add: a masked Where or _reduction, neither of which leaves it
         return f"Add({pattern} of zeros)", op, f"{detail}, into the Add's other input: the sum PyTorch computes where indices repeat"
 
     def _reduction(self, node):
