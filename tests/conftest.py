@@ -97,6 +97,33 @@ def _torchlib_registry_built_once():
     yield from _registration_copies(_registration.ONNXRegistry)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _cia_ops_materialized_once():
+    """torch.export's decompositions look up every CompositeImplicitAutograd op the dispatcher holds on ``torch.ops``,
+    to make their Python objects exist, twice per namespace and export (about 0.2 s of CPU an export). The lookups only
+    create objects, so while the dispatcher holds the same ops, a second round changes nothing: here it is skipped then
+    (tests/test_torch_export.py checks that torch.export sees the same ops with and without it)."""
+    import sys
+
+    if "torch" not in sys.modules:
+        yield
+        return
+    from torch._export import utils
+
+    materialize, done = utils._materialize_cpp_cia_ops, []
+
+    def materialize_once():
+        registered = utils.torch._C._dispatch_get_registrations_for_dispatch_key("CompositeImplicitAutograd")
+        if done != [registered]:
+            materialize()
+            done[:] = [registered]
+
+    materialize_once.original = materialize
+    utils._materialize_cpp_cia_ops = materialize_once
+    yield
+    utils._materialize_cpp_cia_ops = materialize
+
+
 def _registration_copies(registry_class):
     build, built = registry_class.__dict__["from_torchlib"], {}  # the classmethod itself, put back after the run
 

@@ -499,24 +499,26 @@ FAKE_SANITIZER = textwrap.dedent("""\
 
 
 def _kernel_cache_of_stand_ins(folder, library):
-    """The rehearsal's own kernel cache: for every instantiation gpu_check.py loads, a stand-in CUBIN (an ELF tag) under
-    the name g++ gave its kernel in the shim, and each AOT entry's PTX as NVRTC writes it (the run's, kernel_cache).
+    """The rehearsal's own kernel cache: for every instantiation gpu_check.py loads, a stand-in CUBIN (an ELF tag) and,
+    for each AOT entry, a stand-in PTX (the ``.version`` this NVRTC writes, from one real compile), under the name g++
+    gave its kernel in the shim.
 
-    The stand-in driver runs the shim's kernel whatever image it is handed, so compiling the 64 CUBINs (about a minute
-    of CPU) would prove nothing here; tests/test_kernels_compile.py compiles CUBINs and every AOT entry's PTX and checks
-    that NVRTC's names are the shim's."""
+    The stand-in driver runs the shim's kernel whatever image it is handed and reads no more of a PTX than its version,
+    so compiling the 64 CUBINs and 32 PTX texts (about two minutes of CPU) would prove nothing here;
+    tests/test_kernels_compile.py compiles CUBINs and AOT entries' PTX and checks that NVRTC's names are the shim's."""
     from trt_scatter.plugins import cuda
 
     try:
         arch, ptx_arch = cuda.target_arch(90), cuda.aot_ptx_arch()
+        isa = cuda.ptx_isa_version(cuda.aot_ptx("slice_scatter_aot", 4)[1])
     except cuda.CudaUnavailableError as error:
         pytest.skip(f"the rehearsal needs NVRTC: {error}")
     for kernel, element_size, index in gpu_check.INSTANTIATIONS:
-        cuda._write_cache_file(folder / f"{cuda.cache_key(kernel, element_size, index, arch)}.cubin", b"\x7fELF stand-in",
-                               host.kernel_symbol(library, kernel, element_size, index))
+        symbol = host.kernel_symbol(library, kernel, element_size, index)
+        cuda._write_cache_file(folder / f"{cuda.cache_key(kernel, element_size, index, arch)}.cubin", b"\x7fELF stand-in", symbol)
         if kernel.endswith(cuda.AOT_SUFFIX):
-            lowered, ptx = cuda.aot_ptx(kernel, element_size, index)
-            cuda._write_cache_file(folder / f"{cuda.cache_key(kernel, element_size, index, ptx_arch)}.ptx", ptx.encode(), lowered)
+            ptx = f"// a stand-in: the driver runs the shim's {symbol}\n.version {isa}\n.target sm_{ptx_arch}\n"
+            cuda._write_cache_file(folder / f"{cuda.cache_key(kernel, element_size, index, ptx_arch)}.ptx", ptx.encode(), symbol)
     return folder
 
 
@@ -588,6 +590,8 @@ def test_rehearsal_runs_every_step_and_brings_back_every_figure(rehearsal, tmp_p
     assert "| slice_scatter | struct | 1 | int32 | 8 | 0 |  |" in memcheck and "== benchmarks" in memcheck
     cubins = list(Path(rehearsal["TRT_SCATTER_CACHE_DIR"]).glob("*.cubin"))  # every one loaded was a stand-in: NVRTC compiled none
     assert len(cubins) == 64 and all(b"ELF stand-in" in path.read_bytes() for path in cubins)
+    ptxs = list(Path(rehearsal["TRT_SCATTER_CACHE_DIR"]).glob("*.ptx"))  # nor any AOT entry's PTX
+    assert len(ptxs) == 32 and all(b"a stand-in" in path.read_bytes() for path in ptxs)
 
 
 def test_rehearsal_fault_keeps_results_and_names_the_case(rehearsal, tmp_path):

@@ -1,13 +1,15 @@
 """The kernels compile with NVRTC on the CPU (no GPU needed), under the names the launchers look up.
 
-CUBINs (NVRTC, then ptxas): one instantiation of each entry point for sm_90 (an H100/H200), element sizes and
-index types spread over them, and a write and a reduction for each other arch tested; every instantiation for every
-arch with ``TRT_SCATTER_TEST_ALL_ARCHS=1`` (ptxas takes about a second of CPU each: a GPU machine's check compiles
-all 64 for its own arch). PTX: every AOT entry's, the PTX the AOT plugins hand TensorRT, with exactly the parameter
-list TensorRT launches them with (inputs, the int32 scalars of plugins.kernels, the output). The CPU shim builds
-every instantiation from the same sources with g++; NVRTC's name for an instantiation is the symbol g++ gave it,
-the name the stand-in driver (tests/kernel_shim/fakecuda.c) looks up. Also: the generated code uses 128-bit loads
-and stores, and NVRTC errors come back with the compiler's log.
+CUBINs (NVRTC, then ptxas): one instantiation of each op's launched entry for sm_90 (an H100/H200), and a reduction
+for each other arch tested (their atomics and sorts are what an arch could refuse). PTX: AOT entries, the PTX the AOT
+plugins hand TensorRT, with exactly the parameter list TensorRT launches them with (inputs, the int32 scalars of
+plugins.kernels, the output): each op's, with every element size and index type among them. Every instantiation, as
+CUBIN for every arch and as PTX, with ``TRT_SCATTER_TEST_ALL_ARCHS=1``: ptxas takes seconds of CPU for each, NVRTC
+about one, and an instantiation differs from its op's others only in the types its template is given; a GPU machine's
+check compiles all 64 for its own arch. The CPU shim builds every instantiation from the same sources with g++;
+NVRTC's name for an instantiation is the symbol g++ gave it, the name the stand-in driver
+(tests/kernel_shim/fakecuda.c) looks up. Also: the generated code uses 128-bit loads and stores, and NVRTC errors
+come back with the compiler's log.
 """
 
 import os
@@ -42,13 +44,16 @@ INSTANTIATIONS = [("slice_scatter", size, None) for size in kernels.ELEMENT_SIZE
 ] + [("tensor_scatter", size, None) for size in kernels.ELEMENT_SIZES]
 AOT_INSTANTIATIONS = [(kernel + "_aot", size, index) for kernel, size, index in INSTANTIATIONS]
 ALL_ARCHS = os.environ.get("TRT_SCATTER_TEST_ALL_ARCHS", "0") == "1"
-SAMPLE_90 = [("slice_scatter", 1, None), ("slice_scatter_aot", 8, None), ("scatter_update", 2, 8), ("scatter_update_aot", 8, 4),
-             ("tensor_scatter", 4, None), ("tensor_scatter_aot", 2, None), ("scatter_elements_reduce", 2, 4),
-             ("scatter_elements_reduce_aot", 4, 8), ("scatter_nd_reduce", 8, 8), ("scatter_nd_reduce_aot", 8, 4)]
-# The other archs: a write and a reduction each (the reductions' atomics and sorts are what an arch could refuse).
-SAMPLES = {90: SAMPLE_90, 75: [("scatter_update", 2, 4), ("scatter_elements_reduce", 2, 8)],
-           80: [("tensor_scatter", 1, None), ("scatter_nd_reduce", 2, 4)], 120: [("slice_scatter", 8, None), ("scatter_elements_reduce_aot", 8, 4)]}
+SAMPLE_90 = [("slice_scatter", 1, None), ("scatter_update", 2, 8), ("tensor_scatter", 4, None), ("scatter_elements_reduce", 2, 4),
+             ("scatter_nd_reduce", 8, 8)]
+SAMPLES = {90: SAMPLE_90, 75: [("scatter_elements_reduce", 2, 8)], 80: [("scatter_nd_reduce_aot", 2, 4)],
+           120: [("scatter_elements_reduce_aot", 8, 4)]}
 MATRIX = [(k, e, i, arch) for arch, sample in SAMPLES.items() for k, e, i in (INSTANTIATIONS + AOT_INSTANTIATIONS if ALL_ARCHS else sample)]
+# Each AOT entry, and each element size and index type at least twice among them.
+AOT_SAMPLE = [("slice_scatter_aot", 1, None), ("slice_scatter_aot", 8, None), ("scatter_update_aot", 2, 4), ("scatter_update_aot", 8, 8),
+              ("tensor_scatter_aot", 4, None), ("scatter_elements_reduce_aot", 1, 8), ("scatter_elements_reduce_aot", 4, 4),
+              ("scatter_nd_reduce_aot", 2, 8)]
+AOT_COMPILED = AOT_INSTANTIATIONS if ALL_ARCHS else AOT_SAMPLE
 
 
 @pytest.mark.parametrize("kernel, element_size, index_itemsize, arch", MATRIX)
@@ -63,8 +68,7 @@ def test_instantiation_compiles_to_cubin(kernel, element_size, index_itemsize, a
 
 
 @needs_gxx
-@pytest.mark.parametrize("kernel, element_size, index_itemsize", [(k, e, i) for k, e, i in SAMPLE_90 if not k.endswith(cuda.AOT_SUFFIX)]
-                         + AOT_INSTANTIATIONS)
+@pytest.mark.parametrize("kernel, element_size, index_itemsize", SAMPLE_90 + AOT_COMPILED)
 def test_nvrtc_names_each_instantiation_as_g_plus_plus_does(kernel, element_size, index_itemsize):
     """An instantiation's lowered name (from its CUBIN, or an AOT entry's from its PTX) is the symbol the CPU shim's g++
     build gave it: the GPU check's rehearsal (tests/test_gpu_check_script.py) loads the shim's kernels by these names."""
@@ -113,7 +117,7 @@ def _entry_params(ptx, name):
     return re.findall(r"\.param \.(\w+)", header)
 
 
-@pytest.mark.parametrize("kernel, element_size, index_itemsize", AOT_INSTANTIATIONS)
+@pytest.mark.parametrize("kernel, element_size, index_itemsize", AOT_COMPILED)
 def test_aot_entry_compiles_to_ptx_with_tensorrts_argument_list(kernel, element_size, index_itemsize):
     _nvrtc_or_skip()
     lowered, ptx = cuda.aot_ptx(kernel, element_size, index_itemsize)
