@@ -160,6 +160,19 @@ def _restore_logger():
     G_LOGGER.module_severity = dict(_NEW_PROCESS_LOGGER)
 
 
+WITHOUT_TORCH = Path(__file__).resolve().parent / "fixtures" / "without_torch"
+
+
+def without_torch(env=None):
+    """``env`` (else this process's environment) for a new process that cannot import PyTorch, as where trt-scatter
+    is installed with the ``rtx`` extra alone, which is what the README's commands outside its PyTorch section ask
+    for. (With PyTorch installed, polygraphy imports it to ask whether an output is a PyTorch tensor: a second of CPU
+    in each new process that compares outputs. The forked commands run with it.)"""
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(WITHOUT_TORCH), env.get("PYTHONPATH")]))
+    return env
+
+
 def run_tool(name, args, env=None, cwd=None, fresh=False):
     """Runs ``polygraphy`` or ``trt-scatter`` with ``args`` as its command line does; returns a CompletedProcess
     (text, both streams).
@@ -167,12 +180,13 @@ def run_tool(name, args, env=None, cwd=None, fresh=False):
     In a forked child of this process (:func:`run_forked`): the modules are imported already, so no
     interpreter starts, and whatever the command changes (environment, working directory, logging,
     TensorRT's and the plugins' state) ends with the child. ``fresh``: a new interpreter instead, for what
-    a fork would inherit (the TensorRT backend this process resolved, registered plugins).
+    a fork would inherit (the TensorRT backend this process resolved, registered plugins), without PyTorch
+    (:func:`without_torch`).
     """
     argv = [str(a) for a in args]
     if fresh or not hasattr(os, "fork"):
         return subprocess.run(_console_script(name, {"polygraphy": "polygraphy.tools", "trt-scatter": "trt_scatter.cli"}[name]) + argv,
-                              capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=cwd, timeout=300)
+                              capture_output=True, text=True, env=without_torch({**os.environ, **(env or {})}), cwd=cwd, timeout=300)
     main = _entry_point(name)
 
     def command():

@@ -59,6 +59,12 @@ def _regression_commands():
     return [line for line in block.splitlines() if line.strip()]
 
 
+def test_the_commands_run_where_pytorch_cannot_be_imported():
+    """The README's commands outside its PyTorch section run as after `pip install '.[rtx]'`: PyTorch is out of reach."""
+    result = subprocess.run([sys.executable, "-c", "import torch"], env=fx.without_torch(), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and "ImportError: PyTorch is left out of this process" in result.stderr, result.stderr
+
+
 def test_regression_commands_run_on_a_plugin_model(tmp_path):
     """Each command of the README's regression section, verbatim, in a folder holding model.onnx: a KV
     cache written by a SliceScatter node at a run-time position (stop = pos + 1 computed by an Add)."""
@@ -68,7 +74,7 @@ def test_regression_commands_run_on_a_plugin_model(tmp_path):
     from conftest import HAS_GPU
 
     onnx.save(mixed_models.kv_cache(runtime=True, dynamic=True, project=False).model, str(tmp_path / "model.onnx"))
-    env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+    env = fx.without_torch({**os.environ, "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"})  # as after `pip install '.[rtx]'`
     commands = _regression_commands()
     assert len(commands) == 9
     for command in commands:
@@ -101,7 +107,8 @@ def test_from_pytorch_examples_export_and_build(tmp_path):
     for python, shell in zip(pythons, shells):
         exported = fx.run_python(python, cwd=tmp_path)
         assert exported.returncode == 0, exported.stderr
-        results.append(subprocess.run(["bash", "-c", shell], cwd=tmp_path, capture_output=True, text=True, timeout=600, env=environment))
+        # the shell block needs no PyTorch (the check's polygraphy would import it for nothing)
+        results.append(subprocess.run(["bash", "-c", shell], cwd=tmp_path, capture_output=True, text=True, timeout=600, env=fx.without_torch(environment)))
         assert results[-1].returncode == 0, results[-1].stdout + results[-1].stderr
     (write,) = [node for node in onnx.load(tmp_path / "kv_cache.onnx").graph.node if node.domain == "trt_scatter"]
     assert write.op_type == "SliceScatter" and [a.i for a in write.attribute if a.name == "inplace"] == [1]
@@ -120,7 +127,7 @@ def test_building_engines_commands_run(tmp_path):
     builds is made by the block itself) and the engines it names are written."""
     text = _sections()["## Building engines"]
     (shell,) = re.findall(r"```bash\n(.*?)```", text, re.S)
-    env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+    env = fx.without_torch({**os.environ, "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"})  # as after `pip install '.[rtx]'`
     result = subprocess.run(["bash", "-e", "-c", shell], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stderr == "", result.stderr
