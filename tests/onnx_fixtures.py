@@ -270,6 +270,24 @@ __all__ = [
 ]
 
 
+def loop_carrying_a_value_named_like_an_input(body_shape=(2, 5), input_shape=(3, 4), column=4, outer_constants=False):
+    """A Loop (``n`` iterations, ``cond`` given) whose body carries a value named ``data``, as the model's input ``data``
+    of another shape is named (ONNX's checker takes it), and writes 9 at row 0 and ``column`` of it with ScatterElements
+    node ``write`` (constant indices and updates: the body's initializers, or the main graph's with
+    ``outer_constants``); ``out`` is the carried value, ``z`` the model's ``data`` passed on."""
+    indices = numpy_helper.from_array(np.array([[column]], np.int64), "idx")
+    updates = numpy_helper.from_array(np.array([[9.0]], np.float32), "upd")
+    body = helper.make_graph([helper.make_node("Identity", ["c"], ["c2"]),
+                              helper.make_node("ScatterElements", ["data", "idx", "upd"], ["y"], axis=1, name="write")], "body",
+                             [info("i", [], np.int64), info("c", [], np.bool_), info("data", body_shape)],
+                             [info("c2", [], np.bool_), info("y", body_shape)], [] if outer_constants else [indices, updates])
+    graph = helper.make_graph([helper.make_node("Loop", ["n", "cond", "x0"], ["out"], name="repeat", body=body),
+                               helper.make_node("Identity", ["data"], ["z"])], "g",
+                              [info("n", [], np.int64), info("cond", [], np.bool_), info("x0", body_shape), info("data", input_shape)],
+                              [info("out", body_shape), info("z", input_shape)], [indices, updates] if outer_constants else [])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def slice_scatter_in_if_branch():
     """A SliceScatter node ``in_branch`` (data (3, 5), a column slice) in the then-branch of If node ``choice`` on a
     bool input ``cond``; the else-branch keeps data."""

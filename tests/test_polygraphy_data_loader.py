@@ -366,6 +366,23 @@ def test_indices_read_inside_an_if_branch_are_drawn_valid():
         Reference(model).run(feed)
 
 
+def test_a_write_inside_a_loop_into_a_value_named_like_a_model_input_is_not_drawn_for_that_input():
+    """A Loop body's carried value named ``data`` as the model's input ``data`` is: the body's write reads the carried
+    value, so the loader must not plan it against the model's ``data`` (it did, by name, where its other inputs are the
+    main graph's)."""
+    from trt_scatter.inputs import _Plan
+    from trt_scatter.model import as_model
+
+    model = fx.loop_carrying_a_value_named_like_an_input(body_shape=(2, 5), input_shape=(3, 4), column=4, outer_constants=True)
+    assert [node.label for node in _Plan(as_model(model), {}, np.random.default_rng(0), {}).nodes] == []
+    model.graph.node[0].attribute[0].g.input[2].name = "carried"  # a name of its own: still not the model's data
+    model.graph.node[0].attribute[0].g.node[1].input[0] = "carried"
+    assert [node.label for node in _Plan(as_model(model), {}, np.random.default_rng(0), {}).nodes] == []
+    feeds = ScatterDataLoader(model, seed=0)[0]
+    assert feeds["data"].shape == (3, 4) and feeds["x0"].shape == (2, 5)
+    Reference(model).run(feeds)
+
+
 def test_models_the_loader_cannot_serve_are_one_line_errors_naming_node_and_rule():
     from onnx import helper
 

@@ -311,3 +311,17 @@ def test_gather_elements_refuses_what_onnxruntime_refuses(data_shape, indices_sh
     feeds = {"data": np.zeros(data_shape, np.float32), "indices": np.zeros(indices_shape, np.int64)}
     with pytest.raises(Exception, match=r"GatherElements node \(output 'output'\): GatherElements: " + message):
         Reference(model).run(feeds)
+
+
+def test_a_loop_body_input_named_like_a_model_input_is_the_bodys_own():
+    """A Loop body's carried value named ``data`` as the model's input ``data`` is: the body writes into the carried
+    value, as onnxruntime runs it (ONNX's own evaluator gave the body the model's input instead)."""
+    import onnxruntime
+
+    model = fx.loop_carrying_a_value_named_like_an_input(body_shape=(2, 5), input_shape=(3, 4), column=4)
+    feeds = {"n": np.array(2, np.int64), "cond": np.array(True), "x0": np.ones((2, 5), np.float32), "data": np.zeros((3, 4), np.float32)}
+    expected = onnxruntime.InferenceSession(model.SerializeToString()).run(["out", "z"], feeds)
+    got = Reference(model).run(feeds)
+    np.testing.assert_array_equal(got["out"], expected[0])
+    np.testing.assert_array_equal(got["z"], expected[1])
+    assert expected[0][0, 4] == 9 and expected[0].sum() == 9 + 9

@@ -130,6 +130,32 @@ def test_nodes_in_subgraphs_are_checked():
                               "(in the else_branch of If node #0 (output 'output'))")  # where: its index counts in its own graph
 
 
+def test_a_body_input_named_like_a_model_input_is_the_bodys_own():
+    """A Loop body's carried value named ``data`` as the model's input ``data`` is: its write is checked against the
+    carried value's shape. (It was checked against the model input's: a valid model refused, an invalid one let by.)"""
+    from onnx_fixtures import loop_carrying_a_value_named_like_an_input
+
+    validate(loop_carrying_a_value_named_like_an_input(body_shape=(2, 5), input_shape=(3, 4), column=4))  # column 4 of 5
+    assert refused(loop_carrying_a_value_named_like_an_input(body_shape=(2, 4), input_shape=(3, 5), column=4)) == (
+        "ScatterElements node 'write': scatter_elements: 'indices' values must be in [-4, 3] for a dimension of size 4 (got 4) "
+        "(in the body of Loop node 'repeat')")
+
+
+def test_a_body_initializer_named_like_a_main_graph_one_is_the_bodys_own():
+    """The body's constant indices ``idx`` [[4]] and the main graph's ``idx`` of another value: each node reads its own
+    graph's (the main graph's write was checked with the body's)."""
+    from onnx_fixtures import loop_carrying_a_value_named_like_an_input
+
+    model = loop_carrying_a_value_named_like_an_input(body_shape=(2, 5), input_shape=(3, 4), column=4)  # idx [[4]] in the body
+    model.graph.initializer.extend([numpy_helper.from_array(np.array([[3]], np.int64), "idx"),
+                                    numpy_helper.from_array(np.array([[7.0]], np.float32), "upd")])
+    model.graph.node.append(helper.make_node("ScatterElements", ["data", "idx", "upd"], ["written"], axis=1, name="main_write"))
+    model.graph.output.append(info("written", (3, 4)))
+    validate(model)  # 3 in the main graph's 4 columns, 4 in the body's 5
+    model.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.array([[4]], np.int64), "idx"))
+    assert refused(model).startswith("ScatterElements node 'main_write': scatter_elements: 'indices' values must be in [-4, 3]")
+
+
 def test_unnamed_node_is_numbered_in_its_own_graph_whatever_the_subgraphs_before_it():
     # The lowering and the data loader number a node by its place in its graph: so must validate,
     # or one node has two names. Here an If with two nodes per branch comes first.

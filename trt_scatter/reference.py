@@ -135,13 +135,17 @@ def _onnx_op(name):
         return OpRun
 
 
-def _loop_with_cond_left_out():
-    """ONNX's Loop op class, running a Loop whose ``cond`` input is left out as the spec says (true: M iterations);
-    ONNX's evaluator ran it zero times (``while cond and ...`` with cond None), so a model that wrote its output in
-    such a loop failed its check against onnxruntime."""
+def _loop_as_the_spec_runs_it():
+    """ONNX's Loop op class, running a Loop as the spec says where ONNX's evaluator did not: with its ``cond`` input
+    left out (true: M iterations), which it ran zero times (``while cond and ...`` with cond None), and with a body input
+    named like an outer tensor (a carried value named like a model input), which it read as the outer tensor, the body
+    then computing from the model's input instead of the carried value. A model that wrote its output in such a loop
+    failed its check against onnxruntime."""
     loop = load_op("", "Loop")
 
     def _run(self, M, cond, *args, **kwargs):
+        if kwargs.get("context"):  # the outer tensors the body reads: its own inputs hide those of their names
+            kwargs["context"] = {name: value for name, value in kwargs["context"].items() if name not in self.body.input_names}
         return loop._run(self, M, np.array(True) if cond is None else cond, *args, **kwargs)
 
     return type("Loop", (loop,), {"op_domain": "", "_run": _run})
@@ -179,7 +183,7 @@ def _gather_elements_along_any_axis():
 #: ``trt_scatter`` op in ONNX's own domain too (TensorRT's parser maps such a node onto the plugin as well); Loop and
 #: GatherElements, whose ONNX classes are mended.
 REFERENCE_OPS = [_reference_op(op) for op in (*OPS.values(), *STANDARD_OPS.values())] + [_reference_op(op, "") for op in OPS.values()] + [
-    _loop_with_cond_left_out(), _gather_elements_along_any_axis()]
+    _loop_as_the_spec_runs_it(), _gather_elements_along_any_axis()]
 
 
 def _default_domain_as_empty(model):

@@ -240,6 +240,28 @@ def nested_nodes(graph: onnx.GraphProto, wanted: Callable[[onnx.NodeProto], bool
             yield from nested_nodes(subgraph, wanted)
 
 
+def own_names(graph: onnx.GraphProto) -> set[str]:
+    """The names a subgraph declares as its inputs or initializers: inside it (and the graphs it holds) such a name is
+    that tensor, not an outer graph's of the same name (a Loop body's carried value may be named like a model input)."""
+    return {value.name for value in graph.input} | {init.name for init in graph.initializer}
+
+
+def shadowed_in(graph: onnx.GraphProto) -> dict[int, set[str]]:
+    """``{id(node): names}`` for each node of every subgraph of ``graph``, at any depth: the outer graphs' names that the
+    subgraphs around the node declare as their own (:func:`own_names`). Nodes of ``graph`` itself have none."""
+    found = {}
+
+    def walk(outer, hidden):
+        for holder in outer.node:
+            for subgraph in subgraphs(holder):
+                inside = hidden | own_names(subgraph)
+                found.update((id(node), inside) for node in subgraph.node)
+                walk(subgraph, inside)
+
+    walk(graph, set())
+    return found
+
+
 def graph_names(graph: onnx.GraphProto) -> set[str]:
     """Every node and tensor name of ``graph``: the names a pass that adds nodes must avoid."""
     names = {name for node in graph.node for name in (node.name, *node.input, *node.output)}

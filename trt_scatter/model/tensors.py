@@ -11,7 +11,8 @@ answered here once per model (:attr:`trt_scatter.model.Model.tensors`)::
 
 Constants are initializers and ``Constant`` nodes (``value``, ``value_int(s)``, ``value_float(s)``)
 of the main graph and of every If/Loop/Scan body (ONNX names each tensor once, bodies included, so
-one table serves every scope), and small integer tensors that standard ops compute from them alone (a ``Cast``
+one table serves every scope; a body may name its own inputs like an outer tensor, and :meth:`ModelTensors.within`
+answers for its nodes then), and small integer tensors that standard ops compute from them alone (a ``Cast``
 or ``Unsqueeze`` of a constant, :func:`fold`); one kept in external data has a value once read
 (:meth:`trt_scatter.model.Model.read` reads the index constants from the model's folder; nothing
 is read from the working directory), and its shape and type in any case. Shapes and types come
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from trt_scatter import dtypes
-from trt_scatter.model.graph import DEFAULT_DOMAINS, all_graphs, declared_dims, opset_version
+from trt_scatter.model.graph import DEFAULT_DOMAINS, all_graphs, declared_dims, opset_version, own_names
 from trt_scatter.ops import is_trt_scatter, register_onnx_schemas
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ class ModelTensors:
     def __init__(self, model: onnx.ModelProto) -> None:
         self.model = model
         graphs = list(all_graphs(model.graph))
-        self._constant_protos = {init.name: init for graph in graphs for init in graph.initializer}
+        self._constant_protos = {init.name: init for graph in reversed(graphs) for init in graph.initializer}  # the main graph's win
         for node in (node for graph in graphs for node in graph.node):
             if node.op_type == "Constant" and node.domain in DEFAULT_DOMAINS and len(node.output) == 1 and len(node.attribute) == 1:
                 self._constant_protos[node.output[0]] = node.attribute[0]
@@ -86,6 +87,33 @@ class ModelTensors:
         self._graph_inputs = {value.name for value in model.graph.input}
         self._constants = {}
         self._types = _value_types(model)
+        self._outer = None  # the main graph's names, once a subgraph asks (within)
+
+    def within(self, graph: onnx.GraphProto) -> ModelTensors:
+        """These tensors as the nodes of ``graph``, a subgraph (an If branch, a Loop or Scan body) of this one's graph,
+        see them: a name it declares as its own input or initializer (:func:`~trt_scatter.model.graph.own_names`) is
+        that tensor, of the type and shape ``graph`` declares, not the outer tensor of the same name. This object itself
+        where ``graph`` names none of the outer names (ONNX's checker takes a Loop body's carried value named like a
+        model input)."""
+        if self._outer is None:
+            main = self.model.graph
+            self._outer = {value.name for value in main.input} | {init.name for init in main.initializer}
+            self._outer |= {name for node in main.node for name in node.output if name}
+        shadowing = own_names(graph) & self._outer
+        shadowing |= {init.name for init in graph.initializer if self._constant_protos.get(init.name) is not init}  # a sibling's of one name
+        if not shadowing:
+            return self
+        inner = object.__new__(ModelTensors)
+        inner.__dict__.update(self.__dict__)
+        own = {init.name: init for init in graph.initializer if init.name in shadowing}
+        inner._constant_protos = {name: proto for name, proto in self._constant_protos.items() if name not in shadowing} | own
+        inner._producers = {name: node for name, node in self._producers.items() if name not in shadowing}
+        inner._graph_inputs = self._graph_inputs - shadowing  # a body's input: its shape may change from one iteration to the next
+        inner._types = {name: known for name, known in self._types.items() if name not in shadowing}
+        inner._types.update(_declared_in([value for value in graph.input if value.name in shadowing]))
+        inner._constants = {}  # what the outer tensors fold to may differ inside
+        inner._outer = self._outer | own_names(graph)
+        return inner
 
     def constant(self, name: str) -> np.ndarray | None:
         """The value of ``name`` if the model fixes it, else ``None``: an initializer, a ``Constant``
@@ -324,9 +352,14 @@ def _copy_fields(source, target, skip):
 
 
 def _declared(model):
-    types = {}
     values = [value for graph in reversed(list(all_graphs(model.graph))) for value in (*graph.value_info, *graph.output, *graph.input)]
-    for value in values:  # the main graph's, and a graph's inputs, win
+    return _declared_in(values)  # the main graph's, and a graph's inputs, win
+
+
+def _declared_in(values):
+    """``{name: (dtype, shape or None)}`` of the value infos ``values`` that declare a tensor type, the last one of a name winning."""
+    types = {}
+    for value in values:
         if value.type.HasField("tensor_type"):
             shape = declared_dims(value)
             types[value.name] = (dtypes.from_onnx(value.type.tensor_type.elem_type), None if shape is None else tuple(shape))

@@ -96,9 +96,9 @@ def validate(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelPr
         functions={(function.domain, function.name) for function in model.proto.functions},  # a call of the model's own function
     )
     _check_versions(model.proto, facts.onnx_version)
-    for index, node, runs, where in _nodes_that_may_run(graph, model.tensors):
+    for index, node, runs, where, tensors in _nodes_that_may_run(graph, model.tensors):
         try:
-            _check_node(facts, node, index, runs, where)
+            _check_node(facts._replace(tensors=tensors), node, index, runs, where)
         except ModelError as err:
             if not where:
                 raise
@@ -446,19 +446,20 @@ class ValidateTrtScatter(BaseLoader):
 
 
 def _nodes_that_may_run(graph, tensors, runs=True, where="", depth=0):
-    """``(index, node, runs, where)`` for each node as :func:`~trt_scatter.model.indexed_nodes` gives them, ``runs`` False
+    """``(index, node, runs, where, tensors)`` for each node as :func:`~trt_scatter.model.indexed_nodes` gives them, ``runs`` False
     in the branch of an ``If`` whose condition the model's constants and static shapes decide against: it never runs, so
     the values it would write are no mistake (PyTorch's exports guard a 0-D case so: ``If(Size(Shape(x)) == 0)``), while
     TensorRT's parser still reads its nodes, their attributes and types. ``where``: "" in the main graph, else the
     subgraph and the node that holds it (``in the then_branch of If node 'guard'``, and how deep that node lies), for
-    messages: a node's index counts in its own subgraph, and a subgraph's node may share its name with another's."""
+    messages: a node's index counts in its own subgraph, and a subgraph's node may share its name with another's.
+    ``tensors``: as the node's graph sees them (:meth:`~trt_scatter.model.tensors.ModelTensors.within`)."""
     for index, node in enumerate(graph.node):
-        yield index, node, runs, where
+        yield index, node, runs, where, tensors
         condition = tensors.constant(node.input[0]) if node.op_type == "If" and node.domain in ops.DEFAULT_DOMAINS and node.input else None
         never = None if condition is None or condition.size != 1 else ("else_branch" if condition.item() else "then_branch")
         for name, subgraph in named_subgraphs(node):
             inside = f"in the {printable(name)} of {node_label(node, index)}" + (f", itself {depth} subgraph(s) deep" if depth else "")
-            yield from _nodes_that_may_run(subgraph, tensors, runs and name != never, inside, depth + 1)
+            yield from _nodes_that_may_run(subgraph, tensors.within(subgraph), runs and name != never, inside, depth + 1)
 
 
 def _check_versions(proto, onnx_version):
