@@ -101,16 +101,20 @@ def _torchlib_registry_built_once():
 def _cia_ops_materialized_once():
     """torch.export's decompositions look up every CompositeImplicitAutograd op the dispatcher holds on ``torch.ops``,
     to make their Python objects exist, twice per namespace and export (about 0.2 s of CPU an export). The lookups only
-    create objects, so while the dispatcher holds the same ops, a second round changes nothing: here it is skipped then
-    (tests/test_torch_export.py checks that torch.export sees the same ops with and without it)."""
+    create objects, so while the dispatcher holds the same ops and no object was dropped since, a second round changes
+    nothing: here it is skipped then. A library's ``_destroy`` drops the objects of the ops it defined
+    (``torch.library._clear_torch_ops_cache``), and the same library defined again brings back the same registrations
+    without them, so the next round runs after any drop (tests/test_torch_export.py checks that torch.export sees the
+    same ops with and without the skipping, after a new op and after an op defined again)."""
     import sys
 
     if "torch" not in sys.modules:
         yield
         return
+    import torch.library
     from torch._export import utils
 
-    materialize, done = utils._materialize_cpp_cia_ops, []
+    materialize, clear, done = utils._materialize_cpp_cia_ops, torch.library._clear_torch_ops_cache, []
 
     def materialize_once():
         registered = utils.torch._C._dispatch_get_registrations_for_dispatch_key("CompositeImplicitAutograd")
@@ -118,10 +122,14 @@ def _cia_ops_materialized_once():
             materialize()
             done[:] = [registered]
 
+    def clear_and_forget(*args, **kwargs):
+        done.clear()
+        return clear(*args, **kwargs)
+
     materialize_once.original = materialize
-    utils._materialize_cpp_cia_ops = materialize_once
+    utils._materialize_cpp_cia_ops, torch.library._clear_torch_ops_cache = materialize_once, clear_and_forget
     yield
-    utils._materialize_cpp_cia_ops = materialize
+    utils._materialize_cpp_cia_ops, torch.library._clear_torch_ops_cache = materialize, clear
 
 
 def _registration_copies(registry_class):

@@ -505,7 +505,7 @@ def _kernel_cache_of_stand_ins(folder, library):
 
     The stand-in driver runs the shim's kernel whatever image it is handed and reads no more of a PTX than its version,
     so compiling the 64 CUBINs and 32 PTX texts (about two minutes of CPU) would prove nothing here;
-    tests/test_kernels_compile.py compiles CUBINs and AOT entries' PTX and checks that NVRTC's names are the shim's."""
+    tests/test_kernels_compile.py compiles a sample of them and checks that NVRTC's names are the shim's."""
     from trt_scatter.plugins import cuda
 
     try:

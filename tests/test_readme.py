@@ -59,8 +59,8 @@ def _regression_commands():
     return [line for line in block.splitlines() if line.strip()]
 
 
-def test_the_commands_run_where_pytorch_cannot_be_imported():
-    """The README's commands outside its PyTorch section run as after `pip install '.[rtx]'`: PyTorch is out of reach."""
+def test_the_shell_commands_run_where_pytorch_cannot_be_imported():
+    """The README's shell commands (the PyTorch section's too) run as after `pip install '.[rtx]'`: PyTorch is out of reach."""
     result = subprocess.run([sys.executable, "-c", "import torch"], env=fx.without_torch(), capture_output=True, text=True, timeout=60)
     assert result.returncode == 1 and "ImportError: PyTorch is left out of this process" in result.stderr, result.stderr
 

@@ -715,25 +715,36 @@ def test_the_suites_registry_copies_equal_a_new_registry_and_keep_what_an_export
 
 def test_the_suites_single_round_of_cia_lookups_leaves_torch_export_the_same_ops():
     """conftest skips torch.export's lookup of the CompositeImplicitAutograd ops while the dispatcher holds the same ones:
-    what torch.export collects must be what it collects with the lookups run every time, and an op registered later
-    must still be found."""
+    what torch.export collects must be what it collects with the lookups run every time, and an op registered later,
+    or destroyed and defined again (the same registrations, its Python objects dropped), must still be found."""
     from torch._export import utils
 
-    assert hasattr(utils._materialize_cpp_cia_ops, "original"), "conftest's single round of lookups is not in place"
-    skipping = utils._collect_all_valid_cia_ops()
-    library = torch.library.Library("trt_scatter_suite_check", "DEF")  # noqa: TOR901  (a new op after the first round)
-    library.define("later(Tensor x) -> Tensor")
-    library.impl("later", lambda x: x + 1, "CompositeImplicitAutograd")
-    try:
+    def later():
+        library = torch.library.Library("trt_scatter_suite_check", "DEF")  # noqa: TOR901  (a new op after a round)
+        library.define("later(Tensor x) -> Tensor")
+        library.impl("later", lambda x: x + 1, "CompositeImplicitAutograd")
+        return library
+
+    def both():
         skipping = utils._collect_all_valid_cia_ops()
         utils._materialize_cpp_cia_ops, skip = utils._materialize_cpp_cia_ops.original, utils._materialize_cpp_cia_ops
         try:
-            every_time = utils._collect_all_valid_cia_ops()
+            return skipping, utils._collect_all_valid_cia_ops()
         finally:
             utils._materialize_cpp_cia_ops = skip
+
+    assert hasattr(utils._materialize_cpp_cia_ops, "original"), "conftest's single round of lookups is not in place"
+    utils._collect_all_valid_cia_ops()  # a round before the op exists
+    library = later()
+    try:
+        new = both()
+        library._destroy()
+        library = later()
+        again = both()
     finally:
         library._destroy()
-    assert skipping == every_time and "trt_scatter_suite_check.later.default" in {str(op) for op in skipping}
+    for skipping, every_time in (new, again):
+        assert skipping == every_time and "trt_scatter_suite_check.later.default" in {str(op) for op in skipping}
 
 
 def test_aot_export_names_the_aot_plugins_and_computes_the_same():
