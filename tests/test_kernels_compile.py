@@ -1,7 +1,8 @@
 """The kernels compile with NVRTC on the CPU (no GPU needed), under the names the launchers look up.
 
 CUBINs (NVRTC, then ptxas): one instantiation of each op's launched entry for sm_90 (an H100/H200), and a reduction
-for each other arch tested (their atomics and sorts are what an arch could refuse). PTX: AOT entries, the PTX the AOT
+for each other arch tested (their atomics and sorts are what an arch could refuse), and a write's AOT entry for sm_75
+(ptxas on the AOT entries' bodies; the reductions' AOT entries are in the sample above). PTX: AOT entries, the PTX the AOT
 plugins hand TensorRT, with exactly the parameter list TensorRT launches them with (inputs, the int32 scalars of
 plugins.kernels, the output): each op's, with every element size and index type among them. Every instantiation, as
 CUBIN for every arch and as PTX, with ``TRT_SCATTER_TEST_ALL_ARCHS=1``: ptxas takes seconds of CPU for each, NVRTC
@@ -46,7 +47,7 @@ AOT_INSTANTIATIONS = [(kernel + "_aot", size, index) for kernel, size, index in 
 ALL_ARCHS = os.environ.get("TRT_SCATTER_TEST_ALL_ARCHS", "0") == "1"
 SAMPLE_90 = [("slice_scatter", 1, None), ("scatter_update", 2, 8), ("tensor_scatter", 4, None), ("scatter_elements_reduce", 2, 4),
              ("scatter_nd_reduce", 8, 8)]
-SAMPLES = {90: SAMPLE_90, 75: [("scatter_elements_reduce", 2, 8)], 80: [("scatter_nd_reduce_aot", 2, 4)],
+SAMPLES = {90: SAMPLE_90, 75: [("scatter_elements_reduce", 2, 8), ("scatter_update_aot", 4, 8)], 80: [("scatter_nd_reduce_aot", 2, 4)],
            120: [("scatter_elements_reduce_aot", 8, 4)]}
 MATRIX = [(k, e, i, arch) for arch, sample in SAMPLES.items() for k, e, i in (INSTANTIATIONS + AOT_INSTANTIATIONS if ALL_ARCHS else sample)]
 # Each AOT entry, and each element size and index type at least twice among them.
