@@ -1021,6 +1021,24 @@ def test_an_int8_value_broadcast_into_an_int8_write_builds(tmp_path, capsys, hel
     np.testing.assert_array_equal(Reference(_for_the_parser(model)).run(cache)["output"], Reference(model).run(cache)["output"])
 
 
+def test_a_loop_whose_condition_is_left_out_builds(tmp_path, capsys):
+    """A Loop without its optional ``cond`` input (true, by the spec) whose body passes its condition on, as a Loop
+    written for a fixed count does: TensorRT's parser did not register the body's condition input ("Node input was not
+    registered") and the build failed. It builds with a constant true condition, which computes the same."""
+    from onnx_fixtures import loop_carrying_a_value_named_like_an_input
+
+    from trt_scatter.engine import _for_the_parser
+    from trt_scatter.reference import Reference
+
+    model = loop_carrying_a_value_named_like_an_input(body_shape=(2, 5), input_shape=(3, 4), column=4)
+    model.graph.node[0].input[1] = ""
+    model.graph.input.remove(next(value for value in model.graph.input if value.name == "cond"))
+    onnx.save(model, tmp_path / "m.onnx")
+    assert main(["build", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.engine")]) == 0, capsys.readouterr().err
+    feeds = {"n": np.array(3, np.int64), "x0": np.ones((2, 5), np.float32), "data": np.zeros((3, 4), np.float32)}
+    np.testing.assert_array_equal(Reference(_for_the_parser(model)).run(feeds)["out"], Reference(model).run(feeds)["out"])
+
+
 @pytest.mark.parametrize("second_index, message", [
     ([0, 1], "at the one shape the profile gives X [2, 2]: ScatterUpdate node #0 (output 'o1'): scatter_update: 'updates' must have shape "
              "(1, 2) (data.shape[:axis] + indices.shape + data.shape[axis+1:]) (got shape (1, 4))"),

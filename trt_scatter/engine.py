@@ -198,7 +198,6 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
         _check_plugin_types(model, proto)
         if backend.is_rtx():
             _check_rtx_aliasing(model.name, proto)
-        proto = _for_the_parser(proto)
     elif model.trt_scatter_ops():
         raise ValueError(f"{model.name} has trt-scatter plugin nodes ({', '.join(model.trt_scatter_ops())}): register the plugins (--plugins; "
                          "from Python, plugins=True), or, for a runtime without them, make standard ONNX ops of them (trt-scatter lower)")
@@ -211,7 +210,7 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
             why = f" ({plugin.doc_string})" if plugin.doc_string else ""
             raise ValueError(f"{model.name}: {node_label(node)} is one TensorRT builds wrong or not at all{why}, and trt-scatter's "
                              f"plugins build: add --plugins (plugins=True)")
-    return _network_from_proto(proto, model.path, strongly_typed=strongly_typed, model=model)
+    return _network_from_proto(_for_the_parser(proto), model.path, strongly_typed=strongly_typed, model=model)
 
 
 def _for_the_parser(proto):
@@ -222,10 +221,15 @@ def _for_the_parser(proto):
     reads (a value broadcast into an int8 cache), which TensorRT takes for quantized ones and refuses anywhere but
     before a plugin or a dequantization: they become int32 constants and a Cast to int8. A ``trt_scatter`` node's
     attributes left to their defaults are written out: the parser warns of each one it does not find ("the engine may
-    fail to build"), though the plugin's default is the op's."""
+    fail to build"), though the plugin's default is the op's. A ``Loop`` whose ``cond`` input is left out (true, by the
+    spec) gets a constant true one: the parser does not register the body's condition input then, and a body that
+    reads it failed to parse ("Node input was not registered")."""
     import onnx
 
-    from trt_scatter.model import all_nodes, live_names
+    from trt_scatter.model import all_graphs, all_nodes, fresh_name, graph_names, live_names
+
+    def condition_left_out(node):
+        return node.op_type == "Loop" and node.domain in ops.DEFAULT_DOMAINS and len(node.input) > 1 and not node.input[1]
 
     def left_out(node):
         """``{name: default}`` of the attributes a trt_scatter node leaves out."""
@@ -239,7 +243,8 @@ def _for_the_parser(proto):
     padded = any(ops.is_trt_scatter(node) and node.input and not node.input[-1] for node in all_nodes(proto.graph))
     defaulted = any(left_out(node) for node in all_nodes(proto.graph))
     quantized = _int8_constants_read_as_numbers(proto.graph)
-    if not padded and not dead_write and not defaulted and not quantized:
+    unconditioned = any(condition_left_out(node) for node in all_nodes(proto.graph))
+    if not padded and not dead_write and not defaulted and not quantized and not unconditioned:
         return proto
     copy = onnx.ModelProto()
     copy.CopyFrom(proto)
@@ -253,6 +258,12 @@ def _for_the_parser(proto):
         copy.graph.node.extend(kept)
     if quantized:
         _widen_int8_constants(copy.graph, quantized)
+    if unconditioned:
+        true = fresh_name("loop_condition_true", {name for graph in all_graphs(copy.graph) for name in graph_names(graph)})
+        copy.graph.initializer.append(onnx.numpy_helper.from_array(np.array(True), true))  # the main graph's: every body sees it
+        for node in all_nodes(copy.graph):
+            if condition_left_out(node):
+                node.input[1] = true
     return copy
 
 
