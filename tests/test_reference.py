@@ -325,3 +325,35 @@ def test_a_loop_body_input_named_like_a_model_input_is_the_bodys_own():
     np.testing.assert_array_equal(got["out"], expected[0])
     np.testing.assert_array_equal(got["z"], expected[1])
     assert expected[0][0, 4] == 9 and expected[0].sum() == 9 + 9
+
+
+@pytest.mark.parametrize("holder", ["If", "Loop"])
+def test_a_subgraph_initializer_named_like_a_main_graph_one_is_the_subgraphs_own(holder):
+    """The subgraph's ``idx`` [[3]] and the main graph's ``idx`` [[1]]: the subgraph's write reads its own, as
+    onnxruntime runs it (ONNX's evaluator fed it the main graph's over its initializer)."""
+    import onnxruntime
+    from onnx import helper, numpy_helper
+
+    inner = [helper.make_node("ScatterElements", ["v", "idx", "upd"], ["y"], axis=1)]
+    if holder == "If":
+        branch = helper.make_graph([helper.make_node("Identity", ["data"], ["v"]), *inner], "then", [], [fx.info("y", (3, 4))],
+                                   [numpy_helper.from_array(np.array([[3]], np.int64), "idx")])
+        node = helper.make_node("If", ["cond"], ["out"], then_branch=branch, else_branch=helper.make_graph(
+            [helper.make_node("Identity", ["data"], ["e"])], "else", [], [fx.info("e", (3, 4))]))
+        inputs, feeds = [fx.info("cond", [], np.bool_)], {"cond": np.array(True)}
+    else:
+        body = helper.make_graph([helper.make_node("Identity", ["c"], ["c2"]), *inner], "body",
+                                 [fx.info("i", [], np.int64), fx.info("c", [], np.bool_), fx.info("v", (3, 4))],
+                                 [fx.info("c2", [], np.bool_), fx.info("y", (3, 4))], [numpy_helper.from_array(np.array([[3]], np.int64), "idx")])
+        node = helper.make_node("Loop", ["n", "cond", "data"], ["out"], body=body)
+        inputs, feeds = [fx.info("n", [], np.int64), fx.info("cond", [], np.bool_)], {"n": np.array(1, np.int64), "cond": np.array(True)}
+    graph = helper.make_graph([node, helper.make_node("ScatterElements", ["data", "idx", "upd"], ["w"], axis=1)], "g",
+                              [*inputs, fx.info("data", (3, 4))], [fx.info("out", (3, 4)), fx.info("w", (3, 4))],
+                              [numpy_helper.from_array(np.array([[1]], np.int64), "idx"), numpy_helper.from_array(np.array([[9.0]], np.float32), "upd")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    feeds["data"] = np.zeros((3, 4), np.float32)
+    expected = onnxruntime.InferenceSession(model.SerializeToString()).run(["out", "w"], feeds)
+    got = Reference(model).run(feeds)
+    assert expected[0][0, 3] == 9 and expected[1][0, 1] == 9
+    np.testing.assert_array_equal(got["out"], expected[0])
+    np.testing.assert_array_equal(got["w"], expected[1])

@@ -141,7 +141,7 @@ def _loop_as_the_spec_runs_it():
     named like an outer tensor (a carried value named like a model input), which it read as the outer tensor, the body
     then computing from the model's input instead of the carried value. A model that wrote its output in such a loop
     failed its check against onnxruntime."""
-    loop = load_op("", "Loop")
+    loop = _subgraphs_read_their_own_initializers(load_op("", "Loop"))
 
     def _run(self, M, cond, *args, **kwargs):
         if kwargs.get("context"):  # the outer tensors the body reads: its own inputs hide those of their names
@@ -149,6 +149,23 @@ def _loop_as_the_spec_runs_it():
         return loop._run(self, M, np.array(True) if cond is None else cond, *args, **kwargs)
 
     return type("Loop", (loop,), {"op_domain": "", "_run": _run})
+
+
+def _subgraphs_read_their_own_initializers(onnx_class):
+    """``onnx_class`` (If, Loop, Scan), its subgraphs reading their own initializers where an outer tensor has the name
+    too, as onnxruntime does: ONNX's evaluator fed the outer tensors to a subgraph over its initializers."""
+    import onnx
+
+    def _load_attributes(self):
+        onnx_class._load_attributes(self)
+        for att in self.onnx_node.attribute:
+            value = getattr(self, att.name, None)
+            own = set(getattr(value, "rt_inits_", None) or ())
+            if att.type == onnx.AttributeProto.GRAPH and own:
+                setattr(self, f"_run_{att.name}", lambda context, value=value, own=own, attributes=None, bindings=None: OpRun._evaluate_subgraph(
+                    {name: v for name, v in (context or {}).items() if name not in own}, value, attributes, bindings))
+
+    return type(onnx_class.__name__, (onnx_class,), {"op_domain": "", "_load_attributes": _load_attributes})
 
 
 def _gather_elements_along_any_axis():
@@ -183,7 +200,7 @@ def _gather_elements_along_any_axis():
 #: ``trt_scatter`` op in ONNX's own domain too (TensorRT's parser maps such a node onto the plugin as well); Loop and
 #: GatherElements, whose ONNX classes are mended.
 REFERENCE_OPS = [_reference_op(op) for op in (*OPS.values(), *STANDARD_OPS.values())] + [_reference_op(op, "") for op in OPS.values()] + [
-    _loop_as_the_spec_runs_it(), _gather_elements_along_any_axis()]
+    _loop_as_the_spec_runs_it(), _gather_elements_along_any_axis(), *(_subgraphs_read_their_own_initializers(load_op("", name)) for name in ("If", "Scan"))]
 
 
 def _default_domain_as_empty(model):
