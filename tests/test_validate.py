@@ -141,6 +141,26 @@ def test_a_body_input_named_like_a_model_input_is_the_bodys_own():
         "(in the body of Loop node 'repeat')")
 
 
+def test_a_nested_body_input_named_like_a_tensor_of_the_enclosing_body_is_the_nested_bodys_own():
+    """An outer Loop body makes ``t`` (3, 4); the Loop inside it carries a value it also names ``t``, (2, 5), and writes
+    column 4 of it: checked against the inner (2, 5) (it was checked against the enclosing body's (3, 4), and refused)."""
+    from onnx_fixtures import loop_carrying_a_value_named_like_an_input
+
+    inner = loop_carrying_a_value_named_like_an_input(body_shape=(2, 5), input_shape=(3, 4), column=4).graph.node[0]
+    inner.name, inner.output[:] = "inner_loop", ["inner_out"]
+    inner_body = inner.attribute[0].g
+    inner_body.input[2].name, inner_body.node[1].input[0] = "t", "t"
+    outer_body = helper.make_graph([helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("Identity", ["v"], ["t"]), inner,
+                                    helper.make_node("Identity", ["t"], ["v_out"])], "outer_body",
+                                   [info("j", (), TensorProto.INT64), info("c", (), TensorProto.BOOL), info("v", (3, 4))],
+                                   [info("c_out", (), TensorProto.BOOL), info("v_out", (3, 4))])
+    outer = helper.make_node("Loop", ["n", "cond", "data"], ["out"], name="outer_loop", body=outer_body)
+    model = make_model([outer], [info("n", (), TensorProto.INT64), info("cond", (), TensorProto.BOOL), info("x0", (2, 5)), info("data", (3, 4))],
+                       outputs=[info("out", (3, 4))])
+    onnx.checker.check_model(model, full_check=True)
+    validate(model)
+
+
 def test_a_body_initializer_named_like_a_main_graph_one_is_the_bodys_own():
     """The body's constant indices ``idx`` [[4]] and the main graph's ``idx`` of another value: each node reads its own
     graph's (the main graph's write was checked with the body's)."""

@@ -198,7 +198,7 @@ def _gather_elements_along_any_axis():
 
 #: One op class per registered op, for ``onnx.reference.ReferenceEvaluator(..., new_ops=REFERENCE_OPS)``; a
 #: ``trt_scatter`` op in ONNX's own domain too (TensorRT's parser maps such a node onto the plugin as well); Loop and
-#: GatherElements, whose ONNX classes are mended.
+#: GatherElements, If and Scan, whose ONNX classes are mended.
 REFERENCE_OPS = [_reference_op(op) for op in (*OPS.values(), *STANDARD_OPS.values())] + [_reference_op(op, "") for op in OPS.values()] + [
     _loop_as_the_spec_runs_it(), _gather_elements_along_any_axis(), *(_subgraphs_read_their_own_initializers(load_op("", name)) for name in ("If", "Scan"))]
 

@@ -87,24 +87,24 @@ class ModelTensors:
         self._graph_inputs = {value.name for value in model.graph.input}
         self._constants = {}
         self._types = _value_types(model)
-        self._outer = None  # the main graph's names, once a subgraph asks (within)
+        self._scopes = None  # the names each graph from the main one to this view's makes, once a subgraph asks (within)
 
     def within(self, graph: onnx.GraphProto) -> ModelTensors:
         """These tensors as the nodes of ``graph``, a subgraph (an If branch, a Loop or Scan body) of this one's graph,
         see them: a name it declares as its own input or initializer (:func:`~trt_scatter.model.graph.own_names`) is
-        that tensor, of the type and shape ``graph`` declares, not the outer tensor of the same name. This object itself
-        where ``graph`` names none of the outer names (ONNX's checker takes a Loop body's carried value named like a
-        model input)."""
-        if self._outer is None:
-            main = self.model.graph
-            self._outer = {value.name for value in main.input} | {init.name for init in main.initializer}
-            self._outer |= {name for node in main.node for name in node.output if name}
-        shadowing = own_names(graph) & self._outer
+        that tensor, of the type and shape ``graph`` declares, not the outer tensor of the same name, whether the main graph
+        or an enclosing subgraph made it (ONNX's checker takes a Loop body's carried value named like a model input).
+        Where ``graph`` names none of the outer names, the view shares this object's tables."""
+        if self._scopes is None:
+            self._scopes = (_names_made_in(self.model.graph),)
+        made_here = _names_made_in(graph)
+        shadowing = {name for name in own_names(graph) if any(name in scope for scope in self._scopes)}
         shadowing |= {init.name for init in graph.initializer if self._constant_protos.get(init.name) is not init}  # a sibling's of one name
-        if not shadowing:
-            return self
         inner = object.__new__(ModelTensors)
         inner.__dict__.update(self.__dict__)
+        inner._scopes = (*self._scopes, made_here)
+        if not shadowing:
+            return inner
         own = {init.name: init for init in graph.initializer if init.name in shadowing}
         inner._constant_protos = {name: proto for name, proto in self._constant_protos.items() if name not in shadowing} | own
         inner._producers = {name: node for name, node in self._producers.items() if name not in shadowing}
@@ -112,7 +112,6 @@ class ModelTensors:
         inner._types = {name: known for name, known in self._types.items() if name not in shadowing}
         inner._types.update(_declared_in([value for value in graph.input if value.name in shadowing]))
         inner._constants = {}  # what the outer tensors fold to may differ inside
-        inner._outer = self._outer | own_names(graph)
         return inner
 
     def constant(self, name: str) -> np.ndarray | None:
@@ -349,6 +348,11 @@ def _copy_fields(source, target, skip):
             getattr(target, field.name).CopyFrom(value)
         else:
             setattr(target, field.name, value)
+
+
+def _names_made_in(graph):
+    """The tensors ``graph`` itself makes: its inputs, initializers and its nodes' outputs."""
+    return own_names(graph) | {name for node in graph.node for name in node.output if name}
 
 
 def _declared(model):
