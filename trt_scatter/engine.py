@@ -256,10 +256,11 @@ def _for_the_parser(proto):
         kept = [node for node, keep in zip(copy.graph.node, needed) if keep]
         del copy.graph.node[:]
         copy.graph.node.extend(kept)
+    taken = set().union(*(graph_names(each) for each in all_graphs(copy.graph)))  # the new names avoid a body's names too
     if quantized:
-        _widen_int8_constants(copy.graph, quantized)
+        _widen_int8_constants(copy.graph, quantized, taken)
     if unconditioned:
-        true = fresh_name("loop_condition_true", {name for graph in all_graphs(copy.graph) for name in graph_names(graph)})
+        true = fresh_name("loop_condition_true", taken)
         copy.graph.initializer.append(onnx.numpy_helper.from_array(np.array(True), true))  # the main graph's: every body sees it
         for node in all_nodes(copy.graph):
             if condition_left_out(node):
@@ -287,14 +288,15 @@ def _int8_constants_read_as_numbers(graph):
 _INT8_FILLS = ("Constant", "ConstantOfShape")
 
 
-def _widen_int8_constants(graph, names):
-    """Each constant of ``names`` as an int32 constant of a new name and a Cast to int8 under its own name, first."""
+def _widen_int8_constants(graph, names, taken):
+    """Each constant of ``names`` as an int32 constant of a new name (not in ``taken``, the model's names) and a Cast to
+    int8 under its own name, first."""
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
-    from trt_scatter.model import all_graphs, fresh_name, graph_names
+    from trt_scatter.model import fresh_name
 
-    taken, nodes = set().union(*(graph_names(each) for each in all_graphs(graph))), []  # a body's names too
+    nodes = []
     inputs = [value for value in graph.input if value.name not in names]  # an input an initializer fills is a constant
     if len(inputs) != len(graph.input):
         del graph.input[:]

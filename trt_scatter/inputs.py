@@ -45,7 +45,7 @@ import numpy as np
 from trt_scatter import oracle
 from trt_scatter.log import first_line, warn, warnings_dropped
 from trt_scatter.model import as_model, declared_size, fed_inputs
-from trt_scatter.model.graph import DEFAULT_DOMAINS, ELEMENTWISE, SHAPE_READERS, keeps_values, nested_nodes, shadowed_in, subgraphs
+from trt_scatter.model.graph import DEFAULT_DOMAINS, ELEMENTWISE, SHAPE_READERS, keeps_values, names_made_in, nested_nodes, shadowed_in, subgraphs
 from trt_scatter.model.node import OpNode
 from trt_scatter.model.tensors import ModelTensors
 from trt_scatter.ops import op_of
@@ -348,8 +348,7 @@ class _Plan:
         """The scatter nodes of the subgraphs (If branches, Loop bodies) that read only the main graph's tensors: their
         indices are drawn like any other's, so that the branch a run takes gets valid ones. A name a subgraph declares as
         its own input is not the main graph's tensor of that name (:func:`~trt_scatter.model.graph.shadowed_in`)."""
-        outer = {*self.inputs, *(i.name for i in graph.initializer), *(o for node in graph.node for o in node.output)}
-        hidden = shadowed_in(graph)
+        outer, hidden = names_made_in(graph), shadowed_in(graph)
         nodes = []
         for inner, label, holder in nested_nodes(graph, op_of):
             if all(name in outer and name not in hidden[id(inner)] for name in inner.input if name):

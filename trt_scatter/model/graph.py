@@ -246,6 +246,11 @@ def own_names(graph: onnx.GraphProto) -> set[str]:
     return {value.name for value in graph.input} | {init.name for init in graph.initializer}
 
 
+def names_made_in(graph: onnx.GraphProto) -> set[str]:
+    """The tensors ``graph`` itself makes: its inputs, initializers and its nodes' outputs (not those of the graphs it holds)."""
+    return own_names(graph) | {name for node in graph.node for name in node.output if name}
+
+
 def shadowed_in(graph: onnx.GraphProto) -> dict[int, set[str]]:
     """``{id(node): names}`` for each node of every subgraph of ``graph``, at any depth: the outer graphs' names that the
     subgraphs around the node declare as their own (:func:`own_names`). Nodes of ``graph`` itself have none."""

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from trt_scatter import dtypes
-from trt_scatter.model.graph import DEFAULT_DOMAINS, all_graphs, declared_dims, opset_version, own_names
+from trt_scatter.model.graph import DEFAULT_DOMAINS, all_graphs, declared_dims, names_made_in, opset_version, own_names
 from trt_scatter.ops import is_trt_scatter, register_onnx_schemas
 
 if TYPE_CHECKING:
@@ -96,8 +96,8 @@ class ModelTensors:
         or an enclosing subgraph made it (ONNX's checker takes a Loop body's carried value named like a model input).
         Where ``graph`` names none of the outer names, the view shares this object's tables."""
         if self._scopes is None:
-            self._scopes = (_names_made_in(self.model.graph),)
-        made_here = _names_made_in(graph)
+            self._scopes = (names_made_in(self.model.graph),)
+        made_here = names_made_in(graph)
         shadowing = {name for name in own_names(graph) if any(name in scope for scope in self._scopes)}
         shadowing |= {init.name for init in graph.initializer if self._constant_protos.get(init.name) is not init}  # a sibling's of one name
         inner = object.__new__(ModelTensors)
@@ -348,11 +348,6 @@ def _copy_fields(source, target, skip):
             getattr(target, field.name).CopyFrom(value)
         else:
             setattr(target, field.name, value)
-
-
-def _names_made_in(graph):
-    """The tensors ``graph`` itself makes: its inputs, initializers and its nodes' outputs."""
-    return own_names(graph) | {name for node in graph.node for name in node.output if name}
 
 
 def _declared(model):
