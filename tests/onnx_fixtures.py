@@ -165,8 +165,8 @@ WITHOUT_TORCH = Path(__file__).resolve().parent / "fixtures" / "without_torch"
 
 def without_torch(env=None):
     """``env`` (else this process's environment) for a new process that cannot import PyTorch, as where trt-scatter
-    is installed with the ``rtx`` extra alone, which is what the README's commands outside its PyTorch section ask
-    for. (With PyTorch installed, polygraphy imports it to ask whether an output is a PyTorch tensor: a second of CPU
+    is installed with the ``rtx`` extra alone, which is all the README's shell commands ask for (its PyTorch section's
+    Python blocks aside). (With PyTorch installed, polygraphy imports it to ask whether an output is a PyTorch tensor: a second of CPU
     in each new process that compares outputs. The forked commands run with it.)"""
     env = dict(os.environ if env is None else env)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(WITHOUT_TORCH), env.get("PYTHONPATH")]))
