@@ -200,6 +200,46 @@ def test_a_loop_without_a_cond_input_runs_its_count(count):
     assert expected.tolist() == [1 + count, 2 + 2 * count]
 
 
+def _loop_with_a_scan_output(scan):
+    """A Loop carrying ``v`` (2, 5) whose body writes 9 at row 0, column ``i`` of it (ScatterElements), and scans ``s``: the
+    written value (declared (2, 5), or undeclared for inference to find), its sum (a scalar) or the written value reshaped
+    to the model's input ``shape`` (rank 2, sizes that no inference knows)."""
+    from onnx import numpy_helper
+
+    made = {"declared": ("Identity", [2, 5]), "inferred": ("Identity", None), "scalar": ("ReduceSum", []), "reshaped": ("Reshape", None)}[scan]
+    nodes = [helper.make_node("Identity", ["c"], ["c2"]), helper.make_node("Reshape", ["i", "column_shape"], ["column"]),
+             helper.make_node("Concat", ["row", "column"], ["at"], axis=1), helper.make_node("ScatterND", ["v", "at", "nine"], ["v2"]),
+             helper.make_node(made[0], ["v2", "shape"] if scan == "reshaped" else ["v2"], ["s"], **({"keepdims": 0} if scan == "scalar" else {}))]
+    body = helper.make_graph(nodes, "body", [fx.info("i", [], np.int64), fx.info("c", [], np.bool_), fx.info("v", (2, 5))],
+                             [fx.info("c2", [], np.bool_), fx.info("v2", (2, 5)), fx.info("s", made[1])],
+                             [numpy_helper.from_array(np.array([1, 1], np.int64), "column_shape"), numpy_helper.from_array(np.array([[0]], np.int64), "row"),
+                              numpy_helper.from_array(np.array([9.0], np.float32), "nine")])
+    graph = helper.make_graph([helper.make_node("Loop", ["n", "cond", "x"], ["out", "scan"], body=body)], "g",
+                              [fx.info("n", [], np.int64), fx.info("cond", [], np.bool_), fx.info("x", (2, 5)), fx.info("shape", [2], np.int64)],
+                              [fx.info("out", (2, 5)), fx.info("scan", None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("count, cond", [(0, True), (1, True), (3, True), (4, False)])
+@pytest.mark.parametrize("scan", ["declared", "inferred", "scalar", "reshaped"])
+def test_a_loops_scan_output_stacks_its_iterations_as_onnxruntime_does(scan, count, cond):
+    """The spec: scan outputs are the iterations' values stacked on a new first axis, empty after no iteration. ONNX's
+    evaluator concatenated them instead ((2, 5) each gave (6, 5) for 3 iterations, scalars gave (3, 1)) and failed after
+    no iteration. With none, onnxruntime gives the per-iteration shape that inference finds, 0 for each size it does
+    not, and no sizes where it finds no rank."""
+    import onnxruntime
+
+    model = _loop_with_a_scan_output(scan)
+    feeds = {"n": np.array(count, np.int64), "cond": np.array(cond), "x": np.zeros((2, 5), np.float32), "shape": np.array([5, 2], np.int64)}
+    expected = onnxruntime.InferenceSession(model.SerializeToString()).run(["out", "scan"], feeds)
+    got = Reference(model).run(feeds)
+    iterations = count if cond else 0
+    assert expected[1].shape[0] == iterations and expected[0][0, : iterations].tolist() == [9.0] * iterations
+    for name, value in zip(["out", "scan"], expected):
+        assert got[name].shape == value.shape and got[name].dtype == value.dtype, name
+        np.testing.assert_array_equal(got[name], value)
+
+
 @pytest.mark.parametrize("rows, static, warned", [(3, False, True), (4, False, False), (3, True, False)])
 def test_constant_indices_that_repeat_a_target_at_the_runs_shapes_only_are_warned_of_by_the_run(caplog, rows, static, warned):
     """[[2], [-1]] into a dimension of 3 write row 2 twice: where the model's shapes say 3, validation warns (so the run

@@ -24,7 +24,7 @@ import numpy as np
 from onnx.reference.op_run import OpRun
 from onnx.reference.ops import load_op
 
-from trt_scatter import oracle
+from trt_scatter import dtypes, oracle
 from trt_scatter.model import ModelError, as_model, declared_dims, fed_constant, indexed_nodes, node_label
 from trt_scatter.model.graph import SHAPE_READERS, keeps_values
 from trt_scatter.log import first_line, warn
@@ -137,18 +137,48 @@ def _onnx_op(name):
 
 def _loop_as_the_spec_runs_it():
     """ONNX's Loop op class, running a Loop as the spec says where ONNX's evaluator did not: with its ``cond`` input
-    left out (true: M iterations), which it ran zero times (``while cond and ...`` with cond None), and with a body input
+    left out (true: M iterations), which it ran zero times (``while cond and ...`` with cond None); with a body input
     named like an outer tensor (a carried value named like a model input), which it read as the outer tensor, the body
-    then computing from the model's input instead of the carried value. A model that wrote its output in such a loop
-    failed its check against onnxruntime."""
+    then computing from the model's input instead of the carried value; and with scan outputs, each the iterations'
+    values stacked on a new first axis, which it concatenated ((2, 5) each gave (6, 5) for 3 iterations) and failed to
+    make after no iteration. A model that wrote its output in such a loop failed its check against onnxruntime."""
     loop = _subgraphs_read_their_own_initializers(load_op("", "Loop"))
 
-    def _run(self, M, cond, *args, **kwargs):
-        if kwargs.get("context"):  # the outer tensors the body reads: its own inputs hide those of their names
-            kwargs["context"] = {name: value for name, value in kwargs["context"].items() if name not in self.body.input_names}
-        return loop._run(self, M, np.array(True) if cond is None else cond, *args, **kwargs)
+    def _run(self, M, cond, *initial, context=None, attributes=None, bindings=None, body=None):
+        names = self.body.input_names
+        feeds = {name: value for name, value in (context or {}).items() if name not in names}  # the body's inputs hide outer tensors
+        carried, scans = list(initial), [[] for _ in range(self.K)]
+        cond, iteration = (np.array(True) if cond is None else cond), 0
+        while cond and (M is None or iteration < M):
+            feeds |= dict(zip(names, [np.array(iteration, np.int64), cond, *carried]))
+            outputs = self._run_body(feeds, attributes=attributes, bindings=bindings)
+            cond, carried = outputs[0], list(outputs[1 : 1 + self.N])
+            for scan, value in zip(scans, outputs[1 + self.N :]):
+                scan.append(value)
+            iteration += 1
+        stacked = [np.stack(scan) if scan else _no_iteration(self, self.N + k) for k, scan in enumerate(scans)]
+        return self._check_and_fix_outputs(tuple(carried + stacked))
 
     return type("Loop", (loop,), {"op_domain": "", "_run": _run})
+
+
+def _no_iteration(loop, index):
+    """Scan output ``index`` of op ``loop`` after no iteration: empty, of the element type and per-iteration shape
+    that shape inference gives the node's output in the model (:class:`Reference` tells each op its model), 0 for
+    each size it does not know, as onnxruntime makes it; else of the type the body declares, without sizes."""
+    model, name = getattr(loop, "reference_model", None), (loop.onnx_node.output[index:index + 1] or [""])[0]
+    shape, dtype = (model.tensors.shape(name), model.tensors.dtype(name)) if model is not None and name else (None, None)
+    if dtype is None:
+        dtype = dtypes.from_onnx(loop.body.output_types_[1 + index].tensor_type.elem_type) or np.float32
+    return np.empty((0, *(max(size, 0) for size in (shape or (0,))[1:])), dtype)
+
+
+def _ops_within(evaluator):
+    """The op instances of ``evaluator`` (ONNX's ReferenceEvaluator) and of its nodes' subgraphs, at any depth."""
+    for node in getattr(evaluator, "rt_nodes_", None) or ():
+        yield node
+        for attribute in node.onnx_node.attribute:
+            yield from _ops_within(getattr(node, attribute.name, None))
 
 
 def _subgraphs_read_their_own_initializers(onnx_class):
@@ -319,6 +349,8 @@ class Reference:
         for node in getattr(self.evaluator, "rt_nodes_", None) or ():
             node.repeat_shown_by_model = shown  # validation warns of those
             node.run = _naming_the_node(node)
+        for node in _ops_within(self.evaluator):
+            node.reference_model = loaded  # its shapes, worked out where a Loop's scan output after no iteration needs them
 
     @property
     def input_names(self) -> list[str]:
