@@ -282,6 +282,34 @@ def test_a_failed_torchscript_export_is_one_line_naming_pytorchs_reason():
     assert isinstance(raised.value.__cause__, RuntimeError)
 
 
+@pytest.fixture
+def onnx_log_off():
+    """The TorchScript exporter's ONNX log off, as in a new process; as it was after the test."""
+    was_on = torch._C._jit_is_onnx_log_enabled()
+    torch._C._jit_set_onnx_log_enabled(False)
+    yield
+    torch._C._jit_set_onnx_log_enabled(was_on)
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_a_failed_torchscript_export_after_a_good_one_prints_pytorchs_graph_only_where_asked(capfd, onnx_log_off, verbose):
+    """PyTorch's TorchScript exporter turns its ONNX log on for an export and leaves it on (it reads the function that
+    says whether it is on, not its answer): every later failure printed the whole TorchScript graph before the one
+    line. The log is on during an export only with ``verbose=True``, and after it as it was before."""
+    trt_scatter_torch.export(torch_modules.AssignFirst(), (torch.zeros(6, 4), torch.ones(2, 4)), dynamo=False, verbose=verbose)
+    assert not torch._C._jit_is_onnx_log_enabled()
+    capfd.readouterr()
+    args = (torch.zeros(2, 3, 8, 4), torch.randn(2, 3, 2, 4), torch.tensor([1, 5]))
+    with pytest.raises(ValueError, match="PyTorch's TorchScript exporter failed"):
+        trt_scatter_torch.export(PrefillEachRow(), args, dynamo=False, verbose=verbose)
+    printed = capfd.readouterr()
+    assert ("Torch IR graph at exception" in printed.out + printed.err) == verbose
+    assert not torch._C._jit_is_onnx_log_enabled()
+    torch._C._jit_set_onnx_log_enabled(True)  # on before: on after
+    trt_scatter_torch.export(torch_modules.AssignFirst(), (torch.zeros(6, 4), torch.ones(2, 4)), dynamo=False)
+    assert torch._C._jit_is_onnx_log_enabled()
+
+
 def test_a_mask_after_whole_axes_with_a_value_per_masked_element_keeps_pytorchs_translation():
     """``x[:, mask] = v`` with v's elements one per masked element cannot be a Where: PyTorch's TorchScript translation
     stays; its dynamo translation fails, which is one line naming the op and PyTorch's reason (it was PyTorch's

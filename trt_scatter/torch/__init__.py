@@ -209,7 +209,7 @@ def _export_torchscript(model, args, kwargs):
     register_symbolics()
     buffer = io.BytesIO()
     try:
-        with torchscript.refusals_after_export(), torchscript.removed_mutations() as removed:
+        with torchscript.onnx_log_as_asked(), torchscript.refusals_after_export(), torchscript.removed_mutations() as removed:
             torch.onnx.export(model, _copies(args), buffer, dynamo=False, custom_opsets=custom_opsets, **kwargs)
     finally:
         if not registered_before:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import unittest.mock
 import warnings
 from typing import TYPE_CHECKING
 
@@ -76,6 +77,34 @@ def refusals_after_export() -> Iterator[None]:
         _refusals = None
     if refusals:
         raise ValueError(refusals[0] + also) from None
+
+
+@contextlib.contextmanager
+def onnx_log_as_asked() -> Iterator[None]:
+    """The TorchScript exporter's ONNX log on during the export inside only where its ``verbose=True`` asks for it (or
+    it was on before), and after the export as it was before. PyTorch's ``setup_onnx_logging`` turns it on for every
+    export and leaves it on (it reads the function that says whether the log is on, not its answer), after which each
+    failed export printed the whole TorchScript graph ahead of its one line."""
+    import torch
+
+    try:
+        from torch.onnx._internal.torchscript_exporter import utils
+    except ImportError:  # another PyTorch: its own logging, the state restored after
+        utils = None
+    was_on = torch._C._jit_is_onnx_log_enabled()
+
+    @contextlib.contextmanager
+    def setup_onnx_logging(verbose):
+        torch._C._jit_set_onnx_log_enabled(was_on or bool(verbose))
+        yield
+
+    patch = contextlib.nullcontext() if utils is None or not hasattr(utils, "setup_onnx_logging") else \
+        unittest.mock.patch.object(utils, "setup_onnx_logging", setup_onnx_logging)
+    try:
+        with patch:
+            yield
+    finally:
+        torch._C._jit_set_onnx_log_enabled(was_on)
 
 
 @contextlib.contextmanager
