@@ -226,6 +226,17 @@ def test_models_with_runtime_axes_are_checked_through_their_lowering(name, axes_
         assert result.stdout.count("onnxruntime-lowered vs reference") == 3 * len(case.model.graph.output)
 
 
+def test_a_loop_with_a_scan_output_and_an_input_trip_count_is_checked(tmp_path):
+    """A Loop whose trip count is an input and which scans the value its body writes: check drew a negative count, on
+    which TensorRT builds no profile for the scan output ("engine: FAIL"), and the reference stacked the scan output
+    otherwise than onnxruntime ("FAIL scan"): a valid model failed its check."""
+    from test_reference import _loop_with_a_scan_output
+
+    result = check(fx.save(_loop_with_a_scan_output("declared"), tmp_path / "loop.onnx"))
+    assert result.returncode == _exit_code_without_tensorrt_run(result), output_of(result)
+    assert "FAIL" not in output_of(result) and result.stdout.count("PASS scan") == 1
+
+
 def test_exit_codes_of_each_verdict(elements_model, tmp_path):
     """0 passed (the engine ran, or its not running accepted), 1 failed, 2 error, 3 passed without running the engine."""
     not_run = check(elements_model)

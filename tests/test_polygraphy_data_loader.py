@@ -634,6 +634,37 @@ def test_a_gather_index_input_is_drawn_in_range(gather):
         Reference(model).run(feed)
 
 
+@pytest.mark.parametrize("through", ["", "Cast", "Identity"])
+@pytest.mark.parametrize("nested", [False, True])
+def test_a_loops_trip_count_input_is_drawn_not_negative(through, nested):
+    """A Loop's trip count M given by an input (directly, or through a Cast or an Identity; the Loop in the main graph
+    or in an If branch) is drawn in [0, 7]: onnxruntime runs no iteration for a negative count, but TensorRT builds no
+    profile with one for a Loop with a scan output, so `trt-scatter check` failed a valid model on the inputs it drew.
+    A range the caller gives the input is kept."""
+    from onnx import TensorProto, helper
+
+    from test_reference import _loop_with_a_scan_output
+
+    model = _loop_with_a_scan_output("declared")
+    loop = model.graph.node[0]
+    if through:
+        model.graph.input[0].type.tensor_type.elem_type = TensorProto.INT32 if through == "Cast" else TensorProto.INT64
+        model.graph.input[0].name, loop.input[0] = "count", "n"
+        model.graph.node.insert(0, helper.make_node(through, ["count"], ["n"], **({"to": TensorProto.INT64} if through == "Cast" else {})))
+    if nested:
+        model.graph.node.remove(loop)
+        branch = helper.make_graph([loop], "then", [], [info("out", (2, 5)), info("scan", None)])
+        other = helper.make_graph([helper.make_node("Identity", ["x"], ["same"]), helper.make_node("Unsqueeze", ["x", "first"], ["one"])], "else", [],
+                                  [info("same", (2, 5)), info("one", None)], [onnx.numpy_helper.from_array(np.array([0]), "first")])
+        model.graph.node.append(helper.make_node("If", ["cond"], ["out", "scan"], then_branch=branch, else_branch=other))
+    name = model.graph.input[0].name
+    drawn = [ScatterDataLoader(model, seed=seed)[0][name] for seed in range(12)]
+    assert all(0 <= value <= 7 for value in drawn) and len(set(map(int, drawn))) > 3, drawn
+    given = ScatterDataLoader(model, seed=0, value_ranges={name: (-3, -1)})[0][name]
+    assert -3 <= given <= -1
+    Reference(model).run(ScatterDataLoader(model, seed=1)[0])
+
+
 @pytest.mark.parametrize("input_shapes", [{"x": (7, 6), "src": (20,), "dst": (20,)}, None])
 def test_a_gather_of_a_computed_tensor_is_drawn_within_its_rows(input_shapes):
     """``zeros_like(x).index_add(0, dst, lin(x)[src])`` with dynamic node and edge counts: the gather's data is computed

@@ -276,6 +276,7 @@ class _Plan:
                 raise node.error(err) from None
         self.searched, self.reached = _searched_inputs(self)
         self._plan_gathers()
+        self._plan_trip_counts()
         self._reference = None
         for name, bounds in self.value_ranges.items():  # the ruled inputs' rules decide: a range of theirs is ignored
             if bounds is not None and name not in self.generators and name not in self.searched and name not in self.shared:
@@ -317,6 +318,25 @@ class _Plan:
                 signed = np.dtype(self.inputs[name][0]).kind == "i"
                 self.generators[name] = (None, lambda rng, shape=self.shapes[name], size=size, signed=signed: (
                     oracle.rules.some_negative(rng, rng.integers(0, size, size=shape), size) if signed else rng.integers(0, size, size=shape)))
+
+    def _plan_trip_counts(self):
+        """Integer graph inputs that give a Loop's trip count ``M`` (through ops that keep values; the Loop in the main
+        graph or in a subgraph at any depth), where nothing else draws them and the caller gives them no range: drawn in
+        [0, 7]. onnxruntime runs no iteration for a negative count, but TensorRT builds no profile with one for a Loop
+        with a scan output ("second input to LoopOutputNode must have non-negative value"), so `trt-scatter check` failed
+        valid models on the inputs it drew."""
+        hidden = shadowed_in(self.model.graph)
+        is_loop = lambda node: node.op_type == "Loop" and node.domain in DEFAULT_DOMAINS and bool(node.input)  # noqa: E731
+        loops = [node for node in self.model.graph.node if is_loop(node)] + [node for node, _, _ in nested_nodes(self.model.graph, is_loop)]
+        for loop in loops:
+            name = loop.input[0]
+            if name in hidden.get(id(loop), ()):
+                continue  # a subgraph's own tensor
+            while (producer := self.producers.get(name)) is not None and keeps_values(producer):
+                name = producer.input[0]
+            if name in self.inputs and np.dtype(self.inputs[name][0] or np.float32).kind in "iu" and name not in self.generators \
+                    and name not in self.searched and name not in self.shared and self.value_ranges[name] is None:
+                self.generators[name] = (None, lambda rng, shape=self.shapes[name]: rng.integers(0, 8, size=shape))
 
     def _shapes_by_running(self, rng):
         """Where static shape inference cannot tell a scatter node's data or updates shape (after a TopK with a
