@@ -240,6 +240,52 @@ def test_a_loops_scan_output_stacks_its_iterations_as_onnxruntime_does(scan, cou
         np.testing.assert_array_equal(got[name], value)
 
 
+def _scan_writing_rows(input_axes, input_directions, output_axes, output_directions):
+    """A Scan over ``xs`` (4 x 3 along its scan axis, the other axis 3) and ``ids`` (4 row numbers, along axis 0): its state
+    (3, 3) gets the slice of ``xs`` written at row ``ids[t]`` (ScatterND) each step, and it scans the state's sum over rows
+    and the slice doubled."""
+    from onnx import numpy_helper
+
+    body = helper.make_graph([helper.make_node("Reshape", ["row", "at_shape"], ["at"]), helper.make_node("Unsqueeze", ["x", "zero"], ["x_row"]),
+                              helper.make_node("ScatterND", ["state", "at", "x_row"], ["state2"]),
+                              helper.make_node("ReduceSum", ["state2", "zero"], ["total"], keepdims=0), helper.make_node("Add", ["x", "x"], ["twice"])],
+                             "body", [fx.info("state", (3, 3)), fx.info("x", (3,)), fx.info("row", [], np.int64)],
+                             [fx.info("state2", (3, 3)), fx.info("total", (3,)), fx.info("twice", (3,))],
+                             [numpy_helper.from_array(np.array([1, 1], np.int64), "at_shape"), numpy_helper.from_array(np.array([0], np.int64), "zero")])
+    node = helper.make_node("Scan", ["init", "xs", "ids"], ["final", "totals", "doubled"], body=body, num_scan_inputs=2,
+                            scan_input_axes=[input_axes, 0], scan_input_directions=[input_directions, 0],
+                            scan_output_axes=output_axes, scan_output_directions=output_directions)
+    graph = helper.make_graph([node], "g", [fx.info("init", (3, 3)), fx.info("xs", None), fx.info("ids", (4,), np.int64)],
+                              [fx.info("final", (3, 3)), fx.info("totals", None), fx.info("doubled", None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("input_axis, input_direction, output_axes, output_directions", [
+    (0, 0, [0, 0], [0, 0]), (1, 0, [0, 0], [0, 0]), (-1, 0, [0, 0], [0, 0]), (0, 1, [0, 0], [0, 0]),
+    (0, 0, [1, -1], [0, 0]), (0, 0, [0, 0], [1, 0]), (1, 1, [1, 0], [0, 1])])
+def test_a_scan_runs_along_its_axes_and_directions_as_onnxruntime_does(input_axis, input_direction, output_axes, output_directions):
+    """The spec's Scan: each scan input sliced along its axis, forward or in reverse, and each scan output stacked along
+    its axis, in its direction. ONNX's evaluator refused every axis and direction but the first's (the reference could
+    not check such a model)."""
+    import onnxruntime
+
+    model = _scan_writing_rows(input_axis, input_direction, output_axes, output_directions)
+    xs = np.arange(12, dtype=np.float32).reshape(4, 3)
+    feeds = {"init": np.zeros((3, 3), np.float32), "xs": xs if input_axis == 0 else xs.T.copy(), "ids": np.array([2, 0, 2, 1])}
+    expected = onnxruntime.InferenceSession(model.SerializeToString()).run(None, feeds)
+    got = Reference(model).run(feeds)
+    for name, value in zip(["final", "totals", "doubled"], expected):
+        assert got[name].shape == value.shape, name
+        np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+
+def test_a_scan_over_inputs_of_different_lengths_is_one_line_naming_the_node():
+    model = _scan_writing_rows(0, 0, [0, 0], [0, 0])
+    feeds = {"init": np.zeros((3, 3), np.float32), "xs": np.zeros((5, 3), np.float32), "ids": np.array([2, 0, 2, 1])}
+    with pytest.raises(Exception, match=r"^Scan node \(output 'final'\): Scan: its scan inputs must have one length along their scan axes \(got 5, 4\)$"):
+        Reference(model).run(feeds)
+
+
 @pytest.mark.parametrize("rows, static, warned", [(3, False, True), (4, False, False), (3, True, False)])
 def test_constant_indices_that_repeat_a_target_at_the_runs_shapes_only_are_warned_of_by_the_run(caplog, rows, static, warned):
     """[[2], [-1]] into a dimension of 3 write row 2 twice: where the model's shapes say 3, validation warns (so the run

@@ -162,6 +162,51 @@ def _loop_as_the_spec_runs_it():
     return type("Loop", (loop,), {"op_domain": "", "_run": _run})
 
 
+def _scan_as_the_spec_runs_it():
+    """ONNX's Scan op class, running a Scan as the spec says: each scan input sliced along its axis (``scan_input_axes``,
+    negative ones counting from the end), forward or in reverse (``scan_input_directions``), and each scan output stacked
+    along its axis, in its direction. ONNX's evaluator refused every axis and direction but the first's, so the
+    reference could not check such a model (tf2onnx writes RNNs so)."""
+    scan = _subgraphs_read_their_own_initializers(load_op("", "Scan"))
+
+    def __init__(self, onnx_node, run_params):
+        OpRun.__init__(self, onnx_node, run_params)  # Scan's own refuses the axes and directions
+
+    def _run(self, *args, context=None, attributes=None, bindings=None, **_):
+        count = self.num_scan_inputs
+        states, xs = list(args[: len(args) - count]), args[len(args) - count :]
+        axes = [axis % x.ndim if x.ndim else axis for axis, x in zip(_per_scan(self.scan_input_axes, count), xs)]
+        lengths = [x.shape[axis] for x, axis in zip(xs, axes)]
+        if len(set(lengths)) > 1:
+            raise ValueError(f"Scan: its scan inputs must have one length along their scan axes (got {', '.join(map(str, lengths))})")
+        names = self.body.input_names
+        feeds = {name: value for name, value in (context or {}).items() if name not in names}  # the body's inputs hide outer tensors
+        directions, scans = _per_scan(self.scan_input_directions, count), None
+        for step in range(lengths[0]):
+            slices = [np.take(x, lengths[0] - 1 - step if backward else step, axis=axis) for x, axis, backward in zip(xs, axes, directions)]
+            feeds |= dict(zip(names, states + slices))
+            outputs = self._run_body(feeds, attributes=attributes, bindings=bindings)
+            states, values = list(outputs[: len(states)]), outputs[len(states) :]
+            scans = [[] for _ in values] if scans is None else scans
+            for scan, value in zip(scans, values):
+                scan.append(value)
+        if scans is None:
+            raise ValueError("Scan: its scan inputs are empty along their scan axes: no step runs to give the scan outputs' shapes "
+                             "(onnxruntime refuses them too)")
+        stacked = []
+        for scan, axis, backward in zip(scans, _per_scan(self.scan_output_axes, len(scans)), _per_scan(self.scan_output_directions, len(scans))):
+            stacked.append(np.stack(scan[::-1] if backward else scan, axis=axis % (scan[0].ndim + 1)))
+        return self._check_and_fix_outputs(tuple(states + stacked))
+
+    return type("Scan", (scan,), {"op_domain": "", "__init__": __init__, "_run": _run})
+
+
+def _per_scan(values, count):
+    """An attribute list with a value per scan input or output (``scan_input_axes``...), 0 for each it leaves out."""
+    values = list(values or ())
+    return values[:count] + [0] * (count - len(values))
+
+
 def _no_iteration(loop, index):
     """Scan output ``index`` of op ``loop`` after no iteration: empty, of the element type and per-iteration shape
     that shape inference gives the node's output in the model (:class:`Reference` tells each op its model), 0 for
@@ -230,7 +275,7 @@ def _gather_elements_along_any_axis():
 #: ``trt_scatter`` op in ONNX's own domain too (TensorRT's parser maps such a node onto the plugin as well); Loop and
 #: GatherElements, If and Scan, whose ONNX classes are mended.
 REFERENCE_OPS = [_reference_op(op) for op in (*OPS.values(), *STANDARD_OPS.values())] + [_reference_op(op, "") for op in OPS.values()] + [
-    _loop_as_the_spec_runs_it(), _gather_elements_along_any_axis(), *(_subgraphs_read_their_own_initializers(load_op("", name)) for name in ("If", "Scan"))]
+    _loop_as_the_spec_runs_it(), _scan_as_the_spec_runs_it(), _gather_elements_along_any_axis(), _subgraphs_read_their_own_initializers(load_op("", "If"))]
 
 
 def _default_domain_as_empty(model):
