@@ -279,10 +279,14 @@ def test_a_scan_runs_along_its_axes_and_directions_as_onnxruntime_does(input_axi
         np.testing.assert_array_equal(got[name], value, err_msg=name)
 
 
-def test_a_scan_over_inputs_of_different_lengths_is_one_line_naming_the_node():
+def test_a_scan_over_inputs_of_different_lengths_or_none_is_one_line_naming_the_node():
     model = _scan_writing_rows(0, 0, [0, 0], [0, 0])
     feeds = {"init": np.zeros((3, 3), np.float32), "xs": np.zeros((5, 3), np.float32), "ids": np.array([2, 0, 2, 1])}
     with pytest.raises(Exception, match=r"^Scan node \(output 'final'\): Scan: its scan inputs must have one length along their scan axes \(got 5, 4\)$"):
+        Reference(model).run(feeds)
+    model.graph.input[2].type.tensor_type.shape.dim[0].dim_param = "steps"
+    feeds |= {"xs": np.zeros((0, 3), np.float32), "ids": np.zeros(0, np.int64)}
+    with pytest.raises(Exception, match=r"^Scan node \(output 'final'\): Scan: its scan inputs are empty along their scan axes: no step"):
         Reference(model).run(feeds)
 
 
