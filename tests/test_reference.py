@@ -240,6 +240,19 @@ def test_a_loops_scan_output_stacks_its_iterations_as_onnxruntime_does(scan, cou
         np.testing.assert_array_equal(got[name], value)
 
 
+@pytest.mark.parametrize("scan, shape", [("declared", (0, 2, 5)), ("inferred", (0,)), ("scalar", (0,))])
+def test_a_loops_scan_output_after_no_iteration_in_an_evaluator_without_the_reference_has_the_declared_shape(scan, shape):
+    """``REFERENCE_OPS`` in ONNX's evaluator, without :class:`Reference` and the model's inferred shapes: the body's
+    declared per-iteration shape and type, 0 for each size it leaves out."""
+    from onnx.reference import ReferenceEvaluator
+
+    from trt_scatter.reference import REFERENCE_OPS
+
+    feeds = {"n": np.array(0, np.int64), "cond": np.array(True), "x": np.zeros((2, 5), np.float32), "shape": np.array([5, 2], np.int64)}
+    out, scanned = ReferenceEvaluator(_loop_with_a_scan_output(scan), new_ops=REFERENCE_OPS).run(None, feeds)
+    assert scanned.shape == shape and scanned.dtype == np.float32 and out.shape == (2, 5)
+
+
 def _scan_writing_rows(input_axes, input_directions, output_axes, output_directions):
     """A Scan over ``xs`` (4 x 3 along its scan axis, the other axis 3) and ``ids`` (4 row numbers, along axis 0): its state
     (3, 3) gets the slice of ``xs`` written at row ``ids[t]`` (ScatterND) each step, and it scans the state's sum over rows

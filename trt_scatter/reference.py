@@ -208,14 +208,18 @@ def _per_scan(values, count):
 
 
 def _no_iteration(loop, index):
-    """Scan output ``index`` of op ``loop`` after no iteration: empty, of the element type and per-iteration shape
-    that shape inference gives the node's output in the model (:class:`Reference` tells each op its model), 0 for
-    each size it does not know, as onnxruntime makes it; else of the type the body declares, without sizes."""
+    """Scan output ``index`` of op ``loop`` after no iteration: empty, of the element type and per-iteration shape that
+    shape inference gives the node's output in the model (:class:`Reference` tells each op its model), 0 for each size
+    it does not know, as onnxruntime makes it; in an evaluator made without :class:`Reference`, of those the body
+    declares."""
     model, name = getattr(loop, "reference_model", None), (loop.onnx_node.output[index:index + 1] or [""])[0]
-    shape, dtype = (model.tensors.shape(name), model.tensors.dtype(name)) if model is not None and name else (None, None)
-    if dtype is None:
-        dtype = dtypes.from_onnx(loop.body.output_types_[1 + index].tensor_type.elem_type) or np.float32
-    return np.empty((0, *(max(size, 0) for size in (shape or (0,))[1:])), dtype)
+    if model is not None and name and model.tensors.dtype(name) is not None:
+        dtype, per_iteration = model.tensors.dtype(name), (model.tensors.shape(name) or (0,))[1:]
+    else:
+        declared = loop.body.output_types_[1 + index].tensor_type
+        dtype = dtypes.from_onnx(declared.elem_type) or np.float32
+        per_iteration = [dim.dim_value if dim.HasField("dim_value") else 0 for dim in declared.shape.dim]
+    return np.empty((0, *(max(size, 0) for size in per_iteration)), dtype)
 
 
 def _ops_within(evaluator):

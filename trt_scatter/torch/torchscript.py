@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import unittest.mock
 import warnings
 from typing import TYPE_CHECKING
 
@@ -98,12 +97,14 @@ def onnx_log_as_asked() -> Iterator[None]:
         torch._C._jit_set_onnx_log_enabled(was_on or bool(verbose))
         yield
 
-    patch = contextlib.nullcontext() if utils is None or not hasattr(utils, "setup_onnx_logging") else \
-        unittest.mock.patch.object(utils, "setup_onnx_logging", setup_onnx_logging)
+    swapped = utils is not None and hasattr(utils, "setup_onnx_logging")
+    if swapped:
+        original, utils.setup_onnx_logging = utils.setup_onnx_logging, setup_onnx_logging
     try:
-        with patch:
-            yield
+        yield
     finally:
+        if swapped:
+            utils.setup_onnx_logging = original
         torch._C._jit_set_onnx_log_enabled(was_on)
 
 
