@@ -162,3 +162,34 @@ def test_a_reduction_the_standard_models_lack_is_named(call, line):
     with pytest.raises(ScatterInputError) as caught:
         call(onnx_models)
     assert line in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize("holder", ["Loop", "If in Loop"])
+def test_build_without_plugins_names_a_reduction_in_a_subgraph(tmp_path, holder):
+    """A reduction in an If or Loop body: build without --plugins looked for the node in the main graph only and ended in
+    an internal error (StopIteration); it is named, with the node that holds it, in one line."""
+    from trt_scatter import backend
+
+    write = helper.make_node("ScatterND", ["d", "at", "ones"], ["written"], reduction="add")
+    constants = [onnx.numpy_helper.from_array(np.array([[1]], np.int64), "at"), onnx.numpy_helper.from_array(np.ones((1, 3), np.float32), "ones")]
+    value = helper.make_tensor_value_info
+    carried = [value("c2", TensorProto.BOOL, []), value("d2", TensorProto.FLOAT, [4, 3])]
+    if holder == "Loop":
+        nodes = [write, helper.make_node("Identity", ["written"], ["d2"])]
+    else:
+        branch = helper.make_graph([write], "then", [], [value("written", TensorProto.FLOAT, [4, 3])], constants)
+        kept = helper.make_graph([helper.make_node("Identity", ["d"], ["kept"])], "else", [], [value("kept", TensorProto.FLOAT, [4, 3])])
+        nodes, constants = [helper.make_node("If", ["c"], ["d2"], then_branch=branch, else_branch=kept, name="choice")], []
+    body = helper.make_graph([helper.make_node("Identity", ["c"], ["c2"]), *nodes], "body",
+                             [value("i", TensorProto.INT64, []), value("c", TensorProto.BOOL, []), value("d", TensorProto.FLOAT, [4, 3])], carried, constants)
+    graph = helper.make_graph([helper.make_node("Loop", ["n", "cond", "x"], ["y"], body=body, name="repeat")], "g",
+                              [value("n", TensorProto.INT64, []), value("cond", TensorProto.BOOL, []), value("x", TensorProto.FLOAT, [4, 3])],
+                              [value("y", TensorProto.FLOAT, [4, 3])])
+    path = fx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), tmp_path / "model.onnx")
+    result = fx.run_tool("trt-scatter", ["build", path, "-o", tmp_path / "model.engine"])
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    label, holder_label = ("ScatterND node #1 (output 'written')", "Loop node 'repeat'") if holder == "Loop" else ("ScatterND node #0 (output 'written')", "If node 'choice'")
+    assert result.stderr.startswith(f"trt-scatter build: error: {path}: {label}, in a subgraph of {holder_label}, is one TensorRT builds wrong or not "
+                                    "at all (TensorRT-RTX's parser refuses a reduction"), result.stderr
+    flag = "build it with full TensorRT and --plugins" if backend.is_rtx() else "add --plugins"
+    assert result.stderr.endswith(f"{flag} (plugins=True)\n"), result.stderr

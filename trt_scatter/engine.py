@@ -206,11 +206,30 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
 
         served = to_plugins(model)
         if served is not model.proto:  # nodes TensorRT's own parser refuses, which a plugin builds
-            node, plugin = next((old, new) for old, new in zip(model.proto.graph.node, served.graph.node) if old.op_type != new.op_type)
-            why = f" ({plugin.doc_string})" if plugin.doc_string else ""
-            raise ValueError(f"{model.name}: {node_label(node)} is one TensorRT builds wrong or not at all{why}, and trt-scatter's "
-                             f"plugins build: add --plugins (plugins=True)")
+            raise ValueError(_served_by_a_plugin(model, served))
     return _network_from_proto(_for_the_parser(proto), model.path, strongly_typed=strongly_typed, model=model)
+
+
+def _served_by_a_plugin(model, served) -> str:
+    """Why ``model`` needs the plugins: its first node that :func:`~trt_scatter.passes.plugins.to_plugins` replaced in
+    ``served`` (which keeps the model's structure, so their nodes pair in order), in the main graph or else in an If or
+    Loop body at any depth; in a body TensorRT-RTX builds no plugin either, so there the words say so."""
+    from trt_scatter.model import nested_nodes, node_label
+
+    main = next(((old, new) for old, new in zip(model.proto.graph.node, served.graph.node) if old.op_type != new.op_type), None)
+    if main is not None:
+        label, holder, plugin = node_label(main[0]), None, main[1]
+    else:
+        pairs = zip(nested_nodes(model.proto.graph, bool), nested_nodes(served.graph, bool))
+        (_, label, holder), (plugin, _, _) = next((old, new) for old, new in pairs if old[0].op_type != new[0].op_type)
+    why = f" ({plugin.doc_string})" if plugin.doc_string else ""
+    if holder is None:
+        return f"{model.name}: {label} is one TensorRT builds wrong or not at all{why}, and trt-scatter's plugins build: add --plugins (plugins=True)"
+    if backend.is_rtx():
+        return (f"{model.name}: {label}, in a subgraph of {holder}, is one TensorRT builds wrong or not at all{why}, and TensorRT-RTX builds "
+                "no plugin in an If or Loop body: build it with full TensorRT and --plugins (plugins=True)")
+    return (f"{model.name}: {label}, in a subgraph of {holder}, is one TensorRT builds wrong or not at all{why}, and trt-scatter's plugins "
+            "build: add --plugins (plugins=True)")
 
 
 def _for_the_parser(proto):
