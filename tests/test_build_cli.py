@@ -1586,3 +1586,33 @@ def test_a_position_range_past_the_cache_is_refused_in_an_onnx_models_build(tmp_
         assert str(refused.value).startswith(message) and "ISliceLayer" in str(refused.value) and "\n" not in str(refused.value), str(refused.value)
 
     build()
+
+
+@pytest.mark.parametrize("depth", ["main graph", "in a Loop body"])
+def test_a_loops_condition_that_a_graph_input_gives_keeps_the_inputs_name(depth):
+    """A Loop whose ``cond`` is a graph input: TensorRT-RTX's parser named the network's input after the body's condition
+    input ("c", not "cond"), so the engine had no input of the model's name to feed. The Loop reads it through an
+    Identity, which computes the same; the network's inputs are the model's."""
+    from onnx_fixtures import loop_carrying_a_value_named_like_an_input
+
+    from trt_scatter.engine import _for_the_parser
+    from trt_scatter.reference import Reference
+
+    model = loop_carrying_a_value_named_like_an_input(body_shape=(2, 5), input_shape=(3, 4), column=4)
+    if depth == "in a Loop body":  # the Loop inside a one-iteration Loop whose body carries x0 through it
+        inner = model.graph.node[0]
+        value = helper.make_tensor_value_info
+        outer_body = helper.make_graph([helper.make_node("Identity", ["oc"], ["oc2"]), inner], "outer",
+                                       [value("oi", TensorProto.INT64, []), value("oc", TensorProto.BOOL, [])], [value("oc2", TensorProto.BOOL, []),
+                                                                                                              value("out", TensorProto.FLOAT, [2, 5])])
+        one = onnx.numpy_helper.from_array(np.array(1, np.int64), "one")
+        model.graph.initializer.append(one)
+        model.graph.node[0].CopyFrom(helper.make_node("Loop", ["one", "", ], ["out_scan"], body=outer_body))
+        model.graph.node.append(helper.make_node("Squeeze", ["out_scan", "zero"], ["out"]))
+        model.graph.initializer.append(onnx.numpy_helper.from_array(np.array([0], np.int64), "zero"))
+    onnx.checker.check_model(model, full_check=True)
+    _, network, _ = engine.network_from_onnx(model)()
+    assert sorted(network.get_input(i).name for i in range(network.num_inputs)) == sorted(v.name for v in model.graph.input if v.name != "one" and v.name != "zero")
+    for cond in (True, False):
+        feeds = {"n": np.array(3, np.int64), "cond": np.array(cond), "x0": np.ones((2, 5), np.float32), "data": np.zeros((3, 4), np.float32)}
+        np.testing.assert_array_equal(Reference(_for_the_parser(model)).run(feeds)["out"], Reference(model).run(feeds)["out"])

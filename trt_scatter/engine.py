@@ -242,10 +242,13 @@ def _for_the_parser(proto):
     attributes left to their defaults are written out: the parser warns of each one it does not find ("the engine may
     fail to build"), though the plugin's default is the op's. A ``Loop`` whose ``cond`` input is left out (true, by the
     spec) gets a constant true one: the parser does not register the body's condition input then, and a body that
-    reads it failed to parse ("Node input was not registered")."""
+    reads it failed to parse ("Node input was not registered"). A ``Loop`` (at any depth) whose ``cond`` is a graph input
+    reads it through an ``Identity``: TensorRT-RTX's parser named the network's input after the body's condition input,
+    so the engine had no input of the model's name."""
     import onnx
 
-    from trt_scatter.model import all_graphs, all_nodes, fresh_name, graph_names, live_names
+    from trt_scatter.model import all_graphs, all_nodes, fed_inputs, fresh_name, graph_names, live_names
+    from trt_scatter.model.graph import shadowed_in
 
     def condition_left_out(node):
         return node.op_type == "Loop" and node.domain in ops.DEFAULT_DOMAINS and len(node.input) > 1 and not node.input[1]
@@ -263,7 +266,16 @@ def _for_the_parser(proto):
     defaulted = any(left_out(node) for node in all_nodes(proto.graph))
     quantized = _int8_constants_read_as_numbers(proto.graph)
     unconditioned = any(condition_left_out(node) for node in all_nodes(proto.graph))
-    if not padded and not dead_write and not defaulted and not quantized and not unconditioned:
+    inputs = {value.name for value in fed_inputs(proto.graph)}
+
+    def conditions_fed(graph):
+        """The Loops of ``graph`` (at any depth) whose ``cond`` is one of the graph inputs (not a body's own of that name)."""
+        hidden = shadowed_in(graph)
+        return [node for node in all_nodes(graph) if node.op_type == "Loop" and node.domain in ops.DEFAULT_DOMAINS and len(node.input) > 1
+                and node.input[1] in inputs and node.input[1] not in hidden.get(id(node), ())]
+
+    fed_conditions = bool(conditions_fed(proto.graph))
+    if not padded and not dead_write and not defaulted and not quantized and not unconditioned and not fed_conditions:
         return proto
     copy = onnx.ModelProto()
     copy.CopyFrom(proto)
@@ -284,6 +296,16 @@ def _for_the_parser(proto):
         for node in all_nodes(copy.graph):
             if condition_left_out(node):
                 node.input[1] = true
+    if fed_conditions:
+        renamed = {}
+        for node in conditions_fed(copy.graph):
+            if node.input[1] not in renamed:
+                renamed[node.input[1]] = fresh_name(f"{node.input[1]}_for_loop", taken)
+            node.input[1] = renamed[node.input[1]]
+        passes = [onnx.helper.make_node("Identity", [name], [read], name=fresh_name(f"{name}_identity", taken)) for name, read in renamed.items()]
+        nodes = passes + list(copy.graph.node)
+        del copy.graph.node[:]
+        copy.graph.node.extend(nodes)
     return copy
 
 
