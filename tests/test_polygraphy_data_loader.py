@@ -369,18 +369,47 @@ def test_indices_read_inside_an_if_branch_are_drawn_valid():
 def test_a_write_inside_a_loop_into_a_value_named_like_a_model_input_is_not_drawn_for_that_input():
     """A Loop body's carried value named ``data`` as the model's input ``data`` is: the body's write reads the carried
     value, so the loader must not plan it against the model's ``data`` (it did, by name, where its other inputs are the
-    main graph's)."""
+    main graph's); named otherwise, it is planned on the carried value."""
     from trt_scatter.inputs import _Plan
     from trt_scatter.model import as_model
 
     model = fx.loop_carrying_a_value_named_like_an_input(body_shape=(2, 5), input_shape=(3, 4), column=4, outer_constants=True)
     assert [node.label for node in _Plan(as_model(model), {}, np.random.default_rng(0), {}).nodes] == []
-    model.graph.node[0].attribute[0].g.input[2].name = "carried"  # a name of its own: still not the model's data
+    model.graph.node[0].attribute[0].g.input[2].name = "carried"  # a name of its own: planned, on the carried value
     model.graph.node[0].attribute[0].g.node[1].input[0] = "carried"
-    assert [node.label for node in _Plan(as_model(model), {}, np.random.default_rng(0), {}).nodes] == []
+    (node,) = _Plan(as_model(model), {}, np.random.default_rng(0), {}).nodes
+    assert node.label == "ScatterElements node 'write' in Loop node 'repeat'" and node.inputs["data"] == "carried" and node.shape("data") == (2, 5)
     feeds = ScatterDataLoader(model, seed=0)[0]
     assert feeds["data"].shape == (3, 4) and feeds["x0"].shape == (2, 5)
     Reference(model).run(feeds)
+
+
+@pytest.mark.parametrize("holder", ["Loop", "Scan"])
+def test_a_write_inside_a_body_into_its_own_value_at_the_models_indices_gets_valid_indices(holder):
+    """A Loop body that writes into its carried value (a Scan body: into its state), declared (3, 6), at the model's
+    ``indices`` with the model's ``updates`` (ScatterElements along axis 1): the indices are drawn for it, in range and
+    distinct in each row. They were drawn without its rules (the loader planned only a body's writes whose every input is
+    the main graph's), so `trt-scatter check` failed the model in one line for every seed tried."""
+    from onnx import TensorProto, helper
+
+    write = [helper.make_node("ScatterElements", ["d", "indices", "updates"], ["d2"], axis=1), helper.make_node("Add", ["d2", "d2"], ["dd"])]
+    if holder == "Loop":
+        body = helper.make_graph([helper.make_node("Identity", ["c"], ["c2"]), *write], "body",
+                                 [info("i", [], np.int64), info("c", [], np.bool_), info("d", [3, 6], np.int32)],
+                                 [info("c2", [], np.bool_), info("dd", [3, 6], np.int32), info("d2", [3, 6], np.int32)])
+        node, steps = helper.make_node("Loop", ["n", "", "data"], ["out", "scan"], body=body), info("n", [], np.int64)
+    else:
+        body = helper.make_graph(write, "body", [info("d", [3, 6], np.int32), info("step", [], np.int32)],
+                                 [info("dd", [3, 6], np.int32), info("d2", [3, 6], np.int32)])
+        node, steps = helper.make_node("Scan", ["data", "n"], ["out", "scan"], body=body, num_scan_inputs=1), info("n", [3], np.int32)
+    graph = helper.make_graph([node], "g", [steps, info("data", [3, 6], np.int32), info("indices", [3, 2], TensorProto.INT64),
+                                            info("updates", [3, 2], np.int32)], [info("out", [3, 6], np.int32), info("scan", None, np.int32)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    for seed in range(1, 6):
+        feeds = ScatterDataLoader(model, seed=seed)[0]
+        indices = feeds["indices"]
+        assert ((-6 <= indices) & (indices < 6)).all() and all(len(set(row % 6)) == 2 for row in indices), indices
+        Reference(model).run(feeds)
 
 
 def test_models_the_loader_cannot_serve_are_one_line_errors_naming_node_and_rule():

@@ -44,7 +44,7 @@ import numpy as np
 
 from trt_scatter import oracle
 from trt_scatter.log import first_line, warn, warnings_dropped
-from trt_scatter.model import as_model, declared_size, fed_inputs
+from trt_scatter.model import as_model, declared_dims, declared_size, fed_inputs
 from trt_scatter.model.graph import DEFAULT_DOMAINS, ELEMENTWISE, SHAPE_READERS, keeps_values, names_made_in, nested_nodes, shadowed_in, subgraphs
 from trt_scatter.model.node import OpNode
 from trt_scatter.model.tensors import ModelTensors
@@ -365,14 +365,19 @@ class _Plan:
         return tuple(shape)
 
     def _nested_nodes(self, graph):
-        """The scatter nodes of the subgraphs (If branches, Loop bodies) that read only the main graph's tensors: their
-        indices are drawn like any other's, so that the branch a run takes gets valid ones. A name a subgraph declares as
-        its own input is not the main graph's tensor of that name (:func:`~trt_scatter.model.graph.shadowed_in`)."""
-        outer, hidden = names_made_in(graph), shadowed_in(graph)
+        """The scatter nodes of the subgraphs (If branches, Loop and Scan bodies) that read only the main graph's tensors,
+        but for their data, which may be a value the bodies around them declare with a static shape (a Loop's carried
+        value, a Scan's state): their indices are drawn like any other's, so that the branch a run takes gets valid
+        ones. A name a subgraph declares as its own input is not the main graph's tensor of that name
+        (:func:`~trt_scatter.model.graph.shadowed_in`); one the main graph also makes is not taken for data."""
+        outer, hidden, declared = names_made_in(graph), shadowed_in(graph), _body_inputs(graph)
         nodes = []
         for inner, label, holder in nested_nodes(graph, op_of):
-            if all(name in outer and name not in hidden[id(inner)] for name in inner.input if name):
-                node = _Node(inner, None, self.tensors, self.origin)
+            node = _Node(inner, None, self.tensors, self.origin)
+            data = node.inputs.get(node.op.data_input)
+            dims = declared[id(inner)].get(data)
+            own_data = data not in outer and dims is not None and all(isinstance(d, int) for d in dims) and self.tensors.symbolic_shape(data) == tuple(dims)
+            if all((name in outer and name not in hidden[id(inner)]) or (name == data and own_data) for name in inner.input if name):
                 node.label = f"{label} in {holder}"
                 nodes.append(node)
         return nodes
@@ -863,6 +868,23 @@ class _Shapes:
             rest = self._size([x for x in low if self.find(x) != root])
             if self.free(d) and rest:
                 self.value[root] = max(0, min(self.value[root], (self._size(high) - offset) // rest))
+
+
+def _body_inputs(graph):
+    """``{id(node): {name: declared dims or None}}`` for each node of every subgraph of ``graph``, at any depth: the inputs
+    the subgraphs around the node declare (a Loop body's carried values, a Scan body's states and slices), an inner
+    graph's declaration of a name winning."""
+    found = {}
+
+    def walk(outer, declared):
+        for holder in outer.node:
+            for subgraph in subgraphs(holder):
+                inside = declared | {value.name: declared_dims(value) for value in subgraph.input}
+                found.update((id(node), inside) for node in subgraph.node)
+                walk(subgraph, inside)
+
+    walk(graph, {})
+    return found
 
 
 def _symbolic_shapes(plan):
