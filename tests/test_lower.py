@@ -212,16 +212,59 @@ def test_what_the_lowering_cannot_take_is_refused_in_one_line():
         lower(_kv_with(zero_step))  # the validator's line, before anything is lowered
 
 
-def test_a_node_in_a_subgraph_is_refused_by_name():
-    inner = mixed_models.kv_cache(runtime=True).model.graph
-    branch = helper.make_graph(list(inner.node), "then", [], [helper.make_tensor_value_info("new_cache", onnx.TensorProto.FLOAT, None)], list(inner.initializer))
-    other = helper.make_graph([helper.make_node("Identity", ["cache"], ["same"])], "else", [], [helper.make_tensor_value_info("same", onnx.TensorProto.FLOAT, None)])
-    node = helper.make_node("If", ["flag"], ["out"], name="choose", then_branch=branch, else_branch=other)
-    inputs = list(inner.input) + [helper.make_tensor_value_info("flag", onnx.TensorProto.BOOL, [])]
-    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("out", onnx.TensorProto.FLOAT, None)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)])
-    with pytest.raises(ModelError, match="SliceScatter node 'write_kv': lies in a subgraph of If node 'choose'"):
-        lower(model)
+def _generation_loop(steps_in_if=False):
+    """A Loop over ``n`` steps whose body writes row ``new[i]`` (a model input, (4, 5)) into its carried cache (6, 5) at
+    row ``i`` (SliceScatter, start computed from the iteration number) and adds ``bias`` at the rows ``idx`` (an initializer
+    of the main graph) of the step's copy (ScatterElementsReduce), which it scans; ``steps_in_if``: the Loop inside the
+    then-branch of an If on ``flag``, whose else-branch keeps the cache."""
+    from onnx import numpy_helper
+
+    c = lambda name, value: numpy_helper.from_array(np.asarray(value, np.int64), name)  # noqa: E731
+    body_nodes = [
+        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        helper.make_node("Reshape", ["i", "one_dim"], ["row"]),
+        helper.make_node("Add", ["row", "step"], ["row_end"]),
+        helper.make_node("Gather", ["new", "i"], ["new_row"], axis=0),
+        helper.make_node("Unsqueeze", ["new_row", "first"], ["new_rows"]),
+        helper.make_node("SliceScatter", ["cache_in", "new_rows", "row", "row_end", "step", "first"], ["cache_out"], domain=DOMAIN, name="write_row"),
+        helper.make_node("ScatterElementsReduce", ["cache_out", "idx", "bias"], ["biased"], domain=DOMAIN, name="add_bias", axis=0, reduction="add"),
+    ]
+    body = helper.make_graph(body_nodes, "body", [fx.info("i", [], np.int64), fx.info("cond_in", [], np.bool_), fx.info("cache_in", (6, 5))],
+                             [fx.info("cond_out", [], np.bool_), fx.info("cache_out", (6, 5)), fx.info("biased", (6, 5))],
+                             [c("one_dim", [1]), c("step", [1]), c("first", [0])])
+    loop = helper.make_node("Loop", ["n", "", "cache"], ["final", "steps"], body=body, name="generate")
+    outputs = [fx.info("final", (6, 5)), fx.info("steps", ("t", 6, 5))]
+    inputs = [fx.info("n", [], np.int64), fx.info("cache", (6, 5)), fx.info("new", (4, 5)), fx.info("bias", (2, 5))]
+    if steps_in_if:
+        other = helper.make_graph([helper.make_node("Identity", ["cache"], ["kept"]), helper.make_node("Unsqueeze", ["cache", "zero"], ["one_step"])],
+                                  "else", [], [fx.info("kept", (6, 5)), fx.info("one_step", (1, 6, 5))], [c("zero", [0])])
+        loop = helper.make_node("If", ["flag"], ["final", "steps"], name="choose",
+                                then_branch=helper.make_graph([loop], "then", [], [fx.info("final", (6, 5)), fx.info("steps", ("t", 6, 5))]), else_branch=other)
+        inputs.append(fx.info("flag", [], np.bool_))
+    graph = helper.make_graph([loop], "g", inputs, outputs, [c("idx", [[0, 1, 2, 3, 4], [5, 5, 0, 1, 2]])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid(DOMAIN, 1)])
+
+
+@pytest.mark.parametrize("steps_in_if", [False, True], ids=["loop", "loop in if"])
+def test_nodes_in_subgraphs_are_lowered_too(steps_in_if):
+    """A generation loop writes a row into its carried cache each step (SliceScatter at the iteration number) and adds a
+    bias at constant rows (ScatterElementsReduce), maybe inside an If branch: every trt_scatter node of every subgraph is
+    lowered (it was refused: 'lower replaces nodes of the main graph only', so `check` could not run such a model
+    without the plugins), and onnxruntime computes the reference's outputs for every step count, the If either way."""
+    from trt_scatter.model import all_nodes
+
+    model = _generation_loop(steps_in_if)
+    lowered = lower(model)
+    onnx.checker.check_model(lowered, full_check=True)
+    assert not any(node.domain == DOMAIN for node in all_nodes(lowered.graph)) and DOMAIN not in {o.domain for o in lowered.opset_import}
+    rng = np.random.default_rng(0)
+    for n, flag in ((0, True), (1, True), (4, True), (3, False)):
+        feeds = {"n": np.array(n, np.int64), "cache": rng.standard_normal((6, 5)).astype(np.float32), "new": rng.standard_normal((4, 5)).astype(np.float32),
+                 "bias": rng.standard_normal((2, 5)).astype(np.float32)} | ({"flag": np.array(flag)} if steps_in_if else {})
+        expected, got = Reference(model).run(feeds), run_onnxruntime(lowered, feeds)
+        for name in ("final", "steps"):
+            assert expected[name].shape == got[name].shape, name
+            np.testing.assert_allclose(got[name], expected[name], rtol=1e-6, atol=1e-6, err_msg=name)
 
 
 def test_an_old_opset_is_upgraded_and_dead_parameter_nodes_go():

@@ -312,7 +312,7 @@ def build_failure(words: str, model: Model | None, plugins: bool) -> str:
     from trt_scatter import backend
     from trt_scatter.model import nested_nodes
     from trt_scatter.ops import is_trt_scatter
-    from trt_scatter.passes.lower import nested_node
+    from trt_scatter.model.graph import nested_trt_scatter_node
     from trt_scatter.passes.plugins import to_plugins
 
     if model is None:
@@ -320,7 +320,7 @@ def build_failure(words: str, model: Model | None, plugins: bool) -> str:
     explained = _kept_for_tensorrt(words, model, plugins)
     if explained != words or not backend.is_rtx() or _NESTED_PLUGIN_FAILURE not in words:
         return explained
-    nested = nested_node(model.proto.graph)
+    nested = nested_trt_scatter_node(model.proto.graph)
     if nested is None and plugins:
         # every subgraph node of the served model pairs with the model's, in order (to_plugins keeps the structure)
         pairs = zip(nested_nodes(model.proto.graph, bool), nested_nodes(to_plugins(model).graph, bool))

@@ -240,6 +240,13 @@ def nested_nodes(graph: onnx.GraphProto, wanted: Callable[[onnx.NodeProto], bool
             yield from nested_nodes(subgraph, wanted)
 
 
+def nested_trt_scatter_node(graph: onnx.GraphProto) -> tuple[str, str] | None:
+    """``(label of the node, label of the node of its graph that holds it)`` for the first ``trt_scatter`` node in a
+    subgraph of ``graph`` (an If branch, a Loop or Scan body, at any depth); None where there is none."""
+    found = next(nested_nodes(graph, is_trt_scatter), None)
+    return None if found is None else found[1:]
+
+
 def own_names(graph: onnx.GraphProto) -> set[str]:
     """The names a subgraph declares as its inputs or initializers: inside it (and the graphs it holds) such a name is
     that tensor, not an outer graph's of the same name (a Loop body's carried value may be named like a model input)."""

@@ -63,12 +63,12 @@ def to_aot(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelProt
     body, or one the AOT kernels cannot run, is a :class:`~trt_scatter.model.ModelError`."""
     import onnx
 
-    from trt_scatter.passes.lower import nested_node
+    from trt_scatter.model.graph import nested_trt_scatter_node
     from trt_scatter.passes.validate import validate
 
     model = as_model(model)
     validate(model)  # a mistake the model shows, in one line, not a converted copy of it
-    nested = nested_node(model.proto.graph)
+    nested = nested_trt_scatter_node(model.proto.graph)
     if nested is not None:  # left as it is, it would name the Python plugin, in an engine meant to run without Python
         raise ModelError(f"{nested[0]}: lies in a subgraph of {nested[1]}; the AOT form takes nodes of the main graph only")
     _refuse_what_the_aot_form_cannot_run(model)

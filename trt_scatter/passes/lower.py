@@ -16,7 +16,8 @@ The pass, in order:
 2. Upgrade a default-domain opset below :data:`OPSET` (what the lowerings need: Reshape's
    ``allowzero``), or below an op's ``LOWERING_OPSET`` (the reduction ops: 18) with ONNX's version converter, its local
    functions inlined first (the converter drops them), or refuse in one line if it cannot.
-3. Replace each node in place, by nodes and initializers named ``<node name>/<op>_<n>`` whose last
+3. Replace each node in place, in the main graph and in every If branch and Loop or Scan body (the new initializers
+   in the node's own graph), by nodes and initializers named ``<node name>/<op>_<n>`` whose last
    output keeps the node's output name, so every consumer, graph output and ``value_info`` stays
    as it was. Parameters the model holds as constants (initializers, ``Constant`` nodes) give
    constant geometry; parameters computed at run time (graph inputs, other nodes' outputs) give
@@ -44,7 +45,7 @@ from polygraphy.backend.base import BaseLoader
 
 from trt_scatter import networks, ops
 from trt_scatter.log import first_line, logger
-from trt_scatter.model import ModelError, as_model, drop_initialized_inputs, graph_names, live_names, nested_nodes, opset_version
+from trt_scatter.model import ModelError, all_graphs, as_model, drop_initialized_inputs, graph_names, live_names, opset_version, subgraphs
 from trt_scatter.model.node import OpNode
 from trt_scatter.networks.graph import OnnxGraph, Value
 from trt_scatter.oracle.rules import ScatterInputError
@@ -71,13 +72,11 @@ def lower(model: Model | onnx.ModelProto | str | os.PathLike) -> onnx.ModelProto
 
     model = as_model(model, weights=True)
     validate(model)  # once per Model
-    _refuse_nested(model.proto.graph)
     if not model.trt_scatter_ops():
         return model.proto
     needed = max([OPSET] + [getattr(networks.module(ops.OPS[name]), "LOWERING_OPSET", OPSET) for name in model.trt_scatter_ops()])
     lowered = _with_opset(model.proto, needed)  # the same tensors with the same values, shapes and types
-    nodes, initializers = _lowered_nodes(lowered, model.tensors)
-    _replace_nodes(lowered.graph, nodes, initializers)
+    _lower_graph(lowered.graph, model.tensors, set().union(*(graph_names(graph) for graph in all_graphs(lowered.graph))))
     kept = [opset for opset in lowered.opset_import if opset.domain != ops.DOMAIN]
     del lowered.opset_import[:]
     lowered.opset_import.extend(kept)
@@ -105,11 +104,20 @@ class LowerTrtScatter(BaseLoader):
         return lower(model)
 
 
-def _lowered_nodes(model, tensors):
-    """The graph's nodes with each trt_scatter node replaced by its lowering's, and the lowerings'
-    initializers; ``tensors``: what the model says of its tensors (:class:`ModelTensors`)."""
-    graph = model.graph
-    taken = graph_names(graph)
+def _lower_graph(graph, tensors, taken):
+    """Replaces the trt_scatter nodes of ``graph`` and of the subgraphs its nodes hold (If branches, Loop and Scan bodies,
+    at any depth) by their lowerings, in place; ``tensors``: what the model says of the tensors the graph's nodes see
+    (:meth:`ModelTensors.within <trt_scatter.model.ModelTensors.within>` for a subgraph); ``taken``: every name of
+    the model, which the new names avoid and join."""
+    for node in graph.node:
+        for subgraph in subgraphs(node):
+            _lower_graph(subgraph, tensors.within(subgraph), taken)
+    if any(ops.is_trt_scatter(node) for node in graph.node):
+        _replace_nodes(graph, *_lowered_nodes(graph, tensors, taken))
+
+
+def _lowered_nodes(graph, tensors, taken):
+    """The graph's nodes with each trt_scatter node replaced by its lowering's, and the lowerings' initializers."""
     nodes, initializers = [], []
     for index, node in enumerate(graph.node):
         if not ops.is_trt_scatter(node):
@@ -215,17 +223,3 @@ def _keep_declared_shapes(declared, converted):
             value.type.CopyFrom(types[value.name])
     del converted.value_info[:]
     converted.value_info.extend(declared.value_info)
-
-
-def nested_node(graph: onnx.GraphProto) -> tuple[str, str] | None:
-    """``(label of the node, label of the node of its graph that holds it)`` for the first ``trt_scatter`` node in a
-    subgraph of ``graph`` (an If branch, a Loop or Scan body, at any depth); None where there is none."""
-    found = next(nested_nodes(graph, ops.is_trt_scatter), None)
-    return None if found is None else found[1:]
-
-
-def _refuse_nested(graph):
-    """The pass lowers the main graph; a ``trt_scatter`` node in a subgraph (If/Loop/Scan body) is refused by name."""
-    nested = nested_node(graph)
-    if nested is not None:
-        raise ModelError(f"{nested[0]}: lies in a subgraph of {nested[1]}; lower replaces nodes of the main graph only")

@@ -98,7 +98,7 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
         raise TypeError(f"trt_scatter.torch.export: model is a torch.nn.Module, a torch.export.ExportedProgram or a TorchScript function "
                         f"(got {type(model).__name__})")
     from trt_scatter.model import Model
-    from trt_scatter.passes.lower import nested_node
+    from trt_scatter.model.graph import nested_trt_scatter_node
     from trt_scatter.passes.rewrite import extremes_from_zero, rewrite
     from trt_scatter.passes.validate import validate
 
@@ -140,11 +140,10 @@ def export(model: torch.nn.Module | torch.export.ExportedProgram, args: tuple[An
         if through:
             _refuse_a_dropped_write(model, args, proto, through, removed, kwargs.get("input_names"))
         _refuse_a_lost_input(model, args, proto, kwargs.get("input_names"))
-    nested = nested_node(proto.graph)
+    nested = nested_trt_scatter_node(proto.graph)
     if nested is not None:  # a write inside torch.cond or a loop
         logger.warning(f"trt_scatter.torch: {nested[0]} lies in a subgraph of {nested[1]}: full TensorRT builds it, TensorRT-RTX "
-                       "builds no plugin there and trt-scatter lower and check cannot lower it (torch.onnx.export writes it "
-                       "with ONNX's own ops)")
+                       "builds no plugin there (trt-scatter lower writes it with standard ONNX ops, as torch.onnx.export does)")
     if inplace:
         written = mark_inplace(proto)
         logger.debug("trt_scatter.torch: inplace=1 on %s", ", ".join(written) or "no node")
