@@ -718,6 +718,20 @@ def test_lower_says_which_ops_of_other_domains_it_kept(tmp_path, capsys, custom)
     assert capsys.readouterr().out.splitlines()[0] == f"lowered 1 trt_scatter node (SliceScatter) of {path}: {out} ({kept})"
 
 
+def test_lower_counts_the_nodes_it_lowered_in_subgraphs_and_notes_their_reductions(tmp_path, capsys):
+    """The generation loop's two trt_scatter nodes lie in a Loop body: lower said "lowered no trt_scatter node" of them,
+    counted the main graph's one node, and left out the note on the reduction it lowered to ONNX's own."""
+    from trt_scatter.cli import main
+    from trt_scatter.model import all_nodes
+
+    path, out = fx.save(_generation_loop(), tmp_path / "m.onnx"), tmp_path / "low.onnx"
+    assert main(["lower", str(path), str(out)]) == 0
+    count = sum(1 for _ in all_nodes(onnx.load(out).graph))
+    said = capsys.readouterr().out.splitlines()
+    assert said[0] == f"lowered 2 trt_scatter nodes (ScatterElementsReduce, SliceScatter) of {path}: {out} ({count} nodes, standard ONNX ops only)"
+    assert said[1].startswith("note: 1 of its nodes is an ONNX scatter with a reduction, which TensorRT builds wrong or not at all")
+
+
 def _scatter_update_of_an_initialized_axis(graph_name="g", opset=18, ir_version=9):
     """A ScatterUpdate whose axis is an initializer the graph also lists among its inputs (a default a runtime may
     override; a constant to trt-scatter and TensorRT's parser)."""

@@ -61,13 +61,14 @@ def _summary(args, model, lowered):
     from trt_scatter.model import all_nodes
     from trt_scatter.ops import DEFAULT_DOMAINS, is_trt_scatter
 
-    replaced = model.trt_scatter_ops()
-    count = sum(is_trt_scatter(node) for node in model.proto.graph.node)
+    replaced = model.trt_scatter_ops()  # the nodes of every graph: subgraphs are lowered too
+    count = sum(is_trt_scatter(node) for node in all_nodes(model.proto.graph))
     what = f"{_count(count, 'trt_scatter node')} ({', '.join(replaced)})" if count else "no trt_scatter node"
-    others = sorted({(node.domain, node.op_type) for node in all_nodes(lowered.graph) if node.domain not in (*DEFAULT_DOMAINS, "ai.onnx.ml")})
+    nodes = list(all_nodes(lowered.graph))
+    others = sorted({(node.domain, node.op_type) for node in nodes if node.domain not in (*DEFAULT_DOMAINS, "ai.onnx.ml")})
     kept = f"no trt_scatter node; of other domains: {', '.join(f'{domain} {op_type}' for domain, op_type in others)}" if others else "standard ONNX ops only"
-    lines = [f"lowered {what} of {args.model}: {args.output} ({_count(len(lowered.graph.node), 'node')}, {kept})"]
-    reducing = [node for node in lowered.graph.node if any(a.name == "reduction" and a.s != b"none" for a in node.attribute)]
+    lines = [f"lowered {what} of {args.model}: {args.output} ({_count(len(nodes), 'node')}, {kept})"]
+    reducing = [node for node in nodes if any(a.name == "reduction" and a.s != b"none" for a in node.attribute)]
     if reducing:  # the reductions lower to ONNX's own scatters with a reduction
         are = "of its nodes are ONNX scatters" if len(reducing) > 1 else "of its nodes is an ONNX scatter"
         lines.append(f"note: {len(reducing)} {are} with a reduction, which TensorRT builds wrong or not at all: "
