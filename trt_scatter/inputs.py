@@ -45,7 +45,7 @@ import numpy as np
 from trt_scatter import oracle
 from trt_scatter.log import first_line, warn, warnings_dropped
 from trt_scatter.model import as_model, declared_dims, declared_size, fed_inputs
-from trt_scatter.model.graph import DEFAULT_DOMAINS, ELEMENTWISE, SHAPE_READERS, keeps_values, names_made_in, nested_nodes, shadowed_in, subgraphs
+from trt_scatter.model.graph import DEFAULT_DOMAINS, ELEMENTWISE, SHAPE_READERS, NodeKeyed, keeps_values, names_made_in, nested_nodes, shadowed_in, subgraphs
 from trt_scatter.model.node import OpNode
 from trt_scatter.model.tensors import ModelTensors
 from trt_scatter.ops import op_of
@@ -874,13 +874,13 @@ def _body_inputs(graph):
     """``{id(node): {name: declared dims or None}}`` for each node of every subgraph of ``graph``, at any depth: the inputs
     the subgraphs around the node declare (a Loop body's carried values, a Scan body's states and slices), an inner
     graph's declaration of a name winning."""
-    found = {}
+    found = NodeKeyed()  # holds the nodes, so that a later walk finds them by id
 
     def walk(outer, declared):
         for holder in outer.node:
             for subgraph in subgraphs(holder):
                 inside = declared | {value.name: declared_dims(value) for value in subgraph.input}
-                found.update((id(node), inside) for node in subgraph.node)
+                found.add(subgraph.node, inside)
                 walk(subgraph, inside)
 
     walk(graph, {})

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from trt_scatter.ops import DEFAULT_DOMAINS, is_trt_scatter
 
@@ -258,16 +258,31 @@ def names_made_in(graph: onnx.GraphProto) -> set[str]:
     return own_names(graph) | {name for node in graph.node for name in node.output if name}
 
 
+class NodeKeyed(dict):
+    """A dict keyed by ``id(node)`` that holds its nodes: protobuf (upb) hands out a new Python object for a node once
+    the last one is gone, whose id may be another node's; while one is held, every walk of the graph gets that one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.nodes: list[onnx.NodeProto] = []
+
+    def add(self, nodes: Iterable[onnx.NodeProto], value: Any) -> None:
+        for node in nodes:
+            self.nodes.append(node)
+            self[id(node)] = value
+
+
 def shadowed_in(graph: onnx.GraphProto) -> dict[int, set[str]]:
     """``{id(node): names}`` for each node of every subgraph of ``graph``, at any depth: the outer graphs' names that the
-    subgraphs around the node declare as their own (:func:`own_names`). Nodes of ``graph`` itself have none."""
-    found = {}
+    subgraphs around the node declare as their own (:func:`own_names`). Nodes of ``graph`` itself have none. The dict
+    holds the nodes (:class:`NodeKeyed`), so that a later walk of ``graph`` finds them by id."""
+    found = NodeKeyed()
 
     def walk(outer, hidden):
         for holder in outer.node:
             for subgraph in subgraphs(holder):
                 inside = hidden | own_names(subgraph)
-                found.update((id(node), inside) for node in subgraph.node)
+                found.add(subgraph.node, inside)
                 walk(subgraph, inside)
 
     walk(graph, set())
