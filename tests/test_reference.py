@@ -460,3 +460,28 @@ def test_a_subgraph_initializer_named_like_a_main_graph_one_is_the_subgraphs_own
     assert expected[0][0, 3] == 9 and expected[1][0, 1] == 9
     np.testing.assert_array_equal(got["out"], expected[0])
     np.testing.assert_array_equal(got["w"], expected[1])
+
+
+def test_a_loop_after_no_iteration_in_sibling_bodies_takes_its_own_bodys_shape():
+    # two Loop bodies each make an inner Loop's scan output named "s", of 2 and of 3 per iteration: the model's tensors,
+    # one table of names, know one of them; onnxruntime gives (2, 0, 2) and (2, 0, 3)
+    from onnx import TensorProto as T, helper as h
+
+    def inner(width):
+        return h.make_graph([h.make_node("Identity", ["c_in"], ["c_out"]),
+                             h.make_node("ConstantOfShape", ["shape"], ["s_out"], value=h.make_tensor("v", T.FLOAT, [1], [1.0]))],
+                            f"inner{width}", [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("c_in", T.BOOL, [])],
+                            [h.make_tensor_value_info("c_out", T.BOOL, []), h.make_tensor_value_info("s_out", T.FLOAT, [width])],
+                            [h.make_tensor("shape", T.INT64, [1], [width])])
+
+    def outer(width):
+        return h.make_graph([h.make_node("Loop", ["n", ""], ["s"], body=inner(width)), h.make_node("Identity", ["oc"], ["oc_out"])],
+                            f"outer{width}", [h.make_tensor_value_info("oi", T.INT64, []), h.make_tensor_value_info("oc", T.BOOL, [])],
+                            [h.make_tensor_value_info("oc_out", T.BOOL, []), h.make_tensor_value_info("s", T.FLOAT, [None, None])])
+
+    graph = h.make_graph([h.make_node("Loop", ["m", ""], ["A"], body=outer(2)), h.make_node("Loop", ["m", ""], ["B"], body=outer(3))], "g",
+                         [h.make_tensor_value_info("m", T.INT64, []), h.make_tensor_value_info("n", T.INT64, [])],
+                         [h.make_tensor_value_info(name, T.FLOAT, [None] * 3) for name in "AB"])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    got = Reference(model).run({"m": np.array(2, np.int64), "n": np.array(0, np.int64)})
+    assert (got["A"].shape, got["B"].shape) == ((2, 0, 2), (2, 0, 3))

@@ -18,6 +18,7 @@ trt-scatter is installed (:class:`trt_scatter.polygraphy_ext.ReferenceRunner`).
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,7 +26,7 @@ from onnx.reference.op_run import OpRun
 from onnx.reference.ops import load_op
 
 from trt_scatter import dtypes, oracle
-from trt_scatter.model import ModelError, as_model, declared_dims, fed_constant, indexed_nodes, node_label
+from trt_scatter.model import ModelError, all_graphs, as_model, declared_dims, fed_constant, indexed_nodes, node_label
 from trt_scatter.model.graph import SHAPE_READERS, keeps_values
 from trt_scatter.log import first_line, warn
 from trt_scatter.ops import DEFAULT_DOMAINS, OPS, STANDARD_OPS, op_of
@@ -210,10 +211,10 @@ def _per_scan(values, count):
 def _no_iteration(loop, index):
     """Scan output ``index`` of op ``loop`` after no iteration: empty, of the element type and per-iteration shape that
     shape inference gives the node's output in the model (:class:`Reference` tells each op its model), 0 for each size
-    it does not know, as onnxruntime makes it; in an evaluator made without :class:`Reference`, of those the body
-    declares."""
+    it does not know, as onnxruntime makes it; in an evaluator made without :class:`Reference`, or where sibling
+    subgraphs both make a tensor of the name (the model's tensors know one of them), of those the body declares."""
     model, name = getattr(loop, "reference_model", None), (loop.onnx_node.output[index:index + 1] or [""])[0]
-    if model is not None and name and model.tensors.dtype(name) is not None:
+    if model is not None and name and name not in getattr(loop, "reference_names_made_twice", ()) and model.tensors.dtype(name) is not None:
         dtype, per_iteration = model.tensors.dtype(name), (model.tensors.shape(name) or (0,))[1:]
     else:
         declared = loop.body.output_types_[1 + index].tensor_type
@@ -398,8 +399,11 @@ class Reference:
         for node in getattr(self.evaluator, "rt_nodes_", None) or ():
             node.repeat_shown_by_model = shown  # validation warns of those
             node.run = _naming_the_node(node)
+        made = [name for graph in all_graphs(model.graph) for name in {output for node in graph.node for output in node.output}]
+        twice = {name for name, count in Counter(made).items() if count > 1}  # in sibling bodies: the model's tensors know one
         for node in _ops_within(self.evaluator):
             node.reference_model = loaded  # its shapes, worked out where a Loop's scan output after no iteration needs them
+            node.reference_names_made_twice = twice
 
     @property
     def input_names(self) -> list[str]:
