@@ -292,6 +292,19 @@ def test_a_scan_runs_along_its_axes_and_directions_as_onnxruntime_does(input_axi
         np.testing.assert_array_equal(got[name], value, err_msg=name)
 
 
+@pytest.mark.parametrize("input_axis, output_axes, message", [
+    (2, [0, 0], r"'scan_input_axes' value 2 must be in \[-2, 1\] for scan input 0 \(of rank 2\)"),
+    (-3, [0, 0], r"'scan_input_axes' value -3 must be in \[-2, 1\] for scan input 0 \(of rank 2\)"),
+    (0, [0, 2], r"'scan_output_axes' value 2 must be in \[-2, 1\] for scan output 1 \(of rank 2\)")])
+def test_a_scan_axis_past_the_rank_is_one_line_naming_the_node(input_axis, output_axes, message):
+    """onnxruntime refuses an axis past the rank ("Invalid value in scan_input_axes"); the reference wrapped it (axis 2 of
+    a rank-2 input was taken for axis 0) and gave an answer for an invalid model."""
+    model = _scan_writing_rows(input_axis, 0, output_axes, [0, 0])
+    feeds = {"init": np.zeros((3, 3), np.float32), "xs": np.zeros((4, 3), np.float32), "ids": np.array([2, 0, 2, 1])}
+    with pytest.raises(Exception, match=r"^Scan node \(output 'final'\): Scan: " + message + "$"):
+        Reference(model).run(feeds)
+
+
 def test_a_scan_over_inputs_of_different_lengths_or_none_is_one_line_naming_the_node():
     model = _scan_writing_rows(0, 0, [0, 0], [0, 0])
     feeds = {"init": np.zeros((3, 3), np.float32), "xs": np.zeros((5, 3), np.float32), "ids": np.array([2, 0, 2, 1])}
@@ -299,7 +312,7 @@ def test_a_scan_over_inputs_of_different_lengths_or_none_is_one_line_naming_the_
         Reference(model).run(feeds)
     model.graph.input[2].type.tensor_type.shape.dim[0].dim_param = "steps"
     feeds |= {"xs": np.zeros((0, 3), np.float32), "ids": np.zeros(0, np.int64)}
-    with pytest.raises(Exception, match=r"^Scan node \(output 'final'\): Scan: its scan inputs are empty along their scan axes: no step"):
+    with pytest.raises(Exception, match=r"^Scan node \(output 'final'\): Scan: its scan inputs are empty along their scan axes, so no step runs"):
         Reference(model).run(feeds)
 
 

@@ -227,7 +227,7 @@ def _served_by_a_plugin(model, served) -> str:
         return f"{model.name}: {label} is one TensorRT builds wrong or not at all{why}, and trt-scatter's plugins build: add --plugins (plugins=True)"
     if backend.is_rtx():
         return (f"{model.name}: {label}, in a subgraph of {holder}, is one TensorRT builds wrong or not at all{why}, and TensorRT-RTX builds "
-                "no plugin in an If or Loop body: build it with full TensorRT and --plugins (plugins=True)")
+                "no plugin in an If, Loop or Scan body: build it with full TensorRT and --plugins (plugins=True)")
     return (f"{model.name}: {label}, in a subgraph of {holder}, is one TensorRT builds wrong or not at all{why}, and trt-scatter's plugins "
             "build: add --plugins (plugins=True)")
 

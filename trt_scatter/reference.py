@@ -18,7 +18,6 @@ trt-scatter is installed (:class:`trt_scatter.polygraphy_ext.ReferenceRunner`).
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,7 +25,7 @@ from onnx.reference.op_run import OpRun
 from onnx.reference.ops import load_op
 
 from trt_scatter import dtypes, oracle
-from trt_scatter.model import ModelError, all_graphs, as_model, declared_dims, fed_constant, indexed_nodes, node_label
+from trt_scatter.model import ModelError, all_nodes, as_model, declared_dims, fed_constant, indexed_nodes, node_label
 from trt_scatter.model.graph import SHAPE_READERS, keeps_values
 from trt_scatter.log import first_line, warn
 from trt_scatter.ops import DEFAULT_DOMAINS, OPS, STANDARD_OPS, op_of
@@ -176,7 +175,7 @@ def _scan_as_the_spec_runs_it():
     def _run(self, *args, context=None, attributes=None, bindings=None, **_):
         count = self.num_scan_inputs
         states, xs = list(args[: len(args) - count]), args[len(args) - count :]
-        axes = [axis % x.ndim if x.ndim else axis for axis, x in zip(_per_scan(self.scan_input_axes, count), xs)]
+        axes = [_axis_of(axis, x.ndim, "scan_input_axes", f"scan input {k}") for k, (axis, x) in enumerate(zip(_per_scan(self.scan_input_axes, count), xs))]
         lengths = [x.shape[axis] for x, axis in zip(xs, axes)]
         if len(set(lengths)) > 1:
             raise ValueError(f"Scan: its scan inputs must have one length along their scan axes (got {', '.join(map(str, lengths))})")
@@ -192,14 +191,21 @@ def _scan_as_the_spec_runs_it():
             for scan, value in zip(scans, values):
                 scan.append(value)
         if scans is None:
-            raise ValueError("Scan: its scan inputs are empty along their scan axes: no step runs to give the scan outputs' shapes "
-                             "(onnxruntime refuses them too)")
+            raise ValueError("Scan: its scan inputs are empty along their scan axes, so no step runs (onnxruntime refuses them too)")
         stacked = []
-        for scan, axis, backward in zip(scans, _per_scan(self.scan_output_axes, len(scans)), _per_scan(self.scan_output_directions, len(scans))):
-            stacked.append(np.stack(scan[::-1] if backward else scan, axis=axis % (scan[0].ndim + 1)))
+        for k, (scan, axis, backward) in enumerate(zip(scans, _per_scan(self.scan_output_axes, len(scans)), _per_scan(self.scan_output_directions, len(scans)))):
+            axis = _axis_of(axis, scan[0].ndim + 1, "scan_output_axes", f"scan output {k}")
+            stacked.append(np.stack(scan[::-1] if backward else scan, axis=axis))
         return self._check_and_fix_outputs(tuple(states + stacked))
 
     return type("Scan", (scan,), {"op_domain": "", "__init__": __init__, "_run": _run})
+
+
+def _axis_of(axis, rank, attribute, what):
+    """``axis`` of a tensor of ``rank`` counted from the front; one it does not have is refused, as onnxruntime does."""
+    if not -rank <= axis < rank:
+        raise ValueError(f"Scan: {attribute!r} value {axis} must be in [{-rank}, {rank - 1}] for {what} (of rank {rank})")
+    return axis % rank
 
 
 def _per_scan(values, count):
@@ -214,13 +220,19 @@ def _no_iteration(loop, index):
     it does not know, as onnxruntime makes it; in an evaluator made without :class:`Reference`, or where sibling
     subgraphs both make a tensor of the name (the model's tensors know one of them), of those the body declares."""
     model, name = getattr(loop, "reference_model", None), (loop.onnx_node.output[index:index + 1] or [""])[0]
-    if model is not None and name and name not in getattr(loop, "reference_names_made_twice", ()) and model.tensors.dtype(name) is not None:
+    if model is not None and name and _made_once(model.proto.graph, name) and model.tensors.dtype(name) is not None:
         dtype, per_iteration = model.tensors.dtype(name), (model.tensors.shape(name) or (0,))[1:]
     else:
         declared = loop.body.output_types_[1 + index].tensor_type
         dtype = dtypes.from_onnx(declared.elem_type) or np.float32
         per_iteration = [dim.dim_value if dim.HasField("dim_value") else 0 for dim in declared.shape.dim]
     return np.empty((0, *(max(size, 0) for size in per_iteration)), dtype)
+
+
+def _made_once(graph, name):
+    """Whether one node of ``graph`` and its subgraphs makes ``name``: sibling subgraphs may each make a tensor of one name,
+    of which the model's tensors (one table of names) know one."""
+    return sum(name in node.output for node in all_nodes(graph)) == 1
 
 
 def _ops_within(evaluator):
@@ -399,11 +411,8 @@ class Reference:
         for node in getattr(self.evaluator, "rt_nodes_", None) or ():
             node.repeat_shown_by_model = shown  # validation warns of those
             node.run = _naming_the_node(node)
-        made = [name for graph in all_graphs(model.graph) for name in {output for node in graph.node for output in node.output}]
-        twice = {name for name, count in Counter(made).items() if count > 1}  # in sibling bodies: the model's tensors know one
         for node in _ops_within(self.evaluator):
             node.reference_model = loaded  # its shapes, worked out where a Loop's scan output after no iteration needs them
-            node.reference_names_made_twice = twice
 
     @property
     def input_names(self) -> list[str]:
