@@ -267,6 +267,36 @@ def test_nodes_in_subgraphs_are_lowered_too(steps_in_if):
             np.testing.assert_allclose(got[name], expected[name], rtol=1e-6, atol=1e-6, err_msg=name)
 
 
+@pytest.mark.parametrize("else_start", ["Constant", "Identity"])
+def test_sibling_branches_that_name_their_constants_alike_each_lower_with_their_own(else_start):
+    """Both branches of an If make their SliceScatter's start and stop with Constant nodes of the same names (ONNX's
+    checker takes a name in two sibling graphs): the else-branch's node wrote rows 1:3, the then-branch's constants, as
+    the constants of both branches shared one table (the last Constant of a name won, and the first value folded was
+    kept for every scope); ``else_start``: the else-branch's start a Constant too, or an Identity of the main graph's
+    initializer, which the then-branch's Constant of that name hid."""
+    const = lambda name, value: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, np.int64)))  # noqa: E731
+
+    def branch(name, start, stop, start_op="Constant"):
+        made = helper.make_node("Identity", ["four"], ["start"]) if start_op == "Identity" else const("start", [start])
+        nodes = [made, const("stop", [stop]),
+                 helper.make_node("SliceScatter", ["data", "updates", "start", "stop", "step"], [name], domain=DOMAIN, name="write")]
+        return helper.make_graph(nodes, name, [], [fx.info(name, (6, 5))])
+
+    node = helper.make_node("If", ["flag"], ["out"], then_branch=branch("then_out", 1, 3), else_branch=branch("else_out", 4, 6, else_start))
+    graph = helper.make_graph([node], "g", [fx.info("flag", [], np.bool_), fx.info("data", (6, 5)), fx.info("updates", (2, 5))],
+                              [fx.info("out", (6, 5))], [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("step", [1]), ("four", [4]))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid(DOMAIN, 1)])
+    lowered = lower(model)
+    onnx.checker.check_model(lowered, full_check=True)
+    rng = np.random.default_rng(0)
+    for flag, rows in ((True, slice(1, 3)), (False, slice(4, 6))):
+        feeds = {"flag": np.array(flag), "data": rng.standard_normal((6, 5)).astype(np.float32), "updates": rng.standard_normal((2, 5)).astype(np.float32)}
+        expected = feeds["data"].copy()
+        expected[rows] = feeds["updates"]
+        np.testing.assert_array_equal(Reference(model).run(feeds)["out"], expected)
+        np.testing.assert_array_equal(run_onnxruntime(lowered, feeds)["out"], expected, err_msg=f"flag {flag}")
+
+
 def test_an_old_opset_is_upgraded_and_dead_parameter_nodes_go():
     case = mixed_models.kv_cache(runtime=True)
     old = onnx.ModelProto()

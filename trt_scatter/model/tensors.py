@@ -10,9 +10,9 @@ answered here once per model (:attr:`trt_scatter.model.Model.tensors`)::
     tensors.dtype("updates")   # np.dtype, or None if not known
 
 Constants are initializers and ``Constant`` nodes (``value``, ``value_int(s)``, ``value_float(s)``)
-of the main graph and of every If/Loop/Scan body (ONNX names each tensor once, bodies included, so
-one table serves every scope; a body may name its own inputs like an outer tensor, and :meth:`ModelTensors.within`
-answers for its nodes then), and small integer tensors that standard ops compute from them alone (a ``Cast``
+of the main graph and of every If/Loop/Scan body (one table serves every scope; a body may name its own inputs like an
+outer tensor, and two sibling graphs, an If's branches, may each make a tensor of one name: :meth:`ModelTensors.within`
+answers for their nodes then), and small integer tensors that standard ops compute from them alone (a ``Cast``
 or ``Unsqueeze`` of a constant, :func:`fold`); one kept in external data has a value once read
 (:meth:`trt_scatter.model.Model.read` reads the index constants from the model's folder; nothing
 is read from the working directory), and its shape and type in any case. Shapes and types come
@@ -80,9 +80,8 @@ class ModelTensors:
         self.model = model
         graphs = list(all_graphs(model.graph))
         self._constant_protos = {init.name: init for graph in reversed(graphs) for init in graph.initializer}  # the main graph's win
-        for node in (node for graph in graphs for node in graph.node):
-            if node.op_type == "Constant" and node.domain in DEFAULT_DOMAINS and len(node.output) == 1 and len(node.attribute) == 1:
-                self._constant_protos[node.output[0]] = node.attribute[0]
+        for graph in graphs:
+            self._constant_protos.update(_constant_nodes(graph))
         self._producers = {output: node for graph in graphs for node in graph.node for output in node.output if output}
         self._graph_inputs = {value.name for value in model.graph.input}
         self._constants = {}
@@ -93,21 +92,31 @@ class ModelTensors:
         """These tensors as the nodes of ``graph``, a subgraph (an If branch, a Loop or Scan body) of this one's graph,
         see them: a name it declares as its own input or initializer (:func:`~trt_scatter.model.graph.own_names`) is
         that tensor, of the type and shape ``graph`` declares, not the outer tensor of the same name, whether the main graph
-        or an enclosing subgraph made it (ONNX's checker takes a Loop body's carried value named like a model input).
-        Where ``graph`` names none of the outer names, the view shares this object's tables."""
+        or an enclosing subgraph made it (ONNX's checker takes a Loop body's carried value named like a model input); a
+        tensor its nodes make is theirs, not a sibling graph's of the same name (both branches of an If may make a
+        ``start``). Where ``graph`` names none of the outer names and makes none a sibling makes, the view shares this
+        object's tables."""
         if self._scopes is None:
             self._scopes = (names_made_in(self.model.graph),)
         made_here = names_made_in(graph)
         shadowing = {name for name in own_names(graph) if any(name in scope for scope in self._scopes)}
         shadowing |= {init.name for init in graph.initializer if self._constant_protos.get(init.name) is not init}  # a sibling's of one name
+        producers = {output: node for node in graph.node for output in node.output if output}
+        constants = _constant_nodes(graph)
+        # a tensor a sibling graph (the other If branch) also makes: the tables hold one graph's node of that name
+        remade = {name for name, node in producers.items()
+                  if self._producers.get(name) is not node or self._constant_protos.get(name) is not constants.get(name)}
         inner = object.__new__(ModelTensors)
         inner.__dict__.update(self.__dict__)
         inner._scopes = (*self._scopes, made_here)
+        if not shadowing and not remade:
+            return inner
+        own = {init.name: init for init in graph.initializer if init.name in shadowing} | {name: constants[name] for name in remade if name in constants}
+        inner._constant_protos = {name: proto for name, proto in self._constant_protos.items() if name not in shadowing | remade} | own
+        inner._producers = {name: node for name, node in self._producers.items() if name not in shadowing} | {name: producers[name] for name in remade}
+        inner._constants = {}  # what the outer tensors fold to may differ inside
         if not shadowing:
             return inner
-        own = {init.name: init for init in graph.initializer if init.name in shadowing}
-        inner._constant_protos = {name: proto for name, proto in self._constant_protos.items() if name not in shadowing} | own
-        inner._producers = {name: node for name, node in self._producers.items() if name not in shadowing}
         inner._graph_inputs = self._graph_inputs - shadowing  # a body's input: its shape may change from one iteration to the next
         inner._types = {name: known for name, known in self._types.items() if name not in shadowing}
         inner._types.update(_declared_in([value for value in graph.input if value.name in shadowing]))
@@ -348,6 +357,12 @@ def _copy_fields(source, target, skip):
             getattr(target, field.name).CopyFrom(value)
         else:
             setattr(target, field.name, value)
+
+
+def _constant_nodes(graph):
+    """``{output: value attribute}`` of the ``Constant`` nodes of ``graph`` itself (not of the graphs it holds)."""
+    return {node.output[0]: node.attribute[0] for node in graph.node
+            if node.op_type == "Constant" and node.domain in DEFAULT_DOMAINS and len(node.output) == 1 and len(node.attribute) == 1}
 
 
 def _declared(model):
