@@ -297,6 +297,29 @@ def test_sibling_branches_that_name_their_constants_alike_each_lower_with_their_
         np.testing.assert_array_equal(run_onnxruntime(lowered, feeds)["out"], expected, err_msg=f"flag {flag}")
 
 
+def test_check_draws_inputs_for_two_loops_whose_bodies_write():
+    """Two Loops, each body writing row ``i`` of its carried value (SliceScatter): the data loader that `check` uses
+    ended in an internal error, KeyError: it looked the bodies' nodes up by ``id()`` of protobuf's Python wrappers,
+    which protobuf frees and makes anew (another id) between two walks of the graph."""
+    from trt_scatter.inputs import ScatterDataLoader
+
+    def body():
+        nodes = [helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("Reshape", ["i", "one"], ["row"]),
+                 helper.make_node("Add", ["row", "one"], ["end"]),
+                 helper.make_node("SliceScatter", ["acc", "updates", "row", "end", "one"], ["acc_out"], domain=DOMAIN, name="write")]
+        return helper.make_graph(nodes, "body", [fx.info("i", [], np.int64), fx.info("c", [], np.bool_), fx.info("acc", (8, 5))],
+                                 [fx.info("c_out", [], np.bool_), fx.info("acc_out", (8, 5))])
+
+    loops = [helper.make_node("Loop", ["n", "", "cache"], ["once"], body=body(), name="first"),
+             helper.make_node("Loop", ["n", "", "once"], ["twice"], body=body(), name="second")]
+    graph = helper.make_graph(loops, "g", [fx.info("n", [], np.int64), fx.info("cache", (8, 5)), fx.info("updates", (1, 5))],
+                              [fx.info("twice", (8, 5))], [numpy_helper.from_array(np.array([1], np.int64), "one")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid(DOMAIN, 1)])
+    lowered = lower(model)
+    for feeds in ScatterDataLoader(model, seed=1, iterations=2):
+        np.testing.assert_array_equal(run_onnxruntime(lowered, feeds)["twice"], Reference(model).run(feeds)["twice"])
+
+
 def test_an_old_opset_is_upgraded_and_dead_parameter_nodes_go():
     case = mixed_models.kv_cache(runtime=True)
     old = onnx.ModelProto()
