@@ -1616,3 +1616,27 @@ def test_a_loops_condition_that_a_graph_input_gives_keeps_the_inputs_name(depth)
     for cond in (True, False):
         feeds = {"n": np.array(3, np.int64), "cond": np.array(cond), "x0": np.ones((2, 5), np.float32), "data": np.zeros((3, 4), np.float32)}
         np.testing.assert_array_equal(Reference(_for_the_parser(model)).run(feeds)["out"], Reference(model).run(feeds)["out"])
+
+
+@pytest.mark.parametrize("count", ["left out", "int64 max", "int32 max", "given"])
+def test_a_loop_without_a_trip_count_that_reads_its_iteration_number_builds(count):
+    """A while loop (``cond`` decides; the trip count left out, or int64's or int32's largest, as exporters write "no
+    count") whose body reads its iteration number: TensorRT's parser takes such a count for none and then does not
+    register the body's iteration number ("Node input was not registered"). It gets a count of 2**31 - 2, the most a
+    trip count TensorRT keeps in int32 can hold below what the parser takes for none, which computes the same."""
+    from trt_scatter.engine import _for_the_parser
+    from trt_scatter.reference import Reference
+
+    limit = {"left out": None, "int64 max": 2**63 - 1, "int32 max": 2**31 - 1, "given": 6}[count]
+    body = helper.make_graph([helper.make_node("Cast", ["i"], ["f"], to=TensorProto.FLOAT), helper.make_node("Add", ["acc", "f"], ["acc_out"]),
+                              helper.make_node("Less", ["i", "stop"], ["going"])], "body",
+                             [fx.info("i", [], np.int64), fx.info("c", [], np.bool_), fx.info("acc", (3,))],
+                             [fx.info("going", [], np.bool_), fx.info("acc_out", (3,))])
+    initializers = [] if limit is None else [onnx.numpy_helper.from_array(np.array(limit, np.int64), "count")]
+    graph = helper.make_graph([helper.make_node("Loop", ["" if limit is None else "count", "go", "x"], ["y"], body=body)], "g",
+                              [fx.info("go", [], np.bool_), fx.info("x", (3,)), fx.info("stop", [], np.int64)], [fx.info("y", (3,))], initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    engine.network_from_onnx(model)()
+    for go, stop in ((True, 4), (True, 9), (False, 4)):
+        feeds = {"go": np.array(go), "x": np.zeros(3, np.float32), "stop": np.array(stop, np.int64)}
+        np.testing.assert_array_equal(Reference(_for_the_parser(model)).run(feeds)["y"], Reference(model).run(feeds)["y"])

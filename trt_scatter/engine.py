@@ -232,6 +232,11 @@ def _served_by_a_plugin(model, served) -> str:
             "build: add --plugins (plugins=True)")
 
 
+#: The trip count of a Loop that has none (:func:`_for_the_parser`): the most TensorRT's int32 count holds below 2**31 - 1,
+#: which its ONNX parser takes for "no count".
+LOOP_TRIP_LIMIT = 2**31 - 2
+
+
 def _for_the_parser(proto):
     """``proto``, or a copy without what TensorRT mishandles in a valid model: the trailing optional inputs a
     ``trt_scatter`` node gives as "" (left out; the parser calls the node invalid); where a ``trt_scatter`` node of
@@ -244,14 +249,30 @@ def _for_the_parser(proto):
     spec) gets a constant true one: the parser does not register the body's condition input then, and a body that
     reads it failed to parse ("Node input was not registered"). A ``Loop`` (at any depth) whose ``cond`` is a graph input
     reads it through an ``Identity``: TensorRT-RTX's parser named the network's input after the body's condition input,
-    so the engine had no input of the model's name."""
+    so the engine had no input of the model's name. A ``Loop`` whose trip count is left out or a constant of at least
+    2**31 - 1 (how exporters write "no count") and whose body reads its iteration number gets the count
+    :data:`LOOP_TRIP_LIMIT`: the parser takes such a count for none and then does not register the iteration number."""
     import onnx
 
-    from trt_scatter.model import all_graphs, all_nodes, fed_inputs, fresh_name, graph_names, live_names
+    from trt_scatter.model import all_graphs, all_nodes, fed_inputs, fresh_name, graph_names, live_names, subgraphs
+    from trt_scatter.model.files import constant_tensors
     from trt_scatter.model.graph import shadowed_in
 
     def condition_left_out(node):
         return node.op_type == "Loop" and node.domain in ops.DEFAULT_DOMAINS and len(node.input) > 1 and not node.input[1]
+
+    counts = dict(constant_tensors(proto.graph))
+
+    def uncounted(node):
+        """Whether ``node`` is a Loop without a count the parser keeps whose body reads its iteration number."""
+        if node.op_type != "Loop" or node.domain not in ops.DEFAULT_DOMAINS or not node.input:
+            return False
+        if node.input[0]:  # a count: one the parser takes for none is a constant
+            count = onnx.numpy_helper.to_array(counts[node.input[0]]) if node.input[0] in counts else None
+            if count is None or count.size != 1 or int(count.reshape(())) <= LOOP_TRIP_LIMIT:
+                return False
+        body = next(subgraphs(node))
+        return bool(body.input) and any(body.input[0].name in inner.input for inner in all_nodes(body))
 
     def left_out(node):
         """``{name: default}`` of the attributes a trt_scatter node leaves out."""
@@ -266,6 +287,7 @@ def _for_the_parser(proto):
     defaulted = any(left_out(node) for node in all_nodes(proto.graph))
     quantized = _int8_constants_read_as_numbers(proto.graph)
     unconditioned = any(condition_left_out(node) for node in all_nodes(proto.graph))
+    unlimited = any(uncounted(node) for node in all_nodes(proto.graph))
     inputs = {value.name for value in fed_inputs(proto.graph)}
 
     def conditions_fed(graph):
@@ -275,7 +297,7 @@ def _for_the_parser(proto):
                 and node.input[1] in inputs and node.input[1] not in hidden.get(id(node), ())]
 
     fed_conditions = bool(conditions_fed(proto.graph))
-    if not padded and not dead_write and not defaulted and not quantized and not unconditioned and not fed_conditions:
+    if not padded and not dead_write and not defaulted and not quantized and not unconditioned and not fed_conditions and not unlimited:
         return proto
     copy = onnx.ModelProto()
     copy.CopyFrom(proto)
@@ -296,6 +318,12 @@ def _for_the_parser(proto):
         for node in all_nodes(copy.graph):
             if condition_left_out(node):
                 node.input[1] = true
+    if unlimited:
+        limit = fresh_name("loop_trip_limit", taken)
+        copy.graph.initializer.append(onnx.numpy_helper.from_array(np.array(LOOP_TRIP_LIMIT, np.int64), limit))  # every body sees it
+        for node in all_nodes(copy.graph):
+            if uncounted(node):
+                node.input[0] = limit
     if fed_conditions:
         renamed = {}
         for node in conditions_fed(copy.graph):
