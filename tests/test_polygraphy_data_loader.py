@@ -412,6 +412,22 @@ def test_a_write_inside_a_body_into_its_own_value_at_the_models_indices_gets_val
         Reference(model).run(feeds)
 
 
+def test_a_slice_write_into_data_of_a_shape_inference_cannot_tell_names_data():
+    """SliceScatter into a Loop's output that the body leaves unshaped, at a start the model's input gives: the loader
+    cannot tell the sliced axes without data's rank, and named ``updates``, an input of shape (1, 5), for it."""
+    from onnx import TensorProto, helper
+
+    body = helper.make_graph([helper.make_node("Identity", ["c"], ["c2"]), helper.make_node("Relu", ["v"], ["v2"])], "body",
+                             [info("i", [], np.int64), info("c", [], np.bool_), info("v", None)], [info("c2", [], np.bool_), info("v2", None)])
+    nodes = [helper.make_node("Loop", ["n", "", "x"], ["looped"], body=body),
+             helper.make_node("SliceScatter", ["looped", "updates", "start", "stop", "step"], ["out"], domain="trt_scatter")]
+    graph = helper.make_graph(nodes, "g", [info("n", [], np.int64), info("x", [4, 5]), info("updates", [1, 5]), info("start", [1], TensorProto.INT64)],
+                              [info("out", None)], [onnx.numpy_helper.from_array(np.array([2**62]), "stop"), onnx.numpy_helper.from_array(np.array([3]), "step")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_scatter", 1)])
+    with pytest.raises(ValueError, match=r"^SliceScatter node #1 \(output 'out'\): slice_scatter: 'data' must have a shape the loader can tell"):
+        ScatterDataLoader(model, seed=1)[0]
+
+
 def test_models_the_loader_cannot_serve_are_one_line_errors_naming_node_and_rule():
     from onnx import helper
 

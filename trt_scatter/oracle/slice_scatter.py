@@ -335,8 +335,8 @@ def plan_inputs(plan: Any, node: OpNode, rng: np.random.Generator) -> None:
     spec allows, fitting the parameters the model holds as constants."""
     keys = ("start", "stop", "step")
     data, updates = plan.shape(node, "data"), plan.shape(node, "updates")
-    if data is None or updates is None or getattr(node, "axes", None) is None:
-        raise plan.unknown_shape(node, "data" if data is None else "updates")
+    if data is None or updates is None or getattr(node, "axes", None) is None:  # the axes: of data's rank, where shapes tell it
+        raise plan.unknown_shape(node, "updates" if data is not None and updates is None else "data")
     constants = {k: plan.constant(node, k) for k in keys}
     fed = {k: plan.fed(node, k) for k in PARAMS}
     known = {k: rules.as_int_vector(OP, k, v) if v is not None else len(node.axes) for k, v in constants.items()}
