@@ -324,3 +324,28 @@ def test_an_empty_path_is_named_for_what_it_is(tmp_path, capsys, argv, flag):
     kind = "folder" if flag == "--out-dir" else "file"
     assert capsys.readouterr().err == f"trt-scatter {argv[0]}: error: argument {flag}: an empty path: give a {kind} path (see trt-scatter {argv[0]} --help)\n"
     assert os.listdir(tmp_path) == ["m.onnx"]
+
+
+@pytest.mark.parametrize("named, label", [("then^t(custom_layer:custom)", "ScatterUpdate node 't'"), ("then^e_wksp with TYPE unspecified", "ScatterNDReduce node 'e'"),
+                                          ("then^else(custom_layer:custom)", "ScatterNDReduce node 'e'")])
+def test_a_plugin_refused_in_a_body_is_the_node_tensorrt_rtx_names(monkeypatch, named, label):
+    """Two plugin nodes in an If branch, 'e' first: TensorRT-RTX's words name the layer it failed on ("then^t"), and the
+    line named the branch's first plugin node whatever they said; where they name none of them, it is the first."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    import onnx_fixtures as fx
+    from trt_scatter import backend
+    from trt_scatter.model import Model
+
+    monkeypatch.setattr(backend, "is_rtx", lambda: True)
+    nodes = [helper.make_node("ScatterNDReduce", ["data", "at", "rows"], ["o2"], domain="trt_scatter", name="e", reduction="add"),
+             helper.make_node("ScatterUpdate", ["o2", "idx", "rows", "axis"], ["o1"], domain="trt_scatter", name="t")]
+    branch = helper.make_graph(nodes, "then", [], [fx.info("o1", (4, 3))])
+    other = helper.make_graph([helper.make_node("Identity", ["data"], ["kept"])], "else", [], [fx.info("kept", (4, 3))])
+    graph = helper.make_graph([helper.make_node("If", ["flag"], ["out"], then_branch=branch, else_branch=other, name="choose")], "g",
+                              [fx.info("flag", [], np.bool_), fx.info("data", (4, 3)), fx.info("rows", (1, 3))], [fx.info("out", (4, 3))],
+                              [numpy_helper.from_array(np.array([[1]]), "at"), numpy_helper.from_array(np.array([2]), "idx"), numpy_helper.from_array(np.array(0), "axis")])
+    model = Model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("trt_scatter", 1)]))
+    words = f"Error Code 1: Myelin (Op $$myelin$${named} has tensor $$myelin$$then^x_wksp with TYPE unspecified and not inferred.)"
+    assert common.build_failure(words, model, plugins=False) == f"{label} lies in a subgraph of If node 'choose', where TensorRT-RTX builds no plugin (TensorRT-RTX said: {words})"

@@ -312,7 +312,6 @@ def build_failure(words: str, model: Model | None, plugins: bool) -> str:
     from trt_scatter import backend
     from trt_scatter.model import nested_nodes
     from trt_scatter.ops import is_trt_scatter
-    from trt_scatter.model.graph import nested_trt_scatter_node
     from trt_scatter.passes.plugins import to_plugins
 
     if model is None:
@@ -320,14 +319,16 @@ def build_failure(words: str, model: Model | None, plugins: bool) -> str:
     explained = _kept_for_tensorrt(words, model, plugins)
     if explained != words or not backend.is_rtx() or _NESTED_PLUGIN_FAILURE not in words:
         return explained
-    nested = nested_trt_scatter_node(model.proto.graph)
-    if nested is None and plugins:
+    found = [(node, label, holder) for node, label, holder in nested_nodes(model.proto.graph, is_trt_scatter)]
+    if not found and plugins:
         # every subgraph node of the served model pairs with the model's, in order (to_plugins keeps the structure)
         pairs = zip(nested_nodes(model.proto.graph, bool), nested_nodes(to_plugins(model).graph, bool))
-        nested = next(((f"{label}, which a plugin serves,", holder) for (_, label, holder), (node, _, _) in pairs if is_trt_scatter(node)), None)
-    if nested is None:
+        found = [(node, f"{label}, which a plugin serves,", holder) for (node, label, holder), (served, _, _) in pairs if is_trt_scatter(served)]
+    if not found:
         return words
-    return f"{nested[0]} lies in a subgraph of {nested[1]}, where TensorRT-RTX builds no plugin (TensorRT-RTX said: {words})"
+    # the node TensorRT-RTX names (its layer "<subgraph>^<node>"), else the first
+    _, label, holder = next((each for each in found if re.search(rf"\^{re.escape(each[0].name or each[0].output[0])}(_wksp|(?![\w.-]))", words)), found[0])
+    return f"{label} lies in a subgraph of {holder}, where TensorRT-RTX builds no plugin (TensorRT-RTX said: {words})"
 
 
 def _kept_for_tensorrt(words: str, model: Model, plugins: bool) -> str:
