@@ -6,6 +6,7 @@ input sets it was not exported with (other positions, indices and values; for dy
 another batch and length), and ``trt-scatter build --plugins`` must build the dynamic export on TensorRT.
 """
 
+import contextlib
 import io
 import logging
 import re
@@ -308,6 +309,21 @@ def test_a_failed_torchscript_export_after_a_good_one_prints_pytorchs_graph_only
     torch._C._jit_set_onnx_log_enabled(True)  # on before: on after
     trt_scatter_torch.export(torch_modules.AssignFirst(), (torch.zeros(6, 4), torch.ones(2, 4)), dynamo=False)
     assert torch._C._jit_is_onnx_log_enabled()
+
+
+def test_a_torchscript_exporter_without_its_logging_function_keeps_the_log_as_it_was(monkeypatch, onnx_log_off):
+    """Another PyTorch, whose TorchScript exporter has no ``setup_onnx_logging`` to swap: its own logging runs, and the
+    log is as it was once the export is done."""
+    from torch.onnx._internal.torchscript_exporter import utils
+
+    def setup_onnx_logging_left_on(verbose):  # what PyTorch's does: on, and left on
+        torch._C._jit_set_onnx_log_enabled(True)
+        return contextlib.nullcontext()
+
+    monkeypatch.delattr(utils, "setup_onnx_logging")
+    monkeypatch.setattr(utils, "exporter_context", lambda model, mode, verbose: setup_onnx_logging_left_on(verbose))
+    trt_scatter_torch.export(torch_modules.AssignFirst(), (torch.zeros(6, 4), torch.ones(2, 4)), dynamo=False)
+    assert not torch._C._jit_is_onnx_log_enabled()
 
 
 def test_a_mask_after_whole_axes_with_a_value_per_masked_element_keeps_pytorchs_translation():
