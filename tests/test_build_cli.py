@@ -1640,3 +1640,27 @@ def test_a_loop_without_a_trip_count_that_reads_its_iteration_number_builds(coun
     for go, stop in ((True, 4), (True, 9), (False, 4)):
         feeds = {"go": np.array(go), "x": np.zeros(3, np.float32), "stop": np.array(stop, np.int64)}
         np.testing.assert_array_equal(Reference(_for_the_parser(model)).run(feeds)["y"], Reference(model).run(feeds)["y"])
+
+
+@pytest.mark.parametrize("where", ["main graph", "If branch"])
+@pytest.mark.parametrize("steps", [False, True])
+def test_a_slice_without_axes_whose_starts_are_fewer_than_the_rank_builds(where, steps):
+    """ONNX's Slice without ``axes`` slices the first len(starts) axes; TensorRT-RTX's parser took every axis of the
+    data and refused the node ("starts misaligns with axes") in a valid model. It gets its axes written out."""
+    from trt_scatter.engine import _for_the_parser
+    from trt_scatter.reference import Reference
+
+    names = ["x", "starts", "ends", "", "step"] if steps else ["x", "starts", "ends"]
+    cut = helper.make_node("Slice", names, ["u"])
+    if where == "main graph":
+        nodes, inputs = [cut], [fx.info("x", (3, 5))]
+    else:
+        then = helper.make_graph([cut], "then", [], [fx.info("u", (2, 5))])
+        other = helper.make_graph([helper.make_node("Slice", names, ["v"])], "else", [], [fx.info("v", (2, 5))])
+        nodes, inputs = [helper.make_node("If", ["flag"], ["u"], then_branch=then, else_branch=other)], [fx.info("x", (3, 5)), fx.info("flag", [], np.bool_)]
+    constants = [onnx.numpy_helper.from_array(np.array(v), n) for n, v in (("starts", [0]), ("ends", [2]), ("step", [1]))]
+    graph = helper.make_graph(nodes, "g", inputs, [fx.info("u", (2, 5))], constants)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    engine.network_from_onnx(model)()
+    feeds = {"x": np.arange(15, dtype=np.float32).reshape(3, 5)} | ({"flag": np.array(True)} if where == "If branch" else {})
+    np.testing.assert_array_equal(Reference(_for_the_parser(model)).run(feeds)["u"], Reference(model).run(feeds)["u"])

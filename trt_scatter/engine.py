@@ -251,7 +251,9 @@ def _for_the_parser(proto):
     reads it through an ``Identity``: TensorRT-RTX's parser named the network's input after the body's condition input,
     so the engine had no input of the model's name. A ``Loop`` whose trip count is left out or a constant of at least
     2**31 - 1 (how exporters write "no count") and whose body reads its iteration number gets the count
-    :data:`LOOP_TRIP_LIMIT`: the parser takes such a count for none and then does not register the iteration number."""
+    :data:`LOOP_TRIP_LIMIT`: the parser takes such a count for none and then does not register the iteration number. A
+    ``Slice`` without ``axes`` (its first len(starts) axes) whose ``starts`` is a constant gets them written out:
+    TensorRT-RTX's parser took every axis of the data and refused a valid node ("starts misaligns with axes")."""
     import onnx
 
     from trt_scatter.model import all_graphs, all_nodes, fed_inputs, fresh_name, graph_names, live_names, subgraphs
@@ -261,14 +263,20 @@ def _for_the_parser(proto):
     def condition_left_out(node):
         return node.op_type == "Loop" and node.domain in ops.DEFAULT_DOMAINS and len(node.input) > 1 and not node.input[1]
 
-    counts = dict(constant_tensors(proto.graph))
+    constants = dict(constant_tensors(proto.graph))
+
+    def axes_left_out(node):
+        """The number of starts of a Slice (opset 10 on) without ``axes`` whose ``starts`` is a constant, else 0."""
+        if node.op_type != "Slice" or node.domain not in ops.DEFAULT_DOMAINS or len(node.input) < 3 or (len(node.input) > 3 and node.input[3]):
+            return 0
+        return onnx.numpy_helper.to_array(constants[node.input[1]]).size if node.input[1] in constants else 0
 
     def uncounted(node):
         """Whether ``node`` is a Loop without a count the parser keeps whose body reads its iteration number."""
         if node.op_type != "Loop" or node.domain not in ops.DEFAULT_DOMAINS or not node.input:
             return False
         if node.input[0]:  # a count: one the parser takes for none is a constant
-            count = onnx.numpy_helper.to_array(counts[node.input[0]]) if node.input[0] in counts else None
+            count = onnx.numpy_helper.to_array(constants[node.input[0]]) if node.input[0] in constants else None
             if count is None or count.size != 1 or int(count.reshape(())) <= LOOP_TRIP_LIMIT:
                 return False
         body = next(subgraphs(node))
@@ -288,6 +296,7 @@ def _for_the_parser(proto):
     quantized = _int8_constants_read_as_numbers(proto.graph)
     unconditioned = any(condition_left_out(node) for node in all_nodes(proto.graph))
     unlimited = any(uncounted(node) for node in all_nodes(proto.graph))
+    sliced = any(axes_left_out(node) for node in all_nodes(proto.graph))
     inputs = {value.name for value in fed_inputs(proto.graph)}
 
     def conditions_fed(graph):
@@ -297,7 +306,7 @@ def _for_the_parser(proto):
                 and node.input[1] in inputs and node.input[1] not in hidden.get(id(node), ())]
 
     fed_conditions = bool(conditions_fed(proto.graph))
-    if not padded and not dead_write and not defaulted and not quantized and not unconditioned and not fed_conditions and not unlimited:
+    if not any((padded, dead_write, defaulted, quantized, unconditioned, fed_conditions, unlimited, sliced)):
         return proto
     copy = onnx.ModelProto()
     copy.CopyFrom(proto)
@@ -324,6 +333,17 @@ def _for_the_parser(proto):
         for node in all_nodes(copy.graph):
             if uncounted(node):
                 node.input[0] = limit
+    if sliced:
+        axes = {}  # number of starts -> the name of its axes, [0, ..., n - 1]: the main graph's, which every body sees
+        for node in all_nodes(copy.graph):
+            if count := axes_left_out(node):
+                if count not in axes:
+                    axes[count] = fresh_name(f"slice_axes_{count}", taken)
+                    copy.graph.initializer.append(onnx.numpy_helper.from_array(np.arange(count, dtype=np.int64), axes[count]))
+                if len(node.input) > 3:
+                    node.input[3] = axes[count]
+                else:
+                    node.input.append(axes[count])
     if fed_conditions:
         renamed = {}
         for node in conditions_fed(copy.graph):
