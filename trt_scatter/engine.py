@@ -202,34 +202,31 @@ def network_from_onnx(model: Model | onnx.ModelProto | str | os.PathLike, plugin
         raise ValueError(f"{model.name} has trt-scatter plugin nodes ({', '.join(model.trt_scatter_ops())}): register the plugins (--plugins; "
                          "from Python, plugins=True), or, for a runtime without them, make standard ONNX ops of them (trt-scatter lower)")
     else:
-        from trt_scatter.passes.plugins import to_plugins
+        from trt_scatter.passes.plugins import served
 
-        served = to_plugins(model)
-        if served is not model.proto:  # nodes TensorRT's own parser refuses, which a plugin builds
-            raise ValueError(_served_by_a_plugin(model, served))
+        replaced = served(model)
+        if replaced:  # nodes TensorRT's own parser refuses, which a plugin builds
+            raise ValueError(_served_by_a_plugin(model, replaced))
     return _network_from_proto(_for_the_parser(proto), model.path, strongly_typed=strongly_typed, model=model)
 
 
-def _served_by_a_plugin(model, served) -> str:
-    """Why ``model`` needs the plugins: its first node that :func:`~trt_scatter.passes.plugins.to_plugins` replaced in
-    ``served`` (which keeps the model's structure, so their nodes pair in order), in the main graph or else in an If or
-    Loop body at any depth; in a body TensorRT-RTX builds no plugin either, so there the words say so."""
+def _served_by_a_plugin(model, replaced) -> str:
+    """Why ``model`` needs the plugins: its first node that a plugin serves (``replaced``:
+    :func:`~trt_scatter.passes.plugins.served`), in the main graph or else in an If, Loop or Scan body at any depth; in a
+    body TensorRT-RTX builds no plugin either, so there the words say so."""
     from trt_scatter.model import nested_nodes, node_label
 
-    main = next(((old, new) for old, new in zip(model.proto.graph.node, served.graph.node) if old.op_type != new.op_type), None)
-    if main is not None:
-        label, holder, plugin = node_label(main[0]), None, main[1]
-    else:
-        pairs = zip(nested_nodes(model.proto.graph, bool), nested_nodes(served.graph, bool))
-        (_, label, holder), (plugin, _, _) = next((old, new) for old, new in pairs if old[0].op_type != new[0].op_type)
+    def is_served(node):
+        return bool(node.output) and node.output[0] in replaced
+
+    main = next((node for node in model.proto.graph.node if is_served(node)), None)
+    node, label, holder = (main, node_label(main), None) if main is not None else next(nested_nodes(model.proto.graph, is_served))
+    plugin = replaced[node.output[0]]
     why = f" ({plugin.doc_string})" if plugin.doc_string else ""
-    if holder is None:
-        return f"{model.name}: {label} is one TensorRT builds wrong or not at all{why}, and trt-scatter's plugins build: add --plugins (plugins=True)"
-    if backend.is_rtx():
-        return (f"{model.name}: {label}, in a subgraph of {holder}, is one TensorRT builds wrong or not at all{why}, and TensorRT-RTX builds "
-                "no plugin in an If, Loop or Scan body: build it with full TensorRT and --plugins (plugins=True)")
-    return (f"{model.name}: {label}, in a subgraph of {holder}, is one TensorRT builds wrong or not at all{why}, and trt-scatter's plugins "
-            "build: add --plugins (plugins=True)")
+    where = "" if holder is None else f", in a subgraph of {holder},"
+    then = ("TensorRT-RTX builds no plugin in an If, Loop or Scan body: build it with full TensorRT and --plugins" if holder is not None and backend.is_rtx()
+            else "trt-scatter's plugins build: add --plugins")
+    return f"{model.name}: {label}{where} is one TensorRT builds wrong or not at all{why}, and {then} (plugins=True)"
 
 
 #: The trip count of a Loop that has none (:func:`_for_the_parser`): the most TensorRT's int32 count holds below 2**31 - 1,

@@ -312,18 +312,18 @@ def build_failure(words: str, model: Model | None, plugins: bool) -> str:
     from trt_scatter import backend
     from trt_scatter.model import nested_nodes
     from trt_scatter.ops import is_trt_scatter
-    from trt_scatter.passes.plugins import to_plugins
+    from trt_scatter.passes.plugins import served
 
     if model is None:
         return words
     explained = _kept_for_tensorrt(words, model, plugins)
     if explained != words or not backend.is_rtx() or _NESTED_PLUGIN_FAILURE not in words:
         return explained
-    found = [(node, label, holder) for node, label, holder in nested_nodes(model.proto.graph, is_trt_scatter)]
+    found = list(nested_nodes(model.proto.graph, is_trt_scatter))
     if not found and plugins:
-        # every subgraph node of the served model pairs with the model's, in order (to_plugins keeps the structure)
-        pairs = zip(nested_nodes(model.proto.graph, bool), nested_nodes(to_plugins(model).graph, bool))
-        found = [(node, f"{label}, which a plugin serves,", holder) for (node, label, holder), (served, _, _) in pairs if is_trt_scatter(served)]
+        replaced = served(model)
+        found = [(node, f"{label}, which a plugin serves,", holder)
+                 for node, label, holder in nested_nodes(model.proto.graph, lambda node: bool(node.output) and node.output[0] in replaced)]
     if not found:
         return words
     # the node TensorRT-RTX names (its layer "<subgraph>^<node>"), else the first
