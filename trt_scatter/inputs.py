@@ -44,8 +44,8 @@ import numpy as np
 
 from trt_scatter import oracle
 from trt_scatter.log import first_line, warn, warnings_dropped
-from trt_scatter.model import as_model, declared_dims, declared_size, fed_inputs
-from trt_scatter.model.graph import DEFAULT_DOMAINS, ELEMENTWISE, SHAPE_READERS, NodeKeyed, keeps_values, names_made_in, nested_nodes, shadowed_in, subgraphs
+from trt_scatter.model import all_nodes, as_model, declared_dims, declared_size, fed_inputs
+from trt_scatter.model.graph import DEFAULT_DOMAINS, ELEMENTWISE, SHAPE_READERS, around_nodes, keeps_values, names_made_in, nested_nodes, shadowed_in, subgraphs
 from trt_scatter.model.node import OpNode
 from trt_scatter.model.tensors import ModelTensors
 from trt_scatter.ops import op_of
@@ -326,8 +326,7 @@ class _Plan:
         with a scan output ("second input to LoopOutputNode must have non-negative value"), so `trt-scatter check` failed
         valid models on the inputs it drew."""
         hidden = shadowed_in(self.model.graph)
-        is_loop = lambda node: node.op_type == "Loop" and node.domain in DEFAULT_DOMAINS and bool(node.input)  # noqa: E731
-        loops = [node for node in self.model.graph.node if is_loop(node)] + [node for node, _, _ in nested_nodes(self.model.graph, is_loop)]
+        loops = [node for node in all_nodes(self.model.graph) if node.op_type == "Loop" and node.domain in DEFAULT_DOMAINS and node.input]
         for loop in loops:
             name = loop.input[0]
             if name in hidden.get(id(loop), ()):
@@ -874,17 +873,7 @@ def _body_inputs(graph):
     """``{id(node): {name: declared dims or None}}`` for each node of every subgraph of ``graph``, at any depth: the inputs
     the subgraphs around the node declare (a Loop body's carried values, a Scan body's states and slices), an inner
     graph's declaration of a name winning."""
-    found = NodeKeyed()  # holds the nodes, so that a later walk finds them by id
-
-    def walk(outer, declared):
-        for holder in outer.node:
-            for subgraph in subgraphs(holder):
-                inside = declared | {value.name: declared_dims(value) for value in subgraph.input}
-                found.add(subgraph.node, inside)
-                walk(subgraph, inside)
-
-    walk(graph, {})
-    return found
+    return around_nodes(graph, lambda subgraph: {value.name: declared_dims(value) for value in subgraph.input}, {})
 
 
 def _symbolic_shapes(plan):

@@ -272,21 +272,27 @@ class NodeKeyed(dict):
             self[id(node)] = value
 
 
-def shadowed_in(graph: onnx.GraphProto) -> dict[int, set[str]]:
-    """``{id(node): names}`` for each node of every subgraph of ``graph``, at any depth: the outer graphs' names that the
-    subgraphs around the node declare as their own (:func:`own_names`). Nodes of ``graph`` itself have none. The dict
-    holds the nodes (:class:`NodeKeyed`), so that a later walk of ``graph`` finds them by id."""
+def around_nodes(graph: onnx.GraphProto, own: Callable[[onnx.GraphProto], Any], outside: Any) -> NodeKeyed:
+    """``{id(node): what the subgraphs around it own}`` for each node of every subgraph of ``graph``, at any depth: from
+    ``outside`` (for ``graph`` itself) each subgraph adds ``own(subgraph)`` (a set or a dict: ``|``, an inner graph's
+    winning). The dict holds the nodes (:class:`NodeKeyed`), so that a later walk of ``graph`` finds them by id."""
     found = NodeKeyed()
 
-    def walk(outer, hidden):
+    def walk(outer, around):
         for holder in outer.node:
             for subgraph in subgraphs(holder):
-                inside = hidden | own_names(subgraph)
+                inside = around | own(subgraph)
                 found.add(subgraph.node, inside)
                 walk(subgraph, inside)
 
-    walk(graph, set())
+    walk(graph, outside)
     return found
+
+
+def shadowed_in(graph: onnx.GraphProto) -> dict[int, set[str]]:
+    """``{id(node): names}`` for each node of every subgraph of ``graph``, at any depth: the outer graphs' names that the
+    subgraphs around the node declare as their own (:func:`own_names`). Nodes of ``graph`` itself have none."""
+    return around_nodes(graph, own_names, set())
 
 
 def graph_names(graph: onnx.GraphProto) -> set[str]:

@@ -120,7 +120,6 @@ class ModelTensors:
         inner._graph_inputs = self._graph_inputs - shadowing  # a body's input: its shape may change from one iteration to the next
         inner._types = {name: known for name, known in self._types.items() if name not in shadowing}
         inner._types.update(_declared_in([value for value in graph.input if value.name in shadowing]))
-        inner._constants = {}  # what the outer tensors fold to may differ inside
         return inner
 
     def constant(self, name: str) -> np.ndarray | None:
